@@ -1,0 +1,37 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+
+	"github.com/seed-7bc021c3/reckon/internal/app"
+	"github.com/seed-7bc021c3/reckon/kernel/config"
+)
+
+func init() {
+	register("dev", "everything in one process on embedded defaults (creates the database, migrates)", runDev)
+}
+
+func runDev(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("dev", flag.ContinueOnError)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	cfg, err := config.Load()
+	if err != nil {
+		return err
+	}
+	stack, err := app.StartDev(ctx, cfg, app.DevOptions{})
+	if err != nil {
+		return err
+	}
+	defer stack.Close()
+	if stack.GeneratedToken != "" {
+		fmt.Fprintf(os.Stderr, "reckon dev: no RECKON_TOKENS set; generated operator token (shown once):\n  %s\n", stack.GeneratedToken)
+	}
+	fmt.Fprintf(os.Stderr, "reckon dev: API on http://%s\n", stack.APIAddr)
+	<-ctx.Done()
+	return nil
+}

@@ -1,0 +1,42 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+
+	"github.com/seed-7bc021c3/reckon/internal/app"
+	"github.com/seed-7bc021c3/reckon/kernel/config"
+	"github.com/seed-7bc021c3/reckon/migrations"
+)
+
+func init() {
+	register("migrate", "apply database migrations (safe to run twice, or from two processes)", runMigrate)
+}
+
+func runMigrate(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
+	create := fs.Bool("create-db", false, "create the database when it is missing")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	cfg, err := config.Load()
+	if err != nil {
+		return err
+	}
+	pool, err := app.OpenPool(ctx, cfg.DatabaseURL, *create)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	applied, err := migrations.Apply(ctx, pool)
+	if err != nil {
+		return err
+	}
+	if len(applied) == 0 {
+		fmt.Println("migrations: up to date")
+	} else {
+		fmt.Printf("migrations: applied %v\n", applied)
+	}
+	return nil
+}

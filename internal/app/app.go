@@ -1,0 +1,163 @@
+// Package app assembles reckon's pieces into a running process: the
+// PostgreSQL pool and migrations, the journal, the outbox publisher and the
+// HTTP API. Subcommands of cmd/reckon build on it; main stays thin.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/mattn/go-isatty"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/rs/zerolog"
+
+	"github.com/seed-7bc021c3/reckon/kernel/auth"
+	"github.com/seed-7bc021c3/reckon/kernel/config"
+	"github.com/seed-7bc021c3/reckon/kernel/httpapi"
+	"github.com/seed-7bc021c3/reckon/kernel/journal"
+	"github.com/seed-7bc021c3/reckon/kernel/outbox"
+	"github.com/seed-7bc021c3/reckon/migrations"
+)
+
+// NewLogger builds the process logger: JSON by default, console on a TTY or
+// when RECKON_LOG_FORMAT=console.
+func NewLogger(cfg config.Config) zerolog.Logger {
+	lvl, err := zerolog.ParseLevel(strings.ToLower(cfg.LogLevel))
+	if err != nil {
+		lvl = zerolog.InfoLevel
+	}
+	format := cfg.LogFormat
+	if format == "" {
+		format = "json"
+		if isatty.IsTerminal(os.Stderr.Fd()) {
+			format = "console"
+		}
+	}
+	var l zerolog.Logger
+	if format == "console" {
+		l = zerolog.New(zerolog.ConsoleWriter{Out: os.Stderr, TimeFormat: time.TimeOnly})
+	} else {
+		l = zerolog.New(os.Stderr)
+	}
+	return l.Level(lvl).With().Timestamp().Logger()
+}
+
+// OpenPool connects to cfg.DatabaseURL. With create set, a missing database
+// is created first (what `reckon dev` does on a fresh machine).
+func OpenPool(ctx context.Context, dbURL string, create bool) (*pgxpool.Pool, error) {
+	pcfg, err := pgxpool.ParseConfig(dbURL)
+	if err != nil {
+		return nil, &config.Error{Var: "DATABASE_URL", Problem: fmt.Sprintf("is not a PostgreSQL URL: %v", err)}
+	}
+	if create {
+		if err := createDatabase(ctx, dbURL, pcfg.ConnConfig.Database); err != nil {
+			return nil, err
+		}
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
+	if err != nil {
+		return nil, &config.Error{Var: "DATABASE_URL", Problem: fmt.Sprintf("cannot be used: %v", err)}
+	}
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := pool.Ping(pctx); err != nil {
+		pool.Close()
+		return nil, &config.Error{Var: "DATABASE_URL", Problem: fmt.Sprintf("is unreachable (%s): %v — start PostgreSQL (`make db`) or point DATABASE_URL at one", redact(dbURL), err)}
+	}
+	return pool, nil
+}
+
+func createDatabase(ctx context.Context, dbURL, name string) error {
+	u, err := url.Parse(dbURL)
+	if err != nil || name == "" {
+		return nil
+	}
+	admin := *u
+	admin.Path = "/postgres"
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(cctx, admin.String())
+	if err != nil {
+		return &config.Error{Var: "DATABASE_URL", Problem: fmt.Sprintf("is unreachable (%s): %v — start PostgreSQL (`make db`) or point DATABASE_URL at one", redact(dbURL), err)}
+	}
+	defer conn.Close(ctx)
+	_, err = conn.Exec(cctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize())
+	var pgErr *pgconn.PgError
+	if err != nil && !(errors.As(err, &pgErr) && pgErr.Code == "42P04") {
+		return fmt.Errorf("create database %s: %w", name, err)
+	}
+	return nil
+}
+
+func redact(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		return "?"
+	}
+	return u.Redacted()
+}
+
+// Core is the part of the stack every role shares: configuration, logger,
+// pool, journal, metrics registry and tokens.
+type Core struct {
+	Cfg      config.Config
+	Log      zerolog.Logger
+	Pool     *pgxpool.Pool
+	Journal  *journal.Store
+	Registry *prometheus.Registry
+	Tokens   *auth.Tokens
+	Outbox   *outbox.Metrics
+}
+
+// NewCore connects and migrates. createDB creates a missing database (dev).
+func NewCore(ctx context.Context, cfg config.Config, createDB bool) (*Core, error) {
+	log := NewLogger(cfg)
+	tokens, err := auth.Load(cfg.Tokens, cfg.TokensFile)
+	if err != nil {
+		return nil, err
+	}
+	pool, err := OpenPool(ctx, cfg.DatabaseURL, createDB)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := migrations.Apply(ctx, pool); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return &Core{
+		Cfg: cfg, Log: log, Pool: pool, Registry: reg, Tokens: tokens,
+		Journal: journal.New(pool, reg),
+		Outbox:  outbox.NewMetrics(reg, pool),
+	}, nil
+}
+
+// Close releases the pool.
+func (c *Core) Close() { c.Pool.Close() }
+
+// NewAPI returns the HTTP API server with ingest mounted.
+func (c *Core) NewAPI() *httpapi.Server {
+	s := httpapi.New(httpapi.Options{
+		Tokens: c.Tokens, Log: c.Log, Registry: c.Registry,
+		Health: func(ctx context.Context) error { return c.Pool.Ping(ctx) },
+	})
+	s.MountIngest(c.Journal)
+	return s
+}
+
+// NewPublisher returns an in-process publisher from the outbox to the
+// journal, with the journal's open-hint repair in its maintenance loop.
+func (c *Core) NewPublisher(cfg outbox.Config) *outbox.Publisher {
+	return outbox.NewPublisher(c.Pool, c.Journal, cfg, c.Outbox, c.Log.With().Str("component", "publisher").Logger()).
+		WithMaintenance(c.Journal.RepairOpenHints)
+}

@@ -1,0 +1,103 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/seed-7bc021c3/reckon/kernel/auth"
+	"github.com/seed-7bc021c3/reckon/kernel/config"
+	"github.com/seed-7bc021c3/reckon/kernel/httpapi"
+	"github.com/seed-7bc021c3/reckon/kernel/outbox"
+)
+
+// DevOptions tunes StartDev.
+type DevOptions struct {
+	// Publishers is how many publishers drain the outbox; default 1.
+	Publishers int
+	Outbox     outbox.Config
+}
+
+// Stack is a running dev stack: API, publishers and (as later pieces land)
+// the Temporal worker and the triage pipeline, in one process.
+type Stack struct {
+	*Core
+	API            *httpapi.Server
+	APIAddr        string
+	GeneratedToken string // set when no token was configured
+
+	ctx     context.Context
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	closers []func()
+}
+
+// StartDev creates the database if missing, migrates, and starts the API and
+// the publishers. Without configured tokens it generates an operator token.
+func StartDev(ctx context.Context, cfg config.Config, o DevOptions) (*Stack, error) {
+	core, err := NewCore(ctx, cfg, true)
+	if err != nil {
+		return nil, err
+	}
+	s := &Stack{Core: core}
+	if core.Tokens.Len() == 0 {
+		s.GeneratedToken = auth.NewSecret()
+		core.Tokens.Add("dev", auth.RoleOperator, s.GeneratedToken)
+	}
+	runCtx, cancel := context.WithCancel(context.Background())
+	s.ctx, s.cancel = runCtx, cancel
+
+	s.API = core.NewAPI()
+	bound := make(chan string, 1)
+	errc := make(chan error, 1)
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		errc <- s.API.Listen(runCtx, cfg.HTTPAddr, bound)
+	}()
+	select {
+	case s.APIAddr = <-bound:
+	case err := <-errc:
+		s.Close()
+		return nil, fmt.Errorf("api: %w", err)
+	}
+
+	n := o.Publishers
+	if n <= 0 {
+		n = 1
+	}
+	for i := 0; i < n; i++ {
+		p := core.NewPublisher(o.Outbox)
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			_ = p.Run(runCtx)
+		}()
+	}
+	return s, nil
+}
+
+// OnClose registers f to run when the stack closes, before the pool closes.
+func (s *Stack) OnClose(f func()) { s.closers = append(s.closers, f) }
+
+// Go runs f in the stack's lifetime: its context ends at Close, which
+// waits for f to return.
+func (s *Stack) Go(f func(ctx context.Context)) {
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		f(s.ctx)
+	}()
+}
+
+// Close stops everything the stack started and releases the pool.
+func (s *Stack) Close() {
+	if s.cancel != nil {
+		s.cancel()
+	}
+	s.wg.Wait()
+	for i := len(s.closers) - 1; i >= 0; i-- {
+		s.closers[i]()
+	}
+	s.Core.Close()
+}

@@ -1,0 +1,56 @@
+package kernel
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Error codes. The HTTP layer maps each to one status code in one place.
+const (
+	EInvalid      = "invalid"      // 400: the request or event is malformed
+	EUnauthorized = "unauthorized" // 401: no or unknown credentials
+	EForbidden    = "forbidden"    // 403: known caller, insufficient role
+	ENotFound     = "not_found"    // 404
+	EConflict     = "conflict"     // 409: same key, different content
+	ETooLarge     = "too_large"    // 413
+	EUnavailable  = "unavailable"  // 503: a dependency is down
+	EInternal     = "internal"     // 500
+)
+
+// Error is reckon's one application error: a code for machines and a message
+// a person can act on.
+type Error struct {
+	Code    string
+	Message string
+}
+
+// Error implements error.
+func (e *Error) Error() string { return e.Message }
+
+// Errorf builds an *Error with a formatted message.
+func Errorf(code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// ErrorCode returns the code of the first *Error in err's chain, EInternal for
+// any other non-nil error and "" for nil.
+func ErrorCode(err error) string {
+	if err == nil {
+		return ""
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return EInternal
+}
+
+// ErrorMessage returns the message of the first *Error in err's chain, or a
+// generic text for internal errors, whose details belong in logs only.
+func ErrorMessage(err error) string {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Message
+	}
+	return "internal error"
+}

@@ -1,0 +1,282 @@
+// Package kernel holds reckon's primitive domain types: the event model that
+// every other package speaks, its validation, canonical payload comparison and
+// the error type the HTTP layer maps to status codes. It imports nothing of the
+// project so that every other package can depend on it.
+package kernel
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Event types of the journal. The vocabulary is closed: an event of any other
+// type is rejected at the boundary.
+const (
+	TypeRunStarted          = "run.started"
+	TypeRunCompleted        = "run.completed"
+	TypeRunFailed           = "run.failed"
+	TypeToolStarted         = "tool.started"
+	TypeToolCompleted       = "tool.completed"
+	TypeToolFailed          = "tool.failed"
+	TypeToolBlocked         = "tool.blocked"
+	TypeOperationReconciled = "operation.reconciled"
+	TypeSupervisorVerdict   = "supervisor.verdict"
+)
+
+// KnownTypes lists every event type the journal accepts.
+var KnownTypes = []string{
+	TypeRunStarted, TypeRunCompleted, TypeRunFailed,
+	TypeToolStarted, TypeToolCompleted, TypeToolFailed, TypeToolBlocked,
+	TypeOperationReconciled, TypeSupervisorVerdict,
+}
+
+// KernelSource is the source_id under which the kernel reports its own events
+// and every reconciliation, human or supervisor.
+const KernelSource = "kernel"
+
+// Effects of a failed tool call (tool.failed.data.effect).
+const (
+	EffectNone      = "none"
+	EffectUncertain = "uncertain"
+	EffectOccurred  = "occurred"
+	// EffectUnknown is a reconciliation verdict only: a legitimate terminal
+	// record that nobody could establish what happened.
+	EffectUnknown = "unknown"
+)
+
+// Bases of a reconciliation: who or what established the verdict.
+const (
+	BasisOperator  = "operator"
+	BasisInference = "inference"
+	BasisProbe     = "probe"
+)
+
+// ActorSupervisor is the actor of supervisor-written events.
+const ActorSupervisor = "supervisor"
+
+// MaxNoteBytes bounds operation.reconciled.data.note.
+const MaxNoteBytes = 2000
+
+// LegacyUncertainErrorType marks a legacy tool.failed without an effect field
+// that must be read as uncertain.
+const LegacyUncertainErrorType = "activity_failed"
+
+// EventKey is the idempotency key of an event: unique (source_id, event_id).
+type EventKey struct {
+	SourceID string `json:"source_id"`
+	EventID  string `json:"event_id"`
+}
+
+// String renders the key as source_id/event_id for logs and messages.
+func (k EventKey) String() string { return k.SourceID + ":" + k.EventID }
+
+// Event is one fact in the journal. Data holds the type-specific payload as
+// raw JSON so that unknown extra fields survive every hop unchanged.
+type Event struct {
+	SourceID      string          `json:"source_id"`
+	EventID       string          `json:"event_id"`
+	Project       string          `json:"project"`
+	RunID         string          `json:"run_id"`
+	Type          string          `json:"type"`
+	TS            time.Time       `json:"ts"`
+	Actor         string          `json:"actor"`
+	ParentEventID *EventKey       `json:"parent_event_id"`
+	Data          json.RawMessage `json:"data"`
+}
+
+// Key returns the idempotency key of the event.
+func (e Event) Key() EventKey { return EventKey{SourceID: e.SourceID, EventID: e.EventID} }
+
+// OperationID returns data.operation_id for tool.* and operation.reconciled
+// events, or "" when the event carries none.
+func (e Event) OperationID() string {
+	var d struct {
+		OperationID string `json:"operation_id"`
+	}
+	if len(e.Data) == 0 {
+		return ""
+	}
+	_ = json.Unmarshal(e.Data, &d)
+	return d.OperationID
+}
+
+// DecodeData unmarshals the event's data into v.
+func (e Event) DecodeData(v any) error {
+	if len(e.Data) == 0 {
+		return json.Unmarshal([]byte("{}"), v)
+	}
+	if err := json.Unmarshal(e.Data, v); err != nil {
+		return fmt.Errorf("decode %s data of %s: %w", e.Type, e.Key(), err)
+	}
+	return nil
+}
+
+// NewEvent builds an event whose data is marshalled from v.
+func NewEvent(source, eventID, project, runID, typ, actor string, ts time.Time, data any) (Event, error) {
+	raw, err := json.Marshal(data)
+	if err != nil {
+		return Event{}, fmt.Errorf("marshal %s data: %w", typ, err)
+	}
+	return Event{
+		SourceID: source, EventID: eventID, Project: project, RunID: runID,
+		Type: typ, TS: ts.UTC(), Actor: actor, Data: raw,
+	}, nil
+}
+
+// Settles reports whether the event is terminal for its operation: the
+// operation can never again be unresolved once this event is in the journal.
+// tool.failed settles only with effect none or occurred; uncertain (and the
+// legacy activity_failed without an effect) leaves it unresolved.
+func (e Event) Settles() bool {
+	switch e.Type {
+	case TypeToolCompleted, TypeToolBlocked, TypeOperationReconciled:
+		return true
+	case TypeToolFailed:
+		var d ToolFailed
+		if err := e.DecodeData(&d); err != nil {
+			return false
+		}
+		return d.Settles()
+	}
+	return false
+}
+
+// ToolStarted is the data of tool.started.
+type ToolStarted struct {
+	OperationID string          `json:"operation_id"`
+	Tool        string          `json:"tool"`
+	Args        json.RawMessage `json:"args,omitempty"`
+	Attempt     int             `json:"attempt,omitempty"`
+	ReissueOf   string          `json:"reissue_of,omitempty"`
+}
+
+// ToolCompleted is the data of tool.completed.
+type ToolCompleted struct {
+	OperationID   string `json:"operation_id"`
+	ResultSummary string `json:"result_summary,omitempty"`
+}
+
+// ToolFailed is the data of tool.failed.
+type ToolFailed struct {
+	OperationID        string `json:"operation_id"`
+	ErrorType          string `json:"error_type"`
+	Error              string `json:"error"`
+	Effect             string `json:"effect,omitempty"`
+	ChildRunID         string `json:"child_run_id,omitempty"`
+	ChildOpsTotal      *int   `json:"child_ops_total,omitempty"`
+	ChildOpsUnresolved *int   `json:"child_ops_unresolved,omitempty"`
+}
+
+// EffectiveEffect applies the legacy rule: a tool.failed without an effect
+// but with error_type=activity_failed counts as uncertain. Any other missing
+// effect is also read as uncertain: an unclassified failure proves nothing.
+func (f ToolFailed) EffectiveEffect() string {
+	if f.Effect == "" {
+		return EffectUncertain
+	}
+	return f.Effect
+}
+
+// Settles reports whether this failure settles its operation.
+func (f ToolFailed) Settles() bool {
+	e := f.EffectiveEffect()
+	return e == EffectNone || e == EffectOccurred
+}
+
+// ToolBlocked is the data of tool.blocked.
+type ToolBlocked struct {
+	OperationID string `json:"operation_id"`
+	Reason      string `json:"reason"`
+}
+
+// RunStarted is the data of run.started.
+type RunStarted struct {
+	PlanSummary string `json:"plan_summary,omitempty"`
+	ParentRunID string `json:"parent_run_id,omitempty"`
+}
+
+// RunFailed is the data of run.failed.
+type RunFailed struct {
+	Error string `json:"error"`
+}
+
+// Reconciled is the data of operation.reconciled.
+type Reconciled struct {
+	OperationID string          `json:"operation_id"`
+	Effect      string          `json:"effect"`
+	Note        string          `json:"note"`
+	Basis       string          `json:"basis"`
+	Supersedes  *EventKey       `json:"supersedes,omitempty"`
+	Evidence    json.RawMessage `json:"evidence,omitempty"`
+}
+
+// Verdict is the data of supervisor.verdict.
+type Verdict struct {
+	Kind           string   `json:"kind"`
+	NeedsAttention bool     `json:"needs_attention"`
+	Causes         []string `json:"causes"`
+	Remedies       []string `json:"remedies"`
+	Lesson         string   `json:"lesson"`
+	OperationIDs   []string `json:"operation_ids"`
+	Supervisor     string   `json:"supervisor"`
+	Model          string   `json:"model"`
+	PromptVersion  string   `json:"prompt_version"`
+	WallDigest     string   `json:"wall_digest"`
+	// Part and Parts say which slice of an oversized pile this verdict
+	// covers; both are 1 for an ordinary wall.
+	Part  int `json:"part,omitempty"`
+	Parts int `json:"parts,omitempty"`
+}
+
+// VerdictKindReconciliation is the only supervisor.verdict kind so far.
+const VerdictKindReconciliation = "reconciliation"
+
+// ValidToolFailedEffect reports whether s is a tool.failed effect.
+func ValidToolFailedEffect(s string) bool {
+	return s == EffectNone || s == EffectUncertain || s == EffectOccurred
+}
+
+// ValidReconciledEffect reports whether s is an operation.reconciled effect.
+func ValidReconciledEffect(s string) bool {
+	return s == EffectNone || s == EffectOccurred || s == EffectUnknown
+}
+
+// ValidBasis reports whether s is a reconciliation basis.
+func ValidBasis(s string) bool {
+	return s == BasisOperator || s == BasisInference || s == BasisProbe
+}
+
+// validActor accepts kernel, agent, supervisor and operator:<name>.
+func validActor(s string) bool {
+	switch s {
+	case "kernel", "agent", ActorSupervisor:
+		return true
+	}
+	return strings.HasPrefix(s, "operator:") && len(s) > len("operator:")
+}
+
+// Ingest statuses: what the journal answers per event.
+const (
+	StatusAccepted = "accepted" // new: written
+	StatusRepeated = "repeated" // same key, same payload: a no-op
+	StatusConflict = "conflict" // same key, different payload: nothing overwritten
+)
+
+// IngestResult is the journal's answer for one event.
+type IngestResult struct {
+	SourceID string `json:"source_id"`
+	EventID  string `json:"event_id"`
+	Status   string `json:"status"`
+	// Reason explains a conflict; empty otherwise.
+	Reason string `json:"reason,omitempty"`
+}
+
+// Journal ingests batches of events idempotently. It answers one result per
+// event, in order. The publisher delivers through this interface, whether the
+// journal is in-process or behind the HTTP ingest API.
+type Journal interface {
+	Ingest(ctx context.Context, events []Event) ([]IngestResult, error)
+}

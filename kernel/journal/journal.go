@@ -1,0 +1,288 @@
+// Package journal is the PostgreSQL journal: idempotent ingest of event
+// batches (accepted / repeated / conflict) and the reads the projections need.
+package journal
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/seed-7bc021c3/reckon/kernel"
+)
+
+// Store is the journal in PostgreSQL. It implements kernel.Journal.
+type Store struct {
+	pool    *pgxpool.Pool
+	results *prometheus.CounterVec
+}
+
+var _ kernel.Journal = (*Store)(nil)
+
+// New returns a journal over pool. Metrics are registered with reg when it is
+// not nil.
+func New(pool *pgxpool.Pool, reg prometheus.Registerer) *Store {
+	s := &Store{
+		pool: pool,
+		results: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "reckon_journal_ingest_results_total",
+			Help: "Events ingested into the journal, by status (accepted, repeated, conflict).",
+		}, []string{"status"}),
+	}
+	if reg != nil {
+		reg.MustRegister(s.results)
+	}
+	return s
+}
+
+// prepared is one event ready for the ingest statement.
+type prepared struct {
+	ev      kernel.Event
+	digest  []byte
+	data    []byte
+	opID    string
+	settles bool
+}
+
+// Ingest writes a batch of events in one round trip and answers per event.
+// Events must already be valid (kernel.Event.Validate); an invalid one fails
+// the whole call before anything is written.
+func (s *Store) Ingest(ctx context.Context, events []kernel.Event) ([]kernel.IngestResult, error) {
+	if len(events) == 0 {
+		return nil, nil
+	}
+	preps := make([]prepared, len(events))
+	for i, ev := range events {
+		if err := ev.Validate(); err != nil {
+			return nil, err
+		}
+		d, err := ev.PayloadDigest()
+		if err != nil {
+			return nil, kernel.Errorf(kernel.EInvalid, "event %s: %v", ev.Key(), err)
+		}
+		data, err := ev.CanonicalData()
+		if err != nil {
+			return nil, kernel.Errorf(kernel.EInvalid, "event %s: %v", ev.Key(), err)
+		}
+		preps[i] = prepared{ev: ev, digest: d, data: data, opID: ev.OperationID(), settles: ev.Settles()}
+	}
+
+	// Duplicates inside one batch go to the database once; later copies are
+	// answered against the first.
+	first := make(map[kernel.EventKey]int, len(events))
+	// Operations this batch settles, so a tool.started in the same batch is
+	// written closed.
+	settled := map[[3]string]bool{}
+	for i, p := range preps {
+		if _, dup := first[p.ev.Key()]; !dup {
+			first[p.ev.Key()] = i
+		}
+		if p.settles {
+			settled[[3]string{p.ev.Project, p.ev.RunID, p.opID}] = true
+		}
+	}
+	n := len(first)
+	var (
+		srcs, ids, projects, runs, types, actors = make([]string, 0, n), make([]string, 0, n), make([]string, 0, n), make([]string, 0, n), make([]string, 0, n), make([]string, 0, n)
+		tss                                      = make([]time.Time, 0, n)
+		psrc, pid, opIDs                         = make([]*string, 0, n), make([]*string, 0, n), make([]*string, 0, n)
+		datas, digests                           = make([][]byte, 0, n), make([][]byte, 0, n)
+		settles, openInBatch                     = make([]bool, 0, n), make([]bool, 0, n)
+		ords                                     = make([]int32, 0, n)
+	)
+	for i, p := range preps {
+		if first[p.ev.Key()] != i {
+			continue
+		}
+		e := p.ev
+		srcs, ids, projects, runs = append(srcs, e.SourceID), append(ids, e.EventID), append(projects, e.Project), append(runs, e.RunID)
+		types, actors, tss = append(types, e.Type), append(actors, e.Actor), append(tss, e.TS)
+		if e.ParentEventID != nil {
+			ps, pe := e.ParentEventID.SourceID, e.ParentEventID.EventID
+			psrc, pid = append(psrc, &ps), append(pid, &pe)
+		} else {
+			psrc, pid = append(psrc, nil), append(pid, nil)
+		}
+		if p.opID != "" {
+			op := p.opID
+			opIDs = append(opIDs, &op)
+		} else {
+			opIDs = append(opIDs, nil)
+		}
+		datas, digests = append(datas, p.data), append(digests, p.digest)
+		settles = append(settles, p.settles)
+		openInBatch = append(openInBatch, !settled[[3]string{e.Project, e.RunID, p.opID}])
+		ords = append(ords, int32(i))
+	}
+
+	stored := make(map[kernel.EventKey][]byte, n)
+	inserted := make(map[kernel.EventKey]bool, n)
+	var missing []kernel.EventKey
+	rows, err := s.pool.Query(ctx, ingestSQL, srcs, ids, projects, runs, types, tss, actors,
+		psrc, pid, datas, digests, opIDs, settles, openInBatch, ords)
+	if err != nil {
+		return nil, fmt.Errorf("ingest batch of %d: %w", len(events), err)
+	}
+	for rows.Next() {
+		var ord int32
+		var ins bool
+		var dig []byte
+		if err := rows.Scan(&ord, &ins, &dig); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("ingest batch: scan: %w", err)
+		}
+		k := preps[ord].ev.Key()
+		switch {
+		case ins:
+			inserted[k] = true
+			stored[k] = preps[ord].digest
+		case dig != nil:
+			stored[k] = dig
+		default:
+			missing = append(missing, k)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("ingest batch of %d: %w", len(events), err)
+	}
+	if len(missing) > 0 {
+		if err := s.readDigests(ctx, missing, stored); err != nil {
+			return nil, err
+		}
+	}
+
+	out := make([]kernel.IngestResult, len(events))
+	counts := map[string]float64{}
+	for i, p := range preps {
+		k := p.ev.Key()
+		r := kernel.IngestResult{SourceID: k.SourceID, EventID: k.EventID}
+		switch {
+		case first[k] == i && inserted[k]:
+			r.Status = kernel.StatusAccepted
+		case bytes.Equal(stored[k], p.digest):
+			r.Status = kernel.StatusRepeated
+		default:
+			r.Status = kernel.StatusConflict
+			r.Reason = fmt.Sprintf("event %s is already in the journal with a different payload; nothing was overwritten", k)
+		}
+		counts[r.Status]++
+		out[i] = r
+	}
+	for st, c := range counts {
+		s.results.WithLabelValues(st).Add(c)
+	}
+	return out, nil
+}
+
+func (s *Store) readDigests(ctx context.Context, keys []kernel.EventKey, into map[kernel.EventKey][]byte) error {
+	srcs, ids := make([]string, len(keys)), make([]string, len(keys))
+	for i, k := range keys {
+		srcs[i], ids[i] = k.SourceID, k.EventID
+	}
+	rows, err := s.pool.Query(ctx, digestsSQL, srcs, ids)
+	if err != nil {
+		return fmt.Errorf("ingest batch: re-read digests: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var k kernel.EventKey
+		var d []byte
+		if err := rows.Scan(&k.SourceID, &k.EventID, &d); err != nil {
+			return fmt.Errorf("ingest batch: re-read digests: %w", err)
+		}
+		into[k] = d
+	}
+	return rows.Err()
+}
+
+// StoredEvent is an event as read back from the journal, with its position.
+type StoredEvent struct {
+	kernel.Event
+	Seq int64 `json:"-"`
+}
+
+func scanEvents(rows pgx.Rows) ([]StoredEvent, error) {
+	defer rows.Close()
+	var out []StoredEvent
+	for rows.Next() {
+		var e StoredEvent
+		var psrc, pid *string
+		if err := rows.Scan(&e.SourceID, &e.EventID, &e.Project, &e.RunID, &e.Type, &e.TS, &e.Actor,
+			&psrc, &pid, &e.Data, &e.Seq); err != nil {
+			return nil, fmt.Errorf("scan event: %w", err)
+		}
+		e.TS = e.TS.UTC()
+		if psrc != nil && pid != nil {
+			e.ParentEventID = &kernel.EventKey{SourceID: *psrc, EventID: *pid}
+		}
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
+
+// RunEvents returns every event of a run in journal order.
+func (s *Store) RunEvents(ctx context.Context, project, runID string) ([]StoredEvent, error) {
+	rows, err := s.pool.Query(ctx, runEventsSQL, project, runID)
+	if err != nil {
+		return nil, fmt.Errorf("run events %s/%s: %w", project, runID, err)
+	}
+	return scanEvents(rows)
+}
+
+// OperationEvents returns an operation's events from every source, in
+// journal order.
+func (s *Store) OperationEvents(ctx context.Context, project, runID, operationID string) ([]StoredEvent, error) {
+	rows, err := s.pool.Query(ctx, operationEventsSQL, project, runID, operationID)
+	if err != nil {
+		return nil, fmt.Errorf("operation events %s/%s/%s: %w", project, runID, operationID, err)
+	}
+	return scanEvents(rows)
+}
+
+// EventsOfType returns a project's events of one type at or after since,
+// newest first, at most limit.
+func (s *Store) EventsOfType(ctx context.Context, project, typ string, since time.Time, limit int) ([]StoredEvent, error) {
+	rows, err := s.pool.Query(ctx, typeEventsSQL, project, typ, since, limit)
+	if err != nil {
+		return nil, fmt.Errorf("%s events of %s: %w", typ, project, err)
+	}
+	return scanEvents(rows)
+}
+
+// Event reads one event by key; kernel ENotFound when absent.
+func (s *Store) Event(ctx context.Context, key kernel.EventKey) (StoredEvent, error) {
+	rows, err := s.pool.Query(ctx, eventSQL, key.SourceID, key.EventID)
+	if err != nil {
+		return StoredEvent{}, fmt.Errorf("event %s: %w", key, err)
+	}
+	evs, err := scanEvents(rows)
+	if err != nil {
+		return StoredEvent{}, err
+	}
+	if len(evs) == 0 {
+		return StoredEvent{}, kernel.Errorf(kernel.ENotFound, "no event %s in the journal", key)
+	}
+	return evs[0], nil
+}
+
+// RepairOpenHints clears open hints left by concurrent ingest races and
+// returns how many it cleared. Run it periodically (the publisher's
+// maintenance loop does).
+func (s *Store) RepairOpenHints(ctx context.Context) (int64, error) {
+	tag, err := s.pool.Exec(ctx, repairOpenSQL)
+	if err != nil {
+		return 0, fmt.Errorf("repair open hints: %w", err)
+	}
+	return tag.RowsAffected(), nil
+}
+
+// ErrNotFound reports whether err is a not-found error.
+func ErrNotFound(err error) bool {
+	var e *kernel.Error
+	return errors.As(err, &e) && e.Code == kernel.ENotFound
+}

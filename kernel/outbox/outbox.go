@@ -1,0 +1,172 @@
+// Package outbox is the transactional outbox kernel_event_outbox and its
+// publisher. Events are enqueued in the caller's transaction, beside whatever
+// they describe; the publisher drains them to a kernel.Journal with
+// at-least-once delivery, which the journal's idempotent ingest turns into a
+// single journal row per key. This is not exactly-once transport.
+package outbox
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/seed-7bc021c3/reckon/kernel"
+)
+
+// DBTX is what Enqueue writes through: a pgx.Tx joins the caller's
+// transaction; a pool or connection writes in a transaction of its own.
+type DBTX interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+// Enqueue validates events and writes them to the outbox through db. An
+// event whose key is already enqueued with the same payload is a no-op, so a
+// retried activity can enqueue again safely; the same key with a different
+// payload is an EConflict error and the statement writes nothing of it.
+// When db is a transaction the rows commit or roll back with it.
+func Enqueue(ctx context.Context, db DBTX, events ...kernel.Event) error {
+	if len(events) == 0 {
+		return nil
+	}
+	n := len(events)
+	srcs, ids := make([]string, n), make([]string, n)
+	bodies, digests := make([][]byte, n), make([][]byte, n)
+	ords := make([]int32, n)
+	seen := make(map[kernel.EventKey]int, n)
+	for i, ev := range events {
+		if err := ev.Validate(); err != nil {
+			return err
+		}
+		d, err := ev.PayloadDigest()
+		if err != nil {
+			return kernel.Errorf(kernel.EInvalid, "enqueue %s: %v", ev.Key(), err)
+		}
+		if j, dup := seen[ev.Key()]; dup {
+			if !bytes.Equal(digests[j], d) {
+				return kernel.Errorf(kernel.EConflict, "enqueue: event %s appears twice in one batch with different payloads", ev.Key())
+			}
+		}
+		seen[ev.Key()] = i
+		body, err := json.Marshal(ev)
+		if err != nil {
+			return fmt.Errorf("enqueue %s: %w", ev.Key(), err)
+		}
+		srcs[i], ids[i], bodies[i], digests[i], ords[i] = ev.SourceID, ev.EventID, body, d, int32(i)
+	}
+	rows, err := db.Query(ctx, enqueueSQL, srcs, ids, bodies, digests, ords)
+	if err != nil {
+		return fmt.Errorf("enqueue %d events: %w", n, err)
+	}
+	var recheck []int
+	var conflict error
+	for rows.Next() {
+		var ord int32
+		var ins bool
+		var stored []byte
+		if err := rows.Scan(&ord, &ins, &stored); err != nil {
+			rows.Close()
+			return fmt.Errorf("enqueue: scan: %w", err)
+		}
+		switch {
+		case ins:
+		case stored == nil:
+			recheck = append(recheck, int(ord))
+		case !bytes.Equal(stored, digests[ord]) && conflict == nil:
+			conflict = conflictErr(events[ord].Key())
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("enqueue %d events: %w", n, err)
+	}
+	if conflict != nil {
+		return conflict
+	}
+	if len(recheck) == 0 {
+		return nil
+	}
+	rs, ri := make([]string, len(recheck)), make([]string, len(recheck))
+	for i, o := range recheck {
+		rs[i], ri[i] = srcs[o], ids[o]
+	}
+	rows, err = db.Query(ctx, enqueueRecheckSQL, rs, ri)
+	if err != nil {
+		return fmt.Errorf("enqueue: recheck: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var k kernel.EventKey
+		var stored []byte
+		if err := rows.Scan(&k.SourceID, &k.EventID, &stored); err != nil {
+			return fmt.Errorf("enqueue: recheck: %w", err)
+		}
+		if !bytes.Equal(stored, digests[seen[k]]) {
+			return conflictErr(k)
+		}
+	}
+	return rows.Err()
+}
+
+func conflictErr(k kernel.EventKey) error {
+	return kernel.Errorf(kernel.EConflict, "event %s is already enqueued with a different payload; nothing was overwritten", k)
+}
+
+// PendingForRun counts a run's events not yet delivered to the journal.
+func PendingForRun(ctx context.Context, pool *pgxpool.Pool, project, runID string) (int, error) {
+	var n int
+	if err := pool.QueryRow(ctx, pendingForRunSQL, project, runID).Scan(&n); err != nil {
+		return 0, fmt.Errorf("pending outbox rows of %s/%s: %w", project, runID, err)
+	}
+	return n, nil
+}
+
+// WaitDelivered polls until every outbox row of the run is delivered (or
+// parked), or ctx ends. Readers of the journal that must see a run's own
+// events (the child-run summary) call it first.
+func WaitDelivered(ctx context.Context, pool *pgxpool.Pool, project, runID string, every time.Duration) error {
+	for {
+		n, err := PendingForRun(ctx, pool, project, runID)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("wait for %d outbox rows of %s/%s: %w", n, project, runID, ctx.Err())
+		case <-time.After(every):
+		}
+	}
+}
+
+// Parked is an outbox row parked on a conflict.
+type Parked struct {
+	Key      kernel.EventKey
+	Reason   string
+	ParkedAt time.Time
+}
+
+// ListParked returns up to limit parked rows, newest first.
+func ListParked(ctx context.Context, pool *pgxpool.Pool, limit int) ([]Parked, error) {
+	rows, err := pool.Query(ctx, parkedSQL, limit)
+	if err != nil {
+		return nil, fmt.Errorf("list parked: %w", err)
+	}
+	defer rows.Close()
+	var out []Parked
+	for rows.Next() {
+		var p Parked
+		if err := rows.Scan(&p.Key.SourceID, &p.Key.EventID, &p.Reason, &p.ParkedAt); err != nil {
+			return nil, fmt.Errorf("list parked: %w", err)
+		}
+		out = append(out, p)
+	}
+	return out, rows.Err()
+}

@@ -1,0 +1,385 @@
+package outbox
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+
+	"github.com/seed-7bc021c3/reckon/kernel"
+)
+
+// Config tunes a Publisher. Zero values take the defaults.
+type Config struct {
+	BatchSize    int           // rows per delivery; default 500
+	PollInterval time.Duration // idle wait between empty drains; default 100ms
+	BaseBackoff  time.Duration // first retry delay; default 500ms
+	MaxBackoff   time.Duration // retry delay cap; default 1m
+	Retention    time.Duration // delivered rows older than this are pruned; default 24h
+	PruneEvery   time.Duration // maintenance period; default 1m
+}
+
+func (c Config) withDefaults() Config {
+	if c.BatchSize <= 0 {
+		c.BatchSize = 500
+	}
+	if c.PollInterval <= 0 {
+		c.PollInterval = 100 * time.Millisecond
+	}
+	if c.BaseBackoff <= 0 {
+		c.BaseBackoff = 500 * time.Millisecond
+	}
+	if c.MaxBackoff <= 0 {
+		c.MaxBackoff = time.Minute
+	}
+	if c.Retention <= 0 {
+		c.Retention = 24 * time.Hour
+	}
+	if c.PruneEvery <= 0 {
+		c.PruneEvery = time.Minute
+	}
+	return c
+}
+
+// Metrics of the outbox and its publishers; shared by every publisher of a
+// process.
+type Metrics struct {
+	delivered *prometheus.CounterVec
+	parked    prometheus.Counter
+	failures  prometheus.Counter
+	pruned    prometheus.Counter
+}
+
+// NewMetrics registers the outbox metrics with reg (when not nil), including
+// gauges of backlog and oldest undelivered age read from pool at scrape time.
+func NewMetrics(reg prometheus.Registerer, pool *pgxpool.Pool) *Metrics {
+	m := &Metrics{
+		delivered: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "reckon_outbox_delivered_total",
+			Help: "Outbox rows marked delivered, by the journal's answer (accepted, repeated).",
+		}, []string{"status"}),
+		parked: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "reckon_outbox_parked_total",
+			Help: "Outbox rows parked because the journal answered conflict.",
+		}),
+		failures: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "reckon_outbox_delivery_failures_total",
+			Help: "Batch deliveries that failed and were scheduled for retry.",
+		}),
+		pruned: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "reckon_outbox_pruned_total",
+			Help: "Delivered outbox rows deleted after the retention period.",
+		}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.delivered, m.parked, m.failures, m.pruned)
+		if pool != nil {
+			reg.MustRegister(newStatsCollector(pool))
+		}
+	}
+	return m
+}
+
+// statsCollector reads backlog figures from the database on scrape.
+type statsCollector struct {
+	pool                    *pgxpool.Pool
+	backlog, oldest, parked *prometheus.Desc
+}
+
+func newStatsCollector(pool *pgxpool.Pool) *statsCollector {
+	return &statsCollector{
+		pool:    pool,
+		backlog: prometheus.NewDesc("reckon_outbox_backlog", "Outbox rows not yet delivered (parked rows excluded).", nil, nil),
+		oldest:  prometheus.NewDesc("reckon_outbox_oldest_undelivered_age_seconds", "Age of the oldest undelivered outbox row.", nil, nil),
+		parked:  prometheus.NewDesc("reckon_outbox_parked_rows", "Outbox rows currently parked on a conflict.", nil, nil),
+	}
+}
+
+func (c *statsCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.backlog
+	ch <- c.oldest
+	ch <- c.parked
+}
+
+func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	var n, parked int64
+	var age float64
+	if err := c.pool.QueryRow(ctx, statsSQL).Scan(&n, &age); err != nil {
+		ch <- prometheus.NewInvalidMetric(c.backlog, err)
+		return
+	}
+	if err := c.pool.QueryRow(ctx, parkedCountSQL).Scan(&parked); err != nil {
+		ch <- prometheus.NewInvalidMetric(c.parked, err)
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(c.backlog, prometheus.GaugeValue, float64(n))
+	ch <- prometheus.MustNewConstMetric(c.oldest, prometheus.GaugeValue, age)
+	ch <- prometheus.MustNewConstMetric(c.parked, prometheus.GaugeValue, float64(parked))
+}
+
+// Publisher drains the outbox to a journal. Several may run at once, in one
+// process or many: each claims rows with FOR UPDATE SKIP LOCKED and holds the
+// lock until the rows are marked, so no row is in two deliveries at once.
+type Publisher struct {
+	pool    *pgxpool.Pool
+	journal kernel.Journal
+	cfg     Config
+	log     zerolog.Logger
+	m       *Metrics
+	// repair, when set, runs in the maintenance loop (the journal's
+	// open-hint repair when the journal is in-process).
+	repair func(context.Context) (int64, error)
+}
+
+// NewPublisher returns a publisher from pool's outbox to j.
+func NewPublisher(pool *pgxpool.Pool, j kernel.Journal, cfg Config, m *Metrics, log zerolog.Logger) *Publisher {
+	if m == nil {
+		m = NewMetrics(nil, nil)
+	}
+	return &Publisher{pool: pool, journal: j, cfg: cfg.withDefaults(), log: log, m: m}
+}
+
+// WithMaintenance adds a task to the periodic maintenance loop.
+func (p *Publisher) WithMaintenance(f func(context.Context) (int64, error)) *Publisher {
+	p.repair = f
+	return p
+}
+
+// Run drains until ctx ends, waiting PollInterval whenever the outbox has no
+// due rows, and prunes delivered rows every PruneEvery.
+func (p *Publisher) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		p.maintain(ctx)
+	}()
+	defer wg.Wait()
+	for {
+		n, err := p.PublishOnce(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err != nil {
+			p.log.Warn().Err(err).Msg("outbox publish failed; will retry")
+		}
+		if err != nil || n < p.cfg.BatchSize {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(p.cfg.PollInterval):
+			}
+		}
+	}
+}
+
+func (p *Publisher) maintain(ctx context.Context) {
+	t := time.NewTicker(p.cfg.PruneEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if n, err := p.Prune(ctx); err != nil {
+			p.log.Warn().Err(err).Msg("outbox prune failed")
+		} else if n > 0 {
+			p.log.Debug().Int64("rows", n).Msg("outbox pruned delivered rows")
+		}
+		if p.repair != nil {
+			if n, err := p.repair(ctx); err != nil {
+				p.log.Warn().Err(err).Msg("journal maintenance failed")
+			} else if n > 0 {
+				p.log.Info().Int64("rows", n).Msg("journal open hints repaired")
+			}
+		}
+	}
+}
+
+// Prune deletes delivered rows older than the retention and returns how
+// many it deleted.
+func (p *Publisher) Prune(ctx context.Context) (int64, error) {
+	var total int64
+	for {
+		tag, err := p.pool.Exec(ctx, pruneSQL, p.cfg.Retention.Seconds(), 5000)
+		if err != nil {
+			return total, fmt.Errorf("prune outbox: %w", err)
+		}
+		total += tag.RowsAffected()
+		p.m.pruned.Add(float64(tag.RowsAffected()))
+		if tag.RowsAffected() < 5000 {
+			return total, nil
+		}
+	}
+}
+
+// PublishOnce claims one batch of due rows, delivers it and marks the
+// outcome: delivered on accepted or repeated, parked on conflict, scheduled
+// for a later attempt with capped exponential backoff and full jitter when
+// the delivery itself failed. It returns how many rows it claimed.
+func (p *Publisher) PublishOnce(ctx context.Context) (int, error) {
+	tx, err := p.pool.Begin(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("publish: begin: %w", err)
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+
+	rows, err := tx.Query(ctx, claimSQL, p.cfg.BatchSize)
+	if err != nil {
+		return 0, fmt.Errorf("publish: claim: %w", err)
+	}
+	var ids []int64
+	var attempts []int
+	var events []kernel.Event
+	var undecodable []int64
+	for rows.Next() {
+		var id int64
+		var body []byte
+		var att int
+		if err := rows.Scan(&id, &body, &att); err != nil {
+			rows.Close()
+			return 0, fmt.Errorf("publish: scan: %w", err)
+		}
+		var ev kernel.Event
+		if err := json.Unmarshal(body, &ev); err != nil {
+			undecodable = append(undecodable, id)
+			continue
+		}
+		ids, attempts, events = append(ids, id), append(attempts, att), append(events, ev)
+	}
+	if err := rows.Err(); err != nil {
+		return 0, fmt.Errorf("publish: claim: %w", err)
+	}
+	claimed := len(ids) + len(undecodable)
+	if claimed == 0 {
+		return 0, nil
+	}
+	if len(undecodable) > 0 {
+		// Enqueue validated every row, so this is corruption: park, never drop.
+		reasons := make([]string, len(undecodable))
+		for i := range reasons {
+			reasons[i] = "outbox row is not a decodable event"
+		}
+		if _, err := tx.Exec(ctx, parkSQL, undecodable, reasons); err != nil {
+			return 0, fmt.Errorf("publish: park undecodable: %w", err)
+		}
+		p.m.parked.Add(float64(len(undecodable)))
+		p.log.Error().Ints64("outbox_ids", undecodable).Msg("outbox rows parked: not decodable")
+	}
+
+	var results []kernel.IngestResult
+	if len(events) > 0 {
+		results, err = p.journal.Ingest(ctx, events)
+		if err == nil && len(results) != len(events) {
+			err = fmt.Errorf("journal answered %d results for %d events", len(results), len(events))
+		}
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return 0, ctx.Err()
+		}
+		// Invalid events will never be accepted: park them rather than retry
+		// forever. Anything else is a delivery failure to retry later.
+		if kernel.ErrorCode(err) == kernel.EInvalid && len(events) == 1 {
+			if _, perr := tx.Exec(ctx, parkSQL, ids, []string{"journal rejected the event: " + kernel.ErrorMessage(err)}); perr != nil {
+				return 0, fmt.Errorf("publish: park invalid: %w", perr)
+			}
+			p.m.parked.Inc()
+			p.log.Error().Str("event", events[0].Key().String()).Str("reason", kernel.ErrorMessage(err)).Msg("outbox row parked: journal rejected it")
+			return claimed, tx.Commit(ctx)
+		}
+		delays := make([]float64, len(ids))
+		for i, a := range attempts {
+			delays[i] = p.backoff(a).Seconds()
+		}
+		if _, uerr := tx.Exec(ctx, retryLaterSQL, ids, delays, truncate(err.Error(), 2000)); uerr != nil {
+			return 0, errors.Join(fmt.Errorf("publish: deliver: %w", err), fmt.Errorf("publish: schedule retry: %w", uerr))
+		}
+		p.m.failures.Inc()
+		if cerr := tx.Commit(ctx); cerr != nil {
+			return 0, fmt.Errorf("publish: commit retry: %w", cerr)
+		}
+		return claimed, fmt.Errorf("publish: deliver %d events: %w", len(events), err)
+	}
+
+	var delIDs, parkIDs []int64
+	var delStatus, parkReason []string
+	for i, r := range results {
+		switch r.Status {
+		case kernel.StatusAccepted, kernel.StatusRepeated:
+			delIDs, delStatus = append(delIDs, ids[i]), append(delStatus, r.Status)
+			p.m.delivered.WithLabelValues(r.Status).Inc()
+		default:
+			reason := r.Reason
+			if reason == "" {
+				reason = "journal answered " + r.Status
+			}
+			parkIDs, parkReason = append(parkIDs, ids[i]), append(parkReason, reason)
+			p.m.parked.Inc()
+			p.log.Error().Str("source_id", r.SourceID).Str("event_id", r.EventID).Str("status", r.Status).
+				Str("reason", reason).Msg("outbox row parked: the journal holds a different payload under this key; an operator must resolve it")
+		}
+	}
+	if len(delIDs) > 0 {
+		if _, err := tx.Exec(ctx, markDeliveredSQL, delIDs, delStatus); err != nil {
+			return 0, fmt.Errorf("publish: mark delivered: %w", err)
+		}
+	}
+	if len(parkIDs) > 0 {
+		if _, err := tx.Exec(ctx, parkSQL, parkIDs, parkReason); err != nil {
+			return 0, fmt.Errorf("publish: park: %w", err)
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		// The journal has the events; the rows stay undelivered and will be
+		// redelivered, which the journal answers as repeated.
+		return 0, fmt.Errorf("publish: commit: %w", err)
+	}
+	return claimed, nil
+}
+
+// backoff is capped exponential with full jitter: a uniform delay in
+// [base, min(cap, base*2^attempts)].
+func (p *Publisher) backoff(attempts int) time.Duration {
+	ceil := float64(p.cfg.BaseBackoff) * math.Pow(2, float64(min(attempts, 30)))
+	if ceil > float64(p.cfg.MaxBackoff) {
+		ceil = float64(p.cfg.MaxBackoff)
+	}
+	lo := float64(p.cfg.BaseBackoff)
+	if ceil <= lo {
+		return time.Duration(lo)
+	}
+	return time.Duration(lo + rand.Float64()*(ceil-lo))
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
+}
+
+// Drain publishes until no due row remains; for tools and tests that want
+// the journal caught up now.
+func (p *Publisher) Drain(ctx context.Context) error {
+	for {
+		n, err := p.PublishOnce(ctx)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return nil
+		}
+	}
+}

@@ -1,0 +1,85 @@
+package outbox
+
+// All of the outbox's SQL, in one reviewed place.
+
+// enqueueSQL inserts a batch of rows, skipping keys already present, and
+// reports for each input row whether it was inserted or else the stored
+// digest, so a different payload under an existing key is a conflict.
+const enqueueSQL = `
+WITH input AS (
+    SELECT * FROM unnest($1::text[], $2::text[], $3::jsonb[], $4::bytea[], $5::int[])
+        AS i(source_id, event_id, event, payload_digest, ord)
+),
+ins AS (
+    INSERT INTO kernel_event_outbox (source_id, event_id, event, payload_digest)
+    SELECT source_id, event_id, event, payload_digest FROM input ORDER BY ord
+    ON CONFLICT (source_id, event_id) DO NOTHING
+    RETURNING source_id, event_id
+)
+SELECT i.ord, ins.event_id IS NOT NULL, o.payload_digest
+FROM input i
+LEFT JOIN ins ON ins.source_id = i.source_id AND ins.event_id = i.event_id
+LEFT JOIN kernel_event_outbox o ON ins.event_id IS NULL
+    AND o.source_id = i.source_id AND o.event_id = i.event_id
+ORDER BY i.ord`
+
+// enqueueRecheckSQL reads the digest of keys a concurrent transaction
+// committed after the enqueue statement's snapshot.
+const enqueueRecheckSQL = `
+SELECT source_id, event_id, payload_digest FROM kernel_event_outbox
+WHERE (source_id, event_id) IN (SELECT * FROM unnest($1::text[], $2::text[]))`
+
+// claimSQL locks a batch of due rows; rows another publisher holds are
+// skipped, so publishers never wait on each other or deliver the same row
+// concurrently.
+const claimSQL = `
+SELECT id, event, attempts FROM kernel_event_outbox
+WHERE delivered_at IS NULL AND parked_at IS NULL AND next_attempt_at <= now()
+ORDER BY id
+LIMIT $1
+FOR UPDATE SKIP LOCKED`
+
+const markDeliveredSQL = `
+UPDATE kernel_event_outbox o SET delivered_at = now(), delivery_status = s.status, last_error = NULL
+FROM unnest($1::bigint[], $2::text[]) AS s(id, status)
+WHERE o.id = s.id`
+
+const parkSQL = `
+UPDATE kernel_event_outbox o SET parked_at = now(), park_reason = s.reason, delivery_status = 'conflict'
+FROM unnest($1::bigint[], $2::text[]) AS s(id, reason)
+WHERE o.id = s.id`
+
+const retryLaterSQL = `
+UPDATE kernel_event_outbox o
+SET attempts = o.attempts + 1, last_error = $3,
+    next_attempt_at = now() + make_interval(secs => s.delay_s)
+FROM unnest($1::bigint[], $2::float8[]) AS s(id, delay_s)
+WHERE o.id = s.id`
+
+// pruneSQL deletes delivered rows older than the retention, a bounded batch
+// at a time so it never holds long locks.
+const pruneSQL = `
+DELETE FROM kernel_event_outbox WHERE id IN (
+    SELECT id FROM kernel_event_outbox
+    WHERE delivered_at IS NOT NULL AND delivered_at < now() - make_interval(secs => $1)
+    LIMIT $2)`
+
+// statsSQL feeds the backlog gauges.
+const statsSQL = `
+SELECT count(*), COALESCE(EXTRACT(EPOCH FROM now() - min(created_at)), 0)
+FROM kernel_event_outbox WHERE delivered_at IS NULL AND parked_at IS NULL`
+
+const parkedCountSQL = `SELECT count(*) FROM kernel_event_outbox WHERE parked_at IS NOT NULL`
+
+// pendingForRunSQL counts a run's undelivered rows (by the event's project
+// and run), for callers that must read the journal only after a run's events
+// have landed.
+const pendingForRunSQL = `
+SELECT count(*) FROM kernel_event_outbox
+WHERE delivered_at IS NULL AND parked_at IS NULL
+  AND event->>'project' = $1 AND event->>'run_id' = $2`
+
+// parkedSQL lists parked rows for operators.
+const parkedSQL = `
+SELECT source_id, event_id, park_reason, parked_at FROM kernel_event_outbox
+WHERE parked_at IS NOT NULL ORDER BY parked_at DESC LIMIT $1`

@@ -1,0 +1,89 @@
+package kernel
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// ToolCall is one execution of a tool: everything a tool needs and nothing
+// of the workflow.
+type ToolCall struct {
+	Project     string          `json:"project"`
+	RunID       string          `json:"run_id"`
+	OperationID string          `json:"operation_id"`
+	Tool        string          `json:"tool"`
+	Args        json.RawMessage `json:"args,omitempty"`
+	// Workspace is the run's directory; run_command is confined to it.
+	Workspace string `json:"workspace"`
+}
+
+// ToolResult is what a successful tool call returns.
+type ToolResult struct {
+	// Summary goes into tool.completed.result_summary (bounded).
+	Summary string `json:"summary"`
+	// Output is the tool's structured output, if any.
+	Output json.RawMessage `json:"output,omitempty"`
+}
+
+// Tool executes one kind of tool call. Validate runs before execution and
+// must have no side effect: its failure is classified effect=none. Any error
+// from Execute is at or after the execution boundary unless it is a
+// *ToolError that says otherwise.
+type Tool interface {
+	Name() string
+	Validate(call ToolCall) error
+	Execute(ctx context.Context, call ToolCall) (ToolResult, error)
+}
+
+// ToolError is a classified tool failure. ErrorType goes to
+// tool.failed.error_type and Effect to tool.failed.effect.
+type ToolError struct {
+	ErrorType string
+	Effect    string
+	Err       error
+}
+
+// Error implements error.
+func (e *ToolError) Error() string {
+	if e.Err == nil {
+		return e.ErrorType
+	}
+	return e.ErrorType + ": " + e.Err.Error()
+}
+
+// Unwrap returns the underlying error.
+func (e *ToolError) Unwrap() error { return e.Err }
+
+// Error types of tool.failed that the kernel itself produces.
+const (
+	ErrorTypeValidation      = "argument_validation" // rejected before execution: effect=none
+	ErrorTypeToolError       = "tool_error"          // the tool reported failure after starting
+	ErrorTypeActivityFailed  = "activity_failed"     // the activity broke (timeout, crash)
+	ErrorTypeInjectedFault   = "injected_fault"      // fault injection: a crash-style failure
+	ErrorTypeBlocked         = "blocked"             // refused by policy
+	ErrorTypeUnknownTool     = "unknown_tool"        // no such tool: effect=none
+	ErrorTypeDelegationStart = "delegated_run_start_failed"
+	ErrorTypeDelegationFail  = "delegated_run_failed"
+)
+
+// Rejected returns a ToolError for a call refused before execution.
+func Rejected(format string, args ...any) *ToolError {
+	return &ToolError{ErrorType: ErrorTypeValidation, Effect: EffectNone, Err: fmt.Errorf(format, args...)}
+}
+
+// Classify turns any tool error into (error_type, effect). Errors that are
+// not a *ToolError happened at or after the execution boundary and are
+// uncertain: nothing proves the effect did not land.
+func Classify(err error) (errorType, effect string) {
+	var te *ToolError
+	if errors.As(err, &te) {
+		eff := te.Effect
+		if eff == "" {
+			eff = EffectUncertain
+		}
+		return te.ErrorType, eff
+	}
+	return ErrorTypeToolError, EffectUncertain
+}
