@@ -1,0 +1,117 @@
+// Package pipeline holds the types of the supervisor wall pass: the wall a
+// supervisor sees (one run's pile of unsettled operations with their
+// evidence), the decision it returns, and the Supervisor interface. The
+// sweep, the supervisors and the probes live in sub-packages.
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/seed-7bc021c3/reckon/kernel"
+)
+
+// Wall is one run's pile of unsettled operations, as the supervisor sees it.
+// It never carries an agent-authored final answer as evidence.
+type Wall struct {
+	Project string `json:"project"`
+	RunID   string `json:"run_id"`
+	// Part and Parts number the slices of an oversized pile (1 of 1 normally).
+	Part            int              `json:"part"`
+	Parts           int              `json:"parts"`
+	Operations      []WallOperation  `json:"operations"`
+	EarlierVerdicts []EarlierVerdict `json:"earlier_verdicts,omitempty"`
+	// BuiltAt is when the wall was assembled; ages are relative to it.
+	BuiltAt time.Time `json:"built_at"`
+	// Digest is the SHA-256 of the wall's canonical JSON without Digest.
+	Digest string `json:"digest"`
+}
+
+// WallOperation is one unsettled operation with everything known about it.
+type WallOperation struct {
+	OperationID string          `json:"operation_id"`
+	Tool        string          `json:"tool"`
+	State       string          `json:"state"` // crash_window | stale_in_flight | failed_uncertain
+	StartedAt   time.Time       `json:"started_at"`
+	AgeSeconds  int64           `json:"age_seconds"`
+	Args        json.RawMessage `json:"args,omitempty"`
+	StartedKey  kernel.EventKey `json:"started_key"`
+	Failure     *WallFailure    `json:"failure,omitempty"`
+	ChildRunID  string          `json:"child_run_id,omitempty"`
+	ChildOps    *ChildSummary   `json:"child_summary,omitempty"`
+	Evidence    []Evidence      `json:"evidence,omitempty"`
+	ReissueOf   string          `json:"reissue_of,omitempty"`
+}
+
+// WallFailure is the operation's tool.failed, when there is one.
+type WallFailure struct {
+	ErrorType string `json:"error_type"`
+	Error     string `json:"error"`
+	Effect    string `json:"effect"`
+}
+
+// ChildSummary summarises a delegated child run's operations.
+type ChildSummary struct {
+	Total      int `json:"total"`
+	Unresolved int `json:"unresolved"`
+}
+
+// Findings of a probe.
+const (
+	FindingOccurred     = "occurred"     // downstream state proves the effect landed
+	FindingNone         = "none"         // downstream state proves it did not
+	FindingInconclusive = "inconclusive" // the probe could not tell
+)
+
+// Evidence is what a probe established about an operation, with provenance:
+// a proof is evidence; an inference is never presented as one.
+type Evidence struct {
+	Probe      string          `json:"probe"`   // e.g. mcp.lookup_operation, workspace.postcondition, journal.child_run
+	Finding    string          `json:"finding"` // occurred | none | inconclusive
+	Detail     string          `json:"detail"`
+	Provenance json.RawMessage `json:"provenance,omitempty"`
+	ObservedAt time.Time       `json:"observed_at"`
+}
+
+// EarlierVerdict is a supervisor.verdict recorded for the run before.
+type EarlierVerdict struct {
+	Key     kernel.EventKey `json:"key"`
+	TS      time.Time       `json:"ts"`
+	Verdict kernel.Verdict  `json:"verdict"`
+}
+
+// OperationVerdict is the supervisor's effect verdict on one operation.
+type OperationVerdict struct {
+	OperationID string `json:"operation_id"`
+	Effect      string `json:"effect"` // none | occurred | unknown
+	Note        string `json:"note"`
+	// Basis is inference, or probe when a probe's evidence proved it.
+	Basis string `json:"basis"`
+}
+
+// Usage counts model tokens; zero for the built-in supervisor.
+type Usage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+}
+
+// Decision is a supervisor's integrated conclusion on one wall.
+type Decision struct {
+	NeedsAttention bool               `json:"needs_attention"`
+	Causes         []string           `json:"causes"`
+	Remedies       []string           `json:"remedies"`
+	Lesson         string             `json:"lesson"`
+	Operations     []OperationVerdict `json:"operations"`
+	Supervisor     string             `json:"supervisor"`
+	Model          string             `json:"model"`
+	PromptVersion  string             `json:"prompt_version"`
+	Usage          Usage              `json:"usage"`
+}
+
+// Supervisor turns a wall into a decision. Implementations must not write
+// anything; the sweep validates and journals.
+type Supervisor interface {
+	Name() string
+	Decide(ctx context.Context, w Wall) (Decision, error)
+}
