@@ -1,0 +1,135 @@
+package kernel
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestCanonicalIgnoresKeyOrderAndWhitespace(t *testing.T) {
+	t.Parallel()
+	a, err := Canonical([]byte(`{"b": 1, "a": {"y": [1, 2.0, "x"], "x": null}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Canonical([]byte("{\n \"a\":{\"x\":null,\"y\":[1,2,\"x\"]},\"b\":1.0}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(a, b) {
+		t.Fatalf("canonical forms differ:\n%s\n%s", a, b)
+	}
+	if string(a) != `{"a":{"x":null,"y":[1,2,"x"]},"b":1}` {
+		t.Fatalf("unexpected canonical form %s", a)
+	}
+}
+
+func TestCanonicalChangedValueDiffers(t *testing.T) {
+	t.Parallel()
+	for _, pair := range [][2]string{
+		{`{"a":1}`, `{"a":2}`},
+		{`{"a":"1"}`, `{"a":1}`},
+		{`{"a":[1,2]}`, `{"a":[2,1]}`},
+		{`{"a":null}`, `{}`},
+		{`{"a":9007199254740993}`, `{"a":9007199254740992}`},
+		{`{"a":0.1}`, `{"a":0.10000001}`},
+	} {
+		a, _ := Canonical([]byte(pair[0]))
+		b, _ := Canonical([]byte(pair[1]))
+		if bytes.Equal(a, b) {
+			t.Errorf("%s and %s have the same canonical form %s", pair[0], pair[1], a)
+		}
+	}
+}
+
+func TestPayloadDigestIgnoresKeyAndTimezoneSpelling(t *testing.T) {
+	t.Parallel()
+	ts := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+	e1 := Event{SourceID: "a", EventID: "1", Project: "p", RunID: "r", Type: TypeToolCompleted, TS: ts, Actor: "agent",
+		Data: []byte(`{"operation_id":"op-1","result_summary":"ok"}`)}
+	e2 := e1
+	e2.SourceID, e2.EventID = "b", "2"
+	e2.TS = ts.In(time.FixedZone("x", 3600))
+	e2.Data = []byte(`{ "result_summary":"ok", "operation_id":"op-1" }`)
+	d1, _ := e1.PayloadDigest()
+	d2, _ := e2.PayloadDigest()
+	if !bytes.Equal(d1, d2) {
+		t.Fatal("digest depends on the key, the zone spelling or key order")
+	}
+	e2.Data = []byte(`{"operation_id":"op-1","result_summary":"ok!"}`)
+	d2, _ = e2.PayloadDigest()
+	if bytes.Equal(d1, d2) {
+		t.Fatal("changed data gives the same digest")
+	}
+}
+
+func TestDecodeEventNamesTheField(t *testing.T) {
+	t.Parallel()
+	base := `"source_id":"s","event_id":"e","project":"p","run_id":"r","actor":"agent","ts":"2026-11-30T10:00:00Z"`
+	cases := []struct {
+		name, json, field string
+	}{
+		{"missing project", `{"source_id":"s","event_id":"e","run_id":"r","type":"run.completed","actor":"agent","ts":"2026-11-30T10:00:00Z"}`, `"project"`},
+		{"bad ts", `{"source_id":"s","event_id":"e","project":"p","run_id":"r","type":"run.completed","actor":"agent","ts":"yesterday"}`, `"ts"`},
+		{"unknown type", `{` + base + `,"type":"tool.exploded"}`, `"type"`},
+		{"bad actor", `{"source_id":"s","event_id":"e","project":"p","run_id":"r","actor":"robot","ts":"2026-11-30T10:00:00Z","type":"run.completed"}`, `"actor"`},
+		{"tool.started without operation_id", `{` + base + `,"type":"tool.started","data":{"tool":"run_command"}}`, `"data.operation_id"`},
+		{"tool.started without tool", `{` + base + `,"type":"tool.started","data":{"operation_id":"op-1"}}`, `"data.tool"`},
+		{"tool.failed bad effect", `{` + base + `,"type":"tool.failed","data":{"operation_id":"op-1","error_type":"x","effect":"maybe"}}`, `"data.effect"`},
+		{"reconciled bad effect", `{` + base + `,"type":"operation.reconciled","parent_event_id":{"source_id":"s","event_id":"x"},"data":{"operation_id":"op-1","effect":"uncertain","basis":"operator","note":"n"}}`, `"data.effect"`},
+		{"reconciled long note", `{` + base + `,"type":"operation.reconciled","parent_event_id":{"source_id":"s","event_id":"x"},"data":{"operation_id":"op-1","effect":"none","basis":"operator","note":"` + strings.Repeat("x", 2001) + `"}}`, `"data.note"`},
+		{"reconciled no parent", `{` + base + `,"type":"operation.reconciled","data":{"operation_id":"op-1","effect":"none","basis":"operator","note":"n"}}`, `"parent_event_id"`},
+		{"data not object", `{` + base + `,"type":"run.completed","data":[1]}`, `"data"`},
+		{"run.failed without error", `{` + base + `,"type":"run.failed","data":{}}`, `"data.error"`},
+	}
+	for _, c := range cases {
+		_, err := DecodeEvent([]byte(c.json))
+		if err == nil {
+			t.Errorf("%s: accepted", c.name)
+			continue
+		}
+		if ErrorCode(err) != EInvalid || !strings.Contains(err.Error(), c.field) {
+			t.Errorf("%s: error %q (code %s) does not name %s", c.name, err, ErrorCode(err), c.field)
+		}
+	}
+}
+
+func TestDecodeEventKeepsUnknownDataFields(t *testing.T) {
+	t.Parallel()
+	ev, err := DecodeEvent([]byte(`{"source_id":"s","event_id":"e","project":"p","run_id":"r","actor":"agent","ts":"2026-11-30T10:00:00+01:00",
+		"type":"tool.started","data":{"operation_id":"op-1","tool":"x","custom":{"k":1}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(ev.Data), `"custom"`) {
+		t.Fatalf("unknown field dropped: %s", ev.Data)
+	}
+	if ev.TS.Location() != time.UTC || ev.TS.Hour() != 9 {
+		t.Fatalf("ts not normalised to UTC: %v", ev.TS)
+	}
+}
+
+func TestSettles(t *testing.T) {
+	t.Parallel()
+	mk := func(typ, data string) Event { return Event{Type: typ, Data: []byte(data)} }
+	cases := []struct {
+		ev   Event
+		want bool
+	}{
+		{mk(TypeToolCompleted, `{"operation_id":"o"}`), true},
+		{mk(TypeToolBlocked, `{"operation_id":"o","reason":"r"}`), true},
+		{mk(TypeOperationReconciled, `{"operation_id":"o","effect":"unknown"}`), true},
+		{mk(TypeToolFailed, `{"operation_id":"o","error_type":"x","effect":"none"}`), true},
+		{mk(TypeToolFailed, `{"operation_id":"o","error_type":"x","effect":"occurred"}`), true},
+		{mk(TypeToolFailed, `{"operation_id":"o","error_type":"x","effect":"uncertain"}`), false},
+		{mk(TypeToolFailed, `{"operation_id":"o","error_type":"activity_failed"}`), false},
+		{mk(TypeToolStarted, `{"operation_id":"o","tool":"t"}`), false},
+		{mk(TypeRunCompleted, `{}`), false},
+	}
+	for i, c := range cases {
+		if got := c.ev.Settles(); got != c.want {
+			t.Errorf("case %d %s %s: Settles=%v, want %v", i, c.ev.Type, c.ev.Data, got, c.want)
+		}
+	}
+}

@@ -1,0 +1,225 @@
+package journal_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/seed-7bc021c3/reckon/internal/pgtest"
+	"github.com/seed-7bc021c3/reckon/kernel"
+	"github.com/seed-7bc021c3/reckon/kernel/journal"
+)
+
+var t0 = time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+
+func ev(source, id, typ, data string) kernel.Event {
+	return kernel.Event{SourceID: source, EventID: id, Project: "acme", RunID: "run-1", Type: typ, TS: t0, Actor: "agent", Data: []byte(data)}
+}
+
+func statuses(rs []kernel.IngestResult) []string {
+	out := make([]string, len(rs))
+	for i, r := range rs {
+		out[i] = r.Status
+	}
+	return out
+}
+
+func TestIngestAcceptedRepeatedConflict(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := journal.New(pgtest.New(t).Pool, nil)
+
+	first := ev("agent-a", "e1", kernel.TypeToolStarted, `{"operation_id":"op-1","tool":"run_command","args":{"command":"ls","timeout_s":5}}`)
+	res, err := s.Ingest(ctx, []kernel.Event{first})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := statuses(res); got[0] != kernel.StatusAccepted {
+		t.Fatalf("first ingest: %v", got)
+	}
+
+	reordered := first
+	reordered.Data = []byte(`{ "args": {"timeout_s": 5, "command": "ls"}, "tool": "run_command", "operation_id": "op-1" }`)
+	changed := first
+	changed.Data = []byte(`{"operation_id":"op-1","tool":"run_command","args":{"command":"rm -rf /","timeout_s":5}}`)
+	other := ev("agent-a", "e2", kernel.TypeToolCompleted, `{"operation_id":"op-1"}`)
+	res, err = s.Ingest(ctx, []kernel.Event{reordered, changed, other, other})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{kernel.StatusRepeated, kernel.StatusConflict, kernel.StatusAccepted, kernel.StatusRepeated}
+	if got := statuses(res); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("statuses %v, want %v", got, want)
+	}
+	if res[1].Reason == "" {
+		t.Fatal("conflict without a reason")
+	}
+	// The conflict overwrote nothing.
+	stored, err := s.Event(ctx, first.Key())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, _ := stored.CanonicalData(); string(d) != `{"args":{"command":"ls","timeout_s":5},"operation_id":"op-1","tool":"run_command"}` {
+		t.Fatalf("stored data changed: %s", d)
+	}
+	evs, err := s.RunEvents(ctx, "acme", "run-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs) != 2 {
+		t.Fatalf("%d events in run, want 2", len(evs))
+	}
+}
+
+func TestIngestDuplicateInOneBatchDifferentPayload(t *testing.T) {
+	t.Parallel()
+	s := journal.New(pgtest.New(t).Pool, nil)
+	a := ev("x", "dup", kernel.TypeRunCompleted, `{}`)
+	b := a
+	b.Data = []byte(`{"note":"different"}`)
+	res, err := s.Ingest(context.Background(), []kernel.Event{a, b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := statuses(res); got[0] != kernel.StatusAccepted || got[1] != kernel.StatusConflict {
+		t.Fatalf("statuses %v", got)
+	}
+}
+
+func TestIngestRejectsInvalidBatchWithoutWriting(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := journal.New(pgtest.New(t).Pool, nil)
+	good := ev("x", "good", kernel.TypeRunCompleted, `{}`)
+	bad := ev("x", "bad", kernel.TypeToolFailed, `{"operation_id":"op-1","error_type":"x","effect":"perhaps"}`)
+	if _, err := s.Ingest(ctx, []kernel.Event{good, bad}); kernel.ErrorCode(err) != kernel.EInvalid {
+		t.Fatalf("error %v, want invalid", err)
+	}
+	if _, err := s.Event(ctx, good.Key()); !journal.ErrNotFound(err) {
+		t.Fatalf("half-written batch: %v", err)
+	}
+}
+
+func TestConcurrentSameKeyIngestYieldsOneRow(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	sch := pgtest.New(t)
+	s := journal.New(sch.Pool, nil)
+	const workers, keys = 8, 50
+	var wg sync.WaitGroup
+	results := make([][]kernel.IngestResult, workers)
+	errs := make([]error, workers)
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			batch := make([]kernel.Event, keys)
+			for i := range batch {
+				batch[i] = ev("race", fmt.Sprintf("k%d", i), kernel.TypeToolStarted, fmt.Sprintf(`{"operation_id":"op-%d","tool":"t"}`, i))
+			}
+			if w%2 == 1 { // reverse order on half the workers to mix lock order
+				for i, j := 0, len(batch)-1; i < j; i, j = i+1, j-1 {
+					batch[i], batch[j] = batch[j], batch[i]
+				}
+			}
+			results[w], errs[w] = s.Ingest(ctx, batch)
+		}(w)
+	}
+	wg.Wait()
+	accepted := map[string]int{}
+	for w := range results {
+		if errs[w] != nil {
+			t.Fatalf("worker %d: %v", w, errs[w])
+		}
+		for _, r := range results[w] {
+			switch r.Status {
+			case kernel.StatusAccepted:
+				accepted[r.EventID]++
+			case kernel.StatusRepeated:
+			default:
+				t.Fatalf("worker %d: %s got %s", w, r.EventID, r.Status)
+			}
+		}
+	}
+	for i := 0; i < keys; i++ {
+		if n := accepted[fmt.Sprintf("k%d", i)]; n != 1 {
+			t.Fatalf("k%d accepted %d times", i, n)
+		}
+	}
+	var rows int
+	if err := sch.Pool.QueryRow(ctx, "SELECT count(*) FROM journal_events").Scan(&rows); err != nil {
+		t.Fatal(err)
+	}
+	if rows != keys {
+		t.Fatalf("%d rows, want %d", rows, keys)
+	}
+}
+
+func TestOpenHintFollowsSettlingEvents(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	sch := pgtest.New(t)
+	s := journal.New(sch.Pool, nil)
+	open := func(op string) bool {
+		var o bool
+		if err := sch.Pool.QueryRow(ctx, "SELECT open FROM journal_events WHERE type='tool.started' AND operation_id=$1", op).Scan(&o); err != nil {
+			t.Fatal(err)
+		}
+		return o
+	}
+	must := func(evs ...kernel.Event) {
+		if _, err := s.Ingest(ctx, evs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	started := func(op string) kernel.Event {
+		return ev("agent", op+"/started", kernel.TypeToolStarted, `{"operation_id":"`+op+`","tool":"t"}`)
+	}
+	// Started then completed in separate batches.
+	must(started("a"))
+	if !open("a") {
+		t.Fatal("a should be open")
+	}
+	must(ev("agent", "a/completed", kernel.TypeToolCompleted, `{"operation_id":"a"}`))
+	if open("a") {
+		t.Fatal("a should be settled by tool.completed")
+	}
+	// Uncertain failure keeps it open; a reconciliation under another source settles it.
+	must(started("b"), ev("agent", "b/failed", kernel.TypeToolFailed, `{"operation_id":"b","error_type":"x","effect":"uncertain"}`))
+	if !open("b") {
+		t.Fatal("b should stay open after an uncertain failure")
+	}
+	rec := ev(kernel.KernelSource, "b/reconciled", kernel.TypeOperationReconciled, `{"operation_id":"b","effect":"unknown","note":"n","basis":"operator"}`)
+	rec.Actor = "operator:alice"
+	rec.ParentEventID = &kernel.EventKey{SourceID: "agent", EventID: "b/started"}
+	must(rec)
+	if open("b") {
+		t.Fatal("b should be settled by a kernel-source reconciliation")
+	}
+	// Terminal before started (out of order), in earlier batch and in the same batch.
+	must(ev("agent", "c/completed", kernel.TypeToolCompleted, `{"operation_id":"c"}`))
+	must(started("c"))
+	if open("c") {
+		t.Fatal("c arrived after its terminal event and must be settled")
+	}
+	must(ev("agent", "d/blocked", kernel.TypeToolBlocked, `{"operation_id":"d","reason":"policy"}`), started("d"))
+	if open("d") {
+		t.Fatal("d settled in the same batch")
+	}
+	// A conflicting settling event must not settle anything.
+	must(started("e"), ev("agent", "e/x", kernel.TypeRunCompleted, `{}`))
+	must(ev("agent", "e/x", kernel.TypeToolCompleted, `{"operation_id":"e"}`))
+	if !open("e") {
+		t.Fatal("a conflicting event settled e")
+	}
+	// Simulate the race the repair exists for.
+	if _, err := sch.Pool.Exec(ctx, "UPDATE journal_events SET open = true WHERE operation_id = 'a' AND type = 'tool.started'"); err != nil {
+		t.Fatal(err)
+	}
+	n, err := s.RepairOpenHints(ctx)
+	if err != nil || n != 1 || open("a") {
+		t.Fatalf("repair: n=%d err=%v open=%v", n, err, open("a"))
+	}
+}

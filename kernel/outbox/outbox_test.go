@@ -1,0 +1,327 @@
+package outbox_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/rs/zerolog"
+
+	"github.com/seed-7bc021c3/reckon/internal/pgtest"
+	"github.com/seed-7bc021c3/reckon/kernel"
+	"github.com/seed-7bc021c3/reckon/kernel/auth"
+	"github.com/seed-7bc021c3/reckon/kernel/httpapi"
+	"github.com/seed-7bc021c3/reckon/kernel/journal"
+	"github.com/seed-7bc021c3/reckon/kernel/outbox"
+)
+
+var t0 = time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+
+func events(run string, n int) []kernel.Event {
+	out := make([]kernel.Event, n)
+	for i := range out {
+		out[i] = kernel.Event{SourceID: kernel.KernelSource, EventID: fmt.Sprintf("%s/op-%d/started", run, i),
+			Project: "acme", RunID: run, Type: kernel.TypeToolStarted, TS: t0, Actor: "kernel",
+			Data: []byte(fmt.Sprintf(`{"operation_id":"op-%d","tool":"run_command"}`, i))}
+	}
+	return out
+}
+
+func count(t *testing.T, s *pgtest.Schema, q string) int {
+	t.Helper()
+	var n int
+	if err := s.Pool.QueryRow(context.Background(), q).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func fastCfg() outbox.Config {
+	return outbox.Config{BatchSize: 50, BaseBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond, PollInterval: 5 * time.Millisecond}
+}
+
+func TestEnqueueRolledBackLeavesNoRow(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := pgtest.New(t)
+	tx, err := s.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := outbox.Enqueue(ctx, tx, events("r", 3)...); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := count(t, s, "SELECT count(*) FROM kernel_event_outbox"); n != 0 {
+		t.Fatalf("%d rows after rollback", n)
+	}
+	tx, _ = s.Pool.Begin(ctx)
+	if err := outbox.Enqueue(ctx, tx, events("r", 3)...); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := count(t, s, "SELECT count(*) FROM kernel_event_outbox"); n != 3 {
+		t.Fatalf("%d rows after commit, want 3", n)
+	}
+}
+
+func TestEnqueueSameKeyIsIdempotentDifferentPayloadConflicts(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := pgtest.New(t)
+	evs := events("r", 2)
+	if err := outbox.Enqueue(ctx, s.Pool, evs...); err != nil {
+		t.Fatal(err)
+	}
+	if err := outbox.Enqueue(ctx, s.Pool, evs...); err != nil {
+		t.Fatalf("re-enqueue of the same events: %v", err)
+	}
+	changed := evs[1]
+	changed.Data = []byte(`{"operation_id":"op-1","tool":"mcp__create_issue"}`)
+	err := outbox.Enqueue(ctx, s.Pool, changed)
+	if kernel.ErrorCode(err) != kernel.EConflict {
+		t.Fatalf("different payload under an enqueued key: %v", err)
+	}
+	bad := evs[0]
+	bad.Type = "tool.sideways"
+	if err := outbox.Enqueue(ctx, s.Pool, bad); kernel.ErrorCode(err) != kernel.EInvalid {
+		t.Fatalf("invalid event enqueued: %v", err)
+	}
+	if n := count(t, s, "SELECT count(*) FROM kernel_event_outbox"); n != 2 {
+		t.Fatalf("%d rows, want 2", n)
+	}
+}
+
+// flaky fails every other Ingest call before touching the journal, and
+// every third after it (the journal has the events, the answer is lost):
+// both are what a network or a crash does to a delivery.
+type flaky struct {
+	j     kernel.Journal
+	calls atomic.Int64
+}
+
+func (f *flaky) Ingest(ctx context.Context, evs []kernel.Event) ([]kernel.IngestResult, error) {
+	n := f.calls.Add(1)
+	if n%2 == 0 {
+		return nil, errors.New("injected: connection reset before delivery")
+	}
+	res, err := f.j.Ingest(ctx, evs)
+	if err == nil && n%3 == 0 {
+		return nil, errors.New("injected: answer lost after delivery")
+	}
+	return res, err
+}
+
+func TestPublisherDeliversEverythingOnceThroughIntermittentFailures(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := pgtest.New(t)
+	j := journal.New(s.Pool, nil)
+	if err := outbox.Enqueue(ctx, s.Pool, events("r", 400)...); err != nil {
+		t.Fatal(err)
+	}
+	f := &flaky{j: j}
+	p := outbox.NewPublisher(s.Pool, f, fastCfg(), nil, zerolog.Nop())
+	deadline := time.Now().Add(30 * time.Second)
+	for count(t, s, "SELECT count(*) FROM kernel_event_outbox WHERE delivered_at IS NULL") > 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("outbox not drained")
+		}
+		_, _ = p.PublishOnce(ctx)
+		time.Sleep(2 * time.Millisecond)
+	}
+	if n := count(t, s, "SELECT count(*) FROM journal_events"); n != 400 {
+		t.Fatalf("journal has %d rows, want 400", n)
+	}
+	if n := count(t, s, "SELECT count(*) FROM kernel_event_outbox WHERE attempts > 0"); n == 0 {
+		t.Fatal("no retries happened; the fault injection did not bite")
+	}
+	if n := count(t, s, "SELECT count(*) FROM kernel_event_outbox WHERE delivery_status = 'repeated'"); n == 0 {
+		t.Fatal("no redelivery was answered repeated; lost answers were not exercised")
+	}
+}
+
+func TestConflictIsParkedAndStaysParked(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := pgtest.New(t)
+	reg := prometheus.NewRegistry()
+	j := journal.New(s.Pool, nil)
+	evs := events("r", 3)
+	// The journal already holds a different payload under evs[1]'s key.
+	other := evs[1]
+	other.Data = []byte(`{"operation_id":"op-1","tool":"something_else"}`)
+	if _, err := j.Ingest(ctx, []kernel.Event{other}); err != nil {
+		t.Fatal(err)
+	}
+	if err := outbox.Enqueue(ctx, s.Pool, evs...); err != nil {
+		t.Fatal(err)
+	}
+	m := outbox.NewMetrics(reg, s.Pool)
+	p := outbox.NewPublisher(s.Pool, j, fastCfg(), m, zerolog.Nop())
+	for i := 0; i < 3; i++ {
+		if err := p.Drain(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := count(t, s, "SELECT count(*) FROM kernel_event_outbox WHERE parked_at IS NOT NULL AND delivered_at IS NULL AND park_reason <> ''"); n != 1 {
+		t.Fatalf("%d parked rows, want 1", n)
+	}
+	if n := count(t, s, "SELECT attempts FROM kernel_event_outbox WHERE parked_at IS NOT NULL"); n != 0 {
+		t.Fatalf("parked row was retried %d times", n)
+	}
+	if n := count(t, s, "SELECT count(*) FROM kernel_event_outbox WHERE delivered_at IS NOT NULL"); n != 2 {
+		t.Fatalf("%d delivered, want 2", n)
+	}
+	if v := testutil.ToFloat64(m.Parked()); v != 1 {
+		t.Fatalf("parked counter %v, want 1", v)
+	}
+	parked, err := outbox.ListParked(ctx, s.Pool, 10)
+	if err != nil || len(parked) != 1 || parked[0].Key != evs[1].Key() {
+		t.Fatalf("ListParked: %v %v", parked, err)
+	}
+	// The journal still holds the original payload.
+	stored, _ := j.Event(ctx, evs[1].Key())
+	if string(stored.Data) == string(evs[1].Data) {
+		t.Fatal("conflict overwrote the journal")
+	}
+}
+
+// counting records how many times each key reached the journal.
+type counting struct {
+	j    kernel.Journal
+	mu   sync.Mutex
+	seen map[kernel.EventKey]int
+}
+
+func (c *counting) Ingest(ctx context.Context, evs []kernel.Event) ([]kernel.IngestResult, error) {
+	c.mu.Lock()
+	for _, e := range evs {
+		c.seen[e.Key()]++
+	}
+	c.mu.Unlock()
+	return c.j.Ingest(ctx, evs)
+}
+
+func TestTwoPublishersDeliverEachRowOnce(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s := pgtest.New(t)
+	c := &counting{j: journal.New(s.Pool, nil), seen: map[kernel.EventKey]int{}}
+	const n = 2000
+	var wg sync.WaitGroup
+	for i := 0; i < 2; i++ {
+		p := outbox.NewPublisher(s.Pool, c, outbox.Config{BatchSize: 100, PollInterval: time.Millisecond}, nil, zerolog.Nop())
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_ = p.Run(ctx)
+		}()
+	}
+	// Enqueue while the publishers run, in many small transactions.
+	for b := 0; b < n/100; b++ {
+		if err := outbox.Enqueue(ctx, s.Pool, events(fmt.Sprintf("r%d", b), 100)...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for count(t, s, "SELECT count(*) FROM kernel_event_outbox WHERE delivered_at IS NULL") > 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("not drained")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	wg.Wait()
+	if got := count(t, s, "SELECT count(*) FROM journal_events"); got != n {
+		t.Fatalf("journal rows %d, want %d", got, n)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.seen) != n {
+		t.Fatalf("%d distinct keys delivered, want %d", len(c.seen), n)
+	}
+	for k, times := range c.seen {
+		if times != 1 {
+			t.Fatalf("%s delivered %d times", k, times)
+		}
+	}
+}
+
+func TestPublisherThroughHTTPIngestAPI(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := pgtest.New(t)
+	tokens, err := auth.Parse("pub:agent:publisher-secret,ro:reader:reader-secret")
+	if err != nil {
+		t.Fatal(err)
+	}
+	api := httpapi.New(httpapi.Options{Tokens: tokens, Log: zerolog.Nop()})
+	api.MountIngest(journal.New(s.Pool, nil))
+	srv := httptest.NewServer(api)
+	defer srv.Close()
+
+	if err := outbox.Enqueue(ctx, s.Pool, events("http", 120)...); err != nil {
+		t.Fatal(err)
+	}
+	// A reader token cannot ingest: the delivery fails and is retried, not dropped.
+	bad := outbox.NewPublisher(s.Pool, httpapi.NewJournalClient(srv.URL, "reader-secret"), fastCfg(), nil, zerolog.Nop())
+	if _, err := bad.PublishOnce(ctx); err == nil {
+		t.Fatal("reader token delivered events")
+	}
+	if n := count(t, s, "SELECT count(*) FROM journal_events"); n != 0 {
+		t.Fatalf("%d journal rows after forbidden delivery", n)
+	}
+	time.Sleep(10 * time.Millisecond) // past the retry backoff
+	p := outbox.NewPublisher(s.Pool, httpapi.NewJournalClient(srv.URL, "publisher-secret"), fastCfg(), nil, zerolog.Nop())
+	if err := p.Drain(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := count(t, s, "SELECT count(*) FROM journal_events"); n != 120 {
+		t.Fatalf("journal rows %d, want 120", n)
+	}
+	if n := count(t, s, "SELECT count(*) FROM kernel_event_outbox WHERE delivered_at IS NULL"); n != 0 {
+		t.Fatalf("%d undelivered", n)
+	}
+}
+
+func TestPruneDeletesOnlyOldDeliveredRows(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := pgtest.New(t)
+	if err := outbox.Enqueue(ctx, s.Pool, events("p", 10)...); err != nil {
+		t.Fatal(err)
+	}
+	p := outbox.NewPublisher(s.Pool, journal.New(s.Pool, nil), outbox.Config{Retention: time.Hour}, nil, zerolog.Nop())
+	if err := p.Drain(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := outbox.Enqueue(ctx, s.Pool, events("q", 3)...); err != nil { // pending, never pruned
+		t.Fatal(err)
+	}
+	if _, err := s.Pool.Exec(ctx, "UPDATE kernel_event_outbox SET delivered_at = now() - interval '2 hours' WHERE event->>'run_id' = 'p' AND event_id LIKE 'p/op-1%'"); err != nil {
+		t.Fatal(err)
+	}
+	n, err := p.Prune(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 1 {
+		t.Fatalf("pruned %d, want 1 (p/op-1)", n)
+	}
+	if got := count(t, s, "SELECT count(*) FROM kernel_event_outbox"); got != 12 {
+		t.Fatalf("%d rows left, want 12", got)
+	}
+}
