@@ -6,7 +6,10 @@ package pipeline
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/seed-7bc021c3/reckon/kernel"
@@ -42,6 +45,9 @@ type WallOperation struct {
 	ChildOps    *ChildSummary   `json:"child_summary,omitempty"`
 	Evidence    []Evidence      `json:"evidence,omitempty"`
 	ReissueOf   string          `json:"reissue_of,omitempty"`
+	// Postcondition is the plan step's declared postcondition, carried in
+	// tool.started data ({"path", "sha256"?} for run_command).
+	Postcondition json.RawMessage `json:"postcondition,omitempty"`
 }
 
 // WallFailure is the operation's tool.failed, when there is one.
@@ -114,4 +120,40 @@ type Decision struct {
 type Supervisor interface {
 	Name() string
 	Decide(ctx context.Context, w Wall) (Decision, error)
+}
+
+// ComputeDigest returns the SHA-256 (hex) of the wall's canonical JSON with
+// Digest cleared: exactly what the supervisor was shown, so a verdict's
+// wall_digest identifies its input.
+func (w Wall) ComputeDigest() (string, error) {
+	w.Digest = ""
+	raw, err := json.Marshal(w)
+	if err != nil {
+		return "", fmt.Errorf("wall %s/%s: marshal: %w", w.Project, w.RunID, err)
+	}
+	canon, err := kernel.Canonical(raw)
+	if err != nil {
+		return "", fmt.Errorf("wall %s/%s: canonical: %w", w.Project, w.RunID, err)
+	}
+	sum := sha256.Sum256(canon)
+	return hex.EncodeToString(sum[:]), nil
+}
+
+// OperationIDs lists the wall's operation ids in wall order.
+func (w Wall) OperationIDs() []string {
+	ids := make([]string, len(w.Operations))
+	for i, op := range w.Operations {
+		ids[i] = op.OperationID
+	}
+	return ids
+}
+
+// Operation returns the wall's operation with id, if present.
+func (w Wall) Operation(id string) (WallOperation, bool) {
+	for _, op := range w.Operations {
+		if op.OperationID == id {
+			return op, true
+		}
+	}
+	return WallOperation{}, false
 }

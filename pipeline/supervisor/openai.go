@@ -1,0 +1,350 @@
+package supervisor
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	openai "github.com/sashabaranov/go-openai"
+	"github.com/sashabaranov/go-openai/jsonschema"
+
+	"github.com/seed-7bc021c3/reckon/kernel"
+	"github.com/seed-7bc021c3/reckon/pipeline"
+	"github.com/seed-7bc021c3/reckon/prompts"
+)
+
+// OpenAIName names the model supervisor in every verdict.
+const OpenAIName = "openai"
+
+// OpenAIConfig configures the OpenAI-compatible supervisor. Zero values
+// take the defaults.
+type OpenAIConfig struct {
+	BaseURL string // e.g. https://api.openai.com/v1 or http://127.0.0.1:11434/v1
+	APIKey  string
+	Model   string
+	// HTTPClient replaces the default client (tests, cassettes, proxies).
+	HTTPClient *http.Client
+	// MaxAttempts bounds transport attempts per wall (429/5xx/network);
+	// default 4.
+	MaxAttempts int
+	// BaseBackoff is the first retry delay, doubled per attempt with
+	// jitter; default 500ms.
+	BaseBackoff time.Duration
+	// MaxBackoff caps every wait, including a server's Retry-After, so one
+	// wall never stalls a sweep; default 30s.
+	MaxBackoff time.Duration
+	// Timeout bounds one HTTP call; default 2m.
+	Timeout time.Duration
+	// Sleep waits between attempts; tests inject a recorder. Default
+	// sleeps honouring ctx.
+	Sleep func(ctx context.Context, d time.Duration) error
+	// Observe, when set, receives the latency of every model call.
+	Observe func(d time.Duration, outcome string)
+	// OnInvalid, when set, is told of every output that failed validation.
+	OnInvalid func(err error)
+}
+
+// OpenAI is the supervisor backed by any OpenAI-compatible chat-completions
+// endpoint, with JSON-schema structured output. It retries 429 and 5xx with
+// backoff (honouring Retry-After, capped), feeds a validation error back to
+// the model once, and otherwise gives up on the wall with an error the sweep
+// reports; it never writes anything.
+type OpenAI struct {
+	cfg    OpenAIConfig
+	client *openai.Client
+}
+
+var _ pipeline.Supervisor = (*OpenAI)(nil)
+
+// NewOpenAI returns the model supervisor; BaseURL and Model are required.
+func NewOpenAI(cfg OpenAIConfig) (*OpenAI, error) {
+	if cfg.BaseURL == "" {
+		return nil, kernel.Errorf(kernel.EInvalid, "supervisor: RECKON_SUPERVISOR_BASE_URL is required for the OpenAI-compatible supervisor")
+	}
+	if cfg.Model == "" {
+		return nil, kernel.Errorf(kernel.EInvalid, "supervisor: RECKON_SUPERVISOR_MODEL is required for the OpenAI-compatible supervisor")
+	}
+	if cfg.MaxAttempts <= 0 {
+		cfg.MaxAttempts = 4
+	}
+	if cfg.BaseBackoff <= 0 {
+		cfg.BaseBackoff = 500 * time.Millisecond
+	}
+	if cfg.MaxBackoff <= 0 {
+		cfg.MaxBackoff = 30 * time.Second
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 2 * time.Minute
+	}
+	if cfg.Sleep == nil {
+		cfg.Sleep = sleepCtx
+	}
+	oc := openai.DefaultConfig(cfg.APIKey)
+	oc.BaseURL = strings.TrimRight(cfg.BaseURL, "/")
+	if cfg.HTTPClient != nil {
+		oc.HTTPClient = cfg.HTTPClient
+	} else {
+		oc.HTTPClient = &http.Client{Timeout: cfg.Timeout}
+	}
+	return &OpenAI{cfg: cfg, client: openai.NewClientWithConfig(oc)}, nil
+}
+
+// Name implements pipeline.Supervisor.
+func (s *OpenAI) Name() string { return OpenAIName }
+
+// Model returns the configured model name.
+func (s *OpenAI) Model() string { return s.cfg.Model }
+
+// ModelOutput is the JSON object the model must answer with (the response
+// schema's shape).
+type ModelOutput struct {
+	NeedsAttention bool                `json:"needs_attention"`
+	Causes         []string            `json:"causes"`
+	Remedies       []string            `json:"remedies"`
+	Lesson         string              `json:"lesson"`
+	Operations     []ModelOperationOut `json:"operations"`
+}
+
+// ModelOperationOut is one operation verdict in the model's answer.
+type ModelOperationOut struct {
+	OperationID string `json:"operation_id"`
+	Effect      string `json:"effect"`
+	Basis       string `json:"basis"`
+	Note        string `json:"note"`
+}
+
+// ResponseSchema is the strict JSON schema of ModelOutput sent as the
+// structured-output response format.
+func ResponseSchema() *jsonschema.Definition {
+	str := jsonschema.Definition{Type: jsonschema.String}
+	strs := jsonschema.Definition{Type: jsonschema.Array, Items: &str}
+	op := jsonschema.Definition{
+		Type: jsonschema.Object,
+		Properties: map[string]jsonschema.Definition{
+			"operation_id": {Type: jsonschema.String, Description: "an operation id of the wall, exactly as given"},
+			"effect":       {Type: jsonschema.String, Enum: []string{kernel.EffectNone, kernel.EffectOccurred, kernel.EffectUnknown}},
+			"basis":        {Type: jsonschema.String, Enum: []string{kernel.BasisInference, kernel.BasisProbe}},
+			"note":         {Type: jsonschema.String, Description: fmt.Sprintf("what the decision rests on, at most %d bytes", kernel.MaxNoteBytes)},
+		},
+		Required:             []string{"operation_id", "effect", "basis", "note"},
+		AdditionalProperties: false,
+	}
+	return &jsonschema.Definition{
+		Type: jsonschema.Object,
+		Properties: map[string]jsonschema.Definition{
+			"needs_attention": {Type: jsonschema.Boolean},
+			"causes":          strs,
+			"remedies":        strs,
+			"lesson":          str,
+			"operations":      {Type: jsonschema.Array, Items: &op},
+		},
+		Required:             []string{"needs_attention", "causes", "remedies", "lesson", "operations"},
+		AdditionalProperties: false,
+	}
+}
+
+// Decide implements pipeline.Supervisor.
+func (s *OpenAI) Decide(ctx context.Context, w pipeline.Wall) (pipeline.Decision, error) {
+	wallJSON, err := json.MarshalIndent(w, "", " ")
+	if err != nil {
+		return pipeline.Decision{}, fmt.Errorf("supervisor: marshal wall: %w", err)
+	}
+	p, err := prompts.RenderReconcile(prompts.ReconcileData{Wall: w, WallJSON: string(wallJSON)})
+	if err != nil {
+		return pipeline.Decision{}, err
+	}
+	msgs := []openai.ChatCompletionMessage{
+		{Role: openai.ChatMessageRoleSystem, Content: p.System},
+		{Role: openai.ChatMessageRoleUser, Content: p.User},
+	}
+	var usage pipeline.Usage
+	var lastInvalid error
+	// One answer, and at most one more after feeding back its problem.
+	for round := 0; round < 2; round++ {
+		content, u, err := s.complete(ctx, msgs)
+		usage.PromptTokens += u.PromptTokens
+		usage.CompletionTokens += u.CompletionTokens
+		if err != nil {
+			return pipeline.Decision{Usage: usage}, err
+		}
+		d, verr := s.parse(w, content)
+		d.Usage = usage
+		if verr == nil {
+			return d, nil
+		}
+		lastInvalid = verr
+		if s.cfg.OnInvalid != nil {
+			s.cfg.OnInvalid(verr)
+		}
+		repair, err := prompts.RenderRepair(verr.Error())
+		if err != nil {
+			return pipeline.Decision{Usage: usage}, err
+		}
+		msgs = append(msgs,
+			openai.ChatCompletionMessage{Role: openai.ChatMessageRoleAssistant, Content: content},
+			openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, Content: repair})
+	}
+	return pipeline.Decision{Usage: usage}, fmt.Errorf("supervisor %s: gave up after feeding the validation error back once: %w", s.cfg.Model, lastInvalid)
+}
+
+// parse decodes and validates the model's answer.
+func (s *OpenAI) parse(w pipeline.Wall, content string) (pipeline.Decision, error) {
+	var out ModelOutput
+	dec := json.NewDecoder(strings.NewReader(stripFence(content)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&out); err != nil {
+		return pipeline.Decision{}, &InvalidOutputError{Problems: []string{fmt.Sprintf("the answer is not the JSON object of the response schema: %v", err)}}
+	}
+	d := pipeline.Decision{
+		NeedsAttention: out.NeedsAttention,
+		Causes:         out.Causes,
+		Remedies:       out.Remedies,
+		Lesson:         out.Lesson,
+		Supervisor:     OpenAIName,
+		Model:          s.cfg.Model,
+		PromptVersion:  prompts.ReconcileVersion,
+	}
+	for _, o := range out.Operations {
+		d.Operations = append(d.Operations, pipeline.OperationVerdict{OperationID: o.OperationID, Effect: o.Effect, Note: o.Note, Basis: o.Basis})
+	}
+	if d.Causes == nil {
+		d.Causes = []string{}
+	}
+	if d.Remedies == nil {
+		d.Remedies = []string{}
+	}
+	if err := Validate(w, d); err != nil {
+		return pipeline.Decision{}, err
+	}
+	return d, nil
+}
+
+// stripFence tolerates a model that wraps its JSON in a Markdown fence.
+func stripFence(s string) string {
+	t := strings.TrimSpace(s)
+	if strings.HasPrefix(t, "```") {
+		t = strings.TrimPrefix(t, "```json")
+		t = strings.TrimPrefix(t, "```")
+		t = strings.TrimSuffix(strings.TrimSpace(t), "```")
+	}
+	return t
+}
+
+// complete makes one chat completion, retrying 429, 5xx and network errors
+// with capped backoff.
+func (s *OpenAI) complete(ctx context.Context, msgs []openai.ChatCompletionMessage) (string, pipeline.Usage, error) {
+	req := openai.ChatCompletionRequest{
+		Model:       s.cfg.Model,
+		Messages:    msgs,
+		Temperature: 0,
+		ResponseFormat: &openai.ChatCompletionResponseFormat{
+			Type: openai.ChatCompletionResponseFormatTypeJSONSchema,
+			JSONSchema: &openai.ChatCompletionResponseFormatJSONSchema{
+				Name:   "reckon_wall_verdict",
+				Schema: ResponseSchema(),
+				Strict: true,
+			},
+		},
+	}
+	var lastErr error
+	for attempt := 1; attempt <= s.cfg.MaxAttempts; attempt++ {
+		start := time.Now()
+		resp, err := s.client.CreateChatCompletion(ctx, req)
+		outcome := "ok"
+		if err != nil {
+			outcome = "error"
+		}
+		if s.cfg.Observe != nil {
+			s.cfg.Observe(time.Since(start), outcome)
+		}
+		if err == nil {
+			if len(resp.Choices) == 0 {
+				return "", pipeline.Usage{}, &InvalidOutputError{Problems: []string{"the response has no choices"}}
+			}
+			u := pipeline.Usage{PromptTokens: resp.Usage.PromptTokens, CompletionTokens: resp.Usage.CompletionTokens}
+			c := resp.Choices[0].Message
+			if c.Refusal != "" {
+				return c.Content, u, fmt.Errorf("supervisor %s refused: %s", s.cfg.Model, c.Refusal)
+			}
+			return c.Content, u, nil
+		}
+		if ctx.Err() != nil {
+			return "", pipeline.Usage{}, fmt.Errorf("supervisor %s: %w", s.cfg.Model, ctx.Err())
+		}
+		status := statusOf(err)
+		retryable := status == http.StatusTooManyRequests || status >= 500 || status == 0
+		lastErr = fmt.Errorf("supervisor %s: attempt %d/%d: %w", s.cfg.Model, attempt, s.cfg.MaxAttempts, err)
+		if !retryable || attempt == s.cfg.MaxAttempts {
+			break
+		}
+		wait := s.backoff(attempt)
+		if ra, ok := retryAfter(resp.Header()); ok {
+			wait = ra
+		}
+		if wait > s.cfg.MaxBackoff {
+			wait = s.cfg.MaxBackoff
+		}
+		if err := s.cfg.Sleep(ctx, wait); err != nil {
+			return "", pipeline.Usage{}, fmt.Errorf("supervisor %s: %w", s.cfg.Model, err)
+		}
+	}
+	return "", pipeline.Usage{}, lastErr
+}
+
+func (s *OpenAI) backoff(attempt int) time.Duration {
+	d := s.cfg.BaseBackoff << (attempt - 1)
+	if d <= 0 || d > s.cfg.MaxBackoff {
+		d = s.cfg.MaxBackoff
+	}
+	// Full jitter in [d/2, d): concurrent walls that hit one limit spread out.
+	return d/2 + time.Duration(rand.Int64N(int64(d/2)+1))
+}
+
+// statusOf returns the HTTP status of an API error, 0 for transport errors.
+func statusOf(err error) int {
+	var ae *openai.APIError
+	if errors.As(err, &ae) {
+		return ae.HTTPStatusCode
+	}
+	var re *openai.RequestError
+	if errors.As(err, &re) {
+		return re.HTTPStatusCode
+	}
+	return 0
+}
+
+// retryAfter reads Retry-After in seconds or as an HTTP date.
+func retryAfter(h http.Header) (time.Duration, bool) {
+	v := strings.TrimSpace(h.Get("Retry-After"))
+	if v == "" {
+		return 0, false
+	}
+	if secs, err := strconv.ParseFloat(v, 64); err == nil && secs >= 0 {
+		return time.Duration(secs * float64(time.Second)), true
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		d := time.Until(t)
+		if d < 0 {
+			d = 0
+		}
+		return d, true
+	}
+	return 0, false
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

@@ -1,0 +1,176 @@
+// Package supervisor holds the supervisors that turn a wall into a decision
+// — the built-in evidence-based one and the OpenAI-compatible model — and
+// the validation every decision passes before anything is written.
+package supervisor
+
+import (
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/seed-7bc021c3/reckon/kernel"
+	"github.com/seed-7bc021c3/reckon/pipeline"
+)
+
+// Bounds of the integrated conclusion, so a verdict stays a readable card.
+const (
+	MaxListItems     = 20
+	MaxItemBytes     = 1000
+	MaxLessonBytes   = kernel.MaxNoteBytes
+	maxProblemsShown = 8
+)
+
+// InvalidOutputError lists everything wrong with a decision. Its message is
+// what the OpenAI supervisor feeds back to the model.
+type InvalidOutputError struct {
+	Problems []string
+}
+
+// Error implements error.
+func (e *InvalidOutputError) Error() string {
+	ps := e.Problems
+	more := ""
+	if len(ps) > maxProblemsShown {
+		more = fmt.Sprintf("; and %d more", len(ps)-maxProblemsShown)
+		ps = ps[:maxProblemsShown]
+	}
+	return "invalid supervisor output: " + strings.Join(ps, "; ") + more
+}
+
+// Validate checks a decision against its wall before anything is written:
+// every operation of the wall exactly once and no other, effects in
+// none|occurred|unknown, basis inference or probe (probe only where the
+// operation carries a probe finding equal to the effect: an inference is
+// never presented as a proof), notes within 2000 bytes, and causes,
+// remedies and lesson non-empty when needs_attention (which an unknown
+// effect requires).
+func Validate(w pipeline.Wall, d pipeline.Decision) error {
+	var ps []string
+	add := func(format string, args ...any) { ps = append(ps, fmt.Sprintf(format, args...)) }
+
+	inWall := make(map[string]pipeline.WallOperation, len(w.Operations))
+	for _, op := range w.Operations {
+		inWall[op.OperationID] = op
+	}
+	seen := make(map[string]bool, len(d.Operations))
+	anyUnknown := false
+	for i, v := range d.Operations {
+		where := fmt.Sprintf("operations[%d]", i)
+		op, ok := inWall[v.OperationID]
+		switch {
+		case v.OperationID == "":
+			add("%s.operation_id is empty", where)
+			continue
+		case !ok:
+			add("%s.operation_id %q is not an operation of this wall", where, v.OperationID)
+			continue
+		case seen[v.OperationID]:
+			add("%s.operation_id %q appears more than once", where, v.OperationID)
+			continue
+		}
+		seen[v.OperationID] = true
+		if !kernel.ValidReconciledEffect(v.Effect) {
+			add("%s (%s).effect must be none, occurred or unknown, got %q", where, v.OperationID, v.Effect)
+		}
+		if v.Effect == kernel.EffectUnknown {
+			anyUnknown = true
+		}
+		switch v.Basis {
+		case kernel.BasisInference:
+		case kernel.BasisProbe:
+			if !provenBy(op, v.Effect) {
+				add("%s (%s).basis is probe but no probe evidence of this operation found %q; use inference", where, v.OperationID, v.Effect)
+			}
+		default:
+			add("%s (%s).basis must be inference or probe, got %q", where, v.OperationID, v.Basis)
+		}
+		if len(v.Note) > kernel.MaxNoteBytes {
+			add("%s (%s).note is %d bytes; at most %d are allowed", where, v.OperationID, len(v.Note), kernel.MaxNoteBytes)
+		}
+		if !utf8.ValidString(v.Note) {
+			add("%s (%s).note is not valid UTF-8", where, v.OperationID)
+		}
+	}
+	var missing []string
+	for _, op := range w.Operations {
+		if !seen[op.OperationID] {
+			missing = append(missing, op.OperationID)
+		}
+	}
+	if len(missing) > 0 {
+		add("operations is missing %s (every operation of the wall exactly once)", strings.Join(missing, ", "))
+	}
+	if anyUnknown && !d.NeedsAttention {
+		add("needs_attention must be true when any effect is unknown")
+	}
+	if d.NeedsAttention {
+		if nonBlank(d.Causes) == 0 {
+			add("causes must be non-empty when needs_attention is true")
+		}
+		if nonBlank(d.Remedies) == 0 {
+			add("remedies must be non-empty when needs_attention is true")
+		}
+		if strings.TrimSpace(d.Lesson) == "" {
+			add("lesson must be non-empty when needs_attention is true")
+		}
+	}
+	for _, l := range []struct {
+		name  string
+		items []string
+	}{{"causes", d.Causes}, {"remedies", d.Remedies}} {
+		if len(l.items) > MaxListItems {
+			add("%s has %d items; at most %d are allowed", l.name, len(l.items), MaxListItems)
+		}
+		for i, s := range l.items {
+			if len(s) > MaxItemBytes {
+				add("%s[%d] is %d bytes; at most %d are allowed", l.name, i, len(s), MaxItemBytes)
+			}
+			if strings.TrimSpace(s) == "" {
+				add("%s[%d] is blank", l.name, i)
+			}
+		}
+	}
+	if len(d.Lesson) > MaxLessonBytes {
+		add("lesson is %d bytes; at most %d are allowed", len(d.Lesson), MaxLessonBytes)
+	}
+	if d.Supervisor == "" {
+		add("supervisor name is missing")
+	}
+	if len(ps) > 0 {
+		return &InvalidOutputError{Problems: ps}
+	}
+	return nil
+}
+
+// provenBy reports whether op carries probe evidence that found effect and
+// none that found the opposite: contradicting probes prove nothing.
+func provenBy(op pipeline.WallOperation, effect string) bool {
+	return ProbeFinding(op) == effect && effect != ""
+}
+
+// ProbeFinding returns the effect the operation's probe evidence proves:
+// occurred or none when every decisive finding agrees, "" when there is no
+// decisive finding or findings contradict each other.
+func ProbeFinding(op pipeline.WallOperation) string {
+	found := ""
+	for _, ev := range op.Evidence {
+		if ev.Finding != pipeline.FindingOccurred && ev.Finding != pipeline.FindingNone {
+			continue
+		}
+		if found != "" && found != ev.Finding {
+			return ""
+		}
+		found = ev.Finding
+	}
+	return found
+}
+
+func nonBlank(items []string) int {
+	n := 0
+	for _, s := range items {
+		if strings.TrimSpace(s) != "" {
+			n++
+		}
+	}
+	return n
+}
