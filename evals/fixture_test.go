@@ -1,0 +1,228 @@
+package evals
+
+import (
+	"bytes"
+	"encoding/xml"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/seed-7bc021c3/reckon/pipeline"
+)
+
+func TestDecidableAndExpectNeedsAttention(t *testing.T) {
+	t.Parallel()
+	ev := func(findings ...string) pipeline.WallOperation {
+		o := pipeline.WallOperation{OperationID: "o"}
+		for _, f := range findings {
+			o.Evidence = append(o.Evidence, pipeline.Evidence{Probe: "p", Finding: f})
+		}
+		return o
+	}
+	cases := []struct {
+		op     pipeline.WallOperation
+		effect string
+		ok     bool
+	}{
+		{ev(), "", false},
+		{ev("inconclusive"), "", false},
+		{ev("occurred"), "occurred", true},
+		{ev("inconclusive", "none"), "none", true},
+		{ev("none", "none"), "none", true},
+		{ev("none", "occurred"), "", false},
+	}
+	for i, c := range cases {
+		e, ok := Decidable(c.op)
+		if e != c.effect || ok != c.ok {
+			t.Errorf("case %d: Decidable = %q,%v want %q,%v", i, e, ok, c.effect, c.ok)
+		}
+	}
+	// A child summary and an uncertain failure are not proofs.
+	w := pipeline.Wall{Operations: []pipeline.WallOperation{
+		ev("occurred"),
+		{OperationID: "d", Tool: "delegate", ChildOps: &pipeline.ChildSummary{Total: 2, Unresolved: 1},
+			Failure: &pipeline.WallFailure{ErrorType: "delegated_run_failed", Effect: "uncertain"}},
+	}}
+	if !ExpectNeedsAttention(w) {
+		t.Error("wall with an unproven delegation does not expect attention")
+	}
+	w.Operations = w.Operations[:1]
+	if ExpectNeedsAttention(w) {
+		t.Error("fully proven wall expects attention")
+	}
+}
+
+func TestFixtureValidateNamesTheField(t *testing.T) {
+	t.Parallel()
+	good := func() *Fixture {
+		return fixture("f1", "s", []pipeline.WallOperation{op("o1", "run_command", ""), op("o2", "run_command", "none")}, "occurred", "none")
+	}
+	if err := good().Validate(); err != nil {
+		t.Fatalf("good fixture rejected: %v", err)
+	}
+	cases := []struct {
+		name string
+		mut  func(f *Fixture)
+		want string
+	}{
+		{"version", func(f *Fixture) { f.Version = 2 }, "version"},
+		{"id", func(f *Fixture) { f.ID = "" }, "id: missing"},
+		{"id slash", func(f *Fixture) { f.ID = "a/b" }, "id:"},
+		{"scenario", func(f *Fixture) { f.Scenario = "" }, "scenario"},
+		{"empty wall", func(f *Fixture) { f.Wall.Operations = nil }, "wall.operations: empty"},
+		{"dup op", func(f *Fixture) { f.Wall.Operations[1].OperationID = "o1" }, "appears twice"},
+		{"missing truth", func(f *Fixture) { delete(f.Truth, "o2") }, `truth: no entry for operation "o2"`},
+		{"extra truth", func(f *Fixture) { f.Truth["zz"] = "none" }, `truth["zz"]: not an operation`},
+		{"bad truth", func(f *Fixture) { f.Truth["o1"] = "unknown" }, `truth["o1"]`},
+		{"attention", func(f *Fixture) { f.ExpectNeedsAttention = false }, "expect_needs_attention"},
+	}
+	for _, c := range cases {
+		f := good()
+		c.mut(f)
+		err := f.Validate()
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want error containing %q", c.name, err, c.want)
+		}
+	}
+}
+
+func TestFixtureRoundTripAndLoadDir(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for _, f := range threeWalls() {
+		f.Seed, f.GeneratedBy, f.Notes = 7, "reckon drill --seed 7", "hand-built for a test"
+		if _, err := WriteFixture(dir, f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := WriteManifest(dir, Manifest{Version: 1, Seed: 7, Count: 3, GeneratedBy: "reckon drill --seed 7", Fixtures: []string{"a", "b", "c"}}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := LoadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 3 || got[0].ID != "a" || got[2].ID != "c" {
+		t.Fatalf("LoadDir = %d fixtures", len(got))
+	}
+	if got[1].Truth["b3"] != "occurred" || got[1].Wall.Operations[1].Evidence[0].Finding != "none" || got[0].Seed != 7 {
+		t.Errorf("round trip lost data: %+v", got[1])
+	}
+	m, err := ReadManifest(dir)
+	if err != nil || m.Seed != 7 || m.Count != 3 {
+		t.Fatalf("manifest = %+v, %v", m, err)
+	}
+	// Written bytes are stable: writing again gives the same file.
+	b1, _ := os.ReadFile(filepath.Join(dir, "a.json"))
+	if _, err := WriteFixture(dir, got[0]); err != nil {
+		t.Fatal(err)
+	}
+	b2, _ := os.ReadFile(filepath.Join(dir, "a.json"))
+	if !bytes.Equal(b1, b2) {
+		t.Error("rewriting a loaded fixture changed its bytes")
+	}
+
+	// An unknown field, a renamed file and a broken fixture each fail the load.
+	bad := t.TempDir()
+	os.WriteFile(filepath.Join(bad, "a.json"), bytes.Replace(b1, []byte(`"notes"`), []byte(`"note"`), 1), 0o644)
+	if _, err := LoadDir(bad); err == nil || !strings.Contains(err.Error(), "unknown field") {
+		t.Errorf("unknown field: %v", err)
+	}
+	renamed := t.TempDir()
+	os.WriteFile(filepath.Join(renamed, "zz.json"), b1, 0o644)
+	if _, err := LoadDir(renamed); err == nil || !strings.Contains(err.Error(), "does not match the file name") {
+		t.Errorf("renamed: %v", err)
+	}
+	if _, err := LoadDir(t.TempDir()); err == nil {
+		t.Error("empty folder loaded")
+	}
+	invalid := fixture("x", "s", []pipeline.WallOperation{op("o1", "run_command", "")}, "none")
+	invalid.Truth["o1"] = "maybe"
+	if _, err := WriteFixture(t.TempDir(), invalid); err == nil {
+		t.Error("WriteFixture wrote an invalid fixture")
+	}
+}
+
+func TestReportsAreWrittenAndReadable(t *testing.T) {
+	t.Parallel()
+	sup := &scripted{answers: map[string]pipeline.Decision{
+		"a": attention(v("a1", "occurred", "probe"), v("a2", "none", "inference")),
+		"b": calm(v("b1", "occurred", "probe"), v("b2", "occurred", "probe"), v("b3", "none", "inference")),
+		"c": attention(v("c1", "none", "probe"), v("c2", "unknown", "inference")),
+	}}
+	rep, err := Score(t.Context(), sup, threeWalls(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep.Fixtures = "testdata<&>"
+	dir := t.TempDir()
+	paths, err := WriteReports(dir, rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(paths) != 3 {
+		t.Fatalf("paths = %v", paths)
+	}
+	svg, _ := os.ReadFile(filepath.Join(dir, ConfusionChartFile))
+	dec := xml.NewDecoder(bytes.NewReader(svg))
+	texts := []string{}
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			if err.Error() != "EOF" {
+				t.Fatalf("confusion.svg is not well-formed XML: %v", err)
+			}
+			break
+		}
+		if cd, ok := tok.(xml.CharData); ok {
+			texts = append(texts, string(cd))
+		}
+	}
+	all := strings.Join(texts, "|")
+	for _, want := range []string{"supervisor scripted", "UNSAFE-NONE", "UNSAFE-OCCURRED", "testdata<&>", "|2|", "truth"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("confusion.svg text lacks %q", want)
+		}
+	}
+	md, _ := os.ReadFile(filepath.Join(dir, ReportMarkdownFile))
+	for _, want := range []string{"| accuracy on decided operations | 66.7% (4/6) |", "| unsafe-none (said none, truth occurred) | 1 (25.0% of truly occurred) |",
+		"| b | b3 | run_command | occurred | none |", "| **occurred** | 2 | 1 | 1 | 0 |", "missed (expected, not raised): b", "false alarms (raised, not expected): c"} {
+		if !strings.Contains(string(md), want) {
+			t.Errorf("report.md lacks %q", want)
+		}
+	}
+	js, _ := os.ReadFile(filepath.Join(dir, ReportJSONFile))
+	for _, want := range []string{`"unsafe_none": 1`, `"accuracy": 0.6666666666666666`, `"said": "invalid"`} {
+		if want == `"said": "invalid"` {
+			if strings.Contains(string(js), want) {
+				t.Error("report.json has invalid verdicts although all were valid")
+			}
+			continue
+		}
+		if !strings.Contains(string(js), want) {
+			t.Errorf("report.json lacks %s", want)
+		}
+	}
+	var buf bytes.Buffer
+	if err := PrintSummary(&buf, rep); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"supervisor scripted", "coverage (not unknown)", "85.7% (6/7)", "needs_attention recall"} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("summary lacks %q:\n%s", want, buf.String())
+		}
+	}
+}
+
+func TestHSLHex(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		h, s, l float64
+		want    string
+	}{{0, 1, 0.5, "#ff0000"}, {120, 1, 0.5, "#00ff00"}, {240, 1, 0.5, "#0000ff"}, {0, 0, 1, "#ffffff"}, {280, 0.65, 0.97, "#f9f2fc"}} {
+		if got := hslHex(c.h, c.s, c.l); got != c.want {
+			t.Errorf("hslHex(%v,%v,%v) = %s, want %s", c.h, c.s, c.l, got, c.want)
+		}
+	}
+}

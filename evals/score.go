@@ -1,0 +1,468 @@
+package evals
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/seed-7bc021c3/reckon/kernel"
+	"github.com/seed-7bc021c3/reckon/pipeline"
+)
+
+// What a supervisor said about an operation, the columns of the confusion
+// matrix. Invalid means no valid verdict: the decision failed validation or
+// the supervisor errored on the wall.
+const (
+	SaidOccurred = "occurred"
+	SaidNone     = "none"
+	SaidUnknown  = "unknown"
+	SaidInvalid  = "invalid"
+)
+
+// TruthValues and SaidValues are the rows and columns of the confusion
+// matrix, in display order.
+var (
+	TruthValues = []string{TruthOccurred, TruthNone}
+	SaidValues  = []string{SaidOccurred, SaidNone, SaidUnknown, SaidInvalid}
+)
+
+// Case statuses.
+const (
+	StatusOK      = "ok"      // a valid decision was scored
+	StatusInvalid = "invalid" // the decision failed validation
+	StatusError   = "error"   // Decide returned an error, panicked or timed out
+)
+
+// Unsafe kinds of a wrong decided verdict.
+const (
+	UnsafeNone     = "unsafe_none"     // said none, truth occurred: a re-issue duplicates the effect
+	UnsafeOccurred = "unsafe_occurred" // said occurred, truth none: the work is silently dropped
+)
+
+// Options tune a scoring run. The zero value runs sequentially with the
+// sweep's validation rules and the wall clock.
+type Options struct {
+	// CaseTimeout bounds one Decide call; zero means no bound.
+	CaseTimeout time.Duration
+	// Concurrency is how many walls are decided at once (default 1).
+	Concurrency int
+	// Validate checks a decision; nil means ValidateDecision.
+	Validate func(pipeline.Wall, pipeline.Decision) error
+	// Now is the clock used to measure latency; nil means time.Now.
+	Now func() time.Time
+	// Progress, when set, is called after each case (serialised).
+	Progress func(done, total int, c CaseResult)
+}
+
+// OperationResult is the verdict on one operation next to its truth.
+type OperationResult struct {
+	OperationID string `json:"operation_id"`
+	Tool        string `json:"tool"`
+	Truth       string `json:"truth"`
+	Said        string `json:"said"`
+	Basis       string `json:"basis,omitempty"`
+	Note        string `json:"note,omitempty"`
+	// Correct is true when a decided verdict matches the truth.
+	Correct bool `json:"correct"`
+	// Unsafe names the kind of a wrong decided verdict.
+	Unsafe string `json:"unsafe,omitempty"`
+	// ProbeBasisUnproven is true when the verdict claims basis probe but
+	// the wall holds no proof of that effect for the operation.
+	ProbeBasisUnproven bool `json:"probe_basis_unproven,omitempty"`
+}
+
+// CaseResult is the outcome of one fixture.
+type CaseResult struct {
+	ID                   string `json:"id"`
+	Scenario             string `json:"scenario"`
+	Status               string `json:"status"`
+	Error                string `json:"error,omitempty"`
+	ExpectNeedsAttention bool   `json:"expect_needs_attention"`
+	// NeedsAttention is the supervisor's flag; nil without a valid decision.
+	NeedsAttention *bool              `json:"needs_attention"`
+	Causes         []string           `json:"causes,omitempty"`
+	LatencyMS      float64            `json:"latency_ms"`
+	Usage          pipeline.Usage     `json:"usage"`
+	Model          string             `json:"model,omitempty"`
+	PromptVersion  string             `json:"prompt_version,omitempty"`
+	Operations     []OperationResult  `json:"operations"`
+	decision       *pipeline.Decision // kept for the report header only
+}
+
+// Confusion counts operations by truth (rows) and what was said (columns).
+type Confusion map[string]map[string]int
+
+// NewConfusion returns a matrix with every cell present and zero.
+func NewConfusion() Confusion {
+	c := Confusion{}
+	for _, t := range TruthValues {
+		c[t] = map[string]int{}
+		for _, s := range SaidValues {
+			c[t][s] = 0
+		}
+	}
+	return c
+}
+
+// AttentionScore compares needs_attention with the fixtures' expectation,
+// over walls with a valid decision.
+type AttentionScore struct {
+	TruePositives  int `json:"true_positives"`
+	FalsePositives int `json:"false_positives"`
+	FalseNegatives int `json:"false_negatives"`
+	TrueNegatives  int `json:"true_negatives"`
+	// Precision is TP/(TP+FP); nil when the supervisor never raised it.
+	Precision *float64 `json:"precision"`
+	// Recall is TP/(TP+FN); nil when no wall expected it.
+	Recall *float64 `json:"recall"`
+}
+
+// Latency summarises Decide wall-clock time per case, in milliseconds.
+type Latency struct {
+	MeanMS float64 `json:"mean_ms"`
+	P50MS  float64 `json:"p50_ms"`
+	P95MS  float64 `json:"p95_ms"`
+	MaxMS  float64 `json:"max_ms"`
+}
+
+// Metrics is the scorecard of a set of cases.
+type Metrics struct {
+	Walls          int `json:"walls"`
+	WallsOK        int `json:"walls_ok"`
+	InvalidOutputs int `json:"invalid_outputs"`
+	Errored        int `json:"errored"`
+
+	Operations    int `json:"operations"`
+	TruthOccurred int `json:"truth_occurred"`
+	TruthNone     int `json:"truth_none"`
+	// Decided counts valid verdicts other than unknown.
+	Decided int `json:"decided"`
+	Correct int `json:"correct"`
+	Unknown int `json:"unknown"`
+	// Invalid counts operations without a valid verdict.
+	Invalid int `json:"invalid"`
+
+	// Accuracy is Correct/Decided; nil when nothing was decided.
+	Accuracy *float64 `json:"accuracy"`
+	// Coverage is Decided/Operations.
+	Coverage *float64 `json:"coverage"`
+
+	UnsafeNone     int `json:"unsafe_none"`
+	UnsafeOccurred int `json:"unsafe_occurred"`
+	// UnsafeNoneRate is UnsafeNone/TruthOccurred: of the effects that truly
+	// landed, the share declared not to have happened.
+	UnsafeNoneRate *float64 `json:"unsafe_none_rate"`
+	// UnsafeOccurredRate is UnsafeOccurred/TruthNone: of the effects that
+	// never happened, the share declared done.
+	UnsafeOccurredRate *float64 `json:"unsafe_occurred_rate"`
+	// ProbeBasisUnproven counts verdicts claiming basis probe without a
+	// matching proof on the wall: an inference presented as a proof.
+	ProbeBasisUnproven int `json:"probe_basis_unproven"`
+
+	NeedsAttention AttentionScore `json:"needs_attention"`
+	Usage          pipeline.Usage `json:"usage"`
+	Latency        Latency        `json:"latency"`
+	Confusion      Confusion      `json:"confusion"`
+}
+
+// ScenarioMetrics is the scorecard restricted to one scenario kind.
+type ScenarioMetrics struct {
+	Scenario string  `json:"scenario"`
+	Metrics  Metrics `json:"metrics"`
+}
+
+// ReportVersion is the version of report.json's layout.
+const ReportVersion = 1
+
+// Report is everything one scoring run produced.
+type Report struct {
+	Version       int               `json:"version"`
+	Supervisor    string            `json:"supervisor"`
+	Model         string            `json:"model,omitempty"`
+	PromptVersion string            `json:"prompt_version,omitempty"`
+	Fixtures      string            `json:"fixtures"`
+	Suite         *Manifest         `json:"suite,omitempty"`
+	StartedAt     time.Time         `json:"started_at"`
+	DurationMS    float64           `json:"duration_ms"`
+	Metrics       Metrics           `json:"metrics"`
+	Scenarios     []ScenarioMetrics `json:"scenarios"`
+	Cases         []CaseResult      `json:"cases"`
+}
+
+// Score runs sup on every fixture's wall and scores the verdicts. A case
+// that errors, panics, times out or returns an invalid decision is recorded
+// as failed and the run goes on; Score itself fails only when ctx ends.
+func Score(ctx context.Context, sup pipeline.Supervisor, fixtures []*Fixture, opt Options) (*Report, error) {
+	if len(fixtures) == 0 {
+		return nil, ErrNoFixtures
+	}
+	if opt.Validate == nil {
+		opt.Validate = ValidateDecision
+	}
+	if opt.Now == nil {
+		opt.Now = time.Now
+	}
+	if opt.Concurrency < 1 {
+		opt.Concurrency = 1
+	}
+	start := opt.Now()
+	rep := &Report{Version: ReportVersion, Supervisor: sup.Name(), StartedAt: start.UTC()}
+	cases := make([]CaseResult, len(fixtures))
+
+	var mu sync.Mutex
+	done := 0
+	jobs := make(chan int)
+	var wg sync.WaitGroup
+	for w := 0; w < opt.Concurrency; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range jobs {
+				c := runCase(ctx, sup, fixtures[i], opt)
+				mu.Lock()
+				cases[i] = c
+				done++
+				if opt.Progress != nil {
+					opt.Progress(done, len(fixtures), c)
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+feed:
+	for i := range fixtures {
+		select {
+		case jobs <- i:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(jobs)
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("eval interrupted after %d of %d cases: %w", done, len(fixtures), err)
+	}
+
+	rep.DurationMS = ms(opt.Now().Sub(start))
+	rep.Cases = cases
+	for _, c := range cases {
+		if c.decision != nil && rep.Model == "" {
+			rep.Model = c.decision.Model
+			rep.PromptVersion = c.decision.PromptVersion
+		}
+	}
+	rep.Metrics = Compute(cases)
+	byScenario := map[string][]CaseResult{}
+	for _, c := range cases {
+		byScenario[c.Scenario] = append(byScenario[c.Scenario], c)
+	}
+	names := make([]string, 0, len(byScenario))
+	for n := range byScenario {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		rep.Scenarios = append(rep.Scenarios, ScenarioMetrics{Scenario: n, Metrics: Compute(byScenario[n])})
+	}
+	return rep, nil
+}
+
+// runCase decides one wall and scores it against the truth.
+func runCase(ctx context.Context, sup pipeline.Supervisor, f *Fixture, opt Options) CaseResult {
+	c := CaseResult{ID: f.ID, Scenario: f.Scenario, ExpectNeedsAttention: f.ExpectNeedsAttention}
+	cctx := ctx
+	if opt.CaseTimeout > 0 {
+		var cancel context.CancelFunc
+		cctx, cancel = context.WithTimeout(ctx, opt.CaseTimeout)
+		defer cancel()
+	}
+	t0 := opt.Now()
+	d, err := safeDecide(cctx, sup, f.Wall)
+	c.LatencyMS = ms(opt.Now().Sub(t0))
+	if err == nil && opt.CaseTimeout > 0 && cctx.Err() != nil {
+		err = fmt.Errorf("decide: %w", cctx.Err())
+	}
+	invalid := func() {
+		for _, op := range f.Wall.Operations {
+			c.Operations = append(c.Operations, OperationResult{
+				OperationID: op.OperationID, Tool: op.Tool, Truth: f.Truth[op.OperationID], Said: SaidInvalid,
+			})
+		}
+	}
+	if err != nil {
+		c.Status, c.Error = StatusError, err.Error()
+		invalid()
+		return c
+	}
+	c.Usage, c.Model, c.PromptVersion = d.Usage, d.Model, d.PromptVersion
+	c.decision = &d
+	if err := opt.Validate(f.Wall, d); err != nil {
+		c.Status, c.Error = StatusInvalid, err.Error()
+		invalid()
+		return c
+	}
+	c.Status = StatusOK
+	na := d.NeedsAttention
+	c.NeedsAttention = &na
+	c.Causes = d.Causes
+	verdicts := make(map[string]pipeline.OperationVerdict, len(d.Operations))
+	for _, v := range d.Operations {
+		verdicts[v.OperationID] = v
+	}
+	for _, op := range f.Wall.Operations {
+		v := verdicts[op.OperationID]
+		r := OperationResult{
+			OperationID: op.OperationID, Tool: op.Tool, Truth: f.Truth[op.OperationID],
+			Said: v.Effect, Basis: v.Basis, Note: v.Note,
+		}
+		if v.Effect != kernel.EffectUnknown {
+			r.Correct = v.Effect == r.Truth
+			switch {
+			case v.Effect == SaidNone && r.Truth == TruthOccurred:
+				r.Unsafe = UnsafeNone
+			case v.Effect == SaidOccurred && r.Truth == TruthNone:
+				r.Unsafe = UnsafeOccurred
+			}
+		}
+		if v.Basis == kernel.BasisProbe {
+			proven, ok := Decidable(op)
+			r.ProbeBasisUnproven = !ok || proven != v.Effect
+		}
+		c.Operations = append(c.Operations, r)
+	}
+	return c
+}
+
+// safeDecide turns a panicking supervisor into an errored case.
+func safeDecide(ctx context.Context, sup pipeline.Supervisor, w pipeline.Wall) (d pipeline.Decision, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("decide panicked: %v", r)
+		}
+	}()
+	d, err = sup.Decide(ctx, w)
+	if err != nil {
+		return d, fmt.Errorf("decide: %w", err)
+	}
+	return d, nil
+}
+
+// Compute derives the scorecard from case results.
+func Compute(cases []CaseResult) Metrics {
+	m := Metrics{Confusion: NewConfusion()}
+	var lat []float64
+	for _, c := range cases {
+		m.Walls++
+		lat = append(lat, c.LatencyMS)
+		m.Usage.PromptTokens += c.Usage.PromptTokens
+		m.Usage.CompletionTokens += c.Usage.CompletionTokens
+		switch c.Status {
+		case StatusOK:
+			m.WallsOK++
+		case StatusInvalid:
+			m.InvalidOutputs++
+		case StatusError:
+			m.Errored++
+		}
+		if c.NeedsAttention != nil {
+			switch said, want := *c.NeedsAttention, c.ExpectNeedsAttention; {
+			case said && want:
+				m.NeedsAttention.TruePositives++
+			case said && !want:
+				m.NeedsAttention.FalsePositives++
+			case !said && want:
+				m.NeedsAttention.FalseNegatives++
+			default:
+				m.NeedsAttention.TrueNegatives++
+			}
+		}
+		for _, op := range c.Operations {
+			m.Operations++
+			switch op.Truth {
+			case TruthOccurred:
+				m.TruthOccurred++
+			case TruthNone:
+				m.TruthNone++
+			}
+			if row, ok := m.Confusion[op.Truth]; ok {
+				row[op.Said]++
+			}
+			switch op.Said {
+			case SaidInvalid:
+				m.Invalid++
+			case SaidUnknown:
+				m.Unknown++
+			default:
+				m.Decided++
+				if op.Correct {
+					m.Correct++
+				}
+			}
+			switch op.Unsafe {
+			case UnsafeNone:
+				m.UnsafeNone++
+			case UnsafeOccurred:
+				m.UnsafeOccurred++
+			}
+			if op.ProbeBasisUnproven {
+				m.ProbeBasisUnproven++
+			}
+		}
+	}
+	m.Accuracy = ratio(m.Correct, m.Decided)
+	m.Coverage = ratio(m.Decided, m.Operations)
+	m.UnsafeNoneRate = ratio(m.UnsafeNone, m.TruthOccurred)
+	m.UnsafeOccurredRate = ratio(m.UnsafeOccurred, m.TruthNone)
+	na := &m.NeedsAttention
+	na.Precision = ratio(na.TruePositives, na.TruePositives+na.FalsePositives)
+	na.Recall = ratio(na.TruePositives, na.TruePositives+na.FalseNegatives)
+	m.Latency = summarise(lat)
+	return m
+}
+
+// ratio returns n/d, or nil when d is zero (undefined, not zero).
+func ratio(n, d int) *float64 {
+	if d == 0 {
+		return nil
+	}
+	v := float64(n) / float64(d)
+	return &v
+}
+
+func summarise(lat []float64) Latency {
+	if len(lat) == 0 {
+		return Latency{}
+	}
+	s := append([]float64(nil), lat...)
+	sort.Float64s(s)
+	sum := 0.0
+	for _, v := range s {
+		sum += v
+	}
+	return Latency{
+		MeanMS: round3(sum / float64(len(s))),
+		P50MS:  round3(percentile(s, 0.50)),
+		P95MS:  round3(percentile(s, 0.95)),
+		MaxMS:  round3(s[len(s)-1]),
+	}
+}
+
+// percentile is the nearest-rank percentile of sorted values.
+func percentile(sorted []float64, p float64) float64 {
+	rank := int(math.Ceil(p * float64(len(sorted))))
+	if rank < 1 {
+		rank = 1
+	}
+	return sorted[rank-1]
+}
+
+func ms(d time.Duration) float64 { return round3(float64(d) / float64(time.Millisecond)) }
+
+func round3(v float64) float64 { return math.Round(v*1000) / 1000 }
+
+// ErrNoFixtures is returned when a scoring run is asked to score nothing.
+var ErrNoFixtures = errors.New("no fixtures to score")

@@ -1,0 +1,346 @@
+package evals
+
+import (
+	"context"
+	"errors"
+	"math"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/seed-7bc021c3/reckon/pipeline"
+)
+
+// op builds a wall operation; proof, when set, adds one probe finding.
+func op(id, tool, proof string) pipeline.WallOperation {
+	o := pipeline.WallOperation{OperationID: id, Tool: tool, State: "failed_uncertain"}
+	if proof != "" {
+		o.Evidence = []pipeline.Evidence{{Probe: "test.probe", Finding: proof, Detail: "hand-built"}}
+	}
+	return o
+}
+
+// fixture builds a consistent fixture from ops and truth pairs.
+func fixture(id, scenario string, ops []pipeline.WallOperation, truth ...string) *Fixture {
+	f := &Fixture{Version: FixtureVersion, ID: id, Scenario: scenario, Truth: map[string]string{},
+		Wall: pipeline.Wall{Project: "p", RunID: id, Part: 1, Parts: 1, Operations: ops}}
+	for i, o := range ops {
+		f.Truth[o.OperationID] = truth[i]
+	}
+	f.ExpectNeedsAttention = ExpectNeedsAttention(f.Wall)
+	return f
+}
+
+// scripted answers each wall (by run id) as told, advancing a fake clock.
+type scripted struct {
+	mu      sync.Mutex
+	now     time.Time
+	answers map[string]pipeline.Decision
+	errs    map[string]error
+	panics  map[string]bool
+	blocks  map[string]bool
+	delays  map[string]time.Duration
+}
+
+func (s *scripted) Name() string { return "scripted" }
+
+func (s *scripted) clock() time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.now
+}
+
+func (s *scripted) Decide(ctx context.Context, w pipeline.Wall) (pipeline.Decision, error) {
+	s.mu.Lock()
+	s.now = s.now.Add(s.delays[w.RunID])
+	s.mu.Unlock()
+	if s.panics[w.RunID] {
+		panic("scripted panic")
+	}
+	if s.blocks[w.RunID] {
+		<-ctx.Done()
+		return pipeline.Decision{}, ctx.Err()
+	}
+	if err := s.errs[w.RunID]; err != nil {
+		return pipeline.Decision{}, err
+	}
+	return s.answers[w.RunID], nil
+}
+
+func v(id, effect, basis string) pipeline.OperationVerdict {
+	return pipeline.OperationVerdict{OperationID: id, Effect: effect, Basis: basis, Note: "scripted " + effect}
+}
+
+func attention(ops ...pipeline.OperationVerdict) pipeline.Decision {
+	return pipeline.Decision{NeedsAttention: true, Causes: []string{"c"}, Remedies: []string{"r"}, Lesson: "l",
+		Operations: ops, Supervisor: "scripted", Model: "m-1", PromptVersion: "v9"}
+}
+
+func calm(ops ...pipeline.OperationVerdict) pipeline.Decision {
+	return pipeline.Decision{Operations: ops, Supervisor: "scripted", Model: "m-1", PromptVersion: "v9"}
+}
+
+func approx(t *testing.T, name string, got *float64, want float64) {
+	t.Helper()
+	if got == nil {
+		t.Errorf("%s = nil, want %.4f", name, want)
+		return
+	}
+	if math.Abs(*got-want) > 1e-9 {
+		t.Errorf("%s = %.6f, want %.6f", name, *got, want)
+	}
+}
+
+func eq[T comparable](t *testing.T, name string, got, want T) {
+	t.Helper()
+	if got != want {
+		t.Errorf("%s = %v, want %v", name, got, want)
+	}
+}
+
+// threeWalls is the hand-computed set: 3 walls, 7 operations.
+//
+//	wall a (s1): a1 truth occurred, proof occurred; a2 truth none, no proof      → expect attention
+//	wall b (s1): b1 occurred/proof occurred; b2 none/proof none; b3 occurred/none → expect attention
+//	wall c (s2): c1 none/proof none; c2 occurred/proof occurred                  → expect calm
+func threeWalls() []*Fixture {
+	return []*Fixture{
+		fixture("a", "s1", []pipeline.WallOperation{op("a1", "run_command", "occurred"), op("a2", "run_command", "")}, "occurred", "none"),
+		fixture("b", "s1", []pipeline.WallOperation{op("b1", "mcp__create_issue", "occurred"), op("b2", "mcp__create_issue", "none"), op("b3", "run_command", "")}, "occurred", "none", "occurred"),
+		fixture("c", "s2", []pipeline.WallOperation{op("c1", "run_command", "none"), op("c2", "delegate", "occurred")}, "none", "occurred"),
+	}
+}
+
+func TestScoreHandComputed(t *testing.T) {
+	t.Parallel()
+	fx := threeWalls()
+	eq(t, "expect a", fx[0].ExpectNeedsAttention, true)
+	eq(t, "expect b", fx[1].ExpectNeedsAttention, true)
+	eq(t, "expect c", fx[2].ExpectNeedsAttention, false)
+
+	sup := &scripted{now: time.Date(2026, 11, 30, 1, 0, 0, 0, time.UTC),
+		answers: map[string]pipeline.Decision{
+			// a: both right, attention raised (TP).
+			"a": attention(v("a1", "occurred", "probe"), v("a2", "none", "inference")),
+			// b: b2 said occurred (unsafe-occurred, and a probe basis the wall
+			// contradicts), b3 said none (unsafe-none), attention not raised (FN).
+			"b": calm(v("b1", "occurred", "probe"), v("b2", "occurred", "probe"), v("b3", "none", "inference")),
+			// c: c2 abstained, attention raised although everything is proven (FP).
+			"c": attention(v("c1", "none", "probe"), v("c2", "unknown", "inference")),
+		},
+		delays: map[string]time.Duration{"a": 5 * time.Millisecond, "b": 40 * time.Millisecond, "c": 15 * time.Millisecond},
+	}
+	for id, u := range map[string]pipeline.Usage{"a": {PromptTokens: 100, CompletionTokens: 20}, "b": {PromptTokens: 200, CompletionTokens: 30}, "c": {PromptTokens: 50, CompletionTokens: 5}} {
+		d := sup.answers[id]
+		d.Usage = u
+		sup.answers[id] = d
+	}
+	var progress []string
+	rep, err := Score(context.Background(), sup, fx, Options{Now: sup.clock, Progress: func(done, total int, c CaseResult) {
+		progress = append(progress, c.ID)
+		eq(t, "progress total", total, 3)
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eq(t, "progress calls", strings.Join(progress, ","), "a,b,c")
+	m := rep.Metrics
+	eq(t, "walls", m.Walls, 3)
+	eq(t, "walls ok", m.WallsOK, 3)
+	eq(t, "operations", m.Operations, 7)
+	eq(t, "truth occurred", m.TruthOccurred, 4)
+	eq(t, "truth none", m.TruthNone, 3)
+	eq(t, "decided", m.Decided, 6)
+	eq(t, "correct", m.Correct, 4)
+	eq(t, "unknown", m.Unknown, 1)
+	eq(t, "invalid", m.Invalid, 0)
+	approx(t, "accuracy", m.Accuracy, 4.0/6.0)
+	approx(t, "coverage", m.Coverage, 6.0/7.0)
+	eq(t, "unsafe none", m.UnsafeNone, 1)
+	eq(t, "unsafe occurred", m.UnsafeOccurred, 1)
+	approx(t, "unsafe none rate", m.UnsafeNoneRate, 1.0/4.0)
+	approx(t, "unsafe occurred rate", m.UnsafeOccurredRate, 1.0/3.0)
+	eq(t, "probe basis unproven", m.ProbeBasisUnproven, 1)
+	eq(t, "TP", m.NeedsAttention.TruePositives, 1)
+	eq(t, "FP", m.NeedsAttention.FalsePositives, 1)
+	eq(t, "FN", m.NeedsAttention.FalseNegatives, 1)
+	eq(t, "TN", m.NeedsAttention.TrueNegatives, 0)
+	approx(t, "precision", m.NeedsAttention.Precision, 0.5)
+	approx(t, "recall", m.NeedsAttention.Recall, 0.5)
+	eq(t, "prompt tokens", m.Usage.PromptTokens, 350)
+	eq(t, "completion tokens", m.Usage.CompletionTokens, 55)
+	eq(t, "latency mean", m.Latency.MeanMS, 20.0)
+	eq(t, "latency p50", m.Latency.P50MS, 15.0)
+	eq(t, "latency p95", m.Latency.P95MS, 40.0)
+	eq(t, "latency max", m.Latency.MaxMS, 40.0)
+	eq(t, "duration", rep.DurationMS, 60.0)
+	want := map[string]map[string]int{
+		"occurred": {"occurred": 2, "none": 1, "unknown": 1, "invalid": 0},
+		"none":     {"occurred": 1, "none": 2, "unknown": 0, "invalid": 0},
+	}
+	for tr, row := range want {
+		for said, n := range row {
+			eq(t, "confusion "+tr+"→"+said, m.Confusion[tr][said], n)
+		}
+	}
+	eq(t, "model", rep.Model, "m-1")
+	eq(t, "prompt version", rep.PromptVersion, "v9")
+	eq(t, "supervisor", rep.Supervisor, "scripted")
+
+	if len(rep.Scenarios) != 2 {
+		t.Fatalf("scenarios = %d, want 2", len(rep.Scenarios))
+	}
+	s1, s2 := rep.Scenarios[0], rep.Scenarios[1]
+	eq(t, "s1 name", s1.Scenario, "s1")
+	eq(t, "s1 ops", s1.Metrics.Operations, 5)
+	approx(t, "s1 accuracy", s1.Metrics.Accuracy, 3.0/5.0)
+	approx(t, "s1 coverage", s1.Metrics.Coverage, 1.0)
+	if s1.Metrics.NeedsAttention.Precision == nil || *s1.Metrics.NeedsAttention.Precision != 1 {
+		t.Errorf("s1 precision = %v, want 1", s1.Metrics.NeedsAttention.Precision)
+	}
+	approx(t, "s2 accuracy", s2.Metrics.Accuracy, 1.0)
+	approx(t, "s2 coverage", s2.Metrics.Coverage, 0.5)
+	if s2.Metrics.NeedsAttention.Recall != nil {
+		t.Errorf("s2 recall = %v, want undefined (no wall expected attention)", *s2.Metrics.NeedsAttention.Recall)
+	}
+
+	b := rep.Cases[1]
+	eq(t, "b2 unsafe", b.Operations[1].Unsafe, UnsafeOccurred)
+	eq(t, "b2 probe unproven", b.Operations[1].ProbeBasisUnproven, true)
+	eq(t, "b3 unsafe", b.Operations[2].Unsafe, UnsafeNone)
+	eq(t, "b1 correct", b.Operations[0].Correct, true)
+}
+
+func TestScoreFailedCasesAreRecordedAndTheRunGoesOn(t *testing.T) {
+	t.Parallel()
+	fx := []*Fixture{
+		fixture("d-invalid", "s", []pipeline.WallOperation{op("d1", "run_command", ""), op("d2", "run_command", "")}, "occurred", "none"),
+		fixture("e-error", "s", []pipeline.WallOperation{op("e1", "run_command", "")}, "occurred"),
+		fixture("f-panic", "s", []pipeline.WallOperation{op("f1", "run_command", "")}, "none"),
+		fixture("g-timeout", "s", []pipeline.WallOperation{op("g1", "run_command", "")}, "none"),
+		fixture("h-ok", "s", []pipeline.WallOperation{op("h1", "run_command", "")}, "occurred"),
+	}
+	sup := &scripted{
+		answers: map[string]pipeline.Decision{
+			"d-invalid": attention(v("d1", "unknown", "inference")), // d2 missing
+			"h-ok":      attention(v("h1", "unknown", "inference")),
+		},
+		errs:   map[string]error{"e-error": errors.New("model said 500")},
+		panics: map[string]bool{"f-panic": true},
+		blocks: map[string]bool{"g-timeout": true},
+	}
+	rep, err := Score(context.Background(), sup, fx, Options{CaseTimeout: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	statuses := []string{}
+	for _, c := range rep.Cases {
+		statuses = append(statuses, c.Status)
+	}
+	eq(t, "statuses", strings.Join(statuses, ","), "invalid,error,error,error,ok")
+	if !strings.Contains(rep.Cases[0].Error, `no verdict for operation "d2"`) {
+		t.Errorf("invalid case error = %q, want it to name d2", rep.Cases[0].Error)
+	}
+	if !strings.Contains(rep.Cases[1].Error, "model said 500") {
+		t.Errorf("error case = %q", rep.Cases[1].Error)
+	}
+	if !strings.Contains(rep.Cases[2].Error, "panicked") {
+		t.Errorf("panic case = %q", rep.Cases[2].Error)
+	}
+	if !strings.Contains(rep.Cases[3].Error, "deadline") {
+		t.Errorf("timeout case = %q", rep.Cases[3].Error)
+	}
+	m := rep.Metrics
+	eq(t, "invalid outputs", m.InvalidOutputs, 1)
+	eq(t, "errored", m.Errored, 3)
+	eq(t, "walls ok", m.WallsOK, 1)
+	eq(t, "invalid ops", m.Invalid, 5)
+	eq(t, "unknown ops", m.Unknown, 1)
+	eq(t, "decided", m.Decided, 0)
+	if m.Accuracy != nil {
+		t.Errorf("accuracy = %v, want undefined with nothing decided", *m.Accuracy)
+	}
+	approx(t, "coverage", m.Coverage, 0)
+	eq(t, "confusion occurred→invalid", m.Confusion["occurred"]["invalid"], 2)
+	eq(t, "confusion none→invalid", m.Confusion["none"]["invalid"], 3)
+	eq(t, "confusion occurred→unknown", m.Confusion["occurred"]["unknown"], 1)
+	// Attention is scored only where a valid decision exists: h-ok alone.
+	eq(t, "TP", m.NeedsAttention.TruePositives, 1)
+	eq(t, "FN", m.NeedsAttention.FalseNegatives, 0)
+	if rep.Cases[0].NeedsAttention != nil {
+		t.Error("invalid case carries a needs_attention flag")
+	}
+}
+
+func TestScoreConcurrentKeepsFixtureOrder(t *testing.T) {
+	t.Parallel()
+	fx := threeWalls()
+	sup := &scripted{answers: map[string]pipeline.Decision{
+		"a": attention(v("a1", "occurred", "probe"), v("a2", "unknown", "inference")),
+		"b": attention(v("b1", "occurred", "probe"), v("b2", "none", "probe"), v("b3", "unknown", "inference")),
+		"c": calm(v("c1", "none", "probe"), v("c2", "occurred", "probe")),
+	}}
+	rep, err := Score(context.Background(), sup, fx, Options{Concurrency: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, id := range []string{"a", "b", "c"} {
+		eq(t, "case order", rep.Cases[i].ID, id)
+	}
+	m := rep.Metrics
+	approx(t, "accuracy", m.Accuracy, 1)
+	approx(t, "coverage", m.Coverage, 5.0/7.0)
+	approx(t, "precision", m.NeedsAttention.Precision, 1)
+	approx(t, "recall", m.NeedsAttention.Recall, 1)
+	eq(t, "unsafe", m.UnsafeNone+m.UnsafeOccurred, 0)
+}
+
+func TestScoreStopsWhenContextEnds(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := Score(ctx, &scripted{}, threeWalls(), Options{}); err == nil {
+		t.Fatal("Score on a cancelled context returned no error")
+	}
+	if _, err := Score(context.Background(), &scripted{}, nil, Options{}); !errors.Is(err, ErrNoFixtures) {
+		t.Fatalf("Score on no fixtures = %v, want ErrNoFixtures", err)
+	}
+}
+
+func TestValidateDecision(t *testing.T) {
+	t.Parallel()
+	w := pipeline.Wall{Operations: []pipeline.WallOperation{op("x1", "run_command", ""), op("x2", "run_command", "")}}
+	ok := calm(v("x1", "none", "inference"), v("x2", "unknown", "inference"))
+	if err := ValidateDecision(w, ok); err != nil {
+		t.Fatalf("valid decision rejected: %v", err)
+	}
+	cases := []struct {
+		name string
+		mut  func(d *pipeline.Decision)
+		want string
+	}{
+		{"missing op", func(d *pipeline.Decision) { d.Operations = d.Operations[:1] }, `no verdict for operation "x2"`},
+		{"invented id", func(d *pipeline.Decision) { d.Operations[1].OperationID = "x9" }, `"x9" is not an operation of the wall`},
+		{"duplicate", func(d *pipeline.Decision) { d.Operations[1].OperationID = "x1" }, "more than one verdict"},
+		{"empty id", func(d *pipeline.Decision) { d.Operations[0].OperationID = "" }, "operations[0].operation_id: missing"},
+		{"bad effect", func(d *pipeline.Decision) { d.Operations[0].Effect = "uncertain" }, "operations[0].effect"},
+		{"bad basis", func(d *pipeline.Decision) { d.Operations[0].Basis = "operator" }, "operations[0].basis"},
+		{"long note", func(d *pipeline.Decision) { d.Operations[1].Note = strings.Repeat("n", 2001) }, "operations[1].note: 2001 bytes"},
+		{"attention without causes", func(d *pipeline.Decision) { d.NeedsAttention = true; d.Remedies = []string{"r"}; d.Lesson = "l" }, "causes"},
+		{"attention without remedies", func(d *pipeline.Decision) { d.NeedsAttention = true; d.Causes = []string{"c"}; d.Lesson = "l" }, "remedies"},
+		{"attention without lesson", func(d *pipeline.Decision) {
+			d.NeedsAttention = true
+			d.Causes, d.Remedies = []string{"c"}, []string{"r"}
+		}, "lesson"},
+	}
+	for _, c := range cases {
+		d := ok
+		d.Operations = append([]pipeline.OperationVerdict(nil), ok.Operations...)
+		c.mut(&d)
+		err := ValidateDecision(w, d)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: error %v, want one containing %q", c.name, err, c.want)
+		}
+	}
+}
