@@ -1,0 +1,160 @@
+// Package operations is the operations projection and reconciliation: the
+// listing of every unresolved operation (crash_window, stale_in_flight,
+// failed_uncertain) computed from the journal on demand, run liveness, the
+// one code path that records a verdict (human or supervisor) as
+// operation.reconciled, an operation's history, and their HTTP endpoints.
+//
+// Operation state is never stored: it is a projection over journal events
+// matched by (project, run_id, operation_id), never by source.
+package operations
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/seed-7bc021c3/reckon/kernel"
+)
+
+// States of an unresolved operation.
+const (
+	// StateCrashWindow: no terminal event and the run is no longer running.
+	StateCrashWindow = "crash_window"
+	// StateStaleInFlight: no terminal event, the run still running, and the
+	// operation older than the stale threshold.
+	StateStaleInFlight = "stale_in_flight"
+	// StateFailedUncertain: tool.failed with effect uncertain (or the legacy
+	// failure without an effect).
+	StateFailedUncertain = "failed_uncertain"
+)
+
+// Item is one unresolved operation as the listing serves it.
+type Item struct {
+	Project     string          `json:"project"`
+	RunID       string          `json:"run_id"`
+	OperationID string          `json:"operation_id"`
+	Tool        string          `json:"tool"`
+	State       string          `json:"state"`
+	StartedAt   time.Time       `json:"started_at"`
+	StartedKey  kernel.EventKey `json:"started_key"`
+	Args        json.RawMessage `json:"args,omitempty"`
+	// Failure is the operation's newest tool.failed, when it has one.
+	Failure *kernel.ToolFailed `json:"failure,omitempty"`
+	// ChildRunID names the child run of a delegation.
+	ChildRunID string `json:"child_run_id,omitempty"`
+	// ChildOpsTotal and ChildOpsUnresolved summarise the child run; they are
+	// served nested as child_summary {total, unresolved}.
+	ChildOpsTotal      *int            `json:"-"`
+	ChildOpsUnresolved *int            `json:"-"`
+	ReissueOf          string          `json:"reissue_of,omitempty"`
+	Postcondition      json.RawMessage `json:"postcondition,omitempty"`
+	// LivenessUnknown says the run's liveness could not be established
+	// (Temporal unreachable, or the listing's budget of liveness calls
+	// spent). Such a run is treated as still running: the operation is
+	// listed as stale_in_flight once old enough, never as crash_window.
+	LivenessUnknown bool `json:"liveness_unknown,omitempty"`
+}
+
+// ChildSummary is the served form of a delegation's child counts.
+type ChildSummary struct {
+	Total      *int `json:"total"`
+	Unresolved *int `json:"unresolved"`
+}
+
+type itemAlias Item
+
+type itemWire struct {
+	itemAlias
+	ChildSummary *ChildSummary `json:"child_summary,omitempty"`
+}
+
+// MarshalJSON nests the child counts under child_summary.
+func (it Item) MarshalJSON() ([]byte, error) {
+	w := itemWire{itemAlias: itemAlias(it)}
+	if it.ChildOpsTotal != nil || it.ChildOpsUnresolved != nil {
+		w.ChildSummary = &ChildSummary{Total: it.ChildOpsTotal, Unresolved: it.ChildOpsUnresolved}
+	}
+	return json.Marshal(w)
+}
+
+// UnmarshalJSON reads the served form back (API clients, the CLI).
+func (it *Item) UnmarshalJSON(b []byte) error {
+	var w itemWire
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	*it = Item(w.itemAlias)
+	if w.ChildSummary != nil {
+		it.ChildOpsTotal, it.ChildOpsUnresolved = w.ChildSummary.Total, w.ChildSummary.Unresolved
+	}
+	return nil
+}
+
+// ListParams selects a page of the listing.
+type ListParams struct {
+	Project string
+	// RunID restricts the listing to one run when set.
+	RunID string
+	// Cursor is a Page.NextCursor from an earlier call; empty starts at the
+	// oldest operation inside the window.
+	Cursor string
+	// Limit bounds the page; 0 means DefaultLimit, at most MaxLimit.
+	Limit int
+}
+
+// Page is one page of unresolved operations, oldest first.
+type Page struct {
+	Operations []Item `json:"operations"`
+	// NextCursor continues the listing; empty when this is the last page.
+	NextCursor string `json:"next_cursor"`
+	// Degraded says some run's liveness could not be established; the
+	// affected items carry liveness_unknown.
+	Degraded bool `json:"degraded"`
+}
+
+// Page sizes.
+const (
+	DefaultLimit = 100
+	MaxLimit     = 1000
+)
+
+// position is a place in the listing order (started_at, seq).
+type position struct {
+	ts  time.Time
+	seq int64
+}
+
+const cursorPrefix = "v1:"
+
+// encodeCursor makes an opaque cursor after p.
+func encodeCursor(p position) string {
+	raw := cursorPrefix + strconv.FormatInt(p.ts.UnixMicro(), 10) + ":" + strconv.FormatInt(p.seq, 10)
+	return base64.RawURLEncoding.EncodeToString([]byte(raw))
+}
+
+func decodeCursor(s string) (position, error) {
+	bad := kernel.Errorf(kernel.EInvalid, "cursor %q is not a cursor this API issued; pass next_cursor from a listing unchanged", s)
+	raw, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		return position{}, bad
+	}
+	rest, ok := strings.CutPrefix(string(raw), cursorPrefix)
+	if !ok {
+		return position{}, bad
+	}
+	a, b, ok := strings.Cut(rest, ":")
+	if !ok {
+		return position{}, bad
+	}
+	us, err1 := strconv.ParseInt(a, 10, 64)
+	seq, err2 := strconv.ParseInt(b, 10, 64)
+	if err1 != nil || err2 != nil || seq < 0 {
+		return position{}, bad
+	}
+	return position{ts: time.UnixMicro(us).UTC(), seq: seq}, nil
+}
+
+func (p position) String() string { return fmt.Sprintf("%s#%d", p.ts.Format(time.RFC3339Nano), p.seq) }

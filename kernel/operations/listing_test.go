@@ -1,0 +1,427 @@
+package operations_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/seed-7bc021c3/reckon/kernel"
+	"github.com/seed-7bc021c3/reckon/kernel/operations"
+)
+
+func ago(d time.Duration) time.Time { return t0.Add(-d) }
+
+// TestListingStates covers every state and settling rule over hand-built
+// journals: each case is its own project and run, so one schema serves all.
+func TestListingStates(t *testing.T) {
+	t.Parallel()
+	live := &fakeLiveness{
+		running: map[string]bool{"k-running": true, "k-running-young": true, "k-running-ended": true},
+		errs:    map[string]bool{"k-down": true, "k-down-young": true},
+	}
+	e := newEnv(t, live)
+	const op = "op-1"
+	type want struct {
+		state           string // "" = not listed
+		livenessUnknown bool
+	}
+	cases := []struct {
+		name   string
+		source string
+		events func(b evb) []kernel.Event
+		want   want
+	}{
+		{"ended run, no terminal → crash_window", "agent-x", func(b evb) []kernel.Event {
+			return []kernel.Event{b.runStarted(ago(time.Hour)), b.started(op, "run_command", ago(time.Hour)), b.runFailed(ago(50 * time.Minute))}
+		}, want{state: operations.StateCrashWindow}},
+		{"completed run, no terminal → crash_window", "agent-x", func(b evb) []kernel.Event {
+			return []kernel.Event{b.runStarted(ago(time.Hour)), b.started(op, "run_command", ago(time.Hour)), b.runCompleted(ago(50 * time.Minute))}
+		}, want{state: operations.StateCrashWindow}},
+		{"no run.started at all → not running → crash_window", "agent-x", func(b evb) []kernel.Event {
+			return []kernel.Event{b.started(op, "run_command", ago(time.Minute))}
+		}, want{state: operations.StateCrashWindow}},
+		{"running external run, old → stale_in_flight", "agent-x", func(b evb) []kernel.Event {
+			return []kernel.Event{b.runStarted(ago(time.Hour)), b.started(op, "run_command", ago(11 * time.Minute))}
+		}, want{state: operations.StateStaleInFlight}},
+		{"running external run, exactly stale threshold → stale_in_flight", "agent-x", func(b evb) []kernel.Event {
+			return []kernel.Event{b.runStarted(ago(time.Hour)), b.started(op, "run_command", ago(10 * time.Minute))}
+		}, want{state: operations.StateStaleInFlight}},
+		{"running external run, young → not unresolved yet", "agent-x", func(b evb) []kernel.Event {
+			return []kernel.Event{b.runStarted(ago(time.Hour)), b.started(op, "run_command", ago(9 * time.Minute))}
+		}, want{}},
+		{"completed → settled", "agent-x", func(b evb) []kernel.Event {
+			return []kernel.Event{b.started(op, "run_command", ago(time.Hour)), b.completed(op, ago(59 * time.Minute))}
+		}, want{}},
+		{"blocked → settled", "agent-x", func(b evb) []kernel.Event {
+			return []kernel.Event{b.started(op, "run_command", ago(time.Hour)), b.blocked(op, ago(59 * time.Minute))}
+		}, want{}},
+		{"failed effect=none → settled", "agent-x", func(b evb) []kernel.Event {
+			return []kernel.Event{b.started(op, "run_command", ago(time.Hour)), b.failed(op, kernel.EffectNone, ago(59 * time.Minute))}
+		}, want{}},
+		{"failed effect=occurred → settled", "agent-x", func(b evb) []kernel.Event {
+			return []kernel.Event{b.started(op, "run_command", ago(time.Hour)), b.failed(op, kernel.EffectOccurred, ago(59 * time.Minute))}
+		}, want{}},
+		{"failed effect=uncertain → failed_uncertain", "agent-x", func(b evb) []kernel.Event {
+			return []kernel.Event{b.started(op, "run_command", ago(time.Hour)), b.failed(op, kernel.EffectUncertain, ago(59 * time.Minute))}
+		}, want{state: operations.StateFailedUncertain}},
+		{"failed uncertain in a running run, young → failed_uncertain", "agent-x", func(b evb) []kernel.Event {
+			return []kernel.Event{b.runStarted(ago(time.Hour)), b.started(op, "run_command", ago(time.Minute)), b.failed(op, kernel.EffectUncertain, ago(time.Minute))}
+		}, want{state: operations.StateFailedUncertain}},
+		{"legacy: no effect, error_type=activity_failed → failed_uncertain", "agent-x", func(b evb) []kernel.Event {
+			return []kernel.Event{b.started(op, "run_command", ago(time.Hour)), b.failed(op, "", ago(59 * time.Minute))}
+		}, want{state: operations.StateFailedUncertain}},
+		{"failed uncertain then reconciled unknown → settled", "agent-x", func(b evb) []kernel.Event {
+			s := b.started(op, "run_command", ago(time.Hour))
+			return []kernel.Event{s, b.failed(op, kernel.EffectUncertain, ago(59 * time.Minute)),
+				reconciledEv(b.project, b.run, op, kernel.EffectUnknown, s.Key(), ago(30*time.Minute))}
+		}, want{}},
+		{"source-agnostic: agent-x tool.started settled by a kernel-source reconciliation", "agent-x", func(b evb) []kernel.Event {
+			s := b.started(op, "mcp__create_issue", ago(time.Hour))
+			return []kernel.Event{b.runStarted(ago(2 * time.Hour)), s, b.runCompleted(ago(40 * time.Minute)),
+				reconciledEv(b.project, b.run, op, kernel.EffectOccurred, s.Key(), ago(30*time.Minute))}
+		}, want{}},
+		{"source-agnostic: terminal event from another source settles", "agent-x", func(b evb) []kernel.Event {
+			other := b
+			other.source = "agent-y"
+			return []kernel.Event{b.started(op, "run_command", ago(time.Hour)), other.completed(op, ago(59 * time.Minute))}
+		}, want{}},
+		{"settling event ingested in the same batch before its tool.started", "agent-x", func(b evb) []kernel.Event {
+			return []kernel.Event{b.completed(op, ago(59 * time.Minute)), b.started(op, "run_command", ago(time.Hour))}
+		}, want{}},
+		{"window: tool.started older than the window is not listed", "agent-x", func(b evb) []kernel.Event {
+			return []kernel.Event{b.started(op, "run_command", ago(168*time.Hour + time.Second))}
+		}, want{}},
+		{"window: tool.started just inside the window is listed", "agent-x", func(b evb) []kernel.Event {
+			return []kernel.Event{b.started(op, "run_command", ago(168*time.Hour - time.Second))}
+		}, want{state: operations.StateCrashWindow}},
+		{"window: tool.started and terminal inside the window → never listed", "agent-x", func(b evb) []kernel.Event {
+			return []kernel.Event{b.started(op, "run_command", ago(167 * time.Hour)), b.completed(op, ago(166 * time.Hour))}
+		}, want{}},
+		{"window: uncertain failure inside, reconciliation inside → never listed", "agent-x", func(b evb) []kernel.Event {
+			s := b.started(op, "run_command", ago(167*time.Hour))
+			return []kernel.Event{s, b.failed(op, kernel.EffectUncertain, ago(167*time.Hour)),
+				reconciledEv(b.project, b.run, op, kernel.EffectNone, s.Key(), ago(time.Hour))}
+		}, want{}},
+		{"kernel run, Temporal says running, old → stale_in_flight", kernel.KernelSource, func(b evb) []kernel.Event {
+			b.run = "k-running"
+			return []kernel.Event{b.runStarted(ago(time.Hour)), b.started(op, "run_command", ago(20 * time.Minute))}
+		}, want{state: operations.StateStaleInFlight}},
+		{"kernel run, Temporal says running, young → not listed", kernel.KernelSource, func(b evb) []kernel.Event {
+			b.run = "k-running-young"
+			return []kernel.Event{b.runStarted(ago(time.Hour)), b.started(op, "run_command", ago(time.Minute))}
+		}, want{}},
+		{"kernel run, Temporal says gone (journal still running) → crash_window", kernel.KernelSource, func(b evb) []kernel.Event {
+			b.run = "k-gone"
+			return []kernel.Event{b.runStarted(ago(time.Hour)), b.started(op, "run_command", ago(time.Minute))}
+		}, want{state: operations.StateCrashWindow}},
+		{"kernel run, Temporal down, old → stale_in_flight with liveness unknown", kernel.KernelSource, func(b evb) []kernel.Event {
+			b.run = "k-down"
+			return []kernel.Event{b.runStarted(ago(time.Hour)), b.started(op, "run_command", ago(time.Hour))}
+		}, want{state: operations.StateStaleInFlight, livenessUnknown: true}},
+		{"kernel run, Temporal down, young → hidden (never claimed crashed)", kernel.KernelSource, func(b evb) []kernel.Event {
+			b.run = "k-down-young"
+			return []kernel.Event{b.runStarted(ago(time.Hour)), b.started(op, "run_command", ago(time.Minute))}
+		}, want{}},
+		{"kernel run, run.failed journaled → crash_window without asking Temporal", kernel.KernelSource, func(b evb) []kernel.Event {
+			b.run = "k-running-ended" // Temporal would say running; the journal knows better
+			return []kernel.Event{b.runStarted(ago(time.Hour)), b.started(op, "run_command", ago(time.Minute)), b.runFailed(ago(time.Minute))}
+		}, want{state: operations.StateCrashWindow}},
+	}
+	projects := make([]string, len(cases))
+	for i, c := range cases {
+		b := evb{project: fmt.Sprintf("p%02d", i), run: fmt.Sprintf("run-%02d", i), source: c.source}
+		evs := c.events(b)
+		projects[i] = evs[0].Project
+		e.ingest(evs...)
+	}
+	t.Cleanup(func() {
+		if n := live.asked["k-running-ended"]; n != 0 {
+			t.Errorf("Temporal asked %d times about a run whose run.failed is journaled", n)
+		}
+	})
+	for i, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			items, degraded := e.list(projects[i])
+			if c.want.state == "" {
+				if len(items) != 0 {
+					t.Fatalf("listed %v, want nothing", items)
+				}
+				return
+			}
+			if len(items) != 1 {
+				t.Fatalf("listed %d items (%v), want one %s", len(items), items, c.want.state)
+			}
+			for _, it := range items {
+				if it.State != c.want.state {
+					t.Fatalf("state %s, want %s", it.State, c.want.state)
+				}
+				if it.LivenessUnknown != c.want.livenessUnknown || degraded != c.want.livenessUnknown {
+					t.Fatalf("liveness_unknown %v degraded %v, want %v", it.LivenessUnknown, degraded, c.want.livenessUnknown)
+				}
+				if it.OperationID != op || it.Project != projects[i] || it.StartedKey.EventID == "" || it.Tool == "" {
+					t.Fatalf("item fields: %+v", it)
+				}
+			}
+		})
+	}
+}
+
+// TestStateTransitions follows one operation through its life, moving the
+// clock and appending events, and checks the listing after each step.
+func TestStateTransitions(t *testing.T) {
+	t.Parallel()
+	live := &fakeLiveness{running: map[string]bool{"run-k": true}}
+	e := newEnv(t, live)
+	b := evb{project: "acme", run: "run-k", source: kernel.KernelSource}
+	start := t0
+	e.clock.Set(start)
+	s1 := b.started("op-1", "run_command", start)
+	e.ingest(b.runStarted(start), s1)
+
+	state := func() string {
+		items, _ := e.list("acme")
+		it, ok := items["run-k/op-1"]
+		if !ok {
+			return ""
+		}
+		return it.State
+	}
+	steps := []struct {
+		name string
+		do   func()
+		want string
+	}{
+		{"in flight, young: not listed", func() {}, ""},
+		{"in flight past StaleAfter: stale_in_flight", func() { e.clock.Set(start.Add(11 * time.Minute)) }, operations.StateStaleInFlight},
+		{"workflow gone (worker crash): crash_window", func() { live.mu.Lock(); live.running["run-k"] = false; live.mu.Unlock() }, operations.StateCrashWindow},
+		{"tool.failed uncertain arrives late: failed_uncertain", func() {
+			e.ingest(b.failed("op-1", kernel.EffectUncertain, start.Add(12*time.Minute)))
+		}, operations.StateFailedUncertain},
+		{"run.failed journaled: still failed_uncertain", func() { e.ingest(b.runFailed(start.Add(12 * time.Minute))) }, operations.StateFailedUncertain},
+		{"operator reconciles occurred: settled", func() {
+			if _, err := e.svc.Reconcile(e.ctx, operations.ReconcileRequest{Project: "acme", RunID: "run-k", OperationID: "op-1",
+				Effect: kernel.EffectOccurred, Note: "proof.txt exists", Basis: kernel.BasisOperator, Actor: "operator:ann"}); err != nil {
+				t.Fatal(err)
+			}
+			e.drain()
+		}, ""},
+		{"a week later: still settled", func() { e.clock.Set(start.Add(100 * time.Hour)) }, ""},
+	}
+	for _, st := range steps {
+		st.do()
+		if got := state(); got != st.want {
+			t.Fatalf("%s: state %q, want %q", st.name, got, st.want)
+		}
+	}
+}
+
+func TestListingDetails(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	b := evb{project: "acme", run: "run-1", source: kernel.KernelSource}
+
+	// A delegation caught in the crash window: no failure; the child summary
+	// is computed from the child run's own events.
+	child := evb{project: "acme", run: operations.ChildRunID("run-1", "op-2"), source: kernel.KernelSource}
+	deleg := b.ev("op-2/started", kernel.TypeToolStarted, ago(time.Hour), map[string]any{
+		"operation_id": "op-2", "tool": "delegate", "args": map[string]any{"steps": 2},
+	})
+	// A failed delegation carrying its own summary.
+	deleg3 := b.ev("op-3/started", kernel.TypeToolStarted, ago(50*time.Minute), map[string]any{
+		"operation_id": "op-3", "tool": "delegate"})
+	fail3 := b.ev("op-3/failed", kernel.TypeToolFailed, ago(49*time.Minute), kernel.ToolFailed{
+		OperationID: "op-3", ErrorType: "delegated_run_failed", Error: "child failed", Effect: kernel.EffectUncertain,
+		ChildRunID: "run-1.op-3", ChildOpsTotal: intp(3), ChildOpsUnresolved: intp(1)})
+	// A reissue with a postcondition.
+	re := b.ev("op-4/started", kernel.TypeToolStarted, ago(40*time.Minute), map[string]any{
+		"operation_id": "op-4", "tool": "run_command", "reissue_of": "op-1",
+		"postcondition": map[string]any{"path": "proof.txt"}})
+	// Two tool.started rows for one operation (an external agent re-reported
+	// it under a new event id): listed once, under the first.
+	dupA := b.ev("op-5/started", kernel.TypeToolStarted, ago(30*time.Minute), map[string]any{"operation_id": "op-5", "tool": "run_command"})
+	dupB := dupA
+	dupB.SourceID, dupB.EventID, dupB.TS = "agent-x", "again", ago(29*time.Minute)
+	e.ingest(b.runStarted(ago(2*time.Hour)), deleg, deleg3, fail3, re, dupA, dupB, b.runFailed(ago(10*time.Minute)),
+		child.runStarted(ago(time.Hour)), child.started("op-1", "run_command", ago(time.Hour)), child.completed("op-1", ago(time.Hour)),
+		child.started("op-2", "run_command", ago(time.Hour)))
+
+	items, _ := e.list("acme")
+	d := items["run-1/op-2"]
+	if d.State != operations.StateCrashWindow || d.ChildRunID != "run-1.op-2" || d.ChildOpsTotal == nil || *d.ChildOpsTotal != 2 || *d.ChildOpsUnresolved != 1 {
+		t.Fatalf("crash-window delegation: %+v", d)
+	}
+	f := items["run-1/op-3"]
+	if f.State != operations.StateFailedUncertain || f.ChildRunID != "run-1.op-3" || *f.ChildOpsTotal != 3 || *f.ChildOpsUnresolved != 1 || f.Failure == nil || f.Failure.ErrorType != "delegated_run_failed" {
+		t.Fatalf("failed delegation: %+v", f)
+	}
+	raw, _ := json.Marshal(f)
+	var m map[string]any
+	_ = json.Unmarshal(raw, &m)
+	if cs, ok := m["child_summary"].(map[string]any); !ok || cs["total"] != 3.0 || cs["unresolved"] != 1.0 {
+		t.Fatalf("child_summary in JSON: %s", raw)
+	}
+	var back operations.Item
+	if err := json.Unmarshal(raw, &back); err != nil || *back.ChildOpsTotal != 3 {
+		t.Fatalf("round trip: %v %+v", err, back)
+	}
+	r := items["run-1/op-4"]
+	if pc, _ := kernel.Canonical(r.Postcondition); r.ReissueOf != "op-1" || string(pc) != `{"path":"proof.txt"}` {
+		t.Fatalf("reissue: %+v", r)
+	}
+	dup := items["run-1/op-5"]
+	if dup.StartedKey != dupA.Key() {
+		t.Fatalf("duplicate tool.started: listed under %v, want %v", dup.StartedKey, dupA.Key())
+	}
+	if len(items) != 5 { // op-2, op-3, op-4, op-5 of run-1 and op-2 of the child
+		t.Fatalf("%d items: %v", len(items), items)
+	}
+
+	// A stale open hint (a race left open=true on a settled operation) is
+	// re-verified away.
+	e.ingest(b.completed("op-4", ago(time.Minute)))
+	if _, err := e.s.Pool.Exec(e.ctx, `UPDATE journal_events SET open = true WHERE event_id = 'run-1/op-4/started'`); err != nil {
+		t.Fatal(err)
+	}
+	items, _ = e.list("acme")
+	if _, ok := items["run-1/op-4"]; ok {
+		t.Fatal("settled operation listed through a stale open hint")
+	}
+
+	projects, err := e.svc.Projects(e.ctx)
+	if err != nil || len(projects) != 1 || projects[0] != "acme" {
+		t.Fatalf("projects %v %v", projects, err)
+	}
+}
+
+func TestPagination(t *testing.T) {
+	t.Parallel()
+	live := &fakeLiveness{running: map[string]bool{"young": true}}
+	e := newEnv(t, live)
+	b := evb{project: "acme", run: "run-1", source: "agent-x"}
+	y := evb{project: "acme", run: "young", source: kernel.KernelSource}
+	var evs []kernel.Event
+	for i := 0; i < 25; i++ {
+		ts := ago(time.Hour).Add(time.Duration(i) * time.Second)
+		evs = append(evs, b.started(fmt.Sprintf("op-%02d", i), "run_command", ts))
+	}
+	// Hidden candidates (young, running) interleaved at the end, and three
+	// operations sharing one timestamp so ordering falls back to seq.
+	y.ev("x", kernel.TypeRunStarted, ago(time.Hour), map[string]any{})
+	evs = append(evs, y.runStarted(ago(time.Hour)))
+	for i := 0; i < 30; i++ {
+		evs = append(evs, y.started(fmt.Sprintf("op-%02d", i), "run_command", ago(time.Minute)))
+	}
+	for i := 0; i < 3; i++ {
+		evs = append(evs, b.started(fmt.Sprintf("same-%d", i), "run_command", ago(time.Second)))
+	}
+	e.ingest(evs...)
+
+	var got []operations.Item
+	cursor := ""
+	pages := 0
+	for {
+		p, err := e.svc.List(e.ctx, operations.ListParams{Project: "acme", Cursor: cursor, Limit: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pages++
+		if len(p.Operations) > 10 {
+			t.Fatalf("page of %d", len(p.Operations))
+		}
+		got = append(got, p.Operations...)
+		if p.NextCursor == "" {
+			break
+		}
+		cursor = p.NextCursor
+		if pages > 10 {
+			t.Fatal("pagination does not end")
+		}
+	}
+	if len(got) != 28 {
+		t.Fatalf("%d items over %d pages, want 28", len(got), pages)
+	}
+	for i := 1; i < len(got); i++ {
+		if got[i].StartedAt.Before(got[i-1].StartedAt) {
+			t.Fatalf("out of order at %d: %v before %v", i, got[i].StartedAt, got[i-1].StartedAt)
+		}
+		if got[i].RunID == "young" {
+			t.Fatal("young in-flight operation listed")
+		}
+	}
+	for i := 0; i < 3; i++ {
+		if got[25+i].OperationID != fmt.Sprintf("same-%d", i) {
+			t.Fatalf("same-timestamp order: %s at %d", got[25+i].OperationID, 25+i)
+		}
+	}
+	// One run only.
+	p, err := e.svc.List(e.ctx, operations.ListParams{Project: "acme", RunID: "young"})
+	if err != nil || len(p.Operations) != 0 || p.NextCursor != "" {
+		t.Fatalf("run filter: %+v %v", p, err)
+	}
+	for _, bad := range []operations.ListParams{
+		{Project: ""}, {Project: "acme", Cursor: "garbage!"}, {Project: "acme", Limit: operations.MaxLimit + 1}, {Project: "acme", Limit: -1},
+	} {
+		if _, err := e.svc.List(e.ctx, bad); kernel.ErrorCode(err) != kernel.EInvalid {
+			t.Fatalf("%+v: %v, want invalid", bad, err)
+		}
+	}
+}
+
+func TestDegradedWhenTemporalIsDown(t *testing.T) {
+	t.Parallel()
+	live := &fakeLiveness{failAll: true}
+	e := newEnv(t, live)
+	k := evb{project: "acme", run: "k1", source: kernel.KernelSource}
+	x := evb{project: "acme", run: "x1", source: "agent-x"}
+	e.ingest(k.runStarted(ago(time.Hour)), k.started("op-1", "run_command", ago(time.Hour)),
+		x.runStarted(ago(time.Hour)), x.started("op-1", "run_command", ago(time.Hour)), x.runCompleted(ago(time.Hour)))
+	p, err := e.svc.List(e.ctx, operations.ListParams{Project: "acme"})
+	if err != nil {
+		t.Fatalf("Temporal outage must not fail the listing: %v", err)
+	}
+	if !p.Degraded || len(p.Operations) != 2 {
+		t.Fatalf("page %+v", p)
+	}
+	for _, it := range p.Operations {
+		switch it.RunID {
+		case "k1":
+			if it.State != operations.StateStaleInFlight || !it.LivenessUnknown {
+				t.Fatalf("kernel run under outage: %+v", it)
+			}
+		case "x1":
+			if it.State != operations.StateCrashWindow || it.LivenessUnknown {
+				t.Fatalf("external run under outage: %+v", it)
+			}
+		}
+	}
+}
+
+func TestLivenessBudget(t *testing.T) {
+	t.Parallel()
+	live := &fakeLiveness{running: map[string]bool{}}
+	e := newEnv(t, live)
+	e.svc = operations.New(e.s.Pool, e.j, operations.Options{Liveness: live, LivenessCalls: 3, Now: e.clock.Now})
+	var evs []kernel.Event
+	for i := 0; i < 6; i++ {
+		b := evb{project: "acme", run: fmt.Sprintf("k%d", i), source: kernel.KernelSource}
+		evs = append(evs, b.runStarted(ago(time.Hour)), b.started("op-1", "run_command", ago(time.Hour)), b.started("op-2", "run_command", ago(time.Hour)))
+	}
+	e.ingest(evs...)
+	p, err := e.svc.List(e.ctx, operations.ListParams{Project: "acme"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if live.calls != 3 || !p.Degraded || len(p.Operations) != 12 {
+		t.Fatalf("calls %d degraded %v items %d", live.calls, p.Degraded, len(p.Operations))
+	}
+	unknown := 0
+	for _, it := range p.Operations {
+		if it.LivenessUnknown {
+			unknown++
+		}
+	}
+	if unknown != 6 {
+		t.Fatalf("%d items with unknown liveness, want 6 (three runs over budget)", unknown)
+	}
+}

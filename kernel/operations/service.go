@@ -1,0 +1,346 @@
+package operations
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/seed-7bc021c3/reckon/kernel"
+	"github.com/seed-7bc021c3/reckon/kernel/journal"
+)
+
+// Defaults of Options.
+const (
+	DefaultWindow        = 168 * time.Hour
+	DefaultStaleAfter    = 10 * time.Minute
+	DefaultLivenessCalls = 64
+)
+
+// Options configures a Service.
+type Options struct {
+	// Window bounds the listing over event time (RECKON_OPERATIONS_WINDOW):
+	// a tool.started older than now-Window is not listed. It is also the
+	// span within which the same reconcile body is answered idempotently.
+	Window time.Duration
+	// StaleAfter is the in-flight age that makes stale_in_flight
+	// (RECKON_STALE_AFTER).
+	StaleAfter time.Duration
+	// Liveness answers for the kernel's own runs (run.started under source
+	// "kernel"), normally a TemporalLiveness. Nil reads the journal for every
+	// run.
+	Liveness Liveness
+	// LivenessCalls bounds the Liveness calls of one listing; runs beyond it
+	// are treated as liveness unknown (and the page is degraded).
+	LivenessCalls int
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Service is the operations projection and the reconciliation path.
+type Service struct {
+	pool *pgxpool.Pool
+	j    *journal.Store
+	o    Options
+}
+
+// New returns a Service over the journal in pool.
+func New(pool *pgxpool.Pool, j *journal.Store, opts Options) *Service {
+	if opts.Window <= 0 {
+		opts.Window = DefaultWindow
+	}
+	if opts.StaleAfter <= 0 {
+		opts.StaleAfter = DefaultStaleAfter
+	}
+	if opts.LivenessCalls <= 0 {
+		opts.LivenessCalls = DefaultLivenessCalls
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return &Service{pool: pool, j: j, o: opts}
+}
+
+func (s *Service) now() time.Time { return s.o.Now().UTC() }
+
+// maxRounds bounds the queries of one listing call when many candidates are
+// hidden (young operations of running runs); the page then ends early with
+// a cursor, never with an unbounded walk.
+const maxRounds = 8
+
+// candidate is one open tool.started row with what the listing needs.
+type candidate struct {
+	pos         position
+	key         kernel.EventKey
+	runID       string
+	operationID string
+	data        []byte
+	failure     []byte
+	runSource   *string
+	runEnded    bool
+}
+
+// List returns a page of the project's unresolved operations, oldest first.
+func (s *Service) List(ctx context.Context, p ListParams) (Page, error) {
+	if p.Project == "" {
+		return Page{}, kernel.Errorf(kernel.EInvalid, "project is required: ?project=<name>")
+	}
+	limit := p.Limit
+	if limit == 0 {
+		limit = DefaultLimit
+	}
+	if limit < 0 || limit > MaxLimit {
+		return Page{}, kernel.Errorf(kernel.EInvalid, "limit must be between 1 and %d, got %d", MaxLimit, p.Limit)
+	}
+	now := s.now()
+	since := now.Add(-s.o.Window)
+	start := position{ts: since, seq: 0}
+	if p.Cursor != "" {
+		c, err := decodeCursor(p.Cursor)
+		if err != nil {
+			return Page{}, err
+		}
+		start = position{ts: c.ts, seq: c.seq + 1}
+	}
+
+	lv := &listingLiveness{s: s, known: map[string]livenessAnswer{}, budget: s.o.LivenessCalls}
+	page := Page{Operations: []Item{}}
+	for round := 0; round < maxRounds; round++ {
+		need := limit - len(page.Operations)
+		cands, err := s.fetch(ctx, p.Project, p.RunID, since, start, need+1)
+		if err != nil {
+			return Page{}, err
+		}
+		more := len(cands) > need
+		if more {
+			cands = cands[:need]
+		}
+		lv.resolve(ctx, p.Project, cands)
+		var last position
+		for _, c := range cands {
+			last = c.pos
+			it, ok, err := s.classify(c, p.Project, now, lv)
+			if err != nil {
+				return Page{}, err
+			}
+			if ok {
+				page.Operations = append(page.Operations, it)
+			}
+		}
+		if !more {
+			break
+		}
+		start = position{ts: last.ts, seq: last.seq + 1}
+		if len(page.Operations) == limit || round == maxRounds-1 {
+			page.NextCursor = encodeCursor(last)
+			break
+		}
+	}
+	page.Degraded = lv.degraded
+	if err := s.childSummaries(ctx, page.Operations); err != nil {
+		return Page{}, err
+	}
+	return page, nil
+}
+
+func (s *Service) fetch(ctx context.Context, project, runID string, since time.Time, start position, n int) ([]candidate, error) {
+	rows, err := s.pool.Query(ctx, listSQL, project, since, runID, start.ts, start.seq, n)
+	if err != nil {
+		return nil, fmt.Errorf("list operations of %s: %w", project, err)
+	}
+	defer rows.Close()
+	var out []candidate
+	for rows.Next() {
+		var c candidate
+		if err := rows.Scan(&c.pos.seq, &c.key.SourceID, &c.key.EventID, &c.runID, &c.operationID,
+			&c.pos.ts, &c.data, &c.failure, &c.runSource, &c.runEnded); err != nil {
+			return nil, fmt.Errorf("list operations of %s: scan: %w", project, err)
+		}
+		c.pos.ts = c.pos.ts.UTC()
+		out = append(out, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list operations of %s: %w", project, err)
+	}
+	return out, nil
+}
+
+// startedData is what the listing reads from tool.started.data.
+type startedData struct {
+	Tool          string          `json:"tool"`
+	Args          json.RawMessage `json:"args"`
+	ReissueOf     string          `json:"reissue_of"`
+	Postcondition json.RawMessage `json:"postcondition"`
+}
+
+// classify turns a candidate into an item, or hides it when it is not
+// unresolved yet (a young operation of a running run).
+func (s *Service) classify(c candidate, project string, now time.Time, lv *listingLiveness) (Item, bool, error) {
+	var d startedData
+	if err := json.Unmarshal(c.data, &d); err != nil {
+		return Item{}, false, fmt.Errorf("tool.started %s: decode data: %w", c.key, err)
+	}
+	it := Item{
+		Project: project, RunID: c.runID, OperationID: c.operationID, Tool: d.Tool,
+		StartedAt: c.pos.ts, StartedKey: c.key, Args: nonNull(d.Args),
+		ReissueOf: d.ReissueOf, Postcondition: nonNull(d.Postcondition),
+	}
+	if c.failure != nil {
+		var f kernel.ToolFailed
+		if err := json.Unmarshal(c.failure, &f); err != nil {
+			return Item{}, false, fmt.Errorf("tool.failed of %s: decode data: %w", c.key, err)
+		}
+		it.Failure = &f
+		it.State = StateFailedUncertain
+		it.ChildRunID = f.ChildRunID
+		it.ChildOpsTotal, it.ChildOpsUnresolved = f.ChildOpsTotal, f.ChildOpsUnresolved
+	} else {
+		running, known := lv.running(c)
+		switch {
+		case known && !running:
+			it.State = StateCrashWindow
+		case now.Sub(c.pos.ts) >= s.o.StaleAfter:
+			it.State = StateStaleInFlight
+			it.LivenessUnknown = !known
+		default:
+			// In flight and young: not unresolved yet.
+			return Item{}, false, nil
+		}
+	}
+	if it.ChildRunID == "" && it.Tool == DelegateTool {
+		it.ChildRunID = ChildRunID(c.runID, c.operationID)
+	}
+	return it, true, nil
+}
+
+// DelegateTool is the kernel-internal delegation tool.
+const DelegateTool = "delegate"
+
+// ChildRunID is the run id of a delegation's child run (kernel convention).
+func ChildRunID(parentRunID, operationID string) string { return parentRunID + "." + operationID }
+
+func nonNull(raw json.RawMessage) json.RawMessage {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil
+	}
+	return raw
+}
+
+// childSummaries fills the child counts of delegations whose failure did not
+// carry them, from the child run's own events.
+func (s *Service) childSummaries(ctx context.Context, items []Item) error {
+	for i := range items {
+		it := &items[i]
+		if it.ChildRunID == "" || it.ChildOpsTotal != nil {
+			continue
+		}
+		var total, unresolved int
+		if err := s.pool.QueryRow(ctx, childSummarySQL, it.Project, it.ChildRunID).Scan(&total, &unresolved); err != nil {
+			return fmt.Errorf("child summary of %s/%s: %w", it.Project, it.ChildRunID, err)
+		}
+		it.ChildOpsTotal, it.ChildOpsUnresolved = &total, &unresolved
+	}
+	return nil
+}
+
+// Projects returns the projects that have open operations inside the window
+// (the sweep iterates these).
+func (s *Service) Projects(ctx context.Context) ([]string, error) {
+	rows, err := s.pool.Query(ctx, projectsSQL, s.now().Add(-s.o.Window))
+	if err != nil {
+		return nil, fmt.Errorf("projects with open operations: %w", err)
+	}
+	defer rows.Close()
+	out := []string{}
+	for rows.Next() {
+		var p string
+		if err := rows.Scan(&p); err != nil {
+			return nil, fmt.Errorf("projects with open operations: %w", err)
+		}
+		out = append(out, p)
+	}
+	return out, rows.Err()
+}
+
+// livenessAnswer is one run's liveness within a listing.
+type livenessAnswer struct {
+	running, known bool
+}
+
+// listingLiveness resolves run liveness for one listing: journal answers
+// for external runs, at most budget Liveness calls for kernel runs, errors
+// turned into "unknown" and a degraded page.
+type listingLiveness struct {
+	s        *Service
+	known    map[string]livenessAnswer
+	budget   int
+	degraded bool
+}
+
+// needsCall reports whether c's run is a kernel run whose liveness only the
+// Liveness can tell.
+func (l *listingLiveness) needsCall(c candidate) bool {
+	return c.failure == nil && !c.runEnded && l.s.o.Liveness != nil &&
+		c.runSource != nil && *c.runSource == kernel.KernelSource
+}
+
+// livenessConcurrency bounds parallel Liveness calls of one listing.
+const livenessConcurrency = 4
+
+func (l *listingLiveness) resolve(ctx context.Context, project string, cands []candidate) {
+	var runs []string
+	seen := map[string]bool{}
+	for _, c := range cands {
+		if !l.needsCall(c) || seen[c.runID] {
+			continue
+		}
+		if _, done := l.known[c.runID]; done {
+			continue
+		}
+		seen[c.runID] = true
+		runs = append(runs, c.runID)
+	}
+	if len(runs) > l.budget {
+		for _, r := range runs[l.budget:] {
+			l.known[r] = livenessAnswer{}
+			l.degraded = true
+		}
+		runs = runs[:l.budget]
+	}
+	l.budget -= len(runs)
+	answers := make([]livenessAnswer, len(runs))
+	sem := make(chan struct{}, livenessConcurrency)
+	var wg sync.WaitGroup
+	for i, r := range runs {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			running, err := l.s.o.Liveness.Running(ctx, project, r)
+			answers[i] = livenessAnswer{running: running, known: err == nil}
+		}()
+	}
+	wg.Wait()
+	for i, r := range runs {
+		l.known[r] = answers[i]
+		if !answers[i].known {
+			l.degraded = true
+		}
+	}
+}
+
+// running answers c's run liveness: known=false when it could not be
+// established.
+func (l *listingLiveness) running(c candidate) (running, known bool) {
+	if c.runEnded {
+		return false, true
+	}
+	if l.needsCall(c) {
+		a := l.known[c.runID]
+		return a.running, a.known
+	}
+	return journalRunning(c.runSource != nil, c.runEnded), true
+}

@@ -1,0 +1,121 @@
+package operations
+
+// All of the operations projection's SQL, in one reviewed place.
+
+// listSQL pages through a project's unresolved operations. It reads the open
+// set from the partial index journal_events_open_ops (project, ts, seq) WHERE
+// type = 'tool.started' AND open, so its cost follows the number of open
+// operations, not journal history. The open hint is only a hint: every
+// candidate is re-verified with NOT EXISTS over settling events of the same
+// (project, run_id, operation_id), from any source. Per candidate it reads,
+// through narrow indexes, the newest tool.failed of the operation and the
+// run's lifecycle (who started it, whether it ended).
+//
+// $1 project, $2 window start, $3 run_id ('' = every run), $4/$5 the first
+// (ts, seq) position to return, $6 limit.
+const listSQL = `
+SELECT s.seq, s.source_id, s.event_id, s.run_id, s.operation_id, s.ts, s.data,
+       f.data, rs.source_id, re.ended
+FROM journal_events s
+LEFT JOIN LATERAL (
+    SELECT t.data FROM journal_events t
+    WHERE t.project = s.project AND t.run_id = s.run_id AND t.operation_id = s.operation_id
+      AND t.type = 'tool.failed'
+    ORDER BY t.ts DESC, t.seq DESC LIMIT 1
+) f ON true
+LEFT JOIN LATERAL (
+    SELECT r.source_id FROM journal_events r
+    WHERE r.project = s.project AND r.run_id = s.run_id AND r.type = 'run.started'
+    ORDER BY r.seq LIMIT 1
+) rs ON true
+CROSS JOIN LATERAL (
+    SELECT EXISTS (
+        SELECT 1 FROM journal_events r
+        WHERE r.project = s.project AND r.run_id = s.run_id
+          AND r.type IN ('run.completed', 'run.failed')) AS ended
+) re
+WHERE s.project = $1 AND s.type = 'tool.started' AND s.open
+  AND s.ts >= $2
+  AND (s.ts, s.seq) >= ($4::timestamptz, $5::bigint)
+  AND ($3 = '' OR s.run_id = $3)
+  AND NOT EXISTS (
+      SELECT 1 FROM journal_events t
+      WHERE t.project = s.project AND t.run_id = s.run_id AND t.operation_id = s.operation_id
+        AND t.settles)
+  AND NOT EXISTS (
+      SELECT 1 FROM journal_events t
+      WHERE t.project = s.project AND t.run_id = s.run_id AND t.operation_id = s.operation_id
+        AND t.type = 'tool.started' AND (t.ts, t.seq) < (s.ts, s.seq))
+ORDER BY s.ts, s.seq
+LIMIT $6`
+
+// childSummarySQL counts a child run's operations and those still
+// unresolved, for delegations whose failure did not carry the summary (a
+// delegate caught in the crash window has no tool.failed at all).
+const childSummarySQL = `
+SELECT count(DISTINCT s.operation_id),
+       count(DISTINCT s.operation_id) FILTER (WHERE NOT EXISTS (
+           SELECT 1 FROM journal_events t
+           WHERE t.project = s.project AND t.run_id = s.run_id
+             AND t.operation_id = s.operation_id AND t.settles))
+FROM journal_events s
+WHERE s.project = $1 AND s.run_id = $2 AND s.type = 'tool.started'`
+
+// projectsSQL lists projects with at least one open operation inside the
+// window, from the same partial index.
+const projectsSQL = `
+SELECT DISTINCT s.project FROM journal_events s
+WHERE s.type = 'tool.started' AND s.open AND s.ts >= $1
+  AND NOT EXISTS (
+      SELECT 1 FROM journal_events t
+      WHERE t.project = s.project AND t.run_id = s.run_id AND t.operation_id = s.operation_id
+        AND t.settles)
+ORDER BY 1`
+
+// runLivenessSQL answers the journal's view of a run: started, and ended.
+const runLivenessSQL = `
+SELECT EXISTS (SELECT 1 FROM journal_events
+               WHERE project = $1 AND run_id = $2 AND type = 'run.started'),
+       EXISTS (SELECT 1 FROM journal_events
+               WHERE project = $1 AND run_id = $2 AND type IN ('run.completed', 'run.failed'))`
+
+// pendingColumns reads an outbox row's event as journal columns.
+const pendingColumns = `true, o.id, o.source_id, o.event_id, o.event->>'project', o.event->>'run_id',
+    o.event->>'type', (o.event->>'ts')::timestamptz, o.event->>'actor',
+    o.event->'parent_event_id'->>'source_id', o.event->'parent_event_id'->>'event_id',
+    o.event->'data'`
+
+const journalColumns = `false, seq, source_id, event_id, project, run_id, type, ts, actor,
+    parent_source_id, parent_event_id, data`
+
+// operationEventsSQL returns every event of one operation: those in the
+// journal and those still pending in the outbox (enqueued, not yet
+// published), so decisions never miss a verdict that is on its way. One
+// statement, one snapshot: the publisher commits the journal row before it
+// marks the outbox row delivered, so every event is visible on at least one
+// side.
+const operationEventsSQL = `
+SELECT ` + journalColumns + ` FROM journal_events
+WHERE project = $1 AND run_id = $2 AND operation_id = $3
+UNION ALL
+SELECT ` + pendingColumns + ` FROM kernel_event_outbox o
+WHERE o.delivered_at IS NULL AND o.parked_at IS NULL
+  AND o.event->>'project' = $1 AND o.event->>'run_id' = $2
+  AND o.event->'data'->>'operation_id' = $3`
+
+// verdictEventsSQL returns the supervisor.verdict events of a run that name
+// the operation, journaled or pending.
+const verdictEventsSQL = `
+SELECT ` + journalColumns + ` FROM journal_events
+WHERE project = $1 AND run_id = $2 AND type = 'supervisor.verdict'
+  AND data->'operation_ids' @> jsonb_build_array($3::text)
+UNION ALL
+SELECT ` + pendingColumns + ` FROM kernel_event_outbox o
+WHERE o.delivered_at IS NULL AND o.parked_at IS NULL
+  AND o.event->>'type' = 'supervisor.verdict'
+  AND o.event->>'project' = $1 AND o.event->>'run_id' = $2
+  AND o.event->'data'->'operation_ids' @> jsonb_build_array($3::text)`
+
+// lockOperationSQL serializes reconciles of one operation until the end of
+// the caller's transaction.
+const lockOperationSQL = `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`
