@@ -1,0 +1,99 @@
+package probe
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/seed-7bc021c3/reckon/kernel"
+	"github.com/seed-7bc021c3/reckon/kernel/journal"
+	"github.com/seed-7bc021c3/reckon/pipeline"
+)
+
+// ChildName names the delegation probe in evidence.
+const ChildName = "journal.child_run"
+
+// RunEvents reads a run's events in journal order (journal.Store does).
+type RunEvents interface {
+	RunEvents(ctx context.Context, project, runID string) ([]journal.StoredEvent, error)
+}
+
+// Child replays a delegated child run from the journal, as the kernel's
+// summarize_child_run does at failure time, but now: operations settled
+// since (reconciled by hand, for instance) count. A child run that has
+// ended with every operation settled proves the delegation occurred (none
+// when it performed no operation) — the kernel's own rule for
+// effect=occurred on delegation. A child still running, never seen, or with
+// unresolved operations is inconclusive.
+type Child struct {
+	Journal RunEvents
+	Now     func() time.Time
+}
+
+// Name implements Probe.
+func (p Child) Name() string { return ChildName }
+
+// Probe implements Probe.
+func (p Child) Probe(ctx context.Context, run Run, op pipeline.WallOperation) (pipeline.Evidence, bool) {
+	if op.Tool != "delegate" {
+		return pipeline.Evidence{}, false
+	}
+	at := nowOr(p.Now)
+	childID := op.ChildRunID
+	if childID == "" {
+		childID = run.RunID + "." + op.OperationID
+	}
+	evs, err := p.Journal.RunEvents(ctx, run.Project, childID)
+	if err != nil {
+		return evidence(ChildName, pipeline.FindingInconclusive, fmt.Sprintf("replay child run %s: %v", childID, err), at,
+			map[string]any{"child_run_id": childID}), true
+	}
+	var started, ended bool
+	var lastSeq int64
+	ops := map[string]bool{} // operation id → settled
+	var order []string
+	for _, e := range evs {
+		lastSeq = e.Seq
+		switch e.Type {
+		case kernel.TypeRunStarted:
+			started = true
+		case kernel.TypeRunCompleted, kernel.TypeRunFailed:
+			ended = true
+		case kernel.TypeToolStarted:
+			id := e.OperationID()
+			if _, ok := ops[id]; !ok {
+				ops[id] = false
+				order = append(order, id)
+			}
+		}
+		if e.Settles() {
+			ops[e.OperationID()] = true
+		}
+	}
+	unresolved := 0
+	var open []string
+	for _, id := range order {
+		if !ops[id] {
+			unresolved++
+			open = append(open, id)
+		}
+	}
+	prov := map[string]any{"child_run_id": childID, "events": len(evs), "last_seq": lastSeq,
+		"child_ops_total": len(order), "child_ops_unresolved": unresolved, "ended": ended}
+	switch {
+	case !started:
+		return evidence(ChildName, pipeline.FindingInconclusive,
+			fmt.Sprintf("child run %s has no run.started in the journal: it may never have started, or its events are not yet published", childID), at, prov), true
+	case !ended:
+		return evidence(ChildName, pipeline.FindingInconclusive,
+			fmt.Sprintf("child run %s has not ended in the journal (%d operations, %d unresolved)", childID, len(order), unresolved), at, prov), true
+	case unresolved > 0:
+		return evidence(ChildName, pipeline.FindingInconclusive,
+			fmt.Sprintf("child run %s ended with %d of %d operations unresolved (%v)", childID, unresolved, len(order), open), at, prov), true
+	case len(order) == 0:
+		return evidence(ChildName, pipeline.FindingNone,
+			fmt.Sprintf("child run %s ended having performed no operations", childID), at, prov), true
+	}
+	return evidence(ChildName, pipeline.FindingOccurred,
+		fmt.Sprintf("child run %s ended and all %d of its operations are settled in the journal", childID, len(order)), at, prov), true
+}

@@ -1,0 +1,243 @@
+package probe
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/seed-7bc021c3/reckon/kernel/mcptool"
+	"github.com/seed-7bc021c3/reckon/pipeline"
+)
+
+// MCPName names the MCP lookup probe in evidence.
+const MCPName = "mcp.lookup_operation"
+
+// Lookup statuses answered by lookup_operation.
+const (
+	LookupCompleted = "completed"
+	LookupNeverSeen = "never_seen"
+)
+
+// LookupAnswer is a server's answer about one idempotency key.
+type LookupAnswer struct {
+	// Server names the MCP server that answered.
+	Server string `json:"server"`
+	// Status is completed or never_seen.
+	Status string `json:"status"`
+	// Result is the server's whole structured answer, kept as provenance.
+	Result json.RawMessage `json:"result,omitempty"`
+}
+
+// Looker asks the MCP server that serves tool what happened to key.
+// supported is false when no configured server offers both the tool and
+// lookup_operation.
+type Looker interface {
+	LookupOperation(ctx context.Context, run Run, tool, key string) (ans LookupAnswer, supported bool, err error)
+}
+
+// MCP asks the downstream MCP server what happened to the operation's
+// idempotency key (the operation id, sent in _meta by the kernel).
+//
+// Soundness. "completed" proves the effect landed: the server persists the
+// key with the effect it produced. "never_seen" proves it did not only once
+// the call can no longer arrive: the operation must not be in flight
+// (stale_in_flight) and must be older than Grace, which covers a stdio
+// server process still finishing a request after its worker died.
+// Otherwise never_seen is inconclusive.
+type MCP struct {
+	Looker Looker
+	// Grace is the minimum age of the operation before never_seen counts
+	// as none; default 5m (above the MCP call timeout of 60s).
+	Grace time.Duration
+	Now   func() time.Time
+}
+
+// Name implements Probe.
+func (p MCP) Name() string { return MCPName }
+
+// Probe implements Probe.
+func (p MCP) Probe(ctx context.Context, run Run, op pipeline.WallOperation) (pipeline.Evidence, bool) {
+	if !strings.HasPrefix(op.Tool, "mcp__") || p.Looker == nil {
+		return pipeline.Evidence{}, false
+	}
+	at := nowOr(p.Now)
+	ans, supported, err := p.Looker.LookupOperation(ctx, run, op.Tool, op.OperationID)
+	if !supported && err == nil {
+		return pipeline.Evidence{}, false
+	}
+	prov := map[string]any{"tool": op.Tool, "key": op.OperationID, "answer": ans}
+	if err != nil {
+		return evidence(MCPName, pipeline.FindingInconclusive, fmt.Sprintf("lookup_operation failed: %v", err), at, prov), true
+	}
+	switch ans.Status {
+	case LookupCompleted:
+		return evidence(MCPName, pipeline.FindingOccurred,
+			fmt.Sprintf("server %s has key %s with a stored result: the call was applied", ans.Server, op.OperationID), at, prov), true
+	case LookupNeverSeen:
+		grace := p.Grace
+		if grace <= 0 {
+			grace = 5 * time.Minute
+		}
+		if op.State == "stale_in_flight" || at.Sub(op.StartedAt) < grace {
+			return evidence(MCPName, pipeline.FindingInconclusive,
+				fmt.Sprintf("server %s has never seen key %s, but the call may still be in flight (age %s, grace %s)", ans.Server, op.OperationID, at.Sub(op.StartedAt).Round(time.Second), grace), at, prov), true
+		}
+		return evidence(MCPName, pipeline.FindingNone,
+			fmt.Sprintf("server %s has never seen key %s and the call can no longer arrive: the call was not applied", ans.Server, op.OperationID), at, prov), true
+	}
+	return evidence(MCPName, pipeline.FindingInconclusive, fmt.Sprintf("lookup_operation answered an unknown status %q", ans.Status), at, prov), true
+}
+
+// MCPClient is the Looker over the configured MCP servers
+// (RECKON_MCP_SERVERS): for tool mcp__<tool> (or mcp__<server>__<tool>) it
+// connects to each candidate server, and calls lookup_operation on the
+// first that offers both the tool and lookup_operation.
+type MCPClient struct {
+	Servers []mcptool.ServerConfig
+	// Timeout bounds one lookup; default 30s.
+	Timeout time.Duration
+}
+
+// LookupOperation implements Looker.
+func (c MCPClient) LookupOperation(ctx context.Context, run Run, tool, key string) (LookupAnswer, bool, error) {
+	name := strings.TrimPrefix(tool, "mcp__")
+	server := ""
+	if i := strings.Index(name, "__"); i >= 0 {
+		server, name = name[:i], name[i+2:]
+	}
+	timeout := c.Timeout
+	if timeout <= 0 {
+		timeout = 30 * time.Second
+	}
+	var errs []error
+	for _, sc := range c.Servers {
+		if server != "" && sc.Name != server {
+			continue
+		}
+		if len(sc.Tools) > 0 && !contains(sc.Tools, name) {
+			continue
+		}
+		ans, ok, err := c.lookupOn(ctx, sc, run, name, key, timeout)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("server %s: %w", sc.Name, err))
+			continue
+		}
+		if ok {
+			return ans, true, nil
+		}
+	}
+	if len(errs) > 0 {
+		return LookupAnswer{}, true, errors.Join(errs...)
+	}
+	return LookupAnswer{}, false, nil
+}
+
+func (c MCPClient) lookupOn(ctx context.Context, sc mcptool.ServerConfig, run Run, tool, key string, timeout time.Duration) (LookupAnswer, bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	rep := strings.NewReplacer("{workspace}", run.Workspace, "{project}", run.Project, "{run_id}", run.RunID)
+	var transport mcp.Transport
+	if len(sc.Command) > 0 {
+		argv := make([]string, len(sc.Command))
+		for i, a := range sc.Command {
+			argv[i] = rep.Replace(a)
+		}
+		cmd := exec.Command(argv[0], argv[1:]...)
+		cmd.Env = os.Environ()
+		for k, v := range sc.Env {
+			cmd.Env = append(cmd.Env, k+"="+rep.Replace(v))
+		}
+		cmd.Dir = rep.Replace(sc.Dir)
+		cmd.WaitDelay = 2 * time.Second
+		transport = &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}
+	} else {
+		h := http.Header{}
+		for k, v := range sc.Headers {
+			h.Set(k, rep.Replace(v))
+		}
+		transport = &mcp.StreamableClientTransport{
+			Endpoint:             rep.Replace(sc.URL),
+			HTTPClient:           &http.Client{Transport: headerRT{h: h}},
+			MaxRetries:           -1,
+			DisableStandaloneSSE: true,
+		}
+	}
+	return LookupVia(ctx, sc.Name, transport, tool, key)
+}
+
+// LookupVia connects over transport and, when the server offers tool and
+// lookup_operation, asks it about key.
+func LookupVia(ctx context.Context, serverName string, transport mcp.Transport, tool, key string) (LookupAnswer, bool, error) {
+	client := mcp.NewClient(&mcp.Implementation{Name: "reckon-probe", Version: "1"}, nil)
+	cs, err := client.Connect(ctx, transport, nil)
+	if err != nil {
+		return LookupAnswer{}, false, fmt.Errorf("connect: %w", err)
+	}
+	defer cs.Close()
+	hasTool, hasLookup := false, false
+	for t, err := range cs.Tools(ctx, nil) {
+		if err != nil {
+			return LookupAnswer{}, false, fmt.Errorf("tools/list: %w", err)
+		}
+		hasTool = hasTool || t.Name == tool
+		hasLookup = hasLookup || t.Name == "lookup_operation"
+	}
+	if !hasTool || !hasLookup {
+		return LookupAnswer{}, false, nil
+	}
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "lookup_operation", Arguments: map[string]any{"key": key}})
+	if err != nil {
+		return LookupAnswer{}, true, fmt.Errorf("lookup_operation: %w", err)
+	}
+	if res.IsError {
+		return LookupAnswer{}, true, fmt.Errorf("lookup_operation answered an error: %s", text(res))
+	}
+	raw, err := json.Marshal(res.StructuredContent)
+	if err != nil || res.StructuredContent == nil {
+		raw = []byte(text(res))
+	}
+	var ans struct {
+		Status string `json:"status"`
+	}
+	if err := json.Unmarshal(raw, &ans); err != nil {
+		return LookupAnswer{}, true, fmt.Errorf("lookup_operation answer is not JSON: %v", err)
+	}
+	return LookupAnswer{Server: serverName, Status: ans.Status, Result: raw}, true, nil
+}
+
+func text(res *mcp.CallToolResult) string {
+	var b strings.Builder
+	for _, c := range res.Content {
+		if t, ok := c.(*mcp.TextContent); ok {
+			b.WriteString(t.Text)
+		}
+	}
+	return b.String()
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+type headerRT struct{ h http.Header }
+
+func (t headerRT) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	for k, v := range t.h {
+		r.Header[k] = v
+	}
+	return http.DefaultTransport.RoundTrip(r)
+}

@@ -1,0 +1,79 @@
+// Package probe checks downstream state after the fact, so that a verdict
+// can rest on a proof instead of an inference: the MCP server is asked what
+// happened to an idempotency key, a run_command's declared postcondition is
+// checked in the run's workspace, and a delegation is replayed from the
+// journal. A probe reports occurred or none only when the state it read
+// proves it; anything less is inconclusive, with the reason.
+package probe
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/seed-7bc021c3/reckon/pipeline"
+)
+
+// Run is what a probe knows about the operation's run, read from the
+// journal by the sweep.
+type Run struct {
+	Project string
+	RunID   string
+	// Workspace is run.started's "workspace", taken only from a run.started
+	// recorded by the kernel itself (an external agent's claim about a
+	// directory is not trusted); empty when unknown.
+	Workspace string
+	// Ended is true when the journal holds run.completed or run.failed.
+	Ended bool
+	// Started lists the run's tool.started operations in journal order.
+	Started []StartedOp
+}
+
+// StartedOp is one tool.started of the run.
+type StartedOp struct {
+	OperationID string
+	Tool        string
+	// PostconditionPath is the declared postcondition's path, if any.
+	PostconditionPath string
+}
+
+// Probe checks one operation. ok is false when the probe does not apply to
+// the operation (wrong tool, nothing declared); otherwise the evidence is
+// returned, inconclusive when the probe could not tell (errors included:
+// a failed probe proves nothing).
+type Probe interface {
+	Name() string
+	Probe(ctx context.Context, run Run, op pipeline.WallOperation) (ev pipeline.Evidence, ok bool)
+}
+
+// Set runs several probes.
+type Set []Probe
+
+// Probe returns the evidence of every applicable probe for op.
+func (s Set) Probe(ctx context.Context, run Run, op pipeline.WallOperation) []pipeline.Evidence {
+	var out []pipeline.Evidence
+	for _, p := range s {
+		if ev, ok := p.Probe(ctx, run, op); ok {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
+// evidence builds an Evidence with provenance marshalled from prov.
+func evidence(probe, finding, detail string, at time.Time, prov any) pipeline.Evidence {
+	var raw json.RawMessage
+	if prov != nil {
+		if b, err := json.Marshal(prov); err == nil {
+			raw = b
+		}
+	}
+	return pipeline.Evidence{Probe: probe, Finding: finding, Detail: detail, Provenance: raw, ObservedAt: at.UTC()}
+}
+
+func nowOr(f func() time.Time) time.Time {
+	if f != nil {
+		return f()
+	}
+	return time.Now()
+}

@@ -1,0 +1,186 @@
+package probe
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/seed-7bc021c3/reckon/kernel"
+	"github.com/seed-7bc021c3/reckon/kernel/journal"
+	"github.com/seed-7bc021c3/reckon/kernel/mcpserver"
+	"github.com/seed-7bc021c3/reckon/pipeline"
+)
+
+var t0 = time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+
+func now() time.Time { return t0.Add(time.Hour) }
+
+func pc(path, sum string) json.RawMessage {
+	b, _ := json.Marshal(Postcondition{Path: path, SHA256: sum})
+	return b
+}
+
+func TestWorkspacePostcondition(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	ws := filepath.Join(root, "acme", "run-1")
+	if err := os.MkdirAll(ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(ws, "proof.txt"), []byte("ok\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256([]byte("ok\n"))
+	good := hex.EncodeToString(sum[:])
+	if err := os.Symlink("/etc/hostname", filepath.Join(ws, "link.txt")); err != nil {
+		t.Fatal(err)
+	}
+	base := Run{Project: "acme", RunID: "run-1", Workspace: ws, Ended: true,
+		Started: []StartedOp{{OperationID: "op-1", Tool: "run_command", PostconditionPath: "proof.txt"}}}
+	withLater := base
+	withLater.Started = append(append([]StartedOp(nil), base.Started...), StartedOp{OperationID: "op-2", Tool: "run_command"})
+	withTwin := base
+	withTwin.Started = append(append([]StartedOp(nil), base.Started...), StartedOp{OperationID: "op-1-r1", Tool: "run_command", PostconditionPath: "./proof.txt"})
+	running := base
+	running.Ended = false
+	outside := base
+	outside.Workspace = t.TempDir()
+
+	p := Workspace{Root: root, Now: now}
+	op := func(path, sum, state string) pipeline.WallOperation {
+		return pipeline.WallOperation{OperationID: "op-1", Tool: "run_command", State: state, StartedAt: t0, Postcondition: pc(path, sum)}
+	}
+	cases := []struct {
+		name    string
+		run     Run
+		op      pipeline.WallOperation
+		finding string
+		detail  string
+	}{
+		{"present with hash", base, op("proof.txt", good, "failed_uncertain"), pipeline.FindingOccurred, "declared sha256"},
+		{"present without hash", base, op("proof.txt", "", "failed_uncertain"), pipeline.FindingOccurred, "exists"},
+		{"hash differs", base, op("proof.txt", strings.Repeat("0", 64), "failed_uncertain"), pipeline.FindingInconclusive, "differs"},
+		{"missing, run over", base, op("absent.txt", "", "failed_uncertain"), pipeline.FindingNone, "missing"},
+		{"missing, crash window", running, op("absent.txt", "", "crash_window"), pipeline.FindingNone, "missing"},
+		{"missing, run may be running", running, op("absent.txt", "", "failed_uncertain"), pipeline.FindingInconclusive, "may still be running"},
+		{"missing, in flight", base, op("absent.txt", "", "stale_in_flight"), pipeline.FindingInconclusive, "may still be running"},
+		{"missing, later op", withLater, op("absent.txt", "", "failed_uncertain"), pipeline.FindingInconclusive, "later operations (op-2)"},
+		{"present, twin declares it", withTwin, op("proof.txt", good, "failed_uncertain"), pipeline.FindingInconclusive, "op-1-r1"},
+		{"outside root", outside, op("proof.txt", "", "failed_uncertain"), pipeline.FindingInconclusive, "not beneath"},
+		{"escaping path", base, op("../run-2/proof.txt", "", "failed_uncertain"), pipeline.FindingInconclusive, "not a relative path"},
+		{"symlink", base, op("link.txt", "", "failed_uncertain"), pipeline.FindingInconclusive, "symlink"},
+		{"no workspace", Run{Project: "acme", RunID: "run-1", Ended: true}, op("proof.txt", "", "failed_uncertain"), pipeline.FindingInconclusive, "workspace is unknown"},
+	}
+	for _, c := range cases {
+		ev, ok := p.Probe(context.Background(), c.run, c.op)
+		if !ok || ev.Finding != c.finding || !strings.Contains(ev.Detail, c.detail) || ev.Probe != WorkspaceName || len(ev.Provenance) == 0 {
+			t.Errorf("%s: got ok=%v %s %q, want %s containing %q", c.name, ok, ev.Finding, ev.Detail, c.finding, c.detail)
+		}
+	}
+	if _, ok := p.Probe(context.Background(), base, pipeline.WallOperation{OperationID: "op-1", Tool: "run_command"}); ok {
+		t.Error("no postcondition: the probe must not apply")
+	}
+	if _, ok := p.Probe(context.Background(), base, pipeline.WallOperation{OperationID: "op-1", Tool: "mcp__x", Postcondition: pc("proof.txt", "")}); ok {
+		t.Error("other tools: the probe must not apply")
+	}
+}
+
+// memLooker asks a real test MCP server over in-memory transports.
+type memLooker struct{ store *mcpserver.Store }
+
+func (m memLooker) LookupOperation(ctx context.Context, run Run, tool, key string) (LookupAnswer, bool, error) {
+	srv := mcpserver.NewServer(m.store)
+	ct, st := mcp.NewInMemoryTransports()
+	ss, err := srv.Connect(ctx, st, nil)
+	if err != nil {
+		return LookupAnswer{}, false, err
+	}
+	defer ss.Close()
+	return LookupVia(ctx, "issues", ct, strings.TrimPrefix(tool, "mcp__"), key)
+}
+
+func TestMCPLookup(t *testing.T) {
+	t.Parallel()
+	store, err := mcpserver.OpenStore(filepath.Join(t.TempDir(), "issues.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := store.CreateIssue("op-1", "Disk full on db-3", ""); err != nil {
+		t.Fatal(err)
+	}
+	p := MCP{Looker: memLooker{store}, Now: now, Grace: 5 * time.Minute}
+	run := Run{Project: "acme", RunID: "run-1"}
+	op := func(id, state string, started time.Time) pipeline.WallOperation {
+		return pipeline.WallOperation{OperationID: id, Tool: "mcp__create_issue", State: state, StartedAt: started}
+	}
+	cases := []struct {
+		name    string
+		op      pipeline.WallOperation
+		finding string
+	}{
+		{"applied", op("op-1", "failed_uncertain", t0), pipeline.FindingOccurred},
+		{"never seen, old", op("op-2", "crash_window", t0), pipeline.FindingNone},
+		{"never seen, young", op("op-3", "crash_window", now().Add(-time.Minute)), pipeline.FindingInconclusive},
+		{"never seen, in flight", op("op-4", "stale_in_flight", t0), pipeline.FindingInconclusive},
+	}
+	for _, c := range cases {
+		ev, ok := p.Probe(context.Background(), run, c.op)
+		if !ok || ev.Finding != c.finding || !strings.Contains(string(ev.Provenance), c.op.OperationID) {
+			t.Errorf("%s: got ok=%v %s %q %s", c.name, ok, ev.Finding, ev.Detail, ev.Provenance)
+		}
+	}
+	// A tool the server does not offer: the probe does not apply.
+	if _, ok := p.Probe(context.Background(), run, pipeline.WallOperation{OperationID: "op-1", Tool: "mcp__delete_repo", StartedAt: t0}); ok {
+		t.Error("unsupported tool: the probe must not apply")
+	}
+}
+
+type fakeRuns map[string][]journal.StoredEvent
+
+func (f fakeRuns) RunEvents(ctx context.Context, project, runID string) ([]journal.StoredEvent, error) {
+	return f[runID], nil
+}
+
+func ev(t *testing.T, run, typ string, data any) journal.StoredEvent {
+	t.Helper()
+	e, err := kernel.NewEvent("kernel", run+"/"+typ, "acme", run, typ, "kernel", t0, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return journal.StoredEvent{Event: e}
+}
+
+func TestChildReplay(t *testing.T) {
+	t.Parallel()
+	started := func(run, op string) journal.StoredEvent {
+		return ev(t, run, kernel.TypeToolStarted, kernel.ToolStarted{OperationID: op, Tool: "run_command"})
+	}
+	done := func(run, op string) journal.StoredEvent {
+		return ev(t, run, kernel.TypeToolCompleted, kernel.ToolCompleted{OperationID: op})
+	}
+	runs := fakeRuns{
+		"r.op-1": {ev(t, "r.op-1", kernel.TypeRunStarted, kernel.RunStarted{ParentRunID: "r"}), started("r.op-1", "op-1"), done("r.op-1", "op-1"), ev(t, "r.op-1", kernel.TypeRunFailed, kernel.RunFailed{Error: "x"})},
+		"r.op-2": {ev(t, "r.op-2", kernel.TypeRunStarted, kernel.RunStarted{}), started("r.op-2", "op-1"), ev(t, "r.op-2", kernel.TypeRunFailed, kernel.RunFailed{Error: "x"})},
+		"r.op-3": {ev(t, "r.op-3", kernel.TypeRunStarted, kernel.RunStarted{}), started("r.op-3", "op-1")},
+		"r.op-5": {ev(t, "r.op-5", kernel.TypeRunStarted, kernel.RunStarted{}), ev(t, "r.op-5", kernel.TypeRunCompleted, struct{}{})},
+	}
+	p := Child{Journal: runs, Now: now}
+	run := Run{Project: "acme", RunID: "r"}
+	for op, want := range map[string]string{
+		"op-1": pipeline.FindingOccurred, "op-2": pipeline.FindingInconclusive, "op-3": pipeline.FindingInconclusive,
+		"op-4": pipeline.FindingInconclusive, "op-5": pipeline.FindingNone,
+	} {
+		e, ok := p.Probe(context.Background(), run, pipeline.WallOperation{OperationID: op, Tool: "delegate"})
+		if !ok || e.Finding != want {
+			t.Errorf("%s: got %s (%s), want %s", op, e.Finding, e.Detail, want)
+		}
+	}
+}
