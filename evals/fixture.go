@@ -16,7 +16,9 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/pipeline"
+	"github.com/seed-7bc021c3/reckon/pipeline/supervisor"
 )
 
 // FixtureVersion is the version of the fixture format this package reads
@@ -52,24 +54,49 @@ type Fixture struct {
 	Notes string `json:"notes"`
 }
 
+// preBoundaryErrorTypes are failure types that by definition happened
+// before the execution boundary: the call was rejected and nothing ran.
+var preBoundaryErrorTypes = map[string]bool{
+	kernel.ErrorTypeValidation:      true,
+	kernel.ErrorTypeUnknownTool:     true,
+	kernel.ErrorTypeDelegationStart: true,
+	kernel.ErrorTypeBlocked:         true,
+}
+
 // Decidable reports whether the wall's own evidence settles an operation's
-// effect, and to what. An operation is decidable exactly when its evidence
-// holds at least one proof (a probe finding of occurred or none) and every
-// proof agrees; inconclusive findings neither help nor hurt. Failures,
-// ages, child summaries with unresolved operations and the text of args are
-// not proofs: an uncertain failure is uncertain by definition, and args are
-// agent-authored.
+// effect, and to what. The rules, in order:
+//
+//  1. probe findings: when the operation's evidence holds at least one
+//     finding of occurred or none, it is decidable exactly when all such
+//     findings agree (contradicting proofs decide nothing); inconclusive
+//     findings neither help nor hurt;
+//  2. a delegation whose child summary counts at least one child operation
+//     and none unresolved: occurred (the journal settles every child);
+//  3. a failure whose error type is by definition before the execution
+//     boundary (argument_validation, unknown_tool, blocked,
+//     delegated_run_start_failed): none.
+//
+// Nothing else decides: an uncertain failure is uncertain by definition, a
+// child summary with unresolved operations proves neither way, and args,
+// summaries and other agent-authored text are never evidence.
 func Decidable(op pipeline.WallOperation) (effect string, ok bool) {
+	decisive := false
 	for _, ev := range op.Evidence {
-		switch ev.Finding {
-		case pipeline.FindingOccurred, pipeline.FindingNone:
-			if effect != "" && effect != ev.Finding {
-				return "", false
-			}
-			effect = ev.Finding
+		if ev.Finding == pipeline.FindingOccurred || ev.Finding == pipeline.FindingNone {
+			decisive = true
 		}
 	}
-	return effect, effect != ""
+	if decisive {
+		f := supervisor.ProbeFinding(op)
+		return f, f != ""
+	}
+	if c := op.ChildOps; c != nil && c.Total > 0 && c.Unresolved == 0 {
+		return TruthOccurred, true
+	}
+	if f := op.Failure; f != nil && preBoundaryErrorTypes[f.ErrorType] {
+		return TruthNone, true
+	}
+	return "", false
 }
 
 // ExpectNeedsAttention is the fixture format's definition of

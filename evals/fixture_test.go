@@ -38,7 +38,25 @@ func TestDecidableAndExpectNeedsAttention(t *testing.T) {
 			t.Errorf("case %d: Decidable = %q,%v want %q,%v", i, e, ok, c.effect, c.ok)
 		}
 	}
-	// A child summary and an uncertain failure are not proofs.
+	settledChild := pipeline.WallOperation{OperationID: "d", Tool: "delegate", State: "crash_window", ChildOps: &pipeline.ChildSummary{Total: 2}}
+	if e, ok := Decidable(settledChild); e != "occurred" || !ok {
+		t.Errorf("settled child: %q,%v", e, ok)
+	}
+	rejected := pipeline.WallOperation{OperationID: "r", Failure: &pipeline.WallFailure{ErrorType: "argument_validation"}}
+	if e, ok := Decidable(rejected); e != "none" || !ok {
+		t.Errorf("rejected before the boundary: %q,%v", e, ok)
+	}
+	crashed := pipeline.WallOperation{OperationID: "x", Failure: &pipeline.WallFailure{ErrorType: "injected_fault", Effect: "uncertain"},
+		Args: []byte(`{"command":"echo done, issue filed"}`)}
+	if _, ok := Decidable(crashed); ok {
+		t.Error("an uncertain failure (with agent text claiming success) was decidable")
+	}
+	contradicted := ev("occurred", "none")
+	contradicted.ChildOps = &pipeline.ChildSummary{Total: 1}
+	if _, ok := Decidable(contradicted); ok {
+		t.Error("contradicting probes were overruled by the child summary")
+	}
+	// A child summary with unresolved operations and an uncertain failure are not proofs.
 	w := pipeline.Wall{Operations: []pipeline.WallOperation{
 		ev("occurred"),
 		{OperationID: "d", Tool: "delegate", ChildOps: &pipeline.ChildSummary{Total: 2, Unresolved: 1},
@@ -148,7 +166,7 @@ func TestReportsAreWrittenAndReadable(t *testing.T) {
 	t.Parallel()
 	sup := &scripted{answers: map[string]pipeline.Decision{
 		"a": attention(v("a1", "occurred", "probe"), v("a2", "none", "inference")),
-		"b": calm(v("b1", "occurred", "probe"), v("b2", "occurred", "probe"), v("b3", "none", "inference")),
+		"b": calm(v("b1", "occurred", "probe"), v("b2", "occurred", "inference"), v("b3", "none", "inference")),
 		"c": attention(v("c1", "none", "probe"), v("c2", "unknown", "inference")),
 	}}
 	rep, err := Score(t.Context(), sup, threeWalls(), Options{})

@@ -78,7 +78,6 @@ func scorecardRows(m Metrics) [][2]string {
 		{"needs_attention recall", fmt.Sprintf("%s (%d/%d)", pct(na.Recall), na.TruePositives, na.TruePositives+na.FalseNegatives)},
 		{"invalid outputs", fmt.Sprintf("%d", m.InvalidOutputs)},
 		{"errored cases", fmt.Sprintf("%d", m.Errored)},
-		{"probe basis without proof", fmt.Sprintf("%d", m.ProbeBasisUnproven)},
 		{"tokens (prompt / completion)", fmt.Sprintf("%d / %d", m.Usage.PromptTokens, m.Usage.CompletionTokens)},
 		{"latency per wall (mean / p50 / p95 / max)", fmt.Sprintf("%.1f / %.1f / %.1f / %.1f ms", m.Latency.MeanMS, m.Latency.P50MS, m.Latency.P95MS, m.Latency.MaxMS)},
 	}

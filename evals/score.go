@@ -11,6 +11,7 @@ import (
 
 	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/pipeline"
+	"github.com/seed-7bc021c3/reckon/pipeline/supervisor"
 )
 
 // What a supervisor said about an operation, the columns of the confusion
@@ -50,7 +51,8 @@ type Options struct {
 	CaseTimeout time.Duration
 	// Concurrency is how many walls are decided at once (default 1).
 	Concurrency int
-	// Validate checks a decision; nil means ValidateDecision.
+	// Validate checks a decision; nil means supervisor.Validate, the
+	// sweep's own rules, so a decision the sweep would reject is invalid.
 	Validate func(pipeline.Wall, pipeline.Decision) error
 	// Now is the clock used to measure latency; nil means time.Now.
 	Now func() time.Time
@@ -70,9 +72,6 @@ type OperationResult struct {
 	Correct bool `json:"correct"`
 	// Unsafe names the kind of a wrong decided verdict.
 	Unsafe string `json:"unsafe,omitempty"`
-	// ProbeBasisUnproven is true when the verdict claims basis probe but
-	// the wall holds no proof of that effect for the operation.
-	ProbeBasisUnproven bool `json:"probe_basis_unproven,omitempty"`
 }
 
 // CaseResult is the outcome of one fixture.
@@ -159,9 +158,6 @@ type Metrics struct {
 	// UnsafeOccurredRate is UnsafeOccurred/TruthNone: of the effects that
 	// never happened, the share declared done.
 	UnsafeOccurredRate *float64 `json:"unsafe_occurred_rate"`
-	// ProbeBasisUnproven counts verdicts claiming basis probe without a
-	// matching proof on the wall: an inference presented as a proof.
-	ProbeBasisUnproven int `json:"probe_basis_unproven"`
 
 	NeedsAttention AttentionScore `json:"needs_attention"`
 	Usage          pipeline.Usage `json:"usage"`
@@ -201,7 +197,7 @@ func Score(ctx context.Context, sup pipeline.Supervisor, fixtures []*Fixture, op
 		return nil, ErrNoFixtures
 	}
 	if opt.Validate == nil {
-		opt.Validate = ValidateDecision
+		opt.Validate = supervisor.Validate
 	}
 	if opt.Now == nil {
 		opt.Now = time.Now
@@ -294,7 +290,14 @@ func runCase(ctx context.Context, sup pipeline.Supervisor, f *Fixture, opt Optio
 		}
 	}
 	if err != nil {
+		// A supervisor that gave up because its answers kept failing
+		// validation produced invalid output; anything else is an error.
 		c.Status, c.Error = StatusError, err.Error()
+		var ioe *supervisor.InvalidOutputError
+		if errors.As(err, &ioe) {
+			c.Status = StatusInvalid
+		}
+		c.Usage = d.Usage
 		invalid()
 		return c
 	}
@@ -327,10 +330,6 @@ func runCase(ctx context.Context, sup pipeline.Supervisor, f *Fixture, opt Optio
 			case v.Effect == SaidOccurred && r.Truth == TruthNone:
 				r.Unsafe = UnsafeOccurred
 			}
-		}
-		if v.Basis == kernel.BasisProbe {
-			proven, ok := Decidable(op)
-			r.ProbeBasisUnproven = !ok || proven != v.Effect
 		}
 		c.Operations = append(c.Operations, r)
 	}
@@ -407,9 +406,6 @@ func Compute(cases []CaseResult) Metrics {
 				m.UnsafeNone++
 			case UnsafeOccurred:
 				m.UnsafeOccurred++
-			}
-			if op.ProbeBasisUnproven {
-				m.ProbeBasisUnproven++
 			}
 		}
 	}

@@ -123,9 +123,9 @@ func TestScoreHandComputed(t *testing.T) {
 		answers: map[string]pipeline.Decision{
 			// a: both right, attention raised (TP).
 			"a": attention(v("a1", "occurred", "probe"), v("a2", "none", "inference")),
-			// b: b2 said occurred (unsafe-occurred, and a probe basis the wall
-			// contradicts), b3 said none (unsafe-none), attention not raised (FN).
-			"b": calm(v("b1", "occurred", "probe"), v("b2", "occurred", "probe"), v("b3", "none", "inference")),
+			// b: b2 said occurred against its probe (unsafe-occurred), b3 said
+			// none (unsafe-none), attention not raised (FN).
+			"b": calm(v("b1", "occurred", "probe"), v("b2", "occurred", "inference"), v("b3", "none", "inference")),
 			// c: c2 abstained, attention raised although everything is proven (FP).
 			"c": attention(v("c1", "none", "probe"), v("c2", "unknown", "inference")),
 		},
@@ -161,7 +161,6 @@ func TestScoreHandComputed(t *testing.T) {
 	eq(t, "unsafe occurred", m.UnsafeOccurred, 1)
 	approx(t, "unsafe none rate", m.UnsafeNoneRate, 1.0/4.0)
 	approx(t, "unsafe occurred rate", m.UnsafeOccurredRate, 1.0/3.0)
-	eq(t, "probe basis unproven", m.ProbeBasisUnproven, 1)
 	eq(t, "TP", m.NeedsAttention.TruePositives, 1)
 	eq(t, "FP", m.NeedsAttention.FalsePositives, 1)
 	eq(t, "FN", m.NeedsAttention.FalseNegatives, 1)
@@ -207,7 +206,6 @@ func TestScoreHandComputed(t *testing.T) {
 
 	b := rep.Cases[1]
 	eq(t, "b2 unsafe", b.Operations[1].Unsafe, UnsafeOccurred)
-	eq(t, "b2 probe unproven", b.Operations[1].ProbeBasisUnproven, true)
 	eq(t, "b3 unsafe", b.Operations[2].Unsafe, UnsafeNone)
 	eq(t, "b1 correct", b.Operations[0].Correct, true)
 }
@@ -239,7 +237,7 @@ func TestScoreFailedCasesAreRecordedAndTheRunGoesOn(t *testing.T) {
 		statuses = append(statuses, c.Status)
 	}
 	eq(t, "statuses", strings.Join(statuses, ","), "invalid,error,error,error,ok")
-	if !strings.Contains(rep.Cases[0].Error, `no verdict for operation "d2"`) {
+	if !strings.Contains(rep.Cases[0].Error, "operations is missing d2") {
 		t.Errorf("invalid case error = %q, want it to name d2", rep.Cases[0].Error)
 	}
 	if !strings.Contains(rep.Cases[1].Error, "model said 500") {
@@ -308,39 +306,27 @@ func TestScoreStopsWhenContextEnds(t *testing.T) {
 	}
 }
 
-func TestValidateDecision(t *testing.T) {
+func TestScoreUsesTheSweepsValidation(t *testing.T) {
 	t.Parallel()
-	w := pipeline.Wall{Operations: []pipeline.WallOperation{op("x1", "run_command", ""), op("x2", "run_command", "")}}
-	ok := calm(v("x1", "none", "inference"), v("x2", "unknown", "inference"))
-	if err := ValidateDecision(w, ok); err != nil {
-		t.Fatalf("valid decision rejected: %v", err)
+	fx := threeWalls()
+	sup := &scripted{answers: map[string]pipeline.Decision{
+		// A probe basis the wall does not support: the sweep rejects it.
+		"a": attention(v("a1", "occurred", "probe"), v("a2", "none", "probe")),
+		// An unknown effect without needs_attention: rejected too.
+		"b": calm(v("b1", "occurred", "probe"), v("b2", "none", "probe"), v("b3", "unknown", "inference")),
+		// An invented id.
+		"c": calm(v("c1", "none", "probe"), v("c2", "occurred", "probe"), v("c9", "none", "inference")),
+	}}
+	rep, err := Score(context.Background(), sup, fx, Options{})
+	if err != nil {
+		t.Fatal(err)
 	}
-	cases := []struct {
-		name string
-		mut  func(d *pipeline.Decision)
-		want string
-	}{
-		{"missing op", func(d *pipeline.Decision) { d.Operations = d.Operations[:1] }, `no verdict for operation "x2"`},
-		{"invented id", func(d *pipeline.Decision) { d.Operations[1].OperationID = "x9" }, `"x9" is not an operation of the wall`},
-		{"duplicate", func(d *pipeline.Decision) { d.Operations[1].OperationID = "x1" }, "more than one verdict"},
-		{"empty id", func(d *pipeline.Decision) { d.Operations[0].OperationID = "" }, "operations[0].operation_id: missing"},
-		{"bad effect", func(d *pipeline.Decision) { d.Operations[0].Effect = "uncertain" }, "operations[0].effect"},
-		{"bad basis", func(d *pipeline.Decision) { d.Operations[0].Basis = "operator" }, "operations[0].basis"},
-		{"long note", func(d *pipeline.Decision) { d.Operations[1].Note = strings.Repeat("n", 2001) }, "operations[1].note: 2001 bytes"},
-		{"attention without causes", func(d *pipeline.Decision) { d.NeedsAttention = true; d.Remedies = []string{"r"}; d.Lesson = "l" }, "causes"},
-		{"attention without remedies", func(d *pipeline.Decision) { d.NeedsAttention = true; d.Causes = []string{"c"}; d.Lesson = "l" }, "remedies"},
-		{"attention without lesson", func(d *pipeline.Decision) {
-			d.NeedsAttention = true
-			d.Causes, d.Remedies = []string{"c"}, []string{"r"}
-		}, "lesson"},
-	}
-	for _, c := range cases {
-		d := ok
-		d.Operations = append([]pipeline.OperationVerdict(nil), ok.Operations...)
-		c.mut(&d)
-		err := ValidateDecision(w, d)
-		if err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%s: error %v, want one containing %q", c.name, err, c.want)
+	for i, want := range []string{"a2", "needs_attention must be true", "c9"} {
+		c := rep.Cases[i]
+		if c.Status != StatusInvalid || !strings.Contains(c.Error, want) {
+			t.Errorf("case %s: status %s error %q, want invalid naming %q", c.ID, c.Status, c.Error, want)
 		}
 	}
+	eq(t, "invalid outputs", rep.Metrics.InvalidOutputs, 3)
+	eq(t, "invalid ops", rep.Metrics.Invalid, 7)
 }

@@ -1,0 +1,137 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/seed-7bc021c3/reckon/evals"
+	"github.com/seed-7bc021c3/reckon/kernel/config"
+	"github.com/seed-7bc021c3/reckon/pipeline"
+	"github.com/seed-7bc021c3/reckon/pipeline/supervisor"
+)
+
+func init() {
+	register("eval", "score a supervisor on drill fixtures (accuracy, coverage, unsafe verdicts); writes report.md, report.json, confusion.svg", runEval)
+}
+
+func runEval(ctx context.Context, args []string) error {
+	fset := flag.NewFlagSet("eval", flag.ContinueOnError)
+	supName := fset.String("supervisor", "builtin", "supervisor to score: builtin | openai (openai reads RECKON_SUPERVISOR_BASE_URL, _API_KEY, _MODEL)")
+	fixtures := fset.String("fixtures", "evals/fixtures", "folder of fixture files")
+	out := fset.String("out", "", "folder for report.md, report.json and confusion.svg (default <RECKON_DATA_DIR>/eval/<supervisor>)")
+	concurrency := fset.Int("concurrency", 1, "walls decided at once (model supervisors)")
+	caseTimeout := fset.Duration("case-timeout", 5*time.Minute, "bound on one wall's decision; a case over it is recorded as errored")
+	gate := fset.String("gate", "", "baseline file: exit non-zero on any unsafe verdict, invalid or errored case, or accuracy/coverage below it")
+	writeBaseline := fset.String("write-baseline", "", "record this run's accuracy and coverage as the new baseline file (refused if the run has unsafe verdicts)")
+	quiet := fset.Bool("quiet", false, "no per-case progress lines")
+	if err := fset.Parse(args); err != nil {
+		return err
+	}
+	if fset.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fset.Args())
+	}
+	cfg, err := config.Load()
+	if err != nil {
+		return err
+	}
+	sup, err := buildSupervisor(*supName, cfg)
+	if err != nil {
+		return err
+	}
+	fx, err := evals.LoadDir(*fixtures)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("%w (run from the repository root, or pass --fixtures DIR)", err)
+		}
+		return err
+	}
+	outDir := *out
+	if outDir == "" {
+		outDir = filepath.Join(cfg.DataDir, "eval", sup.Name())
+	}
+
+	fmt.Fprintf(os.Stderr, "eval: %d fixtures from %s, supervisor %s\n", len(fx), *fixtures, sup.Name())
+	opt := evals.Options{CaseTimeout: *caseTimeout, Concurrency: *concurrency}
+	if !*quiet {
+		opt.Progress = func(done, total int, c evals.CaseResult) {
+			line := fmt.Sprintf("[%*d/%d] %-44s %-7s %d ops %8.1f ms", len(fmt.Sprint(total)), done, total, c.ID, c.Status, len(c.Operations), c.LatencyMS)
+			if c.Error != "" {
+				line += "  " + firstLine(c.Error)
+			}
+			fmt.Fprintln(os.Stderr, line)
+		}
+	}
+	rep, err := evals.Score(ctx, sup, fx, opt)
+	if err != nil {
+		return err
+	}
+	rep.Fixtures = *fixtures
+	if m, err := evals.ReadManifest(*fixtures); err == nil {
+		rep.Suite = m
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	paths, err := evals.WriteReports(outDir, rep)
+	if err != nil {
+		return err
+	}
+	if err := evals.PrintSummary(os.Stdout, rep); err != nil {
+		return err
+	}
+	fmt.Printf("\nreports: %s\n", strings.Join(paths, ", "))
+	if *writeBaseline != "" {
+		bl, err := evals.NewBaseline(rep, "reckon eval "+strings.Join(args, " "), time.Now())
+		if err != nil {
+			return err
+		}
+		if err := evals.WriteBaseline(*writeBaseline, bl); err != nil {
+			return err
+		}
+		fmt.Printf("baseline written to %s (accuracy %.4f, coverage %.4f)\n", *writeBaseline, bl.Accuracy, bl.Coverage)
+	}
+	if *gate != "" {
+		bl, err := evals.ReadBaseline(*gate)
+		if err != nil {
+			return err
+		}
+		if err := evals.Gate(rep, bl); err != nil {
+			return err
+		}
+		fmt.Printf("gate passed against %s\n", *gate)
+	}
+	return nil
+}
+
+// buildSupervisor picks the supervisor named on the command line. openai
+// needs its endpoint and model from the environment; nothing falls back
+// silently to another supervisor.
+func buildSupervisor(name string, cfg config.Config) (pipeline.Supervisor, error) {
+	switch name {
+	case supervisor.BuiltinName:
+		return supervisor.Builtin{}, nil
+	case supervisor.OpenAIName:
+		if cfg.SupervisorBaseURL == "" || cfg.SupervisorModel == "" {
+			return nil, &config.Error{Var: "RECKON_SUPERVISOR_BASE_URL", Problem: "and RECKON_SUPERVISOR_MODEL must be set for --supervisor openai (any OpenAI-compatible endpoint, e.g. http://127.0.0.1:11434/v1 for Ollama)"}
+		}
+		return supervisor.NewOpenAI(supervisor.OpenAIConfig{BaseURL: cfg.SupervisorBaseURL, APIKey: cfg.SupervisorAPIKey, Model: cfg.SupervisorModel})
+	default:
+		return nil, fmt.Errorf("--supervisor: %q is not builtin or openai", name)
+	}
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	if len(s) > 160 {
+		s = s[:160] + "…"
+	}
+	return s
+}

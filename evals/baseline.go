@@ -1,0 +1,114 @@
+package evals
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+)
+
+// BaselineFile is the committed baseline of the built-in supervisor.
+const BaselineFile = "baseline.json"
+
+// Baseline is the recorded floor a supervisor must keep on a suite. The
+// unsafe counts are not recorded: any unsafe verdict fails the gate.
+type Baseline struct {
+	Supervisor string `json:"supervisor"`
+	// Accuracy is the floor of accuracy on decided operations.
+	Accuracy float64 `json:"accuracy"`
+	// Coverage is the floor of the share of operations decided; it keeps a
+	// supervisor from buying accuracy by abstaining on everything.
+	Coverage   float64   `json:"coverage"`
+	Walls      int       `json:"walls"`
+	Operations int       `json:"operations"`
+	RecordedAt time.Time `json:"recorded_at"`
+	Command    string    `json:"command"`
+}
+
+// ReadBaseline reads a baseline file.
+func ReadBaseline(path string) (*Baseline, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read baseline: %w", err)
+	}
+	var bl Baseline
+	if err := json.Unmarshal(b, &bl); err != nil {
+		return nil, fmt.Errorf("baseline %s: %w", path, err)
+	}
+	if bl.Accuracy < 0 || bl.Accuracy > 1 || bl.Coverage < 0 || bl.Coverage > 1 {
+		return nil, fmt.Errorf("baseline %s: accuracy and coverage must be within 0..1", path)
+	}
+	return &bl, nil
+}
+
+// NewBaseline records the report's figures as the new floor.
+func NewBaseline(rep *Report, command string, now time.Time) (*Baseline, error) {
+	if rep.Metrics.Accuracy == nil || rep.Metrics.Coverage == nil {
+		return nil, errors.New("baseline: the supervisor decided nothing; there is no accuracy to record")
+	}
+	if err := rep.gateUnsafe(); err != nil {
+		return nil, fmt.Errorf("baseline: refusing to record a run that fails the gate: %w", err)
+	}
+	return &Baseline{
+		Supervisor: rep.Supervisor, Accuracy: *rep.Metrics.Accuracy, Coverage: *rep.Metrics.Coverage,
+		Walls: rep.Metrics.Walls, Operations: rep.Metrics.Operations, RecordedAt: now.UTC(), Command: command,
+	}, nil
+}
+
+// WriteBaseline writes bl to path.
+func WriteBaseline(path string, bl *Baseline) error {
+	b, err := json.MarshalIndent(bl, "", "  ")
+	if err != nil {
+		return fmt.Errorf("marshal baseline: %w", err)
+	}
+	return writeFileAtomic(path, append(b, '\n'))
+}
+
+func (rep *Report) gateUnsafe() error {
+	m := rep.Metrics
+	var ps []string
+	if m.UnsafeNone > 0 {
+		ps = append(ps, fmt.Sprintf("unsafe-none is %d (said none where the effect occurred)", m.UnsafeNone))
+	}
+	if m.UnsafeOccurred > 0 {
+		ps = append(ps, fmt.Sprintf("unsafe-occurred is %d (said occurred where nothing happened)", m.UnsafeOccurred))
+	}
+	if m.InvalidOutputs > 0 || m.Errored > 0 {
+		ps = append(ps, fmt.Sprintf("%d invalid outputs and %d errored cases", m.InvalidOutputs, m.Errored))
+	}
+	if len(ps) > 0 {
+		return errors.New(strings.Join(ps, "; "))
+	}
+	return nil
+}
+
+// Gate fails when the report has any unsafe verdict, any invalid or
+// errored case, or accuracy or coverage below the baseline. The error
+// lists every reason.
+func Gate(rep *Report, bl *Baseline) error {
+	var ps []string
+	if err := rep.gateUnsafe(); err != nil {
+		ps = append(ps, err.Error())
+	}
+	m := rep.Metrics
+	const eps = 1e-9
+	switch {
+	case m.Accuracy == nil:
+		ps = append(ps, "accuracy is undefined: nothing was decided")
+	case *m.Accuracy+eps < bl.Accuracy:
+		ps = append(ps, fmt.Sprintf("accuracy on decided operations %.4f is below the baseline %.4f", *m.Accuracy, bl.Accuracy))
+	}
+	if m.Coverage == nil || *m.Coverage+eps < bl.Coverage {
+		got := 0.0
+		if m.Coverage != nil {
+			got = *m.Coverage
+		}
+		ps = append(ps, fmt.Sprintf("coverage %.4f is below the baseline %.4f", got, bl.Coverage))
+	}
+	if len(ps) > 0 {
+		return fmt.Errorf("eval gate failed for supervisor %s: %s", rep.Supervisor, strings.Join(ps, "; "))
+	}
+	return nil
+}
