@@ -49,10 +49,22 @@ type prepared struct {
 	settles bool
 }
 
+// Querier is what ingest runs on: the pool, or a transaction of the caller.
+type Querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
 // Ingest writes a batch of events in one round trip and answers per event.
-// Events must already be valid (kernel.Event.Validate); an invalid one fails
-// the whole call before anything is written.
+// Every event is validated first; an invalid one fails the whole call before
+// anything is written.
 func (s *Store) Ingest(ctx context.Context, events []kernel.Event) ([]kernel.IngestResult, error) {
+	return s.IngestTx(ctx, s.pool, events)
+}
+
+// IngestTx is Ingest inside the caller's transaction. The in-process
+// publisher uses it to write the journal rows and mark the outbox rows
+// delivered in one commit.
+func (s *Store) IngestTx(ctx context.Context, q Querier, events []kernel.Event) ([]kernel.IngestResult, error) {
 	if len(events) == 0 {
 		return nil, nil
 	}
@@ -123,7 +135,7 @@ func (s *Store) Ingest(ctx context.Context, events []kernel.Event) ([]kernel.Ing
 	stored := make(map[kernel.EventKey][]byte, n)
 	inserted := make(map[kernel.EventKey]bool, n)
 	var missing []kernel.EventKey
-	rows, err := s.pool.Query(ctx, ingestSQL, srcs, ids, projects, runs, types, tss, actors,
+	rows, err := q.Query(ctx, ingestSQL, srcs, ids, projects, runs, types, tss, actors,
 		psrc, pid, datas, digests, opIDs, settles, openInBatch, ords)
 	if err != nil {
 		return nil, fmt.Errorf("ingest batch of %d: %w", len(events), err)
@@ -151,7 +163,7 @@ func (s *Store) Ingest(ctx context.Context, events []kernel.Event) ([]kernel.Ing
 		return nil, fmt.Errorf("ingest batch of %d: %w", len(events), err)
 	}
 	if len(missing) > 0 {
-		if err := s.readDigests(ctx, missing, stored); err != nil {
+		if err := readDigests(ctx, q, missing, stored); err != nil {
 			return nil, err
 		}
 	}
@@ -179,12 +191,12 @@ func (s *Store) Ingest(ctx context.Context, events []kernel.Event) ([]kernel.Ing
 	return out, nil
 }
 
-func (s *Store) readDigests(ctx context.Context, keys []kernel.EventKey, into map[kernel.EventKey][]byte) error {
+func readDigests(ctx context.Context, q Querier, keys []kernel.EventKey, into map[kernel.EventKey][]byte) error {
 	srcs, ids := make([]string, len(keys)), make([]string, len(keys))
 	for i, k := range keys {
 		srcs[i], ids[i] = k.SourceID, k.EventID
 	}
-	rows, err := s.pool.Query(ctx, digestsSQL, srcs, ids)
+	rows, err := q.Query(ctx, digestsSQL, srcs, ids)
 	if err != nil {
 		return fmt.Errorf("ingest batch: re-read digests: %w", err)
 	}

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
@@ -280,7 +281,7 @@ func (p *Publisher) PublishOnce(ctx context.Context) (int, error) {
 
 	var results []kernel.IngestResult
 	if len(events) > 0 {
-		results, err = p.journal.Ingest(ctx, events)
+		results, err = p.deliver(ctx, tx, events)
 		if err == nil && len(results) != len(events) {
 			err = fmt.Errorf("journal answered %d results for %d events", len(results), len(events))
 		}
@@ -347,6 +348,41 @@ func (p *Publisher) PublishOnce(ctx context.Context) (int, error) {
 		return 0, fmt.Errorf("publish: commit: %w", err)
 	}
 	return claimed, nil
+}
+
+// TxJournal is a journal that can ingest inside the publisher's transaction:
+// the journal in the same database as the outbox. Delivery and the delivered
+// mark then commit together, in one commit instead of two.
+type TxJournal interface {
+	IngestTx(ctx context.Context, q journalQuerier, events []kernel.Event) ([]kernel.IngestResult, error)
+}
+
+type journalQuerier = interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+// deliver hands the batch to the journal: inside tx under a savepoint when
+// the journal supports it (a failed ingest then rolls back to the savepoint
+// and the retry is recorded in the same transaction), otherwise through the
+// Journal interface.
+func (p *Publisher) deliver(ctx context.Context, tx pgx.Tx, events []kernel.Event) ([]kernel.IngestResult, error) {
+	tj, ok := p.journal.(TxJournal)
+	if !ok {
+		return p.journal.Ingest(ctx, events)
+	}
+	sp, err := tx.Begin(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("savepoint: %w", err)
+	}
+	res, err := tj.IngestTx(ctx, sp, events)
+	if err != nil {
+		_ = sp.Rollback(ctx)
+		return nil, err
+	}
+	if err := sp.Commit(ctx); err != nil {
+		return nil, fmt.Errorf("release savepoint: %w", err)
+	}
+	return res, nil
 }
 
 // backoff is capped exponential with full jitter: a uniform delay in

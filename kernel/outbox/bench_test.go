@@ -1,0 +1,83 @@
+package outbox_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/seed-7bc021c3/reckon/internal/pgtest"
+	"github.com/seed-7bc021c3/reckon/kernel"
+	"github.com/seed-7bc021c3/reckon/kernel/journal"
+	"github.com/seed-7bc021c3/reckon/kernel/outbox"
+)
+
+// BenchmarkOutboxToJournal enqueues 100,000 events while two publishers
+// drain them into the in-process journal, and reports the sustained
+// enqueue→delivered rate (the whole path the kernel's events take).
+func BenchmarkOutboxToJournal(b *testing.B) {
+	const total, txSize = 100000, 100
+	for it := 0; it < b.N; it++ {
+		s := pgtest.New(b)
+		j := journal.New(s.Pool, nil)
+		ctx, cancel := context.WithCancel(context.Background())
+		var wg sync.WaitGroup
+		start := time.Now()
+		for i := 0; i < 2; i++ {
+			p := outbox.NewPublisher(s.Pool, j, outbox.Config{BatchSize: 1000, PollInterval: time.Millisecond}, nil, zerolog.Nop())
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_ = p.Run(ctx)
+			}()
+		}
+		// Producers: two concurrent writers, each transaction enqueuing a
+		// run's worth of events, as RecordEvent activities would.
+		var pw sync.WaitGroup
+		for w := 0; w < 2; w++ {
+			pw.Add(1)
+			go func(w int) {
+				defer pw.Done()
+				for t := w; t < total/txSize; t += 2 {
+					evs := make([]kernel.Event, txSize)
+					for i := range evs {
+						evs[i] = kernel.Event{SourceID: kernel.KernelSource, EventID: fmt.Sprintf("r%d/op-%d/started", t, i),
+							Project: "bench", RunID: fmt.Sprintf("r%d", t), Type: kernel.TypeToolStarted, TS: time.Now().UTC(), Actor: "kernel",
+							Data: []byte(fmt.Sprintf(`{"operation_id":"op-%d","tool":"run_command"}`, i))}
+					}
+					if err := outbox.Enqueue(ctx, s.Pool, evs...); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			}(w)
+		}
+		pw.Wait()
+		enqueued := time.Since(start)
+		for {
+			var n int
+			if err := s.Pool.QueryRow(ctx, "SELECT count(*) FROM kernel_event_outbox WHERE delivered_at IS NULL").Scan(&n); err != nil {
+				b.Fatal(err)
+			}
+			if n == 0 {
+				break
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		elapsed := time.Since(start)
+		cancel()
+		wg.Wait()
+		var rows int
+		_ = s.Pool.QueryRow(context.Background(), "SELECT count(*) FROM journal_events").Scan(&rows)
+		if rows != total {
+			b.Fatalf("journal has %d rows, want %d", rows, total)
+		}
+		rate := float64(total) / elapsed.Seconds()
+		b.ReportMetric(rate, "events/s")
+		b.Logf("outbox→journal: %d events enqueued in %v, all delivered after %v = %.0f events/s sustained",
+			total, enqueued.Round(time.Millisecond), elapsed.Round(time.Millisecond), rate)
+	}
+}
