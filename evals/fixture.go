@@ -153,6 +153,17 @@ func (f *Fixture) Validate() error {
 			return fmt.Errorf("truth[%q]: not an operation of the wall", id)
 		}
 	}
+	if f.Wall.Digest != "" {
+		// The digest is the sweep's; a wall edited after the drill recorded
+		// it no longer matches, so hand edits cannot pass for drilled walls.
+		d, err := f.Wall.ComputeDigest()
+		if err != nil {
+			return fmt.Errorf("wall.digest: %w", err)
+		}
+		if d != f.Wall.Digest {
+			return fmt.Errorf("wall.digest: %s does not match the wall's content (%s): the wall was changed after it was recorded", f.Wall.Digest, d)
+		}
+	}
 	if want := ExpectNeedsAttention(f.Wall); f.ExpectNeedsAttention != want {
 		return fmt.Errorf("expect_needs_attention: %v, but the wall's evidence says %v (see evals/README.md)", f.ExpectNeedsAttention, want)
 	}

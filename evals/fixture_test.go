@@ -79,6 +79,11 @@ func TestFixtureValidateNamesTheField(t *testing.T) {
 	if err := good().Validate(); err != nil {
 		t.Fatalf("good fixture rejected: %v", err)
 	}
+	digested := good()
+	digested.Wall.Digest, _ = digested.Wall.ComputeDigest()
+	if err := digested.Validate(); err != nil {
+		t.Fatalf("fixture with its digest rejected: %v", err)
+	}
 	cases := []struct {
 		name string
 		mut  func(f *Fixture)
@@ -94,6 +99,10 @@ func TestFixtureValidateNamesTheField(t *testing.T) {
 		{"extra truth", func(f *Fixture) { f.Truth["zz"] = "none" }, `truth["zz"]: not an operation`},
 		{"bad truth", func(f *Fixture) { f.Truth["o1"] = "unknown" }, `truth["o1"]`},
 		{"attention", func(f *Fixture) { f.ExpectNeedsAttention = false }, "expect_needs_attention"},
+		{"digest", func(f *Fixture) {
+			f.Wall.Digest, _ = f.Wall.ComputeDigest()
+			f.Wall.Operations[0].Tool = "mcp__create_issue"
+		}, "wall.digest"},
 	}
 	for _, c := range cases {
 		f := good()
