@@ -325,3 +325,26 @@ func TestPruneDeletesOnlyOldDeliveredRows(t *testing.T) {
 		t.Fatalf("%d rows left, want 12", got)
 	}
 }
+
+func TestInvalidRowIsParkedWithoutBlockingItsBatch(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := pgtest.New(t)
+	if err := outbox.Enqueue(ctx, s.Pool, events("v", 5)...); err != nil {
+		t.Fatal(err)
+	}
+	// A row written by something that skipped validation.
+	if _, err := s.Pool.Exec(ctx, `UPDATE kernel_event_outbox SET event = jsonb_set(event, '{type}', '"tool.sideways"') WHERE event_id = 'v/op-2/started'`); err != nil {
+		t.Fatal(err)
+	}
+	p := outbox.NewPublisher(s.Pool, journal.New(s.Pool, nil), fastCfg(), nil, zerolog.Nop())
+	if err := p.Drain(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := count(t, s, "SELECT count(*) FROM journal_events"); n != 4 {
+		t.Fatalf("%d journal rows, want 4", n)
+	}
+	if n := count(t, s, "SELECT count(*) FROM kernel_event_outbox WHERE parked_at IS NOT NULL AND event_id = 'v/op-2/started'"); n != 1 {
+		t.Fatal("invalid row not parked")
+	}
+}

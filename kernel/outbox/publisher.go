@@ -253,7 +253,8 @@ func (p *Publisher) PublishOnce(ctx context.Context) (int, error) {
 			return 0, fmt.Errorf("publish: scan: %w", err)
 		}
 		var ev kernel.Event
-		if err := json.Unmarshal(body, &ev); err != nil {
+		if err := json.Unmarshal(body, &ev); err != nil || ev.Validate() != nil {
+			// Checked here so one bad row cannot fail its whole batch forever.
 			undecodable = append(undecodable, id)
 			continue
 		}
@@ -267,16 +268,17 @@ func (p *Publisher) PublishOnce(ctx context.Context) (int, error) {
 		return 0, nil
 	}
 	if len(undecodable) > 0 {
-		// Enqueue validated every row, so this is corruption: park, never drop.
+		// Enqueue validated every row, so this is corruption or a row written
+		// by an older version: park, never drop.
 		reasons := make([]string, len(undecodable))
 		for i := range reasons {
-			reasons[i] = "outbox row is not a decodable event"
+			reasons[i] = "outbox row is not a valid event"
 		}
 		if _, err := tx.Exec(ctx, parkSQL, undecodable, reasons); err != nil {
 			return 0, fmt.Errorf("publish: park undecodable: %w", err)
 		}
 		p.m.parked.Add(float64(len(undecodable)))
-		p.log.Error().Ints64("outbox_ids", undecodable).Msg("outbox rows parked: not decodable")
+		p.log.Error().Ints64("outbox_ids", undecodable).Msg("outbox rows parked: not a valid event")
 	}
 
 	var results []kernel.IngestResult
