@@ -86,7 +86,11 @@ func decideOne(op pipeline.WallOperation) (v pipeline.OperationVerdict, cause, r
 		return v, "probes returned contradicting findings for the same operation",
 			"check the downstream state by hand; contradicting probes mean one of them reads the wrong state"
 	}
-	if c := op.ChildOps; c != nil && c.Total > 0 && c.Unresolved == 0 {
+	// A child summary proves the delegation only when it was taken after
+	// the child ended (the kernel summarizes at delegated_run_failed); a
+	// summary of a child that may still run is left to the replay probe,
+	// which checks that the child ended.
+	if c := op.ChildOps; c != nil && c.Total > 0 && c.Unresolved == 0 && op.Failure != nil && op.Failure.ErrorType == kernel.ErrorTypeDelegationFail {
 		v.Effect = kernel.EffectOccurred
 		v.Note = clip(fmt.Sprintf("delegated child run %s: all %d child operations are settled in the journal", op.ChildRunID, c.Total))
 		return v, "", ""

@@ -1,0 +1,219 @@
+package sweep
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+	"unicode/utf8"
+
+	"github.com/seed-7bc021c3/reckon/kernel"
+	"github.com/seed-7bc021c3/reckon/kernel/journal"
+	"github.com/seed-7bc021c3/reckon/kernel/operations"
+	"github.com/seed-7bc021c3/reckon/pipeline"
+	"github.com/seed-7bc021c3/reckon/pipeline/probe"
+)
+
+// buildWalls assembles a run's current pile into walls: the unsettled
+// operations (minus those whose verdict is already enqueued) with args,
+// failures, ages, child summaries, probe evidence and the run's earlier
+// verdicts, split deterministically when it exceeds the bounds.
+func (s *Sweeper) buildWalls(ctx context.Context, rk runKey) ([]pipeline.Wall, error) {
+	// Pending verdicts first, then the listing: see pendingVerdictsSQL.
+	pending, err := s.pendingVerdicts(ctx, rk)
+	if err != nil {
+		return nil, err
+	}
+	listed, _, err := s.list(ctx, rk.project, rk.runID)
+	if err != nil {
+		return nil, err
+	}
+	var items []operations.Item
+	for _, it := range listed {
+		if it.RunID == rk.runID && !pending[it.OperationID] {
+			items = append(items, it)
+		}
+	}
+	if len(items) == 0 {
+		return nil, nil
+	}
+	sortItems(items)
+	evs, err := s.journal.RunEvents(ctx, rk.project, rk.runID)
+	if err != nil {
+		return nil, fmt.Errorf("triage: read run %s/%s: %w", rk.project, rk.runID, err)
+	}
+	run, postconditions := probeRun(rk, evs)
+	earlier := earlierVerdicts(evs, s.cfg.MaxEarlierVerdicts)
+	now := s.cfg.Now().UTC()
+
+	ops := make([]pipeline.WallOperation, 0, len(items))
+	for _, it := range items {
+		op := s.wallOperation(it, now)
+		if len(op.Postcondition) == 0 {
+			op.Postcondition = postconditions[it.OperationID]
+		}
+		op.Evidence = s.cfg.Probes.Probe(ctx, run, op)
+		ops = append(ops, op)
+	}
+	chunks := split(ops, s.cfg.MaxOpsPerWall, s.cfg.MaxWallBytes)
+	walls := make([]pipeline.Wall, len(chunks))
+	for i, c := range chunks {
+		w := pipeline.Wall{
+			Project: rk.project, RunID: rk.runID, Part: i + 1, Parts: len(chunks),
+			Operations: c, EarlierVerdicts: earlier, BuiltAt: now,
+		}
+		if w.Digest, err = w.ComputeDigest(); err != nil {
+			return nil, err
+		}
+		walls[i] = w
+	}
+	return walls, nil
+}
+
+func (s *Sweeper) pendingVerdicts(ctx context.Context, rk runKey) (map[string]bool, error) {
+	rows, err := s.pool.Query(ctx, pendingVerdictsSQL, rk.project, rk.runID)
+	if err != nil {
+		return nil, fmt.Errorf("triage: pending verdicts of %s/%s: %w", rk.project, rk.runID, err)
+	}
+	defer rows.Close()
+	out := map[string]bool{}
+	for rows.Next() {
+		var id *string
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("triage: pending verdicts: %w", err)
+		}
+		if id != nil {
+			out[*id] = true
+		}
+	}
+	return out, rows.Err()
+}
+
+func (s *Sweeper) wallOperation(it operations.Item, now time.Time) pipeline.WallOperation {
+	op := pipeline.WallOperation{
+		OperationID:   it.OperationID,
+		Tool:          it.Tool,
+		State:         it.State,
+		StartedAt:     it.StartedAt.UTC(),
+		AgeSeconds:    int64(now.Sub(it.StartedAt).Seconds()),
+		Args:          boundArgs(it.Args, s.cfg.MaxArgBytes),
+		StartedKey:    it.StartedKey,
+		ChildRunID:    it.ChildRunID,
+		ReissueOf:     it.ReissueOf,
+		Postcondition: it.Postcondition,
+	}
+	if op.AgeSeconds < 0 {
+		op.AgeSeconds = 0
+	}
+	if f := it.Failure; f != nil {
+		op.Failure = &pipeline.WallFailure{ErrorType: f.ErrorType, Error: clipString(f.Error, 2000), Effect: f.EffectiveEffect()}
+	}
+	if it.ChildOpsTotal != nil && it.ChildOpsUnresolved != nil {
+		op.ChildOps = &pipeline.ChildSummary{Total: *it.ChildOpsTotal, Unresolved: *it.ChildOpsUnresolved}
+	}
+	return op
+}
+
+// boundArgs replaces args longer than max with a JSON excerpt, so one huge
+// command cannot blow a wall's budget.
+func boundArgs(args json.RawMessage, max int) json.RawMessage {
+	if len(args) <= max {
+		return args
+	}
+	b, _ := json.Marshal(map[string]any{"truncated": true, "bytes": len(args), "excerpt": clipString(string(args), max/2)})
+	return b
+}
+
+func clipString(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
+
+// split cuts ops into parts of at most maxOps operations and about
+// maxBytes of JSON each (a single operation larger than that is a part of
+// its own). The order is the pile's deterministic order, so the same pile
+// always splits the same way.
+func split(ops []pipeline.WallOperation, maxOps, maxBytes int) [][]pipeline.WallOperation {
+	var parts [][]pipeline.WallOperation
+	var cur []pipeline.WallOperation
+	size := 0
+	for _, op := range ops {
+		b, _ := json.Marshal(op)
+		if len(cur) > 0 && (len(cur) >= maxOps || size+len(b) > maxBytes) {
+			parts = append(parts, cur)
+			cur, size = nil, 0
+		}
+		cur = append(cur, op)
+		size += len(b)
+	}
+	if len(cur) > 0 {
+		parts = append(parts, cur)
+	}
+	return parts
+}
+
+// probeRun reads what the probes need from the run's events, and the
+// declared postconditions of its operations.
+func probeRun(rk runKey, evs []journal.StoredEvent) (probe.Run, map[string]json.RawMessage) {
+	run := probe.Run{Project: rk.project, RunID: rk.runID}
+	pcs := map[string]json.RawMessage{}
+	seen := map[string]bool{}
+	for _, e := range evs {
+		switch e.Type {
+		case kernel.TypeRunStarted:
+			var d struct {
+				Workspace string `json:"workspace"`
+			}
+			if e.SourceID == kernel.KernelSource && e.DecodeData(&d) == nil && d.Workspace != "" {
+				run.Workspace = d.Workspace
+			}
+		case kernel.TypeRunCompleted, kernel.TypeRunFailed:
+			run.Ended = true
+		case kernel.TypeToolStarted:
+			var d struct {
+				OperationID   string          `json:"operation_id"`
+				Tool          string          `json:"tool"`
+				Postcondition json.RawMessage `json:"postcondition"`
+			}
+			if e.DecodeData(&d) != nil || seen[d.OperationID] {
+				continue
+			}
+			seen[d.OperationID] = true
+			so := probe.StartedOp{OperationID: d.OperationID, Tool: d.Tool}
+			if len(d.Postcondition) > 0 && string(d.Postcondition) != "null" {
+				pcs[d.OperationID] = d.Postcondition
+				var pc probe.Postcondition
+				if json.Unmarshal(d.Postcondition, &pc) == nil {
+					so.PostconditionPath = pc.Path
+				}
+			}
+			run.Started = append(run.Started, so)
+		}
+	}
+	return run, pcs
+}
+
+// earlierVerdicts returns the run's supervisor verdicts, newest max kept,
+// oldest first.
+func earlierVerdicts(evs []journal.StoredEvent, max int) []pipeline.EarlierVerdict {
+	var out []pipeline.EarlierVerdict
+	for _, e := range evs {
+		if e.Type != kernel.TypeSupervisorVerdict {
+			continue
+		}
+		var v kernel.Verdict
+		if e.DecodeData(&v) != nil {
+			continue
+		}
+		out = append(out, pipeline.EarlierVerdict{Key: e.Key(), TS: e.TS, Verdict: v})
+	}
+	if len(out) > max {
+		out = out[len(out)-max:]
+	}
+	return out
+}
