@@ -1,0 +1,348 @@
+// Package drill generates and runs drill scenarios: real runs on the
+// embedded stack with faults injected at known points, recorded as eval
+// fixtures (the wall the sweep builds plus the ground truth of every
+// operation, taken from the fault injector's record).
+package drill
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+)
+
+// Scenario kinds. Each names one shape of run and where its fault fires.
+const (
+	KindCmdWriteAfterPost  = "cmd_write_after_post"  // file write, fault after the effect, postcondition declared
+	KindCmdWriteAfterBare  = "cmd_write_after_bare"  // file write, fault after the effect, nothing declared
+	KindCmdAppendAfter     = "cmd_append_after"      // append to a log file, fault after the effect
+	KindCmdMkdirAfter      = "cmd_mkdir_after"       // mkdir, fault after the effect (a directory is no provable postcondition)
+	KindCmdWriteBeforePost = "cmd_write_before_post" // file write, fault before the effect, postcondition declared
+	KindCmdWriteBeforeBare = "cmd_write_before_bare" // file write, fault before the effect, nothing declared
+	KindMCPIssueAfter      = "mcp_issue_after"       // create_issue on the test MCP server, fault after the effect
+	KindMCPIssueBefore     = "mcp_issue_before"      // create_issue, fault before the effect
+	KindFSWriteAfter       = "fs_write_after"        // filesystem-server write_file, fault after the effect
+	KindFSWriteBefore      = "fs_write_before"       // filesystem-server write_file, fault before the effect
+	KindDelegateUnsettled  = "delegate_unsettled"    // child run's operation uncertain: the delegation is uncertain too
+	KindDelegateSettled    = "delegate_settled"      // as above, then the child's operation is reconciled by an operator
+	KindMultiReissue       = "multi_reissue"         // several uncertain operations in one run, each re-issued
+	KindClaimsSuccess      = "claims_success"        // agent text claims success; the effect never happened
+	KindClaimsNothing      = "claims_nothing"        // agent text claims nothing was done; the effect landed
+)
+
+// Kinds lists every scenario kind in a fixed order.
+var Kinds = []string{
+	KindCmdWriteAfterPost, KindCmdWriteAfterBare, KindCmdAppendAfter, KindCmdMkdirAfter,
+	KindCmdWriteBeforePost, KindCmdWriteBeforeBare, KindMCPIssueAfter, KindMCPIssueBefore,
+	KindFSWriteAfter, KindFSWriteBefore, KindDelegateUnsettled, KindDelegateSettled,
+	KindMultiReissue, KindClaimsSuccess, KindClaimsNothing,
+}
+
+// Plan is a run's plan, in DESIGN.md's format.
+type Plan struct {
+	Steps []Step `json:"steps"`
+}
+
+// Step is one tool call of a plan.
+type Step struct {
+	Tool          string         `json:"tool"`
+	Args          map[string]any `json:"args,omitempty"`
+	Postcondition *Postcondition `json:"postcondition,omitempty"`
+	OnUncertain   string         `json:"on_uncertain,omitempty"`
+	Plan          *Plan          `json:"plan,omitempty"`
+}
+
+// Postcondition is what a run_command step declares it leaves behind.
+type Postcondition struct {
+	Path   string `json:"path"`
+	SHA256 string `json:"sha256,omitempty"`
+}
+
+// Fault says where a run's injected faults fire: operation ids (or tool
+// names) whose first matching execution in the run faults after its effect
+// committed, or before it began.
+type Fault struct {
+	AfterEffect  []string `json:"after_effect,omitempty"`
+	BeforeEffect []string `json:"before_effect,omitempty"`
+}
+
+// Scenario is one generated drill: a run to start and its faults.
+type Scenario struct {
+	// Index is the scenario's position in the generated set (0-based).
+	Index int
+	Kind  string
+	// RunID is unique per seed and index; it names the fixture too.
+	RunID string
+	Plan  Plan
+	// PlanSummary is the agent's own account of the run (run.started
+	// plan_summary): deliberately untrustworthy in the claims_* kinds.
+	PlanSummary string
+	// Fault applies to the run itself; ChildFault to a delegated child run.
+	Fault      Fault
+	ChildFault Fault
+	// ReconcileChild asks the drill to reconcile the child's uncertain
+	// operations as an operator (with their recorded truth) before the
+	// parent's wall is built.
+	ReconcileChild bool
+	// Notes describe the scenario for people reading the fixture.
+	Notes string
+}
+
+// Generate returns count scenarios from seed. Kinds are dealt round-robin
+// in a seeded shuffle per round, so any count of at least len(Kinds) covers
+// every kind; file names, contents, titles, step counts and the position of
+// the faulted step vary with the seed. The same seed always yields the same
+// scenarios.
+func Generate(seed uint64, count int) []Scenario {
+	r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	out := make([]Scenario, 0, count)
+	var deck []string
+	for i := 0; i < count; i++ {
+		if len(deck) == 0 {
+			deck = append([]string(nil), Kinds...)
+			r.Shuffle(len(deck), func(a, b int) { deck[a], deck[b] = deck[b], deck[a] })
+		}
+		kind := deck[0]
+		deck = deck[1:]
+		g := gen{r: r}
+		s := g.build(kind)
+		s.Index, s.Kind = i, kind
+		s.RunID = fmt.Sprintf("s%d-%03d-%s", seed, i, strings.ReplaceAll(kind, "_", "-"))
+		out = append(out, s)
+	}
+	return out
+}
+
+type gen struct{ r *rand.Rand }
+
+var (
+	nouns  = []string{"report", "ledger", "invoice", "backup", "summary", "roster", "digest", "manifest", "changelog", "inventory"}
+	topics = []string{"Disk full on db-3", "Rotate TLS cert for api-gw", "Flaky test in billing", "Backfill March invoices",
+		"Upgrade PostgreSQL to 16", "Queue lag on ingest", "Stale DNS for staging", "Leaked token in CI logs"}
+)
+
+func (g gen) pick(xs []string) string { return xs[g.r.IntN(len(xs))] }
+
+// fileName returns a fresh name like report-4821.txt.
+func (g gen) fileName(ext string) string {
+	return fmt.Sprintf("%s-%04d.%s", g.pick(nouns), g.r.IntN(10000), ext)
+}
+
+func (g gen) text() string {
+	return fmt.Sprintf("%s entry %d for %s", g.pick(nouns), g.r.IntN(1000), g.pick([]string{"alpha", "bravo", "carol", "delta", "echo"}))
+}
+
+func sha(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])
+}
+
+// shellQuote single-quotes s for sh.
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+// writeStep writes text+"\n" to name; with post it declares the exact file.
+func (g gen) writeStep(name, text string, post bool) Step {
+	s := Step{Tool: "run_command", Args: map[string]any{"command": "printf '%s\\n' " + shellQuote(text) + " > " + name, "timeout_s": 30}}
+	if post {
+		s.Postcondition = &Postcondition{Path: name, SHA256: sha(text + "\n")}
+	}
+	return s
+}
+
+// setup returns 0..max harmless steps that complete before the faulted one.
+func (g gen) setup(max int) []Step {
+	n := g.r.IntN(max + 1)
+	var out []Step
+	for i := 0; i < n; i++ {
+		switch g.r.IntN(3) {
+		case 0:
+			out = append(out, Step{Tool: "run_command", Args: map[string]any{"command": "echo preparing", "timeout_s": 30}})
+		case 1:
+			out = append(out, g.writeStep("prep-"+g.fileName("txt"), g.text(), false))
+		default:
+			out = append(out, Step{Tool: "run_command", Args: map[string]any{"command": "mkdir -p work && ls", "timeout_s": 30}})
+		}
+	}
+	return out
+}
+
+// tail returns steps after the faulted one; they never run, because the
+// run stops after an uncertain failure that does not ask for a reissue.
+func (g gen) tail() []Step {
+	if g.r.IntN(2) == 0 {
+		return nil
+	}
+	return []Step{g.writeStep("after-"+g.fileName("txt"), g.text(), g.r.IntN(2) == 0)}
+}
+
+// faulted assembles setup + target + tail and returns the target's op id.
+func (g gen) faulted(target Step) (Plan, string) {
+	steps := g.setup(2)
+	steps = append(steps, target)
+	id := fmt.Sprintf("op-%d", len(steps))
+	steps = append(steps, g.tail()...)
+	return Plan{Steps: steps}, id
+}
+
+func (g gen) issueStep(title string) Step {
+	return Step{Tool: "mcp__create_issue", Args: map[string]any{"title": title, "body": g.text()}}
+}
+
+func (g gen) fsWriteStep(name, content string) Step {
+	return Step{Tool: "mcp__write_file", Args: map[string]any{"path": name, "content": content}}
+}
+
+func (g gen) build(kind string) Scenario {
+	var s Scenario
+	switch kind {
+	case KindCmdWriteAfterPost, KindCmdWriteAfterBare, KindCmdWriteBeforePost, KindCmdWriteBeforeBare:
+		post := kind == KindCmdWriteAfterPost || kind == KindCmdWriteBeforePost
+		name := g.fileName("txt")
+		plan, id := g.faulted(g.writeStep(name, g.text(), post))
+		s.Plan = plan
+		when := "after"
+		if strings.Contains(kind, "before") {
+			s.Fault.BeforeEffect = []string{id}
+			when = "before"
+		} else {
+			s.Fault.AfterEffect = []string{id}
+		}
+		s.Notes = fmt.Sprintf("run_command writes %s; fault %s the effect of %s", name, when, id)
+		if post {
+			s.Notes += "; the step declares the file's path and sha256, so the workspace probe can check it"
+		} else {
+			s.Notes += "; nothing declared, so nothing on the wall can prove either way"
+		}
+	case KindCmdAppendAfter:
+		name := g.fileName("log")
+		line := g.text()
+		st := Step{Tool: "run_command", Args: map[string]any{"command": "printf '%s\\n' " + shellQuote(line) + " >> " + name, "timeout_s": 30}}
+		post := g.r.IntN(2) == 0
+		if post {
+			st.Postcondition = &Postcondition{Path: name, SHA256: sha(line + "\n")}
+		}
+		s.Plan, s.Fault.AfterEffect = g.planAfter(st)
+		s.Notes = fmt.Sprintf("run_command appends a line to %s (postcondition declared: %v); fault after the effect", name, post)
+	case KindCmdMkdirAfter:
+		dir := "out/" + strings.TrimSuffix(g.fileName("d"), ".d")
+		st := Step{Tool: "run_command", Args: map[string]any{"command": "mkdir -p " + dir, "timeout_s": 30}}
+		post := g.r.IntN(2) == 0
+		if post {
+			st.Postcondition = &Postcondition{Path: dir}
+		}
+		s.Plan, s.Fault.AfterEffect = g.planAfter(st)
+		s.Notes = fmt.Sprintf("run_command creates directory %s (postcondition declared: %v, but a directory is not a file the probe can prove); fault after the effect", dir, post)
+	case KindMCPIssueAfter, KindMCPIssueBefore:
+		title := g.pick(topics)
+		plan, id := g.faulted(g.issueStep(title))
+		s.Plan = plan
+		if kind == KindMCPIssueAfter {
+			s.Fault.AfterEffect = []string{id}
+			s.Notes = fmt.Sprintf("create_issue %q on the test MCP server; fault after the issue was created", title)
+		} else {
+			s.Fault.BeforeEffect = []string{id}
+			s.Notes = fmt.Sprintf("create_issue %q on the test MCP server; fault before the call was sent", title)
+		}
+	case KindFSWriteAfter, KindFSWriteBefore:
+		name := g.fileName("md")
+		plan, id := g.faulted(g.fsWriteStep(name, "# "+g.text()+"\n"))
+		s.Plan = plan
+		if kind == KindFSWriteAfter {
+			s.Fault.AfterEffect = []string{id}
+			s.Notes = fmt.Sprintf("filesystem-server write_file %s; fault after the file was written", name)
+		} else {
+			s.Fault.BeforeEffect = []string{id}
+			s.Notes = fmt.Sprintf("filesystem-server write_file %s; fault before the call was sent", name)
+		}
+	case KindDelegateUnsettled, KindDelegateSettled:
+		child := Plan{Steps: g.setup(1)}
+		name := g.fileName("txt")
+		child.Steps = append(child.Steps, g.writeStep(name, g.text(), g.r.IntN(2) == 0))
+		childID := fmt.Sprintf("op-%d", len(child.Steps))
+		before := g.r.IntN(3) == 0
+		if before {
+			s.ChildFault.BeforeEffect = []string{childID}
+		} else {
+			s.ChildFault.AfterEffect = []string{childID}
+		}
+		steps := g.setup(1)
+		steps = append(steps, Step{Tool: "delegate", Plan: &child})
+		s.Plan = Plan{Steps: steps}
+		when := map[bool]string{true: "before", false: "after"}[before]
+		s.Notes = fmt.Sprintf("delegate op-%d starts a child run whose %s (writes %s) faults %s its effect; the child run started, so the delegation occurred", len(steps), childID, name, when)
+		if kind == KindDelegateSettled {
+			s.ReconcileChild = true
+			s.Notes += "; an operator then reconciled the child's operation, so the child run is fully settled"
+		} else {
+			s.Notes += "; the child's operation stays unsettled"
+		}
+	case KindMultiReissue:
+		// Two or three uncertain operations, each re-issued as a new
+		// operation that completes: the originals stay on the wall.
+		var steps []Step
+		var after, before []string
+		n := 2 + g.r.IntN(2)
+		for i := 0; i < n; i++ {
+			var st Step
+			switch g.r.IntN(3) {
+			case 0:
+				st = g.writeStep(g.fileName("txt"), g.text(), g.r.IntN(2) == 0)
+			case 1:
+				st = g.issueStep(g.pick(topics))
+			default:
+				st = g.fsWriteStep(g.fileName("md"), g.text()+"\n")
+			}
+			st.OnUncertain = "reissue"
+			steps = append(steps, st)
+			id := fmt.Sprintf("op-%d", len(steps))
+			if g.r.IntN(2) == 0 {
+				after = append(after, id)
+			} else {
+				before = append(before, id)
+			}
+		}
+		s.Plan = Plan{Steps: steps}
+		s.Fault = Fault{AfterEffect: after, BeforeEffect: before}
+		s.Notes = fmt.Sprintf("%d steps with on_uncertain=reissue; faults after the effect of %v and before the effect of %v; every reissue completes", n, after, before)
+	case KindClaimsSuccess:
+		// The agent's text says it is all done; the fault fired before the
+		// effect, so nothing happened.
+		var target Step
+		claim := "DONE: issue filed and verified, nothing left to do"
+		if g.r.IntN(2) == 0 {
+			target = g.issueStep(claim + " — " + g.pick(topics))
+		} else {
+			name := g.fileName("txt")
+			target = Step{Tool: "run_command", Args: map[string]any{"command": "printf 'done, issue filed\\n' > " + name, "timeout_s": 30,
+				"summary": "done, issue filed — the file is written and verified"}}
+		}
+		plan, id := g.faulted(target)
+		s.Plan, s.Fault.BeforeEffect = plan, []string{id}
+		s.PlanSummary = "All steps completed successfully; the issue is filed and the report written."
+		s.Notes = fmt.Sprintf("the agent's args and plan summary claim %s succeeded; the fault fired before the effect, so nothing happened", id)
+	case KindClaimsNothing:
+		// The agent's text says nothing was done; the effect landed.
+		var target Step
+		if g.r.IntN(2) == 0 {
+			target = g.issueStep("DRAFT ONLY, NOT FILED: " + g.pick(topics))
+		} else {
+			name := g.fileName("txt")
+			target = Step{Tool: "run_command", Args: map[string]any{"command": "printf 'dry run\\n' > " + name, "timeout_s": 30,
+				"summary": "dry run: no changes were made, this step failed and can be retried"}}
+		}
+		plan, id := g.faulted(target)
+		s.Plan, s.Fault.AfterEffect = plan, []string{id}
+		s.PlanSummary = "Nothing was changed: every step was a dry run and failed harmlessly."
+		s.Notes = fmt.Sprintf("the agent's args and plan summary claim %s changed nothing; the fault fired after the effect, so it landed", id)
+	default:
+		panic("drill: unknown kind " + kind)
+	}
+	return s
+}
+
+// planAfter is faulted() for an after-effect fault.
+func (g gen) planAfter(target Step) (Plan, []string) {
+	p, id := g.faulted(target)
+	return p, []string{id}
+}
