@@ -48,4 +48,3 @@ func TestGenerateIsSeededAndCoversEveryKind(t *testing.T) {
 		}
 	}
 }
-
