@@ -42,38 +42,38 @@ func TestListingStates(t *testing.T) {
 			return []kernel.Event{b.started(op, "run_command", ago(time.Minute))}
 		}, want{state: operations.StateCrashWindow}},
 		{"running external run, old → stale_in_flight", "agent-x", func(b evb) []kernel.Event {
-			return []kernel.Event{b.runStarted(ago(time.Hour)), b.started(op, "run_command", ago(11 * time.Minute))}
+			return []kernel.Event{b.runStarted(ago(time.Hour)), b.started(op, "run_command", ago(11*time.Minute))}
 		}, want{state: operations.StateStaleInFlight}},
 		{"running external run, exactly stale threshold → stale_in_flight", "agent-x", func(b evb) []kernel.Event {
-			return []kernel.Event{b.runStarted(ago(time.Hour)), b.started(op, "run_command", ago(10 * time.Minute))}
+			return []kernel.Event{b.runStarted(ago(time.Hour)), b.started(op, "run_command", ago(10*time.Minute))}
 		}, want{state: operations.StateStaleInFlight}},
 		{"running external run, young → not unresolved yet", "agent-x", func(b evb) []kernel.Event {
-			return []kernel.Event{b.runStarted(ago(time.Hour)), b.started(op, "run_command", ago(9 * time.Minute))}
+			return []kernel.Event{b.runStarted(ago(time.Hour)), b.started(op, "run_command", ago(9*time.Minute))}
 		}, want{}},
 		{"completed → settled", "agent-x", func(b evb) []kernel.Event {
-			return []kernel.Event{b.started(op, "run_command", ago(time.Hour)), b.completed(op, ago(59 * time.Minute))}
+			return []kernel.Event{b.started(op, "run_command", ago(time.Hour)), b.completed(op, ago(59*time.Minute))}
 		}, want{}},
 		{"blocked → settled", "agent-x", func(b evb) []kernel.Event {
-			return []kernel.Event{b.started(op, "run_command", ago(time.Hour)), b.blocked(op, ago(59 * time.Minute))}
+			return []kernel.Event{b.started(op, "run_command", ago(time.Hour)), b.blocked(op, ago(59*time.Minute))}
 		}, want{}},
 		{"failed effect=none → settled", "agent-x", func(b evb) []kernel.Event {
-			return []kernel.Event{b.started(op, "run_command", ago(time.Hour)), b.failed(op, kernel.EffectNone, ago(59 * time.Minute))}
+			return []kernel.Event{b.started(op, "run_command", ago(time.Hour)), b.failed(op, kernel.EffectNone, ago(59*time.Minute))}
 		}, want{}},
 		{"failed effect=occurred → settled", "agent-x", func(b evb) []kernel.Event {
-			return []kernel.Event{b.started(op, "run_command", ago(time.Hour)), b.failed(op, kernel.EffectOccurred, ago(59 * time.Minute))}
+			return []kernel.Event{b.started(op, "run_command", ago(time.Hour)), b.failed(op, kernel.EffectOccurred, ago(59*time.Minute))}
 		}, want{}},
 		{"failed effect=uncertain → failed_uncertain", "agent-x", func(b evb) []kernel.Event {
-			return []kernel.Event{b.started(op, "run_command", ago(time.Hour)), b.failed(op, kernel.EffectUncertain, ago(59 * time.Minute))}
+			return []kernel.Event{b.started(op, "run_command", ago(time.Hour)), b.failed(op, kernel.EffectUncertain, ago(59*time.Minute))}
 		}, want{state: operations.StateFailedUncertain}},
 		{"failed uncertain in a running run, young → failed_uncertain", "agent-x", func(b evb) []kernel.Event {
 			return []kernel.Event{b.runStarted(ago(time.Hour)), b.started(op, "run_command", ago(time.Minute)), b.failed(op, kernel.EffectUncertain, ago(time.Minute))}
 		}, want{state: operations.StateFailedUncertain}},
 		{"legacy: no effect, error_type=activity_failed → failed_uncertain", "agent-x", func(b evb) []kernel.Event {
-			return []kernel.Event{b.started(op, "run_command", ago(time.Hour)), b.failed(op, "", ago(59 * time.Minute))}
+			return []kernel.Event{b.started(op, "run_command", ago(time.Hour)), b.failed(op, "", ago(59*time.Minute))}
 		}, want{state: operations.StateFailedUncertain}},
 		{"failed uncertain then reconciled unknown → settled", "agent-x", func(b evb) []kernel.Event {
 			s := b.started(op, "run_command", ago(time.Hour))
-			return []kernel.Event{s, b.failed(op, kernel.EffectUncertain, ago(59 * time.Minute)),
+			return []kernel.Event{s, b.failed(op, kernel.EffectUncertain, ago(59*time.Minute)),
 				reconciledEv(b.project, b.run, op, kernel.EffectUnknown, s.Key(), ago(30*time.Minute))}
 		}, want{}},
 		{"source-agnostic: agent-x tool.started settled by a kernel-source reconciliation", "agent-x", func(b evb) []kernel.Event {
@@ -84,19 +84,19 @@ func TestListingStates(t *testing.T) {
 		{"source-agnostic: terminal event from another source settles", "agent-x", func(b evb) []kernel.Event {
 			other := b
 			other.source = "agent-y"
-			return []kernel.Event{b.started(op, "run_command", ago(time.Hour)), other.completed(op, ago(59 * time.Minute))}
+			return []kernel.Event{b.started(op, "run_command", ago(time.Hour)), other.completed(op, ago(59*time.Minute))}
 		}, want{}},
 		{"settling event ingested in the same batch before its tool.started", "agent-x", func(b evb) []kernel.Event {
-			return []kernel.Event{b.completed(op, ago(59 * time.Minute)), b.started(op, "run_command", ago(time.Hour))}
+			return []kernel.Event{b.completed(op, ago(59*time.Minute)), b.started(op, "run_command", ago(time.Hour))}
 		}, want{}},
 		{"window: tool.started older than the window is not listed", "agent-x", func(b evb) []kernel.Event {
-			return []kernel.Event{b.started(op, "run_command", ago(168*time.Hour + time.Second))}
+			return []kernel.Event{b.started(op, "run_command", ago(168*time.Hour+time.Second))}
 		}, want{}},
 		{"window: tool.started just inside the window is listed", "agent-x", func(b evb) []kernel.Event {
-			return []kernel.Event{b.started(op, "run_command", ago(168*time.Hour - time.Second))}
+			return []kernel.Event{b.started(op, "run_command", ago(168*time.Hour-time.Second))}
 		}, want{state: operations.StateCrashWindow}},
 		{"window: tool.started and terminal inside the window → never listed", "agent-x", func(b evb) []kernel.Event {
-			return []kernel.Event{b.started(op, "run_command", ago(167 * time.Hour)), b.completed(op, ago(166 * time.Hour))}
+			return []kernel.Event{b.started(op, "run_command", ago(167*time.Hour)), b.completed(op, ago(166*time.Hour))}
 		}, want{}},
 		{"window: uncertain failure inside, reconciliation inside → never listed", "agent-x", func(b evb) []kernel.Event {
 			s := b.started(op, "run_command", ago(167*time.Hour))
@@ -105,7 +105,7 @@ func TestListingStates(t *testing.T) {
 		}, want{}},
 		{"kernel run, Temporal says running, old → stale_in_flight", kernel.KernelSource, func(b evb) []kernel.Event {
 			b.run = "k-running"
-			return []kernel.Event{b.runStarted(ago(time.Hour)), b.started(op, "run_command", ago(20 * time.Minute))}
+			return []kernel.Event{b.runStarted(ago(time.Hour)), b.started(op, "run_command", ago(20*time.Minute))}
 		}, want{state: operations.StateStaleInFlight}},
 		{"kernel run, Temporal says running, young → not listed", kernel.KernelSource, func(b evb) []kernel.Event {
 			b.run = "k-running-young"

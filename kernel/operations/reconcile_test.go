@@ -296,7 +296,10 @@ func TestConcurrentHumanAndSupervisor(t *testing.T) {
 		var wg sync.WaitGroup
 		var hErr, sErr error
 		wg.Add(2)
-		go func() { defer wg.Done(); _, hErr = e.svc.Reconcile(e.ctx, human("acme", run, kernel.EffectOccurred, "checked")) }()
+		go func() {
+			defer wg.Done()
+			_, hErr = e.svc.Reconcile(e.ctx, human("acme", run, kernel.EffectOccurred, "checked"))
+		}()
 		go func() { defer wg.Done(); _, sErr = e.svc.Reconcile(e.ctx, supervisor("acme", run, kernel.EffectNone)) }()
 		wg.Wait()
 		if hErr != nil {
