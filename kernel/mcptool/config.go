@@ -1,0 +1,152 @@
+package mcptool
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// ServerConfig configures one MCP server. Exactly one of Command (stdio: the
+// process is started for every call) and URL (streamable HTTP: a new
+// connection for every call) is set.
+//
+// RECKON_MCP_SERVERS holds a JSON array of these, e.g.
+//
+//	[{"name":"issues","command":["reckon","mcp-test-server"]},
+//	 {"name":"fs","command":["node","/path/server-filesystem/dist/index.js","{workspace}"]},
+//	 {"name":"remote","url":"http://127.0.0.1:9000/mcp","headers":{"Authorization":"Bearer …"},"timeout":"30s"}]
+//
+// In command, env values, url and header values the placeholders
+// {workspace}, {project} and {run_id} are replaced per call by the run's
+// values, so a filesystem server can be rooted at the run's workspace.
+type ServerConfig struct {
+	// Name identifies the server; "mcp__<name>__<tool>" addresses its tool
+	// explicitly when several servers offer the same tool name.
+	Name string `json:"name"`
+	// Command is argv of a stdio server.
+	Command []string `json:"command,omitempty"`
+	// Env adds variables to a stdio server's environment (on top of
+	// reckon's own).
+	Env map[string]string `json:"env,omitempty"`
+	// Dir is a stdio server's working directory (default: reckon's).
+	Dir string `json:"dir,omitempty"`
+	// URL is a streamable HTTP endpoint.
+	URL string `json:"url,omitempty"`
+	// Headers are added to every HTTP request to URL.
+	Headers map[string]string `json:"headers,omitempty"`
+	// Tools, when set, lists the server's tools and skips discovery
+	// (tools/list is still asked on every call, to validate arguments).
+	Tools []string `json:"tools,omitempty"`
+	// Timeout bounds one whole call (connect, list, call) as a Go duration;
+	// default 60s.
+	Timeout string `json:"timeout,omitempty"`
+}
+
+// timeout returns the configured per-call timeout or def.
+func (c ServerConfig) timeout(def time.Duration) time.Duration {
+	if c.Timeout == "" {
+		return def
+	}
+	d, _ := time.ParseDuration(c.Timeout) // checked by ParseConfig
+	return d
+}
+
+// ParseConfig parses RECKON_MCP_SERVERS. An empty value means no MCP
+// servers. Errors name the variable and the offending entry and field.
+func ParseConfig(value string) ([]ServerConfig, error) {
+	const v = "RECKON_MCP_SERVERS"
+	if strings.TrimSpace(value) == "" {
+		return nil, nil
+	}
+	var servers []ServerConfig
+	dec := json.NewDecoder(strings.NewReader(value))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&servers); err != nil {
+		return nil, fmt.Errorf("configuration: %s is not a JSON array of servers ({\"name\":..,\"command\":[..]} or {\"name\":..,\"url\":..}): %v", v, err)
+	}
+	if err := Check(servers); err != nil {
+		return nil, fmt.Errorf("configuration: %s%v", v, err)
+	}
+	return servers, nil
+}
+
+// Check validates server configurations; the error text starts with the
+// entry's index and field, e.g. "[1].url: ...".
+func Check(servers []ServerConfig) error {
+	seen := map[string]bool{}
+	for i, s := range servers {
+		at := func(field, format string, args ...any) error {
+			return fmt.Errorf("[%d].%s: %s", i, field, fmt.Sprintf(format, args...))
+		}
+		if s.Name == "" {
+			return at("name", "is required")
+		}
+		if strings.Contains(s.Name, "__") {
+			return at("name", "must not contain \"__\" (it separates server and tool in mcp__<server>__<tool>), got %q", s.Name)
+		}
+		if seen[s.Name] {
+			return at("name", "%q is used twice", s.Name)
+		}
+		seen[s.Name] = true
+		switch {
+		case len(s.Command) > 0 && s.URL != "":
+			return at("url", "set either command (stdio) or url (streamable HTTP), not both")
+		case len(s.Command) == 0 && s.URL == "":
+			return at("command", "set command (stdio server argv) or url (streamable HTTP endpoint)")
+		case len(s.Command) > 0 && s.Command[0] == "":
+			return at("command", "the program (first element) is empty")
+		case s.URL != "":
+			u, err := url.Parse(strings.NewReplacer("{workspace}", "w", "{project}", "p", "{run_id}", "r").Replace(s.URL))
+			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				return at("url", "must be an http(s) URL, got %q", s.URL)
+			}
+			if len(s.Env) > 0 || s.Dir != "" {
+				return at("env", "env and dir apply to stdio servers (command) only")
+			}
+		}
+		if len(s.Command) > 0 && len(s.Headers) > 0 {
+			return at("headers", "headers apply to HTTP servers (url) only")
+		}
+		if s.Timeout != "" {
+			d, err := time.ParseDuration(s.Timeout)
+			if err != nil || d <= 0 {
+				return at("timeout", "must be a positive Go duration (e.g. 30s), got %q", s.Timeout)
+			}
+		}
+		for j, t := range s.Tools {
+			if t == "" {
+				return at(fmt.Sprintf("tools[%d]", j), "is empty")
+			}
+		}
+	}
+	return nil
+}
+
+// placeholders returns the per-call substitution of a run's values.
+func placeholders(workspace, project, runID string) *strings.Replacer {
+	return strings.NewReplacer("{workspace}", workspace, "{project}", project, "{run_id}", runID)
+}
+
+// usesWorkspace reports whether any part of the configuration needs the
+// run's workspace.
+func (c ServerConfig) usesWorkspace() bool {
+	has := func(s string) bool { return strings.Contains(s, "{workspace}") }
+	for _, a := range c.Command {
+		if has(a) {
+			return true
+		}
+	}
+	for _, v := range c.Env {
+		if has(v) {
+			return true
+		}
+	}
+	for _, v := range c.Headers {
+		if has(v) {
+			return true
+		}
+	}
+	return has(c.URL) || has(c.Dir)
+}

@@ -1,0 +1,562 @@
+// Package mcptool exposes the tools of configured MCP servers to the kernel
+// as kernel.Tool values named "mcp__<tool>", on the official Go SDK client.
+//
+// Every call opens a new connection (a stdio server's process is started for
+// the call and stopped after it), which mimics a worker restart between
+// calls: nothing but the server's own durable state links two calls. Every
+// tools/call carries the operation id as the idempotency key in
+// params._meta["dev.reckon/idempotency-key"] (see the Meta* constants).
+//
+// Failure classification (tool.failed error_type / effect):
+//   - argument_validation / none: args not a JSON object, the tool unknown to
+//     the server, or args failing the tool's input schema — all checked
+//     before tools/call is sent;
+//   - mcp_connect_failed / none: the process did not start, or initialize or
+//     tools/list failed — tools/call was never sent, so the tool cannot have
+//     acted;
+//   - mcp_error_result / uncertain: the server answered with isError;
+//   - mcp_timeout / uncertain: the per-call timeout ran out after tools/call
+//     was sent;
+//   - mcp_call_failed / uncertain: the call broke at or after sending.
+package mcptool
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/seed-7bc021c3/reckon/kernel"
+)
+
+// The _meta keys every tools/call carries. IdempotencyKeyMeta is the one
+// servers should deduplicate on; its value is the operation id, stable across
+// retries of the same operation and new for a re-issue.
+const (
+	IdempotencyKeyMeta = "dev.reckon/idempotency-key"
+	OperationIDMeta    = "dev.reckon/operation-id"
+	RunIDMeta          = "dev.reckon/run-id"
+	ProjectMeta        = "dev.reckon/project"
+	// IdempotencyKeyHeader carries the same key on every HTTP request of a
+	// streamable-HTTP call, where HTTP APIs conventionally look for it
+	// (IETF draft "The Idempotency-Key HTTP Header Field").
+	IdempotencyKeyHeader = "Idempotency-Key"
+)
+
+// Prefix is the kernel tool-name prefix of MCP tools.
+const Prefix = "mcp__"
+
+// Error types of MCP tool failures (tool.failed.error_type).
+const (
+	ErrorTypeConnectFailed = "mcp_connect_failed"
+	ErrorTypeErrorResult   = "mcp_error_result"
+	ErrorTypeCallFailed    = "mcp_call_failed"
+	ErrorTypeTimeout       = "mcp_timeout"
+)
+
+// DefaultTimeout bounds one call when neither the server entry nor Options
+// say otherwise.
+const DefaultTimeout = 60 * time.Second
+
+// Options tune a ToolSet.
+type Options struct {
+	// Timeout is the default per-call timeout (DefaultTimeout when zero).
+	Timeout time.Duration
+	// DiscoveryTimeout bounds tools/list discovery in Lookup (10s when zero).
+	DiscoveryTimeout time.Duration
+	// Env is the base environment of stdio servers (os.Environ() when nil).
+	Env []string
+	// TerminateGrace is how long a stdio server may take to exit after its
+	// stdin is closed before it is signalled (1s when zero).
+	TerminateGrace time.Duration
+}
+
+// ToolSet resolves "mcp__<tool>" and "mcp__<server>__<tool>" names to
+// tools of the configured servers. It is safe for concurrent use.
+type ToolSet struct {
+	servers []*server
+	opts    Options
+}
+
+// server is one configured server and its discovered tool list.
+type server struct {
+	cfg  ServerConfig
+	opts *Options
+
+	mu    sync.Mutex
+	tools map[string]*mcp.Tool // nil until discovered or configured
+}
+
+// New returns a tool set over servers (already checked by ParseConfig, or
+// checked here).
+func New(servers []ServerConfig, opts Options) (*ToolSet, error) {
+	if err := Check(servers); err != nil {
+		return nil, fmt.Errorf("mcp servers%v", err)
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = DefaultTimeout
+	}
+	if opts.DiscoveryTimeout <= 0 {
+		opts.DiscoveryTimeout = 10 * time.Second
+	}
+	if opts.TerminateGrace <= 0 {
+		opts.TerminateGrace = time.Second
+	}
+	ts := &ToolSet{opts: opts}
+	for _, c := range servers {
+		s := &server{cfg: c, opts: &ts.opts}
+		if len(c.Tools) > 0 {
+			s.tools = map[string]*mcp.Tool{}
+			for _, t := range c.Tools {
+				s.tools[t] = nil // name known, schema learnt per call
+			}
+		}
+		ts.servers = append(ts.servers, s)
+	}
+	return ts, nil
+}
+
+// FromConfig parses RECKON_MCP_SERVERS (config.Config.MCPServers) and returns
+// the tool set; an empty value gives an empty set.
+func FromConfig(value string, opts Options) (*ToolSet, error) {
+	servers, err := ParseConfig(value)
+	if err != nil {
+		return nil, err
+	}
+	return New(servers, opts)
+}
+
+// Discover lists the tools of every server that has no configured tool list
+// now, so that later Lookups need no I/O. It returns the first failure but
+// still discovers the other servers.
+func (ts *ToolSet) Discover(ctx context.Context) error {
+	var first error
+	for _, s := range ts.servers {
+		if err := s.discover(ctx); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// Lookup returns the tool for a kernel tool name: "mcp__<server>__<tool>"
+// addresses one server; "mcp__<tool>" takes the first server (in
+// configuration order) offering <tool>. A server whose tool list is not yet
+// known is asked for it (tools/list, bounded by DiscoveryTimeout); a server
+// that cannot be reached is skipped, so the name is then unknown and the
+// kernel rejects the call with effect=none. Call Lookup from activities, not
+// from workflow code: it may do I/O.
+func (ts *ToolSet) Lookup(name string) (kernel.Tool, bool) {
+	rest, ok := strings.CutPrefix(name, Prefix)
+	if !ok || rest == "" {
+		return nil, false
+	}
+	if srvName, tool, ok := strings.Cut(rest, "__"); ok {
+		for _, s := range ts.servers {
+			if s.cfg.Name == srvName && tool != "" && s.has(tool) {
+				return &Tool{name: name, tool: tool, srv: s}, true
+			}
+		}
+	}
+	for _, s := range ts.servers {
+		if s.has(rest) {
+			return &Tool{name: name, tool: rest, srv: s}, true
+		}
+	}
+	return nil, false
+}
+
+// has reports whether the server offers tool, discovering its list once.
+func (s *server) has(tool string) bool {
+	s.mu.Lock()
+	known := s.tools != nil
+	s.mu.Unlock()
+	if !known {
+		ctx, cancel := context.WithTimeout(context.Background(), s.opts.DiscoveryTimeout)
+		defer cancel()
+		if err := s.discover(ctx); err != nil {
+			return false
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.tools[tool]
+	return ok
+}
+
+// discover runs tools/list once and caches the result. Placeholders are
+// filled with a scratch workspace: tool names do not depend on the run.
+func (s *server) discover(ctx context.Context) error {
+	s.mu.Lock()
+	known := s.tools != nil
+	s.mu.Unlock()
+	if known {
+		return nil
+	}
+	ws := ""
+	if s.cfg.usesWorkspace() {
+		dir, err := os.MkdirTemp("", "reckon-mcp-discover-")
+		if err != nil {
+			return fmt.Errorf("mcp server %q: scratch workspace for discovery: %w", s.cfg.Name, err)
+		}
+		defer os.RemoveAll(dir)
+		ws = dir
+	}
+	cs, err := s.connect(ctx, ws, "", "", "")
+	if err != nil {
+		return err
+	}
+	defer cs.close()
+	tools, err := cs.listTools(ctx)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.tools = tools
+	s.mu.Unlock()
+	return nil
+}
+
+// Tool is one MCP tool of one server, as a kernel.Tool.
+type Tool struct {
+	name string // kernel name, e.g. mcp__create_issue
+	tool string // the server's tool name
+	srv  *server
+}
+
+var _ kernel.Tool = (*Tool)(nil)
+
+// Name is the kernel tool name.
+func (t *Tool) Name() string { return t.name }
+
+// Server is the name of the configured server the tool belongs to.
+func (t *Tool) Server() string { return t.srv.cfg.Name }
+
+// Validate checks what it can without I/O: args are a JSON object, the run's
+// workspace is known when the server configuration needs it, and — when the
+// tool's input schema is already known — the schema. Failures are
+// kernel.Rejected (effect=none).
+func (t *Tool) Validate(call kernel.ToolCall) error {
+	args, err := decodeArgs(call.Args)
+	if err != nil {
+		return err
+	}
+	if t.srv.cfg.usesWorkspace() && call.Workspace == "" {
+		return kernel.Rejected("mcp server %q needs the run's workspace ({workspace} in its configuration), and the call has none", t.srv.cfg.Name)
+	}
+	t.srv.mu.Lock()
+	def := t.srv.tools[t.tool]
+	t.srv.mu.Unlock()
+	if def != nil {
+		return checkSchema(t.tool, def, args)
+	}
+	return nil
+}
+
+// Execute connects to the server, checks the tool and its arguments against
+// the server's current tool list, and calls it with the operation id in
+// _meta. See the package comment for how failures are classified.
+func (t *Tool) Execute(ctx context.Context, call kernel.ToolCall) (kernel.ToolResult, error) {
+	if err := t.Validate(call); err != nil {
+		return kernel.ToolResult{}, err
+	}
+	args, _ := decodeArgs(call.Args) // checked by Validate
+	timeout := t.srv.cfg.timeout(t.srv.opts.Timeout)
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+
+	cs, err := t.srv.connect(cctx, call.Workspace, call.Project, call.RunID, call.OperationID)
+	if err != nil {
+		return kernel.ToolResult{}, err
+	}
+	defer cs.close()
+	tools, err := cs.listTools(cctx)
+	if err != nil {
+		return kernel.ToolResult{}, err
+	}
+	def, ok := tools[t.tool]
+	if !ok {
+		names := make([]string, 0, len(tools))
+		for n := range tools {
+			names = append(names, n)
+		}
+		slices.Sort(names)
+		return kernel.ToolResult{}, kernel.Rejected("mcp server %q has no tool %q (it offers: %s)", t.srv.cfg.Name, t.tool, strings.Join(names, ", "))
+	}
+	if err := checkSchema(t.tool, def, args); err != nil {
+		return kernel.ToolResult{}, err
+	}
+	t.srv.mu.Lock()
+	if t.srv.tools == nil {
+		t.srv.tools = map[string]*mcp.Tool{}
+	}
+	t.srv.tools[t.tool] = def
+	t.srv.mu.Unlock()
+
+	// From here on the request may reach the server: every failure is
+	// uncertain, because nothing proves the tool did not act.
+	res, err := cs.session.CallTool(cctx, &mcp.CallToolParams{
+		Name:      t.tool,
+		Arguments: args,
+		Meta: mcp.Meta{
+			IdempotencyKeyMeta: call.OperationID,
+			OperationIDMeta:    call.OperationID,
+			RunIDMeta:          call.RunID,
+			ProjectMeta:        call.Project,
+		},
+	})
+	if err != nil {
+		if errors.Is(cctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
+			return kernel.ToolResult{}, &kernel.ToolError{ErrorType: ErrorTypeTimeout, Effect: kernel.EffectUncertain,
+				Err: fmt.Errorf("mcp server %q tool %q: no answer within %s after tools/call was sent%s", t.srv.cfg.Name, t.tool, timeout, cs.stderrTail())}
+		}
+		return kernel.ToolResult{}, &kernel.ToolError{ErrorType: ErrorTypeCallFailed, Effect: kernel.EffectUncertain,
+			Err: fmt.Errorf("mcp server %q tool %q: tools/call failed: %w%s", t.srv.cfg.Name, t.tool, err, cs.stderrTail())}
+	}
+	text := contentText(res.Content)
+	if res.IsError {
+		return kernel.ToolResult{}, &kernel.ToolError{ErrorType: ErrorTypeErrorResult, Effect: kernel.EffectUncertain,
+			Err: fmt.Errorf("mcp server %q tool %q returned an error result: %s", t.srv.cfg.Name, t.tool, bound(text, 2000))}
+	}
+	var out json.RawMessage
+	if res.StructuredContent != nil {
+		out, err = json.Marshal(res.StructuredContent)
+	} else {
+		out, err = json.Marshal(map[string]any{"content": res.Content})
+	}
+	if err != nil {
+		// The tool has acted; only our encoding of its answer failed.
+		return kernel.ToolResult{}, &kernel.ToolError{ErrorType: ErrorTypeCallFailed, Effect: kernel.EffectUncertain,
+			Err: fmt.Errorf("mcp server %q tool %q: encoding its result: %w", t.srv.cfg.Name, t.tool, err)}
+	}
+	summary := text
+	if summary == "" {
+		summary = string(out)
+	}
+	return kernel.ToolResult{Summary: bound(summary, 500), Output: out}, nil
+}
+
+// decodeArgs returns the call's arguments as a JSON object (empty for none).
+func decodeArgs(raw json.RawMessage) (map[string]any, error) {
+	if len(bytes.TrimSpace(raw)) == 0 || string(bytes.TrimSpace(raw)) == "null" {
+		return map[string]any{}, nil
+	}
+	var args map[string]any
+	if err := json.Unmarshal(raw, &args); err != nil || args == nil {
+		return nil, kernel.Rejected("args: must be a JSON object (MCP tool arguments), got %s", bound(string(raw), 200))
+	}
+	return args, nil
+}
+
+// checkSchema validates args against the tool's input schema when the
+// schema is one this validator understands (draft-07 or 2020-12); other
+// schemas are left to the server, which validates too.
+func checkSchema(tool string, def *mcp.Tool, args map[string]any) error {
+	if def == nil || def.InputSchema == nil {
+		return nil
+	}
+	b, err := json.Marshal(def.InputSchema)
+	if err != nil {
+		return nil
+	}
+	var sch jsonschema.Schema
+	if err := json.Unmarshal(b, &sch); err != nil {
+		return nil
+	}
+	switch strings.TrimSuffix(sch.Schema, "#") {
+	case "", "http://json-schema.org/draft-07/schema", "https://json-schema.org/draft-07/schema", "https://json-schema.org/draft/2020-12/schema":
+	default:
+		return nil
+	}
+	rs, err := sch.Resolve(nil)
+	if err != nil {
+		return nil
+	}
+	// Round-trip so numbers and nesting have the types the validator expects.
+	var inst any
+	ab, _ := json.Marshal(args)
+	_ = json.Unmarshal(ab, &inst)
+	if err := rs.Validate(inst); err != nil {
+		return kernel.Rejected("args: do not match the input schema of MCP tool %q: %v", tool, err)
+	}
+	return nil
+}
+
+// contentText joins the text parts of a result.
+func contentText(cs []mcp.Content) string {
+	var parts []string
+	for _, c := range cs {
+		if t, ok := c.(*mcp.TextContent); ok {
+			parts = append(parts, t.Text)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+// bound cuts s to at most n bytes on a rune boundary.
+func bound(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	s = s[:n]
+	for !utf8.ValidString(s) {
+		s = s[:len(s)-1]
+	}
+	return s + "…"
+}
+
+// conn is one connection to a server, for one call.
+type conn struct {
+	srv     *server
+	session *mcp.ClientSession
+	stderr  *tailBuffer
+}
+
+// connect opens a new session. Every failure here is mcp_connect_failed
+// with effect=none: tools/call has not been sent on this connection, so the
+// server cannot have executed it.
+func (s *server) connect(ctx context.Context, workspace, project, runID, opID string) (*conn, error) {
+	fail := func(err error, tail string) error {
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			err = fmt.Errorf("timed out: %w", err)
+		}
+		return &kernel.ToolError{ErrorType: ErrorTypeConnectFailed, Effect: kernel.EffectNone,
+			Err: fmt.Errorf("mcp server %q: connecting (tools/call not sent): %w%s", s.cfg.Name, err, tail)}
+	}
+	rep := placeholders(workspace, project, runID)
+	client := mcp.NewClient(&mcp.Implementation{Name: "reckon", Version: "1"}, nil)
+	c := &conn{srv: s}
+	var transport mcp.Transport
+	if len(s.cfg.Command) > 0 {
+		argv := make([]string, len(s.cfg.Command))
+		for i, a := range s.cfg.Command {
+			argv[i] = rep.Replace(a)
+		}
+		cmd := exec.Command(argv[0], argv[1:]...)
+		env := s.opts.Env
+		if env == nil {
+			env = os.Environ()
+		}
+		env = slices.Clone(env)
+		for k, v := range s.cfg.Env {
+			env = append(env, k+"="+rep.Replace(v))
+		}
+		cmd.Env = env
+		cmd.Dir = rep.Replace(s.cfg.Dir)
+		c.stderr = &tailBuffer{max: 4096}
+		cmd.Stderr = c.stderr
+		// A server whose children keep the pipes open must not hold Close
+		// forever.
+		cmd.WaitDelay = s.opts.TerminateGrace
+		transport = &mcp.CommandTransport{Command: cmd, TerminateDuration: s.opts.TerminateGrace}
+	} else {
+		headers := http.Header{}
+		for k, v := range s.cfg.Headers {
+			headers.Set(k, rep.Replace(v))
+		}
+		if opID != "" {
+			headers.Set(IdempotencyKeyHeader, opID)
+		}
+		transport = &mcp.StreamableClientTransport{
+			Endpoint:   rep.Replace(s.cfg.URL),
+			HTTPClient: &http.Client{Transport: &headerTransport{base: http.DefaultTransport, headers: headers}},
+			// No transparent reconnects: a broken call is reported, and
+			// the kernel decides what a retry is.
+			MaxRetries:           -1,
+			DisableStandaloneSSE: true,
+		}
+	}
+	session, err := client.Connect(ctx, transport, nil)
+	if err != nil {
+		return nil, fail(err, c.stderrTail())
+	}
+	c.session = session
+	return c, nil
+}
+
+// listTools returns the server's tools by name. A failure is
+// mcp_connect_failed (effect=none): tools/call has not been sent yet.
+func (c *conn) listTools(ctx context.Context) (map[string]*mcp.Tool, error) {
+	tools := map[string]*mcp.Tool{}
+	for t, err := range c.session.Tools(ctx, nil) {
+		if err != nil {
+			msg := err
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				msg = fmt.Errorf("timed out: %w", err)
+			}
+			return nil, &kernel.ToolError{ErrorType: ErrorTypeConnectFailed, Effect: kernel.EffectNone,
+				Err: fmt.Errorf("mcp server %q: tools/list (tools/call not sent): %w%s", c.srv.cfg.Name, msg, c.stderrTail())}
+		}
+		tools[t.Name] = t
+	}
+	return tools, nil
+}
+
+// close ends the session; a stdio server gets TerminateGrace to exit after
+// its stdin closes, then SIGTERM, then SIGKILL.
+func (c *conn) close() {
+	if c.session != nil {
+		_ = c.session.Close()
+	}
+}
+
+// stderrTail is the end of a stdio server's stderr, for error messages.
+func (c *conn) stderrTail() string {
+	if c.stderr == nil {
+		return ""
+	}
+	s := strings.TrimSpace(c.stderr.String())
+	if s == "" {
+		return ""
+	}
+	return " (server stderr: " + bound(s, 1000) + ")"
+}
+
+// tailBuffer keeps the last max bytes written to it.
+type tailBuffer struct {
+	mu  sync.Mutex
+	buf []byte
+	max int
+}
+
+func (b *tailBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.buf = append(b.buf, p...)
+	if len(b.buf) > b.max {
+		b.buf = b.buf[len(b.buf)-b.max:]
+	}
+	return len(p), nil
+}
+
+func (b *tailBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return strings.ToValidUTF8(string(b.buf), "")
+}
+
+// headerTransport adds fixed headers to every request.
+type headerTransport struct {
+	base    http.RoundTripper
+	headers http.Header
+}
+
+func (h *headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	for k, v := range h.headers {
+		r.Header[k] = v
+	}
+	return h.base.RoundTrip(r)
+}

@@ -1,0 +1,399 @@
+package mcptool
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/seed-7bc021c3/reckon/kernel"
+	"github.com/seed-7bc021c3/reckon/kernel/mcpserver"
+)
+
+// helperServer configures the test binary itself as a stdio MCP server.
+func helperServer(t *testing.T, name, mode string, args ...string) ServerConfig {
+	t.Helper()
+	return ServerConfig{Name: name, Command: append([]string{os.Args[0]}, args...), Env: map[string]string{helperEnv: mode}}
+}
+
+func issuesSet(t *testing.T) (*ToolSet, *mcpserver.Store) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "issues.json")
+	ts, err := New([]ServerConfig{helperServer(t, "issues", "issues", "--store", path)}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := mcpserver.OpenStore(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ts, st
+}
+
+func lookup(t *testing.T, ts *ToolSet, name string) kernel.Tool {
+	t.Helper()
+	tool, ok := ts.Lookup(name)
+	if !ok {
+		t.Fatalf("Lookup(%q) found nothing", name)
+	}
+	return tool
+}
+
+func execute(t *testing.T, tool kernel.Tool, opID string, args string) (kernel.ToolResult, error) {
+	t.Helper()
+	call := kernel.ToolCall{Project: "acme", RunID: "run-1", OperationID: opID, Tool: tool.Name(), Args: json.RawMessage(args), Workspace: t.TempDir()}
+	if err := tool.Validate(call); err != nil {
+		return kernel.ToolResult{}, err
+	}
+	return tool.Execute(context.Background(), call)
+}
+
+func wantClass(t *testing.T, err error, errorType, effect string) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("want %s/%s, got success", errorType, effect)
+	}
+	et, eff := kernel.Classify(err)
+	if et != errorType || eff != effect {
+		t.Fatalf("got %s/%s (%v), want %s/%s", et, eff, err, errorType, effect)
+	}
+}
+
+func issueOf(t *testing.T, res kernel.ToolResult) (id string, replayed bool) {
+	t.Helper()
+	var out mcpserver.CreateIssueResult
+	if err := json.Unmarshal(res.Output, &out); err != nil {
+		t.Fatalf("output %s: %v", res.Output, err)
+	}
+	return out.Issue.ID, out.Replayed
+}
+
+func TestMetaKeyMatchesServer(t *testing.T) {
+	if IdempotencyKeyMeta != mcpserver.IdempotencyKeyMeta {
+		t.Fatalf("client sends %q, server reads %q", IdempotencyKeyMeta, mcpserver.IdempotencyKeyMeta)
+	}
+}
+
+// The same operation id twice, each call in a new server process: one issue.
+// A new operation id creates a new one.
+func TestCreateIssueIdempotentAcrossProcesses(t *testing.T) {
+	t.Parallel()
+	ts, st := issuesSet(t)
+	tool := lookup(t, ts, "mcp__create_issue")
+	res, err := execute(t, tool, "op-1", `{"title":"Disk full on db-3"}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, replayed := issueOf(t, res)
+	if id == "" || replayed || !strings.Contains(res.Summary, id) {
+		t.Fatalf("first call: %+v", res)
+	}
+	res, err = execute(t, tool, "op-1", `{"title":"Disk full on db-3"}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id2, replayed := issueOf(t, res); id2 != id || !replayed {
+		t.Fatalf("retry with the same key: %s replayed=%v, want %s replayed", id2, replayed, id)
+	}
+	res, err = execute(t, tool, "op-2", `{"title":"Disk full on db-3"}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id3, _ := issueOf(t, res); id3 == id {
+		t.Fatalf("a new operation id reused issue %s", id)
+	}
+	all, _ := st.Issues()
+	if len(all) != 2 {
+		t.Fatalf("store holds %d issues, want 2", len(all))
+	}
+}
+
+// Same key, different arguments: the server refuses with an error result
+// naming the conflict, classified uncertain (an error result after sending).
+func TestConflictSameKeyDifferentArgs(t *testing.T) {
+	t.Parallel()
+	ts, st := issuesSet(t)
+	tool := lookup(t, ts, "mcp__create_issue")
+	if _, err := execute(t, tool, "op-1", `{"title":"A"}`); err != nil {
+		t.Fatal(err)
+	}
+	_, err := execute(t, tool, "op-1", `{"title":"B"}`)
+	wantClass(t, err, ErrorTypeErrorResult, kernel.EffectUncertain)
+	if !strings.Contains(err.Error(), "conflict") || !strings.Contains(err.Error(), `"op-1"`) {
+		t.Fatalf("error does not name the conflict: %v", err)
+	}
+	all, _ := st.Issues()
+	if len(all) != 1 {
+		t.Fatalf("store holds %d issues, want 1", len(all))
+	}
+}
+
+func TestLookupOperation(t *testing.T) {
+	t.Parallel()
+	ts, _ := issuesSet(t)
+	res, err := execute(t, lookup(t, ts, "mcp__create_issue"), "op-1", `{"title":"A"}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, _ := issueOf(t, res)
+	lk := lookup(t, ts, "mcp__issues__lookup_operation") // the server-qualified name
+	res, err = execute(t, lk, "probe-1", `{"key":"op-1"}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out mcpserver.LookupOperationResult
+	_ = json.Unmarshal(res.Output, &out)
+	if out.Status != "completed" || out.Issue == nil || out.Issue.ID != id || out.Args["title"] != "A" {
+		t.Fatalf("lookup_operation op-1: %s", res.Output)
+	}
+	res, err = execute(t, lk, "probe-2", `{"key":"op-404"}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = json.Unmarshal(res.Output, &out)
+	if out.Status != "never_seen" {
+		t.Fatalf("lookup_operation op-404: %s", res.Output)
+	}
+}
+
+// Everything caught before tools/call is sent is effect=none, and the server
+// indeed saw nothing.
+func TestValidationRejectsBeforeSending(t *testing.T) {
+	t.Parallel()
+	ts, st := issuesSet(t)
+	tool := lookup(t, ts, "mcp__create_issue")
+	for _, args := range []string{`[1,2]`, `"title"`, `{"title":`, `{"body":"no title"}`, `{"title":7}`} {
+		_, err := execute(t, tool, "op-1", args)
+		wantClass(t, err, kernel.ErrorTypeValidation, kernel.EffectNone)
+	}
+	if _, ok := ts.Lookup("mcp__no_such_tool"); ok {
+		t.Fatal("Lookup found a tool the server does not offer")
+	}
+	if _, ok := ts.Lookup("run_command"); ok {
+		t.Fatal("Lookup answered a non-MCP name")
+	}
+	// A configured tool list that names a tool the server lacks: rejected
+	// when the call compares it with the server's tools/list.
+	cfg := helperServer(t, "issues", "issues", "--store", filepath.Join(t.TempDir(), "x.json"))
+	cfg.Tools = []string{"create_issue", "delete_everything"}
+	ts2, err := New([]ServerConfig{cfg}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = execute(t, lookup(t, ts2, "mcp__delete_everything"), "op-2", `{}`)
+	wantClass(t, err, kernel.ErrorTypeValidation, kernel.EffectNone)
+	if !strings.Contains(err.Error(), "has no tool") {
+		t.Fatalf("message: %v", err)
+	}
+	if _, _, found, _ := st.Lookup("op-1"); found {
+		t.Fatal("a rejected call reached the server")
+	}
+	all, _ := st.Issues()
+	if len(all) != 0 {
+		t.Fatalf("rejected calls created %d issues", len(all))
+	}
+}
+
+// A server that cannot be reached never got tools/call: effect=none.
+func TestConnectFailureIsEffectNone(t *testing.T) {
+	t.Parallel()
+	cases := []ServerConfig{
+		{Name: "missing", Command: []string{"/nonexistent/mcp-server"}, Tools: []string{"create_issue"}},
+		{Name: "crash", Command: []string{os.Args[0]}, Env: map[string]string{helperEnv: "crash"}, Tools: []string{"create_issue"}},
+		{Name: "silent", Command: []string{os.Args[0]}, Env: map[string]string{helperEnv: "silent"}, Tools: []string{"create_issue"}, Timeout: "500ms"},
+		{Name: "http", URL: "http://127.0.0.1:1/mcp", Tools: []string{"create_issue"}},
+	}
+	for _, c := range cases {
+		ts, err := New([]ServerConfig{c}, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		_, err = execute(t, lookup(t, ts, "mcp__create_issue"), "op-1", `{"title":"x"}`)
+		wantClass(t, err, ErrorTypeConnectFailed, kernel.EffectNone)
+		if c.Name == "crash" && !strings.Contains(err.Error(), "refusing to start") {
+			t.Errorf("crash: server stderr missing from %v", err)
+		}
+		if d := time.Since(start); d > 5*time.Second {
+			t.Errorf("%s: took %s", c.Name, d)
+		}
+	}
+}
+
+// A tool that never answers: after the per-call timeout the call is
+// mcp_timeout with effect=uncertain (the request was sent and may have run).
+func TestHangingServerTimesOutUncertain(t *testing.T) {
+	t.Parallel()
+	mark := filepath.Join(t.TempDir(), "mark")
+	cfg := helperServer(t, "peer", "peer")
+	cfg.Env["PEER_MARK"] = mark
+	cfg.Timeout = "700ms"
+	ts, err := New([]ServerConfig{cfg}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tool := lookup(t, ts, "mcp__hang")
+	start := time.Now()
+	_, err = execute(t, tool, "op-1", `{}`)
+	wantClass(t, err, ErrorTypeTimeout, kernel.EffectUncertain)
+	if d := time.Since(start); d < 700*time.Millisecond || d > 6*time.Second {
+		t.Fatalf("timed out after %s, want ~700ms (+ process stop)", d)
+	}
+	if _, err := os.Stat(mark); err != nil {
+		t.Fatal("the hanging tool was never reached: the test does not prove what it claims")
+	}
+}
+
+func TestErrorResultIsUncertain(t *testing.T) {
+	t.Parallel()
+	ts, err := New([]ServerConfig{helperServer(t, "peer", "peer")}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = execute(t, lookup(t, ts, "mcp__fail"), "op-1", `{}`)
+	wantClass(t, err, ErrorTypeErrorResult, kernel.EffectUncertain)
+	if !strings.Contains(err.Error(), "failed on purpose") {
+		t.Fatalf("message: %v", err)
+	}
+}
+
+// The _meta keys, and the per-call placeholders in command, env and dir.
+func TestMetaAndPlaceholders(t *testing.T) {
+	t.Parallel()
+	cfg := helperServer(t, "peer", "peer", "--root={workspace}", "{project}/{run_id}")
+	cfg.Env["PEER_VAR"] = "ws={workspace}"
+	cfg.Dir = "{workspace}"
+	ts, err := New([]ServerConfig{cfg}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tool := lookup(t, ts, "mcp__peer__echo")
+	ws := t.TempDir()
+	call := kernel.ToolCall{Project: "acme", RunID: "run-7", OperationID: "op-3", Tool: tool.Name(), Args: json.RawMessage(`{"x":1}`), Workspace: ws}
+	res, err := tool.Execute(context.Background(), call)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Meta map[string]any `json:"meta"`
+		Argv []string       `json:"argv"`
+		Cwd  string         `json:"cwd"`
+		Env  string         `json:"env"`
+	}
+	var out struct {
+		Content []struct {
+			Text string `json:"text"`
+		} `json:"content"`
+	}
+	if err := json.Unmarshal(res.Output, &out); err != nil || len(out.Content) != 1 {
+		t.Fatalf("output %s: %v", res.Output, err)
+	}
+	if err := json.Unmarshal([]byte(out.Content[0].Text), &got); err != nil {
+		t.Fatalf("echo %q: %v", out.Content[0].Text, err)
+	}
+	want := map[string]string{IdempotencyKeyMeta: "op-3", OperationIDMeta: "op-3", RunIDMeta: "run-7", ProjectMeta: "acme"}
+	for k, v := range want {
+		if got.Meta[k] != v {
+			t.Errorf("_meta[%q] = %v, want %q (all: %v)", k, got.Meta[k], v, got.Meta)
+		}
+	}
+	if strings.Join(got.Argv[1:], " ") != "--root="+ws+" acme/run-7" || got.Env != "ws="+ws || got.Cwd != ws {
+		t.Fatalf("placeholders: argv=%v env=%q cwd=%q, workspace %s", got.Argv, got.Env, got.Cwd, ws)
+	}
+	// Without a workspace the call is refused before anything starts.
+	call.Workspace = ""
+	wantClass(t, tool.Validate(call), kernel.ErrorTypeValidation, kernel.EffectNone)
+}
+
+// Streamable HTTP: the same semantics, plus the Idempotency-Key header.
+func TestHTTPTransport(t *testing.T) {
+	t.Parallel()
+	st, err := mcpserver.OpenStore(filepath.Join(t.TempDir(), "issues.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	seen := map[string]bool{}
+	h := mcpserver.Handler(mcpserver.NewServer(st))
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen[r.Header.Get(IdempotencyKeyHeader)+"|"+r.Header.Get("X-Team")] = true
+		mu.Unlock()
+		h.ServeHTTP(w, r)
+	}))
+	defer hs.Close()
+	ts, err := New([]ServerConfig{{Name: "remote", URL: hs.URL + mcpserver.HTTPPath, Headers: map[string]string{"X-Team": "{project}"}}}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tool := lookup(t, ts, "mcp__create_issue")
+	r1, err := execute(t, tool, "op-1", `{"title":"over http"}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2, err := execute(t, tool, "op-1", `{"title":"over http"}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id1, _ := issueOf(t, r1)
+	id2, replayed := issueOf(t, r2)
+	if id1 == "" || id1 != id2 || !replayed {
+		t.Fatalf("http: %s then %s (replayed=%v)", id1, id2, replayed)
+	}
+	mu.Lock()
+	ok := seen["op-1|acme"]
+	mu.Unlock()
+	if !ok {
+		t.Fatalf("no request carried Idempotency-Key op-1 and X-Team acme: %v", seen)
+	}
+	_, err = execute(t, tool, "op-1", `{"title":"changed"}`)
+	wantClass(t, err, ErrorTypeErrorResult, kernel.EffectUncertain)
+}
+
+func TestParseConfig(t *testing.T) {
+	t.Parallel()
+	got, err := ParseConfig(`[{"name":"issues","command":["reckon","mcp-test-server"]},{"name":"x","url":"http://127.0.0.1:9000/mcp","timeout":"5s"}]`)
+	if err != nil || len(got) != 2 || got[1].timeout(time.Minute) != 5*time.Second || got[0].timeout(time.Minute) != time.Minute {
+		t.Fatalf("%+v %v", got, err)
+	}
+	if got, err := ParseConfig("  "); err != nil || got != nil {
+		t.Fatalf("empty: %v %v", got, err)
+	}
+	bad := map[string]string{
+		`{"name":"x"}`:        "not a JSON array",
+		`[{"command":["a"]}]`: "[0].name",
+		`[{"name":"a"}]`:      "[0].command",
+		`[{"name":"a","command":["x"],"url":"http://h"}]`:             "[0].url",
+		`[{"name":"a","url":"ftp://h"}]`:                              "[0].url",
+		`[{"name":"a","command":["x"],"timeout":"soon"}]`:             "[0].timeout",
+		`[{"name":"a","command":["x"]},{"name":"a","command":["y"]}]`: "[1].name",
+		`[{"name":"a__b","command":["x"]}]`:                           "[0].name",
+		`[{"name":"a","command":["x"],"colour":"red"}]`:               "colour",
+		`[{"name":"a","url":"http://h","env":{"A":"b"}}]`:             "[0].env",
+	}
+	for in, want := range bad {
+		_, err := ParseConfig(in)
+		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "RECKON_MCP_SERVERS") {
+			t.Errorf("ParseConfig(%s) = %v, want an error naming RECKON_MCP_SERVERS and %q", in, err, want)
+		}
+	}
+	if _, err := FromConfig(`[{"name":"a","command":[""]}]`, Options{}); err == nil {
+		t.Error("empty program accepted")
+	}
+}
+
+func TestClassifiedErrorsUnwrap(t *testing.T) {
+	t.Parallel()
+	_, err := decodeArgs(json.RawMessage(`[]`))
+	var te *kernel.ToolError
+	if !errors.As(err, &te) || te.Effect != kernel.EffectNone {
+		t.Fatalf("%v", err)
+	}
+}
