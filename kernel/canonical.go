@@ -9,13 +9,25 @@ import (
 	"sort"
 	"strconv"
 	"time"
+	"unicode/utf8"
 )
 
-// Canonical returns the canonical JSON of v: object keys sorted, no
+// Canonical returns the canonical JSON of raw: object keys sorted, no
 // insignificant whitespace, numbers in their shortest exact form. Two JSON
 // documents that differ only in key order, whitespace or number spelling
 // (1.0 and 1) have the same canonical form; any changed value differs.
 func Canonical(raw []byte) ([]byte, error) {
+	v, err := decodeJSON(raw)
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	buf.Grow(len(raw))
+	writeCanonical(&buf, v)
+	return buf.Bytes(), nil
+}
+
+func decodeJSON(raw []byte) (any, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	var v any
@@ -25,14 +37,10 @@ func Canonical(raw []byte) ([]byte, error) {
 	if dec.More() {
 		return nil, fmt.Errorf("canonical json: trailing data after the value")
 	}
-	var buf bytes.Buffer
-	if err := writeCanonical(&buf, v); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
+	return v, nil
 }
 
-func writeCanonical(buf *bytes.Buffer, v any) error {
+func writeCanonical(buf *bytes.Buffer, v any) {
 	switch x := v.(type) {
 	case nil:
 		buf.WriteString("null")
@@ -43,8 +51,7 @@ func writeCanonical(buf *bytes.Buffer, v any) error {
 			buf.WriteString("false")
 		}
 	case string:
-		b, _ := json.Marshal(x)
-		buf.Write(b)
+		writeString(buf, x)
 	case json.Number:
 		buf.WriteString(canonicalNumber(x))
 	case []any:
@@ -53,9 +60,7 @@ func writeCanonical(buf *bytes.Buffer, v any) error {
 			if i > 0 {
 				buf.WriteByte(',')
 			}
-			if err := writeCanonical(buf, el); err != nil {
-				return err
-			}
+			writeCanonical(buf, el)
 		}
 		buf.WriteByte(']')
 	case map[string]any:
@@ -69,18 +74,61 @@ func writeCanonical(buf *bytes.Buffer, v any) error {
 			if i > 0 {
 				buf.WriteByte(',')
 			}
-			kb, _ := json.Marshal(k)
-			buf.Write(kb)
+			writeString(buf, k)
 			buf.WriteByte(':')
-			if err := writeCanonical(buf, x[k]); err != nil {
-				return err
-			}
+			writeCanonical(buf, x[k])
 		}
 		buf.WriteByte('}')
-	default:
-		return fmt.Errorf("canonical json: unexpected %T", v)
 	}
-	return nil
+}
+
+const hexDigits = "0123456789abcdef"
+
+// writeString writes s as a JSON string: quotes, backslashes and control
+// characters escaped, invalid UTF-8 replaced by U+FFFD, everything else as
+// is (no HTML escaping: the canonical form is for comparison, not embedding).
+func writeString(buf *bytes.Buffer, s string) {
+	buf.WriteByte('"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			buf.WriteString(s[start:i])
+			switch c {
+			case '"', '\\':
+				buf.WriteByte('\\')
+				buf.WriteByte(c)
+			case '\n':
+				buf.WriteString(`\n`)
+			case '\r':
+				buf.WriteString(`\r`)
+			case '\t':
+				buf.WriteString(`\t`)
+			default:
+				buf.WriteString(`\u00`)
+				buf.WriteByte(hexDigits[c>>4])
+				buf.WriteByte(hexDigits[c&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			buf.WriteString(s[start:i])
+			buf.WriteString(`\ufffd`)
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	buf.WriteString(s[start:])
+	buf.WriteByte('"')
 }
 
 // canonicalNumber spells integers exactly (no float rounding for large ids)
@@ -99,56 +147,87 @@ func canonicalNumber(n json.Number) string {
 	return strconv.FormatFloat(f, 'g', -1, 64)
 }
 
-// payloadView is everything of an event but its key, in a fixed shape.
-type payloadView struct {
-	Project       string          `json:"project"`
-	RunID         string          `json:"run_id"`
-	Type          string          `json:"type"`
-	TS            string          `json:"ts"`
-	Actor         string          `json:"actor"`
-	ParentEventID *EventKey       `json:"parent_event_id"`
-	Data          json.RawMessage `json:"data"`
+// Prepared is an event validated and reduced to what storage needs, computed
+// from a single decode of its data.
+type Prepared struct {
+	// CanonicalData is the canonical JSON of data ({} when absent).
+	CanonicalData []byte
+	// Digest is the SHA-256 of the canonical JSON of everything but the key:
+	// equal digests mean a redelivery (repeated), different ones under the
+	// same key a conflict.
+	Digest []byte
+	// OperationID is data.operation_id, or "".
+	OperationID string
+	// Settles reports whether the event settles its operation.
+	Settles bool
 }
 
-// CanonicalPayload returns the canonical JSON of everything in the event but
-// its key (source_id, event_id). ts is normalised to UTC with nanoseconds, so
-// the same instant spelled with another offset is the same payload.
-func (e Event) CanonicalPayload() ([]byte, error) {
-	data := bytes.TrimSpace(e.Data)
-	if len(data) == 0 {
-		data = []byte("{}")
-	}
-	raw, err := json.Marshal(payloadView{
-		Project: e.Project, RunID: e.RunID, Type: e.Type,
-		TS: e.TS.UTC().Format(time.RFC3339Nano), Actor: e.Actor,
-		ParentEventID: e.ParentEventID, Data: data,
-	})
+// Prepare validates the event and computes its canonical data and payload
+// digest. ts is normalised to UTC with nanoseconds, so the same instant
+// spelled with another offset is the same payload.
+func (e Event) Prepare() (Prepared, error) {
+	m, err := e.validate()
 	if err != nil {
-		return nil, fmt.Errorf("payload of %s: %w", e.Key(), err)
+		return Prepared{}, err
 	}
-	return Canonical(raw)
+	var data bytes.Buffer
+	writeCanonical(&data, m)
+
+	// The envelope is written with its keys already in sorted order:
+	// actor, data, parent_event_id, project, run_id, ts, type.
+	var env bytes.Buffer
+	env.Grow(data.Len() + 160)
+	env.WriteString(`{"actor":`)
+	writeString(&env, e.Actor)
+	env.WriteString(`,"data":`)
+	env.Write(data.Bytes())
+	env.WriteString(`,"parent_event_id":`)
+	if e.ParentEventID == nil {
+		env.WriteString("null")
+	} else {
+		env.WriteString(`{"event_id":`)
+		writeString(&env, e.ParentEventID.EventID)
+		env.WriteString(`,"source_id":`)
+		writeString(&env, e.ParentEventID.SourceID)
+		env.WriteByte('}')
+	}
+	env.WriteString(`,"project":`)
+	writeString(&env, e.Project)
+	env.WriteString(`,"run_id":`)
+	writeString(&env, e.RunID)
+	env.WriteString(`,"ts":`)
+	writeString(&env, e.TS.UTC().Format(time.RFC3339Nano))
+	env.WriteString(`,"type":`)
+	writeString(&env, e.Type)
+	env.WriteByte('}')
+	sum := sha256.Sum256(env.Bytes())
+
+	p := Prepared{CanonicalData: data.Bytes(), Digest: sum[:]}
+	p.OperationID, _ = m["operation_id"].(string)
+	switch e.Type {
+	case TypeToolCompleted, TypeToolBlocked, TypeOperationReconciled:
+		p.Settles = true
+	case TypeToolFailed:
+		eff, _ := m["effect"].(string)
+		p.Settles = ToolFailed{Effect: eff}.Settles()
+	}
+	return p, nil
 }
 
-// PayloadDigest is the SHA-256 of CanonicalPayload: equal digests mean a
-// redelivery (repeated), different ones under the same key a conflict.
+// PayloadDigest is Prepare's Digest.
 func (e Event) PayloadDigest() ([]byte, error) {
-	c, err := e.CanonicalPayload()
+	p, err := e.Prepare()
 	if err != nil {
 		return nil, err
 	}
-	sum := sha256.Sum256(c)
-	return sum[:], nil
+	return p.Digest, nil
 }
 
-// CanonicalData returns the canonical JSON of the event's data.
+// CanonicalData is Prepare's CanonicalData.
 func (e Event) CanonicalData() (json.RawMessage, error) {
-	data := bytes.TrimSpace(e.Data)
-	if len(data) == 0 || bytes.Equal(data, []byte("null")) {
-		return json.RawMessage("{}"), nil
-	}
-	c, err := Canonical(data)
+	p, err := e.Prepare()
 	if err != nil {
-		return nil, fmt.Errorf("data of %s: %w", e.Key(), err)
+		return nil, err
 	}
-	return c, nil
+	return p.CanonicalData, nil
 }

@@ -133,3 +133,39 @@ func TestSettles(t *testing.T) {
 		}
 	}
 }
+
+func TestCanonicalStringEscapes(t *testing.T) {
+	t.Parallel()
+	a, err := Canonical([]byte(`{"s":"caf\u00e9 <b>&\"\\\n\u0001"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Canonical([]byte("{\"s\":\"café <b>&\\\"\\\\\\n\\u0001\"}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(a, b) || string(a) != `{"s":"café <b>&\"\\\n\u0001"}` {
+		t.Fatalf("escapes: %s vs %s", a, b)
+	}
+}
+
+func TestPrepareMatchesItsParts(t *testing.T) {
+	t.Parallel()
+	e := Event{SourceID: "s", EventID: "e", Project: "p", RunID: "r", Type: TypeToolFailed, TS: time.Now(), Actor: "kernel",
+		ParentEventID: &EventKey{SourceID: "s", EventID: "x"},
+		Data:          []byte(`{"operation_id":"op-9","error_type":"activity_failed","effect":"occurred","child_ops_total":2}`)}
+	p, err := e.Prepare()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.OperationID != "op-9" || !p.Settles || p.Settles != e.Settles() || p.OperationID != e.OperationID() {
+		t.Fatalf("prepared %+v disagrees with the event's own accessors", p)
+	}
+	if len(p.Digest) != 32 {
+		t.Fatalf("digest length %d", len(p.Digest))
+	}
+	e.Data = []byte(`{"operation_id":"op-9","error_type":"activity_failed","effect":"occurred","child_ops_total":-1}`)
+	if _, err := e.Prepare(); err == nil || !strings.Contains(err.Error(), "child_ops_total") {
+		t.Fatalf("negative child_ops_total: %v", err)
+	}
+}

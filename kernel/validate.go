@@ -75,77 +75,125 @@ func fieldErr(e Event, field, format string, args ...any) error {
 // Validate checks required fields, the type vocabulary and the shape of data
 // for the event's type. Unknown extra fields in data are allowed.
 func (e Event) Validate() error {
+	_, err := e.validate()
+	return err
+}
+
+// validate checks the event and returns its data decoded once (numbers as
+// json.Number), for Prepare to reuse.
+func (e Event) validate() (map[string]any, error) {
 	for _, f := range []struct{ name, val string }{
 		{"source_id", e.SourceID}, {"event_id", e.EventID}, {"project", e.Project},
 		{"run_id", e.RunID}, {"type", e.Type}, {"actor", e.Actor},
 	} {
 		if f.val == "" {
-			return fieldErr(e, f.name, "is required")
+			return nil, fieldErr(e, f.name, "is required")
 		}
 		if len(f.val) > maxKeyLen {
-			return fieldErr(e, f.name, "is longer than %d bytes", maxKeyLen)
+			return nil, fieldErr(e, f.name, "is longer than %d bytes", maxKeyLen)
 		}
 		if !utf8.ValidString(f.val) {
-			return fieldErr(e, f.name, "is not valid UTF-8")
+			return nil, fieldErr(e, f.name, "is not valid UTF-8")
 		}
 	}
 	if e.TS.IsZero() {
-		return fieldErr(e, "ts", "is required (RFC 3339)")
+		return nil, fieldErr(e, "ts", "is required (RFC 3339)")
 	}
 	if !validActor(e.Actor) {
-		return fieldErr(e, "actor", "must be kernel, agent, supervisor or operator:<name>, got %q", e.Actor)
+		return nil, fieldErr(e, "actor", "must be kernel, agent, supervisor or operator:<name>, got %q", e.Actor)
 	}
 	if e.ParentEventID != nil && (e.ParentEventID.SourceID == "" || e.ParentEventID.EventID == "") {
-		return fieldErr(e, "parent_event_id", "must carry both source_id and event_id")
+		return nil, fieldErr(e, "parent_event_id", "must carry both source_id and event_id")
 	}
 	data := bytes.TrimSpace(e.Data)
 	if len(data) == 0 || bytes.Equal(data, []byte("null")) {
 		data = []byte("{}")
 	}
 	if data[0] != '{' {
-		return fieldErr(e, "data", "must be a JSON object")
+		return nil, fieldErr(e, "data", "must be a JSON object")
 	}
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(data, &m); err != nil {
-		return fieldErr(e, "data", "is not valid JSON: %v", err)
+	v, err := decodeJSON(data)
+	if err != nil {
+		return nil, fieldErr(e, "data", "is not valid JSON: %v", err)
 	}
-	return validateData(e, m)
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, fieldErr(e, "data", "must be a JSON object")
+	}
+	return m, validateData(e, m)
 }
 
-func validateData(e Event, m map[string]json.RawMessage) error {
-	needStr := func(name string) (string, error) {
-		raw, ok := m[name]
+func validateData(e Event, m map[string]any) error {
+	optStr := func(name string) (string, error) {
+		v, ok := m[name]
+		if !ok || v == nil {
+			return "", nil
+		}
+		s, ok := v.(string)
 		if !ok {
+			return "", fieldErr(e, "data."+name, "must be a string")
+		}
+		return s, nil
+	}
+	needStr := func(name string) (string, error) {
+		if _, ok := m[name]; !ok {
 			return "", fieldErr(e, "data."+name, "is required for %s", e.Type)
 		}
-		var s string
-		if err := json.Unmarshal(raw, &s); err != nil {
-			return "", fieldErr(e, "data."+name, "must be a string")
+		s, err := optStr(name)
+		if err != nil {
+			return "", err
 		}
 		if s == "" {
 			return "", fieldErr(e, "data."+name, "must not be empty")
 		}
 		return s, nil
 	}
-	optStr := func(name string) (string, error) {
-		raw, ok := m[name]
-		if !ok || string(raw) == "null" {
-			return "", nil
-		}
-		var s string
-		if err := json.Unmarshal(raw, &s); err != nil {
-			return "", fieldErr(e, "data."+name, "must be a string")
-		}
-		return s, nil
-	}
 	optInt := func(name string) error {
-		raw, ok := m[name]
-		if !ok || string(raw) == "null" {
+		v, ok := m[name]
+		if !ok || v == nil {
 			return nil
 		}
-		var n int64
-		if err := json.Unmarshal(raw, &n); err != nil || n < 0 {
+		n, ok := v.(json.Number)
+		if !ok {
 			return fieldErr(e, "data."+name, "must be a non-negative integer")
+		}
+		if i, err := n.Int64(); err != nil || i < 0 {
+			return fieldErr(e, "data."+name, "must be a non-negative integer")
+		}
+		return nil
+	}
+	strList := func(name string, required bool) error {
+		v, ok := m[name]
+		if !ok || v == nil {
+			if required {
+				return fieldErr(e, "data."+name, "is required for %s", e.Type)
+			}
+			return nil
+		}
+		list, ok := v.([]any)
+		if !ok {
+			return fieldErr(e, "data."+name, "must be a list of strings")
+		}
+		for _, el := range list {
+			if _, ok := el.(string); !ok {
+				return fieldErr(e, "data."+name, "must be a list of strings")
+			}
+		}
+		if required && len(list) == 0 {
+			return fieldErr(e, "data."+name, "must list at least one entry")
+		}
+		return nil
+	}
+	eventKey := func(name string) error {
+		v, ok := m[name]
+		if !ok || v == nil {
+			return nil
+		}
+		k, ok := v.(map[string]any)
+		src, _ := k["source_id"].(string)
+		id, _ := k["event_id"].(string)
+		if !ok || src == "" || id == "" {
+			return fieldErr(e, "data."+name, "must be {\"source_id\": ..., \"event_id\": ...}")
 		}
 		return nil
 	}
@@ -156,45 +204,37 @@ func validateData(e Event, m map[string]json.RawMessage) error {
 		}
 		return err
 	}
+	firstErr := func(errs ...error) error {
+		for _, err := range errs {
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	str := func(name string, required bool) error {
+		if required {
+			_, err := needStr(name)
+			return err
+		}
+		_, err := optStr(name)
+		return err
+	}
 
 	switch e.Type {
 	case TypeRunStarted:
-		if _, err := optStr("plan_summary"); err != nil {
-			return err
-		}
-		if _, err := optStr("parent_run_id"); err != nil {
-			return err
-		}
+		return firstErr(str("plan_summary", false), str("parent_run_id", false))
 	case TypeRunCompleted:
+		return nil
 	case TypeRunFailed:
-		if _, err := needStr("error"); err != nil {
-			return err
-		}
+		return str("error", true)
 	case TypeToolStarted:
-		if err := opID(); err != nil {
-			return err
-		}
-		if _, err := needStr("tool"); err != nil {
-			return err
-		}
-		if err := optInt("attempt"); err != nil {
-			return err
-		}
+		return firstErr(opID(), str("tool", true), optInt("attempt"))
 	case TypeToolCompleted:
-		if err := opID(); err != nil {
-			return err
-		}
-		if _, err := optStr("result_summary"); err != nil {
-			return err
-		}
+		return firstErr(opID(), str("result_summary", false))
 	case TypeToolFailed:
-		if err := opID(); err != nil {
-			return err
-		}
-		if _, err := needStr("error_type"); err != nil {
-			return err
-		}
-		if _, err := optStr("error"); err != nil {
+		if err := firstErr(opID(), str("error_type", true), str("error", false), str("child_run_id", false),
+			optInt("child_ops_total"), optInt("child_ops_unresolved")); err != nil {
 			return err
 		}
 		eff, err := optStr("effect")
@@ -204,21 +244,9 @@ func validateData(e Event, m map[string]json.RawMessage) error {
 		if _, present := m["effect"]; present && !ValidToolFailedEffect(eff) {
 			return fieldErr(e, "data.effect", "must be none, uncertain or occurred, got %q", eff)
 		}
-		if _, err := optStr("child_run_id"); err != nil {
-			return err
-		}
-		for _, f := range []string{"child_ops_total", "child_ops_unresolved"} {
-			if err := optInt(f); err != nil {
-				return err
-			}
-		}
+		return nil
 	case TypeToolBlocked:
-		if err := opID(); err != nil {
-			return err
-		}
-		if _, err := needStr("reason"); err != nil {
-			return err
-		}
+		return firstErr(opID(), str("reason", true))
 	case TypeOperationReconciled:
 		if err := opID(); err != nil {
 			return err
@@ -244,15 +272,13 @@ func validateData(e Event, m map[string]json.RawMessage) error {
 		if !ValidBasis(basis) {
 			return fieldErr(e, "data.basis", "must be operator, inference or probe, got %q", basis)
 		}
-		if raw, ok := m["supersedes"]; ok && string(raw) != "null" {
-			var k EventKey
-			if err := json.Unmarshal(raw, &k); err != nil || k.SourceID == "" || k.EventID == "" {
-				return fieldErr(e, "data.supersedes", "must be {\"source_id\": ..., \"event_id\": ...}")
-			}
+		if err := eventKey("supersedes"); err != nil {
+			return err
 		}
 		if e.ParentEventID == nil {
 			return fieldErr(e, "parent_event_id", "is required for operation.reconciled (the operation's tool.started key)")
 		}
+		return nil
 	case TypeSupervisorVerdict:
 		kind, err := needStr("kind")
 		if err != nil {
@@ -261,23 +287,14 @@ func validateData(e Event, m map[string]json.RawMessage) error {
 		if kind != VerdictKindReconciliation {
 			return fieldErr(e, "data.kind", "must be %q, got %q", VerdictKindReconciliation, kind)
 		}
-		var v Verdict
-		if err := json.Unmarshal(mustJSON(m), &v); err != nil {
-			return fieldErr(e, "data", "does not match the supervisor.verdict shape: %v", err)
+		if v, ok := m["needs_attention"]; ok {
+			if _, isBool := v.(bool); !isBool {
+				return fieldErr(e, "data.needs_attention", "must be true or false")
+			}
 		}
-		if len(v.OperationIDs) == 0 {
-			return fieldErr(e, "data.operation_ids", "must list at least one operation")
-		}
-		if v.Supervisor == "" {
-			return fieldErr(e, "data.supervisor", "is required")
-		}
+		return firstErr(strList("operation_ids", true), strList("causes", false), strList("remedies", false),
+			str("lesson", false), str("supervisor", true), str("model", false), str("prompt_version", false), str("wall_digest", false))
 	default:
 		return fieldErr(e, "type", "is not a known event type (%v), got %q", KnownTypes, e.Type)
 	}
-	return nil
-}
-
-func mustJSON(v any) []byte {
-	b, _ := json.Marshal(v)
-	return b
 }

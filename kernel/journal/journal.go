@@ -70,18 +70,11 @@ func (s *Store) IngestTx(ctx context.Context, q Querier, events []kernel.Event) 
 	}
 	preps := make([]prepared, len(events))
 	for i, ev := range events {
-		if err := ev.Validate(); err != nil {
+		p, err := ev.Prepare()
+		if err != nil {
 			return nil, err
 		}
-		d, err := ev.PayloadDigest()
-		if err != nil {
-			return nil, kernel.Errorf(kernel.EInvalid, "event %s: %v", ev.Key(), err)
-		}
-		data, err := ev.CanonicalData()
-		if err != nil {
-			return nil, kernel.Errorf(kernel.EInvalid, "event %s: %v", ev.Key(), err)
-		}
-		preps[i] = prepared{ev: ev, digest: d, data: data, opID: ev.OperationID(), settles: ev.Settles()}
+		preps[i] = prepared{ev: ev, digest: p.Digest, data: p.CanonicalData, opID: p.OperationID, settles: p.Settles}
 	}
 
 	// Duplicates inside one batch go to the database once; later copies are

@@ -41,13 +41,11 @@ func Enqueue(ctx context.Context, db DBTX, events ...kernel.Event) error {
 	ords := make([]int32, n)
 	seen := make(map[kernel.EventKey]int, n)
 	for i, ev := range events {
-		if err := ev.Validate(); err != nil {
+		p, err := ev.Prepare()
+		if err != nil {
 			return err
 		}
-		d, err := ev.PayloadDigest()
-		if err != nil {
-			return kernel.Errorf(kernel.EInvalid, "enqueue %s: %v", ev.Key(), err)
-		}
+		d := p.Digest
 		if j, dup := seen[ev.Key()]; dup {
 			if !bytes.Equal(digests[j], d) {
 				return kernel.Errorf(kernel.EConflict, "enqueue: event %s appears twice in one batch with different payloads", ev.Key())
