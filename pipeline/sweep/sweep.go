@@ -239,18 +239,27 @@ func (s *Sweeper) Sweep(ctx context.Context, o Options) (Report, error) {
 	results := make([][]WallResult, len(runs))
 	sem := make(chan struct{}, s.cfg.Concurrency)
 	for i, rk := range runs {
-		mu.Lock()
-		over := walls >= s.cfg.MaxWalls || (s.cfg.MaxTokens > 0 && tokens >= s.cfg.MaxTokens)
-		mu.Unlock()
-		if over || ctx.Err() != nil {
-			results[i] = []WallResult{{Project: rk.project, RunID: rk.runID, Outcome: OutcomeBudget,
-				Error: "per-sweep budget reached; left for the next sweep"}}
-			continue
-		}
 		select {
 		case sem <- struct{}{}:
 		case <-ctx.Done():
 			results[i] = []WallResult{{Project: rk.project, RunID: rk.runID, Outcome: OutcomeBudget, Error: ctx.Err().Error()}}
+			continue
+		}
+		// The budget is checked once a slot is free, so walls finished by
+		// then count. Each run reserves its first wall up front; further
+		// parts of the same pile are accounted as they go (a pile is never
+		// cut off halfway), and tokens can only be counted once spent, so
+		// the token bound may be overshot by the walls in flight.
+		mu.Lock()
+		over := walls >= s.cfg.MaxWalls || (s.cfg.MaxTokens > 0 && tokens >= s.cfg.MaxTokens)
+		if !over {
+			walls++
+		}
+		mu.Unlock()
+		if over {
+			<-sem
+			results[i] = []WallResult{{Project: rk.project, RunID: rk.runID, Outcome: OutcomeBudget,
+				Error: "per-sweep budget reached; left for the next sweep"}}
 			continue
 		}
 		wg.Add(1)
@@ -383,8 +392,10 @@ func (s *Sweeper) triageRun(ctx context.Context, locks *pgxpool.Pool, rk runKey,
 			return results
 		}
 		rebuild := false
-		for _, w := range walls {
-			account(1, 0)
+		for i, w := range walls {
+			if i > 0 || attempt > 1 {
+				account(1, 0) // the run's first wall was reserved by the sweep
+			}
 			r := s.triageWall(ctx, w, dry, account)
 			if errors.Is(r.err, errSettledMeanwhile) && attempt < s.cfg.LockAttempts {
 				s.cfg.Log.Info().Str("project", w.Project).Str("run_id", w.RunID).Msg("a human settled an operation mid-wall; rebuilding the run's walls")
