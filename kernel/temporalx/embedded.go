@@ -1,0 +1,220 @@
+// Package temporalx connects reckon to Temporal: either an external cluster
+// (TEMPORAL_ADDRESS) or an embedded, real Temporal server started in-process
+// on SQLite (a file under the data directory for dev, memory for tests). It
+// also adapts zerolog to the loggers of the Temporal SDK and server.
+//
+// The embedded server is adapted from go.temporal.io/server's
+// temporaltest/internal/lite_server.go (MIT licence), which is internal to
+// that module and cannot be imported.
+package temporalx
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/rs/zerolog"
+	"go.temporal.io/server/common/authorization"
+	"go.temporal.io/server/common/cluster"
+	"go.temporal.io/server/common/config"
+	"go.temporal.io/server/common/dynamicconfig"
+	sqliteplugin "go.temporal.io/server/common/persistence/sql/sqlplugin/sqlite"
+	"go.temporal.io/server/schema/sqlite"
+	"go.temporal.io/server/temporal"
+)
+
+// EmbeddedConfig configures an embedded server.
+type EmbeddedConfig struct {
+	// DBFile persists state in this SQLite file (created and migrated when
+	// missing). Empty keeps everything in memory: state dies with the
+	// process, which is what tests want.
+	DBFile string
+	// Namespaces are registered at start; "default" when empty.
+	Namespaces []string
+	// FrontendAddr is host:port of the frontend; "127.0.0.1:0" (a free
+	// port) when empty.
+	FrontendAddr string
+	// Log receives the server's own logs (warnings and above unless the
+	// logger's level says otherwise).
+	Log zerolog.Logger
+}
+
+// Embedded is a running in-process Temporal server.
+type Embedded struct {
+	srv      temporal.Server
+	hostPort string
+}
+
+const localhost = "127.0.0.1"
+
+// StartEmbedded starts a real Temporal server (frontend, history, matching
+// and worker services) in this process and returns once it serves.
+func StartEmbedded(cfg EmbeddedConfig) (*Embedded, error) {
+	if len(cfg.Namespaces) == 0 {
+		cfg.Namespaces = []string{"default"}
+	}
+	host, port := localhost, 0
+	if cfg.FrontendAddr != "" {
+		h, p, err := net.SplitHostPort(cfg.FrontendAddr)
+		if err != nil {
+			return nil, fmt.Errorf("embedded temporal: frontend address %q: %w", cfg.FrontendAddr, err)
+		}
+		if h != "" {
+			host = h
+		}
+		if port, err = strconv.Atoi(p); err != nil {
+			return nil, fmt.Errorf("embedded temporal: frontend port %q: %w", p, err)
+		}
+	}
+	if port == 0 {
+		ps, err := freePorts(host, 1)
+		if err != nil {
+			return nil, err
+		}
+		port = ps[0]
+	}
+	ports, err := freePorts(localhost, 7) // 3 more gRPC ports and 4 membership ports
+	if err != nil {
+		return nil, err
+	}
+
+	sqlCfg := config.SQL{
+		PluginName:        sqliteplugin.PluginName,
+		ConnectAttributes: map[string]string{},
+		DatabaseName:      cfg.DBFile,
+	}
+	if cfg.DBFile == "" {
+		sqlCfg.ConnectAttributes["mode"] = "memory"
+		sqlCfg.ConnectAttributes["cache"] = "shared"
+		// Shared-cache memory databases are process-global by name: a
+		// unique name keeps two servers of one process apart.
+		sqlCfg.DatabaseName = fmt.Sprintf("reckon-%d-%d", os.Getpid(), time.Now().UnixNano())
+	} else {
+		sqlCfg.ConnectAttributes["mode"] = "rwc"
+		sqlCfg.ConnectAttributes["_journal_mode"] = "WAL"
+		if err := os.MkdirAll(filepath.Dir(cfg.DBFile), 0o755); err != nil {
+			return nil, fmt.Errorf("embedded temporal: create directory of %s: %w", cfg.DBFile, err)
+		}
+		if _, err := os.Stat(cfg.DBFile); errors.Is(err, os.ErrNotExist) {
+			if err := sqlite.SetupSchema(&sqlCfg); err != nil {
+				return nil, fmt.Errorf("embedded temporal: set up SQLite schema in %s: %w", cfg.DBFile, err)
+			}
+		}
+	}
+
+	frontend := fmt.Sprintf("%s:%d", host, port)
+	sc := &config.Config{}
+	sc.Global.Membership = config.Membership{MaxJoinDuration: 30 * time.Second, BroadcastAddress: localhost}
+	sc.Persistence = config.Persistence{
+		DefaultStore:     sqliteplugin.PluginName,
+		VisibilityStore:  sqliteplugin.PluginName,
+		NumHistoryShards: 1,
+		DataStores:       map[string]config.DataStore{sqliteplugin.PluginName: {SQL: &sqlCfg}},
+	}
+	sc.ClusterMetadata = &cluster.Config{
+		EnableGlobalNamespace:    false,
+		FailoverVersionIncrement: 10,
+		MasterClusterName:        "active",
+		CurrentClusterName:       "active",
+		ClusterInformation: map[string]cluster.ClusterInformation{
+			"active": {Enabled: true, InitialFailoverVersion: 1, RPCAddress: frontend},
+		},
+	}
+	sc.DCRedirectionPolicy = config.DCRedirectionPolicy{Policy: "noop"}
+	service := func(grpc, membership int, bindIP string) config.Service {
+		rpc := config.RPC{GRPCPort: grpc, MembershipPort: membership, BindOnLocalHost: true}
+		if bindIP != "" {
+			rpc.BindOnLocalHost, rpc.BindOnIP = false, bindIP
+		}
+		return config.Service{RPC: rpc}
+	}
+	sc.Services = map[string]config.Service{
+		"frontend": service(port, ports[3], host),
+		"history":  service(ports[0], ports[4], ""),
+		"matching": service(ports[1], ports[5], ""),
+		"worker":   service(ports[2], ports[6], ""),
+	}
+	sc.Archival = config.Archival{
+		History:    config.HistoryArchival{State: "disabled"},
+		Visibility: config.VisibilityArchival{State: "disabled"},
+	}
+	// The server's internal worker dials its own frontend through this.
+	sc.PublicClient = config.PublicClient{HostPort: frontend}
+	sc.NamespaceDefaults = config.NamespaceDefaults{Archival: config.ArchivalNamespaceDefaults{
+		History:    config.HistoryArchivalNamespaceDefaults{State: "disabled"},
+		Visibility: config.VisibilityArchivalNamespaceDefaults{State: "disabled"},
+	}}
+
+	var nss []*sqlite.NamespaceConfig
+	for _, ns := range cfg.Namespaces {
+		nc, err := sqlite.NewNamespaceConfig("active", ns, false, nil)
+		if err != nil {
+			return nil, fmt.Errorf("embedded temporal: namespace %q: %w", ns, err)
+		}
+		nss = append(nss, nc)
+	}
+	if err := sqlite.CreateNamespaces(&sqlCfg, nss...); err != nil {
+		return nil, fmt.Errorf("embedded temporal: register namespaces: %w", err)
+	}
+
+	logger := ServerLogger(cfg.Log)
+	authorizer, err := authorization.GetAuthorizerFromConfig(&sc.Global.Authorization)
+	if err != nil {
+		return nil, fmt.Errorf("embedded temporal: authorizer: %w", err)
+	}
+	claimMapper, err := authorization.GetClaimMapperFromConfig(&sc.Global.Authorization, logger)
+	if err != nil {
+		return nil, fmt.Errorf("embedded temporal: claim mapper: %w", err)
+	}
+	srv, err := temporal.NewServer(
+		temporal.WithConfig(sc),
+		temporal.ForServices(temporal.DefaultServices),
+		temporal.WithLogger(logger),
+		temporal.WithAuthorizer(authorizer),
+		temporal.WithClaimMapper(func(*config.Config) authorization.ClaimMapper { return claimMapper }),
+		temporal.WithDynamicConfigClient(dynamicconfig.StaticClient{
+			dynamicconfig.ForceSearchAttributesCacheRefreshOnRead.Key(): []dynamicconfig.ConstrainedValue{{Value: true}},
+		}),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("embedded temporal: new server: %w", err)
+	}
+	if err := srv.Start(); err != nil {
+		return nil, fmt.Errorf("embedded temporal: start: %w", err)
+	}
+	// ringpop may still be settling right after Start; temporaltest waits
+	// the same way before handing the server out.
+	time.Sleep(100 * time.Millisecond)
+	return &Embedded{srv: srv, hostPort: frontend}, nil
+}
+
+// HostPort is the frontend's address, for clients and workers of other
+// processes.
+func (e *Embedded) HostPort() string { return e.hostPort }
+
+// Stop shuts the server down.
+func (e *Embedded) Stop() error {
+	if err := e.srv.Stop(); err != nil {
+		return fmt.Errorf("embedded temporal: stop: %w", err)
+	}
+	return nil
+}
+
+// freePorts returns n distinct free ports on host. All listeners stay open
+// until every port is chosen so that the kernel cannot hand one out twice.
+func freePorts(host string, n int) ([]int, error) {
+	ports := make([]int, 0, n)
+	for range n {
+		l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+		if err != nil {
+			return nil, fmt.Errorf("embedded temporal: find a free port on %s: %w", host, err)
+		}
+		defer l.Close()
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}

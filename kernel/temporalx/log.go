@@ -1,0 +1,116 @@
+package temporalx
+
+import (
+	"fmt"
+
+	"github.com/rs/zerolog"
+	sdklog "go.temporal.io/sdk/log"
+	serverlog "go.temporal.io/server/common/log"
+	"go.temporal.io/server/common/log/tag"
+)
+
+// SDKLogger adapts zerolog to the Temporal SDK's logger. The SDK's
+// key-value pairs become fields of the zerolog event.
+func SDKLogger(l zerolog.Logger) sdklog.Logger { return sdkLogger{l: l} }
+
+type sdkLogger struct{ l zerolog.Logger }
+
+var (
+	_ sdklog.Logger     = sdkLogger{}
+	_ sdklog.WithLogger = sdkLogger{}
+)
+
+func (s sdkLogger) Debug(msg string, kv ...any) { withKV(s.l.Debug(), kv).Msg(msg) }
+func (s sdkLogger) Info(msg string, kv ...any)  { withKV(s.l.Info(), kv).Msg(msg) }
+func (s sdkLogger) Warn(msg string, kv ...any)  { withKV(s.l.Warn(), kv).Msg(msg) }
+func (s sdkLogger) Error(msg string, kv ...any) { withKV(s.l.Error(), kv).Msg(msg) }
+
+// With returns a logger that adds kv to every entry.
+func (s sdkLogger) With(kv ...any) sdklog.Logger {
+	c := s.l.With()
+	for i := 0; i < len(kv); i += 2 {
+		key, val := kvPair(kv, i)
+		c = c.Interface(key, val)
+	}
+	return sdkLogger{l: c.Logger()}
+}
+
+func withKV(e *zerolog.Event, kv []any) *zerolog.Event {
+	if e == nil {
+		return nil // level disabled; zerolog's nil event is a no-op
+	}
+	for i := 0; i < len(kv); i += 2 {
+		key, val := kvPair(kv, i)
+		if err, ok := val.(error); ok {
+			e = e.AnErr(key, err)
+			continue
+		}
+		e = e.Interface(key, val)
+	}
+	return e
+}
+
+func kvPair(kv []any, i int) (string, any) {
+	key, ok := kv[i].(string)
+	if !ok {
+		key = fmt.Sprint(kv[i])
+	}
+	if i+1 >= len(kv) {
+		return key, nil
+	}
+	return key, kv[i+1]
+}
+
+// ServerLogger adapts zerolog to the Temporal server's logger, for the
+// embedded server. The server is chatty at info level; callers usually pass
+// a logger at warn.
+func ServerLogger(l zerolog.Logger) serverlog.Logger { return serverLogger{l: l} }
+
+type serverLogger struct{ l zerolog.Logger }
+
+var (
+	_ serverlog.Logger     = serverLogger{}
+	_ serverlog.WithLogger = serverLogger{}
+)
+
+func (s serverLogger) Debug(msg string, tags ...tag.Tag)  { withTags(s.l.Debug(), tags).Msg(msg) }
+func (s serverLogger) Info(msg string, tags ...tag.Tag)   { withTags(s.l.Info(), tags).Msg(msg) }
+func (s serverLogger) Warn(msg string, tags ...tag.Tag)   { withTags(s.l.Warn(), tags).Msg(msg) }
+func (s serverLogger) Error(msg string, tags ...tag.Tag)  { withTags(s.l.Error(), tags).Msg(msg) }
+func (s serverLogger) DPanic(msg string, tags ...tag.Tag) { withTags(s.l.Error(), tags).Msg(msg) }
+
+// Panic logs and panics, as the server's contract requires.
+func (s serverLogger) Panic(msg string, tags ...tag.Tag) {
+	withTags(s.l.Error(), tags).Msg(msg)
+	panic(msg)
+}
+
+// Fatal logs and panics rather than exiting, so that an embedding process
+// can unwind and close its own resources.
+func (s serverLogger) Fatal(msg string, tags ...tag.Tag) {
+	withTags(s.l.Error(), tags).Msg(msg)
+	panic("temporal server fatal: " + msg)
+}
+
+// With returns a logger that adds tags to every entry.
+func (s serverLogger) With(tags ...tag.Tag) serverlog.Logger {
+	c := s.l.With()
+	for _, t := range tags {
+		c = c.Interface(t.Key(), t.Value())
+	}
+	return serverLogger{l: c.Logger()}
+}
+
+func withTags(e *zerolog.Event, tags []tag.Tag) *zerolog.Event {
+	if e == nil {
+		return nil
+	}
+	for _, t := range tags {
+		if err, ok := t.Value().(error); ok {
+			e = e.AnErr(t.Key(), err)
+			continue
+		}
+		e = e.Interface(t.Key(), t.Value())
+	}
+	return e
+}
