@@ -93,4 +93,4 @@ func TestSDKLoggerFields(t *testing.T) {
 type zerologBuffer struct{ b []byte }
 
 func (z *zerologBuffer) Write(p []byte) (int, error) { z.b = append(z.b, p...); return len(p), nil }
-func (z *zerologBuffer) String() string             { return string(z.b) }
+func (z *zerologBuffer) String() string              { return string(z.b) }
