@@ -1,0 +1,163 @@
+package sweep
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/seed-7bc021c3/reckon/kernel"
+	"github.com/seed-7bc021c3/reckon/kernel/auth"
+	"github.com/seed-7bc021c3/reckon/kernel/httpapi"
+	"github.com/seed-7bc021c3/reckon/pipeline/supervisor"
+	"github.com/seed-7bc021c3/reckon/pipeline/supervisor/fakeopenai"
+	"github.com/seed-7bc021c3/reckon/prompts"
+)
+
+// Every scripted model behaviour ends in either valid journaled verdicts or
+// nothing written plus a reported failure.
+func TestSweepWithFakeOpenAI(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name      string
+		script    []fakeopenai.Step
+		journaled bool
+		errLike   string
+	}{
+		{name: "valid", journaled: true},
+		{name: "valid occurred", script: []fakeopenai.Step{{Kind: fakeopenai.Valid, Effect: kernel.EffectOccurred}}, journaled: true},
+		{name: "429 with Retry-After then valid", script: []fakeopenai.Step{{Kind: fakeopenai.RateLimited, RetryAfter: "1"}}, journaled: true},
+		{name: "429 forever", script: repeat(fakeopenai.Step{Kind: fakeopenai.RateLimited, RetryAfter: "0"}, 3), errLike: "429"},
+		{name: "500 then valid", script: []fakeopenai.Step{{Kind: fakeopenai.ServerError}}, journaled: true},
+		{name: "500 forever", script: repeat(fakeopenai.Step{Kind: fakeopenai.ServerError}, 3), errLike: "500"},
+		{name: "malformed JSON then valid", script: []fakeopenai.Step{{Kind: fakeopenai.Malformed}}, journaled: true},
+		{name: "malformed JSON twice", script: repeat(fakeopenai.Step{Kind: fakeopenai.Malformed}, 2), errLike: "not the JSON object"},
+		{name: "missing operation twice", script: repeat(fakeopenai.Step{Kind: fakeopenai.MissingOperation}, 2), errLike: "missing op-2"},
+		{name: "invented id twice", script: repeat(fakeopenai.Step{Kind: fakeopenai.InventedID}, 2), errLike: "op-invented-999"},
+		{name: "invented id then valid", script: []fakeopenai.Step{{Kind: fakeopenai.InventedID}}, journaled: true},
+		{name: "note over 2000 bytes twice", script: repeat(fakeopenai.Step{Kind: fakeopenai.LongNote}, 2), errLike: "2001 bytes"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t)
+			e.seedRun("run-1", opSpec{id: "op-1", outcome: "uncertain"}, opSpec{id: "op-2", tool: "mcp__create_issue", outcome: "crash"})
+			f := fakeopenai.New()
+			defer f.Close()
+			f.Script(c.script...)
+			m := NewMetrics(nil)
+			model, err := supervisor.NewOpenAI(supervisor.OpenAIConfig{
+				BaseURL: f.URL, APIKey: "k", Model: "fake-model", MaxAttempts: 3,
+				BaseBackoff: time.Millisecond, MaxBackoff: 10 * time.Millisecond,
+				Observe:   m.ObserveModelCall,
+				OnInvalid: func(error) { m.InvalidOutput(supervisor.OpenAIName) },
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep, err := e.sweeper(Config{Supervisor: model, Metrics: m}).Sweep(context.Background(), Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.drain()
+			vs := e.runVerdicts("run-1")
+			recs := e.reconciled("run-1")
+			if c.journaled {
+				if rep.Journaled != 1 || len(vs) != 1 || len(recs) != 2 {
+					t.Fatalf("want one journaled wall: %+v verdicts %+v", rep, vs)
+				}
+				v := vs[0]
+				if v.Supervisor != supervisor.OpenAIName || v.Model != "fake-model" || v.PromptVersion != prompts.ReconcileVersion || v.WallDigest == "" {
+					t.Fatalf("verdict identity: %+v", v)
+				}
+				for op, evs := range recs {
+					var d kernel.Reconciled
+					if evs[0].DecodeData(&d) != nil || evs[0].Actor != kernel.ActorSupervisor || d.Basis != kernel.BasisInference || len(d.Note) > kernel.MaxNoteBytes {
+						t.Fatalf("%s: %+v", op, evs[0])
+					}
+				}
+				if left := e.unsettled("run-1"); len(left) != 0 {
+					t.Fatalf("unsettled after verdict: %v", left)
+				}
+				return
+			}
+			if rep.Failed != 1 || rep.Journaled != 0 || !strings.Contains(rep.Walls[0].Error, c.errLike) {
+				t.Fatalf("want a reported failure containing %q: %+v", c.errLike, rep.Walls)
+			}
+			if len(vs) != 0 || len(recs) != 0 || e.outboxRows() != 0 {
+				t.Fatalf("something was written: verdicts %d, reconciliations %d, outbox %d", len(vs), len(recs), e.outboxRows())
+			}
+			if left := e.unsettled("run-1"); len(left) != 2 {
+				t.Fatalf("unsettled: %v", left)
+			}
+		})
+	}
+}
+
+func repeat(s fakeopenai.Step, n int) []fakeopenai.Step {
+	out := make([]fakeopenai.Step, n)
+	for i := range out {
+		out[i] = s
+	}
+	return out
+}
+
+func TestVerdictsAPI(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.seedRun("run-1", opSpec{id: "op-1", outcome: "uncertain"})
+	e.seedRun("run-2", opSpec{id: "op-1", outcome: "uncertain"})
+	if rep, err := e.sweeper(Config{}).Sweep(context.Background(), Options{}); err != nil || rep.Journaled != 2 {
+		t.Fatalf("sweep: %+v %v", rep, err)
+	}
+	e.drain()
+	tokens := &auth.Tokens{}
+	tokens.Add("r", auth.RoleReader, "reader-secret")
+	tokens.Add("a", auth.RoleAgent, "agent-secret")
+	srv := httpapi.New(httpapi.Options{Tokens: tokens})
+	MountVerdicts(srv, e.j)
+	hs := httptest.NewServer(srv)
+	defer hs.Close()
+	get := func(path, token string) (int, map[string]json.RawMessage) {
+		req, _ := http.NewRequest(http.MethodGet, hs.URL+path, nil)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var body map[string]json.RawMessage
+		_ = json.NewDecoder(resp.Body).Decode(&body)
+		return resp.StatusCode, body
+	}
+	code, body := get(PathVerdicts+"?project=acme", "reader-secret")
+	var vs []kernel.Event
+	if code != 200 || json.Unmarshal(body["verdicts"], &vs) != nil || len(vs) != 2 || vs[0].Type != kernel.TypeSupervisorVerdict {
+		t.Fatalf("list: %d %s", code, body["verdicts"])
+	}
+	code, body = get(PathVerdicts+"?project=acme&run_id=run-2", "reader-secret")
+	if code != 200 || json.Unmarshal(body["verdicts"], &vs) != nil || len(vs) != 1 || vs[0].RunID != "run-2" {
+		t.Fatalf("run filter: %d %s", code, body["verdicts"])
+	}
+	code, body = get(PathVerdicts+"?project=nobody", "reader-secret")
+	if code != 200 || string(body["verdicts"]) != "[]" {
+		t.Fatalf("empty: %d %s", code, body["verdicts"])
+	}
+	if code, _ := get(PathVerdicts, "reader-secret"); code != 400 {
+		t.Fatalf("missing project: %d", code)
+	}
+	if code, _ := get(PathVerdicts+"?project=acme&limit=0", "reader-secret"); code != 400 {
+		t.Fatalf("bad limit: %d", code)
+	}
+	if code, _ := get(PathVerdicts+"?project=acme", ""); code != 401 {
+		t.Fatalf("no token: %d", code)
+	}
+	if code, _ := get(PathVerdicts+"?project=acme", "agent-secret"); code != 403 {
+		t.Fatalf("agent token: %d", code)
+	}
+}
