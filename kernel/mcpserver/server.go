@@ -24,8 +24,8 @@ import (
 )
 
 // IdempotencyKeyMeta is the _meta key under which clients pass the
-// idempotency key of a consequential call. reckon's MCP client sets it to the
-// operation id (kernel/mcptool sends the same key).
+// idempotency key of a consequential call. reckon's MCP client
+// (kernel/mcptool) sets it to "<project>/<run_id>/<operation_id>".
 const IdempotencyKeyMeta = "dev.reckon/idempotency-key"
 
 // HTTPPath is where the streamable HTTP endpoint is served.
@@ -52,7 +52,7 @@ type GetIssueArgs struct {
 
 // LookupOperationArgs are lookup_operation's arguments.
 type LookupOperationArgs struct {
-	Key string `json:"key" jsonschema:"the idempotency key (reckon: the operation id)"`
+	Key string `json:"key" jsonschema:"the idempotency key (reckon: <project>/<run_id>/<operation_id>)"`
 }
 
 // LookupOperationResult answers what happened to an idempotency key.

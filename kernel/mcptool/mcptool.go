@@ -4,7 +4,8 @@
 // Every call opens a new connection (a stdio server's process is started for
 // the call and stopped after it), which mimics a worker restart between
 // calls: nothing but the server's own durable state links two calls. Every
-// tools/call carries the operation id as the idempotency key in
+// tools/call carries the operation's idempotency key (IdempotencyKey:
+// "<project>/<run_id>/<operation_id>") in
 // params._meta["dev.reckon/idempotency-key"] (see the Meta* constants).
 //
 // Failure classification (tool.failed error_type / effect):
@@ -42,8 +43,9 @@ import (
 )
 
 // The _meta keys every tools/call carries. IdempotencyKeyMeta is the one
-// servers should deduplicate on; its value is the operation id, stable across
-// retries of the same operation and new for a re-issue.
+// servers should deduplicate on; its value is IdempotencyKey of the
+// operation, stable across retries of the same operation and new for a
+// re-issue. OperationIDMeta, RunIDMeta and ProjectMeta carry the parts.
 const (
 	IdempotencyKeyMeta = "dev.reckon/idempotency-key"
 	OperationIDMeta    = "dev.reckon/operation-id"
@@ -54,6 +56,16 @@ const (
 	// (IETF draft "The Idempotency-Key HTTP Header Field").
 	IdempotencyKeyHeader = "Idempotency-Key"
 )
+
+// IdempotencyKey is the key sent for an operation:
+// "<project>/<run_id>/<operation_id>". Operation ids ("op-2") are unique only
+// within a run, so the bare id would make two runs' first create_issue look
+// like one retried call to a server that deduplicates on it; the qualified
+// form is unique wherever the operation is. Probes asking a server about an
+// operation (lookup_operation) must use the same function.
+func IdempotencyKey(project, runID, operationID string) string {
+	return project + "/" + runID + "/" + operationID
+}
 
 // Prefix is the kernel tool-name prefix of MCP tools.
 const Prefix = "mcp__"
@@ -277,7 +289,7 @@ func (t *Tool) Execute(ctx context.Context, call kernel.ToolCall) (kernel.ToolRe
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 
-	cs, err := t.srv.connect(cctx, call.Workspace, call.Project, call.RunID, call.OperationID)
+	cs, err := t.srv.connect(cctx, call.Workspace, call.Project, call.RunID, IdempotencyKey(call.Project, call.RunID, call.OperationID))
 	if err != nil {
 		return kernel.ToolResult{}, err
 	}
@@ -311,7 +323,7 @@ func (t *Tool) Execute(ctx context.Context, call kernel.ToolCall) (kernel.ToolRe
 		Name:      t.tool,
 		Arguments: args,
 		Meta: mcp.Meta{
-			IdempotencyKeyMeta: call.OperationID,
+			IdempotencyKeyMeta: IdempotencyKey(call.Project, call.RunID, call.OperationID),
 			OperationIDMeta:    call.OperationID,
 			RunIDMeta:          call.RunID,
 			ProjectMeta:        call.Project,
@@ -427,7 +439,7 @@ type conn struct {
 // connect opens a new session. Every failure here is mcp_connect_failed
 // with effect=none: tools/call has not been sent on this connection, so the
 // server cannot have executed it.
-func (s *server) connect(ctx context.Context, workspace, project, runID, opID string) (*conn, error) {
+func (s *server) connect(ctx context.Context, workspace, project, runID, key string) (*conn, error) {
 	fail := func(err error, tail string) error {
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			err = fmt.Errorf("timed out: %w", err)
@@ -466,8 +478,8 @@ func (s *server) connect(ctx context.Context, workspace, project, runID, opID st
 		for k, v := range s.cfg.Headers {
 			headers.Set(k, rep.Replace(v))
 		}
-		if opID != "" {
-			headers.Set(IdempotencyKeyHeader, opID)
+		if key != "" {
+			headers.Set(IdempotencyKeyHeader, key)
 		}
 		transport = &mcp.StreamableClientTransport{
 			Endpoint:   rep.Replace(s.cfg.URL),

@@ -115,6 +115,31 @@ func TestCreateIssueIdempotentAcrossProcesses(t *testing.T) {
 	}
 }
 
+// Operation ids repeat across runs ("op-1" in every run); the key does not,
+// so two runs' identical first steps create two issues.
+func TestSameOperationIDInTwoRuns(t *testing.T) {
+	t.Parallel()
+	ts, st := issuesSet(t)
+	tool := lookup(t, ts, "mcp__create_issue")
+	ids := map[string]bool{}
+	for _, run := range []string{"run-a", "run-b"} {
+		call := kernel.ToolCall{Project: "acme", RunID: run, OperationID: "op-1", Tool: tool.Name(), Args: json.RawMessage(`{"title":"Disk full"}`), Workspace: t.TempDir()}
+		res, err := tool.Execute(context.Background(), call)
+		if err != nil {
+			t.Fatal(err)
+		}
+		id, replayed := issueOf(t, res)
+		if replayed {
+			t.Fatalf("%s/op-1 was deduplicated against another run", run)
+		}
+		ids[id] = true
+	}
+	all, _ := st.Issues()
+	if len(ids) != 2 || len(all) != 2 {
+		t.Fatalf("two runs gave issues %v (store %d), want two", ids, len(all))
+	}
+}
+
 // Same key, different arguments: the server refuses with an error result
 // naming the conflict, classified uncertain (an error result after sending).
 func TestConflictSameKeyDifferentArgs(t *testing.T) {
@@ -126,7 +151,7 @@ func TestConflictSameKeyDifferentArgs(t *testing.T) {
 	}
 	_, err := execute(t, tool, "op-1", `{"title":"B"}`)
 	wantClass(t, err, ErrorTypeErrorResult, kernel.EffectUncertain)
-	if !strings.Contains(err.Error(), "conflict") || !strings.Contains(err.Error(), `"op-1"`) {
+	if !strings.Contains(err.Error(), "conflict") || !strings.Contains(err.Error(), `"acme/run-1/op-1"`) {
 		t.Fatalf("error does not name the conflict: %v", err)
 	}
 	all, _ := st.Issues()
@@ -144,7 +169,7 @@ func TestLookupOperation(t *testing.T) {
 	}
 	id, _ := issueOf(t, res)
 	lk := lookup(t, ts, "mcp__issues__lookup_operation") // the server-qualified name
-	res, err = execute(t, lk, "probe-1", `{"key":"op-1"}`)
+	res, err = execute(t, lk, "probe-1", `{"key":"`+IdempotencyKey("acme", "run-1", "op-1")+`"}`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +217,7 @@ func TestValidationRejectsBeforeSending(t *testing.T) {
 	if !strings.Contains(err.Error(), "has no tool") {
 		t.Fatalf("message: %v", err)
 	}
-	if _, _, found, _ := st.Lookup("op-1"); found {
+	if _, _, found, _ := st.Lookup(IdempotencyKey("acme", "run-1", "op-1")); found {
 		t.Fatal("a rejected call reached the server")
 	}
 	all, _ := st.Issues()
@@ -298,7 +323,7 @@ func TestMetaAndPlaceholders(t *testing.T) {
 	if err := json.Unmarshal([]byte(out.Content[0].Text), &got); err != nil {
 		t.Fatalf("echo %q: %v", out.Content[0].Text, err)
 	}
-	want := map[string]string{IdempotencyKeyMeta: "op-3", OperationIDMeta: "op-3", RunIDMeta: "run-7", ProjectMeta: "acme"}
+	want := map[string]string{IdempotencyKeyMeta: "acme/run-7/op-3", OperationIDMeta: "op-3", RunIDMeta: "run-7", ProjectMeta: "acme"}
 	for k, v := range want {
 		if got.Meta[k] != v {
 			t.Errorf("_meta[%q] = %v, want %q (all: %v)", k, got.Meta[k], v, got.Meta)
@@ -348,10 +373,10 @@ func TestHTTPTransport(t *testing.T) {
 		t.Fatalf("http: %s then %s (replayed=%v)", id1, id2, replayed)
 	}
 	mu.Lock()
-	ok := seen["op-1|acme"]
+	ok := seen["acme/run-1/op-1|acme"]
 	mu.Unlock()
 	if !ok {
-		t.Fatalf("no request carried Idempotency-Key op-1 and X-Team acme: %v", seen)
+		t.Fatalf("no request carried Idempotency-Key acme/run-1/op-1 and X-Team acme: %v", seen)
 	}
 	_, err = execute(t, tool, "op-1", `{"title":"changed"}`)
 	wantClass(t, err, ErrorTypeErrorResult, kernel.EffectUncertain)
