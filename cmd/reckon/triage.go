@@ -1,0 +1,107 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/seed-7bc021c3/reckon/internal/app"
+	"github.com/seed-7bc021c3/reckon/kernel/config"
+	"github.com/seed-7bc021c3/reckon/kernel/operations"
+	"github.com/seed-7bc021c3/reckon/kernel/outbox"
+	"github.com/seed-7bc021c3/reckon/kernel/temporalx"
+	"github.com/seed-7bc021c3/reckon/pipeline/sweep"
+)
+
+func init() {
+	register("triage", "run one supervisor sweep now: walls of unsettled operations → verdicts (--project P --run R --dry-run)", runTriage)
+}
+
+func runTriage(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("triage", flag.ContinueOnError)
+	project := fs.String("project", "", "only this project (default: every project with unsettled operations)")
+	run := fs.String("run", "", "only this run (needs --project)")
+	dry := fs.Bool("dry-run", false, "build and decide walls, print them, write nothing (the supervisor is still called)")
+	publish := fs.Bool("publish", true, "deliver the sweep's events from the outbox to the journal before exiting")
+	asJSON := fs.Bool("json", false, "print the sweep report as JSON instead of verdict cards")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if *run != "" && *project == "" {
+		return fmt.Errorf("--run needs --project")
+	}
+	cfg, err := config.Load()
+	if err != nil {
+		return err
+	}
+	core, err := app.NewCore(ctx, cfg, false)
+	if err != nil {
+		return err
+	}
+	defer core.Close()
+
+	// Run liveness: Temporal for the kernel's own runs when a cluster is
+	// configured; otherwise the journal says which runs are over.
+	opts := operations.Options{Window: cfg.OperationsWindow, StaleAfter: cfg.StaleAfter}
+	if cfg.TemporalAddress != "" {
+		tc, err := temporalx.Dial(ctx, cfg.TemporalAddress, cfg.TemporalNamespace, core.Log)
+		if err != nil {
+			return err
+		}
+		defer tc.Close()
+		opts.Liveness = operations.NewTemporalLiveness(tc)
+	}
+	sw, err := core.NewSweeper(operations.New(core.Pool, core.Journal, opts))
+	if err != nil {
+		return err
+	}
+	rep, err := sw.Sweep(ctx, sweep.Options{Project: *project, RunID: *run, DryRun: *dry})
+	if err != nil {
+		return err
+	}
+	if *publish && !*dry && rep.Journaled > 0 {
+		pctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+		err := core.NewPublisher(outbox.Config{}).Drain(pctx)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("publish verdicts: %w (they stay in the outbox for the next publisher)", err)
+		}
+	}
+	if *asJSON {
+		enc := json.NewEncoder(os.Stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(rep); err != nil {
+			return err
+		}
+	} else {
+		printReport(rep)
+	}
+	if rep.Failed > 0 {
+		return fmt.Errorf("%d wall(s) failed and stay unsettled; see the log lines above", rep.Failed)
+	}
+	return nil
+}
+
+func printReport(rep sweep.Report) {
+	for _, w := range rep.Walls {
+		switch {
+		case w.Verdict != nil:
+			_ = sweep.RenderCard(os.Stdout, *w.Verdict, w.Reconciled)
+		case w.Outcome == sweep.OutcomeDryRun && w.Decision != nil:
+			fmt.Printf("dry run %s/%s part %d/%d: %d operations, needs_attention=%v\n", w.Project, w.RunID, w.Part, w.Parts, len(w.Operations), w.Decision.NeedsAttention)
+			for _, v := range w.Decision.Operations {
+				fmt.Printf("  %-16s %-9s %-10s %s\n", v.OperationID, v.Effect, v.Basis, v.Note)
+			}
+		case w.Outcome == sweep.OutcomeFailed:
+			fmt.Printf("FAILED %s/%s: %s\n", w.Project, w.RunID, w.Error)
+		}
+	}
+	fmt.Printf("triage: %d project(s), %d run(s), %d journaled, %d failed, %d locked by another sweep, %d left for the next sweep (budget), %s\n",
+		rep.Projects, rep.Runs, rep.Journaled, rep.Failed, rep.Count(sweep.OutcomeLocked), rep.Count(sweep.OutcomeBudget), rep.Duration.Round(time.Millisecond))
+}

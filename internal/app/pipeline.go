@@ -1,0 +1,109 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+
+	"github.com/seed-7bc021c3/reckon/kernel/config"
+	"github.com/seed-7bc021c3/reckon/kernel/httpapi"
+	"github.com/seed-7bc021c3/reckon/kernel/mcptool"
+	"github.com/seed-7bc021c3/reckon/kernel/operations"
+	"github.com/seed-7bc021c3/reckon/pipeline"
+	"github.com/seed-7bc021c3/reckon/pipeline/probe"
+	"github.com/seed-7bc021c3/reckon/pipeline/supervisor"
+	"github.com/seed-7bc021c3/reckon/pipeline/sweep"
+)
+
+// NewSupervisor returns the supervisor the configuration selects: the
+// OpenAI-compatible model when RECKON_SUPERVISOR_BASE_URL and
+// RECKON_SUPERVISOR_MODEL are set, the built-in evidence-based one
+// otherwise. m, when not nil, receives model latency and invalid outputs.
+func NewSupervisor(cfg config.Config, m *sweep.Metrics) (pipeline.Supervisor, error) {
+	if cfg.SupervisorBaseURL == "" || cfg.SupervisorModel == "" {
+		return supervisor.Builtin{}, nil
+	}
+	oc := supervisor.OpenAIConfig{BaseURL: cfg.SupervisorBaseURL, APIKey: cfg.SupervisorAPIKey, Model: cfg.SupervisorModel}
+	if m != nil {
+		oc.Observe = m.ObserveModelCall
+		oc.OnInvalid = func(error) { m.InvalidOutput(supervisor.OpenAIName) }
+	}
+	return supervisor.NewOpenAI(oc)
+}
+
+// NewProbes returns the probes the configuration allows: the workspace
+// postcondition probe beneath <RECKON_DATA_DIR>/workspaces, the child-run
+// replay over the journal, and the MCP lookup_operation probe over
+// RECKON_MCP_SERVERS when servers are configured.
+func (c *Core) NewProbes() (probe.Set, error) {
+	root, err := filepath.Abs(filepath.Join(c.Cfg.DataDir, "workspaces"))
+	if err != nil {
+		return nil, &config.Error{Var: "RECKON_DATA_DIR", Problem: fmt.Sprintf("cannot be made absolute: %v", err)}
+	}
+	set := probe.Set{probe.Workspace{Root: root}, probe.Child{Journal: c.Journal}}
+	servers, err := mcptool.ParseConfig(c.Cfg.MCPServers)
+	if err != nil {
+		return nil, err
+	}
+	if len(servers) > 0 {
+		set = append(set, probe.MCP{Looker: probe.MCPClient{Servers: servers}})
+	}
+	return set, nil
+}
+
+// NewOperations returns the operations service with journal liveness for
+// every run; processes with a Temporal client pass their own service (with
+// operations.NewTemporalLiveness) to NewSweeper instead.
+func (c *Core) NewOperations() *operations.Service {
+	return operations.New(c.Pool, c.Journal, operations.Options{Window: c.Cfg.OperationsWindow, StaleAfter: c.Cfg.StaleAfter})
+}
+
+// NewSweeper builds the triage sweeper from the configuration (supervisor,
+// probes) over ops, with its metrics on c.Registry. Call it once per Core:
+// the metrics register once.
+func (c *Core) NewSweeper(ops sweep.Operations) (*sweep.Sweeper, error) {
+	m := sweep.NewMetrics(c.Registry)
+	sup, err := NewSupervisor(c.Cfg, m)
+	if err != nil {
+		return nil, err
+	}
+	probes, err := c.NewProbes()
+	if err != nil {
+		return nil, err
+	}
+	return sweep.New(c.Pool, ops, c.Journal, sweep.Config{
+		Supervisor: sup, Probes: probes, Metrics: m,
+		Log: c.Log.With().Str("component", "triage").Logger(),
+	}), nil
+}
+
+// MountVerdicts serves GET /v1/supervisor/verdicts on api (reader).
+func (c *Core) MountVerdicts(api *httpapi.Server) { sweep.MountVerdicts(api, c.Journal) }
+
+// StartPipeline runs the cron-driven triage sweep (RECKON_TRIAGE_SCHEDULE)
+// in the stack's lifetime over ops (nil: journal-liveness operations), and
+// serves the verdicts endpoint on the stack's API unless already mounted.
+// It returns the sweeper so callers (demo) can also sweep on demand.
+func (s *Stack) StartPipeline(ops sweep.Operations) (*sweep.Sweeper, error) {
+	if ops == nil {
+		ops = s.NewOperations()
+	}
+	sw, err := s.NewSweeper(ops)
+	if err != nil {
+		return nil, err
+	}
+	mounted := false
+	for _, r := range s.API.Routes() {
+		mounted = mounted || r.Pattern == sweep.PathVerdicts
+	}
+	if !mounted {
+		s.MountVerdicts(s.API)
+	}
+	spec := s.Cfg.TriageSchedule
+	s.Go(func(ctx context.Context) {
+		if err := sw.RunSchedule(ctx, spec, sweep.Options{}); err != nil {
+			s.Log.Error().Err(err).Msg("triage schedule stopped")
+		}
+	})
+	return sw, nil
+}
