@@ -1,0 +1,429 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/seed-7bc021c3/reckon/kernel"
+	"github.com/seed-7bc021c3/reckon/kernel/operations"
+)
+
+func init() {
+	register("ops", "operations API client: list, history, reconcile, verdicts (RECKON_URL, RECKON_TOKEN)", runOps)
+}
+
+// defaultAPIURL is the API the client talks to without RECKON_URL.
+const defaultAPIURL = "http://127.0.0.1:8080"
+
+const opsUsage = `usage: reckon ops <list|history|reconcile|verdicts> [flags]
+
+  list       --project P [--run R] [--limit N] [--cursor C] [--all]
+  history    --project P --run R --op O
+  reconcile  --project P --run R --op O --effect none|occurred|unknown --note TEXT
+             [--evidence JSON|@file] [--idempotency-key K]
+  verdicts   --project P
+
+Every subcommand takes --json (the API's JSON instead of a table).
+Environment: RECKON_URL (default ` + defaultAPIURL + `), RECKON_TOKEN (bearer token;
+reader for list/history/verdicts, operator for reconcile).`
+
+func runOps(ctx context.Context, args []string) error {
+	return opsMain(ctx, args, os.Stdout, os.Stderr, os.Getenv)
+}
+
+// opsClient talks to the API.
+type opsClient struct {
+	base, token string
+	http        *http.Client
+}
+
+// apiError is a non-2xx answer of the API.
+type apiError struct {
+	Status  int
+	Message string
+}
+
+func (e *apiError) Error() string { return fmt.Sprintf("API answered %d: %s", e.Status, e.Message) }
+
+// do sends a request and returns the response body of a 2xx answer.
+func (c *opsClient) do(ctx context.Context, method, path string, q url.Values, body any, hdr map[string]string) ([]byte, http.Header, error) {
+	u := c.base + path
+	if len(q) > 0 {
+		u += "?" + q.Encode()
+	}
+	var rd io.Reader
+	if body != nil {
+		raw, err := json.Marshal(body)
+		if err != nil {
+			return nil, nil, err
+		}
+		rd = bytes.NewReader(raw)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, rd)
+	if err != nil {
+		return nil, nil, err
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s %s: %w (is the API running? set RECKON_URL)", method, u, err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return nil, nil, fmt.Errorf("read response of %s %s: %w", method, path, err)
+	}
+	if resp.StatusCode/100 != 2 {
+		var e struct {
+			Error string `json:"error"`
+		}
+		if json.Unmarshal(raw, &e) != nil || e.Error == "" {
+			e.Error = strings.TrimSpace(string(raw))
+		}
+		if resp.StatusCode == http.StatusUnauthorized && c.token == "" {
+			e.Error += " (set RECKON_TOKEN)"
+		}
+		return nil, nil, &apiError{Status: resp.StatusCode, Message: e.Error}
+	}
+	return raw, resp.Header, nil
+}
+
+func opsMain(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprintln(stderr, opsUsage)
+		return errors.New("missing subcommand")
+	}
+	base := strings.TrimRight(getenv("RECKON_URL"), "/")
+	if base == "" {
+		base = defaultAPIURL
+	}
+	c := &opsClient{base: base, token: getenv("RECKON_TOKEN"), http: &http.Client{Timeout: 60 * time.Second}}
+	sub, rest := args[0], args[1:]
+	fs := flag.NewFlagSet("ops "+sub, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	asJSON := fs.Bool("json", false, "print the API's JSON instead of a table")
+	project := fs.String("project", "", "project")
+	switch sub {
+	case "list":
+		run := fs.String("run", "", "only this run")
+		limit := fs.Int("limit", 0, "page size (default 100, at most 1000)")
+		cursor := fs.String("cursor", "", "continue from an earlier page's next cursor")
+		all := fs.Bool("all", false, "follow next_cursor through every page")
+		if err := parseFlags(fs, rest); err != nil {
+			return err
+		}
+		if err := need(map[string]string{"--project": *project}); err != nil {
+			return err
+		}
+		return opsList(ctx, c, stdout, stderr, *project, *run, *cursor, *limit, *all, *asJSON)
+	case "history":
+		run := fs.String("run", "", "run id")
+		op := fs.String("op", "", "operation id")
+		if err := parseFlags(fs, rest); err != nil {
+			return err
+		}
+		if err := need(map[string]string{"--project": *project, "--run": *run, "--op": *op}); err != nil {
+			return err
+		}
+		raw, _, err := c.do(ctx, http.MethodGet, operations.PathHistory,
+			url.Values{"project": {*project}, "run_id": {*run}, "operation_id": {*op}}, nil, nil)
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return writeRaw(stdout, raw)
+		}
+		var h struct {
+			Events []kernel.Event `json:"events"`
+		}
+		if err := json.Unmarshal(raw, &h); err != nil {
+			return fmt.Errorf("decode history: %w", err)
+		}
+		return printEvents(stdout, h.Events)
+	case "reconcile":
+		run := fs.String("run", "", "run id")
+		op := fs.String("op", "", "operation id")
+		effect := fs.String("effect", "", "none, occurred or unknown")
+		note := fs.String("note", "", "why (at most 2000 bytes)")
+		evidence := fs.String("evidence", "", "JSON evidence, or @file to read it from a file")
+		key := fs.String("idempotency-key", "", "makes a retry of this command return the first verdict")
+		if err := parseFlags(fs, rest); err != nil {
+			return err
+		}
+		if err := need(map[string]string{"--project": *project, "--run": *run, "--op": *op, "--effect": *effect, "--note": *note}); err != nil {
+			return err
+		}
+		body := map[string]any{"project": *project, "run_id": *run, "operation_id": *op, "effect": *effect, "note": *note}
+		if *evidence != "" {
+			ev := []byte(*evidence)
+			if path, ok := strings.CutPrefix(*evidence, "@"); ok {
+				b, err := os.ReadFile(path)
+				if err != nil {
+					return fmt.Errorf("--evidence: %w", err)
+				}
+				ev = b
+			}
+			if !json.Valid(ev) {
+				return fmt.Errorf("--evidence must be JSON (e.g. '{\"workspace_file\": \"proof.txt\"}') or @file")
+			}
+			body["evidence"] = json.RawMessage(ev)
+		}
+		hdr := map[string]string{}
+		if *key != "" {
+			hdr[operations.IdempotencyKeyHeader] = *key
+		}
+		raw, h, err := c.do(ctx, http.MethodPost, operations.PathReconcile, nil, body, hdr)
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return writeRaw(stdout, raw)
+		}
+		var ev kernel.Event
+		if err := json.Unmarshal(raw, &ev); err != nil {
+			return fmt.Errorf("decode reconcile answer: %w", err)
+		}
+		var d kernel.Reconciled
+		_ = ev.DecodeData(&d)
+		verb := "recorded"
+		if h.Get("Idempotent-Replayed") == "true" {
+			verb = "already recorded"
+		}
+		fmt.Fprintf(stdout, "%s %s: %s/%s effect=%s basis=%s actor=%s\n", verb, ev.Key(), ev.RunID, d.OperationID, d.Effect, d.Basis, ev.Actor)
+		if d.Supersedes != nil {
+			fmt.Fprintf(stdout, "supersedes %s\n", d.Supersedes)
+		}
+		return nil
+	case "verdicts":
+		if err := parseFlags(fs, rest); err != nil {
+			return err
+		}
+		if err := need(map[string]string{"--project": *project}); err != nil {
+			return err
+		}
+		raw, _, err := c.do(ctx, http.MethodGet, "/v1/supervisor/verdicts", url.Values{"project": {*project}}, nil, nil)
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return writeRaw(stdout, raw)
+		}
+		var v struct {
+			Verdicts []kernel.Event `json:"verdicts"`
+		}
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return fmt.Errorf("decode verdicts: %w", err)
+		}
+		return printVerdicts(stdout, v.Verdicts)
+	default:
+		fmt.Fprintln(stderr, opsUsage)
+		return fmt.Errorf("unknown subcommand %q", sub)
+	}
+}
+
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q (flags only; see reckon ops --help)", fs.Arg(0))
+	}
+	return nil
+}
+
+func need(flags map[string]string) error {
+	var missing []string
+	for _, name := range []string{"--project", "--run", "--op", "--effect", "--note"} {
+		if v, ok := flags[name]; ok && strings.TrimSpace(v) == "" {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("missing %s", strings.Join(missing, ", "))
+	}
+	return nil
+}
+
+func writeRaw(w io.Writer, raw []byte) error {
+	var buf bytes.Buffer
+	if err := json.Indent(&buf, bytes.TrimSpace(raw), "", "  "); err != nil {
+		_, err = w.Write(raw)
+		return err
+	}
+	buf.WriteByte('\n')
+	_, err := w.Write(buf.Bytes())
+	return err
+}
+
+// listPage is the listing as the API serves it.
+type listPage struct {
+	Operations []operations.Item `json:"operations"`
+	NextCursor *string           `json:"next_cursor"`
+	Degraded   bool              `json:"degraded"`
+}
+
+func opsList(ctx context.Context, c *opsClient, stdout, stderr io.Writer, project, run, cursor string, limit int, all, asJSON bool) error {
+	var items []operations.Item
+	var raws []json.RawMessage
+	degraded := false
+	for {
+		q := url.Values{"project": {project}}
+		if run != "" {
+			q.Set("run_id", run)
+		}
+		if cursor != "" {
+			q.Set("cursor", cursor)
+		}
+		if limit > 0 {
+			q.Set("limit", fmt.Sprint(limit))
+		}
+		raw, _, err := c.do(ctx, http.MethodGet, operations.PathOperations, q, nil, nil)
+		if err != nil {
+			return err
+		}
+		var p listPage
+		if err := json.Unmarshal(raw, &p); err != nil {
+			return fmt.Errorf("decode listing: %w", err)
+		}
+		items = append(items, p.Operations...)
+		raws = append(raws, raw)
+		degraded = degraded || p.Degraded
+		cursor = ""
+		if p.NextCursor != nil {
+			cursor = *p.NextCursor
+		}
+		if !all || cursor == "" {
+			break
+		}
+	}
+	if asJSON {
+		if len(raws) == 1 {
+			return writeRaw(stdout, raws[0])
+		}
+		merged, err := json.Marshal(map[string]any{"operations": items, "next_cursor": nil, "degraded": degraded})
+		if err != nil {
+			return err
+		}
+		return writeRaw(stdout, merged)
+	}
+	if degraded {
+		fmt.Fprintln(stderr, "warning: degraded listing: the liveness of some runs could not be established (is Temporal reachable?); their operations are marked (liveness?) and treated as still running")
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "RUN\tOPERATION\tTOOL\tSTATE\tSTARTED\tDETAIL")
+	for _, it := range items {
+		var detail []string
+		if it.Failure != nil {
+			detail = append(detail, fmt.Sprintf("%s effect=%s", it.Failure.ErrorType, it.Failure.EffectiveEffect()))
+		}
+		if it.ChildRunID != "" {
+			s := "child " + it.ChildRunID
+			if it.ChildOpsTotal != nil && it.ChildOpsUnresolved != nil {
+				s += fmt.Sprintf(" (%d ops, %d unresolved)", *it.ChildOpsTotal, *it.ChildOpsUnresolved)
+			}
+			detail = append(detail, s)
+		}
+		if it.ReissueOf != "" {
+			detail = append(detail, "reissue of "+it.ReissueOf)
+		}
+		state := it.State
+		if it.LivenessUnknown {
+			state += " (liveness?)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", it.RunID, it.OperationID, it.Tool, state,
+			it.StartedAt.UTC().Format(time.RFC3339), strings.Join(detail, "; "))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%d unresolved operation(s)\n", len(items))
+	if cursor != "" {
+		fmt.Fprintf(stdout, "more: reckon ops list --project %s --cursor %s (or --all)\n", project, cursor)
+	}
+	return nil
+}
+
+func printEvents(w io.Writer, evs []kernel.Event) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TS\tTYPE\tSOURCE\tACTOR\tDETAIL")
+	for _, ev := range evs {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", ev.TS.UTC().Format(time.RFC3339), ev.Type, ev.SourceID, ev.Actor, eventDetail(ev))
+	}
+	return tw.Flush()
+}
+
+func eventDetail(ev kernel.Event) string {
+	switch ev.Type {
+	case kernel.TypeToolStarted:
+		var d kernel.ToolStarted
+		_ = ev.DecodeData(&d)
+		return "tool=" + d.Tool + " args=" + oneLine(string(d.Args), 80)
+	case kernel.TypeToolFailed:
+		var d kernel.ToolFailed
+		_ = ev.DecodeData(&d)
+		return fmt.Sprintf("%s effect=%s: %s", d.ErrorType, d.EffectiveEffect(), oneLine(d.Error, 80))
+	case kernel.TypeToolBlocked:
+		var d kernel.ToolBlocked
+		_ = ev.DecodeData(&d)
+		return "reason: " + oneLine(d.Reason, 80)
+	case kernel.TypeOperationReconciled:
+		var d kernel.Reconciled
+		_ = ev.DecodeData(&d)
+		s := fmt.Sprintf("effect=%s basis=%s note=%q", d.Effect, d.Basis, oneLine(d.Note, 80))
+		if d.Supersedes != nil {
+			s += " supersedes " + d.Supersedes.String()
+		}
+		if len(d.Evidence) > 0 {
+			s += " evidence=" + oneLine(string(d.Evidence), 80)
+		}
+		return s
+	case kernel.TypeSupervisorVerdict:
+		var d kernel.Verdict
+		_ = ev.DecodeData(&d)
+		return fmt.Sprintf("supervisor=%s needs_attention=%v lesson=%q", d.Supervisor, d.NeedsAttention, oneLine(d.Lesson, 80))
+	}
+	return oneLine(string(ev.Data), 100)
+}
+
+func printVerdicts(w io.Writer, evs []kernel.Event) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TS\tRUN\tSUPERVISOR\tMODEL\tATTENTION\tOPERATIONS\tLESSON")
+	for _, ev := range evs {
+		var d kernel.Verdict
+		_ = ev.DecodeData(&d)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%v\t%s\t%s\n", ev.TS.UTC().Format(time.RFC3339), ev.RunID, d.Supervisor, d.Model,
+			d.NeedsAttention, strings.Join(d.OperationIDs, ","), oneLine(d.Lesson, 80))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "%d verdict(s)\n", len(evs))
+	return nil
+}
+
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > n {
+		return s[:n-1] + "…"
+	}
+	return s
+}

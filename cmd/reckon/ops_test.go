@@ -1,0 +1,144 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+
+	"github.com/seed-7bc021c3/reckon/internal/pgtest"
+	"github.com/seed-7bc021c3/reckon/kernel"
+	"github.com/seed-7bc021c3/reckon/kernel/auth"
+	"github.com/seed-7bc021c3/reckon/kernel/httpapi"
+	"github.com/seed-7bc021c3/reckon/kernel/journal"
+	"github.com/seed-7bc021c3/reckon/kernel/operations"
+	"github.com/seed-7bc021c3/reckon/kernel/outbox"
+)
+
+// TestOpsCLI drives `reckon ops` against the real operations API.
+func TestOpsCLI(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := pgtest.New(t)
+	j := journal.New(s.Pool, nil)
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	svc := operations.New(s.Pool, j, operations.Options{Now: func() time.Time { return now }})
+	toks, _ := auth.Parse("ann:operator:operator-secret,rita:reader:reader-secret")
+	srv := httpapi.New(httpapi.Options{Tokens: toks, Log: zerolog.Nop(), Registry: prometheus.NewRegistry()})
+	svc.Mount(srv)
+	verdict, _ := kernel.NewEvent(kernel.KernelSource, "run-1/verdict/1", "acme", "run-1", kernel.TypeSupervisorVerdict, kernel.ActorSupervisor, now,
+		kernel.Verdict{Kind: kernel.VerdictKindReconciliation, OperationIDs: []string{"op-1"}, Supervisor: "builtin", Lesson: "check the workspace first",
+			Causes: []string{}, Remedies: []string{}})
+	// The verdicts route belongs to the pipeline; the client only needs its
+	// documented shape.
+	srv.Handle(http.MethodGet, "/v1/supervisor/verdicts", []string{auth.RoleReader}, func(w http.ResponseWriter, r *http.Request) error {
+		httpapi.WriteJSON(w, 200, map[string]any{"verdicts": []kernel.Event{verdict}})
+		return nil
+	})
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+
+	ev := func(id, typ, data string) kernel.Event {
+		return kernel.Event{SourceID: "agent-x", EventID: id, Project: "acme", RunID: "run-1", Type: typ, TS: now.Add(-time.Hour), Actor: "agent", Data: []byte(data)}
+	}
+	if _, err := j.Ingest(ctx, []kernel.Event{
+		ev("s1", kernel.TypeToolStarted, `{"operation_id":"op-1","tool":"run_command","args":{"command":"echo ok > drill-proof.txt"}}`),
+		ev("f1", kernel.TypeToolFailed, `{"operation_id":"op-1","error_type":"activity_failed","error":"worker crashed","effect":"uncertain"}`),
+		ev("s2", kernel.TypeToolStarted, `{"operation_id":"op-2","tool":"delegate"}`),
+	}); err != nil {
+		t.Fatal(err)
+	}
+
+	run := func(token string, args ...string) (string, string, error) {
+		var out, errb bytes.Buffer
+		env := map[string]string{"RECKON_URL": ts.URL, "RECKON_TOKEN": token}
+		err := opsMain(ctx, args, &out, &errb, func(k string) string { return env[k] })
+		return out.String(), errb.String(), err
+	}
+
+	out, _, err := run("reader-secret", "list", "--project", "acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"RUN", "op-1", "failed_uncertain", "activity_failed effect=uncertain", "op-2", "crash_window", "child run-1.op-2 (0 ops, 0 unresolved)", "2 unresolved"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+	out, _, err = run("reader-secret", "list", "--project", "acme", "--limit", "1")
+	if err != nil || !strings.Contains(out, "--cursor") {
+		t.Fatalf("paged table: %v\n%s", err, out)
+	}
+	out, _, err = run("reader-secret", "list", "--project", "acme", "--limit", "1", "--all", "--json")
+	var page struct {
+		Operations []operations.Item `json:"operations"`
+	}
+	if err != nil || json.Unmarshal([]byte(out), &page) != nil || len(page.Operations) != 2 {
+		t.Fatalf("--all --json: %v\n%s", err, out)
+	}
+
+	// Errors: the API's message, with a hint when the token is missing.
+	if _, _, err := run("", "list", "--project", "acme"); err == nil || !strings.Contains(err.Error(), "401") || !strings.Contains(err.Error(), "RECKON_TOKEN") {
+		t.Fatalf("no token: %v", err)
+	}
+	if _, _, err := run("reader-secret", "reconcile", "--project", "acme", "--run", "run-1", "--op", "op-1", "--effect", "occurred", "--note", "x"); err == nil || !strings.Contains(err.Error(), "403") {
+		t.Fatalf("reader reconciling: %v", err)
+	}
+	if _, _, err := run("operator-secret", "reconcile", "--project", "acme", "--run", "run-1", "--op", "op-1", "--effect", "maybe", "--note", "x"); err == nil || !strings.Contains(err.Error(), "400") || !strings.Contains(err.Error(), "effect") {
+		t.Fatalf("bad effect: %v", err)
+	}
+	if _, _, err := run("operator-secret", "reconcile", "--project", "acme", "--run", "run-1"); err == nil || !strings.Contains(err.Error(), "--op") {
+		t.Fatalf("missing flags: %v", err)
+	}
+
+	evidence := filepath.Join(t.TempDir(), "evidence.json")
+	if err := os.WriteFile(evidence, []byte(`{"workspace_file":"drill-proof.txt","sha256":"abc"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"reconcile", "--project", "acme", "--run", "run-1", "--op", "op-1", "--effect", "occurred",
+		"--note", "drill-proof.txt exists in the workspace", "--evidence", "@" + evidence, "--idempotency-key", "cli-1"}
+	out, _, err = run("operator-secret", args...)
+	if err != nil || !strings.HasPrefix(out, "recorded kernel:run-1/op-1/reconciled/") || !strings.Contains(out, "effect=occurred basis=operator actor=operator:ann") {
+		t.Fatalf("reconcile: %v\n%s", err, out)
+	}
+	out, _, err = run("operator-secret", args...)
+	if err != nil || !strings.HasPrefix(out, "already recorded") {
+		t.Fatalf("repeat: %v\n%s", err, out)
+	}
+	if err := outbox.NewPublisher(s.Pool, j, outbox.Config{}, nil, zerolog.Nop()).Drain(ctx); err != nil {
+		t.Fatal(err)
+	}
+	out, _, err = run("reader-secret", "history", "--project", "acme", "--run", "run-1", "--op", "op-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"tool.started", "tool.failed", "operation.reconciled", "operator:ann", "basis=operator", "drill-proof.txt"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("history lacks %q:\n%s", want, out)
+		}
+	}
+	out, _, err = run("reader-secret", "history", "--project", "acme", "--run", "run-1", "--op", "op-1", "--json")
+	if err != nil || !strings.Contains(out, `"events"`) {
+		t.Fatalf("history --json: %v\n%s", err, out)
+	}
+	out, _, err = run("reader-secret", "list", "--project", "acme")
+	if err != nil || strings.Contains(out, "op-1") {
+		t.Fatalf("listing after reconcile still shows op-1: %v\n%s", err, out)
+	}
+	out, _, err = run("reader-secret", "verdicts", "--project", "acme")
+	if err != nil || !strings.Contains(out, "builtin") || !strings.Contains(out, "check the workspace first") || !strings.Contains(out, "1 verdict(s)") {
+		t.Fatalf("verdicts: %v\n%s", err, out)
+	}
+	if _, _, err := run("reader-secret", "frobnicate"); err == nil {
+		t.Fatal("unknown subcommand accepted")
+	}
+}
