@@ -189,9 +189,9 @@ type runKey struct{ project, runID string }
 
 // Sweep triages once. Failures of single walls are reported in the Report,
 // not returned; the error is for a sweep that could not run at all.
-func (s *Sweeper) Sweep(ctx context.Context, o Options) (Report, error) {
+func (s *Sweeper) Sweep(ctx context.Context, o Options) (rep Report, err error) {
 	start := s.cfg.Now()
-	rep := Report{Started: start.UTC()}
+	rep = Report{Started: start.UTC()}
 	defer func() {
 		rep.Duration = s.cfg.Now().Sub(start)
 		s.cfg.Metrics.sweeps.Observe(rep.Duration.Seconds())
@@ -223,7 +223,6 @@ func (s *Sweeper) Sweep(ctx context.Context, o Options) (Report, error) {
 
 	var locks *pgxpool.Pool
 	if !o.DryRun && len(runs) > 0 {
-		var err error
 		if locks, err = s.lockPool(ctx); err != nil {
 			return rep, err
 		}

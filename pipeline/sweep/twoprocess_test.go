@@ -1,0 +1,122 @@
+package sweep
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/seed-7bc021c3/reckon/pipeline/supervisor/fakeopenai"
+)
+
+// buildReckon builds the reckon binary once per test binary.
+var (
+	buildOnce sync.Once
+	buildBin  string
+	buildErr  error
+)
+
+func reckonBinary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "reckon-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		buildBin = filepath.Join(dir, "reckon")
+		cmd := exec.Command("go", "build", "-o", buildBin, "github.com/seed-7bc021c3/reckon/cmd/reckon")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build reckon: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return buildBin
+}
+
+// Two `reckon triage` processes against one database never triage the same
+// run twice: each run gets exactly one verdict, and the model is asked
+// exactly once per run.
+func TestTwoProcessesNeverTriageOneRunTwice(t *testing.T) {
+	t.Parallel()
+	bin := reckonBinary(t)
+	e := newEnv(t)
+	const runs = 24
+	for _, r := range ids("run-", runs) {
+		e.seedRun(r, opSpec{id: "op-1", outcome: "uncertain"}, opSpec{id: "op-2", tool: "mcp__create_issue", outcome: "crash"})
+	}
+	// A slow model keeps both sweeps busy at the same time.
+	f := fakeopenai.New()
+	defer f.Close()
+	f.SetLatency(100 * time.Millisecond)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	env := append(os.Environ(),
+		"DATABASE_URL="+e.s.URL,
+		"RECKON_DATA_DIR="+t.TempDir(),
+		"RECKON_LOG_FORMAT=json", "RECKON_LOG_LEVEL=warn",
+		"RECKON_SUPERVISOR_BASE_URL="+f.URL, "RECKON_SUPERVISOR_MODEL=fake-model", "RECKON_SUPERVISOR_API_KEY=k",
+		"RECKON_MCP_SERVERS=", "TEMPORAL_ADDRESS=",
+	)
+	type result struct {
+		rep    Report
+		stderr string
+		err    error
+	}
+	results := make([]result, 2)
+	var wg sync.WaitGroup
+	for i := range results {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			cmd := exec.CommandContext(ctx, bin, "triage", "--json")
+			cmd.Env = env
+			var out, errb bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &out, &errb
+			results[i].err = cmd.Run()
+			results[i].stderr = errb.String()
+			if results[i].err == nil {
+				results[i].err = json.Unmarshal(out.Bytes(), &results[i].rep)
+			}
+		}(i)
+	}
+	wg.Wait()
+	journaled, contended := 0, 0
+	for i, r := range results {
+		if r.err != nil {
+			t.Fatalf("process %d: %v\n%s", i, r.err, r.stderr)
+		}
+		journaled += r.rep.Journaled
+		contended += r.rep.Count(OutcomeLocked) + r.rep.Count(OutcomeSettled)
+		t.Logf("process %d: %d journaled, %d locked, %d settled, %s", i, r.rep.Journaled, r.rep.Count(OutcomeLocked), r.rep.Count(OutcomeSettled), r.rep.Duration)
+	}
+	if journaled != runs {
+		t.Fatalf("journaled %d walls for %d runs", journaled, runs)
+	}
+	if contended == 0 {
+		t.Logf("note: the two sweeps did not contend this time")
+	}
+	e.drain()
+	for _, r := range ids("run-", runs) {
+		if vs := e.runVerdicts(r); len(vs) != 1 {
+			t.Fatalf("%s has %d verdicts", r, len(vs))
+		}
+		recs := e.reconciled(r)
+		if len(recs["op-1"]) != 1 || len(recs["op-2"]) != 1 {
+			t.Fatalf("%s reconciliations: %v", r, recs)
+		}
+	}
+	if n := len(f.Calls()); n != runs {
+		t.Fatalf("the model was asked %d times for %d runs", n, runs)
+	}
+}
