@@ -32,7 +32,7 @@ const opsUsage = `usage: reckon ops <list|history|reconcile|verdicts> [flags]
   history    --project P --run R --op O
   reconcile  --project P --run R --op O --effect none|occurred|unknown --note TEXT
              [--evidence JSON|@file] [--idempotency-key K]
-  verdicts   --project P
+  verdicts   --project P [--run R]
 
 Every subcommand takes --json (the API's JSON instead of a table).
 Environment: RECKON_URL (default ` + defaultAPIURL + `), RECKON_TOKEN (bearer token;
@@ -214,13 +214,18 @@ func opsMain(ctx context.Context, args []string, stdout, stderr io.Writer, geten
 		}
 		return nil
 	case "verdicts":
+		run := fs.String("run", "", "only this run")
 		if err := parseFlags(fs, rest); err != nil {
 			return err
 		}
 		if err := need(map[string]string{"--project": *project}); err != nil {
 			return err
 		}
-		raw, _, err := c.do(ctx, http.MethodGet, "/v1/supervisor/verdicts", url.Values{"project": {*project}}, nil, nil)
+		q := url.Values{"project": {*project}}
+		if *run != "" {
+			q.Set("run_id", *run)
+		}
+		raw, _, err := c.do(ctx, http.MethodGet, "/v1/supervisor/verdicts", q, nil, nil)
 		if err != nil {
 			return err
 		}

@@ -111,9 +111,11 @@ func (s *Service) reconcile(ctx context.Context, req ReconcileRequest) (kernel.E
 //
 // Errors: EInvalid for a malformed request, ENotFound when the operation has
 // no tool.started (journaled or pending), EConflict when a supervisor verdict
-// meets a human one (a supervisor never overrides a human) or an
-// idempotency key is reused for a different verdict. A human verdict over
-// an earlier verdict records supersedes = that verdict's key. A repeat of an
+// meets an operation that is already settled — by a human verdict above all
+// (a supervisor never overrides a human), by an earlier verdict or by a
+// terminal event — or an idempotency key is reused for a different verdict.
+// A human verdict over an earlier verdict (an override when that one was the
+// supervisor's) records supersedes = that verdict's key. A repeat of an
 // earlier request returns the earlier event and writes nothing.
 //
 // Concurrent reconciles of one operation are serialized with a transaction
@@ -179,11 +181,22 @@ func (s *Service) reconcileTx(ctx context.Context, tx pgx.Tx, req ReconcileReque
 	}
 
 	if !req.human() {
+		// The supervisor settles unsettled operations only: it never
+		// overrides a human, and a verdict built from a listing that an
+		// earlier verdict or a late terminal event has since overtaken is
+		// refused rather than recorded over it.
 		for _, r := range recs {
 			if strings.HasPrefix(r.Actor, "operator:") {
 				return kernel.Event{}, false, kernel.Errorf(kernel.EConflict,
 					"operation %q of run %q is already settled by a human verdict (%s by %s); a supervisor never overrides a human",
 					req.OperationID, req.RunID, r.Key(), r.Actor)
+			}
+		}
+		for _, e := range evs {
+			if e.Settles() {
+				return kernel.Event{}, false, kernel.Errorf(kernel.EConflict,
+					"operation %q of run %q is already settled by %s (%s); the supervisor only settles unresolved operations",
+					req.OperationID, req.RunID, e.Type, e.Key())
 			}
 		}
 	}

@@ -221,6 +221,28 @@ func TestOverrideAndSupervisorProtection(t *testing.T) {
 		t.Fatalf("supervisor over human: %v", err)
 	}
 
+	// A human may correct a human: recorded, superseding the first.
+	h2, err := e.svc.Reconcile(e.ctx, human("acme", "run-1", kernel.EffectUnknown, "not sure after all"))
+	if err != nil || decodeRec(t, h2).Supersedes == nil || *decodeRec(t, h2).Supersedes != h.Key() {
+		t.Fatalf("human over human: %v %+v", err, h2)
+	}
+
+	// A supervisor verdict built from a stale listing is refused: over its
+	// own earlier verdict, and over a late terminal event.
+	uncertainOp(e, "acme", "run-6", "agent-x")
+	if _, err := e.svc.Reconcile(e.ctx, supervisor("acme", "run-6", kernel.EffectNone)); err != nil {
+		t.Fatal(err)
+	}
+	second := supervisor("acme", "run-6", kernel.EffectOccurred)
+	if _, err := e.svc.Reconcile(e.ctx, second); kernel.ErrorCode(err) != kernel.EConflict {
+		t.Fatalf("supervisor over supervisor: %v", err)
+	}
+	late := evb{project: "acme", run: "run-7", source: "agent-x"}
+	e.ingest(late.started("op-1", "run_command", ago(time.Hour)), late.completed("op-1", ago(time.Minute)))
+	if _, err := e.svc.Reconcile(e.ctx, supervisor("acme", "run-7", kernel.EffectNone)); kernel.ErrorCode(err) != kernel.EConflict {
+		t.Fatalf("supervisor over a completed operation: %v", err)
+	}
+
 	// The human verdict still pending in the outbox protects too.
 	uncertainOp(e, "acme", "run-2", "agent-x")
 	if _, err := e.svc.Reconcile(e.ctx, human("acme", "run-2", kernel.EffectOccurred, "checked")); err != nil {
