@@ -18,6 +18,7 @@ import (
 	"github.com/seed-7bc021c3/reckon/kernel/auth"
 	"github.com/seed-7bc021c3/reckon/kernel/httpapi"
 	"github.com/seed-7bc021c3/reckon/kernel/operations"
+	"github.com/seed-7bc021c3/reckon/pipeline/sweep"
 )
 
 const (
@@ -165,13 +166,13 @@ func TestHTTPEndpoints(t *testing.T) {
 }
 
 // TestOpenAPIMatchesRoutes checks the served document against the routes
-// this package and the foundation mount. Routes owned by the runner (runs)
-// and the pipeline (verdicts) are mounted elsewhere; they must be
-// documented, and the full stack's check (internal/app) covers them served.
+// the foundation (health, metrics, ingest), this package and the pipeline
+// (verdicts) mount, in both directions and with the roles each enforces.
 func TestOpenAPIMatchesRoutes(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil)
 	srv, ts := newAPI(t, e)
+	sweep.MountVerdicts(srv, e.j)
 	r := call(t, "GET", ts.URL+"/openapi.json", "", "")
 	if r.status != 200 || r.body["openapi"] != "3.1.0" {
 		t.Fatalf("/openapi.json: %d", r.status)
@@ -183,7 +184,7 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 	if len(rep.Undocumented) > 0 {
 		t.Fatalf("served but not documented (or with other roles): %v", rep.Undocumented)
 	}
-	elsewhere := []string{"GET /v1/runs/{run_id}", "GET /v1/supervisor/verdicts", "POST /v1/runs"}
+	elsewhere := []string{"GET /v1/runs/{run_id}", "POST /v1/runs"}
 	for _, k := range rep.Unserved {
 		if !slices.Contains(elsewhere, k) {
 			t.Errorf("documented but not served: %s", k)
