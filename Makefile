@@ -28,7 +28,7 @@ demo: db deps
 	$(GO) run ./cmd/reckon demo
 
 ## bench: benchmarks that print figures (long; not part of test).
-BENCH_PKGS = ./kernel/journal/ ./kernel/outbox/ ./kernel/operations/
+BENCH_PKGS = ./kernel/journal/ ./kernel/outbox/ ./kernel/operations/ ./pipeline/sweep/
 bench: db deps
 	scripts/bench-reference.sh
 	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m -v $(BENCH_PKGS) | grep -vE '^(=== RUN|--- PASS|PASS|goos|goarch|cpu)'

@@ -187,6 +187,12 @@ func (r Report) Count(outcome string) int {
 
 type runKey struct{ project, runID string }
 
+// runPile is one run's unsettled operations as the sweep's listing saw them.
+type runPile struct {
+	runKey
+	items []operations.Item
+}
+
 // Sweep triages once. Failures of single walls are reported in the Report,
 // not returned; the error is for a sweep that could not run at all.
 func (s *Sweeper) Sweep(ctx context.Context, o Options) (rep Report, err error) {
@@ -208,16 +214,14 @@ func (s *Sweeper) Sweep(ctx context.Context, o Options) (rep Report, err error) 
 		projects = ps
 	}
 	rep.Projects = len(projects)
-	var runs []runKey
+	var runs []runPile
 	for _, p := range projects {
-		rs, degraded, err := s.unsettledRuns(ctx, p, o.RunID)
+		piles, degraded, err := s.unsettledRuns(ctx, p, o.RunID)
 		if err != nil {
 			return rep, err
 		}
 		rep.Degraded = rep.Degraded || degraded
-		for _, r := range rs {
-			runs = append(runs, runKey{p, r})
-		}
+		runs = append(runs, piles...)
 	}
 	rep.Runs = len(runs)
 
@@ -262,7 +266,7 @@ func (s *Sweeper) Sweep(ctx context.Context, o Options) (rep Report, err error) 
 			continue
 		}
 		wg.Add(1)
-		go func(i int, rk runKey) {
+		go func(i int, rk runPile) {
 			defer wg.Done()
 			defer func() { <-sem }()
 			res := s.triageRun(ctx, locks, rk, o.DryRun, func(n, t int) {
@@ -308,22 +312,25 @@ func (s *Sweeper) lockPool(ctx context.Context) (*pgxpool.Pool, error) {
 	return p, nil
 }
 
-// unsettledRuns pages through a project's listing and returns its runs in
-// order of their oldest unsettled operation.
-func (s *Sweeper) unsettledRuns(ctx context.Context, project, runID string) ([]string, bool, error) {
+// unsettledRuns pages through a project's listing once and groups it into
+// piles by run, in order of each run's oldest unsettled operation.
+func (s *Sweeper) unsettledRuns(ctx context.Context, project, runID string) ([]runPile, bool, error) {
 	items, degraded, err := s.list(ctx, project, runID)
 	if err != nil {
 		return nil, false, err
 	}
-	seen := map[string]bool{}
-	var runs []string
+	index := map[string]int{}
+	var piles []runPile
 	for _, it := range items {
-		if !seen[it.RunID] {
-			seen[it.RunID] = true
-			runs = append(runs, it.RunID)
+		i, ok := index[it.RunID]
+		if !ok {
+			i = len(piles)
+			index[it.RunID] = i
+			piles = append(piles, runPile{runKey: runKey{project, it.RunID}})
 		}
+		piles[i].items = append(piles[i].items, it)
 	}
-	return runs, degraded, nil
+	return piles, degraded, nil
 }
 
 // maxListPages guards against a pathological listing that never ends.
@@ -354,7 +361,8 @@ var errSettledMeanwhile = errors.New("an operation of the wall was settled meanw
 
 // triageRun triages one run under its lock. account reports walls started
 // and tokens spent to the sweep's budget.
-func (s *Sweeper) triageRun(ctx context.Context, locks *pgxpool.Pool, rk runKey, dry bool, account func(walls, tokens int)) []WallResult {
+func (s *Sweeper) triageRun(ctx context.Context, locks *pgxpool.Pool, pile runPile, dry bool, account func(walls, tokens int)) []WallResult {
+	rk := pile.runKey
 	base := WallResult{Project: rk.project, RunID: rk.runID}
 	if !dry {
 		unlock, ok, err := s.lock(ctx, locks, rk)
@@ -374,7 +382,7 @@ func (s *Sweeper) triageRun(ctx context.Context, locks *pgxpool.Pool, rk runKey,
 	}
 	var results []WallResult
 	for attempt := 1; attempt <= s.cfg.LockAttempts; attempt++ {
-		walls, err := s.buildWalls(ctx, rk)
+		walls, err := s.buildWalls(ctx, pile)
 		if err != nil {
 			r := base
 			r.Outcome, r.Error = OutcomeFailed, err.Error()

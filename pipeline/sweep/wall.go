@@ -14,23 +14,34 @@ import (
 	"github.com/seed-7bc021c3/reckon/pipeline/probe"
 )
 
-// buildWalls assembles a run's current pile into walls: the unsettled
-// operations (minus those whose verdict is already enqueued) with args,
-// failures, ages, child summaries, probe evidence and the run's earlier
-// verdicts, split deterministically when it exceeds the bounds.
-func (s *Sweeper) buildWalls(ctx context.Context, rk runKey) ([]pipeline.Wall, error) {
-	// Pending verdicts first, then the listing: see pendingVerdictsSQL.
+// buildWalls assembles a run's current pile into walls: the listed
+// operations still unsettled under the run's lock (minus those settled in
+// the journal since the listing and those whose verdict is already
+// enqueued) with args, failures, ages, child summaries, probe evidence and
+// the run's earlier verdicts, split deterministically when it exceeds the
+// bounds. Filtering the listing instead of listing again is sound because
+// settling is monotone: an operation settled once never becomes unsettled.
+// Operations that appear after the listing wait for the next sweep.
+func (s *Sweeper) buildWalls(ctx context.Context, pile runPile) ([]pipeline.Wall, error) {
+	rk := pile.runKey
+	// Pending verdicts first, then the journal: see pendingVerdictsSQL.
 	pending, err := s.pendingVerdicts(ctx, rk)
 	if err != nil {
 		return nil, err
 	}
-	listed, _, err := s.list(ctx, rk.project, rk.runID)
+	evs, err := s.journal.RunEvents(ctx, rk.project, rk.runID)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("triage: read run %s/%s: %w", rk.project, rk.runID, err)
+	}
+	settled := map[string]bool{}
+	for _, e := range evs {
+		if e.Settles() {
+			settled[e.OperationID()] = true
+		}
 	}
 	var items []operations.Item
-	for _, it := range listed {
-		if it.RunID == rk.runID && !pending[it.OperationID] {
+	for _, it := range pile.items {
+		if !pending[it.OperationID] && !settled[it.OperationID] {
 			items = append(items, it)
 		}
 	}
@@ -38,10 +49,6 @@ func (s *Sweeper) buildWalls(ctx context.Context, rk runKey) ([]pipeline.Wall, e
 		return nil, nil
 	}
 	sortItems(items)
-	evs, err := s.journal.RunEvents(ctx, rk.project, rk.runID)
-	if err != nil {
-		return nil, fmt.Errorf("triage: read run %s/%s: %w", rk.project, rk.runID, err)
-	}
 	run, postconditions := probeRun(rk, evs)
 	earlier := earlierVerdicts(evs, s.cfg.MaxEarlierVerdicts)
 	now := s.cfg.Now().UTC()
