@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/journal"
 	"github.com/seed-7bc021c3/reckon/kernel/mcpserver"
+	"github.com/seed-7bc021c3/reckon/kernel/mcptool"
 	"github.com/seed-7bc021c3/reckon/pipeline"
 )
 
@@ -182,5 +184,42 @@ func TestChildReplay(t *testing.T) {
 		if !ok || e.Finding != want {
 			t.Errorf("%s: got %s (%s), want %s", op, e.Finding, e.Detail, want)
 		}
+	}
+}
+
+// MCPClient over streamable HTTP against the real test MCP server; servers
+// that do not offer the tool are skipped, unreachable ones are reported.
+func TestMCPClientOverHTTP(t *testing.T) {
+	t.Parallel()
+	store, err := mcpserver.OpenStore(filepath.Join(t.TempDir(), "issues.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := store.CreateIssue("op-1", "Disk full", ""); err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(mcpserver.Handler(mcpserver.NewServer(store)))
+	defer hs.Close()
+	c := MCPClient{Servers: []mcptool.ServerConfig{
+		{Name: "other", URL: hs.URL + mcpserver.HTTPPath, Tools: []string{"search"}},
+		{Name: "issues", URL: hs.URL + mcpserver.HTTPPath},
+	}, Timeout: 10 * time.Second}
+	run := Run{Project: "acme", RunID: "run-1"}
+	ans, ok, err := c.LookupOperation(context.Background(), run, "mcp__create_issue", "op-1")
+	if err != nil || !ok || ans.Status != LookupCompleted || ans.Server != "issues" || !strings.Contains(string(ans.Result), "Disk full") {
+		t.Fatalf("lookup: %+v %v %v", ans, ok, err)
+	}
+	ans, ok, err = c.LookupOperation(context.Background(), run, "mcp__issues__create_issue", "op-2")
+	if err != nil || !ok || ans.Status != LookupNeverSeen {
+		t.Fatalf("lookup never seen: %+v %v %v", ans, ok, err)
+	}
+	if _, ok, err := c.LookupOperation(context.Background(), run, "mcp__delete_repo", "op-1"); ok || err != nil {
+		t.Fatalf("unsupported tool: ok=%v err=%v", ok, err)
+	}
+	down := MCPClient{Servers: []mcptool.ServerConfig{{Name: "down", URL: "http://127.0.0.1:1/mcp"}}, Timeout: 2 * time.Second}
+	p := MCP{Looker: down, Now: now}
+	ev, applies := p.Probe(context.Background(), run, pipeline.WallOperation{OperationID: "op-1", Tool: "mcp__create_issue", StartedAt: t0})
+	if !applies || ev.Finding != pipeline.FindingInconclusive || !strings.Contains(ev.Detail, "lookup_operation failed") {
+		t.Fatalf("unreachable server: %+v", ev)
 	}
 }
