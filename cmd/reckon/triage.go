@@ -27,6 +27,9 @@ func runTriage(ctx context.Context, args []string) error {
 	dry := fs.Bool("dry-run", false, "build and decide walls, print them, write nothing (the supervisor is still called)")
 	publish := fs.Bool("publish", true, "deliver the sweep's events from the outbox to the journal before exiting")
 	asJSON := fs.Bool("json", false, "print the sweep report as JSON instead of verdict cards")
+	maxWalls := fs.Int("max-walls", 1000, "per-sweep budget: walls decided at most; the rest wait for the next sweep")
+	maxTokens := fs.Int("max-tokens", 0, "per-sweep budget: model tokens (prompt+completion) at most; 0 = unbounded")
+	concurrency := fs.Int("concurrency", 8, "runs triaged (and model calls in flight) at once")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -57,7 +60,12 @@ func runTriage(ctx context.Context, args []string) error {
 		defer tc.Close()
 		opts.Liveness = operations.NewTemporalLiveness(tc)
 	}
-	sw, err := core.NewSweeper(operations.New(core.Pool, core.Journal, opts))
+	if *maxWalls < 1 || *concurrency < 1 || *maxTokens < 0 {
+		return fmt.Errorf("--max-walls and --concurrency must be at least 1, --max-tokens at least 0")
+	}
+	sw, err := core.NewSweeper(operations.New(core.Pool, core.Journal, opts), func(c *sweep.Config) {
+		c.MaxWalls, c.MaxTokens, c.Concurrency = *maxWalls, *maxTokens, *concurrency
+	})
 	if err != nil {
 		return err
 	}

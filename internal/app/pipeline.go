@@ -59,9 +59,10 @@ func (c *Core) NewOperations() *operations.Service {
 }
 
 // NewSweeper builds the triage sweeper from the configuration (supervisor,
-// probes) over ops, with its metrics on c.Registry. Call it once per Core:
-// the metrics register once.
-func (c *Core) NewSweeper(ops sweep.Operations) (*sweep.Sweeper, error) {
+// probes) over ops, with its metrics on c.Registry (shared by every sweeper
+// of the process). tune, when given, adjusts the sweep configuration
+// (budget, concurrency) before use.
+func (c *Core) NewSweeper(ops sweep.Operations, tune ...func(*sweep.Config)) (*sweep.Sweeper, error) {
 	m := sweep.NewMetrics(c.Registry)
 	sup, err := NewSupervisor(c.Cfg, m)
 	if err != nil {
@@ -71,10 +72,14 @@ func (c *Core) NewSweeper(ops sweep.Operations) (*sweep.Sweeper, error) {
 	if err != nil {
 		return nil, err
 	}
-	return sweep.New(c.Pool, ops, c.Journal, sweep.Config{
+	sc := sweep.Config{
 		Supervisor: sup, Probes: probes, Metrics: m,
 		Log: c.Log.With().Str("component", "triage").Logger(),
-	}), nil
+	}
+	for _, f := range tune {
+		f(&sc)
+	}
+	return sweep.New(c.Pool, ops, c.Journal, sc), nil
 }
 
 // MountVerdicts serves GET /v1/supervisor/verdicts on api (reader).

@@ -1,6 +1,8 @@
 package sweep
 
 import (
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -48,9 +50,31 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.walls, m.verdicts, m.invalid, m.decide, m.calls, m.sweeps)
+		// A second sweeper in the same process (demo's on-demand sweep
+		// beside the scheduled one) shares the collectors already there.
+		m.walls = register(reg, m.walls)
+		m.verdicts = register(reg, m.verdicts)
+		m.invalid = register(reg, m.invalid)
+		m.decide = register(reg, m.decide)
+		m.calls = register(reg, m.calls)
+		m.sweeps = register(reg, m.sweeps)
 	}
 	return m
+}
+
+// register registers c, or returns the identical collector registered
+// before.
+func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
+	if err := reg.Register(c); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if errors.As(err, &are) {
+			if existing, ok := are.ExistingCollector.(C); ok {
+				return existing
+			}
+		}
+		panic(fmt.Sprintf("register triage metrics: %v", err))
+	}
+	return c
 }
 
 // ObserveModelCall records one model call; hand it to the OpenAI
