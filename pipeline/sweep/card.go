@@ -48,14 +48,17 @@ func RenderCard(w io.Writer, verdict kernel.Event, reconciled []kernel.Event) er
 	}
 	fmt.Fprintf(&b, "│ needs attention: %s\n", attn)
 	fmt.Fprintf(&b, "├%s\n", rule)
-	fmt.Fprintf(&b, "│ %-16s %-9s %-10s %s\n", "OPERATION", "EFFECT", "BASIS", "NOTE")
+	fmt.Fprintf(&b, "│ %-20s %-9s %s\n", "OPERATION", "EFFECT", "BASIS")
 	for _, id := range v.OperationIDs {
 		d, ok := byOp[id]
 		if !ok {
-			fmt.Fprintf(&b, "│ %-16s %-9s %-10s %s\n", id, "?", "?", "(reconciliation not shown)")
+			fmt.Fprintf(&b, "│ %-20s %-9s %s\n", id, "?", "(reconciliation not shown)")
 			continue
 		}
-		fmt.Fprintf(&b, "│ %-16s %-9s %-10s %s\n", id, d.Effect, d.Basis, oneLine(d.Note, 40))
+		fmt.Fprintf(&b, "│ %-20s %-9s %s\n", id, d.Effect, d.Basis)
+		for _, line := range wrap(d.Note, 72) {
+			fmt.Fprintf(&b, "│     %s\n", line)
+		}
 	}
 	if len(v.Causes) > 0 || len(v.Remedies) > 0 || v.Lesson != "" {
 		fmt.Fprintf(&b, "├%s\n", rule)
@@ -67,9 +70,9 @@ func RenderCard(w io.Writer, verdict kernel.Event, reconciled []kernel.Event) er
 		fmt.Fprintf(&b, "│ %s\n", title)
 		for _, it := range items {
 			for i, line := range wrap(it, 72) {
-				lead := "  • "
+				lead := " • "
 				if i > 0 {
-					lead = "    "
+					lead = "   "
 				}
 				fmt.Fprintf(&b, "│%s%s\n", lead, line)
 			}
@@ -86,15 +89,6 @@ func RenderCard(w io.Writer, verdict kernel.Event, reconciled []kernel.Event) er
 	fmt.Fprintf(&b, "└%s\n", rule)
 	_, err := io.WriteString(w, b.String())
 	return err
-}
-
-func oneLine(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	r := []rune(s)
-	if len(r) > n {
-		return string(r[:n-1]) + "…"
-	}
-	return s
 }
 
 func wrap(s string, width int) []string {

@@ -292,7 +292,11 @@ func (s *Sweeper) Sweep(ctx context.Context, o Options) (rep Report, err error) 
 		}
 	}
 	rep.Tokens = tokens
-	s.cfg.Log.Info().Int("projects", rep.Projects).Int("runs", rep.Runs).Int("journaled", rep.Journaled).
+	done := s.cfg.Log.Info()
+	if rep.Runs == 0 {
+		done = s.cfg.Log.Debug() // an idle scheduled sweep is not news
+	}
+	done.Int("projects", rep.Projects).Int("runs", rep.Runs).Int("journaled", rep.Journaled).
 		Int("failed", rep.Failed).Int("locked", rep.Count(OutcomeLocked)).Int("budget", rep.Count(OutcomeBudget)).
 		Int("tokens", tokens).Dur("duration", s.cfg.Now().Sub(start)).Bool("dry_run", o.DryRun).Msg("triage sweep done")
 	return rep, nil

@@ -18,7 +18,6 @@ import (
 	"github.com/seed-7bc021c3/reckon/pipeline"
 	"github.com/seed-7bc021c3/reckon/pipeline/probe"
 	"github.com/seed-7bc021c3/reckon/pipeline/supervisor"
-	"github.com/seed-7bc021c3/reckon/prompts"
 )
 
 func TestSweepJournalsOneVerdictPerWall(t *testing.T) {
@@ -377,5 +376,7 @@ func TestRenderCard(t *testing.T) {
 			t.Fatalf("card lacks %q:\n%s", want, card)
 		}
 	}
-	_ = prompts.ReconcileVersion
+	if testing.Verbose() {
+		t.Logf("card:\n%s", card)
+	}
 }
