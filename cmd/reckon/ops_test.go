@@ -54,6 +54,7 @@ func TestOpsCLI(t *testing.T) {
 		ev("s1", kernel.TypeToolStarted, `{"operation_id":"op-1","tool":"run_command","args":{"command":"echo ok > drill-proof.txt"}}`),
 		ev("f1", kernel.TypeToolFailed, `{"operation_id":"op-1","error_type":"activity_failed","error":"worker crashed","effect":"uncertain"}`),
 		ev("s2", kernel.TypeToolStarted, `{"operation_id":"op-2","tool":"delegate"}`),
+		ev("rf", kernel.TypeRunFailed, `{"error":"worker crashed"}`),
 	}); err != nil {
 		t.Fatal(err)
 	}

@@ -51,10 +51,12 @@ type Item struct {
 	ChildOpsUnresolved *int            `json:"-"`
 	ReissueOf          string          `json:"reissue_of,omitempty"`
 	Postcondition      json.RawMessage `json:"postcondition,omitempty"`
-	// LivenessUnknown says the run's liveness could not be established
-	// (Temporal unreachable, or the listing's budget of liveness calls
-	// spent). Such a run is treated as still running: the operation is
-	// listed as stale_in_flight once old enough, never as crash_window.
+	// LivenessUnknown says the run's liveness could not be established:
+	// Temporal unreachable or the listing's budget of liveness calls spent
+	// (the page is then degraded), or an external run whose run.started the
+	// journal does not have. Such a run is treated as still running: the
+	// operation is listed as stale_in_flight once old enough, never as
+	// crash_window.
 	LivenessUnknown bool `json:"liveness_unknown,omitempty"`
 }
 

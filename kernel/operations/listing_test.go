@@ -25,6 +25,7 @@ func TestListingStates(t *testing.T) {
 	type want struct {
 		state           string // "" = not listed
 		livenessUnknown bool
+		notDegraded     bool // liveness unknown from the journal, not from an outage
 	}
 	cases := []struct {
 		name   string
@@ -38,7 +39,17 @@ func TestListingStates(t *testing.T) {
 		{"completed run, no terminal → crash_window", "agent-x", func(b evb) []kernel.Event {
 			return []kernel.Event{b.runStarted(ago(time.Hour)), b.started(op, "run_command", ago(time.Hour)), b.runCompleted(ago(50 * time.Minute))}
 		}, want{state: operations.StateCrashWindow}},
-		{"no run.started at all → not running → crash_window", "agent-x", func(b evb) []kernel.Event {
+		{"no run.started at all, young → liveness unknown → not listed", "agent-x", func(b evb) []kernel.Event {
+			return []kernel.Event{b.started(op, "run_command", ago(time.Minute))}
+		}, want{}},
+		{"no run.started at all, old → stale_in_flight, liveness unknown (not degraded)", "agent-x", func(b evb) []kernel.Event {
+			return []kernel.Event{b.started(op, "run_command", ago(time.Hour))}
+		}, want{state: operations.StateStaleInFlight, livenessUnknown: true, notDegraded: true}},
+		{"no run.started but a run.failed → crash_window", "agent-x", func(b evb) []kernel.Event {
+			return []kernel.Event{b.started(op, "run_command", ago(time.Minute)), b.runFailed(ago(time.Minute))}
+		}, want{state: operations.StateCrashWindow}},
+		{"kernel tool.started whose run.started has not arrived: Temporal asked", kernel.KernelSource, func(b evb) []kernel.Event {
+			b.run = "k-gone-early"
 			return []kernel.Event{b.started(op, "run_command", ago(time.Minute))}
 		}, want{state: operations.StateCrashWindow}},
 		{"running external run, old → stale_in_flight", "agent-x", func(b evb) []kernel.Event {
@@ -93,7 +104,7 @@ func TestListingStates(t *testing.T) {
 			return []kernel.Event{b.started(op, "run_command", ago(168*time.Hour+time.Second))}
 		}, want{}},
 		{"window: tool.started just inside the window is listed", "agent-x", func(b evb) []kernel.Event {
-			return []kernel.Event{b.started(op, "run_command", ago(168*time.Hour-time.Second))}
+			return []kernel.Event{b.started(op, "run_command", ago(168*time.Hour-time.Second)), b.runFailed(ago(time.Hour))}
 		}, want{state: operations.StateCrashWindow}},
 		{"window: tool.started and terminal inside the window → never listed", "agent-x", func(b evb) []kernel.Event {
 			return []kernel.Event{b.started(op, "run_command", ago(167*time.Hour)), b.completed(op, ago(166*time.Hour))}
@@ -139,6 +150,9 @@ func TestListingStates(t *testing.T) {
 		if n := live.asked["k-running-ended"]; n != 0 {
 			t.Errorf("Temporal asked %d times about a run whose run.failed is journaled", n)
 		}
+		if n := live.asked["k-gone-early"]; n == 0 {
+			t.Error("Temporal not asked about a kernel run known only by its tool.started")
+		}
 	})
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -156,8 +170,9 @@ func TestListingStates(t *testing.T) {
 				if it.State != c.want.state {
 					t.Fatalf("state %s, want %s", it.State, c.want.state)
 				}
-				if it.LivenessUnknown != c.want.livenessUnknown || degraded != c.want.livenessUnknown {
-					t.Fatalf("liveness_unknown %v degraded %v, want %v", it.LivenessUnknown, degraded, c.want.livenessUnknown)
+				wantDegraded := c.want.livenessUnknown && !c.want.notDegraded
+				if it.LivenessUnknown != c.want.livenessUnknown || degraded != wantDegraded {
+					t.Fatalf("liveness_unknown %v degraded %v, want %v and %v", it.LivenessUnknown, degraded, c.want.livenessUnknown, wantDegraded)
 				}
 				if it.OperationID != op || it.Project != projects[i] || it.StartedKey.EventID == "" || it.Tool == "" {
 					t.Fatalf("item fields: %+v", it)
@@ -307,7 +322,6 @@ func TestPagination(t *testing.T) {
 	}
 	// Hidden candidates (young, running) interleaved at the end, and three
 	// operations sharing one timestamp so ordering falls back to seq.
-	y.ev("x", kernel.TypeRunStarted, ago(time.Hour), map[string]any{})
 	evs = append(evs, y.runStarted(ago(time.Hour)))
 	for i := 0; i < 30; i++ {
 		evs = append(evs, y.started(fmt.Sprintf("op-%02d", i), "run_command", ago(time.Minute)))
@@ -315,6 +329,7 @@ func TestPagination(t *testing.T) {
 	for i := 0; i < 3; i++ {
 		evs = append(evs, b.started(fmt.Sprintf("same-%d", i), "run_command", ago(time.Second)))
 	}
+	evs = append(evs, b.runFailed(ago(time.Second)))
 	e.ingest(evs...)
 
 	var got []operations.Item

@@ -11,6 +11,8 @@ import (
 	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
+
+	"github.com/seed-7bc021c3/reckon/kernel"
 )
 
 // Liveness answers whether a run is still running. An error means the
@@ -113,16 +115,19 @@ type JournalLiveness struct {
 // NewJournalLiveness returns the journal-based liveness over pool.
 func NewJournalLiveness(pool *pgxpool.Pool) *JournalLiveness { return &JournalLiveness{pool: pool} }
 
-// Running implements Liveness.
+// Running implements Liveness. A run with a run.completed or run.failed is
+// not running; one with only a run.started is. A run the journal has no
+// run.started for has unknown liveness: an ENotFound error.
 func (l *JournalLiveness) Running(ctx context.Context, project, runID string) (bool, error) {
 	var started, ended bool
 	if err := l.pool.QueryRow(ctx, runLivenessSQL, project, runID).Scan(&started, &ended); err != nil {
 		return false, fmt.Errorf("run liveness of %s/%s: %w", project, runID, err)
 	}
-	return journalRunning(started, ended), nil
+	switch {
+	case ended:
+		return false, nil
+	case started:
+		return true, nil
+	}
+	return false, kernel.Errorf(kernel.ENotFound, "run %s/%s has no run.started in the journal; its liveness is unknown", project, runID)
 }
-
-// journalRunning is the journal rule in one place: a run is running when it
-// started and has not ended. A run with no run.started at all is not known
-// to be running.
-func journalRunning(started, ended bool) bool { return started && !ended }

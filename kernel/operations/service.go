@@ -280,11 +280,20 @@ type listingLiveness struct {
 	degraded bool
 }
 
+// kernelRun reports whether c's run is the kernel's own: its run.started
+// is under the kernel's source or, while that event has not reached the
+// journal, its tool.started is.
+func kernelRun(c candidate) bool {
+	if c.runSource != nil {
+		return *c.runSource == kernel.KernelSource
+	}
+	return c.key.SourceID == kernel.KernelSource
+}
+
 // needsCall reports whether c's run is a kernel run whose liveness only the
 // Liveness can tell.
 func (l *listingLiveness) needsCall(c candidate) bool {
-	return c.failure == nil && !c.runEnded && l.s.o.Liveness != nil &&
-		c.runSource != nil && *c.runSource == kernel.KernelSource
+	return c.failure == nil && !c.runEnded && l.s.o.Liveness != nil && kernelRun(c)
 }
 
 // livenessConcurrency bounds parallel Liveness calls of one listing.
@@ -342,5 +351,10 @@ func (l *listingLiveness) running(c candidate) (running, known bool) {
 		a := l.known[c.runID]
 		return a.running, a.known
 	}
-	return journalRunning(c.runSource != nil, c.runEnded), true
+	if c.runSource == nil {
+		// No run.started in the journal: nothing says the run started, so
+		// nothing says it stopped either. Never claim a crash on that.
+		return false, false
+	}
+	return true, true
 }
