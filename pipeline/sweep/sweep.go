@@ -154,9 +154,12 @@ type WallResult struct {
 	Supervisor string             `json:"supervisor,omitempty"`
 	Model      string             `json:"model,omitempty"`
 	Decision   *pipeline.Decision `json:"decision,omitempty"`
-	Verdict    *kernel.Event      `json:"verdict,omitempty"`
-	Reconciled []kernel.Event     `json:"reconciled,omitempty"`
-	Duration   time.Duration      `json:"duration_ns"`
+	// Wall is the wall itself, kept in dry runs only (what the supervisor
+	// was shown).
+	Wall       *pipeline.Wall `json:"wall,omitempty"`
+	Verdict    *kernel.Event  `json:"verdict,omitempty"`
+	Reconciled []kernel.Event `json:"reconciled,omitempty"`
+	Duration   time.Duration  `json:"duration_ns"`
 }
 
 // Report summarises a sweep.
@@ -300,6 +303,28 @@ func (s *Sweeper) Sweep(ctx context.Context, o Options) (rep Report, err error) 
 		Int("failed", rep.Failed).Int("locked", rep.Count(OutcomeLocked)).Int("budget", rep.Count(OutcomeBudget)).
 		Int("tokens", tokens).Dur("duration", s.cfg.Now().Sub(start)).Bool("dry_run", o.DryRun).Msg("triage sweep done")
 	return rep, nil
+}
+
+// Walls builds a run's walls exactly as a sweep would show them to the
+// supervisor (listing, settled and pending filters, probes, bounds), without
+// deciding, locking or writing anything. Drills record these.
+func (s *Sweeper) Walls(ctx context.Context, project, runID string) ([]pipeline.Wall, error) {
+	if project == "" || runID == "" {
+		return nil, kernel.Errorf(kernel.EInvalid, "walls: project and run_id are required")
+	}
+	piles, _, err := s.unsettledRuns(ctx, project, runID)
+	if err != nil {
+		return nil, err
+	}
+	var out []pipeline.Wall
+	for _, p := range piles {
+		ws, err := s.buildWalls(ctx, p)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ws...)
+	}
+	return out, nil
 }
 
 // lockPool opens the dedicated connections that hold triage locks: separate
@@ -490,7 +515,7 @@ func (s *Sweeper) triageWall(ctx context.Context, w pipeline.Wall, dry bool, acc
 	}
 	r.Decision = &d
 	if dry {
-		r.Outcome = OutcomeDryRun
+		r.Outcome, r.Wall = OutcomeDryRun, &w
 		return r
 	}
 	verdict, recs, err := s.record(ctx, w, d)

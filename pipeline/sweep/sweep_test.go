@@ -232,6 +232,13 @@ func TestOversizedPileIsSplit(t *testing.T) {
 	for _, w := range rep.Walls {
 		dry = append(dry, strings.Join(w.Operations, ","))
 	}
+	if rep.Walls[0].Wall == nil || rep.Walls[0].Wall.Digest != rep.Walls[0].Digest {
+		t.Fatalf("dry run keeps the wall: %+v", rep.Walls[0])
+	}
+	walls, err := sw.Walls(context.Background(), "acme", "run-1")
+	if err != nil || len(walls) != 3 || walls[2].Part != 3 || walls[2].Parts != 3 || walls[2].Digest == "" {
+		t.Fatalf("Walls: %+v %v", walls, err)
+	}
 	rep, err = sw.Sweep(context.Background(), Options{})
 	if err != nil || rep.Journaled != 3 {
 		t.Fatalf("sweep: %+v %v", rep, err)
