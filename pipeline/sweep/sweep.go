@@ -65,6 +65,9 @@ type Config struct {
 	// Concurrency bounds runs triaged at once, and so model calls in
 	// flight. Default 8.
 	Concurrency int
+	// WallTimeout bounds one supervisor decision, retries included, so a
+	// stuck model cannot hold a run's lock (and a sweep) forever. Default 5m.
+	WallTimeout time.Duration
 	// LockAttempts bounds the rebuilds of a run's walls when a human
 	// verdict lands mid-wall. Default 3.
 	LockAttempts int
@@ -94,6 +97,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Concurrency <= 0 {
 		c.Concurrency = 8
+	}
+	if c.WallTimeout <= 0 {
+		c.WallTimeout = 5 * time.Minute
 	}
 	if c.LockAttempts <= 0 {
 		c.LockAttempts = 3
@@ -498,7 +504,9 @@ func (s *Sweeper) triageWall(ctx context.Context, w pipeline.Wall, dry bool, acc
 		r.Outcome, r.Error, r.err = OutcomeFailed, err.Error(), err
 		return r
 	}
-	d, err := s.cfg.Supervisor.Decide(ctx, w)
+	dctx, cancel := context.WithTimeout(ctx, s.cfg.WallTimeout)
+	d, err := s.cfg.Supervisor.Decide(dctx, w)
+	cancel()
 	account(0, d.Usage.PromptTokens+d.Usage.CompletionTokens)
 	outcome := "ok"
 	if err != nil {

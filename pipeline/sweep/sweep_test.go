@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/pipeline"
@@ -385,5 +386,23 @@ func TestRenderCard(t *testing.T) {
 	}
 	if testing.Verbose() {
 		t.Logf("card:\n%s", card)
+	}
+}
+
+func TestWallTimeoutFailsTheWallOnly(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.seedRun("run-1", opSpec{id: "op-1", outcome: "uncertain"})
+	e.seedRun("run-2", opSpec{id: "op-1", outcome: "uncertain"})
+	stuck := decideFunc{name: "stuck", f: func(ctx context.Context, w pipeline.Wall) (pipeline.Decision, error) {
+		if w.RunID == "run-1" {
+			<-ctx.Done()
+			return pipeline.Decision{}, ctx.Err()
+		}
+		return supervisor.Builtin{}.Decide(ctx, w)
+	}}
+	rep, err := e.sweeper(Config{Supervisor: stuck, WallTimeout: 100 * time.Millisecond}).Sweep(context.Background(), Options{})
+	if err != nil || rep.Failed != 1 || rep.Journaled != 1 || !strings.Contains(rep.Walls[0].Error+rep.Walls[1].Error, "deadline exceeded") {
+		t.Fatalf("sweep: %+v %v", rep, err)
 	}
 }
