@@ -1,0 +1,267 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/rs/zerolog"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/seed-7bc021c3/reckon/kernel"
+	"github.com/seed-7bc021c3/reckon/kernel/fault"
+	"github.com/seed-7bc021c3/reckon/kernel/journal"
+	"github.com/seed-7bc021c3/reckon/kernel/outbox"
+)
+
+// MaxSummaryBytes bounds tool.completed.result_summary and tool.failed.error.
+const MaxSummaryBytes = 1000
+
+// Activities are the run workflow's activities and the dependencies they
+// need. Every worker process builds one.
+type Activities struct {
+	Pool    *pgxpool.Pool
+	Journal *journal.Store
+	Tools   ToolSet
+	// Fault injects drill faults; nil injects none.
+	Fault *fault.Injector
+	// Unconfined says run_command runs without bubblewrap; every event
+	// this worker records then carries "unconfined": true.
+	Unconfined bool
+	// DeliveryPoll is how often SummarizeChildRun checks that the child's
+	// outbox rows reached the journal; default 100ms.
+	DeliveryPoll time.Duration
+	Log          zerolog.Logger
+}
+
+// Register registers the run workflow and the activities on r.
+func Register(r worker.Registry, a *Activities) {
+	r.RegisterWorkflowWithOptions(RunWorkflow, workflow.RegisterOptions{Name: WorkflowName})
+	r.RegisterActivityWithOptions(a.RecordEvent, activity.RegisterOptions{Name: ActRecordEvent})
+	r.RegisterActivityWithOptions(a.RunTool, activity.RegisterOptions{Name: ActRunTool})
+	r.RegisterActivityWithOptions(a.SummarizeChildRun, activity.RegisterOptions{Name: ActSummarizeChild})
+}
+
+// NewWorker returns a worker (not yet started) that executes runs from the
+// task queue.
+func NewWorker(c client.Client, taskQueue string, a *Activities) worker.Worker {
+	w := worker.New(c, taskQueue, worker.Options{})
+	Register(w, a)
+	return w
+}
+
+// RecordEvent writes one event to the outbox. Re-enqueueing the same event
+// is a no-op, so Temporal may retry it freely; a different payload under
+// the same key is a conflict and is not retried.
+func (a *Activities) RecordEvent(ctx context.Context, ev kernel.Event) error {
+	if a.Unconfined {
+		data, err := withField(ev.Data, "unconfined", true)
+		if err != nil {
+			return temporal.NewNonRetryableApplicationError(err.Error(), kernel.EInvalid, err)
+		}
+		ev.Data = data
+	}
+	if err := outbox.Enqueue(ctx, a.Pool, ev); err != nil {
+		switch code := kernel.ErrorCode(err); code {
+		case kernel.EInvalid, kernel.EConflict:
+			return temporal.NewNonRetryableApplicationError(err.Error(), code, err)
+		}
+		return err
+	}
+	return nil
+}
+
+func withField(data json.RawMessage, key string, v any) (json.RawMessage, error) {
+	m := map[string]json.RawMessage{}
+	if len(data) > 0 && string(data) != "null" {
+		if err := json.Unmarshal(data, &m); err != nil {
+			return nil, fmt.Errorf("event data: %w", err)
+		}
+	}
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	m[key] = raw
+	return json.Marshal(m)
+}
+
+// RunTool executes one tool call, once. The tool's own outcome (success or
+// a classified failure) is the activity's result; an injected fault is an
+// activity error, as a crashed worker would be.
+func (a *Activities) RunTool(ctx context.Context, call kernel.ToolCall) (ToolOutcome, error) {
+	log := a.Log.With().Str("run_id", call.RunID).Str("operation_id", call.OperationID).Str("tool", call.Tool).Logger()
+	tool, ok := a.Tools.Lookup(call.Tool)
+	if !ok {
+		return ToolOutcome{ErrorType: kernel.ErrorTypeUnknownTool, Effect: kernel.EffectNone,
+			Error: fmt.Sprintf("tool %q is not available on this worker", call.Tool)}, nil
+	}
+	if err := os.MkdirAll(call.Workspace, 0o755); err != nil {
+		return ToolOutcome{ErrorType: kernel.ErrorTypeValidation, Effect: kernel.EffectNone,
+			Error: fmt.Sprintf("workspace %s: %v", call.Workspace, err)}, nil
+	}
+	if err := tool.Validate(call); err != nil {
+		// Validate has no side effect by contract: whatever it returns,
+		// nothing ran.
+		out := failure(err)
+		var te *kernel.ToolError
+		if !errors.As(err, &te) {
+			out.ErrorType = kernel.ErrorTypeValidation
+		}
+		out.Effect = kernel.EffectNone
+		return out, nil
+	}
+	if err := a.Fault.Before(ctx, call); err != nil {
+		log.Warn().Err(err).Msg("fault injected before the effect")
+		return ToolOutcome{}, crash(err)
+	}
+	stop := heartbeat(ctx)
+	res, err := tool.Execute(ctx, call)
+	stop()
+	if err != nil {
+		return failure(err), nil
+	}
+	if err := a.Fault.After(ctx, call, res); err != nil {
+		log.Warn().Err(err).Msg("fault injected after the effect")
+		return ToolOutcome{}, crash(err)
+	}
+	return ToolOutcome{OK: true, Summary: bound(res.Summary)}, nil
+}
+
+// failure turns a tool error into a classified outcome.
+func failure(err error) ToolOutcome {
+	et, eff := kernel.Classify(err)
+	msg := err.Error()
+	var te *kernel.ToolError
+	if errors.As(err, &te) && te.Err != nil {
+		msg = te.Err.Error()
+	}
+	return ToolOutcome{ErrorType: et, Effect: eff, Error: bound(msg)}
+}
+
+// crash reports a crash-style failure of the activity.
+func crash(err error) error {
+	if fault.IsInjected(err) {
+		return temporal.NewNonRetryableApplicationError(fault.Message, kernel.ErrorTypeInjectedFault, nil)
+	}
+	return temporal.NewNonRetryableApplicationError(err.Error(), kernel.ErrorTypeActivityFailed, err)
+}
+
+func bound(s string) string {
+	if len(s) <= MaxSummaryBytes {
+		return s
+	}
+	cut := MaxSummaryBytes
+	for cut > 0 && (s[cut]&0xC0) == 0x80 { // do not split a UTF-8 sequence
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
+// heartbeat beats for the running activity until the returned stop is
+// called, so that a dead worker is noticed within the heartbeat timeout
+// while a long, live tool call is not.
+func heartbeat(ctx context.Context) (stop func()) {
+	hb := activity.GetInfo(ctx).HeartbeatTimeout
+	if hb <= 0 {
+		return func() {}
+	}
+	every := hb / 3
+	if every < 50*time.Millisecond {
+		every = 50 * time.Millisecond
+	}
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				activity.RecordHeartbeat(ctx)
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-finished
+	}
+}
+
+// SummarizeChildRun replays a failed child run's events from the journal,
+// after waiting until every outbox row of the child has been delivered, and
+// says what the failure means for the delegate operation: all child
+// operations settled → occurred (none when it performed none); otherwise
+// uncertain.
+func (a *Activities) SummarizeChildRun(ctx context.Context, ref ChildRef) (ChildSummary, error) {
+	every := a.DeliveryPoll
+	if every <= 0 {
+		every = 100 * time.Millisecond
+	}
+	if err := outbox.WaitDelivered(ctx, a.Pool, ref.Project, ref.RunID, every); err != nil {
+		return ChildSummary{}, err
+	}
+	evs, err := a.Journal.RunEvents(ctx, ref.Project, ref.RunID)
+	if err != nil {
+		return ChildSummary{}, err
+	}
+	events := make([]kernel.Event, len(evs))
+	for i, e := range evs {
+		events[i] = e.Event
+	}
+	return Summarize(events), nil
+}
+
+// Summarize counts a run's operations (tool.started) and those no event
+// settles.
+func Summarize(events []kernel.Event) ChildSummary {
+	var order []string
+	settled := map[string]bool{}
+	for _, e := range events {
+		op := e.OperationID()
+		if op == "" {
+			continue
+		}
+		if e.Type == kernel.TypeToolStarted {
+			if _, seen := settled[op]; !seen {
+				order = append(order, op)
+				settled[op] = false
+			}
+			continue
+		}
+		if e.Settles() {
+			if _, seen := settled[op]; !seen {
+				order = append(order, op)
+			}
+			settled[op] = true
+		}
+	}
+	s := ChildSummary{Total: len(order)}
+	for _, op := range order {
+		if !settled[op] {
+			s.Unresolved++
+		}
+	}
+	switch {
+	case s.Total == 0:
+		s.Effect = kernel.EffectNone
+	case s.Unresolved == 0:
+		s.Effect = kernel.EffectOccurred
+	default:
+		s.Effect = kernel.EffectUncertain
+	}
+	return s
+}

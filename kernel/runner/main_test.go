@@ -1,0 +1,207 @@
+package runner
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/seed-7bc021c3/reckon/internal/pgtest"
+	"github.com/seed-7bc021c3/reckon/kernel"
+	"github.com/seed-7bc021c3/reckon/kernel/fault"
+	"github.com/seed-7bc021c3/reckon/kernel/journal"
+	"github.com/seed-7bc021c3/reckon/kernel/outbox"
+	"github.com/seed-7bc021c3/reckon/kernel/sandbox"
+	"github.com/seed-7bc021c3/reckon/kernel/temporalx"
+)
+
+// One embedded, real Temporal server serves the whole package; each test
+// has its own task queue, project, PostgreSQL schema and worker.
+var temporalConn *temporalx.Conn
+
+func TestMain(m *testing.M) {
+	conn, err := temporalx.Connect(context.Background(), temporalx.Options{Namespace: "reckon-test", Log: zerolog.Nop()})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "start embedded temporal:", err)
+		os.Exit(1)
+	}
+	temporalConn = conn
+	code := m.Run()
+	conn.Close()
+	os.Exit(code)
+}
+
+func randID(prefix string) string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return prefix + hex.EncodeToString(b[:])
+}
+
+// unconfined reports whether tests must run run_command without bubblewrap
+// (only where bwrap is missing; the sandbox has its own tests).
+func unconfined() bool {
+	_, err := exec.LookPath("bwrap")
+	return err != nil
+}
+
+// env is one test's kernel: schema, publisher, worker, starter.
+type env struct {
+	t       *testing.T
+	project string
+	pool    *pgtest.Schema
+	journal *journal.Store
+	starter *Starter
+	acts    *Activities
+}
+
+type envOpts struct {
+	fault    fault.Config
+	timeouts Timeouts
+	extra    []kernel.Tool
+}
+
+func newEnv(t *testing.T, o envOpts) *env {
+	t.Helper()
+	s := pgtest.New(t)
+	j := journal.New(s.Pool, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	pub := outbox.NewPublisher(s.Pool, j, outbox.Config{PollInterval: 20 * time.Millisecond}, nil, zerolog.Nop())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = pub.Run(ctx) }()
+
+	tools := NewTools(append([]kernel.Tool{sandbox.NewRunCommand(sandbox.Options{Unconfined: unconfined()})}, o.extra...)...)
+	acts := &Activities{
+		Pool: s.Pool, Journal: j, Tools: tools, Fault: fault.New(s.Pool, o.fault),
+		Unconfined: unconfined(), DeliveryPoll: 20 * time.Millisecond, Log: zerolog.Nop(),
+	}
+	queue := randID("q-")
+	w := NewWorker(temporalConn.Client, queue, acts)
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		w.Stop()
+		cancel()
+		<-done
+	})
+	return &env{
+		t: t, project: randID("p-"), pool: s, journal: j, acts: acts,
+		starter: &Starter{
+			Pool: s.Pool, Journal: j, Client: temporalConn.Client, TaskQueue: queue,
+			DataDir: t.TempDir(), Tools: tools, Timeouts: o.timeouts,
+		},
+	}
+}
+
+// run starts the plan unchecked and waits for the run to end; it returns
+// the workflow's error (nil when the run completed) and the run's events
+// once all of them reached the journal.
+func (e *env) run(runID string, plan Plan) (error, []kernel.Event) {
+	e.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if _, _, err := e.starter.StartUnchecked(ctx, StartRequest{Project: e.project, RunID: runID, Plan: plan}); err != nil {
+		e.t.Fatalf("start %s: %v", runID, err)
+	}
+	err := e.wait(ctx, runID)
+	return err, e.events(runID)
+}
+
+func (e *env) wait(ctx context.Context, runID string) error {
+	e.t.Helper()
+	return temporalConn.Client.GetWorkflow(ctx, WorkflowID(e.project, runID), "").Get(ctx, nil)
+}
+
+// events waits until the run's outbox rows are delivered and reads them.
+func (e *env) events(runID string) []kernel.Event {
+	e.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := outbox.WaitDelivered(ctx, e.pool.Pool, e.project, runID, 20*time.Millisecond); err != nil {
+		e.t.Fatal(err)
+	}
+	st, err := e.journal.RunEvents(ctx, e.project, runID)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	out := make([]kernel.Event, len(st))
+	for i, s := range st {
+		out[i] = s.Event
+	}
+	return out
+}
+
+func (e *env) workspace(runID string) string {
+	ws, err := e.starter.Workspace(e.project, runID)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return ws
+}
+
+func (e *env) readFile(runID, name string) string {
+	e.t.Helper()
+	b, err := os.ReadFile(filepath.Join(e.workspace(runID), name))
+	if err != nil {
+		e.t.Fatalf("workspace file: %v", err)
+	}
+	return string(b)
+}
+
+// shape renders events as "type op key=value..." lines for assertions.
+func shape(evs []kernel.Event) []string {
+	var out []string
+	for _, ev := range evs {
+		s := ev.Type
+		if op := ev.OperationID(); op != "" {
+			s += " " + op
+		}
+		if ev.Type == kernel.TypeToolFailed {
+			var d kernel.ToolFailed
+			_ = ev.DecodeData(&d)
+			s += " " + d.ErrorType + " effect=" + d.Effect
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+func wantShape(t *testing.T, evs []kernel.Event, want ...string) {
+	t.Helper()
+	got := shape(evs)
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("events:\n  %s\nwant:\n  %s", strings.Join(got, "\n  "), strings.Join(want, "\n  "))
+	}
+}
+
+func find(t *testing.T, evs []kernel.Event, typ, op string) kernel.Event {
+	t.Helper()
+	for _, ev := range evs {
+		if ev.Type == typ && (op == "" || ev.OperationID() == op) {
+			return ev
+		}
+	}
+	t.Fatalf("no %s %s among %v", typ, op, shape(evs))
+	return kernel.Event{}
+}
+
+func data(t *testing.T, ev kernel.Event) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := ev.DecodeData(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func cmd(command string) Step {
+	return Step{Tool: "run_command", Args: []byte(fmt.Sprintf(`{"command": %q, "timeout_s": 30}`, command))}
+}

@@ -1,0 +1,220 @@
+// Package runner executes agent runs as Temporal workflows: the run
+// workflow, its activities (RecordEvent, RunTool, SummarizeChildRun), the
+// starter that makes POST /v1/runs idempotent, and the runs HTTP API.
+//
+// For every plan step the workflow records tool.started through the outbox
+// before the tool is scheduled, runs the tool in exactly one attempt, and
+// records tool.completed or an honestly classified tool.failed. A step that
+// failed uncertain is never retried automatically: a re-issue is a new
+// operation with a new id that names the one it re-issues.
+package runner
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"strings"
+
+	"github.com/seed-7bc021c3/reckon/kernel"
+)
+
+// DelegateTool is the kernel-internal tool that runs a child plan as a
+// child run.
+const DelegateTool = "delegate"
+
+// OnUncertainReissue is the only accepted value of step.on_uncertain.
+const OnUncertainReissue = "reissue"
+
+// Plan limits. A step costs about a dozen history events; Temporal warns at
+// 10,240 events per run.
+const (
+	MaxSteps    = 200
+	MaxDepth    = 4 // nesting of delegate plans
+	MaxReissues = 1 // re-issues per step after an uncertain failure
+)
+
+// Plan is the input of a run: tool calls executed in order.
+type Plan struct {
+	Steps []Step `json:"steps"`
+}
+
+// Step is one tool call of a plan.
+type Step struct {
+	Tool string          `json:"tool"`
+	Args json.RawMessage `json:"args,omitempty"`
+	// Postcondition is copied into tool.started for probes; the kernel
+	// does not interpret it.
+	Postcondition json.RawMessage `json:"postcondition,omitempty"`
+	// OnUncertain "reissue" re-issues the step once, as a new operation,
+	// after an uncertain failure; empty stops the run.
+	OnUncertain string `json:"on_uncertain,omitempty"`
+	// Plan is the child plan of a delegate step.
+	Plan *Plan `json:"plan,omitempty"`
+}
+
+// Summary is the plan_summary of run.started: step count and tools.
+func (p Plan) Summary() string {
+	tools := make([]string, len(p.Steps))
+	for i, s := range p.Steps {
+		tools[i] = s.Tool
+	}
+	n := "steps"
+	if len(p.Steps) == 1 {
+		n = "step"
+	}
+	return fmt.Sprintf("%d %s: %s", len(p.Steps), n, strings.Join(tools, ", "))
+}
+
+// Digest is the sha256 of the plan's canonical JSON: equal plans (whatever
+// their key order or whitespace) have equal digests.
+func (p Plan) Digest() ([]byte, error) {
+	raw, err := json.Marshal(p)
+	if err != nil {
+		return nil, fmt.Errorf("marshal plan: %w", err)
+	}
+	c, err := kernel.Canonical(raw)
+	if err != nil {
+		return nil, fmt.Errorf("canonical plan: %w", err)
+	}
+	d := sha256.Sum256(c)
+	return d[:], nil
+}
+
+// DecodePlan decodes a plan strictly: unknown fields are errors naming the
+// field, so a misspelt "on_uncertain" cannot silently change behaviour.
+func DecodePlan(raw json.RawMessage) (Plan, error) {
+	var p Plan
+	if len(bytes.TrimSpace(raw)) == 0 || string(bytes.TrimSpace(raw)) == "null" {
+		return p, kernel.Errorf(kernel.EInvalid, "plan: required, e.g. {\"steps\": [{\"tool\": \"run_command\", \"args\": {\"command\": \"echo ok\"}}]}")
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&p); err != nil {
+		return p, kernel.Errorf(kernel.EInvalid, "plan: %v", err)
+	}
+	return p, nil
+}
+
+// ToolSet resolves tools by name. Tool sets compose (see Tools and Chain),
+// so MCP tools can be added beside run_command.
+type ToolSet interface {
+	Lookup(name string) (kernel.Tool, bool)
+}
+
+// Tools is a ToolSet of fixed tools keyed by name.
+type Tools map[string]kernel.Tool
+
+// NewTools indexes tools by their names.
+func NewTools(tools ...kernel.Tool) Tools {
+	m := make(Tools, len(tools))
+	for _, t := range tools {
+		m[t.Name()] = t
+	}
+	return m
+}
+
+// Lookup implements ToolSet.
+func (t Tools) Lookup(name string) (kernel.Tool, bool) {
+	tool, ok := t[name]
+	return tool, ok
+}
+
+// Chain looks a name up in each set in turn; the first match wins.
+type Chain []ToolSet
+
+// Lookup implements ToolSet.
+func (c Chain) Lookup(name string) (kernel.Tool, bool) {
+	for _, s := range c {
+		if s == nil {
+			continue
+		}
+		if t, ok := s.Lookup(name); ok {
+			return t, true
+		}
+	}
+	return nil, false
+}
+
+var idRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
+
+// ValidateID checks a project or run id: it becomes part of a workflow id,
+// event ids and a workspace path, so it is restricted to a safe alphabet.
+func ValidateID(field, id string) error {
+	if id == "" {
+		return kernel.Errorf(kernel.EInvalid, "%s: required", field)
+	}
+	if !idRE.MatchString(id) || strings.Contains(id, "..") {
+		return kernel.Errorf(kernel.EInvalid, "%s: must be 1-128 characters of A-Z a-z 0-9 . _ - starting with a letter or digit, without \"..\", got %q", field, id)
+	}
+	return nil
+}
+
+// Validate checks a plan at the boundary, naming the offending field
+// (plan.steps[2].args.command). Tool arguments are checked by the tools'
+// own Validate, which has no side effects; workspace-dependent checks run
+// again at execution.
+func (p Plan) Validate(tools ToolSet) error { return p.validate(tools, "plan", 0) }
+
+func (p Plan) validate(tools ToolSet, path string, depth int) error {
+	if depth > MaxDepth {
+		return kernel.Errorf(kernel.EInvalid, "%s: delegate plans nest deeper than %d levels", path, MaxDepth)
+	}
+	if len(p.Steps) == 0 {
+		return kernel.Errorf(kernel.EInvalid, "%s.steps: must list at least one step", path)
+	}
+	if len(p.Steps) > MaxSteps {
+		return kernel.Errorf(kernel.EInvalid, "%s.steps: at most %d steps per plan, got %d", path, MaxSteps, len(p.Steps))
+	}
+	for i, s := range p.Steps {
+		sp := fmt.Sprintf("%s.steps[%d]", path, i)
+		if s.Tool == "" {
+			return kernel.Errorf(kernel.EInvalid, "%s.tool: required", sp)
+		}
+		switch s.OnUncertain {
+		case "", OnUncertainReissue:
+		default:
+			return kernel.Errorf(kernel.EInvalid, "%s.on_uncertain: must be %q or absent, got %q", sp, OnUncertainReissue, s.OnUncertain)
+		}
+		if pc := bytes.TrimSpace(s.Postcondition); len(pc) > 0 && string(pc) != "null" && pc[0] != '{' {
+			return kernel.Errorf(kernel.EInvalid, "%s.postcondition: must be a JSON object", sp)
+		}
+		if s.Tool == DelegateTool {
+			if s.Plan == nil {
+				return kernel.Errorf(kernel.EInvalid, "%s.plan: required for a delegate step (the child plan)", sp)
+			}
+			if a := bytes.TrimSpace(s.Args); len(a) > 0 && string(a) != "null" && string(a) != "{}" {
+				return kernel.Errorf(kernel.EInvalid, "%s.args: a delegate step takes no args; put the child's steps in plan", sp)
+			}
+			if err := s.Plan.validate(tools, sp+".plan", depth+1); err != nil {
+				return err
+			}
+			continue
+		}
+		if s.Plan != nil {
+			return kernel.Errorf(kernel.EInvalid, "%s.plan: only a delegate step carries a plan", sp)
+		}
+		tool, ok := tools.Lookup(s.Tool)
+		if !ok {
+			return kernel.Errorf(kernel.EInvalid, "%s.tool: unknown tool %q (known: run_command, delegate, and mcp__<tool> of configured MCP servers)", sp, s.Tool)
+		}
+		// The workspace does not exist yet; validation sees a real,
+		// harmless directory so that only the arguments are judged here.
+		call := kernel.ToolCall{Tool: s.Tool, Args: s.Args, OperationID: "validate", Workspace: os.TempDir()}
+		if err := tool.Validate(call); err != nil {
+			var te *kernel.ToolError
+			msg := err.Error()
+			if errors.As(err, &te) && te.Err != nil {
+				msg = te.Err.Error()
+			}
+			if strings.HasPrefix(msg, "args") {
+				return kernel.Errorf(kernel.EInvalid, "%s.%s", sp, msg)
+			}
+			return kernel.Errorf(kernel.EInvalid, "%s: %s", sp, msg)
+		}
+	}
+	return nil
+}

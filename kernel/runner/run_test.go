@@ -1,0 +1,260 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+
+	"github.com/seed-7bc021c3/reckon/kernel"
+	"github.com/seed-7bc021c3/reckon/kernel/fault"
+)
+
+func TestCleanSuccess(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOpts{})
+	step := cmd("echo ok > proof.txt")
+	step.Postcondition = json.RawMessage(`{"path": "proof.txt", "sha256": "abc"}`)
+	err, evs := e.run("r1", Plan{Steps: []Step{step}})
+	if err != nil {
+		t.Fatalf("run failed: %v", err)
+	}
+	wantShape(t, evs, "run.started", "tool.started op-1", "tool.completed op-1", "run.completed")
+	if got := e.readFile("r1", "proof.txt"); got != "ok\n" {
+		t.Fatalf("proof.txt = %q", got)
+	}
+	rs := data(t, evs[0])
+	if rs["workspace"] != e.workspace("r1") || rs["plan_summary"] != "1 step: run_command" {
+		t.Fatalf("run.started data = %v", rs)
+	}
+	ts := data(t, evs[1])
+	if pc, _ := ts["postcondition"].(map[string]any); pc["path"] != "proof.txt" {
+		t.Fatalf("tool.started lacks the postcondition: %v", ts)
+	}
+	if ts["tool"] != "run_command" || ts["attempt"] != float64(1) {
+		t.Fatalf("tool.started data = %v", ts)
+	}
+	for _, ev := range evs {
+		if ev.SourceID != kernel.KernelSource || ev.Actor != "kernel" || !strings.HasPrefix(ev.EventID, "r1/") {
+			t.Fatalf("event %s/%s actor %s breaks the kernel's id conventions", ev.SourceID, ev.EventID, ev.Actor)
+		}
+	}
+	if evs[1].EventID != "r1/op-1/started" || evs[2].EventID != "r1/op-1/completed" {
+		t.Fatalf("event ids %s %s", evs[1].EventID, evs[2].EventID)
+	}
+}
+
+func TestValidationRejectionIsEffectNone(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOpts{})
+	err, evs := e.run("r1", Plan{Steps: []Step{
+		{Tool: "run_command", Args: json.RawMessage(`{"timeout_s": 5}`)},
+		cmd("echo never > never.txt"),
+	}})
+	if err == nil {
+		t.Fatal("run with an invalid step completed")
+	}
+	wantShape(t, evs, "run.started", "tool.started op-1", "tool.failed op-1 argument_validation effect=none", "run.failed")
+	if msg := data(t, evs[3])["error"].(string); !strings.Contains(msg, "op-1") || !strings.Contains(msg, "command") {
+		t.Fatalf("run.failed error does not name the operation and field: %q", msg)
+	}
+}
+
+func TestUnknownToolAtExecutionIsEffectNone(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOpts{})
+	_, evs := e.run("r1", Plan{Steps: []Step{{Tool: "mcp__nowhere"}}})
+	wantShape(t, evs, "run.started", "tool.started op-1", "tool.failed op-1 unknown_tool effect=none", "run.failed")
+}
+
+// A command that exits nonzero ran: whatever it did before failing stays
+// done, so the failure is uncertain and the run stops.
+func TestFailingCommandIsUncertain(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOpts{})
+	err, evs := e.run("r1", Plan{Steps: []Step{cmd("echo partial > partial.txt; exit 3"), cmd("echo never > never.txt")}})
+	if err == nil {
+		t.Fatal("run completed")
+	}
+	wantShape(t, evs, "run.started", "tool.started op-1", "tool.failed op-1 command_failed effect=uncertain", "run.failed")
+	if got := e.readFile("r1", "partial.txt"); got != "partial\n" {
+		t.Fatalf("partial effect = %q", got)
+	}
+	if msg := data(t, evs[2])["error"].(string); !strings.Contains(msg, "code 3") {
+		t.Fatalf("tool.failed error = %q", msg)
+	}
+}
+
+// The live drill: the effect commits, the worker reports a crash, the
+// journal says uncertain, the plan's re-issue is a new operation that names
+// the first, and the ground truth is recorded where only drills look.
+func TestLiveDrillFaultAfterEffect(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOpts{fault: fault.Config{AfterEffect: "run_command"}})
+	step := cmd(`echo "$RECKON_OPERATION_ID" >> effects.txt`)
+	step.OnUncertain = OnUncertainReissue
+	err, evs := e.run("drill", Plan{Steps: []Step{step, cmd(`echo "$RECKON_OPERATION_ID" >> effects.txt`)}})
+	if err != nil {
+		t.Fatalf("run failed: %v", err)
+	}
+	wantShape(t, evs, "run.started",
+		"tool.started op-1", "tool.failed op-1 injected_fault effect=uncertain",
+		"tool.started op-1-r1", "tool.completed op-1-r1",
+		"tool.started op-2", "tool.completed op-2",
+		"run.completed")
+	if got := e.readFile("drill", "effects.txt"); got != "op-1\nop-1-r1\nop-2\n" {
+		t.Fatalf("effects.txt = %q: want one effect per operation, the faulted one included", got)
+	}
+	if d := data(t, evs[3]); d["reissue_of"] != "op-1" {
+		t.Fatalf("re-issue does not name op-1: %v", d)
+	}
+	recs, ferr := fault.Records(context.Background(), e.pool.Pool, e.project, "drill")
+	if ferr != nil {
+		t.Fatal(ferr)
+	}
+	if len(recs) != 1 || recs[0].OperationID != "op-1" || recs[0].Truth != kernel.EffectOccurred || recs[0].Fault != fault.AfterEffect {
+		t.Fatalf("ground truth = %+v", recs)
+	}
+}
+
+func TestFaultBeforeEffect(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOpts{fault: fault.Config{BeforeEffect: "op-2"}})
+	err, evs := e.run("r1", Plan{Steps: []Step{cmd("echo one >> f.txt"), cmd("echo two >> f.txt")}})
+	if err == nil {
+		t.Fatal("run completed")
+	}
+	wantShape(t, evs, "run.started", "tool.started op-1", "tool.completed op-1",
+		"tool.started op-2", "tool.failed op-2 injected_fault effect=uncertain", "run.failed")
+	if got := e.readFile("r1", "f.txt"); got != "one\n" {
+		t.Fatalf("f.txt = %q: the before-effect fault must keep op-2 from running", got)
+	}
+	recs, _ := fault.Records(context.Background(), e.pool.Pool, e.project, "r1")
+	if len(recs) != 1 || recs[0].OperationID != "op-2" || recs[0].Truth != kernel.EffectNone {
+		t.Fatalf("ground truth = %+v", recs)
+	}
+	// Nothing in the journal tells the two kinds apart.
+	if msg := data(t, evs[4])["error"]; msg != fault.Message {
+		t.Fatalf("error = %v", msg)
+	}
+}
+
+func TestDelegationSuccess(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOpts{})
+	child := &Plan{Steps: []Step{cmd("echo child > c.txt")}}
+	err, evs := e.run("p1", Plan{Steps: []Step{{Tool: DelegateTool, Plan: child}}})
+	if err != nil {
+		t.Fatalf("run failed: %v", err)
+	}
+	wantShape(t, evs, "run.started", "tool.started op-1", "tool.completed op-1", "run.completed")
+	if d := data(t, evs[1]); d["child_run_id"] != "p1.op-1" {
+		t.Fatalf("tool.started lacks child_run_id: %v", d)
+	}
+	if d := data(t, evs[2]); d["child_run_id"] != "p1.op-1" {
+		t.Fatalf("tool.completed lacks child_run_id: %v", d)
+	}
+	cevs := e.events("p1.op-1")
+	wantShape(t, cevs, "run.started", "tool.started op-1", "tool.completed op-1", "run.completed")
+	if d := data(t, cevs[0]); d["parent_run_id"] != "p1" {
+		t.Fatalf("child run.started = %v", d)
+	}
+	if got := e.readFile("p1.op-1", "c.txt"); got != "child\n" {
+		t.Fatalf("child effect = %q", got)
+	}
+}
+
+func TestDelegationStartFailureIsEffectNone(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOpts{})
+	// Occupy the child's deterministic workflow id first.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	squatter, err := temporalConn.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID: WorkflowID(e.project, "p1.op-1"), TaskQueue: e.starter.TaskQueue,
+		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+	}, WorkflowName, RunInput{Project: e.project, RunID: "p1.op-1", Workspace: e.workspace("squatter"), Plan: Plan{Steps: []Step{cmd("true")}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := squatter.Get(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	runErr, evs := e.run("p1", Plan{Steps: []Step{{Tool: DelegateTool, Plan: &Plan{Steps: []Step{cmd("echo child > c.txt")}}}}})
+	if runErr == nil {
+		t.Fatal("run completed")
+	}
+	wantShape(t, evs, "run.started", "tool.started op-1", "tool.failed op-1 delegated_run_start_failed effect=none", "run.failed")
+	if d := data(t, evs[2]); d["child_run_id"] != "p1.op-1" {
+		t.Fatalf("tool.failed lacks child_run_id: %v", d)
+	}
+}
+
+func TestDelegatedChildFailureSettled(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOpts{})
+	child := &Plan{Steps: []Step{cmd("echo a > a.txt"), {Tool: "run_command", Args: json.RawMessage(`{}`)}}}
+	_, evs := e.run("p1", Plan{Steps: []Step{{Tool: DelegateTool, Plan: child}}})
+	wantShape(t, evs, "run.started", "tool.started op-1", "tool.failed op-1 delegated_run_failed effect=occurred", "run.failed")
+	var d kernel.ToolFailed
+	if err := evs[2].DecodeData(&d); err != nil {
+		t.Fatal(err)
+	}
+	if d.ChildRunID != "p1.op-1" || d.ChildOpsTotal == nil || *d.ChildOpsTotal != 2 || d.ChildOpsUnresolved == nil || *d.ChildOpsUnresolved != 0 {
+		t.Fatalf("tool.failed = %+v", d)
+	}
+}
+
+func TestDelegatedChildFailureUnsettled(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOpts{})
+	child := &Plan{Steps: []Step{cmd("echo a > a.txt"), cmd("exit 4")}}
+	_, evs := e.run("p1", Plan{Steps: []Step{{Tool: DelegateTool, Plan: child}}})
+	wantShape(t, evs, "run.started", "tool.started op-1", "tool.failed op-1 delegated_run_failed effect=uncertain", "run.failed")
+	var d kernel.ToolFailed
+	if err := evs[2].DecodeData(&d); err != nil {
+		t.Fatal(err)
+	}
+	if d.ChildRunID != "p1.op-1" || *d.ChildOpsTotal != 2 || *d.ChildOpsUnresolved != 1 {
+		t.Fatalf("tool.failed = %+v", d)
+	}
+	if !strings.Contains(d.Error, "p1.op-1") {
+		t.Fatalf("error does not name the child: %q", d.Error)
+	}
+}
+
+func TestSummarize(t *testing.T) {
+	ev := func(typ, op string, data string) kernel.Event {
+		return kernel.Event{Type: typ, Data: json.RawMessage(data)}
+	}
+	cases := []struct {
+		name string
+		evs  []kernel.Event
+		want ChildSummary
+	}{
+		{"no operations", []kernel.Event{ev("run.started", "", `{}`), ev("run.failed", "", `{"error":"x"}`)}, ChildSummary{0, 0, "none"}},
+		{"settled by reconciliation", []kernel.Event{
+			ev("tool.started", "op-1", `{"operation_id":"op-1","tool":"t"}`),
+			ev("tool.failed", "op-1", `{"operation_id":"op-1","error_type":"x","error":"y","effect":"uncertain"}`),
+			ev("operation.reconciled", "op-1", `{"operation_id":"op-1","effect":"none","basis":"operator","note":""}`),
+		}, ChildSummary{1, 0, "occurred"}},
+		{"open start", []kernel.Event{
+			ev("tool.started", "op-1", `{"operation_id":"op-1","tool":"t"}`),
+			ev("tool.completed", "op-1", `{"operation_id":"op-1"}`),
+			ev("tool.started", "op-2", `{"operation_id":"op-2","tool":"t"}`),
+		}, ChildSummary{2, 1, "uncertain"}},
+		{"legacy activity_failed counts as uncertain", []kernel.Event{
+			ev("tool.started", "op-1", `{"operation_id":"op-1","tool":"t"}`),
+			ev("tool.failed", "op-1", `{"operation_id":"op-1","error_type":"activity_failed","error":"y"}`),
+		}, ChildSummary{1, 1, "uncertain"}},
+	}
+	for _, c := range cases {
+		if got := Summarize(c.evs); got != c.want {
+			t.Errorf("%s: got %+v, want %+v", c.name, got, c.want)
+		}
+	}
+}

@@ -1,0 +1,204 @@
+package runner
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/seed-7bc021c3/reckon/kernel"
+	"github.com/seed-7bc021c3/reckon/kernel/journal"
+)
+
+// Starter starts runs idempotently and reports their state.
+type Starter struct {
+	Pool      *pgxpool.Pool
+	Journal   *journal.Store
+	Client    client.Client
+	TaskQueue string
+	// DataDir holds workspaces: <DataDir>/workspaces/<project>/<run_id>.
+	DataDir string
+	// Tools validates plans at the boundary.
+	Tools    ToolSet
+	Timeouts Timeouts
+}
+
+// StartRequest is the body of POST /v1/runs.
+type StartRequest struct {
+	Project string `json:"project"`
+	RunID   string `json:"run_id,omitempty"`
+	Plan    Plan   `json:"plan"`
+}
+
+// Workspace is the absolute workspace directory of a run.
+func (s *Starter) Workspace(project, runID string) (string, error) {
+	abs, err := filepath.Abs(filepath.Join(s.DataDir, "workspaces", project, runID))
+	if err != nil {
+		return "", fmt.Errorf("workspace of %s/%s: %w", project, runID, err)
+	}
+	return abs, nil
+}
+
+// NewRunID returns a fresh run id for a start request that chose none.
+func NewRunID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return "run-" + hex.EncodeToString(b[:])
+}
+
+// Start validates the request and starts its run, unless a run with this id
+// exists: the same plan again returns it (created=false), a different plan
+// is an EConflict. A start interrupted between recording the run and
+// starting its workflow is completed by the next identical request.
+func (s *Starter) Start(ctx context.Context, req StartRequest) (runID string, created bool, err error) {
+	if err := ValidateID("project", req.Project); err != nil {
+		return "", false, err
+	}
+	if req.RunID == "" {
+		req.RunID = NewRunID()
+	}
+	if err := ValidateID("run_id", req.RunID); err != nil {
+		return "", false, err
+	}
+	if err := req.Plan.Validate(s.Tools); err != nil {
+		return "", false, err
+	}
+	return s.start(ctx, req)
+}
+
+// StartUnchecked starts a run without validating its plan, for tests and
+// drills that need a plan the API would reject (a step that fails
+// validation at execution).
+func (s *Starter) StartUnchecked(ctx context.Context, req StartRequest) (string, bool, error) {
+	return s.start(ctx, req)
+}
+
+func (s *Starter) start(ctx context.Context, req StartRequest) (string, bool, error) {
+	digest, err := req.Plan.Digest()
+	if err != nil {
+		return "", false, err
+	}
+	planJSON, err := json.Marshal(req.Plan)
+	if err != nil {
+		return "", false, fmt.Errorf("marshal plan: %w", err)
+	}
+	wfID := WorkflowID(req.Project, req.RunID)
+	var inserted bool
+	err = s.Pool.QueryRow(ctx, insertRunSQL, req.Project, req.RunID, planJSON, digest, wfID).Scan(&inserted)
+	if errors.Is(err, pgx.ErrNoRows) {
+		var stored []byte
+		if err := s.Pool.QueryRow(ctx, runDigestSQL, req.Project, req.RunID).Scan(&stored); err != nil {
+			return "", false, fmt.Errorf("read run %s/%s: %w", req.Project, req.RunID, err)
+		}
+		if !bytes.Equal(stored, digest) {
+			return "", false, kernel.Errorf(kernel.EConflict, "run %s of project %s already exists with a different plan; choose another run_id", req.RunID, req.Project)
+		}
+	} else if err != nil {
+		return "", false, fmt.Errorf("record run %s/%s: %w", req.Project, req.RunID, err)
+	}
+	ws, err := s.Workspace(req.Project, req.RunID)
+	if err != nil {
+		return "", false, err
+	}
+	if err := os.MkdirAll(ws, 0o755); err != nil {
+		return "", false, fmt.Errorf("create workspace %s: %w", ws, err)
+	}
+	_, err = s.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID:                                       wfID,
+		TaskQueue:                                s.TaskQueue,
+		WorkflowIDReusePolicy:                    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+		WorkflowExecutionErrorWhenAlreadyStarted: true,
+	}, WorkflowName, RunInput{
+		Project: req.Project, RunID: req.RunID, Workspace: ws, Plan: req.Plan, Timeouts: s.Timeouts,
+	})
+	if err != nil && !temporal.IsWorkflowExecutionAlreadyStartedError(err) {
+		return "", false, kernel.Errorf(kernel.EUnavailable, "start workflow %s: %v", wfID, err)
+	}
+	return req.RunID, inserted, nil
+}
+
+// Run statuses of GET /v1/runs/{run_id}.
+const (
+	StatusRunning   = "running"
+	StatusCompleted = "completed"
+	StatusFailed    = "failed"
+)
+
+// RunView is the body of GET /v1/runs/{run_id}.
+type RunView struct {
+	RunID   string         `json:"run_id"`
+	Project string         `json:"project"`
+	Status  string         `json:"status"`
+	Events  []kernel.Event `json:"events"`
+}
+
+// View reports a run's status and its events in journal order. A kernel
+// run's status comes from Temporal; a run Temporal does not know (an
+// external agent's) from its journal events. ENotFound when neither knows
+// it.
+func (s *Starter) View(ctx context.Context, project, runID string) (RunView, error) {
+	if err := ValidateID("project", project); err != nil {
+		return RunView{}, err
+	}
+	if err := ValidateID("run_id", runID); err != nil {
+		return RunView{}, err
+	}
+	stored, err := s.Journal.RunEvents(ctx, project, runID)
+	if err != nil {
+		return RunView{}, err
+	}
+	v := RunView{RunID: runID, Project: project, Events: make([]kernel.Event, len(stored))}
+	for i, e := range stored {
+		v.Events[i] = e.Event
+	}
+	d, err := s.Client.DescribeWorkflowExecution(ctx, WorkflowID(project, runID), "")
+	var nf *serviceerror.NotFound
+	switch {
+	case err == nil:
+		v.Status = workflowStatus(d.GetWorkflowExecutionInfo().GetStatus())
+	case errors.As(err, &nf):
+		if len(v.Events) == 0 {
+			return RunView{}, kernel.Errorf(kernel.ENotFound, "no run %s in project %s", runID, project)
+		}
+		v.Status = journalStatus(v.Events)
+	default:
+		return RunView{}, kernel.Errorf(kernel.EUnavailable, "describe run %s/%s in Temporal: %v", project, runID, err)
+	}
+	return v, nil
+}
+
+func workflowStatus(st enumspb.WorkflowExecutionStatus) string {
+	switch st {
+	case enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, enumspb.WORKFLOW_EXECUTION_STATUS_CONTINUED_AS_NEW:
+		return StatusRunning
+	case enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED:
+		return StatusCompleted
+	default: // failed, terminated, timed out, canceled
+		return StatusFailed
+	}
+}
+
+func journalStatus(evs []kernel.Event) string {
+	status := StatusRunning
+	for _, e := range evs {
+		switch e.Type {
+		case kernel.TypeRunCompleted:
+			status = StatusCompleted
+		case kernel.TypeRunFailed:
+			status = StatusFailed
+		}
+	}
+	return status
+}

@@ -1,0 +1,340 @@
+package runner
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/seed-7bc021c3/reckon/kernel"
+)
+
+// Registered names of the workflow and its activities.
+const (
+	WorkflowName      = "kernel.run"
+	ActRecordEvent    = "kernel.record_event"
+	ActRunTool        = "kernel.run_tool"
+	ActSummarizeChild = "kernel.summarize_child_run"
+)
+
+// Error types of workflow and activity failures the kernel raises itself.
+const (
+	errTypeRunFailed = "run_failed"
+)
+
+// Timeouts tune the activities of a run. They travel in the workflow input
+// so that every replay schedules activities with the same options.
+type Timeouts struct {
+	// ToolStartToClose bounds one tool execution; default 11m (the
+	// sandbox's largest command timeout plus a margin).
+	ToolStartToClose time.Duration `json:"tool_start_to_close,omitempty"`
+	// ToolHeartbeat is how long a silent tool execution may go before it
+	// is declared failed (a dead worker); default 30s.
+	ToolHeartbeat time.Duration `json:"tool_heartbeat,omitempty"`
+	// RecordAttempts bounds RecordEvent's retries; default 50 (minutes of
+	// backoff). The run never proceeds past an unrecorded event.
+	RecordAttempts int32 `json:"record_attempts,omitempty"`
+}
+
+func (t Timeouts) withDefaults() Timeouts {
+	if t.ToolStartToClose <= 0 {
+		t.ToolStartToClose = 11 * time.Minute
+	}
+	if t.ToolHeartbeat <= 0 {
+		t.ToolHeartbeat = 30 * time.Second
+	}
+	if t.RecordAttempts <= 0 {
+		t.RecordAttempts = 50
+	}
+	return t
+}
+
+// RunInput is the input of the run workflow.
+type RunInput struct {
+	Project string `json:"project"`
+	RunID   string `json:"run_id"`
+	// Workspace is the run's absolute working directory.
+	Workspace   string   `json:"workspace"`
+	ParentRunID string   `json:"parent_run_id,omitempty"`
+	Plan        Plan     `json:"plan"`
+	Timeouts    Timeouts `json:"timeouts,omitempty"`
+}
+
+// RunOutput is the result of a completed run.
+type RunOutput struct {
+	Operations int `json:"operations"`
+}
+
+// ToolOutcome is RunTool's answer when the tool's own outcome is known:
+// success, or a failure the tool classified. A failure of the activity
+// itself (timeout, crash, injected fault) is an activity error instead.
+type ToolOutcome struct {
+	OK        bool   `json:"ok"`
+	Summary   string `json:"summary,omitempty"`
+	ErrorType string `json:"error_type,omitempty"`
+	Error     string `json:"error,omitempty"`
+	Effect    string `json:"effect,omitempty"`
+}
+
+// ChildRef names a run.
+type ChildRef struct {
+	Project string `json:"project"`
+	RunID   string `json:"run_id"`
+}
+
+// ChildSummary is what the journal says about a failed child run.
+type ChildSummary struct {
+	Total      int    `json:"total"`
+	Unresolved int    `json:"unresolved"`
+	Effect     string `json:"effect"`
+}
+
+// WorkflowID is the Temporal workflow id of a run.
+func WorkflowID(project, runID string) string { return "reckon/" + project + "/" + runID }
+
+// ChildRunID is the run id of the child a delegate operation starts.
+func ChildRunID(parentRunID, operationID string) string { return parentRunID + "." + operationID }
+
+// event data written by the workflow; the embedded kernel structs keep the
+// documented fields, the extra ones are the conventions probes rely on.
+type runStartedData struct {
+	kernel.RunStarted
+	Workspace string `json:"workspace"`
+}
+
+type toolStartedData struct {
+	kernel.ToolStarted
+	Postcondition json.RawMessage `json:"postcondition,omitempty"`
+	ChildRunID    string          `json:"child_run_id,omitempty"`
+}
+
+type toolCompletedData struct {
+	kernel.ToolCompleted
+	ChildRunID string `json:"child_run_id,omitempty"`
+}
+
+// stepResult is the outcome of one operation as the workflow records it.
+type stepResult struct {
+	ToolOutcome
+	ChildRunID         string
+	ChildOpsTotal      *int
+	ChildOpsUnresolved *int
+}
+
+type run struct {
+	in RunInput
+	t  Timeouts
+}
+
+// RunWorkflow executes a plan. Every step is recorded before it runs and
+// after it ends; the run stops at the first failed step unless the step
+// asks for a re-issue after an uncertain failure. The workflow returns an
+// error (the run failed) after recording run.failed.
+func RunWorkflow(ctx workflow.Context, in RunInput) (RunOutput, error) {
+	r := &run{in: in, t: in.Timeouts.withDefaults()}
+	if err := r.record(ctx, kernel.TypeRunStarted, "run/started", runStartedData{
+		RunStarted: kernel.RunStarted{PlanSummary: in.Plan.Summary(), ParentRunID: in.ParentRunID},
+		Workspace:  in.Workspace,
+	}); err != nil {
+		return RunOutput{}, err
+	}
+	ops := 0
+	for i, step := range in.Plan.Steps {
+		opID := fmt.Sprintf("op-%d", i+1)
+		res, err := r.step(ctx, step, opID, "")
+		if err != nil {
+			return RunOutput{}, err
+		}
+		ops++
+		for k := 1; !res.OK && res.Effect == kernel.EffectUncertain && step.OnUncertain == OnUncertainReissue && k <= MaxReissues; k++ {
+			prev := opID
+			opID = fmt.Sprintf("op-%d-r%d", i+1, k)
+			if res, err = r.step(ctx, step, opID, prev); err != nil {
+				return RunOutput{}, err
+			}
+			ops++
+		}
+		if !res.OK {
+			msg := fmt.Sprintf("operation %s (%s) failed: %s: %s (effect=%s)", opID, step.Tool, res.ErrorType, res.Error, res.Effect)
+			if err := r.record(ctx, kernel.TypeRunFailed, "run/failed", kernel.RunFailed{Error: msg}); err != nil {
+				return RunOutput{}, err
+			}
+			return RunOutput{}, temporal.NewNonRetryableApplicationError(msg, errTypeRunFailed, nil)
+		}
+	}
+	if err := r.record(ctx, kernel.TypeRunCompleted, "run/completed", struct{}{}); err != nil {
+		return RunOutput{}, err
+	}
+	return RunOutput{Operations: ops}, nil
+}
+
+// record writes one kernel event through the RecordEvent activity. Its
+// timestamp is workflow time, so a replay rebuilds the identical event and
+// a retried activity is an idempotent no-op.
+func (r *run) record(ctx workflow.Context, typ, suffix string, data any) error {
+	ev, err := kernel.NewEvent(kernel.KernelSource, r.in.RunID+"/"+suffix, r.in.Project, r.in.RunID, typ, "kernel", workflow.Now(ctx), data)
+	if err != nil {
+		return temporal.NewNonRetryableApplicationError(err.Error(), "invalid_event", nil)
+	}
+	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: 30 * time.Second,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:    200 * time.Millisecond,
+			BackoffCoefficient: 2,
+			MaximumInterval:    10 * time.Second,
+			MaximumAttempts:    r.t.RecordAttempts,
+		},
+	})
+	if err := workflow.ExecuteActivity(actx, ActRecordEvent, ev).Get(ctx, nil); err != nil {
+		return fmt.Errorf("record %s %s: %w", typ, ev.EventID, err)
+	}
+	return nil
+}
+
+// step runs one operation: tool.started, the tool (one attempt) or the
+// child run, then tool.completed or tool.failed.
+func (r *run) step(ctx workflow.Context, s Step, opID, reissueOf string) (stepResult, error) {
+	started := toolStartedData{
+		ToolStarted:   kernel.ToolStarted{OperationID: opID, Tool: s.Tool, Args: s.Args, Attempt: 1, ReissueOf: reissueOf},
+		Postcondition: s.Postcondition,
+	}
+	if s.Tool == DelegateTool {
+		started.ChildRunID = ChildRunID(r.in.RunID, opID)
+	}
+	if err := r.record(ctx, kernel.TypeToolStarted, opID+"/started", started); err != nil {
+		return stepResult{}, err
+	}
+	var res stepResult
+	if s.Tool == DelegateTool {
+		res = r.delegate(ctx, s, opID)
+	} else {
+		res = r.runTool(ctx, s, opID)
+	}
+	if res.OK {
+		err := r.record(ctx, kernel.TypeToolCompleted, opID+"/completed", toolCompletedData{
+			ToolCompleted: kernel.ToolCompleted{OperationID: opID, ResultSummary: res.Summary},
+			ChildRunID:    res.ChildRunID,
+		})
+		return res, err
+	}
+	err := r.record(ctx, kernel.TypeToolFailed, opID+"/failed", kernel.ToolFailed{
+		OperationID: opID, ErrorType: res.ErrorType, Error: res.Error, Effect: res.Effect,
+		ChildRunID: res.ChildRunID, ChildOpsTotal: res.ChildOpsTotal, ChildOpsUnresolved: res.ChildOpsUnresolved,
+	})
+	return res, err
+}
+
+func (r *run) runTool(ctx workflow.Context, s Step, opID string) stepResult {
+	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: r.t.ToolStartToClose,
+		HeartbeatTimeout:    r.t.ToolHeartbeat,
+		// Exactly one attempt: a consequential call is never re-executed
+		// behind anyone's back. A re-issue is a new operation.
+		RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 1},
+	})
+	call := kernel.ToolCall{
+		Project: r.in.Project, RunID: r.in.RunID, OperationID: opID,
+		Tool: s.Tool, Args: s.Args, Workspace: r.in.Workspace,
+	}
+	var out ToolOutcome
+	if err := workflow.ExecuteActivity(actx, ActRunTool, call).Get(ctx, &out); err != nil {
+		return stepResult{ToolOutcome: activityFailure(err)}
+	}
+	if !out.OK && !kernel.ValidToolFailedEffect(out.Effect) {
+		out.Effect = kernel.EffectUncertain
+	}
+	return stepResult{ToolOutcome: out}
+}
+
+// activityFailure classifies a RunTool activity that did not answer: the
+// execution boundary may have been crossed, so the effect is uncertain.
+func activityFailure(err error) ToolOutcome {
+	out := ToolOutcome{ErrorType: kernel.ErrorTypeActivityFailed, Effect: kernel.EffectUncertain}
+	var appErr *temporal.ApplicationError
+	var toErr *temporal.TimeoutError
+	var panicErr *temporal.PanicError
+	switch {
+	case errors.As(err, &appErr) && appErr.Type() == kernel.ErrorTypeInjectedFault:
+		out.ErrorType, out.Error = kernel.ErrorTypeInjectedFault, appErr.Message()
+	case errors.As(err, &toErr):
+		out.Error = fmt.Sprintf("tool activity timed out (%s): the worker died or stalled during the call; whether its effect landed is unknown",
+			toErr.TimeoutType().String())
+	case errors.As(err, &panicErr):
+		out.Error = "tool activity panicked: " + panicErr.Error()
+	case errors.As(err, &appErr):
+		out.Error = appErr.Message()
+	default:
+		out.Error = err.Error()
+	}
+	return out
+}
+
+// delegate runs the child plan as a child workflow with a deterministic id.
+func (r *run) delegate(ctx workflow.Context, s Step, opID string) stepResult {
+	childRun := ChildRunID(r.in.RunID, opID)
+	res := stepResult{ChildRunID: childRun}
+	if s.Plan == nil {
+		res.ToolOutcome = ToolOutcome{ErrorType: kernel.ErrorTypeValidation, Effect: kernel.EffectNone, Error: "plan: required for a delegate step"}
+		return res
+	}
+	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
+		WorkflowID:            WorkflowID(r.in.Project, childRun),
+		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+	})
+	fut := workflow.ExecuteChildWorkflow(cctx, WorkflowName, RunInput{
+		Project:     r.in.Project,
+		RunID:       childRun,
+		Workspace:   filepath.Join(filepath.Dir(r.in.Workspace), childRun),
+		ParentRunID: r.in.RunID,
+		Plan:        *s.Plan,
+		Timeouts:    r.in.Timeouts,
+	})
+	if err := fut.GetChildWorkflowExecution().Get(ctx, nil); err != nil {
+		// Rejected before it began (duplicate id, namespace gone): nothing
+		// of the child ran.
+		res.ToolOutcome = ToolOutcome{ErrorType: kernel.ErrorTypeDelegationStart, Effect: kernel.EffectNone,
+			Error: fmt.Sprintf("child run %s was not started: %s", childRun, causeMessage(err))}
+		return res
+	}
+	var out RunOutput
+	childErr := fut.Get(ctx, &out)
+	if childErr == nil {
+		res.ToolOutcome = ToolOutcome{OK: true, Summary: fmt.Sprintf("child run %s completed (%d operations)", childRun, out.Operations)}
+		return res
+	}
+	res.ToolOutcome = ToolOutcome{ErrorType: kernel.ErrorTypeDelegationFail, Effect: kernel.EffectUncertain,
+		Error: fmt.Sprintf("child run %s failed: %s", childRun, causeMessage(childErr))}
+	sctx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: 2 * time.Minute,
+		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, MaximumAttempts: 5},
+	})
+	var sum ChildSummary
+	if err := workflow.ExecuteActivity(sctx, ActSummarizeChild, ChildRef{Project: r.in.Project, RunID: childRun}).Get(ctx, &sum); err != nil {
+		res.Error += fmt.Sprintf("; its operations could not be summarized: %s", causeMessage(err))
+		return res
+	}
+	res.Effect = sum.Effect
+	res.ChildOpsTotal, res.ChildOpsUnresolved = &sum.Total, &sum.Unresolved
+	return res
+}
+
+// causeMessage is the innermost message of a Temporal error chain, without
+// the wrappers' event ids and identities.
+func causeMessage(err error) string {
+	var appErr *temporal.ApplicationError
+	if errors.As(err, &appErr) {
+		return appErr.Message()
+	}
+	for {
+		next := errors.Unwrap(err)
+		if next == nil {
+			return err.Error()
+		}
+		err = next
+	}
+}
