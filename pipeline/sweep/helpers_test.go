@@ -196,6 +196,16 @@ func (e *env) outboxRows() int {
 	return n
 }
 
+// outboxPending counts undelivered, unparked outbox rows.
+func (e *env) outboxPending() int {
+	e.t.Helper()
+	var n int
+	if err := e.s.Pool.QueryRow(context.Background(), "SELECT count(*) FROM kernel_event_outbox WHERE delivered_at IS NULL AND parked_at IS NULL").Scan(&n); err != nil {
+		e.t.Fatal(err)
+	}
+	return n
+}
+
 func (e *env) humanReconcile(run, op, effect string) kernel.Event {
 	e.t.Helper()
 	ev, err := e.ops.Reconcile(context.Background(), operations.ReconcileRequest{

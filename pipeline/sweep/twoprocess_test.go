@@ -8,10 +8,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/seed-7bc021c3/reckon/kernel"
+	"github.com/seed-7bc021c3/reckon/kernel/mcpserver"
+	"github.com/seed-7bc021c3/reckon/pipeline/probe"
 	"github.com/seed-7bc021c3/reckon/pipeline/supervisor/fakeopenai"
 )
 
@@ -118,5 +122,56 @@ func TestTwoProcessesNeverTriageOneRunTwice(t *testing.T) {
 	}
 	if n := len(f.Calls()); n != runs {
 		t.Fatalf("the model was asked %d times for %d runs", n, runs)
+	}
+}
+
+// `reckon triage` with the test MCP server configured: the MCP probe asks
+// lookup_operation over stdio, and the built-in supervisor turns the
+// proofs into basis-probe verdicts.
+func TestTriageCommandWithMCPProbe(t *testing.T) {
+	t.Parallel()
+	bin := reckonBinary(t)
+	e := newEnv(t)
+	e.seedRun("run-1",
+		opSpec{id: "op-1", tool: "mcp__create_issue", outcome: "crash"},
+		opSpec{id: "op-2", tool: "mcp__create_issue", outcome: "uncertain"})
+	storePath := filepath.Join(t.TempDir(), "issues.json")
+	store, err := mcpserver.OpenStore(storePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := store.CreateIssue("op-1", "Disk full on db-3", ""); err != nil {
+		t.Fatal(err)
+	}
+	servers, _ := json.Marshal([]map[string]any{{"name": "issues", "command": []string{bin, "mcp-test-server", "--store", storePath}}})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "triage", "--project", "acme", "--json")
+	cmd.Env = append(os.Environ(), "DATABASE_URL="+e.s.URL, "RECKON_DATA_DIR="+t.TempDir(),
+		"RECKON_LOG_FORMAT=json", "RECKON_LOG_LEVEL=warn", "RECKON_SUPERVISOR_BASE_URL=", "RECKON_SUPERVISOR_MODEL=",
+		"RECKON_MCP_SERVERS="+string(servers), "TEMPORAL_ADDRESS=")
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("reckon triage: %v\n%s", err, errb.String())
+	}
+	var rep Report
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil || rep.Journaled != 1 {
+		t.Fatalf("report: %v %s", err, out.String())
+	}
+	// The command published its own verdicts.
+	if n := e.outboxPending(); n != 0 {
+		t.Fatalf("%d outbox rows left undelivered", n)
+	}
+	recs := e.reconciled("run-1")
+	for op, want := range map[string]string{"op-1": kernel.EffectOccurred, "op-2": kernel.EffectNone} {
+		var d kernel.Reconciled
+		if len(recs[op]) != 1 || recs[op][0].DecodeData(&d) != nil || d.Effect != want || d.Basis != kernel.BasisProbe ||
+			!strings.Contains(string(d.Evidence), probe.MCPName) {
+			t.Fatalf("%s: %+v", op, d)
+		}
+	}
+	if vs := e.runVerdicts("run-1"); len(vs) != 1 || vs[0].NeedsAttention {
+		t.Fatalf("verdict: %+v", vs)
 	}
 }
