@@ -440,3 +440,25 @@ func TestLivenessBudget(t *testing.T) {
 		t.Fatalf("%d items with unknown liveness, want 6 (three runs over budget)", unknown)
 	}
 }
+
+// TestOutageCostsOneTimeout: with Temporal down, a listing over many kernel
+// runs stops asking after the first failures instead of paying one call
+// timeout per run.
+func TestOutageCostsOneTimeout(t *testing.T) {
+	t.Parallel()
+	live := &fakeLiveness{failAll: true}
+	e := newEnv(t, live)
+	var evs []kernel.Event
+	for i := 0; i < 40; i++ {
+		b := evb{project: "acme", run: fmt.Sprintf("k%02d", i), source: kernel.KernelSource}
+		evs = append(evs, b.runStarted(ago(time.Hour)), b.started("op-1", "run_command", ago(time.Hour)))
+	}
+	e.ingest(evs...)
+	p, err := e.svc.List(e.ctx, operations.ListParams{Project: "acme"})
+	if err != nil || !p.Degraded || len(p.Operations) != 40 {
+		t.Fatalf("page %+v %v", p, err)
+	}
+	if live.calls > 4 {
+		t.Fatalf("%d liveness calls during an outage; want at most one concurrent batch (4)", live.calls)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -278,6 +279,7 @@ type listingLiveness struct {
 	known    map[string]livenessAnswer
 	budget   int
 	degraded bool
+	failing  bool
 }
 
 // kernelRun reports whether c's run is the kernel's own: its run.started
@@ -312,27 +314,42 @@ func (l *listingLiveness) resolve(ctx context.Context, project string, cands []c
 		seen[c.runID] = true
 		runs = append(runs, c.runID)
 	}
-	if len(runs) > l.budget {
-		for _, r := range runs[l.budget:] {
+	budget := l.budget
+	if l.failing {
+		budget = 0
+	}
+	if len(runs) > budget {
+		for _, r := range runs[budget:] {
 			l.known[r] = livenessAnswer{}
 			l.degraded = true
 		}
-		runs = runs[:l.budget]
+		runs = runs[:budget]
 	}
 	l.budget -= len(runs)
 	answers := make([]livenessAnswer, len(runs))
 	sem := make(chan struct{}, livenessConcurrency)
 	var wg sync.WaitGroup
+	var failing atomic.Bool
 	for i, r := range runs {
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
+			// Once one call failed, Temporal is taken to be down for the
+			// rest of this listing: an outage costs one call timeout, not
+			// one per run.
+			if failing.Load() {
+				return
+			}
 			running, err := l.s.o.Liveness.Running(ctx, project, r)
 			answers[i] = livenessAnswer{running: running, known: err == nil}
+			if err != nil {
+				failing.Store(true)
+			}
 		}()
 	}
 	wg.Wait()
+	l.failing = l.failing || failing.Load()
 	for i, r := range runs {
 		l.known[r] = answers[i]
 		if !answers[i].known {
