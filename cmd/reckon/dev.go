@@ -31,7 +31,14 @@ func runDev(ctx context.Context, args []string) error {
 	if stack.GeneratedToken != "" {
 		fmt.Fprintf(os.Stderr, "reckon dev: no RECKON_TOKENS set; generated operator token (shown once):\n  %s\n", stack.GeneratedToken)
 	}
+	if _, err := stack.StartPipeline(stack.Operations); err != nil {
+		return err
+	}
 	fmt.Fprintf(os.Stderr, "reckon dev: API on http://%s\n", stack.APIAddr)
+	if e := stack.Kernel.Conn.Embedded; e != nil {
+		fmt.Fprintf(os.Stderr, "reckon dev: embedded Temporal on %s (namespace %s, task queue %s); more workers: TEMPORAL_ADDRESS=%s reckon worker\n",
+			e.HostPort(), cfg.TemporalNamespace, cfg.TaskQueue, e.HostPort())
+	}
 	<-ctx.Done()
 	return nil
 }

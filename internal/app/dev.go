@@ -8,7 +8,9 @@ import (
 	"github.com/seed-7bc021c3/reckon/kernel/auth"
 	"github.com/seed-7bc021c3/reckon/kernel/config"
 	"github.com/seed-7bc021c3/reckon/kernel/httpapi"
+	"github.com/seed-7bc021c3/reckon/kernel/operations"
 	"github.com/seed-7bc021c3/reckon/kernel/outbox"
+	"github.com/seed-7bc021c3/reckon/kernel/runner"
 )
 
 // DevOptions tunes StartDev.
@@ -16,15 +18,23 @@ type DevOptions struct {
 	// Publishers is how many publishers drain the outbox; default 1.
 	Publishers int
 	Outbox     outbox.Config
+	// Kernel tunes Temporal and the run worker.
+	Kernel KernelOptions
 }
 
-// Stack is a running dev stack: API, publishers and (as later pieces land)
-// the Temporal worker and the triage pipeline, in one process.
+// Stack is a running dev stack: API, publishers, Temporal (embedded unless
+// TEMPORAL_ADDRESS is set) with the run worker, and (as later pieces land)
+// the triage pipeline, in one process.
 type Stack struct {
 	*Core
 	API            *httpapi.Server
 	APIAddr        string
 	GeneratedToken string // set when no token was configured
+	// Kernel is Temporal, the run worker and the run starter.
+	Kernel *Kernel
+	// Operations is the operations service mounted on the API, with
+	// Temporal liveness for kernel runs.
+	Operations *operations.Service
 
 	ctx     context.Context
 	cancel  context.CancelFunc
@@ -32,8 +42,10 @@ type Stack struct {
 	closers []func()
 }
 
-// StartDev creates the database if missing, migrates, and starts the API and
-// the publishers. Without configured tokens it generates an operator token.
+// StartDev creates the database if missing, migrates, connects to Temporal
+// (starting the embedded server unless TEMPORAL_ADDRESS is set), starts the
+// run worker, the API (runs and operations mounted) and the publishers.
+// Without configured tokens it generates an operator token.
 func StartDev(ctx context.Context, cfg config.Config, o DevOptions) (*Stack, error) {
 	core, err := NewCore(ctx, cfg, true)
 	if err != nil {
@@ -48,6 +60,18 @@ func StartDev(ctx context.Context, cfg config.Config, o DevOptions) (*Stack, err
 	s.ctx, s.cancel = runCtx, cancel
 
 	s.API = core.NewAPI()
+	// Every route is mounted before the API serves.
+	k, err := core.StartKernel(ctx, o.Kernel)
+	if err != nil {
+		cancel()
+		core.Close()
+		return nil, fmt.Errorf("kernel: %w", err)
+	}
+	s.Kernel = k
+	s.OnClose(k.Close)
+	runner.Mount(s.API, k.Starter)
+	s.Operations = core.MountOperations(s.API, k.Conn.Client)
+
 	bound := make(chan string, 1)
 	errc := make(chan error, 1)
 	s.wg.Add(1)

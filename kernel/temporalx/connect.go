@@ -58,7 +58,7 @@ func Connect(ctx context.Context, o Options) (*Conn, error) {
 	conn := &Conn{Namespace: o.Namespace}
 	addr := o.Address
 	if addr == "" {
-		ecfg := EmbeddedConfig{Namespaces: []string{o.Namespace}, Log: o.Log.With().Str("component", "temporal-server").Logger().Level(maxLevel(o.Log.GetLevel(), zerolog.WarnLevel))}
+		ecfg := EmbeddedConfig{Namespaces: []string{o.Namespace}, Log: o.Log.With().Str("component", "temporal-server").Logger().Level(maxLevel(o.Log.GetLevel(), zerolog.ErrorLevel))}
 		if o.DataDir != "" {
 			abs, err := filepath.Abs(DBFile(o.DataDir))
 			if err != nil {

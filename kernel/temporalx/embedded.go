@@ -38,8 +38,8 @@ type EmbeddedConfig struct {
 	// FrontendAddr is host:port of the frontend; "127.0.0.1:0" (a free
 	// port) when empty.
 	FrontendAddr string
-	// Log receives the server's own logs (warnings and above unless the
-	// logger's level says otherwise).
+	// Log receives the server's own logs; Connect passes errors only, the
+	// server being chatty even at warn level (shutdown, membership).
 	Log zerolog.Logger
 }
 

@@ -1,0 +1,190 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/seed-7bc021c3/reckon/internal/app"
+	"github.com/seed-7bc021c3/reckon/kernel"
+	"github.com/seed-7bc021c3/reckon/kernel/config"
+	"github.com/seed-7bc021c3/reckon/kernel/fault"
+	"github.com/seed-7bc021c3/reckon/kernel/outbox"
+	"github.com/seed-7bc021c3/reckon/kernel/runner"
+	"github.com/seed-7bc021c3/reckon/kernel/sandbox"
+)
+
+func init() {
+	register("demo", "start the dev stack, run a drill with a fault after a run_command effect, print what the journal knows, exit", runDemo)
+}
+
+// demoEnv is what demo steps share: the running stack and what earlier
+// steps produced.
+type demoEnv struct {
+	Stack   *app.Stack
+	Out     io.Writer
+	Project string
+	// Runs lists the run ids started so far, in order.
+	Runs []string
+}
+
+// demoStep is one step of the demo. Steps run in ascending order; other
+// files add theirs with addDemoStep from their own init().
+type demoStep struct {
+	order int
+	name  string
+	run   func(ctx context.Context, d *demoEnv) error
+}
+
+var demoSteps []demoStep
+
+// addDemoStep registers a demo step. The kernel's steps use orders 100-199;
+// leave gaps for listing (200s), triage (300s) and evals (400s).
+func addDemoStep(order int, name string, run func(ctx context.Context, d *demoEnv) error) {
+	demoSteps = append(demoSteps, demoStep{order: order, name: name, run: run})
+}
+
+func init() {
+	addDemoStep(100, "run a plan whose first run_command faults after its effect", demoDrillRun)
+}
+
+// demoFault is the in-process fault the demo runs with: the first
+// run_command of every run commits its effect, then its worker "crashes".
+var demoFault = fault.Config{AfterEffect: sandbox.ToolName}
+
+func runDemo(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	cfg, err := config.Load()
+	if err != nil {
+		return err
+	}
+	// A free port: a running `reckon dev` keeps its own.
+	cfg.HTTPAddr = "127.0.0.1:0"
+	if os.Getenv("RECKON_LOG_LEVEL") == "" {
+		// The demo's own output is the point; failures come back as errors.
+		cfg.LogLevel = "disabled"
+	}
+	if !cfg.SandboxUnconfined {
+		if err := sandbox.Available(""); err != nil {
+			return fmt.Errorf("%v\n(install bubblewrap, e.g. `make deps`, or run with RECKON_SANDBOX_UNCONFINED=1)", err)
+		}
+	}
+	f := demoFault
+	stack, err := app.StartDev(ctx, cfg, app.DevOptions{
+		Outbox: outbox.Config{PollInterval: 20 * time.Millisecond},
+		// In memory: a `reckon dev` may hold the SQLite file of the data dir.
+		Kernel: app.KernelOptions{InMemory: true, Fault: &f},
+	})
+	if err != nil {
+		return err
+	}
+	defer stack.Close()
+	d := &demoEnv{Stack: stack, Out: os.Stdout, Project: "demo"}
+	fmt.Fprintf(d.Out, "reckon demo: dev stack up (API http://%s, embedded Temporal %s, data dir %s)\n",
+		stack.APIAddr, stack.Kernel.Conn.Embedded.HostPort(), cfg.DataDir)
+
+	steps := append([]demoStep(nil), demoSteps...)
+	sort.SliceStable(steps, func(i, j int) bool { return steps[i].order < steps[j].order })
+	for i, s := range steps {
+		fmt.Fprintf(d.Out, "\n== %d. %s\n", i+1, s.name)
+		if err := s.run(ctx, d); err != nil {
+			return fmt.Errorf("demo step %q: %w", s.name, err)
+		}
+	}
+	fmt.Fprintln(d.Out, "\nreckon demo: done")
+	return nil
+}
+
+// demoDrillRun is the kernel's live drill: proof.txt is written for real,
+// the worker reports a crash, the journal says uncertain, and the plan's
+// re-issue runs as a new operation that names the first.
+func demoDrillRun(ctx context.Context, d *demoEnv) error {
+	content := "hello from reckon\n"
+	sum := sha256.Sum256([]byte(content))
+	step1 := runner.Step{
+		Tool:          sandbox.ToolName,
+		Args:          mustJSON(map[string]any{"command": "printf 'hello from reckon\\n' > proof.txt", "timeout_s": 30}),
+		Postcondition: mustJSON(map[string]any{"path": "proof.txt", "sha256": hex.EncodeToString(sum[:])}),
+		OnUncertain:   runner.OnUncertainReissue,
+	}
+	step2 := runner.Step{Tool: sandbox.ToolName, Args: mustJSON(map[string]any{"command": "wc -c proof.txt", "timeout_s": 30})}
+	runID := "drill-" + time.Now().UTC().Format("20060102-150405")
+	k := d.Stack.Kernel
+	id, _, err := k.Starter.Start(ctx, runner.StartRequest{Project: d.Project, RunID: runID, Plan: runner.Plan{Steps: []runner.Step{step1, step2}}})
+	if err != nil {
+		return err
+	}
+	d.Runs = append(d.Runs, id)
+	fmt.Fprintf(d.Out, "started run %s/%s with KERNEL_FAULT_AFTER_EFFECT=%s (set in-process)\n", d.Project, id, demoFault.AfterEffect)
+
+	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	runErr := k.Conn.Client.GetWorkflow(wctx, runner.WorkflowID(d.Project, id), "").Get(wctx, nil)
+	if err := outbox.WaitDelivered(wctx, d.Stack.Pool, d.Project, id, 20*time.Millisecond); err != nil {
+		return err
+	}
+	view, err := k.Starter.View(wctx, d.Project, id)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(d.Out, "run %s is %s; its journal:\n", id, view.Status)
+	printRunEvents(d.Out, view.Events)
+
+	ws, err := k.Starter.Workspace(d.Project, id)
+	if err != nil {
+		return err
+	}
+	if b, err := os.ReadFile(ws + "/proof.txt"); err == nil {
+		fmt.Fprintf(d.Out, "workspace %s/proof.txt: %q\n", ws, string(b))
+	}
+	recs, err := fault.Records(wctx, d.Stack.Pool, d.Project, id)
+	if err != nil {
+		return err
+	}
+	for _, r := range recs {
+		fmt.Fprintf(d.Out, "ground truth (kernel_fault_records, never shown to the supervisor): %s %s %s → truth %s\n", r.OperationID, r.Tool, r.Fault, r.Truth)
+	}
+	if runErr != nil || view.Status != runner.StatusCompleted {
+		return fmt.Errorf("run %s did not complete: %v", id, runErr)
+	}
+	return nil
+}
+
+// printRunEvents prints one line per event: time, type, operation and the
+// fields that matter for reconciliation.
+func printRunEvents(w io.Writer, evs []kernel.Event) {
+	for _, ev := range evs {
+		var m map[string]any
+		_ = json.Unmarshal(ev.Data, &m)
+		var parts []string
+		for _, k := range []string{"operation_id", "tool", "reissue_of", "error_type", "effect", "error", "result_summary", "child_run_id", "plan_summary"} {
+			if v, ok := m[k]; ok && v != "" {
+				s := fmt.Sprint(v)
+				if len(s) > 90 {
+					s = s[:90] + "…"
+				}
+				parts = append(parts, k+"="+s)
+			}
+		}
+		fmt.Fprintf(w, "  %s  %-15s %s\n", ev.TS.Format("15:04:05.000"), ev.Type, strings.Join(parts, " "))
+	}
+}
+
+func mustJSON(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}

@@ -1,0 +1,121 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+
+	"go.temporal.io/sdk/worker"
+
+	"github.com/seed-7bc021c3/reckon/kernel/fault"
+	"github.com/seed-7bc021c3/reckon/kernel/mcptool"
+	"github.com/seed-7bc021c3/reckon/kernel/runner"
+	"github.com/seed-7bc021c3/reckon/kernel/sandbox"
+	"github.com/seed-7bc021c3/reckon/kernel/temporalx"
+)
+
+// KernelOptions tunes the kernel: Temporal connection and run worker.
+type KernelOptions struct {
+	// Timeouts of every run this process starts.
+	Timeouts runner.Timeouts
+	// Tools are extra tool sets, consulted after run_command and the
+	// configured MCP servers.
+	Tools []runner.ToolSet
+	// Fault overrides KERNEL_FAULT_AFTER_EFFECT / KERNEL_FAULT_BEFORE_EFFECT
+	// when set (demo sets it in-process).
+	Fault *fault.Config
+	// InMemory keeps an embedded Temporal server's state in memory instead
+	// of <RECKON_DATA_DIR>/temporal.db.
+	InMemory bool
+	// NoWorker connects without running a worker (an API-only process).
+	NoWorker bool
+}
+
+// Kernel is the running kernel of a process: the Temporal connection (and
+// embedded server), the run worker and the run starter.
+type Kernel struct {
+	Conn       *temporalx.Conn
+	Worker     worker.Worker // nil with NoWorker
+	Activities *runner.Activities
+	Starter    *runner.Starter
+	Tools      runner.ToolSet
+}
+
+// Close stops the worker, then the client and any embedded server.
+func (k *Kernel) Close() {
+	if k.Worker != nil {
+		k.Worker.Stop()
+	}
+	k.Conn.Close()
+}
+
+// KernelTools is the tool set of runs: run_command in the sandbox
+// (unconfined only with RECKON_SANDBOX_UNCONFINED=1), the MCP servers of
+// RECKON_MCP_SERVERS, then extra.
+func (c *Core) KernelTools(extra ...runner.ToolSet) (runner.ToolSet, error) {
+	mcp, err := mcptool.FromConfig(c.Cfg.MCPServers, mcptool.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("RECKON_MCP_SERVERS: %w", err)
+	}
+	chain := runner.Chain{runner.NewTools(sandbox.NewRunCommand(sandbox.Options{Unconfined: c.Cfg.SandboxUnconfined})), mcp}
+	return append(chain, extra...), nil
+}
+
+// ConnectTemporal connects to TEMPORAL_ADDRESS, or starts the embedded
+// server (SQLite under RECKON_DATA_DIR, or in memory).
+func (c *Core) ConnectTemporal(ctx context.Context, inMemory bool) (*temporalx.Conn, error) {
+	o := temporalx.Options{Address: c.Cfg.TemporalAddress, Namespace: c.Cfg.TemporalNamespace, Log: c.Log}
+	if !inMemory {
+		o.DataDir = c.Cfg.DataDir
+	}
+	return temporalx.Connect(ctx, o)
+}
+
+// NewActivities returns the run activities of this process.
+func (c *Core) NewActivities(tools runner.ToolSet, fc fault.Config) *runner.Activities {
+	return &runner.Activities{
+		Pool: c.Pool, Journal: c.Journal, Tools: tools,
+		Fault:      fault.New(c.Pool, fc),
+		Unconfined: c.Cfg.SandboxUnconfined,
+		Log:        c.Log.With().Str("component", "worker").Logger(),
+	}
+}
+
+// StartKernel connects to Temporal and starts the run worker on
+// RECKON_TASK_QUEUE.
+func (c *Core) StartKernel(ctx context.Context, o KernelOptions) (*Kernel, error) {
+	tools, err := c.KernelTools(o.Tools...)
+	if err != nil {
+		return nil, err
+	}
+	fc := fault.Config{AfterEffect: c.Cfg.FaultAfterEffect, BeforeEffect: c.Cfg.FaultBeforeEffect}
+	if o.Fault != nil {
+		fc = *o.Fault
+	}
+	dataDir, err := filepath.Abs(c.Cfg.DataDir)
+	if err != nil {
+		return nil, fmt.Errorf("RECKON_DATA_DIR %q: %w", c.Cfg.DataDir, err)
+	}
+	conn, err := c.ConnectTemporal(ctx, o.InMemory)
+	if err != nil {
+		return nil, err
+	}
+	k := &Kernel{
+		Conn: conn, Tools: tools, Activities: c.NewActivities(tools, fc),
+		Starter: &runner.Starter{
+			Pool: c.Pool, Journal: c.Journal, Client: conn.Client, TaskQueue: c.Cfg.TaskQueue,
+			DataDir: dataDir, Tools: tools, Timeouts: o.Timeouts,
+		},
+	}
+	if fc.Enabled() {
+		c.Log.Warn().Str("after_effect", fc.AfterEffect).Str("before_effect", fc.BeforeEffect).Msg("fault injection is on: matching tool calls will fail crash-style")
+	}
+	if !o.NoWorker {
+		k.Worker = runner.NewWorker(conn.Client, c.Cfg.TaskQueue, k.Activities)
+		if err := k.Worker.Start(); err != nil {
+			conn.Close()
+			return nil, fmt.Errorf("start run worker on task queue %s: %w", c.Cfg.TaskQueue, err)
+		}
+	}
+	return k, nil
+}
