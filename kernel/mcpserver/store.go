@@ -61,6 +61,7 @@ type ConflictError struct {
 	Given    json.RawMessage
 }
 
+// Error names the key, the issue it produced and both argument sets.
 func (e *ConflictError) Error() string {
 	return fmt.Sprintf("idempotency key conflict: key %q was already used for create_issue with arguments %s (issue %s); this call has arguments %s — nothing was created",
 		e.Key, e.Existing, e.IssueID, e.Given)
