@@ -44,7 +44,8 @@ type Looker interface {
 }
 
 // MCP asks the downstream MCP server what happened to the operation's
-// idempotency key (the operation id, sent in _meta by the kernel).
+// idempotency key (mcptool.IdempotencyKey: project/run_id/operation_id, as
+// the kernel sends it in _meta).
 //
 // Soundness. "completed" proves the effect landed: the server persists the
 // key with the effect it produced. "never_seen" proves it did not only once
@@ -69,18 +70,21 @@ func (p MCP) Probe(ctx context.Context, run Run, op pipeline.WallOperation) (pip
 		return pipeline.Evidence{}, false
 	}
 	at := nowOr(p.Now)
-	ans, supported, err := p.Looker.LookupOperation(ctx, run, op.Tool, op.OperationID)
+	// The key the kernel sent: qualified by project and run, since
+	// operation ids repeat across runs.
+	key := mcptool.IdempotencyKey(run.Project, run.RunID, op.OperationID)
+	ans, supported, err := p.Looker.LookupOperation(ctx, run, op.Tool, key)
 	if !supported && err == nil {
 		return pipeline.Evidence{}, false
 	}
-	prov := map[string]any{"tool": op.Tool, "key": op.OperationID, "answer": ans}
+	prov := map[string]any{"tool": op.Tool, "key": key, "answer": ans}
 	if err != nil {
 		return evidence(MCPName, pipeline.FindingInconclusive, fmt.Sprintf("lookup_operation failed: %v", err), at, prov), true
 	}
 	switch ans.Status {
 	case LookupCompleted:
 		return evidence(MCPName, pipeline.FindingOccurred,
-			fmt.Sprintf("server %s has key %s with a stored result: the call was applied", ans.Server, op.OperationID), at, prov), true
+			fmt.Sprintf("server %s has key %s with a stored result: the call was applied", ans.Server, key), at, prov), true
 	case LookupNeverSeen:
 		grace := p.Grace
 		if grace <= 0 {
@@ -88,10 +92,10 @@ func (p MCP) Probe(ctx context.Context, run Run, op pipeline.WallOperation) (pip
 		}
 		if op.State == "stale_in_flight" || at.Sub(op.StartedAt) < grace {
 			return evidence(MCPName, pipeline.FindingInconclusive,
-				fmt.Sprintf("server %s has never seen key %s, but the call may still be in flight (age %s, grace %s)", ans.Server, op.OperationID, at.Sub(op.StartedAt).Round(time.Second), grace), at, prov), true
+				fmt.Sprintf("server %s has never seen key %s, but the call may still be in flight (age %s, grace %s)", ans.Server, key, at.Sub(op.StartedAt).Round(time.Second), grace), at, prov), true
 		}
 		return evidence(MCPName, pipeline.FindingNone,
-			fmt.Sprintf("server %s has never seen key %s and the call can no longer arrive: the call was not applied", ans.Server, op.OperationID), at, prov), true
+			fmt.Sprintf("server %s has never seen key %s and the call can no longer arrive: the call was not applied", ans.Server, key), at, prov), true
 	}
 	return evidence(MCPName, pipeline.FindingInconclusive, fmt.Sprintf("lookup_operation answered an unknown status %q", ans.Status), at, prov), true
 }

@@ -115,7 +115,12 @@ func TestMCPLookup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := store.CreateIssue("op-1", "Disk full on db-3", ""); err != nil {
+	// Another run's op-1 under the bare id must not count (ids repeat
+	// across runs); the kernel's qualified key does.
+	if _, _, err := store.CreateIssue("op-2", "bare id of another run", ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := store.CreateIssue(mcptool.IdempotencyKey("acme", "run-1", "op-1"), "Disk full on db-3", ""); err != nil {
 		t.Fatal(err)
 	}
 	p := MCP{Looker: memLooker{store}, Now: now, Grace: 5 * time.Minute}
@@ -195,7 +200,7 @@ func TestMCPClientOverHTTP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := store.CreateIssue("op-1", "Disk full", ""); err != nil {
+	if _, _, err := store.CreateIssue("acme/run-1/op-1", "Disk full", ""); err != nil {
 		t.Fatal(err)
 	}
 	hs := httptest.NewServer(mcpserver.Handler(mcpserver.NewServer(store)))
@@ -205,11 +210,11 @@ func TestMCPClientOverHTTP(t *testing.T) {
 		{Name: "issues", URL: hs.URL + mcpserver.HTTPPath},
 	}, Timeout: 10 * time.Second}
 	run := Run{Project: "acme", RunID: "run-1"}
-	ans, ok, err := c.LookupOperation(context.Background(), run, "mcp__create_issue", "op-1")
+	ans, ok, err := c.LookupOperation(context.Background(), run, "mcp__create_issue", "acme/run-1/op-1")
 	if err != nil || !ok || ans.Status != LookupCompleted || ans.Server != "issues" || !strings.Contains(string(ans.Result), "Disk full") {
 		t.Fatalf("lookup: %+v %v %v", ans, ok, err)
 	}
-	ans, ok, err = c.LookupOperation(context.Background(), run, "mcp__issues__create_issue", "op-2")
+	ans, ok, err = c.LookupOperation(context.Background(), run, "mcp__issues__create_issue", "acme/run-1/op-2")
 	if err != nil || !ok || ans.Status != LookupNeverSeen {
 		t.Fatalf("lookup never seen: %+v %v %v", ans, ok, err)
 	}

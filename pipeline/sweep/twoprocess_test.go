@@ -15,6 +15,7 @@ import (
 
 	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/mcpserver"
+	"github.com/seed-7bc021c3/reckon/kernel/mcptool"
 	"github.com/seed-7bc021c3/reckon/pipeline/probe"
 	"github.com/seed-7bc021c3/reckon/pipeline/supervisor/fakeopenai"
 )
@@ -140,7 +141,7 @@ func TestTriageCommandWithMCPProbe(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := store.CreateIssue("op-1", "Disk full on db-3", ""); err != nil {
+	if _, _, err := store.CreateIssue(mcptool.IdempotencyKey("acme", "run-1", "op-1"), "Disk full on db-3", ""); err != nil {
 		t.Fatal(err)
 	}
 	servers, _ := json.Marshal([]map[string]any{{"name": "issues", "command": []string{bin, "mcp-test-server", "--store", storePath}}})
