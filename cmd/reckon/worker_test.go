@@ -1,0 +1,228 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/seed-7bc021c3/reckon/internal/pgtest"
+	"github.com/seed-7bc021c3/reckon/kernel"
+	"github.com/seed-7bc021c3/reckon/kernel/journal"
+	"github.com/seed-7bc021c3/reckon/kernel/outbox"
+	"github.com/seed-7bc021c3/reckon/kernel/runner"
+	"github.com/seed-7bc021c3/reckon/kernel/sandbox"
+	"github.com/seed-7bc021c3/reckon/kernel/temporalx"
+)
+
+// execMainEnv makes the test binary behave as the reckon binary: the crash
+// test re-executes itself as `reckon worker`, a real separate process
+// running the real command, without a second link of the whole binary.
+const execMainEnv = "RECKON_TEST_EXEC_MAIN"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(execMainEnv) == "1" {
+		main()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// TestWorkerSIGKILLDuringRunCommand kills a separate `reckon worker`
+// process with SIGKILL while its run_command activity runs, 20 times at
+// points spread before, during and after the command's effect. Every time:
+// tool.started is journaled, no event is duplicated, the operation is not
+// re-executed (one begin marker, at most one effect line per operation id),
+// and the run ends visibly: tool.failed(uncertain) after the heartbeat
+// timeout, or tool.completed when the kill came after the activity
+// reported.
+func TestWorkerSIGKILLDuringRunCommand(t *testing.T) {
+	const kills = 20
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+
+	conn, err := temporalx.Connect(ctx, temporalx.Options{Namespace: "crash-test", Log: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	s := pgtest.New(t)
+	j := journal.New(s.Pool, nil)
+	pubCtx, stopPub := context.WithCancel(ctx)
+	pubDone := make(chan struct{})
+	go func() {
+		defer close(pubDone)
+		_ = outbox.NewPublisher(s.Pool, j, outbox.Config{PollInterval: 20 * time.Millisecond}, nil, zerolog.Nop()).Run(pubCtx)
+	}()
+	defer func() { stopPub(); <-pubDone }()
+
+	_, bwrapErr := exec.LookPath("bwrap")
+	unconfined := bwrapErr != nil
+	dataDir := t.TempDir()
+	queue := fmt.Sprintf("crash-%d", time.Now().UnixNano())
+	starter := &runner.Starter{
+		Pool: s.Pool, Journal: j, Client: conn.Client, TaskQueue: queue, DataDir: dataDir,
+		Tools: runner.NewTools(sandbox.NewRunCommand(sandbox.Options{Unconfined: unconfined})),
+		// A killed worker stops heartbeating; the server notices within 1s.
+		Timeouts: runner.Timeouts{ToolHeartbeat: time.Second, ToolStartToClose: 30 * time.Second},
+	}
+	env := append(os.Environ(),
+		execMainEnv+"=1",
+		"DATABASE_URL="+s.URL,
+		"TEMPORAL_ADDRESS="+conn.Embedded.HostPort(),
+		"TEMPORAL_NAMESPACE=crash-test",
+		"RECKON_TASK_QUEUE="+queue,
+		"RECKON_DATA_DIR="+dataDir,
+		"RECKON_LOG_LEVEL=error",
+		"RECKON_TOKENS=",
+		"KERNEL_FAULT_AFTER_EFFECT=",
+		"KERNEL_FAULT_BEFORE_EFFECT=",
+	)
+	if unconfined {
+		env = append(env, "RECKON_SANDBOX_UNCONFINED=1")
+	}
+	var logs lockedBuffer
+	defer func() {
+		if t.Failed() {
+			t.Logf("worker output:\n%s", logs.String())
+		}
+	}()
+	startWorker := func() *exec.Cmd {
+		cmd := exec.Command(os.Args[0], "worker")
+		cmd.Env = env
+		cmd.Stderr = &logs
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		return cmd
+	}
+
+	// begin → 0.2s → effect → 0.3s → exit: kills 0-540ms after begin land
+	// before the effect, between effect and exit, and after the command.
+	plan := runner.Plan{Steps: []runner.Step{{Tool: sandbox.ToolName, Args: []byte(
+		`{"command": "echo begin >> marker.txt; sleep 0.2; echo \"$RECKON_OPERATION_ID\" >> effects.txt; sleep 0.3", "timeout_s": 20}`)}}}
+	runs := make([]string, kills)
+	for i := range kills {
+		w := startWorker()
+		runs[i] = fmt.Sprintf("crash-%02d", i)
+		if _, _, err := starter.Start(ctx, runner.StartRequest{Project: "crash", RunID: runs[i], Plan: plan}); err != nil {
+			t.Fatal(err)
+		}
+		ws, _ := starter.Workspace("crash", runs[i])
+		for {
+			if _, err := os.Stat(filepath.Join(ws, "marker.txt")); err == nil {
+				break
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("run %s: the command never began", runs[i])
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		time.Sleep(time.Duration(i%10) * 60 * time.Millisecond)
+		if err := w.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		_ = w.Wait()
+	}
+
+	// A surviving worker lets every run observe its fate.
+	final := startWorker()
+	defer func() { _ = final.Process.Kill(); _ = final.Wait() }()
+
+	var effects, completed int
+	for _, id := range runs {
+		wctx, wcancel := context.WithTimeout(ctx, 60*time.Second)
+		runErr := conn.Client.GetWorkflow(wctx, runner.WorkflowID("crash", id), "").Get(wctx, nil)
+		if err := outbox.WaitDelivered(wctx, s.Pool, "crash", id, 20*time.Millisecond); err != nil {
+			t.Fatal(err)
+		}
+		wcancel()
+		view, err := starter.View(ctx, "crash", id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ws, _ := starter.Workspace("crash", id)
+		marker, _ := os.ReadFile(filepath.Join(ws, "marker.txt"))
+		eff, _ := os.ReadFile(filepath.Join(ws, "effects.txt"))
+
+		count := map[string]int{}
+		var failed kernel.ToolFailed
+		for _, ev := range view.Events {
+			count[ev.Type+" "+ev.OperationID()]++
+			if ev.Type == kernel.TypeToolFailed {
+				_ = ev.DecodeData(&failed)
+			}
+		}
+		for k, n := range count {
+			if n > 1 {
+				t.Errorf("%s: %q journaled %d times", id, k, n)
+			}
+		}
+		if count["tool.started op-1"] != 1 {
+			t.Errorf("%s: tool.started op-1 not journaled: %v", id, count)
+		}
+		if len(count) != 4 {
+			t.Errorf("%s: want run.started, one operation and its end, run end; got %v", id, count)
+		}
+		if string(marker) != "begin\n" {
+			t.Errorf("%s: the command began %d times (marker %q): an operation was re-executed", id, strings.Count(string(marker), "begin"), marker)
+		}
+		if e := string(eff); e != "" && e != "op-1\n" {
+			t.Errorf("%s: effects %q: want at most one effect, by op-1", id, e)
+		}
+		switch {
+		case count["tool.completed op-1"] == 1:
+			completed++
+			if runErr != nil || view.Status != runner.StatusCompleted || string(eff) != "op-1\n" {
+				t.Errorf("%s: tool.completed but run %s (%v), effects %q", id, view.Status, runErr, eff)
+			}
+		case count["tool.failed op-1"] == 1:
+			if failed.Effect != kernel.EffectUncertain || failed.ErrorType != kernel.ErrorTypeActivityFailed {
+				t.Errorf("%s: tool.failed %+v, want activity_failed effect=uncertain", id, failed)
+			}
+			if runErr == nil || view.Status != runner.StatusFailed || count["run.failed "] != 1 {
+				t.Errorf("%s: uncertain failure but run %s (%v)", id, view.Status, runErr)
+			}
+		default:
+			t.Errorf("%s: operation never ended: %v", id, count)
+		}
+		if len(eff) > 0 {
+			effects++
+		}
+	}
+	var outboxRows, journalRows int
+	_ = s.Pool.QueryRow(ctx, `SELECT count(*) FROM kernel_event_outbox`).Scan(&outboxRows)
+	_ = s.Pool.QueryRow(ctx, `SELECT count(*) FROM journal_events WHERE project = 'crash' AND run_id LIKE 'crash-%'`).Scan(&journalRows)
+	if outboxRows != journalRows {
+		t.Errorf("outbox holds %d events, journal %d", outboxRows, journalRows)
+	}
+	t.Logf("%d kills: %d after the effect landed (%d of them after the activity reported: tool.completed), %d before it; %d events journaled",
+		kills, effects, completed, kills-effects, journalRows)
+}
+
+// lockedBuffer collects the output of several processes.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
