@@ -357,6 +357,12 @@ func (s *Sweeper) unsettledRuns(ctx context.Context, project, runID string) ([]r
 	index := map[string]int{}
 	var piles []runPile
 	for _, it := range items {
+		if it.LivenessUnknown {
+			// Whether its run still runs is a guess (Temporal did not
+			// answer): the operation may yet complete, so it waits for a
+			// sweep that knows.
+			continue
+		}
 		i, ok := index[it.RunID]
 		if !ok {
 			i = len(piles)

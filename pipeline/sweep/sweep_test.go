@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/seed-7bc021c3/reckon/kernel"
+	"github.com/seed-7bc021c3/reckon/kernel/operations"
 	"github.com/seed-7bc021c3/reckon/pipeline"
 	"github.com/seed-7bc021c3/reckon/pipeline/probe"
 	"github.com/seed-7bc021c3/reckon/pipeline/supervisor"
@@ -403,6 +404,38 @@ func TestWallTimeoutFailsTheWallOnly(t *testing.T) {
 	}}
 	rep, err := e.sweeper(Config{Supervisor: stuck, WallTimeout: 100 * time.Millisecond}).Sweep(context.Background(), Options{})
 	if err != nil || rep.Failed != 1 || rep.Journaled != 1 || !strings.Contains(rep.Walls[0].Error+rep.Walls[1].Error, "deadline exceeded") {
+		t.Fatalf("sweep: %+v %v", rep, err)
+	}
+}
+
+// livenessUnknown marks listed operations of one run as of unknown
+// liveness, as the listing does when Temporal does not answer.
+type livenessUnknown struct {
+	*operations.Service
+	run string
+}
+
+func (l livenessUnknown) List(ctx context.Context, p operations.ListParams) (operations.Page, error) {
+	pg, err := l.Service.List(ctx, p)
+	for i := range pg.Operations {
+		if pg.Operations[i].RunID == l.run {
+			pg.Operations[i].LivenessUnknown = true
+			pg.Degraded = true
+		}
+	}
+	return pg, err
+}
+
+// Operations whose run liveness is unknown may still be running: they wait
+// for a sweep that knows.
+func TestLivenessUnknownWaits(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.seedRun("run-1", opSpec{id: "op-1", outcome: "crash"})
+	e.seedRun("run-2", opSpec{id: "op-1", outcome: "crash"})
+	sw := New(e.s.Pool, livenessUnknown{e.ops, "run-2"}, e.j, Config{})
+	rep, err := sw.Sweep(context.Background(), Options{})
+	if err != nil || rep.Journaled != 1 || rep.Walls[0].RunID != "run-1" || !rep.Degraded {
 		t.Fatalf("sweep: %+v %v", rep, err)
 	}
 }
