@@ -54,7 +54,7 @@ func unconfined() bool {
 
 // env is one test's kernel: schema, publisher, worker, starter.
 type env struct {
-	t       *testing.T
+	t       testing.TB
 	project string
 	pool    *pgtest.Schema
 	journal *journal.Store
@@ -68,7 +68,7 @@ type envOpts struct {
 	extra    []kernel.Tool
 }
 
-func newEnv(t *testing.T, o envOpts) *env {
+func newEnv(t testing.TB, o envOpts) *env {
 	t.Helper()
 	s := pgtest.New(t)
 	j := journal.New(s.Pool, nil)
