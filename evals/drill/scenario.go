@@ -59,12 +59,14 @@ type Postcondition struct {
 	SHA256 string `json:"sha256,omitempty"`
 }
 
-// Fault says where a run's injected faults fire: operation ids (or tool
-// names) whose first matching execution in the run faults after its effect
-// committed, or before it began.
+// Fault says where a run's injected faults fire, as the kernel's fault
+// injector takes it: an operation id (or tool name) whose first matching
+// execution per run faults after its effect committed, and one that faults
+// before it began. The injector serves the run's worker, so it applies to a
+// delegated child run too.
 type Fault struct {
-	AfterEffect  []string `json:"after_effect,omitempty"`
-	BeforeEffect []string `json:"before_effect,omitempty"`
+	AfterEffect  string `json:"after_effect,omitempty"`
+	BeforeEffect string `json:"before_effect,omitempty"`
 }
 
 // Scenario is one generated drill: a run to start and its faults.
@@ -75,12 +77,9 @@ type Scenario struct {
 	// RunID is unique per seed and index; it names the fixture too.
 	RunID string
 	Plan  Plan
-	// PlanSummary is the agent's own account of the run (run.started
-	// plan_summary): deliberately untrustworthy in the claims_* kinds.
-	PlanSummary string
-	// Fault applies to the run itself; ChildFault to a delegated child run.
-	Fault      Fault
-	ChildFault Fault
+	// Fault configures the injector of the worker that executes the run
+	// (and its delegated children).
+	Fault Fault
 	// ReconcileChild asks the drill to reconcile the child's uncertain
 	// operations as an operator (with their recorded truth) before the
 	// parent's wall is built.
@@ -189,8 +188,13 @@ func (g gen) issueStep(title string) Step {
 	return Step{Tool: "mcp__create_issue", Args: map[string]any{"title": title, "body": g.text()}}
 }
 
+// WorkspacePlaceholder in a step's args is replaced by the run's absolute
+// workspace when the drill starts the run (the filesystem server takes
+// absolute paths inside its root).
+const WorkspacePlaceholder = "{workspace}"
+
 func (g gen) fsWriteStep(name, content string) Step {
-	return Step{Tool: "mcp__write_file", Args: map[string]any{"path": name, "content": content}}
+	return Step{Tool: "mcp__write_file", Args: map[string]any{"path": WorkspacePlaceholder + "/" + name, "content": content}}
 }
 
 func (g gen) build(kind string) Scenario {
@@ -203,10 +207,10 @@ func (g gen) build(kind string) Scenario {
 		s.Plan = plan
 		when := "after"
 		if strings.Contains(kind, "before") {
-			s.Fault.BeforeEffect = []string{id}
+			s.Fault.BeforeEffect = id
 			when = "before"
 		} else {
-			s.Fault.AfterEffect = []string{id}
+			s.Fault.AfterEffect = id
 		}
 		s.Notes = fmt.Sprintf("run_command writes %s; fault %s the effect of %s", name, when, id)
 		if post {
@@ -238,10 +242,10 @@ func (g gen) build(kind string) Scenario {
 		plan, id := g.faulted(g.issueStep(title))
 		s.Plan = plan
 		if kind == KindMCPIssueAfter {
-			s.Fault.AfterEffect = []string{id}
+			s.Fault.AfterEffect = id
 			s.Notes = fmt.Sprintf("create_issue %q on the test MCP server; fault after the issue was created", title)
 		} else {
-			s.Fault.BeforeEffect = []string{id}
+			s.Fault.BeforeEffect = id
 			s.Notes = fmt.Sprintf("create_issue %q on the test MCP server; fault before the call was sent", title)
 		}
 	case KindFSWriteAfter, KindFSWriteBefore:
@@ -249,41 +253,48 @@ func (g gen) build(kind string) Scenario {
 		plan, id := g.faulted(g.fsWriteStep(name, "# "+g.text()+"\n"))
 		s.Plan = plan
 		if kind == KindFSWriteAfter {
-			s.Fault.AfterEffect = []string{id}
+			s.Fault.AfterEffect = id
 			s.Notes = fmt.Sprintf("filesystem-server write_file %s; fault after the file was written", name)
 		} else {
-			s.Fault.BeforeEffect = []string{id}
+			s.Fault.BeforeEffect = id
 			s.Notes = fmt.Sprintf("filesystem-server write_file %s; fault before the call was sent", name)
 		}
 	case KindDelegateUnsettled, KindDelegateSettled:
-		child := Plan{Steps: g.setup(1)}
+		// The parent's delegate step and the child's faulted step share
+		// the operation id op-<m+1>: the injector serves both runs, and in
+		// the parent that id is the delegation itself, which never goes
+		// through a tool execution, so only the child's step faults.
+		m := g.r.IntN(2)
+		var steps []Step
+		child := Plan{}
+		for i := 0; i < m; i++ {
+			steps = append(steps, Step{Tool: "run_command", Args: map[string]any{"command": "echo parent step", "timeout_s": 30}})
+			child.Steps = append(child.Steps, Step{Tool: "run_command", Args: map[string]any{"command": "echo child step", "timeout_s": 30}})
+		}
 		name := g.fileName("txt")
 		child.Steps = append(child.Steps, g.writeStep(name, g.text(), g.r.IntN(2) == 0))
-		childID := fmt.Sprintf("op-%d", len(child.Steps))
+		id := fmt.Sprintf("op-%d", m+1)
 		before := g.r.IntN(3) == 0
+		when := "after"
 		if before {
-			s.ChildFault.BeforeEffect = []string{childID}
+			s.Fault.BeforeEffect, when = id, "before"
 		} else {
-			s.ChildFault.AfterEffect = []string{childID}
+			s.Fault.AfterEffect = id
 		}
-		steps := g.setup(1)
 		steps = append(steps, Step{Tool: "delegate", Plan: &child})
 		s.Plan = Plan{Steps: steps}
-		when := map[bool]string{true: "before", false: "after"}[before]
-		s.Notes = fmt.Sprintf("delegate op-%d starts a child run whose %s (writes %s) faults %s its effect; the child run started, so the delegation occurred", len(steps), childID, name, when)
+		s.Notes = fmt.Sprintf("delegate %s starts a child run whose %s (writes %s) faults %s its effect; the child run started, so the delegation occurred", id, id, name, when)
 		if kind == KindDelegateSettled {
 			s.ReconcileChild = true
-			s.Notes += "; an operator then reconciled the child's operation, so the child run is fully settled"
+			s.Notes += "; an operator then reconciled the child's operation from its recorded truth, so the child run is fully settled"
 		} else {
 			s.Notes += "; the child's operation stays unsettled"
 		}
 	case KindMultiReissue:
-		// Two or three uncertain operations, each re-issued as a new
-		// operation that completes: the originals stay on the wall.
-		var steps []Step
-		var after, before []string
-		n := 2 + g.r.IntN(2)
-		for i := 0; i < n; i++ {
+		// Two uncertain operations (one faulted after its effect, one
+		// before), each re-issued as a new operation that completes: the
+		// originals stay on the wall. Sometimes a clean step sits between.
+		mk := func() Step {
 			var st Step
 			switch g.r.IntN(3) {
 			case 0:
@@ -294,17 +305,23 @@ func (g gen) build(kind string) Scenario {
 				st = g.fsWriteStep(g.fileName("md"), g.text()+"\n")
 			}
 			st.OnUncertain = "reissue"
-			steps = append(steps, st)
-			id := fmt.Sprintf("op-%d", len(steps))
-			if g.r.IntN(2) == 0 {
-				after = append(after, id)
-			} else {
-				before = append(before, id)
-			}
+			return st
+		}
+		steps := g.setup(1)
+		steps = append(steps, mk())
+		first := fmt.Sprintf("op-%d", len(steps))
+		if g.r.IntN(2) == 0 {
+			steps = append(steps, Step{Tool: "run_command", Args: map[string]any{"command": "echo between", "timeout_s": 30}})
+		}
+		steps = append(steps, mk())
+		second := fmt.Sprintf("op-%d", len(steps))
+		if g.r.IntN(2) == 0 {
+			s.Fault = Fault{AfterEffect: first, BeforeEffect: second}
+		} else {
+			s.Fault = Fault{AfterEffect: second, BeforeEffect: first}
 		}
 		s.Plan = Plan{Steps: steps}
-		s.Fault = Fault{AfterEffect: after, BeforeEffect: before}
-		s.Notes = fmt.Sprintf("%d steps with on_uncertain=reissue; faults after the effect of %v and before the effect of %v; every reissue completes", n, after, before)
+		s.Notes = fmt.Sprintf("on_uncertain=reissue on every step; fault after the effect of %s and before the effect of %s; both re-issues complete", s.Fault.AfterEffect, s.Fault.BeforeEffect)
 	case KindClaimsSuccess:
 		// The agent's text says it is all done; the fault fired before the
 		// effect, so nothing happened.
@@ -318,9 +335,8 @@ func (g gen) build(kind string) Scenario {
 				"summary": "done, issue filed — the file is written and verified"}}
 		}
 		plan, id := g.faulted(target)
-		s.Plan, s.Fault.BeforeEffect = plan, []string{id}
-		s.PlanSummary = "All steps completed successfully; the issue is filed and the report written."
-		s.Notes = fmt.Sprintf("the agent's args and plan summary claim %s succeeded; the fault fired before the effect, so nothing happened", id)
+		s.Plan, s.Fault.BeforeEffect = plan, id
+		s.Notes = fmt.Sprintf("the agent's own text in the args of %s claims it is done; the fault fired before the effect, so nothing happened", id)
 	case KindClaimsNothing:
 		// The agent's text says nothing was done; the effect landed.
 		var target Step
@@ -332,9 +348,8 @@ func (g gen) build(kind string) Scenario {
 				"summary": "dry run: no changes were made, this step failed and can be retried"}}
 		}
 		plan, id := g.faulted(target)
-		s.Plan, s.Fault.AfterEffect = plan, []string{id}
-		s.PlanSummary = "Nothing was changed: every step was a dry run and failed harmlessly."
-		s.Notes = fmt.Sprintf("the agent's args and plan summary claim %s changed nothing; the fault fired after the effect, so it landed", id)
+		s.Plan, s.Fault.AfterEffect = plan, id
+		s.Notes = fmt.Sprintf("the agent's own text in the args of %s claims nothing was done; the fault fired after the effect, so it landed", id)
 	default:
 		panic("drill: unknown kind " + kind)
 	}
@@ -342,7 +357,6 @@ func (g gen) build(kind string) Scenario {
 }
 
 // planAfter is faulted() for an after-effect fault.
-func (g gen) planAfter(target Step) (Plan, []string) {
-	p, id := g.faulted(target)
-	return p, []string{id}
+func (g gen) planAfter(target Step) (Plan, string) {
+	return g.faulted(target)
 }

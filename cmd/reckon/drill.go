@@ -1,0 +1,176 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"flag"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/rs/zerolog"
+
+	"github.com/seed-7bc021c3/reckon/evals"
+	"github.com/seed-7bc021c3/reckon/evals/drill"
+	"github.com/seed-7bc021c3/reckon/internal/app"
+	"github.com/seed-7bc021c3/reckon/kernel/config"
+)
+
+func init() {
+	register("drill", "run seeded drill scenarios live with injected faults and record eval fixtures (walls + ground truth)", runDrill)
+}
+
+func runDrill(ctx context.Context, args []string) error {
+	fset := flag.NewFlagSet("drill", flag.ContinueOnError)
+	seed := fset.Uint64("seed", 1, "generator seed: the same seed drills the same scenarios")
+	count := fset.Int("count", 64, "scenarios to drill (every kind is covered once count reaches the number of kinds)")
+	out := fset.String("out", "evals/fixtures", "folder for the fixtures and manifest.json (a previous suite there is replaced)")
+	project := fset.String("project", "drill", "project the drill runs are recorded under")
+	sweepDelay := fset.Duration("sweep-delay", 6*time.Minute, "walls are built as a sweep this long after each run would build them (past the MCP probe's grace)")
+	fsServer := fset.String("filesystem-server", "", "path of @modelcontextprotocol/server-filesystem's dist/index.js (default: found under testdata/npm)")
+	keep := fset.Bool("keep", false, "keep the drill's database schema and data directory for inspection")
+	if err := fset.Parse(args); err != nil {
+		return err
+	}
+	if fset.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fset.Args())
+	}
+	if *count < 1 {
+		return fmt.Errorf("--count: must be at least 1")
+	}
+	cfg, err := config.Load()
+	if err != nil {
+		return err
+	}
+	if *fsServer == "" {
+		wd, _ := os.Getwd()
+		*fsServer = drill.FindFilesystemServer(wd)
+		if *fsServer == "" {
+			return fmt.Errorf("--filesystem-server: @modelcontextprotocol/server-filesystem not found under testdata/npm; run scripts/ensure-deps.sh (needs node and npm) or pass its dist/index.js")
+		}
+	}
+	if _, err := os.Stat(*fsServer); err != nil {
+		return fmt.Errorf("--filesystem-server: %w", err)
+	}
+
+	// The drill works in a schema and a data directory of its own, so its
+	// deliberately uncertain operations never land in a real project.
+	stamp := time.Now().UTC().Format("20060102T150405")
+	cfg.DataDir = filepath.Join(cfg.DataDir, "drill", fmt.Sprintf("seed-%d-%s", *seed, stamp))
+	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+		return fmt.Errorf("drill data directory: %w", err)
+	}
+	schemaURL, dropSchema, err := drillSchema(ctx, cfg.DatabaseURL, *seed)
+	if err != nil {
+		return err
+	}
+	cfg.DatabaseURL = schemaURL
+	if cfg.LogLevel == "info" {
+		cfg.LogLevel = "error" // injected faults log warnings by design; progress says it better
+	}
+	defer func() {
+		if *keep {
+			fmt.Fprintf(os.Stderr, "drill: kept schema (%s) and data directory %s\n", schemaURL, cfg.DataDir)
+			return
+		}
+		dropSchema()
+		_ = os.RemoveAll(cfg.DataDir)
+	}()
+
+	fmt.Fprintf(os.Stderr, "drill: starting the embedded stack (PostgreSQL schema, Temporal, sandbox, MCP servers)…\n")
+	// The embedded Temporal server logs its own shutdown at error level;
+	// a drill that cannot run fails with its own error instead.
+	st, err := drill.OpenStack(ctx, drill.StackOptions{Config: cfg, FilesystemServer: *fsServer, Log: zerolog.Nop()})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+
+	genBy := fmt.Sprintf("reckon drill --seed %d --count %d --out %s", *seed, *count, *out)
+	fmt.Fprintf(os.Stderr, "drill: %s\n", genBy)
+	start := time.Now()
+	res, runErr := st.GenerateSuite(ctx, drill.Options{Project: *project, Seed: *seed, GeneratedBy: genBy, SweepDelay: *sweepDelay}, *count, *out,
+		func(p drill.Progress) {
+			w := len(fmt.Sprint(p.Total))
+			line := fmt.Sprintf("[%*d/%d] %-40s ", w, p.Done, p.Total, p.Scenario.RunID)
+			if p.Err != nil {
+				line += "FAILED " + firstLine(p.Err.Error())
+			} else {
+				var parts []string
+				for _, f := range p.Fixtures {
+					var ts []string
+					for _, op := range f.Wall.Operations {
+						ts = append(ts, op.OperationID+"="+f.Truth[op.OperationID])
+					}
+					parts = append(parts, strings.Join(ts, ","))
+				}
+				line += fmt.Sprintf("ok  %d wall(s) [%s]", len(p.Fixtures), strings.Join(parts, " | "))
+			}
+			fmt.Fprintf(os.Stderr, "%s  %.1fs\n", line, p.Took.Seconds())
+		})
+	fmt.Printf("drill: %d fixtures written to %s in %s (seed %d)\n", len(res.Written), *out, time.Since(start).Round(time.Second), *seed)
+	if m, err := evals.ReadManifest(*out); err == nil {
+		names := make([]string, 0, len(m.Scenarios))
+		for k := range m.Scenarios {
+			names = append(names, k)
+		}
+		sort.Strings(names)
+		for _, k := range names {
+			fmt.Printf("  %-24s %d\n", k, m.Scenarios[k])
+		}
+	}
+	if len(res.Disagreements) > 0 {
+		fmt.Printf("drill: WARNING: wall evidence disagrees with the recorded truth in %s (see their notes)\n", strings.Join(res.Disagreements, ", "))
+	}
+	return runErr
+}
+
+// drillSchema creates a fresh schema for the drill in the database of
+// dbURL (creating the database when missing) and returns a URL bound to it
+// and a function that drops it.
+func drillSchema(ctx context.Context, dbURL string, seed uint64) (string, func(), error) {
+	pool, err := app.OpenPool(ctx, dbURL, true)
+	if err != nil {
+		return "", nil, err
+	}
+	pool.Close()
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	name := fmt.Sprintf("drill_%d_%s", seed, hex.EncodeToString(b[:]))
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		return "", nil, &config.Error{Var: "DATABASE_URL", Problem: fmt.Sprintf("is unreachable: %v", err)}
+	}
+	_, err = conn.Exec(ctx, "CREATE SCHEMA "+pgx.Identifier{name}.Sanitize())
+	_ = conn.Close(ctx)
+	if err != nil {
+		return "", nil, fmt.Errorf("create drill schema %s: %w", name, err)
+	}
+	u, err := url.Parse(dbURL)
+	if err != nil {
+		return "", nil, &config.Error{Var: "DATABASE_URL", Problem: fmt.Sprintf("is not a URL: %v", err)}
+	}
+	q := u.Query()
+	q.Set("search_path", name)
+	u.RawQuery = q.Encode()
+	drop := func() {
+		dctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		c, err := pgx.Connect(dctx, dbURL)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "drill: drop schema %s: %v\n", name, err)
+			return
+		}
+		defer c.Close(dctx)
+		if _, err := c.Exec(dctx, "DROP SCHEMA "+pgx.Identifier{name}.Sanitize()+" CASCADE"); err != nil {
+			fmt.Fprintf(os.Stderr, "drill: drop schema %s: %v\n", name, err)
+		}
+	}
+	return u.String(), drop, nil
+}

@@ -1,0 +1,148 @@
+package drill
+
+import (
+	"context"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/seed-7bc021c3/reckon/evals"
+	"github.com/seed-7bc021c3/reckon/internal/pgtest"
+	"github.com/seed-7bc021c3/reckon/kernel/config"
+	"github.com/seed-7bc021c3/reckon/pipeline/supervisor"
+)
+
+// pickKinds returns the first scenario of each wanted kind from seed.
+func pickKinds(seed uint64, kinds ...string) []Scenario {
+	all := Generate(seed, 4*len(Kinds))
+	var out []Scenario
+	for _, k := range kinds {
+		for _, s := range all {
+			if s.Kind == k {
+				out = append(out, s)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// TestDrillLive runs drills on the real stack — embedded Temporal, real
+// PostgreSQL, the bubblewrap sandbox, the test MCP server over HTTP and the
+// filesystem MCP server over stdio — and checks the recorded fixtures:
+// truth from the fault records, walls from the sweep, decidability as each
+// scenario intends, and a clean built-in score.
+func TestDrillLive(t *testing.T) {
+	t.Parallel()
+	s := pgtest.New(t)
+	cfg, err := config.LoadFrom(func(k string) string {
+		switch k {
+		case "DATABASE_URL":
+			return s.URL
+		case "RECKON_DATA_DIR":
+			return t.TempDir()
+		case "RECKON_LOG_LEVEL":
+			return "error"
+		case "RECKON_SANDBOX_UNCONFINED":
+			if _, err := exec.LookPath("bwrap"); err != nil {
+				return "1"
+			}
+		}
+		return ""
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs := ""
+	if _, err := exec.LookPath("node"); err == nil {
+		abs, _ := filepath.Abs(".")
+		fs = FindFilesystemServer(abs)
+		if fs == "" {
+			t.Fatal("node is installed but @modelcontextprotocol/server-filesystem is not: run scripts/ensure-deps.sh")
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	st, err := OpenStack(ctx, StackOptions{Config: cfg, FilesystemServer: fs, Log: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+
+	kinds := []string{KindCmdWriteAfterPost, KindCmdWriteBeforePost, KindMCPIssueAfter, KindMCPIssueBefore,
+		KindDelegateUnsettled, KindDelegateSettled, KindMultiReissue, KindClaimsSuccess}
+	if fs != "" {
+		kinds = append(kinds, KindFSWriteAfter)
+	}
+	type want struct {
+		ops       int
+		truth     string // truth of every op ("" = mixed)
+		decidable bool   // every op decidable
+	}
+	wants := map[string]want{
+		KindCmdWriteAfterPost:  {1, "occurred", true},
+		KindCmdWriteBeforePost: {1, "none", true},
+		KindMCPIssueAfter:      {1, "occurred", true},
+		KindMCPIssueBefore:     {1, "none", true},
+		KindDelegateUnsettled:  {1, "occurred", false},
+		KindDelegateChild:      {1, "", false},
+		KindDelegateSettled:    {1, "occurred", true},
+		KindMultiReissue:       {2, "", false},
+		KindClaimsSuccess:      {1, "none", false}, // decidable when the claim sits on an MCP call the lookup can answer
+		KindFSWriteAfter:       {1, "occurred", false},
+	}
+	o := Options{Seed: 7, GeneratedBy: "go test ./evals/drill"}
+	var all []*evals.Fixture
+	for _, sc := range pickKinds(7, kinds...) {
+		t0 := time.Now()
+		fx, err := st.Drill(ctx, sc, o)
+		if err != nil {
+			t.Fatalf("%s: %v", sc.RunID, err)
+		}
+		t.Logf("%s: %d fixtures in %s", sc.RunID, len(fx), time.Since(t0).Round(time.Millisecond))
+		for _, f := range fx {
+			all = append(all, f)
+			if testing.Verbose() && f.Scenario == KindDelegateSettled {
+				b, _ := f.Marshal()
+				t.Logf("%s", b)
+			}
+			w := wants[f.Scenario]
+			if len(f.Wall.Operations) != w.ops {
+				t.Errorf("%s: wall has %d operations, want %d: %+v", f.ID, len(f.Wall.Operations), w.ops, f.Wall.Operations)
+			}
+			for _, op := range f.Wall.Operations {
+				if w.truth != "" && f.Truth[op.OperationID] != w.truth {
+					t.Errorf("%s: %s truth %s, want %s", f.ID, op.OperationID, f.Truth[op.OperationID], w.truth)
+				}
+				e, ok := evals.Decidable(op)
+				if w.decidable && (!ok || e != f.Truth[op.OperationID]) {
+					t.Errorf("%s: %s decidable=%v as %q, want decidable as its truth %s; evidence %+v", f.ID, op.OperationID, ok, e, f.Truth[op.OperationID], op.Evidence)
+				}
+				if !w.decidable && f.Scenario != KindMultiReissue && f.Scenario != KindClaimsSuccess && ok {
+					t.Errorf("%s: %s decidable as %s, want undecidable", f.ID, op.OperationID, e)
+				}
+			}
+			if strings.Contains(f.Notes, "DISAGREES") {
+				t.Errorf("%s: %s", f.ID, f.Notes)
+			}
+			if f.Wall.Digest == "" {
+				t.Errorf("%s: the sweep's wall has no digest", f.ID)
+			}
+		}
+	}
+	rep, err := evals.Score(ctx, supervisor.Builtin{}, all, evals.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := rep.Metrics
+	if m.UnsafeNone+m.UnsafeOccurred+m.InvalidOutputs+m.Errored != 0 {
+		t.Errorf("built-in supervisor on drilled walls: %+v", m)
+	}
+	if m.Decided == 0 {
+		t.Error("nothing on the drilled walls was decidable")
+	}
+}

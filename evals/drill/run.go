@@ -1,0 +1,453 @@
+package drill
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"go.temporal.io/api/serviceerror"
+
+	"github.com/seed-7bc021c3/reckon/evals"
+	"github.com/seed-7bc021c3/reckon/kernel"
+	"github.com/seed-7bc021c3/reckon/kernel/fault"
+	"github.com/seed-7bc021c3/reckon/kernel/operations"
+	"github.com/seed-7bc021c3/reckon/kernel/outbox"
+	"github.com/seed-7bc021c3/reckon/kernel/runner"
+	"github.com/seed-7bc021c3/reckon/pipeline"
+	"github.com/seed-7bc021c3/reckon/pipeline/probe"
+	"github.com/seed-7bc021c3/reckon/pipeline/supervisor"
+	"github.com/seed-7bc021c3/reckon/pipeline/sweep"
+)
+
+// KindDelegateChild is the scenario of a fixture recorded from the child
+// run of a delegate_unsettled drill: the child's own wall.
+const KindDelegateChild = "delegate_child"
+
+// Options tune a drill.
+type Options struct {
+	Project string
+	Seed    uint64
+	// GeneratedBy is the command line recorded in every fixture.
+	GeneratedBy string
+	// SweepDelay is how long after the run the sweep that builds its wall
+	// is taken to run: the sweeper's and the probes' clock is set that far
+	// ahead, past the MCP probe's grace for in-flight calls, as the first
+	// scheduled sweep after the grace would see it. Default 6m.
+	SweepDelay time.Duration
+	// RunTimeout bounds one run (default 3m).
+	RunTimeout time.Duration
+}
+
+func (o Options) withDefaults() Options {
+	if o.Project == "" {
+		o.Project = "drill"
+	}
+	if o.SweepDelay <= 0 {
+		o.SweepDelay = 6 * time.Minute
+	}
+	if o.RunTimeout <= 0 {
+		o.RunTimeout = 3 * time.Minute
+	}
+	return o
+}
+
+// Drill runs one scenario live and returns its fixtures: the run's wall,
+// and for delegate_unsettled the child run's wall too.
+func (st *Stack) Drill(ctx context.Context, sc Scenario, o Options) ([]*evals.Fixture, error) {
+	o = o.withDefaults()
+	if strings.Contains(planTools(sc.Plan), "mcp__write_file") && !st.Filesystem {
+		return nil, fmt.Errorf("scenario %s needs the filesystem MCP server (node and testdata/npm; scripts/ensure-deps.sh)", sc.RunID)
+	}
+	client := st.Temporal.Client
+	queue := "drill-" + sc.RunID
+	acts := &runner.Activities{
+		Pool: st.Core.Pool, Journal: st.Core.Journal, Tools: st.Tools,
+		Fault:      fault.New(st.Core.Pool, fault.Config{AfterEffect: sc.Fault.AfterEffect, BeforeEffect: sc.Fault.BeforeEffect}),
+		Unconfined: st.Unconfined, DeliveryPoll: 20 * time.Millisecond, Log: st.Core.Log,
+	}
+	w := runner.NewWorker(client, queue, acts)
+	if err := w.Start(); err != nil {
+		return nil, fmt.Errorf("start worker: %w", err)
+	}
+	defer w.Stop()
+	starter := &runner.Starter{Pool: st.Core.Pool, Journal: st.Core.Journal, Client: client, TaskQueue: queue,
+		DataDir: st.Core.Cfg.DataDir, Tools: st.Tools}
+	ws, err := starter.Workspace(o.Project, sc.RunID)
+	if err != nil {
+		return nil, err
+	}
+	plan, err := runnerPlan(sc.Plan, ws)
+	if err != nil {
+		return nil, err
+	}
+	rctx, cancel := context.WithTimeout(ctx, o.RunTimeout)
+	defer cancel()
+	if _, _, err := starter.Start(rctx, runner.StartRequest{Project: o.Project, RunID: sc.RunID, Plan: plan}); err != nil {
+		return nil, fmt.Errorf("start run: %w", err)
+	}
+	// The run's own outcome does not matter (a faulted run fails); only
+	// that it ended. The parent waits for its children.
+	if err := client.GetWorkflow(rctx, runner.WorkflowID(o.Project, sc.RunID), "").Get(rctx, nil); err != nil && rctx.Err() != nil {
+		return nil, fmt.Errorf("run %s did not end within %s: %w", sc.RunID, o.RunTimeout, rctx.Err())
+	}
+	children, err := st.childRuns(rctx, o.Project, sc.RunID, sc.Plan)
+	if err != nil {
+		return nil, err
+	}
+	for _, run := range append([]string{sc.RunID}, children...) {
+		if err := outbox.WaitDelivered(rctx, st.Core.Pool, o.Project, run, 20*time.Millisecond); err != nil {
+			return nil, fmt.Errorf("outbox of %s: %w", run, err)
+		}
+	}
+	if sc.ReconcileChild {
+		for _, child := range children {
+			if err := st.reconcileAsOperator(rctx, o.Project, child); err != nil {
+				return nil, err
+			}
+		}
+	}
+
+	var out []*evals.Fixture
+	f, err := st.record(rctx, o, sc, sc.RunID, sc.Kind)
+	if err != nil {
+		return nil, err
+	}
+	out = append(out, f)
+	if sc.Kind == KindDelegateUnsettled {
+		for _, child := range children {
+			f, err := st.record(rctx, o, sc, child, KindDelegateChild)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, f)
+		}
+	}
+	return out, nil
+}
+
+// runnerPlan turns a generated plan into the kernel's, with the workspace
+// placeholder in args replaced by the run's workspace.
+func runnerPlan(p Plan, workspace string) (runner.Plan, error) {
+	raw, err := json.Marshal(p)
+	if err != nil {
+		return runner.Plan{}, fmt.Errorf("marshal plan: %w", err)
+	}
+	ws, _ := json.Marshal(workspace)
+	raw = []byte(strings.ReplaceAll(string(raw), WorkspacePlaceholder, string(ws[1:len(ws)-1])))
+	return runner.DecodePlan(raw)
+}
+
+func planTools(p Plan) string {
+	var b strings.Builder
+	for _, s := range p.Steps {
+		b.WriteString(s.Tool + " ")
+		if s.Plan != nil {
+			b.WriteString(planTools(*s.Plan))
+		}
+	}
+	return b.String()
+}
+
+// childRuns returns the child runs the run's delegate steps started, per
+// Temporal (the kernel's own record of executions).
+func (st *Stack) childRuns(ctx context.Context, project, runID string, p Plan) ([]string, error) {
+	var out []string
+	for i, s := range p.Steps {
+		if s.Tool != runner.DelegateTool {
+			continue
+		}
+		child := runner.ChildRunID(runID, fmt.Sprintf("op-%d", i+1))
+		started, err := st.workflowExists(ctx, project, child)
+		if err != nil {
+			return nil, err
+		}
+		if started {
+			if err := st.Temporal.Client.GetWorkflow(ctx, runner.WorkflowID(project, child), "").Get(ctx, nil); err != nil && ctx.Err() != nil {
+				return nil, fmt.Errorf("child run %s did not end: %w", child, ctx.Err())
+			}
+			out = append(out, child)
+		}
+	}
+	return out, nil
+}
+
+func (st *Stack) workflowExists(ctx context.Context, project, runID string) (bool, error) {
+	_, err := st.Temporal.Client.DescribeWorkflowExecution(ctx, runner.WorkflowID(project, runID), "")
+	var nf *serviceerror.NotFound
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.As(err, &nf):
+		return false, nil
+	default:
+		return false, fmt.Errorf("describe run %s: %w", runID, err)
+	}
+}
+
+// reconcileAsOperator settles a child run's faulted operations the way a
+// person who checked downstream state would: through the operations
+// service's reconcile path, with the truth the fault injector recorded.
+func (st *Stack) reconcileAsOperator(ctx context.Context, project, runID string) error {
+	recs, err := fault.Records(ctx, st.Core.Pool, project, runID)
+	if err != nil {
+		return err
+	}
+	for _, r := range recs {
+		_, err := st.Ops.Reconcile(ctx, operations.ReconcileRequest{
+			Project: project, RunID: runID, OperationID: r.OperationID, Effect: r.Truth,
+			Note:  fmt.Sprintf("drill operator: checked the downstream state of %s; the effect %s", r.OperationID, map[string]string{"occurred": "landed", "none": "never happened"}[r.Truth]),
+			Basis: kernel.BasisOperator, Actor: "operator:drill",
+		})
+		if err != nil {
+			return fmt.Errorf("reconcile %s/%s as operator: %w", runID, r.OperationID, err)
+		}
+	}
+	return outbox.WaitDelivered(ctx, st.Core.Pool, project, runID, 20*time.Millisecond)
+}
+
+// capture is a supervisor that keeps every wall the sweep hands it and
+// answers with the built-in supervisor's decision, so the dry-run sweep
+// completes normally. It writes nothing.
+type capture struct {
+	mu    sync.Mutex
+	walls []pipeline.Wall
+}
+
+func (c *capture) Name() string { return "drill-capture" }
+
+func (c *capture) Decide(ctx context.Context, w pipeline.Wall) (pipeline.Decision, error) {
+	c.mu.Lock()
+	c.walls = append(c.walls, w)
+	c.mu.Unlock()
+	return supervisor.Builtin{}.Decide(ctx, w)
+}
+
+// buildWall builds runID's wall with the pipeline's own sweep (dry run:
+// nothing written, no locks) and its probes, with their clock delay ahead.
+func (st *Stack) buildWall(ctx context.Context, project, runID string, delay time.Duration) (pipeline.Wall, error) {
+	now := func() time.Time { return time.Now().Add(delay) }
+	c := &capture{}
+	sw, err := st.Core.NewSweeper(st.Ops, func(sc *sweep.Config) {
+		sc.Supervisor = c
+		sc.Now = now
+		sc.Concurrency = 1
+		for i, p := range sc.Probes {
+			switch q := p.(type) {
+			case probe.MCP:
+				q.Now = now
+				sc.Probes[i] = q
+			case probe.Workspace:
+				q.Now = now
+				sc.Probes[i] = q
+			case probe.Child:
+				q.Now = now
+				sc.Probes[i] = q
+			}
+		}
+	})
+	if err != nil {
+		return pipeline.Wall{}, err
+	}
+	rep, err := sw.Sweep(ctx, sweep.Options{Project: project, RunID: runID, DryRun: true})
+	if err != nil {
+		return pipeline.Wall{}, fmt.Errorf("sweep %s: %w", runID, err)
+	}
+	for _, wr := range rep.Walls {
+		if wr.Outcome != sweep.OutcomeDryRun {
+			return pipeline.Wall{}, fmt.Errorf("sweep %s: wall outcome %s: %s", runID, wr.Outcome, wr.Error)
+		}
+	}
+	switch len(c.walls) {
+	case 0:
+		return pipeline.Wall{}, fmt.Errorf("run %s: %w", runID, errNoWall)
+	case 1:
+		return c.walls[0], nil
+	default:
+		return pipeline.Wall{}, fmt.Errorf("run %s: the sweep split the pile into %d walls; drills record single walls", runID, len(c.walls))
+	}
+}
+
+// truthOf returns the ground truth of every operation of the wall: the
+// fault injector's record, or for a delegation whether its child run
+// exists in Temporal (a started child run is the delegation's effect).
+// An operation with neither is an error: its truth is not known, and the
+// drill never guesses it.
+func (st *Stack) truthOf(ctx context.Context, project, runID string, w pipeline.Wall) (map[string]string, error) {
+	recs, err := fault.Records(ctx, st.Core.Pool, project, runID)
+	if err != nil {
+		return nil, err
+	}
+	byOp := map[string]string{}
+	for _, r := range recs {
+		byOp[r.OperationID] = r.Truth
+	}
+	truth := map[string]string{}
+	for _, op := range w.Operations {
+		if t, ok := byOp[op.OperationID]; ok {
+			truth[op.OperationID] = t
+			continue
+		}
+		if op.Tool == runner.DelegateTool {
+			child := op.ChildRunID
+			if child == "" {
+				child = runner.ChildRunID(runID, op.OperationID)
+			}
+			started, err := st.workflowExists(ctx, project, child)
+			if err != nil {
+				return nil, err
+			}
+			truth[op.OperationID] = map[bool]string{true: evals.TruthOccurred, false: evals.TruthNone}[started]
+			continue
+		}
+		failure := "no failure recorded"
+		if op.Failure != nil {
+			failure = op.Failure.ErrorType + ": " + op.Failure.Error
+		}
+		return nil, fmt.Errorf("run %s: operation %s (%s, %s) is unsettled but no fault was injected into it (%s): its truth is unknown", runID, op.OperationID, op.Tool, op.State, failure)
+	}
+	return truth, nil
+}
+
+// record builds runID's wall and truth into a fixture.
+func (st *Stack) record(ctx context.Context, o Options, sc Scenario, runID, kind string) (*evals.Fixture, error) {
+	w, err := st.buildWall(ctx, o.Project, runID, o.SweepDelay)
+	if err != nil {
+		return nil, err
+	}
+	truth, err := st.truthOf(ctx, o.Project, runID, w)
+	if err != nil {
+		return nil, err
+	}
+	notes := sc.Notes
+	if runID != sc.RunID {
+		notes = "child run of " + sc.RunID + ": " + notes
+	}
+	var parts []string
+	ids := make([]string, 0, len(truth))
+	for id := range truth {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		op, _ := w.Operation(id)
+		d := "not decidable from the wall"
+		if e, ok := evals.Decidable(op); ok {
+			d = "decidable from the wall as " + e
+			if e != truth[id] {
+				d += " — DISAGREES WITH THE TRUTH"
+			}
+		}
+		parts = append(parts, fmt.Sprintf("%s truth %s (%s)", id, truth[id], d))
+	}
+	notes += ". " + strings.Join(parts, "; ") + "."
+	f := &evals.Fixture{
+		Version: evals.FixtureVersion, ID: runID, Scenario: kind, Seed: o.Seed, GeneratedBy: o.GeneratedBy,
+		Wall: w, Truth: truth, ExpectNeedsAttention: evals.ExpectNeedsAttention(w), Notes: notes,
+	}
+	if err := f.Validate(); err != nil {
+		return nil, fmt.Errorf("fixture of %s: %w", runID, err)
+	}
+	return f, nil
+}
+
+// Progress reports one finished scenario.
+type Progress struct {
+	Done, Total int
+	Scenario    Scenario
+	Fixtures    []*evals.Fixture
+	Err         error
+	Took        time.Duration
+}
+
+// SuiteResult summarises a generated suite.
+type SuiteResult struct {
+	Written []string
+	Failed  []string
+	// Disagreements lists operations whose wall evidence decides an effect
+	// other than the recorded truth (a probe unsound on that scenario).
+	Disagreements []string
+}
+
+// GenerateSuite drills count scenarios from seed and writes their fixtures
+// and the suite's manifest to out. A previous suite in out (the files its
+// manifest lists) is removed first. A scenario that fails is reported and
+// the suite goes on; the error says how many failed.
+func (st *Stack) GenerateSuite(ctx context.Context, o Options, count int, out string, progress func(Progress)) (SuiteResult, error) {
+	o = o.withDefaults()
+	var res SuiteResult
+	if err := removePreviousSuite(out); err != nil {
+		return res, err
+	}
+	scs := Generate(o.Seed, count)
+	kinds := map[string]int{}
+	for i, sc := range scs {
+		if err := ctx.Err(); err != nil {
+			return res, err
+		}
+		t0 := time.Now()
+		fx, err := st.Drill(ctx, sc, o)
+		if err == nil {
+			for _, f := range fx {
+				if _, werr := evals.WriteFixture(out, f); werr != nil {
+					err = werr
+					break
+				}
+				res.Written = append(res.Written, f.ID)
+				kinds[f.Scenario]++
+				if strings.Contains(f.Notes, "DISAGREES") {
+					res.Disagreements = append(res.Disagreements, f.ID)
+				}
+			}
+		}
+		if err != nil {
+			res.Failed = append(res.Failed, fmt.Sprintf("%s: %v", sc.RunID, err))
+		}
+		if progress != nil {
+			progress(Progress{Done: i + 1, Total: len(scs), Scenario: sc, Fixtures: fx, Err: err, Took: time.Since(t0)})
+		}
+	}
+	sort.Strings(res.Written)
+	if len(res.Written) > 0 {
+		if err := evals.WriteManifest(out, evals.Manifest{
+			Version: evals.FixtureVersion, GeneratedBy: o.GeneratedBy, Seed: o.Seed, Count: len(res.Written),
+			GeneratedAt: time.Now().UTC(), Scenarios: kinds, Fixtures: res.Written,
+		}); err != nil {
+			return res, err
+		}
+	}
+	if len(res.Failed) > 0 {
+		return res, fmt.Errorf("%d of %d scenarios failed:\n  %s", len(res.Failed), len(scs), strings.Join(res.Failed, "\n  "))
+	}
+	return res, nil
+}
+
+// removePreviousSuite deletes the fixtures a previous manifest in dir
+// lists, and the manifest, so a regenerated suite holds no stale cases.
+func removePreviousSuite(dir string) error {
+	m, err := evals.ReadManifest(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, id := range m.Fixtures {
+		if strings.ContainsAny(id, `/\`) {
+			continue
+		}
+		if err := os.Remove(filepath.Join(dir, id+".json")); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("remove previous fixture: %w", err)
+		}
+	}
+	if err := os.Remove(filepath.Join(dir, evals.ManifestFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("remove previous manifest: %w", err)
+	}
+	return nil
+}

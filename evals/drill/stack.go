@@ -1,0 +1,175 @@
+package drill
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/seed-7bc021c3/reckon/internal/app"
+	"github.com/seed-7bc021c3/reckon/kernel/config"
+	"github.com/seed-7bc021c3/reckon/kernel/mcpserver"
+	"github.com/seed-7bc021c3/reckon/kernel/mcptool"
+	"github.com/seed-7bc021c3/reckon/kernel/operations"
+	"github.com/seed-7bc021c3/reckon/kernel/outbox"
+	"github.com/seed-7bc021c3/reckon/kernel/runner"
+	"github.com/seed-7bc021c3/reckon/kernel/sandbox"
+	"github.com/seed-7bc021c3/reckon/kernel/temporalx"
+)
+
+// StackOptions configure the live stack drills run on.
+type StackOptions struct {
+	// Config is the process configuration; DatabaseURL should name a
+	// database (or schema) of the drill's own, and DataDir holds the
+	// workspaces and the test MCP server's store. RECKON_MCP_SERVERS is
+	// replaced by the drill's two servers.
+	Config config.Config
+	// FilesystemServer is the path of @modelcontextprotocol/server-filesystem's
+	// dist/index.js; empty leaves the filesystem kinds unavailable.
+	FilesystemServer string
+	// Node is the node binary for the filesystem server (default "node").
+	Node string
+	Log  zerolog.Logger
+}
+
+// Stack is the embedded stack: PostgreSQL through the app core, an
+// embedded (or external) real Temporal server, the outbox publisher, the
+// sandboxed run_command, reckon's test MCP server over streamable HTTP and
+// the third-party filesystem MCP server over stdio, the operations service
+// and the pipeline's sweeper with its probes.
+type Stack struct {
+	Core       *app.Core
+	Temporal   *temporalx.Conn
+	Tools      runner.ToolSet
+	Ops        *operations.Service
+	Unconfined bool
+	// Filesystem is true when the filesystem MCP server is configured.
+	Filesystem bool
+	// IssuesStore is the test MCP server's durable store.
+	IssuesStore *mcpserver.Store
+
+	issues *http.Server
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// OpenStack starts everything a drill needs. Close stops it.
+func OpenStack(ctx context.Context, o StackOptions) (*Stack, error) {
+	cfg := o.Config
+	st := &Stack{}
+	unconfined := false
+	if err := sandbox.Available(""); err != nil {
+		if !cfg.SandboxUnconfined {
+			return nil, fmt.Errorf("drill: run_command needs bubblewrap (%v); install it (scripts/ensure-deps.sh) or set RECKON_SANDBOX_UNCONFINED=1", err)
+		}
+		unconfined = true
+	}
+	st.Unconfined = unconfined || cfg.SandboxUnconfined
+
+	storePath := filepath.Join(cfg.DataDir, "mcp-test-server", "issues.json")
+	store, err := mcpserver.OpenStore(storePath)
+	if err != nil {
+		return nil, fmt.Errorf("drill: test MCP server store: %w", err)
+	}
+	st.IssuesStore = store
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("drill: listen for the test MCP server: %w", err)
+	}
+	st.issues = &http.Server{Handler: mcpserver.Handler(mcpserver.NewServer(store)), ReadHeaderTimeout: 10 * time.Second}
+	st.wg.Add(1)
+	go func() {
+		defer st.wg.Done()
+		_ = st.issues.Serve(ln)
+	}()
+	servers := []mcptool.ServerConfig{{Name: "issues", URL: "http://" + ln.Addr().String() + mcpserver.HTTPPath}}
+	if o.FilesystemServer != "" {
+		node := o.Node
+		if node == "" {
+			node = "node"
+		}
+		servers = append(servers, mcptool.ServerConfig{Name: "fs", Command: []string{node, o.FilesystemServer, "{workspace}"}})
+		st.Filesystem = true
+	}
+	raw, err := json.Marshal(servers)
+	if err != nil {
+		st.Close()
+		return nil, fmt.Errorf("drill: mcp servers: %w", err)
+	}
+	cfg.MCPServers = string(raw)
+
+	core, err := app.NewCore(ctx, cfg, false)
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	st.Core = core
+	runCtx, cancel := context.WithCancel(context.Background())
+	st.cancel = cancel
+	pub := core.NewPublisher(outbox.Config{PollInterval: 20 * time.Millisecond})
+	st.wg.Add(1)
+	go func() {
+		defer st.wg.Done()
+		_ = pub.Run(runCtx)
+	}()
+
+	tc, err := temporalx.Connect(ctx, temporalx.Options{Address: cfg.TemporalAddress, Namespace: cfg.TemporalNamespace, Log: o.Log})
+	if err != nil {
+		st.Close()
+		return nil, fmt.Errorf("drill: temporal: %w", err)
+	}
+	st.Temporal = tc
+	ts, err := mcptool.New(servers, mcptool.Options{})
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	st.Tools = runner.Chain{runner.NewTools(sandbox.NewRunCommand(sandbox.Options{Unconfined: st.Unconfined})), ts}
+	st.Ops = core.OperationsService(tc.Client)
+	return st, nil
+}
+
+// Close stops the stack and releases everything it holds.
+func (st *Stack) Close() {
+	if st.cancel != nil {
+		st.cancel()
+	}
+	if st.issues != nil {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_ = st.issues.Shutdown(sctx)
+		cancel()
+	}
+	st.wg.Wait()
+	if st.Temporal != nil {
+		st.Temporal.Close()
+	}
+	if st.Core != nil {
+		st.Core.Close()
+	}
+}
+
+// FindFilesystemServer looks for server-filesystem's entry point under
+// testdata/npm of the repository containing dir (or a parent of it), as
+// scripts/ensure-deps.sh installs it; "" when absent.
+func FindFilesystemServer(dir string) string {
+	for d := dir; ; d = filepath.Dir(d) {
+		p := filepath.Join(d, "testdata", "npm", "node_modules", "@modelcontextprotocol", "server-filesystem", "dist", "index.js")
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+		if parent := filepath.Dir(d); parent == d {
+			return ""
+		}
+	}
+}
+
+// errNoWall is returned when the sweep built no wall for a drilled run.
+var errNoWall = errors.New("the sweep built no wall for the run (nothing unsettled?)")
