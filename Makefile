@@ -28,7 +28,7 @@ demo: db deps
 	$(GO) run ./cmd/reckon demo
 
 ## bench: benchmarks that print figures (long; not part of test).
-BENCH_PKGS = ./kernel/journal/ ./kernel/outbox/ ./kernel/operations/ ./pipeline/sweep/
+BENCH_PKGS = ./kernel/journal/ ./kernel/outbox/ ./kernel/operations/ ./pipeline/sweep/ ./kernel/runner/
 bench: db deps
 	scripts/bench-reference.sh
 	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m -v $(BENCH_PKGS) | grep -vE '^(=== RUN|--- PASS|PASS|goos|goarch|cpu)'
@@ -37,6 +37,10 @@ lint:
 	$(GO) vet ./...
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.7.0 ./...
+	@# Workflow determinism: static check of the run workflow, then replay of
+	@# recorded real histories against the current workflow code.
+	$(GO) run go.temporal.io/sdk/contrib/tools/workflowcheck@v0.6.0 -config kernel/runner/workflowcheck.config.yaml ./kernel/runner/
+	$(GO) test -count=1 -run 'TestReplayRecordedHistories' ./kernel/runner/
 
 clean:
 	rm -rf bin .reckon

@@ -18,7 +18,7 @@ type noopTool struct {
 	ran map[string]time.Time // run_id/operation_id → execution time
 }
 
-func (n *noopTool) Name() string                 { return "noop" }
+func (n *noopTool) Name() string                   { return "noop" }
 func (n *noopTool) Validate(kernel.ToolCall) error { return nil }
 func (n *noopTool) Execute(_ context.Context, c kernel.ToolCall) (kernel.ToolResult, error) {
 	n.mu.Lock()
@@ -43,9 +43,9 @@ func quantile(xs []time.Duration, q float64) time.Duration {
 //   - journal-lag: from the no-op execution until its tool.completed is in
 //     the journal (outbox write + publisher delivery).
 //
-// Each iteration is one run of 50 no-op steps.
+// Each iteration is one run of 100 no-op steps.
 func BenchmarkToolCallOverhead(b *testing.B) {
-	const steps = 50
+	const steps = 100
 	noop := &noopTool{ran: map[string]time.Time{}}
 	e := newEnv(b, envOpts{extra: []kernel.Tool{noop}})
 	plan := Plan{}

@@ -26,8 +26,12 @@ import (
 // child run.
 const DelegateTool = "delegate"
 
-// OnUncertainReissue is the only accepted value of step.on_uncertain.
-const OnUncertainReissue = "reissue"
+// Values of step.on_uncertain: "stop" (the default) ends the run after an
+// uncertain failure; "reissue" issues the step again as a new operation.
+const (
+	OnUncertainStop    = "stop"
+	OnUncertainReissue = "reissue"
+)
 
 // Plan limits. A step costs about a dozen history events; Temporal warns at
 // 10,240 events per run.
@@ -50,7 +54,7 @@ type Step struct {
 	// does not interpret it.
 	Postcondition json.RawMessage `json:"postcondition,omitempty"`
 	// OnUncertain "reissue" re-issues the step once, as a new operation,
-	// after an uncertain failure; empty stops the run.
+	// after an uncertain failure; empty or "stop" stops the run.
 	OnUncertain string `json:"on_uncertain,omitempty"`
 	// Plan is the child plan of a delegate step.
 	Plan *Plan `json:"plan,omitempty"`
@@ -175,9 +179,9 @@ func (p Plan) validate(tools ToolSet, path string, depth int) error {
 			return kernel.Errorf(kernel.EInvalid, "%s.tool: required", sp)
 		}
 		switch s.OnUncertain {
-		case "", OnUncertainReissue:
+		case "", OnUncertainStop, OnUncertainReissue:
 		default:
-			return kernel.Errorf(kernel.EInvalid, "%s.on_uncertain: must be %q or absent, got %q", sp, OnUncertainReissue, s.OnUncertain)
+			return kernel.Errorf(kernel.EInvalid, "%s.on_uncertain: must be %q or %q (the default), got %q", sp, OnUncertainReissue, OnUncertainStop, s.OnUncertain)
 		}
 		if pc := bytes.TrimSpace(s.Postcondition); len(pc) > 0 && string(pc) != "null" && pc[0] != '{' {
 			return kernel.Errorf(kernel.EInvalid, "%s.postcondition: must be a JSON object", sp)
