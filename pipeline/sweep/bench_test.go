@@ -60,7 +60,10 @@ func BenchmarkSweep(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			return m, f.Close
+			return m, func() {
+				b.Logf("model calls: %d, peak concurrent calls: %d", len(f.Calls()), f.PeakConcurrency())
+				f.Close()
+			}
 		}},
 	}
 	for _, c := range cases {

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/operations"
 	"github.com/seed-7bc021c3/reckon/pipeline"
@@ -437,5 +439,42 @@ func TestLivenessUnknownWaits(t *testing.T) {
 	rep, err := sw.Sweep(context.Background(), Options{})
 	if err != nil || rep.Journaled != 1 || rep.Walls[0].RunID != "run-1" || !rep.Degraded {
 		t.Fatalf("sweep: %+v %v", rep, err)
+	}
+}
+
+// The sweep logs exactly one line per wall (plus one summary line).
+func TestOneLogLinePerWall(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	var specs []opSpec
+	for _, id := range ids("op-", 3) {
+		specs = append(specs, opSpec{id: id, outcome: "uncertain"})
+	}
+	e.seedRun("run-1", specs...)
+	e.seedRun("run-2", opSpec{id: "op-1", outcome: "crash"})
+	var buf bytes.Buffer
+	sw := e.sweeper(Config{MaxOpsPerWall: 2, Log: zerolog.New(&buf)})
+	rep, err := sw.Sweep(context.Background(), Options{})
+	if err != nil || rep.Journaled != 3 {
+		t.Fatalf("sweep: %+v %v", rep, err)
+	}
+	walls, summaries := 0, 0
+	for _, line := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("log line is not JSON: %q", line)
+		}
+		switch m["message"] {
+		case "triage wall":
+			walls++
+			if m["outcome"] != OutcomeJournaled || m["wall_digest"] == "" || m["supervisor"] != supervisor.BuiltinName {
+				t.Fatalf("wall line: %v", m)
+			}
+		case "triage sweep done":
+			summaries++
+		}
+	}
+	if walls != 3 || summaries != 1 {
+		t.Fatalf("%d wall lines, %d summaries:\n%s", walls, summaries, buf.String())
 	}
 }
