@@ -82,13 +82,15 @@ func (c *Core) NewSweeper(ops sweep.Operations, tune ...func(*sweep.Config)) (*s
 	return sweep.New(c.Pool, ops, c.Journal, sc), nil
 }
 
-// MountVerdicts serves GET /v1/supervisor/verdicts on api (reader).
+// MountVerdicts serves GET /v1/supervisor/verdicts on api (reader). Call it
+// while building the API, before it serves.
 func (c *Core) MountVerdicts(api *httpapi.Server) { sweep.MountVerdicts(api, c.Journal) }
 
 // StartPipeline runs the cron-driven triage sweep (RECKON_TRIAGE_SCHEDULE)
-// in the stack's lifetime over ops (nil: journal-liveness operations), and
-// serves the verdicts endpoint on the stack's API unless already mounted.
-// It returns the sweeper so callers (demo) can also sweep on demand.
+// in the stack's lifetime over ops (nil: journal-liveness operations). It
+// returns the sweeper so callers (demo) can also sweep on demand. The
+// verdicts endpoint is not mounted here: routes must be mounted before the
+// API serves, so whoever builds the API calls MountVerdicts first.
 func (s *Stack) StartPipeline(ops sweep.Operations) (*sweep.Sweeper, error) {
 	if ops == nil {
 		ops = s.NewOperations()
@@ -96,13 +98,6 @@ func (s *Stack) StartPipeline(ops sweep.Operations) (*sweep.Sweeper, error) {
 	sw, err := s.NewSweeper(ops)
 	if err != nil {
 		return nil, err
-	}
-	mounted := false
-	for _, r := range s.API.Routes() {
-		mounted = mounted || r.Pattern == sweep.PathVerdicts
-	}
-	if !mounted {
-		s.MountVerdicts(s.API)
 	}
 	spec := s.Cfg.TriageSchedule
 	s.Go(func(ctx context.Context) {

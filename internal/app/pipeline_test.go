@@ -41,8 +41,8 @@ func TestNewSupervisorFromConfig(t *testing.T) {
 	}
 }
 
-// StartPipeline runs the scheduled sweep in the stack's lifetime and serves
-// the verdicts endpoint.
+// StartPipeline runs the scheduled sweep in the stack's lifetime; the
+// verdicts endpoint serves its verdicts.
 func TestStartPipeline(t *testing.T) {
 	t.Parallel()
 	s := pgtest.New(t)
@@ -64,6 +64,7 @@ func TestStartPipeline(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	st := &Stack{Core: core, API: core.NewAPI(), ctx: ctx, cancel: cancel}
 	defer st.Close()
+	core.MountVerdicts(st.API)
 
 	t0 := time.Now().UTC().Add(-time.Hour)
 	mk := func(id, typ string, data any) kernel.Event {
