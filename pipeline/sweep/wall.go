@@ -217,10 +217,23 @@ func earlierVerdicts(evs []journal.StoredEvent, max int) []pipeline.EarlierVerdi
 		if e.DecodeData(&v) != nil {
 			continue
 		}
+		// The lesson is what carries forward; a few causes and remedies
+		// give it context without letting history crowd the wall.
+		v.Causes, v.Remedies = firstN(v.Causes, maxEarlierItems), firstN(v.Remedies, maxEarlierItems)
 		out = append(out, pipeline.EarlierVerdict{Key: e.Key(), TS: e.TS, Verdict: v})
 	}
 	if len(out) > max {
 		out = out[len(out)-max:]
 	}
 	return out
+}
+
+// maxEarlierItems bounds the causes and remedies kept per earlier verdict.
+const maxEarlierItems = 3
+
+func firstN(s []string, n int) []string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
 }
