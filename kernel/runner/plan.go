@@ -37,8 +37,9 @@ const (
 // 10,240 events per run.
 const (
 	MaxSteps    = 200
-	MaxDepth    = 4 // nesting of delegate plans
-	MaxReissues = 1 // re-issues per step after an uncertain failure
+	MaxTotal    = 1000 // steps of a plan and all its delegate plans
+	MaxDepth    = 4    // nesting of delegate plans
+	MaxReissues = 1    // re-issues per step after an uncertain failure
 )
 
 // Plan is the input of a run: tool calls executed in order.
@@ -161,7 +162,22 @@ func ValidateID(field, id string) error {
 // (plan.steps[2].args.command). Tool arguments are checked by the tools'
 // own Validate, which has no side effects; workspace-dependent checks run
 // again at execution.
-func (p Plan) Validate(tools ToolSet) error { return p.validate(tools, "plan", 0) }
+func (p Plan) Validate(tools ToolSet) error {
+	if n := p.totalSteps(); n > MaxTotal {
+		return kernel.Errorf(kernel.EInvalid, "plan: %d steps including delegate plans; at most %d", n, MaxTotal)
+	}
+	return p.validate(tools, "plan", 0)
+}
+
+func (p Plan) totalSteps() int {
+	n := len(p.Steps)
+	for _, s := range p.Steps {
+		if s.Plan != nil {
+			n += s.Plan.totalSteps()
+		}
+	}
+	return n
+}
 
 func (p Plan) validate(tools ToolSet, path string, depth int) error {
 	if depth > MaxDepth {
