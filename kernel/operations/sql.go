@@ -6,46 +6,38 @@ package operations
 // set from the partial index journal_events_open_ops (project, ts, seq) WHERE
 // type = 'tool.started' AND open, so its cost follows the number of open
 // operations, not journal history. The open hint is only a hint: every
-// candidate is re-verified with NOT EXISTS over settling events of the same
-// (project, run_id, operation_id), from any source. Per candidate it reads,
-// through narrow indexes, the newest tool.failed of the operation and the
-// run's lifecycle (who started it, whether it ended).
+// candidate is re-verified against the settling events of the same
+// (project, run_id, operation_id), from any source. Per candidate it makes
+// two index probes: one over the operation's own events (settled? an
+// earlier tool.started of the same operation? the newest tool.failed) and
+// one over the run's lifecycle events (who started it, whether it ended).
 //
-// $1 project, $2 window start, $3 run_id (” = every run), $4/$5 the first
+// $1 project, $2 window start, $3 run_id ('' = every run), $4/$5 the first
 // (ts, seq) position to return, $6 limit.
 const listSQL = `
 SELECT s.seq, s.source_id, s.event_id, s.run_id, s.operation_id, s.ts, s.data,
-       f.data, rs.source_id, re.ended
+       o.failure, rl.started_source, coalesce(rl.ended, false)
 FROM journal_events s
-LEFT JOIN LATERAL (
-    SELECT t.data FROM journal_events t
-    WHERE t.project = s.project AND t.run_id = s.run_id AND t.operation_id = s.operation_id
-      AND t.type = 'tool.failed'
-    ORDER BY t.ts DESC, t.seq DESC LIMIT 1
-) f ON true
-LEFT JOIN LATERAL (
-    SELECT r.source_id FROM journal_events r
-    WHERE r.project = s.project AND r.run_id = s.run_id AND r.type = 'run.started'
-    ORDER BY r.seq LIMIT 1
-) rs ON true
 CROSS JOIN LATERAL (
-    SELECT EXISTS (
-        SELECT 1 FROM journal_events r
-        WHERE r.project = s.project AND r.run_id = s.run_id
-          AND r.type IN ('run.completed', 'run.failed')) AS ended
-) re
+    SELECT bool_or(t.settles) AS settled,
+           bool_or(t.type = 'tool.started' AND (t.ts, t.seq) < (s.ts, s.seq)) AS earlier,
+           (array_agg(t.data ORDER BY t.ts DESC, t.seq DESC) FILTER (WHERE t.type = 'tool.failed'))[1] AS failure
+    FROM journal_events t
+    WHERE t.project = s.project AND t.run_id = s.run_id AND t.operation_id = s.operation_id
+) o
+CROSS JOIN LATERAL (
+    SELECT (array_agg(r.source_id ORDER BY r.seq) FILTER (WHERE r.type = 'run.started'))[1] AS started_source,
+           bool_or(r.type <> 'run.started') AS ended
+    FROM journal_events r
+    WHERE r.project = s.project AND r.run_id = s.run_id
+      AND r.type IN ('run.started', 'run.completed', 'run.failed')
+) rl
 WHERE s.project = $1 AND s.type = 'tool.started' AND s.open
   AND s.ts >= $2
   AND (s.ts, s.seq) >= ($4::timestamptz, $5::bigint)
   AND ($3 = '' OR s.run_id = $3)
-  AND NOT EXISTS (
-      SELECT 1 FROM journal_events t
-      WHERE t.project = s.project AND t.run_id = s.run_id AND t.operation_id = s.operation_id
-        AND t.settles)
-  AND NOT EXISTS (
-      SELECT 1 FROM journal_events t
-      WHERE t.project = s.project AND t.run_id = s.run_id AND t.operation_id = s.operation_id
-        AND t.type = 'tool.started' AND (t.ts, t.seq) < (s.ts, s.seq))
+  AND NOT coalesce(o.settled, false)
+  AND NOT coalesce(o.earlier, false)
 ORDER BY s.ts, s.seq
 LIMIT $6`
 
