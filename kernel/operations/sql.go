@@ -12,7 +12,7 @@ package operations
 // earlier tool.started of the same operation? the newest tool.failed) and
 // one over the run's lifecycle events (who started it, whether it ended).
 //
-// $1 project, $2 window start, $3 run_id ('' = every run), $4/$5 the first
+// $1 project, $2 window start, $3 run_id (empty: every run), $4/$5 the first
 // (ts, seq) position to return, $6 limit.
 const listSQL = `
 SELECT s.seq, s.source_id, s.event_id, s.run_id, s.operation_id, s.ts, s.data,
