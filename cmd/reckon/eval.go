@@ -37,6 +37,9 @@ func runEval(ctx context.Context, args []string) error {
 	if fset.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fset.Args())
 	}
+	if *supName != supervisor.BuiltinName && *supName != supervisor.OpenAIName {
+		return fmt.Errorf("--supervisor: %q is not builtin or openai", *supName)
+	}
 	cfg, err := config.Load()
 	if err != nil {
 		return err

@@ -1,0 +1,86 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/seed-7bc021c3/reckon/evals"
+	"github.com/seed-7bc021c3/reckon/pipeline/supervisor/fakeopenai"
+)
+
+// TestEvalCLI runs `reckon eval` on the committed suite: the built-in
+// supervisor passes the gate against the committed baseline, and the
+// OpenAI-compatible path, pointed at the fake model server by the same
+// environment variables a real endpoint uses, produces a scored report.
+func TestEvalCLI(t *testing.T) {
+	fixtures := filepath.Join("..", "..", "evals", "fixtures")
+	baseline := filepath.Join("..", "..", "evals", "baseline.json")
+	t.Setenv("RECKON_DATA_DIR", t.TempDir())
+
+	out := filepath.Join(t.TempDir(), "builtin")
+	if err := runEval(context.Background(), []string{"--supervisor", "builtin", "--fixtures", fixtures, "--out", out, "--quiet", "--gate", baseline}); err != nil {
+		t.Fatalf("builtin eval: %v", err)
+	}
+	for _, f := range []string{evals.ReportMarkdownFile, evals.ReportJSONFile, evals.ConfusionChartFile} {
+		if fi, err := os.Stat(filepath.Join(out, f)); err != nil || fi.Size() == 0 {
+			t.Errorf("%s not written: %v", f, err)
+		}
+	}
+
+	fake := fakeopenai.New()
+	defer fake.Close()
+	t.Setenv("RECKON_SUPERVISOR_BASE_URL", fake.URL)
+	t.Setenv("RECKON_SUPERVISOR_API_KEY", "sk-test")
+	t.Setenv("RECKON_SUPERVISOR_MODEL", "fake-model")
+	out = filepath.Join(t.TempDir(), "openai")
+	if err := runEval(context.Background(), []string{"--supervisor", "openai", "--fixtures", fixtures, "--out", out, "--quiet", "--concurrency", "4"}); err != nil {
+		t.Fatalf("openai eval: %v", err)
+	}
+	raw, err := os.ReadFile(filepath.Join(out, evals.ReportJSONFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep evals.Report
+	if err := json.Unmarshal(raw, &rep); err != nil {
+		t.Fatal(err)
+	}
+	fx, _ := evals.LoadDir(fixtures)
+	expect := 0
+	for _, f := range fx {
+		if f.ExpectNeedsAttention {
+			expect++
+		}
+	}
+	// The fake answers unknown for every operation (with needs_attention):
+	// nothing decided, every wall flagged.
+	m := rep.Metrics
+	if rep.Supervisor != "openai" || rep.Model != "fake-model" || m.WallsOK != len(fx) || m.Decided != 0 || m.Unknown != m.Operations {
+		t.Errorf("openai report: supervisor %s model %s, %d/%d walls ok, decided %d, unknown %d of %d", rep.Supervisor, rep.Model, m.WallsOK, len(fx), m.Decided, m.Unknown, m.Operations)
+	}
+	if m.NeedsAttention.TruePositives != expect || m.NeedsAttention.FalsePositives != len(fx)-expect {
+		t.Errorf("needs_attention = %+v, want TP %d FP %d", m.NeedsAttention, expect, len(fx)-expect)
+	}
+	if m.Usage.PromptTokens == 0 || !strings.Contains(string(raw), `"latency"`) {
+		t.Error("model usage or latency missing from the report")
+	}
+	if n := len(fake.Calls()); n != len(fx) {
+		t.Errorf("model calls = %d, want one per wall (%d)", n, len(fx))
+	}
+	if c := fake.Calls(); len(c) > 0 && c[0].Auth != "Bearer sk-test" {
+		t.Errorf("Authorization = %q", c[0].Auth)
+	}
+
+	// Without an endpoint the openai supervisor refuses to start.
+	t.Setenv("RECKON_SUPERVISOR_BASE_URL", "")
+	t.Setenv("RECKON_SUPERVISOR_MODEL", "")
+	if err := runEval(context.Background(), []string{"--supervisor", "openai", "--fixtures", fixtures, "--out", out, "--quiet"}); err == nil || !strings.Contains(err.Error(), "RECKON_SUPERVISOR_BASE_URL") {
+		t.Errorf("openai without endpoint: %v", err)
+	}
+	if err := runEval(context.Background(), []string{"--supervisor", "gpt"}); err == nil || !strings.Contains(err.Error(), "--supervisor") {
+		t.Errorf("unknown supervisor: %v", err)
+	}
+}
