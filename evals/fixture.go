@@ -8,6 +8,8 @@ package evals
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -153,17 +155,6 @@ func (f *Fixture) Validate() error {
 			return fmt.Errorf("truth[%q]: not an operation of the wall", id)
 		}
 	}
-	if f.Wall.Digest != "" {
-		// The digest is the sweep's; a wall edited after the drill recorded
-		// it no longer matches, so hand edits cannot pass for drilled walls.
-		d, err := f.Wall.ComputeDigest()
-		if err != nil {
-			return fmt.Errorf("wall.digest: %w", err)
-		}
-		if d != f.Wall.Digest {
-			return fmt.Errorf("wall.digest: %s does not match the wall's content (%s): the wall was changed after it was recorded", f.Wall.Digest, d)
-		}
-	}
 	if want := ExpectNeedsAttention(f.Wall); f.ExpectNeedsAttention != want {
 		return fmt.Errorf("expect_needs_attention: %v, but the wall's evidence says %v (see evals/README.md)", f.ExpectNeedsAttention, want)
 	}
@@ -189,6 +180,15 @@ func (f *Fixture) Marshal() ([]byte, error) {
 func WriteFixture(dir string, f *Fixture) (string, error) {
 	if err := f.Validate(); err != nil {
 		return "", fmt.Errorf("fixture %s: %w", f.ID, err)
+	}
+	if f.Wall.Digest != "" {
+		d, err := f.Wall.ComputeDigest()
+		if err != nil {
+			return "", fmt.Errorf("fixture %s: wall.digest: %w", f.ID, err)
+		}
+		if d != f.Wall.Digest {
+			return "", fmt.Errorf("fixture %s: wall.digest: %s does not match the wall's content (%s)", f.ID, f.Wall.Digest, d)
+		}
 	}
 	b, err := f.Marshal()
 	if err != nil {
@@ -244,7 +244,42 @@ func ParseFixture(b []byte) (*Fixture, error) {
 	if err := f.Validate(); err != nil {
 		return nil, err
 	}
+	if err := checkStoredDigest(b, f.Wall.Digest); err != nil {
+		return nil, err
+	}
 	return &f, nil
+}
+
+// checkStoredDigest recomputes the wall's digest the way the sweep does
+// (SHA-256 of the canonical JSON with the digest emptied) over the wall exactly
+// as stored in the file, not as re-marshalled by this build: a wall edited
+// after the drill recorded it fails, while fields added to pipeline.Wall
+// later do not disturb fixtures recorded before them.
+func checkStoredDigest(fixture []byte, digest string) error {
+	if digest == "" {
+		return nil
+	}
+	var doc struct {
+		Wall map[string]json.RawMessage `json:"wall"`
+	}
+	if err := json.Unmarshal(fixture, &doc); err != nil {
+		return fmt.Errorf("wall: %w", err)
+	}
+	// pipeline.Wall.ComputeDigest marshals the wall with an empty digest.
+	doc.Wall["digest"] = json.RawMessage(`""`)
+	raw, err := json.Marshal(doc.Wall)
+	if err != nil {
+		return fmt.Errorf("wall.digest: %w", err)
+	}
+	canon, err := kernel.Canonical(raw)
+	if err != nil {
+		return fmt.Errorf("wall.digest: %w", err)
+	}
+	sum := sha256.Sum256(canon)
+	if got := hex.EncodeToString(sum[:]); got != digest {
+		return fmt.Errorf("wall.digest: %s does not match the wall's content (%s): the wall was changed after it was recorded", digest, got)
+	}
+	return nil
 }
 
 // LoadFixture reads and validates one fixture file.

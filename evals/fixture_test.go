@@ -79,10 +79,32 @@ func TestFixtureValidateNamesTheField(t *testing.T) {
 	if err := good().Validate(); err != nil {
 		t.Fatalf("good fixture rejected: %v", err)
 	}
+	// The digest: a fixture written with the sweep's digest loads; the
+	// same file with its wall edited does not, nor can it be written.
 	digested := good()
 	digested.Wall.Digest, _ = digested.Wall.ComputeDigest()
-	if err := digested.Validate(); err != nil {
+	dir := t.TempDir()
+	path, err := WriteFixture(dir, digested)
+	if err != nil {
 		t.Fatalf("fixture with its digest rejected: %v", err)
+	}
+	if _, err := LoadFixture(path); err != nil {
+		t.Fatalf("fixture with its digest does not load: %v", err)
+	}
+	b, _ := os.ReadFile(path)
+	edited := bytes.Replace(b, []byte(`"tool": "run_command"`), []byte(`"tool": "mcp__create_issue"`), 1)
+	if _, err := ParseFixture(edited); err == nil || !strings.Contains(err.Error(), "wall.digest") {
+		t.Errorf("edited wall: %v, want a wall.digest error", err)
+	}
+	// A field the wall did not have when recorded (added to the type
+	// later, omitted here) does not disturb the stored digest.
+	extra := bytes.Replace(b, []byte(`"parts": 1,`), []byte(`"parts": 1, "future_field": {"b": 2, "a": 1},`), 1)
+	if err := checkStoredDigest(extra, digested.Wall.Digest); err == nil {
+		t.Error("a wall with content added after recording kept its digest")
+	}
+	digested.Wall.Operations[0].Tool = "mcp__create_issue"
+	if _, err := WriteFixture(dir, digested); err == nil || !strings.Contains(err.Error(), "wall.digest") {
+		t.Errorf("writing a wall whose digest does not match: %v", err)
 	}
 	cases := []struct {
 		name string
@@ -99,10 +121,6 @@ func TestFixtureValidateNamesTheField(t *testing.T) {
 		{"extra truth", func(f *Fixture) { f.Truth["zz"] = "none" }, `truth["zz"]: not an operation`},
 		{"bad truth", func(f *Fixture) { f.Truth["o1"] = "unknown" }, `truth["o1"]`},
 		{"attention", func(f *Fixture) { f.ExpectNeedsAttention = false }, "expect_needs_attention"},
-		{"digest", func(f *Fixture) {
-			f.Wall.Digest, _ = f.Wall.ComputeDigest()
-			f.Wall.Operations[0].Tool = "mcp__create_issue"
-		}, "wall.digest"},
 	}
 	for _, c := range cases {
 		f := good()
