@@ -134,6 +134,36 @@ func TestDrillLive(t *testing.T) {
 			}
 		}
 	}
+	if fs != "" {
+		// A suite: fixtures and manifest written, progress per scenario,
+		// and a second suite in the same folder replaces the first.
+		dir := t.TempDir()
+		for _, seed := range []uint64{11, 12} {
+			calls := 0
+			res, err := st.GenerateSuite(ctx, Options{Seed: seed, GeneratedBy: "test"}, 3, dir, func(p Progress) {
+				calls++
+				if p.Total != 3 || p.Done != calls {
+					t.Errorf("progress %d/%d at call %d", p.Done, p.Total, calls)
+				}
+			})
+			if err != nil {
+				t.Fatalf("suite %d: %v", seed, err)
+			}
+			fx, err := evals.LoadDir(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m, err := evals.ReadManifest(dir)
+			if err != nil || m.Seed != seed || m.Count != len(fx) || len(res.Written) != len(fx) || calls != 3 {
+				t.Fatalf("suite %d: manifest %+v (%v), %d fixtures loaded, %d written, %d progress calls", seed, m, err, len(fx), len(res.Written), calls)
+			}
+			for _, f := range fx {
+				if f.Seed != seed {
+					t.Errorf("suite %d holds %s of seed %d", seed, f.ID, f.Seed)
+				}
+			}
+		}
+	}
 	rep, err := evals.Score(ctx, supervisor.Builtin{}, all, evals.Options{})
 	if err != nil {
 		t.Fatal(err)

@@ -387,9 +387,13 @@ func (st *Stack) GenerateSuite(ctx context.Context, o Options, count int, out st
 	}
 	scs := Generate(o.Seed, count)
 	kinds := map[string]int{}
+	var interrupted error
 	for i, sc := range scs {
 		if err := ctx.Err(); err != nil {
-			return res, err
+			// Still write the manifest of what was drilled, so the next
+			// run replaces these fixtures instead of mixing them in.
+			interrupted = fmt.Errorf("drill interrupted after %d of %d scenarios: %w", i, len(scs), err)
+			break
 		}
 		t0 := time.Now()
 		fx, err := st.Drill(ctx, sc, o)
@@ -421,6 +425,9 @@ func (st *Stack) GenerateSuite(ctx context.Context, o Options, count int, out st
 		}); err != nil {
 			return res, err
 		}
+	}
+	if interrupted != nil {
+		return res, interrupted
 	}
 	if len(res.Failed) > 0 {
 		return res, fmt.Errorf("%d of %d scenarios failed:\n  %s", len(res.Failed), len(scs), strings.Join(res.Failed, "\n  "))
