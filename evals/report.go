@@ -65,7 +65,8 @@ func orDash(s string) string {
 
 // scorecardRows is the scorecard as label/value rows, shared by the
 // terminal summary and report.md so they never disagree.
-func scorecardRows(m Metrics) [][2]string {
+func scorecardRows(rep *Report) [][2]string {
+	m := rep.Metrics
 	na := m.NeedsAttention
 	return [][2]string{
 		{"walls (ok / invalid / errored)", fmt.Sprintf("%d (%d / %d / %d)", m.Walls, m.WallsOK, m.InvalidOutputs, m.Errored)},
@@ -78,6 +79,7 @@ func scorecardRows(m Metrics) [][2]string {
 		{"needs_attention recall", fmt.Sprintf("%s (%d/%d)", pct(na.Recall), na.TruePositives, na.TruePositives+na.FalseNegatives)},
 		{"invalid outputs", fmt.Sprintf("%d", m.InvalidOutputs)},
 		{"errored cases", fmt.Sprintf("%d", m.Errored)},
+		{"model answers rejected (repaired or not)", fmt.Sprintf("%d", rep.ModelInvalidAnswers)},
 		{"tokens (prompt / completion)", fmt.Sprintf("%d / %d", m.Usage.PromptTokens, m.Usage.CompletionTokens)},
 		{"latency per wall (mean / p50 / p95 / max)", fmt.Sprintf("%.1f / %.1f / %.1f / %.1f ms", m.Latency.MeanMS, m.Latency.P50MS, m.Latency.P95MS, m.Latency.MaxMS)},
 	}
@@ -99,7 +101,7 @@ func PrintSummary(w io.Writer, rep *Report) error {
 	fmt.Fprintln(&buf, header(rep))
 	tw := tabwriter.NewWriter(&buf, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "metric\tvalue")
-	for _, r := range scorecardRows(rep.Metrics) {
+	for _, r := range scorecardRows(rep) {
 		fmt.Fprintf(tw, "%s\t%s\n", r[0], r[1])
 	}
 	tw.Flush()
@@ -141,7 +143,7 @@ func Markdown(rep *Report) string {
 	fmt.Fprintf(&b, "\n- run at %s, took %.0f ms\n\n", rep.StartedAt.Format("2006-01-02 15:04:05 MST"), rep.DurationMS)
 
 	b.WriteString("## Scorecard\n\n| metric | value |\n|---|---|\n")
-	for _, r := range scorecardRows(m) {
+	for _, r := range scorecardRows(rep) {
 		fmt.Fprintf(&b, "| %s | %s |\n", r[0], r[1])
 	}
 

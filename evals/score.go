@@ -176,17 +176,21 @@ const ReportVersion = 1
 
 // Report is everything one scoring run produced.
 type Report struct {
-	Version       int               `json:"version"`
-	Supervisor    string            `json:"supervisor"`
-	Model         string            `json:"model,omitempty"`
-	PromptVersion string            `json:"prompt_version,omitempty"`
-	Fixtures      string            `json:"fixtures"`
-	Suite         *Manifest         `json:"suite,omitempty"`
-	StartedAt     time.Time         `json:"started_at"`
-	DurationMS    float64           `json:"duration_ms"`
-	Metrics       Metrics           `json:"metrics"`
-	Scenarios     []ScenarioMetrics `json:"scenarios"`
-	Cases         []CaseResult      `json:"cases"`
+	Version       int       `json:"version"`
+	Supervisor    string    `json:"supervisor"`
+	Model         string    `json:"model,omitempty"`
+	PromptVersion string    `json:"prompt_version,omitempty"`
+	Fixtures      string    `json:"fixtures"`
+	Suite         *Manifest `json:"suite,omitempty"`
+	// ModelInvalidAnswers counts every model answer that failed validation,
+	// including those its repair round then fixed (set by the caller from
+	// the supervisor's OnInvalid hook; zero for the built-in supervisor).
+	ModelInvalidAnswers int               `json:"model_invalid_answers"`
+	StartedAt           time.Time         `json:"started_at"`
+	DurationMS          float64           `json:"duration_ms"`
+	Metrics             Metrics           `json:"metrics"`
+	Scenarios           []ScenarioMetrics `json:"scenarios"`
+	Cases               []CaseResult      `json:"cases"`
 }
 
 // Score runs sup on every fixture's wall and scores the verdicts. A case

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/seed-7bc021c3/reckon/evals"
@@ -44,7 +45,8 @@ func runEval(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	sup, err := buildSupervisor(*supName, cfg)
+	var rejected atomic.Int64
+	sup, err := buildSupervisor(*supName, cfg, func(error) { rejected.Add(1) })
 	if err != nil {
 		return err
 	}
@@ -76,6 +78,7 @@ func runEval(ctx context.Context, args []string) error {
 		return err
 	}
 	rep.Fixtures = *fixtures
+	rep.ModelInvalidAnswers = int(rejected.Load())
 	if m, err := evals.ReadManifest(*fixtures); err == nil {
 		rep.Suite = m
 	} else if !errors.Is(err, fs.ErrNotExist) {
@@ -115,7 +118,7 @@ func runEval(ctx context.Context, args []string) error {
 // buildSupervisor picks the supervisor named on the command line. openai
 // needs its endpoint and model from the environment; nothing falls back
 // silently to another supervisor.
-func buildSupervisor(name string, cfg config.Config) (pipeline.Supervisor, error) {
+func buildSupervisor(name string, cfg config.Config, onInvalid func(error)) (pipeline.Supervisor, error) {
 	switch name {
 	case supervisor.BuiltinName:
 		return supervisor.Builtin{}, nil
@@ -123,7 +126,7 @@ func buildSupervisor(name string, cfg config.Config) (pipeline.Supervisor, error
 		if cfg.SupervisorBaseURL == "" || cfg.SupervisorModel == "" {
 			return nil, &config.Error{Var: "RECKON_SUPERVISOR_BASE_URL", Problem: "and RECKON_SUPERVISOR_MODEL must be set for --supervisor openai (any OpenAI-compatible endpoint, e.g. http://127.0.0.1:11434/v1 for Ollama)"}
 		}
-		return supervisor.NewOpenAI(supervisor.OpenAIConfig{BaseURL: cfg.SupervisorBaseURL, APIKey: cfg.SupervisorAPIKey, Model: cfg.SupervisorModel})
+		return supervisor.NewOpenAI(supervisor.OpenAIConfig{BaseURL: cfg.SupervisorBaseURL, APIKey: cfg.SupervisorAPIKey, Model: cfg.SupervisorModel, OnInvalid: onInvalid})
 	default:
 		return nil, fmt.Errorf("--supervisor: %q is not builtin or openai", name)
 	}

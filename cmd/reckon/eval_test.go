@@ -33,11 +33,13 @@ func TestEvalCLI(t *testing.T) {
 
 	fake := fakeopenai.New()
 	defer fake.Close()
+	// The first wall's first answer invents an id; the repair round fixes it.
+	fake.Script(fakeopenai.Step{Kind: fakeopenai.InventedID})
 	t.Setenv("RECKON_SUPERVISOR_BASE_URL", fake.URL)
 	t.Setenv("RECKON_SUPERVISOR_API_KEY", "sk-test")
 	t.Setenv("RECKON_SUPERVISOR_MODEL", "fake-model")
 	out = filepath.Join(t.TempDir(), "openai")
-	if err := runEval(context.Background(), []string{"--supervisor", "openai", "--fixtures", fixtures, "--out", out, "--quiet", "--concurrency", "4"}); err != nil {
+	if err := runEval(context.Background(), []string{"--supervisor", "openai", "--fixtures", fixtures, "--out", out, "--quiet", "--concurrency", "1"}); err != nil {
 		t.Fatalf("openai eval: %v", err)
 	}
 	raw, err := os.ReadFile(filepath.Join(out, evals.ReportJSONFile))
@@ -67,8 +69,11 @@ func TestEvalCLI(t *testing.T) {
 	if m.Usage.PromptTokens == 0 || !strings.Contains(string(raw), `"latency"`) {
 		t.Error("model usage or latency missing from the report")
 	}
-	if n := len(fake.Calls()); n != len(fx) {
-		t.Errorf("model calls = %d, want one per wall (%d)", n, len(fx))
+	if n := len(fake.Calls()); n != len(fx)+1 {
+		t.Errorf("model calls = %d, want one per wall plus one repair (%d)", n, len(fx)+1)
+	}
+	if rep.ModelInvalidAnswers != 1 || m.InvalidOutputs != 0 {
+		t.Errorf("model answers rejected = %d, invalid outputs = %d; want 1 repaired, 0 invalid", rep.ModelInvalidAnswers, m.InvalidOutputs)
 	}
 	if c := fake.Calls(); len(c) > 0 && c[0].Auth != "Bearer sk-test" {
 		t.Errorf("Authorization = %q", c[0].Auth)
