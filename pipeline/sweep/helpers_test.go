@@ -218,11 +218,6 @@ func (e *env) humanReconcile(run, op, effect string) kernel.Event {
 	return ev
 }
 
-func mustJSON(v any) string {
-	b, _ := json.Marshal(v)
-	return string(b)
-}
-
 // decideFunc adapts a function to pipeline.Supervisor.
 type decideFunc struct {
 	name string
