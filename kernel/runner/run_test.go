@@ -3,6 +3,8 @@ package runner
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -256,5 +258,41 @@ func TestSummarize(t *testing.T) {
 		if got := Summarize(c.evs); got != c.want {
 			t.Errorf("%s: got %+v, want %+v", c.name, got, c.want)
 		}
+	}
+}
+
+// Canceling a run mid-command: the command is stopped, its operation is
+// recorded as uncertain (it ran for a while) and run.failed says why.
+func TestCancelRunMidCommand(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOpts{timeouts: Timeouts{ToolHeartbeat: time.Second}})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	plan := Plan{Steps: []Step{cmd("echo begin > begin.txt; sleep 20; echo end > end.txt"), cmd("echo never > never.txt")}}
+	if _, _, err := e.starter.StartUnchecked(ctx, StartRequest{Project: e.project, RunID: "c1", Plan: plan}); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(e.workspace("c1"), "begin.txt")); err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatal("the command never began")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := temporalConn.Client.CancelWorkflow(ctx, WorkflowID(e.project, "c1"), ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.wait(ctx, "c1"); err == nil {
+		t.Fatal("canceled run completed")
+	}
+	evs := e.events("c1")
+	wantShape(t, evs, "run.started", "tool.started op-1", "tool.failed op-1 activity_failed effect=uncertain", "run.failed")
+	if msg := data(t, evs[3])["error"].(string); !strings.Contains(msg, "canceled") || !strings.Contains(msg, "op-1") {
+		t.Fatalf("run.failed error = %q", msg)
+	}
+	if v, err := e.starter.View(ctx, e.project, "c1"); err != nil || v.Status != StatusFailed {
+		t.Fatalf("view: %+v %v", v.Status, err)
 	}
 }

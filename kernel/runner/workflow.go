@@ -159,6 +159,15 @@ func RunWorkflow(ctx workflow.Context, in RunInput) (RunOutput, error) {
 			}
 			ops++
 		}
+		if ctx.Err() != nil {
+			// Canceled (an operator's request): the step's outcome is
+			// recorded above; no further step starts.
+			msg := fmt.Sprintf("run canceled during operation %s (%s)", opID, step.Tool)
+			if err := r.record(ctx, kernel.TypeRunFailed, "run/failed", kernel.RunFailed{Error: msg}); err != nil {
+				return RunOutput{}, err
+			}
+			return RunOutput{}, temporal.NewCanceledError(msg)
+		}
 		if !res.OK {
 			msg := fmt.Sprintf("operation %s (%s) failed: %s: %s (effect=%s)", opID, step.Tool, res.ErrorType, res.Error, res.Effect)
 			if err := r.record(ctx, kernel.TypeRunFailed, "run/failed", kernel.RunFailed{Error: msg}); err != nil {
@@ -177,6 +186,10 @@ func RunWorkflow(ctx workflow.Context, in RunInput) (RunOutput, error) {
 // timestamp is workflow time, so a replay rebuilds the identical event and
 // a retried activity is an idempotent no-op.
 func (r *run) record(ctx workflow.Context, typ, suffix string, data any) error {
+	if ctx.Err() != nil {
+		// A canceled run still records what happened to it.
+		ctx, _ = workflow.NewDisconnectedContext(ctx)
+	}
 	ev, err := kernel.NewEvent(kernel.KernelSource, r.in.RunID+"/"+suffix, r.in.Project, r.in.RunID, typ, "kernel", workflow.Now(ctx), data)
 	if err != nil {
 		return temporal.NewNonRetryableApplicationError(err.Error(), "invalid_event", nil)
@@ -264,6 +277,8 @@ func activityFailure(err error) ToolOutcome {
 	case errors.As(err, &toErr):
 		out.Error = fmt.Sprintf("tool activity timed out (%s): the worker died or stalled during the call; whether its effect landed is unknown",
 			toErr.TimeoutType().String())
+	case temporal.IsCanceledError(err):
+		out.Error = "the run was canceled while the tool ran; it was asked to stop, and whether its effect landed is unknown"
 	case errors.As(err, &panicErr):
 		out.Error = "tool activity panicked: " + panicErr.Error()
 	case errors.As(err, &appErr):
