@@ -63,9 +63,12 @@ type env struct {
 }
 
 type envOpts struct {
-	fault    fault.Config
-	timeouts Timeouts
-	extra    []kernel.Tool
+	// unconfined runs run_command without bubblewrap, as
+	// RECKON_SANDBOX_UNCONFINED=1 does.
+	unconfined bool
+	fault      fault.Config
+	timeouts   Timeouts
+	extra      []kernel.Tool
 }
 
 func newEnv(t testing.TB, o envOpts) *env {
@@ -77,10 +80,11 @@ func newEnv(t testing.TB, o envOpts) *env {
 	done := make(chan struct{})
 	go func() { defer close(done); _ = pub.Run(ctx) }()
 
-	tools := NewTools(append([]kernel.Tool{sandbox.NewRunCommand(sandbox.Options{Unconfined: unconfined()})}, o.extra...)...)
+	unconf := o.unconfined || unconfined()
+	tools := NewTools(append([]kernel.Tool{sandbox.NewRunCommand(sandbox.Options{Unconfined: unconf})}, o.extra...)...)
 	acts := &Activities{
 		Pool: s.Pool, Journal: j, Tools: tools, Fault: fault.New(s.Pool, o.fault),
-		Unconfined: unconfined(), DeliveryPoll: 20 * time.Millisecond, Log: zerolog.Nop(),
+		Unconfined: unconf, DeliveryPoll: 20 * time.Millisecond, Log: zerolog.Nop(),
 	}
 	queue := randID("q-")
 	w := NewWorker(temporalConn.Client, queue, acts)

@@ -296,3 +296,19 @@ func TestCancelRunMidCommand(t *testing.T) {
 		t.Fatalf("view: %+v %v", v.Status, err)
 	}
 }
+
+// With RECKON_SANDBOX_UNCONFINED every event of the run says so.
+func TestUnconfinedEveryEventSaysSo(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOpts{unconfined: true})
+	err, evs := e.run("u1", Plan{Steps: []Step{cmd("echo ok > proof.txt")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantShape(t, evs, "run.started", "tool.started op-1", "tool.completed op-1", "run.completed")
+	for _, ev := range evs {
+		if data(t, ev)["unconfined"] != true {
+			t.Fatalf("%s does not say the sandbox was off: %s", ev.EventID, ev.Data)
+		}
+	}
+}
