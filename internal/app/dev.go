@@ -44,7 +44,8 @@ type Stack struct {
 
 // StartDev creates the database if missing, migrates, connects to Temporal
 // (starting the embedded server unless TEMPORAL_ADDRESS is set), starts the
-// run worker, the API (runs and operations mounted) and the publishers.
+// run worker, the API (runs, operations and verdicts mounted) and the
+// publishers.
 // Without configured tokens it generates an operator token.
 func StartDev(ctx context.Context, cfg config.Config, o DevOptions) (*Stack, error) {
 	core, err := NewCore(ctx, cfg, true)
@@ -71,6 +72,7 @@ func StartDev(ctx context.Context, cfg config.Config, o DevOptions) (*Stack, err
 	s.OnClose(k.Close)
 	runner.Mount(s.API, k.Starter)
 	s.Operations = core.MountOperations(s.API, k.Conn.Client)
+	core.MountVerdicts(s.API)
 
 	bound := make(chan string, 1)
 	errc := make(chan error, 1)
