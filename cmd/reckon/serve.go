@@ -1,0 +1,126 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+
+	"github.com/seed-7bc021c3/reckon/internal/app"
+	"github.com/seed-7bc021c3/reckon/kernel/config"
+	"github.com/seed-7bc021c3/reckon/kernel/outbox"
+	"github.com/seed-7bc021c3/reckon/kernel/runner"
+	"github.com/seed-7bc021c3/reckon/pipeline/sweep"
+)
+
+func init() {
+	register("serve", "production roles (--api --worker --publisher --pipeline; default all) on external Temporal and PostgreSQL", runServe)
+}
+
+// runServe runs the chosen roles against TEMPORAL_ADDRESS and DATABASE_URL.
+// Each role scales on its own: several publishers, workers and sweepers may
+// run in separate processes (publishers claim with SKIP LOCKED, sweeps lock
+// each run).
+func runServe(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	api := fs.Bool("api", false, "serve the HTTP API on RECKON_HTTP_ADDR")
+	wrk := fs.Bool("worker", false, "execute runs from the Temporal task queue")
+	pub := fs.Bool("publisher", false, "drain the outbox into the journal")
+	pipe := fs.Bool("pipeline", false, "run the triage sweep on RECKON_TRIAGE_SCHEDULE")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if !*api && !*wrk && !*pub && !*pipe {
+		*api, *wrk, *pub, *pipe = true, true, true, true
+	}
+	cfg, err := config.Load()
+	if err != nil {
+		return err
+	}
+	needsTemporal := *api || *wrk || *pipe
+	if needsTemporal && cfg.TemporalAddress == "" {
+		return &config.Error{Var: "TEMPORAL_ADDRESS", Problem: "is required by serve --api/--worker/--pipeline (use `reckon dev` for the embedded server)"}
+	}
+	core, err := app.NewCore(ctx, cfg, false)
+	if err != nil {
+		return err
+	}
+	defer core.Close()
+	if *api && core.Tokens.Len() == 0 {
+		return &config.Error{Var: "RECKON_TOKENS", Problem: "(or RECKON_TOKENS_FILE) must name at least one token for serve --api; nobody could call the API otherwise"}
+	}
+
+	var roles []string
+	var kernel *app.Kernel
+	if needsTemporal {
+		kernel, err = core.StartKernel(ctx, app.KernelOptions{NoWorker: !*wrk})
+		if err != nil {
+			return fmt.Errorf("kernel: %w", err)
+		}
+		defer kernel.Close()
+		if *wrk {
+			roles = append(roles, "worker")
+		}
+	}
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	errc := make(chan error, 4)
+	if *api {
+		srv := core.NewAPI()
+		runner.Mount(srv, kernel.Starter)
+		core.MountOperations(srv, kernel.Conn.Client)
+		core.MountVerdicts(srv)
+		bound := make(chan string, 1)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := srv.Listen(ctx, cfg.HTTPAddr, bound); err != nil {
+				errc <- fmt.Errorf("api: %w", err)
+			}
+		}()
+		select {
+		case addr := <-bound:
+			roles = append(roles, "api on http://"+addr)
+		case err := <-errc:
+			cancel()
+			wg.Wait()
+			return err
+		}
+	}
+	if *pub {
+		p := core.NewPublisher(outbox.Config{})
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_ = p.Run(ctx)
+		}()
+		roles = append(roles, "publisher")
+	}
+	if *pipe {
+		sw, err := core.NewSweeper(core.OperationsService(kernel.Conn.Client))
+		if err != nil {
+			return err
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := sw.RunSchedule(ctx, cfg.TriageSchedule, sweep.Options{}); err != nil && !errors.Is(err, context.Canceled) {
+				errc <- fmt.Errorf("pipeline: %w", err)
+			}
+		}()
+		roles = append(roles, "pipeline ("+cfg.TriageSchedule+")")
+	}
+	fmt.Fprintf(os.Stderr, "reckon serve: %s\n", strings.Join(roles, ", "))
+	select {
+	case <-ctx.Done():
+	case err = <-errc:
+	}
+	cancel()
+	wg.Wait()
+	return err
+}

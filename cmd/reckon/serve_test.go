@@ -1,0 +1,144 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/seed-7bc021c3/reckon/internal/pgtest"
+	"github.com/seed-7bc021c3/reckon/kernel/temporalx"
+)
+
+// TestServeAllRoles runs `reckon serve` as a separate process against an
+// external Temporal frontend (an embedded server in the test process) and
+// the test's schema, then drives it only through the HTTP API: a run with a
+// fault after its run_command effect fails uncertain, the operation is
+// listed, the scheduled sweep journals a verdict for it, and the listing
+// clears.
+func TestServeAllRoles(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	conn, err := temporalx.Connect(ctx, temporalx.Options{Namespace: "serve-test", Log: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	s := pgtest.New(t)
+
+	// Without TEMPORAL_ADDRESS, serve refuses with one line naming it.
+	refuse := exec.Command(os.Args[0], "serve")
+	refuse.Env = append(os.Environ(), execMainEnv+"=1", "TEMPORAL_ADDRESS=", "DATABASE_URL="+s.URL)
+	out, err := refuse.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "TEMPORAL_ADDRESS") {
+		t.Fatalf("serve without TEMPORAL_ADDRESS: err=%v out=%s", err, out)
+	}
+
+	cmd := exec.CommandContext(ctx, os.Args[0], "serve")
+	cmd.Env = append(os.Environ(),
+		execMainEnv+"=1",
+		"DATABASE_URL="+s.URL,
+		"TEMPORAL_ADDRESS="+conn.Embedded.HostPort(),
+		"TEMPORAL_NAMESPACE=serve-test",
+		"RECKON_TASK_QUEUE=serve-"+s.Name,
+		"RECKON_DATA_DIR="+t.TempDir(),
+		"RECKON_HTTP_ADDR=127.0.0.1:0",
+		"RECKON_TOKENS=ops:operator:operator-secret,ro:reader:reader-secret",
+		"RECKON_TRIAGE_SCHEDULE=@every 1s",
+		"RECKON_LOG_LEVEL=error",
+		"KERNEL_FAULT_AFTER_EFFECT=run_command",
+		"KERNEL_FAULT_BEFORE_EFFECT=",
+		"RECKON_MCP_SERVERS=",
+	)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Signal(os.Interrupt); _ = cmd.Wait() }()
+	addrc := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		re := regexp.MustCompile(`api on (http://[0-9.:]+)`)
+		for sc.Scan() {
+			if m := re.FindStringSubmatch(sc.Text()); m != nil {
+				addrc <- m[1]
+			}
+		}
+	}()
+	var base string
+	select {
+	case base = <-addrc:
+	case <-ctx.Done():
+		t.Fatal("serve never announced its API address")
+	}
+
+	call := func(method, path, token, body string) (int, map[string]any) {
+		req, _ := http.NewRequestWithContext(ctx, method, base+path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		raw, _ := io.ReadAll(resp.Body)
+		var m map[string]any
+		_ = json.Unmarshal(raw, &m)
+		return resp.StatusCode, m
+	}
+	plan := `{"project":"acme","run_id":"serve-1","plan":{"steps":[{"tool":"run_command","args":{"command":"echo ok > proof.txt"},
+		"postcondition":{"path":"proof.txt"}}]}}`
+	if code, m := call(http.MethodPost, "/v1/runs", "reader-secret", plan); code != http.StatusForbidden {
+		t.Fatalf("reader started a run: %d %v", code, m)
+	}
+	if code, m := call(http.MethodPost, "/v1/runs", "operator-secret", plan); code != http.StatusCreated {
+		t.Fatalf("start run: %d %v", code, m)
+	}
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		for !cond() {
+			if ctx.Err() != nil {
+				t.Fatalf("timed out waiting for %s", what)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	waitFor("the run to fail", func() bool {
+		_, m := call(http.MethodGet, "/v1/runs/serve-1?project=acme", "reader-secret", "")
+		return m["status"] == "failed"
+	})
+	// The scheduled sweep settles the uncertain operation; the listing clears.
+	waitFor("a supervisor verdict", func() bool {
+		_, m := call(http.MethodGet, "/v1/supervisor/verdicts?project=acme", "reader-secret", "")
+		v, _ := m["verdicts"].([]any)
+		return len(v) == 1
+	})
+	waitFor("the listing to clear", func() bool {
+		_, m := call(http.MethodGet, "/v1/agent/operations?project=acme", "reader-secret", "")
+		ops, ok := m["operations"].([]any)
+		return ok && len(ops) == 0
+	})
+	code, m := call(http.MethodGet, "/v1/agent/operations/history?project=acme&run_id=serve-1&operation_id=op-1", "reader-secret", "")
+	evs, _ := m["events"].([]any)
+	var chain []string
+	for _, e := range evs {
+		ev := e.(map[string]any)
+		chain = append(chain, fmt.Sprintf("%v/%v", ev["type"], ev["actor"]))
+	}
+	if code != 200 || strings.Join(chain, ",") != "tool.started/kernel,tool.failed/kernel,supervisor.verdict/supervisor,operation.reconciled/supervisor" {
+		t.Fatalf("history: %d %v", code, chain)
+	}
+}
