@@ -8,6 +8,7 @@ import (
 	"database/sql"
 	"embed"
 	"fmt"
+	"hash/fnv"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
@@ -21,13 +22,28 @@ var files embed.FS
 // Apply brings the database behind pool up to the newest migration and
 // returns the versions it applied.
 func Apply(ctx context.Context, pool *pgxpool.Pool) ([]int64, error) {
+	var schema string
+	if err := pool.QueryRow(ctx, "SELECT current_schema()").Scan(&schema); err != nil {
+		return nil, fmt.Errorf("apply migrations: current schema: %w", err)
+	}
 	db := stdlib.OpenDBFromPool(pool)
 	defer db.Close()
-	return apply(ctx, db)
+	return apply(ctx, db, schema)
 }
 
-func apply(ctx context.Context, db *sql.DB) ([]int64, error) {
-	locker, err := lock.NewPostgresSessionLocker()
+// lockID is the advisory lock of migrations into one schema. goose's default
+// is one id for the whole database, which makes migrations of unrelated
+// schemas (parallel tests, installations sharing a server) wait on each
+// other in 5-second steps; the goose version table lives in the schema, so
+// the schema is the unit that must be serialized.
+func lockID(schema string) int64 {
+	h := fnv.New64a()
+	_, _ = h.Write([]byte("reckon-migrations:" + schema))
+	return int64(h.Sum64() & 0x7fffffffffffffff)
+}
+
+func apply(ctx context.Context, db *sql.DB, schema string) ([]int64, error) {
+	locker, err := lock.NewPostgresSessionLocker(lock.WithLockID(lockID(schema)), lock.WithLockTimeout(1, 300))
 	if err != nil {
 		return nil, fmt.Errorf("migration lock: %w", err)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -58,7 +59,18 @@ type Querier interface {
 // Every event is validated first; an invalid one fails the whole call before
 // anything is written.
 func (s *Store) Ingest(ctx context.Context, events []kernel.Event) ([]kernel.IngestResult, error) {
-	return s.IngestTx(ctx, s.pool, events)
+	// Two batches that hold the same new keys in opposite orders can
+	// deadlock on the unique index; PostgreSQL aborts one of them whole,
+	// so it is safe to run it again. The batch keeps its order (journal
+	// order follows it) rather than being sorted to avoid the wait.
+	for attempt := 1; ; attempt++ {
+		res, err := s.IngestTx(ctx, s.pool, events)
+		var pgErr *pgconn.PgError
+		if err != nil && attempt < 5 && errors.As(err, &pgErr) && (pgErr.Code == "40P01" || pgErr.Code == "40001") {
+			continue
+		}
+		return res, err
+	}
 }
 
 // IngestTx is Ingest inside the caller's transaction. The in-process
