@@ -169,6 +169,14 @@ func TestNetworkUnreachable(t *testing.T) {
 	if _, _, err := run(t, free, call(t, t.TempDir(), map[string]any{"command": cmd})); err != nil {
 		t.Fatalf("unconfined control could not connect: %v", err)
 	}
+	// The accept loop counts asynchronously: wait for the control's
+	// connection to be counted, or it would be blamed on the sandbox.
+	for deadline := time.Now().Add(5 * time.Second); accepted.Load() == 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("the listener never counted the control connection")
+		}
+		time.Sleep(time.Millisecond)
+	}
 	before := accepted.Load()
 
 	tool := NewRunCommand(Options{})
