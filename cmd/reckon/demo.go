@@ -23,7 +23,7 @@ import (
 )
 
 func init() {
-	register("demo", "start the dev stack, run a drill with a fault after a run_command effect, print what the journal knows, exit", runDemo)
+	register("demo", "start the dev stack, run drills, show the listing, triage, an operator override and the eval score, exit 0", runDemo)
 }
 
 // demoEnv is what demo steps share: the running stack and what earlier
@@ -45,6 +45,9 @@ type demoStep struct {
 }
 
 var demoSteps []demoStep
+
+// demoOut is where the demo prints (tests capture it).
+var demoOut io.Writer = os.Stdout
 
 // addDemoStep registers a demo step. The kernel's steps use orders 100-199;
 // leave gaps for listing (200s), triage (300s) and evals (400s).
@@ -69,8 +72,10 @@ func runDemo(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	// A free port: a running `reckon dev` keeps its own.
+	// A free port: a running `reckon dev` keeps its own. The demo talks to
+	// its own API with a token it generates, whatever RECKON_TOKENS says.
 	cfg.HTTPAddr = "127.0.0.1:0"
+	cfg.Tokens, cfg.TokensFile = "", ""
 	if os.Getenv("RECKON_LOG_LEVEL") == "" {
 		// The demo's own output is the point; failures come back as errors.
 		cfg.LogLevel = "disabled"
@@ -90,7 +95,7 @@ func runDemo(ctx context.Context, args []string) error {
 		return err
 	}
 	defer stack.Close()
-	d := &demoEnv{Stack: stack, Out: os.Stdout, Project: "demo"}
+	d := &demoEnv{Stack: stack, Out: demoOut, Project: "demo"}
 	fmt.Fprintf(d.Out, "reckon demo: dev stack up (API http://%s, embedded Temporal %s, data dir %s)\n",
 		stack.APIAddr, stack.Kernel.Conn.Embedded.HostPort(), cfg.DataDir)
 

@@ -1,7 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -18,7 +21,30 @@ func TestDemo(t *testing.T) {
 	t.Setenv("RECKON_LOG_LEVEL", "error")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
+	// From the repository root, as `make demo` runs, so the eval step
+	// scores the committed fixtures.
+	t.Chdir("../..")
+	var out bytes.Buffer
+	demoOut = &out
+	defer func() { demoOut = os.Stdout }()
 	if err := runDemo(ctx, nil); err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	for _, want := range []string{
+		"tool.failed     operation_id=op-1 error_type=injected_fault effect=uncertain",
+		"truth occurred",
+		`"state": "failed_uncertain"`,
+		"occurred  probe",
+		"listing after triage: 0 unresolved operation(s)",
+		"basis=operator supersedes=",
+		"unsafe-none (said none, truth occurred)      0",
+		"reckon demo: done",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("demo output lacks %q", want)
+		}
+	}
+	if t.Failed() {
+		t.Logf("demo output:\n%s", out.String())
 	}
 }

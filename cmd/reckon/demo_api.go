@@ -1,0 +1,206 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/seed-7bc021c3/reckon/evals"
+	"github.com/seed-7bc021c3/reckon/kernel/outbox"
+	"github.com/seed-7bc021c3/reckon/kernel/runner"
+	"github.com/seed-7bc021c3/reckon/kernel/sandbox"
+	"github.com/seed-7bc021c3/reckon/pipeline/supervisor"
+)
+
+func init() {
+	addDemoStep(110, "a second run: its only step writes report.txt, then the worker crashes (no re-issue: the run fails)", demoFailingRun)
+	addDemoStep(200, "the operations listing, through the HTTP API (GET /v1/agent/operations)", demoListing)
+	addDemoStep(350, "an operator overrides the supervisor's `unknown` with evidence (POST /v1/agent/operations/reconcile), then reads the history", demoOverride)
+	addDemoStep(400, "eval: the built-in supervisor scored on the committed drill fixtures", demoEval)
+}
+
+// demoFailingRun starts a run whose only consequential step is faulted
+// after its effect, without on_uncertain: the run stops, and the declared
+// postcondition lets the supervisor's workspace probe prove the effect.
+func demoFailingRun(ctx context.Context, d *demoEnv) error {
+	content := "quarterly report\n"
+	sum := sha256.Sum256([]byte(content))
+	step := runner.Step{
+		Tool:          sandbox.ToolName,
+		Args:          mustJSON(map[string]any{"command": "printf 'quarterly report\\n' > report.txt", "timeout_s": 30}),
+		Postcondition: mustJSON(map[string]any{"path": "report.txt", "sha256": hex.EncodeToString(sum[:])}),
+	}
+	runID := "report-" + time.Now().UTC().Format("20060102-150405")
+	k := d.Stack.Kernel
+	id, _, err := k.Starter.Start(ctx, runner.StartRequest{Project: d.Project, RunID: runID, Plan: runner.Plan{Steps: []runner.Step{step}}})
+	if err != nil {
+		return err
+	}
+	d.Runs = append(d.Runs, id)
+	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	_ = k.Conn.Client.GetWorkflow(wctx, runner.WorkflowID(d.Project, id), "").Get(wctx, nil)
+	if err := outbox.WaitDelivered(wctx, d.Stack.Pool, d.Project, id, 20*time.Millisecond); err != nil {
+		return err
+	}
+	view, err := k.Starter.View(wctx, d.Project, id)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(d.Out, "run %s is %s; its journal:\n", id, view.Status)
+	printRunEvents(d.Out, view.Events)
+	if view.Status != runner.StatusFailed {
+		return fmt.Errorf("run %s is %s, want failed (the fault stops it)", id, view.Status)
+	}
+	return nil
+}
+
+// demoAPI calls the stack's own API with the demo's operator token.
+func demoAPI(ctx context.Context, d *demoEnv, method, path string, body any) (int, map[string]any, error) {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return 0, nil, err
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, "http://"+d.Stack.APIAddr+path, rd)
+	if err != nil {
+		return 0, nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+d.Stack.GeneratedToken)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, nil, err
+	}
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return resp.StatusCode, nil, fmt.Errorf("%s %s: not a JSON object: %s", method, path, raw)
+	}
+	return resp.StatusCode, m, nil
+}
+
+func demoListing(ctx context.Context, d *demoEnv) error {
+	code, m, err := demoAPI(ctx, d, http.MethodGet, "/v1/agent/operations?project="+url.QueryEscape(d.Project), nil)
+	if err != nil {
+		return err
+	}
+	if code != http.StatusOK {
+		return fmt.Errorf("listing: %d %v", code, m)
+	}
+	ops, _ := m["operations"].([]any)
+	fmt.Fprintf(d.Out, "%d unresolved operation(s), degraded=%v; the first item as the API returns it:\n", len(ops), m["degraded"])
+	if len(ops) > 0 {
+		enc := json.NewEncoder(d.Out)
+		enc.SetEscapeHTML(false)
+		enc.SetIndent("  ", "  ")
+		fmt.Fprint(d.Out, "  ")
+		if err := enc.Encode(ops[0]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// demoOverride finds the first run's operation the supervisor left
+// `unknown`, has an operator settle it with the workspace file as evidence
+// (an override: supersedes names the supervisor's event), and prints the
+// operation's history.
+func demoOverride(ctx context.Context, d *demoEnv) error {
+	if len(d.Runs) == 0 {
+		return errors.New("no run to reconcile")
+	}
+	run := d.Runs[0]
+	ws, err := d.Stack.Kernel.Starter.Workspace(d.Project, run)
+	if err != nil {
+		return err
+	}
+	proof, err := os.ReadFile(filepath.Join(ws, "proof.txt"))
+	if err != nil {
+		return fmt.Errorf("the drill's proof.txt: %w", err)
+	}
+	sum := sha256.Sum256(proof)
+	req := map[string]any{
+		"project": d.Project, "run_id": run, "operation_id": "op-1", "effect": "occurred",
+		"note":     "proof.txt is in the run's workspace with the content op-1 was asked to write; op-1-r1 rewrote the same bytes",
+		"evidence": map[string]any{"path": filepath.Join(ws, "proof.txt"), "sha256": hex.EncodeToString(sum[:])},
+	}
+	code, m, err := demoAPI(ctx, d, http.MethodPost, "/v1/agent/operations/reconcile", req)
+	if err != nil {
+		return err
+	}
+	if code != http.StatusCreated && code != http.StatusOK {
+		return fmt.Errorf("reconcile: %d %v", code, m)
+	}
+	data, _ := m["data"].(map[string]any)
+	fmt.Fprintf(d.Out, "operator verdict %v: effect=%v basis=%v supersedes=%v\n", m["event_id"], data["effect"], data["basis"], data["supersedes"])
+	wctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if err := outbox.WaitDelivered(wctx, d.Stack.Pool, d.Project, run, 20*time.Millisecond); err != nil {
+		return err
+	}
+	code, m, err = demoAPI(ctx, d, http.MethodGet, fmt.Sprintf("/v1/agent/operations/history?project=%s&run_id=%s&operation_id=op-1",
+		url.QueryEscape(d.Project), url.QueryEscape(run)), nil)
+	if err != nil {
+		return err
+	}
+	if code != http.StatusOK {
+		return fmt.Errorf("history: %d %v", code, m)
+	}
+	evs, _ := m["events"].([]any)
+	fmt.Fprintf(d.Out, "history of %s/op-1 (who decided what, on which basis):\n", run)
+	for _, e := range evs {
+		ev, _ := e.(map[string]any)
+		data, _ := ev["data"].(map[string]any)
+		var extra []string
+		for _, k := range []string{"effect", "basis", "error_type"} {
+			if v, ok := data[k]; ok {
+				extra = append(extra, fmt.Sprintf("%s=%v", k, v))
+			}
+		}
+		if s, ok := data["supersedes"].(map[string]any); ok {
+			extra = append(extra, fmt.Sprintf("supersedes=%v", s["event_id"]))
+		}
+		fmt.Fprintf(d.Out, "  %-22v %-20v %s\n", ev["type"], ev["actor"], strings.Join(extra, " "))
+	}
+	return nil
+}
+
+// demoEval scores the built-in supervisor on the committed fixtures (from
+// the repository root, where `make demo` runs).
+func demoEval(ctx context.Context, d *demoEnv) error {
+	dir := "evals/fixtures"
+	fx, err := evals.LoadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		fmt.Fprintf(d.Out, "no %s here (run the demo from the repository root to see the eval score)\n", dir)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	rep, err := evals.Score(ctx, supervisor.Builtin{}, fx, evals.Options{})
+	if err != nil {
+		return err
+	}
+	rep.Fixtures = dir
+	return evals.PrintSummary(d.Out, rep)
+}
