@@ -81,3 +81,52 @@ func BenchmarkOutboxToJournal(b *testing.B) {
 			total, enqueued.Round(time.Millisecond), elapsed.Round(time.Millisecond), rate)
 	}
 }
+
+// BenchmarkPublisherDrain measures the publishers alone: 100,000 events are
+// enqueued first (in batches of 1,000), then two publishers drain them into
+// the in-process journal.
+func BenchmarkPublisherDrain(b *testing.B) {
+	const total = 100000
+	for it := 0; it < b.N; it++ {
+		s := pgtest.New(b)
+		j := journal.New(s.Pool, nil)
+		ctx, cancel := context.WithCancel(context.Background())
+		for t := 0; t < total/1000; t++ {
+			evs := make([]kernel.Event, 1000)
+			for i := range evs {
+				evs[i] = kernel.Event{SourceID: kernel.KernelSource, EventID: fmt.Sprintf("r%d/op-%d/started", t, i),
+					Project: "bench", RunID: fmt.Sprintf("r%d", t), Type: kernel.TypeToolStarted, TS: time.Now().UTC(), Actor: "kernel",
+					Data: []byte(fmt.Sprintf(`{"operation_id":"op-%d","tool":"run_command"}`, i))}
+			}
+			if err := outbox.Enqueue(ctx, s.Pool, evs...); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if _, err := s.Pool.Exec(ctx, "VACUUM ANALYZE kernel_event_outbox"); err != nil {
+			b.Fatal(err)
+		}
+		start := time.Now()
+		var wg sync.WaitGroup
+		for i := 0; i < 2; i++ {
+			p := outbox.NewPublisher(s.Pool, j, outbox.Config{BatchSize: 1000, PollInterval: time.Millisecond}, nil, zerolog.Nop())
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if err := p.Drain(ctx); err != nil {
+					b.Error(err)
+				}
+			}()
+		}
+		wg.Wait()
+		elapsed := time.Since(start)
+		cancel()
+		var rows int
+		_ = s.Pool.QueryRow(context.Background(), "SELECT count(*) FROM journal_events").Scan(&rows)
+		if rows != total {
+			b.Fatalf("journal has %d rows, want %d", rows, total)
+		}
+		rate := float64(total) / elapsed.Seconds()
+		b.ReportMetric(rate, "events/s")
+		b.Logf("publisher drain: %d pre-enqueued events delivered by 2 publishers in %v = %.0f events/s", total, elapsed.Round(time.Millisecond), rate)
+	}
+}

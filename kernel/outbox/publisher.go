@@ -235,6 +235,15 @@ func (p *Publisher) PublishOnce(ctx context.Context) (int, error) {
 		return 0, fmt.Errorf("publish: begin: %w", err)
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	// A delivery commit need not wait for its WAL flush: if the server loses
+	// it, the rows are still undelivered in the outbox and are delivered
+	// again, which the journal answers repeated. With the in-process journal
+	// the journal rows are in the same commit and are lost or kept together
+	// with their marks. The durability point of an event is its enqueue,
+	// which stays synchronous.
+	if _, err := tx.Exec(ctx, asyncCommitSQL); err != nil {
+		return 0, fmt.Errorf("publish: %w", err)
+	}
 
 	rows, err := tx.Query(ctx, claimSQL, p.cfg.BatchSize)
 	if err != nil {

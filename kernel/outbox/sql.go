@@ -83,3 +83,6 @@ WHERE delivered_at IS NULL AND parked_at IS NULL
 const parkedSQL = `
 SELECT source_id, event_id, park_reason, parked_at FROM kernel_event_outbox
 WHERE parked_at IS NOT NULL ORDER BY parked_at DESC LIMIT $1`
+
+// asyncCommitSQL relaxes the commit of one delivery transaction.
+const asyncCommitSQL = `SET LOCAL synchronous_commit = off`
