@@ -124,27 +124,13 @@ func demoDrillRun(ctx context.Context, d *demoEnv) error {
 		OnUncertain:   runner.OnUncertainReissue,
 	}
 	step2 := runner.Step{Tool: sandbox.ToolName, Args: mustJSON(map[string]any{"command": "wc -c proof.txt", "timeout_s": 30})}
-	runID := "drill-" + time.Now().UTC().Format("20060102-150405")
-	k := d.Stack.Kernel
-	id, _, err := k.Starter.Start(ctx, runner.StartRequest{Project: d.Project, RunID: runID, Plan: runner.Plan{Steps: []runner.Step{step1, step2}}})
+	view, runErr, err := demoRun(ctx, d, "drill-", []runner.Step{step1, step2})
 	if err != nil {
 		return err
 	}
-	d.Runs = append(d.Runs, id)
-	fmt.Fprintf(d.Out, "started run %s/%s with KERNEL_FAULT_AFTER_EFFECT=%s (set in-process)\n", d.Project, id, demoFault.AfterEffect)
-
-	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	id, k := view.RunID, d.Stack.Kernel
+	wctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	runErr := k.Conn.Client.GetWorkflow(wctx, runner.WorkflowID(d.Project, id), "").Get(wctx, nil)
-	if err := outbox.WaitDelivered(wctx, d.Stack.Pool, d.Project, id, 20*time.Millisecond); err != nil {
-		return err
-	}
-	view, err := k.Starter.View(wctx, d.Project, id)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(d.Out, "run %s is %s; its journal:\n", id, view.Status)
-	printRunEvents(d.Out, view.Events)
 
 	ws, err := k.Starter.Workspace(d.Project, id)
 	if err != nil {
@@ -164,6 +150,33 @@ func demoDrillRun(ctx context.Context, d *demoEnv) error {
 		return fmt.Errorf("run %s did not complete: %v", id, runErr)
 	}
 	return nil
+}
+
+// demoRun starts a run of steps under a fresh id with the given prefix,
+// waits for it to end and for its events to reach the journal, and prints
+// its journal. runErr is the workflow's own outcome.
+func demoRun(ctx context.Context, d *demoEnv, prefix string, steps []runner.Step) (view runner.RunView, runErr, err error) {
+	k := d.Stack.Kernel
+	runID := prefix + time.Now().UTC().Format("20060102-150405")
+	id, _, err := k.Starter.Start(ctx, runner.StartRequest{Project: d.Project, RunID: runID, Plan: runner.Plan{Steps: steps}})
+	if err != nil {
+		return view, nil, err
+	}
+	d.Runs = append(d.Runs, id)
+	fmt.Fprintf(d.Out, "started run %s/%s with KERNEL_FAULT_AFTER_EFFECT=%s (set in-process)\n", d.Project, id, demoFault.AfterEffect)
+	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	runErr = k.Conn.Client.GetWorkflow(wctx, runner.WorkflowID(d.Project, id), "").Get(wctx, nil)
+	if err := outbox.WaitDelivered(wctx, d.Stack.Pool, d.Project, id, 20*time.Millisecond); err != nil {
+		return view, runErr, err
+	}
+	view, err = k.Starter.View(wctx, d.Project, id)
+	if err != nil {
+		return view, runErr, err
+	}
+	fmt.Fprintf(d.Out, "run %s is %s; its journal:\n", id, view.Status)
+	printRunEvents(d.Out, view.Events)
+	return view, runErr, nil
 }
 
 // printRunEvents prints one line per event: time, type, operation and the

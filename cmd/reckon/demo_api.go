@@ -42,25 +42,11 @@ func demoFailingRun(ctx context.Context, d *demoEnv) error {
 		Args:          mustJSON(map[string]any{"command": "printf 'quarterly report\\n' > report.txt", "timeout_s": 30}),
 		Postcondition: mustJSON(map[string]any{"path": "report.txt", "sha256": hex.EncodeToString(sum[:])}),
 	}
-	runID := "report-" + time.Now().UTC().Format("20060102-150405")
-	k := d.Stack.Kernel
-	id, _, err := k.Starter.Start(ctx, runner.StartRequest{Project: d.Project, RunID: runID, Plan: runner.Plan{Steps: []runner.Step{step}}})
+	view, _, err := demoRun(ctx, d, "report-", []runner.Step{step})
 	if err != nil {
 		return err
 	}
-	d.Runs = append(d.Runs, id)
-	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
-	_ = k.Conn.Client.GetWorkflow(wctx, runner.WorkflowID(d.Project, id), "").Get(wctx, nil)
-	if err := outbox.WaitDelivered(wctx, d.Stack.Pool, d.Project, id, 20*time.Millisecond); err != nil {
-		return err
-	}
-	view, err := k.Starter.View(wctx, d.Project, id)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(d.Out, "run %s is %s; its journal:\n", id, view.Status)
-	printRunEvents(d.Out, view.Events)
+	id := view.RunID
 	if view.Status != runner.StatusFailed {
 		return fmt.Errorf("run %s is %s, want failed (the fault stops it)", id, view.Status)
 	}

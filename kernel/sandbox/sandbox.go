@@ -39,10 +39,9 @@ const (
 
 // Defaults applied by NewRunCommand to zero Options fields.
 const (
-	DefaultMaxOutputBytes    = 64 << 10
-	DefaultTimeout           = 60 * time.Second
-	DefaultMaxTimeout        = 10 * time.Minute
-	DefaultHeartbeatInterval = 5 * time.Second
+	DefaultMaxOutputBytes = 64 << 10
+	DefaultTimeout        = 60 * time.Second
+	DefaultMaxTimeout     = 10 * time.Minute
 )
 
 // summaryMax bounds ToolResult.Summary (it goes into tool.completed).
@@ -68,12 +67,6 @@ type Options struct {
 	DefaultTimeout time.Duration
 	// MaxTimeout is the largest timeout_s accepted (default 10 minutes).
 	MaxTimeout time.Duration
-	// Heartbeat, when set, is called every HeartbeatInterval while the
-	// command runs, so a long command keeps its activity alive
-	// (the kernel passes a wrapper of activity.RecordHeartbeat).
-	Heartbeat func(ctx context.Context)
-	// HeartbeatInterval defaults to 5s.
-	HeartbeatInterval time.Duration
 }
 
 // Output is the structured result of one run_command call (ToolResult.Output).
@@ -111,9 +104,6 @@ func NewRunCommand(o Options) kernel.Tool {
 	}
 	if o.DefaultTimeout > o.MaxTimeout {
 		o.DefaultTimeout = o.MaxTimeout
-	}
-	if o.HeartbeatInterval <= 0 {
-		o.HeartbeatInterval = DefaultHeartbeatInterval
 	}
 	return &runCommand{o: o}
 }
@@ -340,9 +330,8 @@ func (r *runCommand) Execute(ctx context.Context, call kernel.ToolCall) (kernel.
 	}
 	markW.Close()
 
-	stopHB := r.heartbeat(ctx)
+	// The kernel's RunTool activity heartbeats for every tool while it runs.
 	waitErr := cmd.Wait()
-	stopHB()
 	dur := time.Since(start)
 
 	out := Output{
@@ -397,32 +386,6 @@ func commandStarted(r *os.File) bool {
 	var b [1]byte
 	n, _ := r.Read(b[:])
 	return n == 1
-}
-
-// heartbeat calls Options.Heartbeat periodically until the returned stop
-// function is called.
-func (r *runCommand) heartbeat(ctx context.Context) func() {
-	if r.o.Heartbeat == nil {
-		return func() {}
-	}
-	done := make(chan struct{})
-	stopped := make(chan struct{})
-	go func() {
-		defer close(stopped)
-		t := time.NewTicker(r.o.HeartbeatInterval)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				r.o.Heartbeat(ctx)
-			}
-		}
-	}()
-	return func() { close(done); <-stopped }
 }
 
 // summary is "exit N; <start of stdout>", prefixed with UNCONFINED when the

@@ -449,23 +449,6 @@ func TestUnconfinedMarksResult(t *testing.T) {
 	}
 }
 
-func TestHeartbeat(t *testing.T) {
-	t.Parallel()
-	var n atomic.Int32
-	tool := NewRunCommand(Options{HeartbeatInterval: 50 * time.Millisecond, Heartbeat: func(context.Context) { n.Add(1) }})
-	if _, _, err := run(t, tool, call(t, t.TempDir(), map[string]any{"command": "sleep 0.4"})); err != nil {
-		t.Fatal(err)
-	}
-	if got := n.Load(); got < 3 {
-		t.Fatalf("%d heartbeats during 400ms at 50ms", got)
-	}
-	after := n.Load()
-	time.Sleep(150 * time.Millisecond)
-	if n.Load() != after {
-		t.Fatalf("heartbeat continued after the command ended")
-	}
-}
-
 func TestCallerCancel(t *testing.T) {
 	t.Parallel()
 	tool := NewRunCommand(Options{})
