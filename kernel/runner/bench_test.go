@@ -56,7 +56,7 @@ func BenchmarkToolCallOverhead(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		runID := fmt.Sprintf("bench-%d", i)
-		if err, _ := e.run(runID, plan); err != nil {
+		if _, err := e.run(runID, plan); err != nil {
 			b.Fatal(err)
 		}
 		b.StopTimer()

@@ -108,7 +108,7 @@ func newEnv(t testing.TB, o envOpts) *env {
 // run starts the plan unchecked and waits for the run to end; it returns
 // the workflow's error (nil when the run completed) and the run's events
 // once all of them reached the journal.
-func (e *env) run(runID string, plan Plan) (error, []kernel.Event) {
+func (e *env) run(runID string, plan Plan) ([]kernel.Event, error) {
 	e.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -116,7 +116,7 @@ func (e *env) run(runID string, plan Plan) (error, []kernel.Event) {
 		e.t.Fatalf("start %s: %v", runID, err)
 	}
 	err := e.wait(ctx, runID)
-	return err, e.events(runID)
+	return e.events(runID), err
 }
 
 func (e *env) wait(ctx context.Context, runID string) error {
@@ -184,17 +184,6 @@ func wantShape(t *testing.T, evs []kernel.Event, want ...string) {
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("events:\n  %s\nwant:\n  %s", strings.Join(got, "\n  "), strings.Join(want, "\n  "))
 	}
-}
-
-func find(t *testing.T, evs []kernel.Event, typ, op string) kernel.Event {
-	t.Helper()
-	for _, ev := range evs {
-		if ev.Type == typ && (op == "" || ev.OperationID() == op) {
-			return ev
-		}
-	}
-	t.Fatalf("no %s %s among %v", typ, op, shape(evs))
-	return kernel.Event{}
 }
 
 func data(t *testing.T, ev kernel.Event) map[string]any {

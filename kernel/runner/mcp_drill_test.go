@@ -54,7 +54,7 @@ func TestMCPDrillCreateIssueFaultAfterEffect(t *testing.T) {
 	step := Step{Tool: "mcp__create_issue", Args: json.RawMessage(`{"title": "Disk full on db-3"}`)}
 
 	// 1. No re-issue in the plan: the run stops at the uncertain failure.
-	err, evs := e.run("drill", Plan{Steps: []Step{step}})
+	evs, err := e.run("drill", Plan{Steps: []Step{step}})
 	if err == nil {
 		t.Fatal("the faulted run completed")
 	}
@@ -98,7 +98,7 @@ func TestMCPDrillCreateIssueFaultAfterEffect(t *testing.T) {
 	// 3. The plan asks for a re-issue: op-1 (faulted, committed) and
 	// op-1-r1 (a new operation, a new key) create one issue each.
 	step.OnUncertain = OnUncertainReissue
-	err, evs = e.run("drill2", Plan{Steps: []Step{step}})
+	evs, err = e.run("drill2", Plan{Steps: []Step{step}})
 	if err != nil {
 		t.Fatalf("the re-issuing run failed: %v", err)
 	}
@@ -134,7 +134,7 @@ func TestMCPDrillWriteFileFaultAfterEffect(t *testing.T) {
 	e := newEnv(t, envOpts{fault: fault.Config{AfterEffect: "mcp__write_file"}, extra: tools})
 	ws := e.workspace("fsdrill")
 	args, _ := json.Marshal(map[string]string{"path": filepath.Join(ws, "proof.txt"), "content": "written by server-filesystem\n"})
-	err, evs := e.run("fsdrill", Plan{Steps: []Step{{Tool: "mcp__write_file", Args: args}}})
+	evs, err := e.run("fsdrill", Plan{Steps: []Step{{Tool: "mcp__write_file", Args: args}}})
 	if err == nil {
 		t.Fatal("the faulted run completed")
 	}
@@ -151,7 +151,7 @@ func TestMCPDrillWriteFileFaultAfterEffect(t *testing.T) {
 	e2 := newEnv(t, envOpts{extra: tools})
 	ws2 := e2.workspace("fsok")
 	args2, _ := json.Marshal(map[string]string{"path": filepath.Join(ws2, "ok.txt"), "content": "ok\n"})
-	if err, evs := e2.run("fsok", Plan{Steps: []Step{{Tool: "mcp__write_file", Args: args2}}}); err != nil {
+	if evs, err := e2.run("fsok", Plan{Steps: []Step{{Tool: "mcp__write_file", Args: args2}}}); err != nil {
 		t.Fatalf("clean write_file run failed: %v (%v)", err, shape(evs))
 	}
 	if got := e2.readFile("fsok", "ok.txt"); got != "ok\n" {

@@ -21,7 +21,7 @@ func TestCleanSuccess(t *testing.T) {
 	e := newEnv(t, envOpts{})
 	step := cmd("echo ok > proof.txt")
 	step.Postcondition = json.RawMessage(`{"path": "proof.txt", "sha256": "abc"}`)
-	err, evs := e.run("r1", Plan{Steps: []Step{step}})
+	evs, err := e.run("r1", Plan{Steps: []Step{step}})
 	if err != nil {
 		t.Fatalf("run failed: %v", err)
 	}
@@ -53,7 +53,7 @@ func TestCleanSuccess(t *testing.T) {
 func TestValidationRejectionIsEffectNone(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, envOpts{})
-	err, evs := e.run("r1", Plan{Steps: []Step{
+	evs, err := e.run("r1", Plan{Steps: []Step{
 		{Tool: "run_command", Args: json.RawMessage(`{"timeout_s": 5}`)},
 		cmd("echo never > never.txt"),
 	}})
@@ -69,7 +69,7 @@ func TestValidationRejectionIsEffectNone(t *testing.T) {
 func TestUnknownToolAtExecutionIsEffectNone(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, envOpts{})
-	_, evs := e.run("r1", Plan{Steps: []Step{{Tool: "mcp__nowhere"}}})
+	evs, _ := e.run("r1", Plan{Steps: []Step{{Tool: "mcp__nowhere"}}})
 	wantShape(t, evs, "run.started", "tool.started op-1", "tool.failed op-1 unknown_tool effect=none", "run.failed")
 }
 
@@ -78,7 +78,7 @@ func TestUnknownToolAtExecutionIsEffectNone(t *testing.T) {
 func TestFailingCommandIsUncertain(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, envOpts{})
-	err, evs := e.run("r1", Plan{Steps: []Step{cmd("echo partial > partial.txt; exit 3"), cmd("echo never > never.txt")}})
+	evs, err := e.run("r1", Plan{Steps: []Step{cmd("echo partial > partial.txt; exit 3"), cmd("echo never > never.txt")}})
 	if err == nil {
 		t.Fatal("run completed")
 	}
@@ -99,7 +99,7 @@ func TestLiveDrillFaultAfterEffect(t *testing.T) {
 	e := newEnv(t, envOpts{fault: fault.Config{AfterEffect: "run_command"}})
 	step := cmd(`echo "$RECKON_OPERATION_ID" >> effects.txt`)
 	step.OnUncertain = OnUncertainReissue
-	err, evs := e.run("drill", Plan{Steps: []Step{step, cmd(`echo "$RECKON_OPERATION_ID" >> effects.txt`)}})
+	evs, err := e.run("drill", Plan{Steps: []Step{step, cmd(`echo "$RECKON_OPERATION_ID" >> effects.txt`)}})
 	if err != nil {
 		t.Fatalf("run failed: %v", err)
 	}
@@ -126,7 +126,7 @@ func TestLiveDrillFaultAfterEffect(t *testing.T) {
 func TestFaultBeforeEffect(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, envOpts{fault: fault.Config{BeforeEffect: "op-2"}})
-	err, evs := e.run("r1", Plan{Steps: []Step{cmd("echo one >> f.txt"), cmd("echo two >> f.txt")}})
+	evs, err := e.run("r1", Plan{Steps: []Step{cmd("echo one >> f.txt"), cmd("echo two >> f.txt")}})
 	if err == nil {
 		t.Fatal("run completed")
 	}
@@ -149,7 +149,7 @@ func TestDelegationSuccess(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, envOpts{})
 	child := &Plan{Steps: []Step{cmd("echo child > c.txt")}}
-	err, evs := e.run("p1", Plan{Steps: []Step{{Tool: DelegateTool, Plan: child}}})
+	evs, err := e.run("p1", Plan{Steps: []Step{{Tool: DelegateTool, Plan: child}}})
 	if err != nil {
 		t.Fatalf("run failed: %v", err)
 	}
@@ -186,7 +186,7 @@ func TestDelegationStartFailureIsEffectNone(t *testing.T) {
 	if err := squatter.Get(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
-	runErr, evs := e.run("p1", Plan{Steps: []Step{{Tool: DelegateTool, Plan: &Plan{Steps: []Step{cmd("echo child > c.txt")}}}}})
+	evs, runErr := e.run("p1", Plan{Steps: []Step{{Tool: DelegateTool, Plan: &Plan{Steps: []Step{cmd("echo child > c.txt")}}}}})
 	if runErr == nil {
 		t.Fatal("run completed")
 	}
@@ -200,7 +200,7 @@ func TestDelegatedChildFailureSettled(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, envOpts{})
 	child := &Plan{Steps: []Step{cmd("echo a > a.txt"), {Tool: "run_command", Args: json.RawMessage(`{}`)}}}
-	_, evs := e.run("p1", Plan{Steps: []Step{{Tool: DelegateTool, Plan: child}}})
+	evs, _ := e.run("p1", Plan{Steps: []Step{{Tool: DelegateTool, Plan: child}}})
 	wantShape(t, evs, "run.started", "tool.started op-1", "tool.failed op-1 delegated_run_failed effect=occurred", "run.failed")
 	var d kernel.ToolFailed
 	if err := evs[2].DecodeData(&d); err != nil {
@@ -215,7 +215,7 @@ func TestDelegatedChildFailureUnsettled(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, envOpts{})
 	child := &Plan{Steps: []Step{cmd("echo a > a.txt"), cmd("exit 4")}}
-	_, evs := e.run("p1", Plan{Steps: []Step{{Tool: DelegateTool, Plan: child}}})
+	evs, _ := e.run("p1", Plan{Steps: []Step{{Tool: DelegateTool, Plan: child}}})
 	wantShape(t, evs, "run.started", "tool.started op-1", "tool.failed op-1 delegated_run_failed effect=uncertain", "run.failed")
 	var d kernel.ToolFailed
 	if err := evs[2].DecodeData(&d); err != nil {
@@ -301,7 +301,7 @@ func TestCancelRunMidCommand(t *testing.T) {
 func TestUnconfinedEveryEventSaysSo(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, envOpts{unconfined: true})
-	err, evs := e.run("u1", Plan{Steps: []Step{cmd("echo ok > proof.txt")}})
+	evs, err := e.run("u1", Plan{Steps: []Step{cmd("echo ok > proof.txt")}})
 	if err != nil {
 		t.Fatal(err)
 	}
