@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -47,6 +48,7 @@ type EmbeddedConfig struct {
 type Embedded struct {
 	srv      temporal.Server
 	hostPort string
+	stopping *atomic.Bool // quiets the server's shutdown errors
 }
 
 const localhost = "127.0.0.1"
@@ -161,7 +163,8 @@ func StartEmbedded(cfg EmbeddedConfig) (*Embedded, error) {
 		return nil, fmt.Errorf("embedded temporal: register namespaces: %w", err)
 	}
 
-	logger := ServerLogger(cfg.Log)
+	stopping := new(atomic.Bool)
+	logger := serverLogger{l: cfg.Log, stopping: stopping}
 	authorizer, err := authorization.GetAuthorizerFromConfig(&sc.Global.Authorization)
 	if err != nil {
 		return nil, fmt.Errorf("embedded temporal: authorizer: %w", err)
@@ -193,7 +196,7 @@ func StartEmbedded(cfg EmbeddedConfig) (*Embedded, error) {
 	// ringpop may still be settling right after Start; temporaltest waits
 	// the same way before handing the server out.
 	time.Sleep(100 * time.Millisecond)
-	return &Embedded{srv: srv, hostPort: frontend}, nil
+	return &Embedded{srv: srv, hostPort: frontend, stopping: stopping}, nil
 }
 
 // HostPort is the frontend's address, for clients and workers of other
@@ -209,6 +212,7 @@ const stopWait = 5 * time.Second
 
 // Stop shuts the server down, waiting at most a few seconds.
 func (e *Embedded) Stop() error {
+	e.stopping.Store(true)
 	done := make(chan error, 1)
 	go func() { done <- e.srv.Stop() }()
 	select {

@@ -2,6 +2,7 @@ package temporalx
 
 import (
 	"fmt"
+	"sync/atomic"
 
 	"github.com/rs/zerolog"
 	sdklog "go.temporal.io/sdk/log"
@@ -66,7 +67,21 @@ func kvPair(kv []any, i int) (string, any) {
 // a logger at warn.
 func ServerLogger(l zerolog.Logger) serverlog.Logger { return serverLogger{l: l} }
 
-type serverLogger struct{ l zerolog.Logger }
+// serverLogger logs the server's entries. Once stopping is set, errors are
+// logged at debug: while the server stops, its internal workers keep calling
+// services that are already down and log each failure as an error, which
+// is noise on every clean shutdown.
+type serverLogger struct {
+	l        zerolog.Logger
+	stopping *atomic.Bool
+}
+
+func (s serverLogger) errorEvent() *zerolog.Event {
+	if s.stopping != nil && s.stopping.Load() {
+		return s.l.Debug()
+	}
+	return s.l.Error()
+}
 
 var (
 	_ serverlog.Logger     = serverLogger{}
@@ -76,8 +91,8 @@ var (
 func (s serverLogger) Debug(msg string, tags ...tag.Tag)  { withTags(s.l.Debug(), tags).Msg(msg) }
 func (s serverLogger) Info(msg string, tags ...tag.Tag)   { withTags(s.l.Info(), tags).Msg(msg) }
 func (s serverLogger) Warn(msg string, tags ...tag.Tag)   { withTags(s.l.Warn(), tags).Msg(msg) }
-func (s serverLogger) Error(msg string, tags ...tag.Tag)  { withTags(s.l.Error(), tags).Msg(msg) }
-func (s serverLogger) DPanic(msg string, tags ...tag.Tag) { withTags(s.l.Error(), tags).Msg(msg) }
+func (s serverLogger) Error(msg string, tags ...tag.Tag)  { withTags(s.errorEvent(), tags).Msg(msg) }
+func (s serverLogger) DPanic(msg string, tags ...tag.Tag) { withTags(s.errorEvent(), tags).Msg(msg) }
 
 // Panic logs and panics, as the server's contract requires.
 func (s serverLogger) Panic(msg string, tags ...tag.Tag) {
@@ -98,7 +113,7 @@ func (s serverLogger) With(tags ...tag.Tag) serverlog.Logger {
 	for _, t := range tags {
 		c = c.Interface(t.Key(), t.Value())
 	}
-	return serverLogger{l: c.Logger()}
+	return serverLogger{l: c.Logger(), stopping: s.stopping}
 }
 
 func withTags(e *zerolog.Event, tags []tag.Tag) *zerolog.Event {
