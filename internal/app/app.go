@@ -71,7 +71,7 @@ func OpenPool(ctx context.Context, dbURL string, create bool) (*pgxpool.Pool, er
 	defer cancel()
 	if err := pool.Ping(pctx); err != nil {
 		pool.Close()
-		return nil, &config.Error{Var: "DATABASE_URL", Problem: fmt.Sprintf("is unreachable (%s): %v — start PostgreSQL (`make db`) or point DATABASE_URL at one", redact(dbURL), err)}
+		return nil, &config.Error{Var: "DATABASE_URL", Problem: fmt.Sprintf("is unreachable (%s): %s — start PostgreSQL (`make db`) or point DATABASE_URL at one", redact(dbURL), oneLine(err))}
 	}
 	return pool, nil
 }
@@ -87,7 +87,7 @@ func createDatabase(ctx context.Context, dbURL, name string) error {
 	defer cancel()
 	conn, err := pgx.Connect(cctx, admin.String())
 	if err != nil {
-		return &config.Error{Var: "DATABASE_URL", Problem: fmt.Sprintf("is unreachable (%s): %v — start PostgreSQL (`make db`) or point DATABASE_URL at one", redact(dbURL), err)}
+		return &config.Error{Var: "DATABASE_URL", Problem: fmt.Sprintf("is unreachable (%s): %s — start PostgreSQL (`make db`) or point DATABASE_URL at one", redact(dbURL), oneLine(err))}
 	}
 	defer conn.Close(ctx)
 	_, err = conn.Exec(cctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize())
@@ -96,6 +96,12 @@ func createDatabase(ctx context.Context, dbURL, name string) error {
 		return fmt.Errorf("create database %s: %w", name, err)
 	}
 	return nil
+}
+
+// oneLine folds a multi-line error (pgx lists every address it tried) into
+// the one line a configuration error promises.
+func oneLine(err error) string {
+	return strings.Join(strings.Fields(strings.ReplaceAll(err.Error(), "\n", "; ")), " ")
 }
 
 func redact(s string) string {

@@ -55,7 +55,7 @@ func (k *Kernel) Close() {
 func (c *Core) KernelTools(extra ...runner.ToolSet) (runner.ToolSet, error) {
 	mcp, err := mcptool.FromConfig(c.Cfg.MCPServers, mcptool.Options{})
 	if err != nil {
-		return nil, fmt.Errorf("RECKON_MCP_SERVERS: %w", err)
+		return nil, err // already names RECKON_MCP_SERVERS and the field
 	}
 	chain := runner.Chain{runner.NewTools(sandbox.NewRunCommand(sandbox.Options{Unconfined: c.Cfg.SandboxUnconfined})), mcp}
 	return append(chain, extra...), nil
