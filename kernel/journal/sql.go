@@ -37,11 +37,12 @@ settle AS (
       AND t.project = s.project AND t.run_id = s.run_id AND t.operation_id = s.operation_id
     RETURNING 1
 )
-SELECT i.ord, ins.event_id IS NOT NULL, e.payload_digest
+SELECT i.ord, ins.event_id IS NOT NULL,
+    CASE WHEN ins.event_id IS NULL THEN (
+        SELECT e.payload_digest FROM journal_events e
+        WHERE e.source_id = i.source_id AND e.event_id = i.event_id) END
 FROM input i
 LEFT JOIN ins ON ins.source_id = i.source_id AND ins.event_id = i.event_id
-LEFT JOIN journal_events e ON ins.event_id IS NULL
-    AND e.source_id = i.source_id AND e.event_id = i.event_id
 ORDER BY i.ord`
 
 // digestsSQL re-reads stored digests for keys a concurrent writer committed

@@ -39,22 +39,27 @@ ORDER BY id
 LIMIT $1
 FOR UPDATE SKIP LOCKED`
 
+// The batch updates repeat their ids as o.id = ANY($1): without it the
+// planner hash-joins the unnest against a sequential scan of the whole
+// outbox, whose delivered rows stay for the retention period, so every
+// batch would cost a scan of a day of history.
+
 const markDeliveredSQL = `
 UPDATE kernel_event_outbox o SET delivered_at = now(), delivery_status = s.status, last_error = NULL
 FROM unnest($1::bigint[], $2::text[]) AS s(id, status)
-WHERE o.id = s.id`
+WHERE o.id = ANY($1::bigint[]) AND o.id = s.id`
 
 const parkSQL = `
 UPDATE kernel_event_outbox o SET parked_at = now(), park_reason = s.reason, delivery_status = 'conflict'
 FROM unnest($1::bigint[], $2::text[]) AS s(id, reason)
-WHERE o.id = s.id`
+WHERE o.id = ANY($1::bigint[]) AND o.id = s.id`
 
 const retryLaterSQL = `
 UPDATE kernel_event_outbox o
 SET attempts = o.attempts + 1, last_error = $3,
     next_attempt_at = now() + make_interval(secs => s.delay_s)
 FROM unnest($1::bigint[], $2::float8[]) AS s(id, delay_s)
-WHERE o.id = s.id`
+WHERE o.id = ANY($1::bigint[]) AND o.id = s.id`
 
 // pruneSQL deletes delivered rows older than the retention, a bounded batch
 // at a time so it never holds long locks.
