@@ -7,6 +7,7 @@ import (
 
 	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/journal"
+	"github.com/seed-7bc021c3/reckon/kernel/runner"
 	"github.com/seed-7bc021c3/reckon/pipeline"
 )
 
@@ -35,13 +36,13 @@ func (p Child) Name() string { return ChildName }
 
 // Probe implements Probe.
 func (p Child) Probe(ctx context.Context, run Run, op pipeline.WallOperation) (pipeline.Evidence, bool) {
-	if op.Tool != "delegate" {
+	if op.Tool != runner.DelegateTool {
 		return pipeline.Evidence{}, false
 	}
 	at := nowOr(p.Now)
 	childID := op.ChildRunID
 	if childID == "" {
-		childID = run.RunID + "." + op.OperationID
+		childID = runner.ChildRunID(run.RunID, op.OperationID)
 	}
 	evs, err := p.Journal.RunEvents(ctx, run.Project, childID)
 	if err != nil {
