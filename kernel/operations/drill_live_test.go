@@ -93,7 +93,7 @@ func TestLiveDrill(t *testing.T) {
 	if r := call(t, "POST", ts+"/v1/runs", operatorTok, plan); r.status != 201 {
 		t.Fatalf("start run: %d %s", r.status, r.raw)
 	}
-	if err := conn.Client.GetWorkflow(ctx, operations.WorkflowID(project, run), "").Get(ctx, nil); err == nil {
+	if err := conn.Client.GetWorkflow(ctx, runner.WorkflowID(project, run), "").Get(ctx, nil); err == nil {
 		t.Fatal("the drill run completed; want it stopped by the uncertain failure")
 	}
 	if err := outbox.WaitDelivered(ctx, s.Pool, project, run, 20*time.Millisecond); err != nil {

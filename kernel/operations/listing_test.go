@@ -8,6 +8,7 @@ import (
 
 	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/operations"
+	"github.com/seed-7bc021c3/reckon/kernel/runner"
 )
 
 func ago(d time.Duration) time.Time { return t0.Add(-d) }
@@ -238,7 +239,7 @@ func TestListingDetails(t *testing.T) {
 
 	// A delegation caught in the crash window: no failure; the child summary
 	// is computed from the child run's own events.
-	child := evb{project: "acme", run: operations.ChildRunID("run-1", "op-2"), source: kernel.KernelSource}
+	child := evb{project: "acme", run: runner.ChildRunID("run-1", "op-2"), source: kernel.KernelSource}
 	deleg := b.ev("op-2/started", kernel.TypeToolStarted, ago(time.Hour), map[string]any{
 		"operation_id": "op-2", "tool": "delegate", "args": map[string]any{"steps": 2},
 	})

@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/seed-7bc021c3/reckon/kernel"
+	"github.com/seed-7bc021c3/reckon/kernel/runner"
 )
 
 // Liveness answers whether a run is still running. An error means the
@@ -20,9 +21,6 @@ import (
 type Liveness interface {
 	Running(ctx context.Context, project, runID string) (bool, error)
 }
-
-// WorkflowID is the Temporal workflow id of a kernel run.
-func WorkflowID(project, runID string) string { return "reckon/" + project + "/" + runID }
 
 // TemporalLiveness asks Temporal about the kernel's own runs with
 // DescribeWorkflowExecution. Answers are cached briefly so that UI polls do
@@ -69,7 +67,7 @@ func NewTemporalLiveness(c client.Client, opts ...TemporalOption) *TemporalLiven
 // Running reports whether the run's workflow is running. A workflow Temporal
 // does not know (NotFound) is not running.
 func (l *TemporalLiveness) Running(ctx context.Context, project, runID string) (bool, error) {
-	id := WorkflowID(project, runID)
+	id := runner.WorkflowID(project, runID)
 	now := l.now()
 	l.mu.Lock()
 	if e, ok := l.cache[id]; ok && now.Sub(e.at) < l.ttl {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/operations"
+	"github.com/seed-7bc021c3/reckon/kernel/runner"
 	"github.com/seed-7bc021c3/reckon/kernel/temporalx"
 )
 
@@ -136,7 +137,7 @@ func TestTemporalLivenessRealServer(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	wr, err := conn.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID: operations.WorkflowID("acme", "run-live"), TaskQueue: "ops-liveness"}, waitForFinish)
+		ID: runner.WorkflowID("acme", "run-live"), TaskQueue: "ops-liveness"}, waitForFinish)
 	if err != nil {
 		t.Fatal(err)
 	}

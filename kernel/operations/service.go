@@ -12,6 +12,7 @@ import (
 
 	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/journal"
+	"github.com/seed-7bc021c3/reckon/kernel/runner"
 )
 
 // Defaults of Options.
@@ -211,17 +212,11 @@ func (s *Service) classify(c candidate, project string, now time.Time, lv *listi
 			return Item{}, false, nil
 		}
 	}
-	if it.ChildRunID == "" && it.Tool == DelegateTool {
-		it.ChildRunID = ChildRunID(c.runID, c.operationID)
+	if it.ChildRunID == "" && it.Tool == runner.DelegateTool {
+		it.ChildRunID = runner.ChildRunID(c.runID, c.operationID)
 	}
 	return it, true, nil
 }
-
-// DelegateTool is the kernel-internal delegation tool.
-const DelegateTool = "delegate"
-
-// ChildRunID is the run id of a delegation's child run (kernel convention).
-func ChildRunID(parentRunID, operationID string) string { return parentRunID + "." + operationID }
 
 func nonNull(raw json.RawMessage) json.RawMessage {
 	if len(raw) == 0 || string(raw) == "null" {
