@@ -40,17 +40,16 @@ type ReconcileData struct {
 	Wall any
 	// WallJSON is the wall's JSON as the supervisor reads it.
 	WallJSON string
-	// MaxNoteBytes bounds each note.
-	MaxNoteBytes int
 }
+
+// MaxNoteBytes is the bound on each note the template states: the one
+// validation enforces.
+func (ReconcileData) MaxNoteBytes() int { return kernel.MaxNoteBytes }
 
 // RenderReconcile renders the system and user messages for a wall.
 func RenderReconcile(d ReconcileData) (Reconcile, error) {
 	if reconcileErr != nil {
 		return Reconcile{}, fmt.Errorf("prompt %s: parse: %w", ReconcileVersion, reconcileErr)
-	}
-	if d.MaxNoteBytes == 0 {
-		d.MaxNoteBytes = kernel.MaxNoteBytes
 	}
 	sys, err := execute("system", d)
 	if err != nil {
