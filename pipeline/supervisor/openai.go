@@ -98,9 +98,6 @@ func NewOpenAI(cfg OpenAIConfig) (*OpenAI, error) {
 // Name implements pipeline.Supervisor.
 func (s *OpenAI) Name() string { return OpenAIName }
 
-// Model returns the configured model name.
-func (s *OpenAI) Model() string { return s.cfg.Model }
-
 // ModelOutput is the JSON object the model must answer with (the response
 // schema's shape).
 type ModelOutput struct {
