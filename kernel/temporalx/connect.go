@@ -30,14 +30,6 @@ type Conn struct {
 	Embedded *Embedded
 }
 
-// HostPort is the frontend address the client talks to.
-func (c *Conn) HostPort(opts Options) string {
-	if c.Embedded != nil {
-		return c.Embedded.HostPort()
-	}
-	return opts.Address
-}
-
 // Close closes the client and stops an embedded server.
 func (c *Conn) Close() {
 	c.Client.Close()

@@ -14,7 +14,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -36,9 +35,6 @@ type EmbeddedConfig struct {
 	DBFile string
 	// Namespaces are registered at start; "default" when empty.
 	Namespaces []string
-	// FrontendAddr is host:port of the frontend; "127.0.0.1:0" (a free
-	// port) when empty.
-	FrontendAddr string
 	// Log receives the server's own logs; Connect passes errors only, the
 	// server being chatty even at warn level (shutdown, membership).
 	Log zerolog.Logger
@@ -59,27 +55,8 @@ func StartEmbedded(cfg EmbeddedConfig) (*Embedded, error) {
 	if len(cfg.Namespaces) == 0 {
 		cfg.Namespaces = []string{"default"}
 	}
-	host, port := localhost, 0
-	if cfg.FrontendAddr != "" {
-		h, p, err := net.SplitHostPort(cfg.FrontendAddr)
-		if err != nil {
-			return nil, fmt.Errorf("embedded temporal: frontend address %q: %w", cfg.FrontendAddr, err)
-		}
-		if h != "" {
-			host = h
-		}
-		if port, err = strconv.Atoi(p); err != nil {
-			return nil, fmt.Errorf("embedded temporal: frontend port %q: %w", p, err)
-		}
-	}
-	if port == 0 {
-		ps, err := freePorts(host, 1)
-		if err != nil {
-			return nil, err
-		}
-		port = ps[0]
-	}
-	ports, err := freePorts(localhost, 7) // 3 more gRPC ports and 4 membership ports
+	// The frontend's gRPC port, 3 more gRPC ports and 4 membership ports.
+	ports, err := freePorts(localhost, 8)
 	if err != nil {
 		return nil, err
 	}
@@ -108,7 +85,7 @@ func StartEmbedded(cfg EmbeddedConfig) (*Embedded, error) {
 		}
 	}
 
-	frontend := fmt.Sprintf("%s:%d", host, port)
+	frontend := fmt.Sprintf("%s:%d", localhost, ports[0])
 	sc := &config.Config{}
 	sc.Global.Membership = config.Membership{MaxJoinDuration: 30 * time.Second, BroadcastAddress: localhost}
 	sc.Persistence = config.Persistence{
@@ -127,18 +104,14 @@ func StartEmbedded(cfg EmbeddedConfig) (*Embedded, error) {
 		},
 	}
 	sc.DCRedirectionPolicy = config.DCRedirectionPolicy{Policy: "noop"}
-	service := func(grpc, membership int, bindIP string) config.Service {
-		rpc := config.RPC{GRPCPort: grpc, MembershipPort: membership, BindOnLocalHost: true}
-		if bindIP != "" {
-			rpc.BindOnLocalHost, rpc.BindOnIP = false, bindIP
-		}
-		return config.Service{RPC: rpc}
+	service := func(grpc, membership int) config.Service {
+		return config.Service{RPC: config.RPC{GRPCPort: grpc, MembershipPort: membership, BindOnLocalHost: true}}
 	}
 	sc.Services = map[string]config.Service{
-		"frontend": service(port, ports[3], host),
-		"history":  service(ports[0], ports[4], ""),
-		"matching": service(ports[1], ports[5], ""),
-		"worker":   service(ports[2], ports[6], ""),
+		"frontend": service(ports[0], ports[4]),
+		"history":  service(ports[1], ports[5]),
+		"matching": service(ports[2], ports[6]),
+		"worker":   service(ports[3], ports[7]),
 	}
 	sc.Archival = config.Archival{
 		History:    config.HistoryArchival{State: "disabled"},

@@ -62,12 +62,8 @@ func kvPair(kv []any, i int) (string, any) {
 	return key, kv[i+1]
 }
 
-// ServerLogger adapts zerolog to the Temporal server's logger, for the
-// embedded server. The server is chatty at info level; callers usually pass
-// a logger at warn.
-func ServerLogger(l zerolog.Logger) serverlog.Logger { return serverLogger{l: l} }
-
-// serverLogger logs the server's entries. Once stopping is set, errors are
+// serverLogger adapts zerolog to the Temporal server's logger, for the
+// embedded server. Once stopping is set, errors are
 // logged at debug: while the server stops, its internal workers keep calling
 // services that are already down and log each failure as an error, which
 // is noise on every clean shutdown.
