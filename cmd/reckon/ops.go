@@ -17,6 +17,7 @@ import (
 
 	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/operations"
+	"github.com/seed-7bc021c3/reckon/pipeline/sweep"
 )
 
 func init() {
@@ -225,7 +226,7 @@ func opsMain(ctx context.Context, args []string, stdout, stderr io.Writer, geten
 		if *run != "" {
 			q.Set("run_id", *run)
 		}
-		raw, _, err := c.do(ctx, http.MethodGet, "/v1/supervisor/verdicts", q, nil, nil)
+		raw, _, err := c.do(ctx, http.MethodGet, sweep.PathVerdicts, q, nil, nil)
 		if err != nil {
 			return err
 		}
@@ -279,13 +280,6 @@ func writeRaw(w io.Writer, raw []byte) error {
 	return err
 }
 
-// listPage is the listing as the API serves it.
-type listPage struct {
-	Operations []operations.Item `json:"operations"`
-	NextCursor *string           `json:"next_cursor"`
-	Degraded   bool              `json:"degraded"`
-}
-
 func opsList(ctx context.Context, c *opsClient, stdout, stderr io.Writer, project, run, cursor string, limit int, all, asJSON bool) error {
 	var items []operations.Item
 	var raws []json.RawMessage
@@ -305,17 +299,14 @@ func opsList(ctx context.Context, c *opsClient, stdout, stderr io.Writer, projec
 		if err != nil {
 			return err
 		}
-		var p listPage
+		var p operations.Page // the API's null next_cursor decodes as ""
 		if err := json.Unmarshal(raw, &p); err != nil {
 			return fmt.Errorf("decode listing: %w", err)
 		}
 		items = append(items, p.Operations...)
 		raws = append(raws, raw)
 		degraded = degraded || p.Degraded
-		cursor = ""
-		if p.NextCursor != nil {
-			cursor = *p.NextCursor
-		}
+		cursor = p.NextCursor
 		if !all || cursor == "" {
 			break
 		}
