@@ -39,6 +39,9 @@ func runTriage(ctx context.Context, args []string) error {
 	if *run != "" && *project == "" {
 		return fmt.Errorf("--run needs --project")
 	}
+	if *maxWalls < 1 || *concurrency < 1 || *maxTokens < 0 {
+		return fmt.Errorf("--max-walls and --concurrency must be at least 1, --max-tokens at least 0")
+	}
 	cfg, err := config.Load()
 	if err != nil {
 		return err
@@ -59,9 +62,6 @@ func runTriage(ctx context.Context, args []string) error {
 		}
 		defer tc.Close()
 		opts.Liveness = operations.NewTemporalLiveness(tc)
-	}
-	if *maxWalls < 1 || *concurrency < 1 || *maxTokens < 0 {
-		return fmt.Errorf("--max-walls and --concurrency must be at least 1, --max-tokens at least 0")
 	}
 	sw, err := core.NewSweeper(operations.New(core.Pool, core.Journal, opts), func(c *sweep.Config) {
 		c.MaxWalls, c.MaxTokens, c.Concurrency = *maxWalls, *maxTokens, *concurrency
