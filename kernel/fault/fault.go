@@ -68,14 +68,6 @@ type Injector struct {
 // never fires.
 func New(pool *pgxpool.Pool, cfg Config) *Injector { return &Injector{cfg: cfg, pool: pool} }
 
-// Config returns the injector's configuration.
-func (in *Injector) Config() Config {
-	if in == nil {
-		return Config{}
-	}
-	return in.cfg
-}
-
 func matches(spec string, call kernel.ToolCall) bool {
 	return spec != "" && (spec == call.OperationID || spec == call.Tool)
 }
