@@ -11,7 +11,6 @@ package operations
 import (
 	"encoding/base64"
 	"encoding/json"
-	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -158,5 +157,3 @@ func decodeCursor(s string) (position, error) {
 	}
 	return position{ts: time.UnixMicro(us).UTC(), seq: seq}, nil
 }
-
-func (p position) String() string { return fmt.Sprintf("%s#%d", p.ts.Format(time.RFC3339Nano), p.seq) }

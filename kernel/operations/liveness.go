@@ -7,12 +7,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
-	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/runner"
 )
 
@@ -101,31 +99,4 @@ func (l *TemporalLiveness) Running(ctx context.Context, project, runID string) (
 func isNotFound(err error) bool {
 	var nf *serviceerror.NotFound
 	return errors.As(err, &nf)
-}
-
-// JournalLiveness is the journal's view of a run, used for runs reported by
-// external agents: running while a run.started has no run.completed or
-// run.failed.
-type JournalLiveness struct {
-	pool *pgxpool.Pool
-}
-
-// NewJournalLiveness returns the journal-based liveness over pool.
-func NewJournalLiveness(pool *pgxpool.Pool) *JournalLiveness { return &JournalLiveness{pool: pool} }
-
-// Running implements Liveness. A run with a run.completed or run.failed is
-// not running; one with only a run.started is. A run the journal has no
-// run.started for has unknown liveness: an ENotFound error.
-func (l *JournalLiveness) Running(ctx context.Context, project, runID string) (bool, error) {
-	var started, ended bool
-	if err := l.pool.QueryRow(ctx, runLivenessSQL, project, runID).Scan(&started, &ended); err != nil {
-		return false, fmt.Errorf("run liveness of %s/%s: %w", project, runID, err)
-	}
-	switch {
-	case ended:
-		return false, nil
-	case started:
-		return true, nil
-	}
-	return false, kernel.Errorf(kernel.ENotFound, "run %s/%s has no run.started in the journal; its liveness is unknown", project, runID)
 }

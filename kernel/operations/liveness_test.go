@@ -189,23 +189,3 @@ func TestTemporalLivenessRealServer(t *testing.T) {
 		t.Fatalf("outage listing: %+v", p)
 	}
 }
-
-func TestJournalLiveness(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t, nil)
-	a := evb{project: "acme", run: "a", source: "agent-x"}
-	b := evb{project: "acme", run: "b", source: "agent-x"}
-	c := evb{project: "acme", run: "c", source: "agent-x"}
-	e.ingest(a.runStarted(ago(time.Hour)), b.runStarted(ago(time.Hour)), b.runCompleted(ago(time.Minute)), c.runFailed(ago(time.Minute)))
-	l := operations.NewJournalLiveness(e.s.Pool)
-	for _, tc := range []struct {
-		run     string
-		running bool
-		code    string
-	}{{"a", true, ""}, {"b", false, ""}, {"c", false, ""}, {"never", false, kernel.ENotFound}} {
-		got, err := l.Running(e.ctx, "acme", tc.run)
-		if got != tc.running || kernel.ErrorCode(err) != tc.code {
-			t.Errorf("%s: %v %v", tc.run, got, err)
-		}
-	}
-}

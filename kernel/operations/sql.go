@@ -64,13 +64,6 @@ WHERE s.type = 'tool.started' AND s.open AND s.ts >= $1
         AND t.settles)
 ORDER BY 1`
 
-// runLivenessSQL answers the journal's view of a run: started, and ended.
-const runLivenessSQL = `
-SELECT EXISTS (SELECT 1 FROM journal_events
-               WHERE project = $1 AND run_id = $2 AND type = 'run.started'),
-       EXISTS (SELECT 1 FROM journal_events
-               WHERE project = $1 AND run_id = $2 AND type IN ('run.completed', 'run.failed'))`
-
 // pendingColumns reads an outbox row's event as journal columns.
 const pendingColumns = `true, o.id, o.source_id, o.event_id, o.event->>'project', o.event->>'run_id',
     o.event->>'type', (o.event->>'ts')::timestamptz, o.event->>'actor',
