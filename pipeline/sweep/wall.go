@@ -49,16 +49,13 @@ func (s *Sweeper) buildWalls(ctx context.Context, pile runPile) ([]pipeline.Wall
 		return nil, nil
 	}
 	sortItems(items)
-	run, postconditions := probeRun(rk, evs)
+	run := probeRun(rk, evs)
 	earlier := earlierVerdicts(evs, s.cfg.MaxEarlierVerdicts)
 	now := s.cfg.Now().UTC()
 
 	ops := make([]pipeline.WallOperation, 0, len(items))
 	for _, it := range items {
 		op := s.wallOperation(it, now)
-		if len(op.Postcondition) == 0 {
-			op.Postcondition = postconditions[it.OperationID]
-		}
 		op.Evidence = s.cfg.Probes.Probe(ctx, run, op)
 		ops = append(ops, op)
 	}
@@ -164,11 +161,11 @@ func split(ops []pipeline.WallOperation, maxOps, maxBytes int) [][]pipeline.Wall
 	return parts
 }
 
-// probeRun reads what the probes need from the run's events, and the
-// declared postconditions of its operations.
-func probeRun(rk runKey, evs []journal.StoredEvent) (probe.Run, map[string]json.RawMessage) {
+// probeRun reads what the probes need from the run's events. (An
+// operation's own postcondition comes with its listing item, read from the
+// same tool.started.)
+func probeRun(rk runKey, evs []journal.StoredEvent) probe.Run {
 	run := probe.Run{Project: rk.project, RunID: rk.runID}
-	pcs := map[string]json.RawMessage{}
 	seen := map[string]bool{}
 	for _, e := range evs {
 		switch e.Type {
@@ -193,7 +190,6 @@ func probeRun(rk runKey, evs []journal.StoredEvent) (probe.Run, map[string]json.
 			seen[d.OperationID] = true
 			so := probe.StartedOp{OperationID: d.OperationID, Tool: d.Tool}
 			if len(d.Postcondition) > 0 && string(d.Postcondition) != "null" {
-				pcs[d.OperationID] = d.Postcondition
 				var pc probe.Postcondition
 				if json.Unmarshal(d.Postcondition, &pc) == nil {
 					so.PostconditionPath = pc.Path
@@ -202,7 +198,7 @@ func probeRun(rk runKey, evs []journal.StoredEvent) (probe.Run, map[string]json.
 			run.Started = append(run.Started, so)
 		}
 	}
-	return run, pcs
+	return run
 }
 
 // earlierVerdicts returns the run's supervisor verdicts, newest max kept,
