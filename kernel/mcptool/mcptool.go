@@ -150,19 +150,6 @@ func FromConfig(value string, opts Options) (*ToolSet, error) {
 	return New(servers, opts)
 }
 
-// Discover lists the tools of every server that has no configured tool list
-// now, so that later Lookups need no I/O. It returns the first failure but
-// still discovers the other servers.
-func (ts *ToolSet) Discover(ctx context.Context) error {
-	var first error
-	for _, s := range ts.servers {
-		if err := s.discover(ctx); err != nil && first == nil {
-			first = err
-		}
-	}
-	return first
-}
-
 // Lookup returns the tool for a kernel tool name: "mcp__<server>__<tool>"
 // addresses one server; "mcp__<tool>" takes the first server (in
 // configuration order) offering <tool>. A server whose tool list is not yet
@@ -253,9 +240,6 @@ var _ kernel.Tool = (*Tool)(nil)
 // Name is the kernel tool name.
 func (t *Tool) Name() string { return t.name }
 
-// Server is the name of the configured server the tool belongs to.
-func (t *Tool) Server() string { return t.srv.cfg.Name }
-
 // Validate checks what it can without I/O: args are a JSON object, the run's
 // workspace is known when the server configuration needs it, and — when the
 // tool's input schema is already known — the schema. Failures are
@@ -289,7 +273,8 @@ func (t *Tool) Execute(ctx context.Context, call kernel.ToolCall) (kernel.ToolRe
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 
-	cs, err := t.srv.connect(cctx, call.Workspace, call.Project, call.RunID, IdempotencyKey(call.Project, call.RunID, call.OperationID))
+	key := IdempotencyKey(call.Project, call.RunID, call.OperationID)
+	cs, err := t.srv.connect(cctx, call.Workspace, call.Project, call.RunID, key)
 	if err != nil {
 		return kernel.ToolResult{}, err
 	}
@@ -323,7 +308,7 @@ func (t *Tool) Execute(ctx context.Context, call kernel.ToolCall) (kernel.ToolRe
 		Name:      t.tool,
 		Arguments: args,
 		Meta: mcp.Meta{
-			IdempotencyKeyMeta: IdempotencyKey(call.Project, call.RunID, call.OperationID),
+			IdempotencyKeyMeta: key,
 			OperationIDMeta:    call.OperationID,
 			RunIDMeta:          call.RunID,
 			ProjectMeta:        call.Project,
