@@ -50,8 +50,8 @@ type prepared struct {
 	settles bool
 }
 
-// Querier is what ingest runs on: the pool, or a transaction of the caller.
-type Querier interface {
+// querier is what ingest runs on: the pool, or a transaction of the caller.
+type querier interface {
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 }
 
@@ -64,7 +64,7 @@ func (s *Store) Ingest(ctx context.Context, events []kernel.Event) ([]kernel.Ing
 	// so it is safe to run it again. The batch keeps its order (journal
 	// order follows it) rather than being sorted to avoid the wait.
 	for attempt := 1; ; attempt++ {
-		res, err := s.IngestTx(ctx, s.pool, events)
+		res, err := s.ingest(ctx, s.pool, events)
 		var pgErr *pgconn.PgError
 		if err != nil && attempt < 5 && errors.As(err, &pgErr) && (pgErr.Code == "40P01" || pgErr.Code == "40001") {
 			continue
@@ -75,8 +75,12 @@ func (s *Store) Ingest(ctx context.Context, events []kernel.Event) ([]kernel.Ing
 
 // IngestTx is Ingest inside the caller's transaction. The in-process
 // publisher uses it to write the journal rows and mark the outbox rows
-// delivered in one commit.
-func (s *Store) IngestTx(ctx context.Context, q Querier, events []kernel.Event) ([]kernel.IngestResult, error) {
+// delivered in one commit (outbox.TxJournal).
+func (s *Store) IngestTx(ctx context.Context, tx pgx.Tx, events []kernel.Event) ([]kernel.IngestResult, error) {
+	return s.ingest(ctx, tx, events)
+}
+
+func (s *Store) ingest(ctx context.Context, q querier, events []kernel.Event) ([]kernel.IngestResult, error) {
 	if len(events) == 0 {
 		return nil, nil
 	}
@@ -196,7 +200,7 @@ func (s *Store) IngestTx(ctx context.Context, q Querier, events []kernel.Event) 
 	return out, nil
 }
 
-func readDigests(ctx context.Context, q Querier, keys []kernel.EventKey, into map[kernel.EventKey][]byte) error {
+func readDigests(ctx context.Context, q querier, keys []kernel.EventKey, into map[kernel.EventKey][]byte) error {
 	srcs, ids := make([]string, len(keys)), make([]string, len(keys))
 	for i, k := range keys {
 		srcs[i], ids[i] = k.SourceID, k.EventID

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -346,5 +347,44 @@ func TestInvalidRowIsParkedWithoutBlockingItsBatch(t *testing.T) {
 	}
 	if n := count(t, s, "SELECT count(*) FROM kernel_event_outbox WHERE parked_at IS NOT NULL AND event_id = 'v/op-2/started'"); n != 1 {
 		t.Fatal("invalid row not parked")
+	}
+}
+
+// TestInTransactionDeliveryFailureIsRetried exercises the one-commit path of
+// the in-process journal: an ingest that fails inside the claim transaction
+// rolls back to its savepoint, the retry is recorded in the same
+// transaction, and nothing reaches the journal until the cause is gone.
+func TestInTransactionDeliveryFailureIsRetried(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := pgtest.New(t)
+	if _, err := s.Pool.Exec(ctx, `
+CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN RAISE EXCEPTION 'journal refuses writes'; END $$;
+CREATE TRIGGER refuse BEFORE INSERT ON journal_events FOR EACH ROW EXECUTE FUNCTION refuse();`); err != nil {
+		t.Fatal(err)
+	}
+	if err := outbox.Enqueue(ctx, s.Pool, events("tx", 5)...); err != nil {
+		t.Fatal(err)
+	}
+	p := outbox.NewPublisher(s.Pool, journal.New(s.Pool, nil), fastCfg(), nil, zerolog.Nop())
+	if _, err := p.PublishOnce(ctx); err == nil || !strings.Contains(err.Error(), "journal refuses writes") {
+		t.Fatalf("PublishOnce: %v", err)
+	}
+	if n := count(t, s, "SELECT count(*) FROM kernel_event_outbox WHERE attempts = 1 AND last_error LIKE '%journal refuses writes%' AND delivered_at IS NULL"); n != 5 {
+		t.Fatalf("%d rows carry the recorded retry, want 5", n)
+	}
+	if n := count(t, s, "SELECT count(*) FROM journal_events"); n != 0 {
+		t.Fatalf("%d journal rows survived the rolled-back savepoint", n)
+	}
+	if _, err := s.Pool.Exec(ctx, "DROP TRIGGER refuse ON journal_events"); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(10 * time.Millisecond) // past the retry backoff
+	if err := p.Drain(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := count(t, s, "SELECT count(*) FROM journal_events"); n != 5 {
+		t.Fatalf("%d journal rows, want 5", n)
 	}
 }

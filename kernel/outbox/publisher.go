@@ -365,11 +365,7 @@ func (p *Publisher) PublishOnce(ctx context.Context) (int, error) {
 // the journal in the same database as the outbox. Delivery and the delivered
 // mark then commit together, in one commit instead of two.
 type TxJournal interface {
-	IngestTx(ctx context.Context, q journalQuerier, events []kernel.Event) ([]kernel.IngestResult, error)
-}
-
-type journalQuerier = interface {
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	IngestTx(ctx context.Context, tx pgx.Tx, events []kernel.Event) ([]kernel.IngestResult, error)
 }
 
 // deliver hands the batch to the journal: inside tx under a savepoint when
