@@ -139,12 +139,17 @@ func (a *Activities) RunTool(ctx context.Context, call kernel.ToolCall) (ToolOut
 // failure turns a tool error into a classified outcome.
 func failure(err error) ToolOutcome {
 	et, eff := kernel.Classify(err)
-	msg := err.Error()
+	return ToolOutcome{ErrorType: et, Effect: eff, Error: bound(toolMessage(err))}
+}
+
+// toolMessage is a tool error's message without the error type a
+// *kernel.ToolError prefixes (that type travels in its own field).
+func toolMessage(err error) string {
 	var te *kernel.ToolError
 	if errors.As(err, &te) && te.Err != nil {
-		msg = te.Err.Error()
+		return te.Err.Error()
 	}
-	return ToolOutcome{ErrorType: et, Effect: eff, Error: bound(msg)}
+	return err.Error()
 }
 
 // crash reports a crash-style failure of the activity.

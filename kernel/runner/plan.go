@@ -13,7 +13,6 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"regexp"
@@ -225,11 +224,7 @@ func (p Plan) validate(tools ToolSet, path string, depth int) error {
 		// harmless directory so that only the arguments are judged here.
 		call := kernel.ToolCall{Tool: s.Tool, Args: s.Args, OperationID: "validate", Workspace: os.TempDir()}
 		if err := tool.Validate(call); err != nil {
-			var te *kernel.ToolError
-			msg := err.Error()
-			if errors.As(err, &te) && te.Err != nil {
-				msg = te.Err.Error()
-			}
+			msg := toolMessage(err)
 			if strings.HasPrefix(msg, "args") {
 				return kernel.Errorf(kernel.EInvalid, "%s.%s", sp, msg)
 			}
