@@ -219,15 +219,24 @@ func (a *Activities) SummarizeChildRun(ctx context.Context, ref ChildRef) (Child
 	if err := outbox.WaitDelivered(ctx, a.Pool, ref.Project, ref.RunID, every); err != nil {
 		return ChildSummary{}, err
 	}
-	evs, err := a.Journal.RunEvents(ctx, ref.Project, ref.RunID)
+	evs, err := runEvents(ctx, a.Journal, ref.Project, ref.RunID)
 	if err != nil {
 		return ChildSummary{}, err
 	}
-	events := make([]kernel.Event, len(evs))
-	for i, e := range evs {
-		events[i] = e.Event
+	return Summarize(evs), nil
+}
+
+// runEvents are a run's journal events in journal order.
+func runEvents(ctx context.Context, j *journal.Store, project, runID string) ([]kernel.Event, error) {
+	stored, err := j.RunEvents(ctx, project, runID)
+	if err != nil {
+		return nil, err
 	}
-	return Summarize(events), nil
+	evs := make([]kernel.Event, len(stored))
+	for i, e := range stored {
+		evs[i] = e.Event
+	}
+	return evs, nil
 }
 
 // Summarize counts a run's operations (tool.started) and those no event

@@ -155,14 +155,11 @@ func (s *Starter) View(ctx context.Context, project, runID string) (RunView, err
 	if err := ValidateID("run_id", runID); err != nil {
 		return RunView{}, err
 	}
-	stored, err := s.Journal.RunEvents(ctx, project, runID)
+	evs, err := runEvents(ctx, s.Journal, project, runID)
 	if err != nil {
 		return RunView{}, err
 	}
-	v := RunView{RunID: runID, Project: project, Events: make([]kernel.Event, len(stored))}
-	for i, e := range stored {
-		v.Events[i] = e.Event
-	}
+	v := RunView{RunID: runID, Project: project, Events: evs}
 	d, err := s.Client.DescribeWorkflowExecution(ctx, WorkflowID(project, runID), "")
 	var nf *serviceerror.NotFound
 	switch {
