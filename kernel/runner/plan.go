@@ -80,6 +80,11 @@ func (p Plan) Digest() ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("marshal plan: %w", err)
 	}
+	return digestJSON(raw)
+}
+
+// digestJSON is Digest of a plan already marshalled.
+func digestJSON(raw []byte) ([]byte, error) {
 	c, err := kernel.Canonical(raw)
 	if err != nil {
 		return nil, fmt.Errorf("canonical plan: %w", err)

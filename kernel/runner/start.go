@@ -86,13 +86,13 @@ func (s *Starter) StartUnchecked(ctx context.Context, req StartRequest) (string,
 }
 
 func (s *Starter) start(ctx context.Context, req StartRequest) (string, bool, error) {
-	digest, err := req.Plan.Digest()
-	if err != nil {
-		return "", false, err
-	}
 	planJSON, err := json.Marshal(req.Plan)
 	if err != nil {
 		return "", false, fmt.Errorf("marshal plan: %w", err)
+	}
+	digest, err := digestJSON(planJSON)
+	if err != nil {
+		return "", false, err
 	}
 	wfID := WorkflowID(req.Project, req.RunID)
 	var inserted bool
