@@ -213,21 +213,3 @@ func (e Event) Prepare() (Prepared, error) {
 	}
 	return p, nil
 }
-
-// PayloadDigest is Prepare's Digest.
-func (e Event) PayloadDigest() ([]byte, error) {
-	p, err := e.Prepare()
-	if err != nil {
-		return nil, err
-	}
-	return p.Digest, nil
-}
-
-// CanonicalData is Prepare's CanonicalData.
-func (e Event) CanonicalData() (json.RawMessage, error) {
-	p, err := e.Prepare()
-	if err != nil {
-		return nil, err
-	}
-	return p.CanonicalData, nil
-}

@@ -60,10 +60,6 @@ const ActorSupervisor = "supervisor"
 // MaxNoteBytes bounds operation.reconciled.data.note.
 const MaxNoteBytes = 2000
 
-// LegacyUncertainErrorType marks a legacy tool.failed without an effect field
-// that must be read as uncertain.
-const LegacyUncertainErrorType = "activity_failed"
-
 // EventKey is the idempotency key of an event: unique (source_id, event_id).
 type EventKey struct {
 	SourceID string `json:"source_id"`

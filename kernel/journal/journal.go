@@ -301,9 +301,3 @@ func (s *Store) RepairOpenHints(ctx context.Context) (int64, error) {
 	}
 	return tag.RowsAffected(), nil
 }
-
-// ErrNotFound reports whether err is a not-found error.
-func ErrNotFound(err error) bool {
-	var e *kernel.Error
-	return errors.As(err, &e) && e.Code == kernel.ENotFound
-}

@@ -61,8 +61,8 @@ func TestIngestAcceptedRepeatedConflict(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d, _ := stored.CanonicalData(); string(d) != `{"args":{"command":"ls","timeout_s":5},"operation_id":"op-1","tool":"run_command"}` {
-		t.Fatalf("stored data changed: %s", d)
+	if p, _ := stored.Prepare(); string(p.CanonicalData) != `{"args":{"command":"ls","timeout_s":5},"operation_id":"op-1","tool":"run_command"}` {
+		t.Fatalf("stored data changed: %s", p.CanonicalData)
 	}
 	evs, err := s.RunEvents(ctx, "acme", "run-1")
 	if err != nil {
@@ -97,7 +97,7 @@ func TestIngestRejectsInvalidBatchWithoutWriting(t *testing.T) {
 	if _, err := s.Ingest(ctx, []kernel.Event{good, bad}); kernel.ErrorCode(err) != kernel.EInvalid {
 		t.Fatalf("error %v, want invalid", err)
 	}
-	if _, err := s.Event(ctx, good.Key()); !journal.ErrNotFound(err) {
+	if _, err := s.Event(ctx, good.Key()); kernel.ErrorCode(err) != kernel.ENotFound {
 		t.Fatalf("half-written batch: %v", err)
 	}
 }

@@ -1,4 +1,4 @@
-package operations
+package operations_test
 
 import (
 	"encoding/json"
@@ -10,9 +10,9 @@ import (
 	"github.com/seed-7bc021c3/reckon/kernel/httpapi"
 )
 
-// APIDocReport compares the OpenAPI document with the routes a server
+// apiDocReport compares the OpenAPI document with the routes a server
 // actually serves.
-type APIDocReport struct {
+type apiDocReport struct {
 	// Undocumented lists served routes missing from the document, or
 	// documented with other roles than they enforce.
 	Undocumented []string
@@ -20,20 +20,20 @@ type APIDocReport struct {
 	Unserved []string
 }
 
-// CheckOpenAPI checks doc (an OpenAPI 3.1 document whose operations list
+// checkOpenAPI checks doc (an OpenAPI 3.1 document whose operations list
 // their roles in x-reckon-roles and whose public operations have an empty
 // security) against routes. Route patterns use chi's {param} syntax, which
 // is OpenAPI's path templating.
-func CheckOpenAPI(doc []byte, routes []httpapi.Route) (APIDocReport, error) {
+func checkOpenAPI(doc []byte, routes []httpapi.Route) (apiDocReport, error) {
 	var d struct {
 		OpenAPI string                                `json:"openapi"`
 		Paths   map[string]map[string]json.RawMessage `json:"paths"`
 	}
 	if err := json.Unmarshal(doc, &d); err != nil {
-		return APIDocReport{}, fmt.Errorf("openapi document: %w", err)
+		return apiDocReport{}, fmt.Errorf("openapi document: %w", err)
 	}
 	if !strings.HasPrefix(d.OpenAPI, "3.1") {
-		return APIDocReport{}, fmt.Errorf("openapi document: version %q, want 3.1.x", d.OpenAPI)
+		return apiDocReport{}, fmt.Errorf("openapi document: version %q, want 3.1.x", d.OpenAPI)
 	}
 	type op struct {
 		Security *[]map[string][]string `json:"security"`
@@ -49,12 +49,12 @@ func CheckOpenAPI(doc []byte, routes []httpapi.Route) (APIDocReport, error) {
 			}
 			var o op
 			if err := json.Unmarshal(raw, &o); err != nil {
-				return APIDocReport{}, fmt.Errorf("openapi %s %s: %w", m, path, err)
+				return apiDocReport{}, fmt.Errorf("openapi %s %s: %w", m, path, err)
 			}
 			documented[strings.ToUpper(m)+" "+path] = o
 		}
 	}
-	var r APIDocReport
+	var r apiDocReport
 	served := map[string]bool{}
 	for _, rt := range routes {
 		k := rt.Method + " " + rt.Pattern

@@ -81,7 +81,7 @@ func TestLiveDrill(t *testing.T) {
 	ts := newTestServer(t, srv)
 
 	// The whole API is served now: the document matches it both ways.
-	rep, err := operations.CheckOpenAPI(httpapi.OpenAPI, srv.Routes())
+	rep, err := checkOpenAPI(httpapi.OpenAPI, srv.Routes())
 	if err != nil || len(rep.Undocumented)+len(rep.Unserved) > 0 {
 		t.Fatalf("OpenAPI vs the full API: %+v %v", rep, err)
 	}

@@ -159,7 +159,7 @@ func TestHTTPEndpoints(t *testing.T) {
 	}
 	e.clock.Set(t0.Add(time.Minute))
 	r3 := call(t, "POST", rec, operatorTok, good)
-	if r3.status != 201 || r3.body["event_id"] != r1.body["event_id"] {
+	if r3.status != 201 || r3.body["event_id"] != r1.body["event_id"] || r3.header.Get("Idempotent-Replayed") != "true" {
 		t.Fatalf("body repeat: %d %s", r3.status, r3.raw)
 	}
 	e.drain()
@@ -187,7 +187,7 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 	if r.status != 200 || r.body["openapi"] != "3.1.0" {
 		t.Fatalf("/openapi.json: %d", r.status)
 	}
-	rep, err := operations.CheckOpenAPI(r.raw, srv.Routes())
+	rep, err := checkOpenAPI(r.raw, srv.Routes())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,14 +198,14 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 		t.Fatalf("documented but not served: %v", rep.Unserved)
 	}
 	// The checker itself catches drift in both directions.
-	bad, err := operations.CheckOpenAPI(r.raw, append(srv.Routes(),
+	bad, err := checkOpenAPI(r.raw, append(srv.Routes(),
 		httpapi.Route{Method: "GET", Pattern: "/v1/secret"},
 		httpapi.Route{Method: "DELETE", Pattern: operations.PathOperations, Roles: []string{auth.RoleOperator}}))
 	if err != nil || len(bad.Undocumented) != 2 {
 		t.Fatalf("checker missed undocumented routes: %+v %v", bad, err)
 	}
 	wrongRoles := []httpapi.Route{{Method: "GET", Pattern: operations.PathOperations, Roles: []string{auth.RoleOperator}}}
-	if bad, _ := operations.CheckOpenAPI(r.raw, wrongRoles); len(bad.Undocumented) != 1 || len(bad.Unserved) == 0 {
+	if bad, _ := checkOpenAPI(r.raw, wrongRoles); len(bad.Undocumented) != 1 || len(bad.Unserved) == 0 {
 		t.Fatalf("checker missed a role mismatch or unserved routes: %+v", bad)
 	}
 }

@@ -115,8 +115,8 @@ func conflictErr(k kernel.EventKey) error {
 	return kernel.Errorf(kernel.EConflict, "event %s is already enqueued with a different payload; nothing was overwritten", k)
 }
 
-// PendingForRun counts a run's events not yet delivered to the journal.
-func PendingForRun(ctx context.Context, pool *pgxpool.Pool, project, runID string) (int, error) {
+// pendingForRun counts a run's events not yet delivered to the journal.
+func pendingForRun(ctx context.Context, pool *pgxpool.Pool, project, runID string) (int, error) {
 	var n int
 	if err := pool.QueryRow(ctx, pendingForRunSQL, project, runID).Scan(&n); err != nil {
 		return 0, fmt.Errorf("pending outbox rows of %s/%s: %w", project, runID, err)
@@ -129,7 +129,7 @@ func PendingForRun(ctx context.Context, pool *pgxpool.Pool, project, runID strin
 // events (the child-run summary) call it first.
 func WaitDelivered(ctx context.Context, pool *pgxpool.Pool, project, runID string, every time.Duration) error {
 	for {
-		n, err := PendingForRun(ctx, pool, project, runID)
+		n, err := pendingForRun(ctx, pool, project, runID)
 		if err != nil {
 			return err
 		}

@@ -242,30 +242,22 @@ func runEvents(ctx context.Context, j *journal.Store, project, runID string) ([]
 // Summarize counts a run's operations (tool.started) and those no event
 // settles.
 func Summarize(events []kernel.Event) ChildSummary {
-	var order []string
-	settled := map[string]bool{}
+	settled := map[string]bool{} // operation id → settled
 	for _, e := range events {
 		op := e.OperationID()
-		if op == "" {
-			continue
-		}
-		if e.Type == kernel.TypeToolStarted {
+		switch {
+		case op == "":
+		case e.Type == kernel.TypeToolStarted:
 			if _, seen := settled[op]; !seen {
-				order = append(order, op)
 				settled[op] = false
 			}
-			continue
-		}
-		if e.Settles() {
-			if _, seen := settled[op]; !seen {
-				order = append(order, op)
-			}
+		case e.Settles():
 			settled[op] = true
 		}
 	}
-	s := ChildSummary{Total: len(order)}
-	for _, op := range order {
-		if !settled[op] {
+	s := ChildSummary{Total: len(settled)}
+	for _, ok := range settled {
+		if !ok {
 			s.Unresolved++
 		}
 	}
