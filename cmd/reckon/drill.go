@@ -16,7 +16,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/rs/zerolog"
 
-	"github.com/seed-7bc021c3/reckon/evals"
 	"github.com/seed-7bc021c3/reckon/evals/drill"
 	"github.com/seed-7bc021c3/reckon/internal/app"
 	"github.com/seed-7bc021c3/reckon/kernel/config"
@@ -115,15 +114,13 @@ func runDrill(ctx context.Context, args []string) error {
 			fmt.Fprintf(os.Stderr, "%s  %.1fs\n", line, p.Took.Seconds())
 		})
 	fmt.Printf("drill: %d fixtures written to %s in %s (seed %d)\n", len(res.Written), *out, time.Since(start).Round(time.Second), *seed)
-	if m, err := evals.ReadManifest(*out); err == nil {
-		names := make([]string, 0, len(m.Scenarios))
-		for k := range m.Scenarios {
-			names = append(names, k)
-		}
-		sort.Strings(names)
-		for _, k := range names {
-			fmt.Printf("  %-24s %d\n", k, m.Scenarios[k])
-		}
+	names := make([]string, 0, len(res.Scenarios))
+	for k := range res.Scenarios {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		fmt.Printf("  %-24s %d\n", k, res.Scenarios[k])
 	}
 	if len(res.Disagreements) > 0 {
 		fmt.Printf("drill: WARNING: wall evidence disagrees with the recorded truth in %s (see their notes)\n", strings.Join(res.Disagreements, ", "))
@@ -135,26 +132,21 @@ func runDrill(ctx context.Context, args []string) error {
 // dbURL (creating the database when missing) and returns a URL bound to it
 // and a function that drops it.
 func drillSchema(ctx context.Context, dbURL string, seed uint64) (string, func(), error) {
+	u, err := url.Parse(dbURL)
+	if err != nil {
+		return "", nil, &config.Error{Var: "DATABASE_URL", Problem: fmt.Sprintf("is not a URL: %v", err)}
+	}
 	pool, err := app.OpenPool(ctx, dbURL, true)
 	if err != nil {
 		return "", nil, err
 	}
-	pool.Close()
 	var b [4]byte
 	_, _ = rand.Read(b[:])
 	name := fmt.Sprintf("drill_%d_%s", seed, hex.EncodeToString(b[:]))
-	conn, err := pgx.Connect(ctx, dbURL)
-	if err != nil {
-		return "", nil, &config.Error{Var: "DATABASE_URL", Problem: fmt.Sprintf("is unreachable: %v", err)}
-	}
-	_, err = conn.Exec(ctx, "CREATE SCHEMA "+pgx.Identifier{name}.Sanitize())
-	_ = conn.Close(ctx)
+	_, err = pool.Exec(ctx, "CREATE SCHEMA "+pgx.Identifier{name}.Sanitize())
+	pool.Close()
 	if err != nil {
 		return "", nil, fmt.Errorf("create drill schema %s: %w", name, err)
-	}
-	u, err := url.Parse(dbURL)
-	if err != nil {
-		return "", nil, &config.Error{Var: "DATABASE_URL", Problem: fmt.Sprintf("is not a URL: %v", err)}
 	}
 	q := u.Query()
 	q.Set("search_path", name)
