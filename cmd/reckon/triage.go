@@ -8,9 +8,10 @@ import (
 	"os"
 	"time"
 
+	"go.temporal.io/sdk/client"
+
 	"github.com/seed-7bc021c3/reckon/internal/app"
 	"github.com/seed-7bc021c3/reckon/kernel/config"
-	"github.com/seed-7bc021c3/reckon/kernel/operations"
 	"github.com/seed-7bc021c3/reckon/kernel/outbox"
 	"github.com/seed-7bc021c3/reckon/kernel/temporalx"
 	"github.com/seed-7bc021c3/reckon/pipeline/sweep"
@@ -54,16 +55,14 @@ func runTriage(ctx context.Context, args []string) error {
 
 	// Run liveness: Temporal for the kernel's own runs when a cluster is
 	// configured; otherwise the journal says which runs are over.
-	opts := operations.Options{Window: cfg.OperationsWindow, StaleAfter: cfg.StaleAfter}
+	var tc client.Client
 	if cfg.TemporalAddress != "" {
-		tc, err := temporalx.Dial(ctx, cfg.TemporalAddress, cfg.TemporalNamespace, core.Log)
-		if err != nil {
+		if tc, err = temporalx.Dial(ctx, cfg.TemporalAddress, cfg.TemporalNamespace, core.Log); err != nil {
 			return err
 		}
 		defer tc.Close()
-		opts.Liveness = operations.NewTemporalLiveness(tc)
 	}
-	sw, err := core.NewSweeper(operations.New(core.Pool, core.Journal, opts), func(c *sweep.Config) {
+	sw, err := core.NewSweeper(core.OperationsService(tc), func(c *sweep.Config) {
 		c.MaxWalls, c.MaxTokens, c.Concurrency = *maxWalls, *maxTokens, *concurrency
 	})
 	if err != nil {
