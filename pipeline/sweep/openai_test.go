@@ -26,6 +26,7 @@ func TestSweepWithFakeOpenAI(t *testing.T) {
 		script    []fakeopenai.Step
 		journaled bool
 		errLike   string
+		invalid   float64 // model answers rejected by validation, counted once each
 	}{
 		{name: "valid", journaled: true},
 		{name: "valid occurred", script: []fakeopenai.Step{{Kind: fakeopenai.Valid, Effect: kernel.EffectOccurred}}, journaled: true},
@@ -33,12 +34,12 @@ func TestSweepWithFakeOpenAI(t *testing.T) {
 		{name: "429 forever", script: repeat(fakeopenai.Step{Kind: fakeopenai.RateLimited, RetryAfter: "0"}, 3), errLike: "429"},
 		{name: "500 then valid", script: []fakeopenai.Step{{Kind: fakeopenai.ServerError}}, journaled: true},
 		{name: "500 forever", script: repeat(fakeopenai.Step{Kind: fakeopenai.ServerError}, 3), errLike: "500"},
-		{name: "malformed JSON then valid", script: []fakeopenai.Step{{Kind: fakeopenai.Malformed}}, journaled: true},
-		{name: "malformed JSON twice", script: repeat(fakeopenai.Step{Kind: fakeopenai.Malformed}, 2), errLike: "not the JSON object"},
-		{name: "missing operation twice", script: repeat(fakeopenai.Step{Kind: fakeopenai.MissingOperation}, 2), errLike: "missing op-2"},
-		{name: "invented id twice", script: repeat(fakeopenai.Step{Kind: fakeopenai.InventedID}, 2), errLike: "op-invented-999"},
-		{name: "invented id then valid", script: []fakeopenai.Step{{Kind: fakeopenai.InventedID}}, journaled: true},
-		{name: "note over 2000 bytes twice", script: repeat(fakeopenai.Step{Kind: fakeopenai.LongNote}, 2), errLike: "2001 bytes"},
+		{name: "malformed JSON then valid", script: []fakeopenai.Step{{Kind: fakeopenai.Malformed}}, journaled: true, invalid: 1},
+		{name: "malformed JSON twice", script: repeat(fakeopenai.Step{Kind: fakeopenai.Malformed}, 2), errLike: "not the JSON object", invalid: 2},
+		{name: "missing operation twice", script: repeat(fakeopenai.Step{Kind: fakeopenai.MissingOperation}, 2), errLike: "missing op-2", invalid: 2},
+		{name: "invented id twice", script: repeat(fakeopenai.Step{Kind: fakeopenai.InventedID}, 2), errLike: "op-invented-999", invalid: 2},
+		{name: "invented id then valid", script: []fakeopenai.Step{{Kind: fakeopenai.InventedID}}, journaled: true, invalid: 1},
+		{name: "note over 2000 bytes twice", script: repeat(fakeopenai.Step{Kind: fakeopenai.LongNote}, 2), errLike: "2001 bytes", invalid: 2},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -61,6 +62,9 @@ func TestSweepWithFakeOpenAI(t *testing.T) {
 			rep, err := e.sweeper(Config{Supervisor: model, Metrics: m}).Sweep(context.Background(), Options{})
 			if err != nil {
 				t.Fatal(err)
+			}
+			if got := testutilCount(m.invalid.WithLabelValues(supervisor.OpenAIName)); got != c.invalid {
+				t.Fatalf("invalid outputs counted %v, want %v", got, c.invalid)
 			}
 			e.drain()
 			vs := e.runVerdicts("run-1")
