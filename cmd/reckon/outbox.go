@@ -1,0 +1,65 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"text/tabwriter"
+
+	"github.com/seed-7bc021c3/reckon/internal/app"
+	"github.com/seed-7bc021c3/reckon/kernel/config"
+	"github.com/seed-7bc021c3/reckon/kernel/outbox"
+)
+
+func init() {
+	register("outbox", "operator view of the outbox: `outbox parked` lists rows parked on a journal conflict, with the reason", runOutbox)
+}
+
+// runOutbox lists parked outbox rows straight from DATABASE_URL: a parked
+// row never reaches the journal, so the API cannot show it.
+func runOutbox(ctx context.Context, args []string) error {
+	if len(args) == 0 || args[0] != "parked" {
+		return fmt.Errorf("usage: reckon outbox parked [--limit N] [--json]")
+	}
+	fs := flag.NewFlagSet("outbox parked", flag.ContinueOnError)
+	limit := fs.Int("limit", 50, "at most this many rows, newest first")
+	asJSON := fs.Bool("json", false, "print JSON instead of a table")
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	if *limit <= 0 {
+		return fmt.Errorf("--limit must be positive, got %d", *limit)
+	}
+	cfg, err := config.Load()
+	if err != nil {
+		return err
+	}
+	pool, err := app.OpenPool(ctx, cfg.DatabaseURL, false)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	rows, err := outbox.ListParked(ctx, pool, *limit)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		out := make([]map[string]any, len(rows))
+		for i, r := range rows {
+			out[i] = map[string]any{"source_id": r.Key.SourceID, "event_id": r.Key.EventID, "reason": r.Reason, "parked_at": r.ParkedAt}
+		}
+		return json.NewEncoder(os.Stdout).Encode(map[string]any{"parked": out})
+	}
+	tw := tabwriter.NewWriter(os.Stdout, 0, 2, 2, ' ', 0)
+	fmt.Fprintln(tw, "PARKED AT\tSOURCE\tEVENT\tREASON")
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.ParkedAt.UTC().Format("2006-01-02T15:04:05Z"), r.Key.SourceID, r.Key.EventID, r.Reason)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Printf("%d parked row(s)\n", len(rows))
+	return nil
+}
