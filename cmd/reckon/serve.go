@@ -11,6 +11,7 @@ import (
 
 	"github.com/seed-7bc021c3/reckon/internal/app"
 	"github.com/seed-7bc021c3/reckon/kernel/config"
+	"github.com/seed-7bc021c3/reckon/kernel/operations"
 	"github.com/seed-7bc021c3/reckon/kernel/outbox"
 	"github.com/seed-7bc021c3/reckon/kernel/runner"
 	"github.com/seed-7bc021c3/reckon/pipeline/sweep"
@@ -55,6 +56,7 @@ func runServe(ctx context.Context, args []string) error {
 
 	var roles []string
 	var kernel *app.Kernel
+	var ops *operations.Service // one service, so API and sweep share liveness caches
 	if needsTemporal {
 		kernel, err = core.StartKernel(ctx, app.KernelOptions{NoWorker: !*wrk})
 		if err != nil {
@@ -73,7 +75,7 @@ func runServe(ctx context.Context, args []string) error {
 	if *api {
 		srv := core.NewAPI()
 		runner.Mount(srv, kernel.Starter)
-		core.MountOperations(srv, kernel.Conn.Client)
+		ops = core.MountOperations(srv, kernel.Conn.Client)
 		core.MountVerdicts(srv)
 		bound := make(chan string, 1)
 		wg.Add(1)
@@ -102,7 +104,10 @@ func runServe(ctx context.Context, args []string) error {
 		roles = append(roles, "publisher")
 	}
 	if *pipe {
-		sw, err := core.NewSweeper(core.OperationsService(kernel.Conn.Client))
+		if ops == nil {
+			ops = core.OperationsService(kernel.Conn.Client)
+		}
+		sw, err := core.NewSweeper(ops)
 		if err != nil {
 			return err
 		}
