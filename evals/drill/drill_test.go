@@ -2,6 +2,7 @@ package drill
 
 import (
 	"context"
+	"maps"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -157,10 +158,15 @@ func TestDrillLive(t *testing.T) {
 			if err != nil || m.Seed != seed || m.Count != len(fx) || len(res.Written) != len(fx) || calls != 3 {
 				t.Fatalf("suite %d: manifest %+v (%v), %d fixtures loaded, %d written, %d progress calls", seed, m, err, len(fx), len(res.Written), calls)
 			}
+			kinds := map[string]int{}
 			for _, f := range fx {
 				if f.Seed != seed {
 					t.Errorf("suite %d holds %s of seed %d", seed, f.ID, f.Seed)
 				}
+				kinds[f.Scenario]++
+			}
+			if !maps.Equal(res.Scenarios, kinds) || !maps.Equal(m.Scenarios, kinds) {
+				t.Errorf("suite %d: scenario counts %v (result) and %v (manifest), want %v", seed, res.Scenarios, m.Scenarios, kinds)
 			}
 		}
 	}

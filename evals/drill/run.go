@@ -370,6 +370,9 @@ type Progress struct {
 type SuiteResult struct {
 	Written []string
 	Failed  []string
+	// Scenarios counts the written fixtures by scenario kind, as the
+	// manifest records them.
+	Scenarios map[string]int
 	// Disagreements lists operations whose wall evidence decides an effect
 	// other than the recorded truth (a probe unsound on that scenario).
 	Disagreements []string
@@ -381,12 +384,11 @@ type SuiteResult struct {
 // the suite goes on; the error says how many failed.
 func (st *Stack) GenerateSuite(ctx context.Context, o Options, count int, out string, progress func(Progress)) (SuiteResult, error) {
 	o = o.withDefaults()
-	var res SuiteResult
+	res := SuiteResult{Scenarios: map[string]int{}}
 	if err := removePreviousSuite(out); err != nil {
 		return res, err
 	}
 	scs := Generate(o.Seed, count)
-	kinds := map[string]int{}
 	var interrupted error
 	for i, sc := range scs {
 		if err := ctx.Err(); err != nil {
@@ -404,7 +406,7 @@ func (st *Stack) GenerateSuite(ctx context.Context, o Options, count int, out st
 					break
 				}
 				res.Written = append(res.Written, f.ID)
-				kinds[f.Scenario]++
+				res.Scenarios[f.Scenario]++
 				if strings.Contains(f.Notes, "DISAGREES") {
 					res.Disagreements = append(res.Disagreements, f.ID)
 				}
@@ -421,7 +423,7 @@ func (st *Stack) GenerateSuite(ctx context.Context, o Options, count int, out st
 	if len(res.Written) > 0 {
 		if err := evals.WriteManifest(out, evals.Manifest{
 			Version: evals.FixtureVersion, GeneratedBy: o.GeneratedBy, Seed: o.Seed, Count: len(res.Written),
-			GeneratedAt: time.Now().UTC(), Scenarios: kinds, Fixtures: res.Written,
+			GeneratedAt: time.Now().UTC(), Scenarios: res.Scenarios, Fixtures: res.Written,
 		}); err != nil {
 			return res, err
 		}
