@@ -142,7 +142,7 @@ func (s *Service) List(ctx context.Context, p ListParams) (Page, error) {
 		}
 	}
 	page.Degraded = lv.degraded
-	if err := s.childSummaries(ctx, page.Operations); err != nil {
+	if err := s.childSummaries(ctx, p.Project, page.Operations); err != nil {
 		return Page{}, err
 	}
 	return page, nil
@@ -226,18 +226,43 @@ func nonNull(raw json.RawMessage) json.RawMessage {
 }
 
 // childSummaries fills the child counts of delegations whose failure did not
-// carry them, from the child run's own events.
-func (s *Service) childSummaries(ctx context.Context, items []Item) error {
+// carry them, from the child runs' own events, in one query for the page (a
+// child run without any tool.started counts 0 and 0).
+func (s *Service) childSummaries(ctx context.Context, project string, items []Item) error {
+	var runs []string
+	for _, it := range items {
+		if it.ChildRunID != "" && it.ChildOpsTotal == nil {
+			runs = append(runs, it.ChildRunID)
+		}
+	}
+	if len(runs) == 0 {
+		return nil
+	}
+	type counts struct{ total, unresolved int }
+	got := make(map[string]counts, len(runs))
+	rows, err := s.pool.Query(ctx, childSummarySQL, project, runs)
+	if err != nil {
+		return fmt.Errorf("child summaries in %s: %w", project, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var run string
+		var c counts
+		if err := rows.Scan(&run, &c.total, &c.unresolved); err != nil {
+			return fmt.Errorf("child summaries in %s: scan: %w", project, err)
+		}
+		got[run] = c
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("child summaries in %s: %w", project, err)
+	}
 	for i := range items {
 		it := &items[i]
 		if it.ChildRunID == "" || it.ChildOpsTotal != nil {
 			continue
 		}
-		var total, unresolved int
-		if err := s.pool.QueryRow(ctx, childSummarySQL, it.Project, it.ChildRunID).Scan(&total, &unresolved); err != nil {
-			return fmt.Errorf("child summary of %s/%s: %w", it.Project, it.ChildRunID, err)
-		}
-		it.ChildOpsTotal, it.ChildOpsUnresolved = &total, &unresolved
+		c := got[it.ChildRunID]
+		it.ChildOpsTotal, it.ChildOpsUnresolved = &c.total, &c.unresolved
 	}
 	return nil
 }

@@ -41,17 +41,20 @@ WHERE s.project = $1 AND s.type = 'tool.started' AND s.open
 ORDER BY s.ts, s.seq
 LIMIT $6`
 
-// childSummarySQL counts a child run's operations and those still
+// childSummarySQL counts, per child run, its operations and those still
 // unresolved, for delegations whose failure did not carry the summary (a
-// delegate caught in the crash window has no tool.failed at all).
+// delegate caught in the crash window has no tool.failed at all). One
+// statement for every child run of a page. $1 project, $2 child run ids.
 const childSummarySQL = `
-SELECT count(DISTINCT s.operation_id),
+SELECT s.run_id,
+       count(DISTINCT s.operation_id),
        count(DISTINCT s.operation_id) FILTER (WHERE NOT EXISTS (
            SELECT 1 FROM journal_events t
            WHERE t.project = s.project AND t.run_id = s.run_id
              AND t.operation_id = s.operation_id AND t.settles))
 FROM journal_events s
-WHERE s.project = $1 AND s.run_id = $2 AND s.type = 'tool.started'`
+WHERE s.project = $1 AND s.run_id = ANY($2::text[]) AND s.type = 'tool.started'
+GROUP BY s.run_id`
 
 // projectsSQL lists projects with at least one open operation inside the
 // window, from the same partial index.
