@@ -3,6 +3,7 @@ package evals
 import (
 	"context"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -80,23 +81,28 @@ func TestGateFailsOnUnsafeAndRegression(t *testing.T) {
 	if err := Gate(ok, bl); err != nil {
 		t.Fatalf("clean report failed the gate: %v", err)
 	}
-	for name, mut := range map[string]func(m *Metrics){
-		"unsafe-none":     func(m *Metrics) { m.UnsafeNone = 1 },
-		"unsafe-occurred": func(m *Metrics) { m.UnsafeOccurred = 1 },
-		"accuracy":        func(m *Metrics) { low := 0.8; m.Accuracy = &low },
-		"coverage":        func(m *Metrics) { low := 0.1; m.Coverage = &low },
-		"invalid":         func(m *Metrics) { m.InvalidOutputs = 1 },
-		"undefined":       func(m *Metrics) { m.Accuracy = nil },
+	// Each failure must be for its own reason, named in the error.
+	for name, c := range map[string]struct {
+		mut    func(m *Metrics)
+		reason string
+	}{
+		"unsafe-none":     {func(m *Metrics) { m.UnsafeNone = 1 }, "unsafe-none is 1"},
+		"unsafe-occurred": {func(m *Metrics) { m.UnsafeOccurred = 1 }, "unsafe-occurred is 1"},
+		"accuracy":        {func(m *Metrics) { low := 0.8; m.Accuracy = &low }, "accuracy on decided operations 0.8000 is below the baseline 0.9000"},
+		"coverage":        {func(m *Metrics) { low := 0.1; m.Coverage = &low }, "coverage 0.1000 is below the baseline 0.4000"},
+		"invalid":         {func(m *Metrics) { m.InvalidOutputs = 1 }, "1 invalid outputs and 0 errored cases"},
+		"errored":         {func(m *Metrics) { m.Errored = 1 }, "0 invalid outputs and 1 errored cases"},
+		"undefined":       {func(m *Metrics) { m.Accuracy = nil }, "accuracy is undefined"},
 	} {
 		r := *ok
-		mut(&r.Metrics)
-		if err := Gate(&r, bl); err == nil {
-			t.Errorf("%s: the gate passed", name)
+		c.mut(&r.Metrics)
+		if err := Gate(&r, bl); err == nil || !strings.Contains(err.Error(), c.reason) {
+			t.Errorf("%s: gate error = %v, want it to say %q", name, err, c.reason)
 		}
 	}
 	bad := *ok
 	bad.Metrics.UnsafeNone = 2
-	if _, err := NewBaseline(&bad, "cmd", time.Now()); err == nil {
+	if _, err := NewBaseline(&bad, "cmd", time.Now()); err == nil || !strings.Contains(err.Error(), "unsafe-none is 2") {
 		t.Error("a baseline was recorded from a run with unsafe verdicts")
 	}
 }
