@@ -204,12 +204,7 @@ func (e Event) Prepare() (Prepared, error) {
 
 	p := Prepared{CanonicalData: data.Bytes(), Digest: sum[:]}
 	p.OperationID, _ = m["operation_id"].(string)
-	switch e.Type {
-	case TypeToolCompleted, TypeToolBlocked, TypeOperationReconciled:
-		p.Settles = true
-	case TypeToolFailed:
-		eff, _ := m["effect"].(string)
-		p.Settles = ToolFailed{Effect: eff}.Settles()
-	}
+	eff, _ := m["effect"].(string)
+	p.Settles = settles(e.Type, eff)
 	return p, nil
 }

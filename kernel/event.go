@@ -127,15 +127,23 @@ func NewEvent(source, eventID, project, runID, typ, actor string, ts time.Time, 
 // tool.failed settles only with effect none or occurred; uncertain (and the
 // legacy activity_failed without an effect) leaves it unresolved.
 func (e Event) Settles() bool {
-	switch e.Type {
+	var d struct {
+		Effect string `json:"effect"`
+	}
+	if e.Type == TypeToolFailed && e.DecodeData(&d) != nil {
+		return false
+	}
+	return settles(e.Type, d.Effect)
+}
+
+// settles is the one rule of which events settle their operation; effect
+// matters only for tool.failed.
+func settles(typ, effect string) bool {
+	switch typ {
 	case TypeToolCompleted, TypeToolBlocked, TypeOperationReconciled:
 		return true
 	case TypeToolFailed:
-		var d ToolFailed
-		if err := e.DecodeData(&d); err != nil {
-			return false
-		}
-		return d.Settles()
+		return ToolFailed{Effect: effect}.Settles()
 	}
 	return false
 }
