@@ -16,11 +16,6 @@ import (
 
 // KernelOptions tunes the kernel: Temporal connection and run worker.
 type KernelOptions struct {
-	// Timeouts of every run this process starts.
-	Timeouts runner.Timeouts
-	// Tools are extra tool sets, consulted after run_command and the
-	// configured MCP servers.
-	Tools []runner.ToolSet
 	// Fault overrides KERNEL_FAULT_AFTER_EFFECT / KERNEL_FAULT_BEFORE_EFFECT
 	// when set (demo sets it in-process).
 	Fault *fault.Config
@@ -34,11 +29,9 @@ type KernelOptions struct {
 // Kernel is the running kernel of a process: the Temporal connection (and
 // embedded server), the run worker and the run starter.
 type Kernel struct {
-	Conn       *temporalx.Conn
-	Worker     worker.Worker // nil with NoWorker
-	Activities *runner.Activities
-	Starter    *runner.Starter
-	Tools      runner.ToolSet
+	Conn    *temporalx.Conn
+	Worker  worker.Worker // nil with NoWorker
+	Starter *runner.Starter
 }
 
 // Close stops the worker, then the client and any embedded server.
@@ -49,21 +42,20 @@ func (k *Kernel) Close() {
 	k.Conn.Close()
 }
 
-// KernelTools is the tool set of runs: run_command in the sandbox
-// (unconfined only with RECKON_SANDBOX_UNCONFINED=1), the MCP servers of
-// RECKON_MCP_SERVERS, then extra.
-func (c *Core) KernelTools(extra ...runner.ToolSet) (runner.ToolSet, error) {
+// kernelTools is the tool set of runs: run_command in the sandbox
+// (unconfined only with RECKON_SANDBOX_UNCONFINED=1), then the MCP servers
+// of RECKON_MCP_SERVERS.
+func (c *Core) kernelTools() (runner.ToolSet, error) {
 	mcp, err := mcptool.FromConfig(c.Cfg.MCPServers, mcptool.Options{})
 	if err != nil {
 		return nil, err // already names RECKON_MCP_SERVERS and the field
 	}
-	chain := runner.Chain{runner.NewTools(sandbox.NewRunCommand(sandbox.Options{Unconfined: c.Cfg.SandboxUnconfined})), mcp}
-	return append(chain, extra...), nil
+	return runner.Chain{runner.NewTools(sandbox.NewRunCommand(sandbox.Options{Unconfined: c.Cfg.SandboxUnconfined})), mcp}, nil
 }
 
-// ConnectTemporal connects to TEMPORAL_ADDRESS, or starts the embedded
+// connectTemporal connects to TEMPORAL_ADDRESS, or starts the embedded
 // server (SQLite under RECKON_DATA_DIR, or in memory).
-func (c *Core) ConnectTemporal(ctx context.Context, inMemory bool) (*temporalx.Conn, error) {
+func (c *Core) connectTemporal(ctx context.Context, inMemory bool) (*temporalx.Conn, error) {
 	o := temporalx.Options{Address: c.Cfg.TemporalAddress, Namespace: c.Cfg.TemporalNamespace, Log: c.Log}
 	if !inMemory {
 		o.DataDir = c.Cfg.DataDir
@@ -71,20 +63,10 @@ func (c *Core) ConnectTemporal(ctx context.Context, inMemory bool) (*temporalx.C
 	return temporalx.Connect(ctx, o)
 }
 
-// NewActivities returns the run activities of this process.
-func (c *Core) NewActivities(tools runner.ToolSet, fc fault.Config) *runner.Activities {
-	return &runner.Activities{
-		Pool: c.Pool, Journal: c.Journal, Tools: tools,
-		Fault:      fault.New(c.Pool, fc),
-		Unconfined: c.Cfg.SandboxUnconfined,
-		Log:        c.Log.With().Str("component", "worker").Logger(),
-	}
-}
-
 // StartKernel connects to Temporal and starts the run worker on
 // RECKON_TASK_QUEUE.
 func (c *Core) StartKernel(ctx context.Context, o KernelOptions) (*Kernel, error) {
-	tools, err := c.KernelTools(o.Tools...)
+	tools, err := c.kernelTools()
 	if err != nil {
 		return nil, err
 	}
@@ -96,22 +78,27 @@ func (c *Core) StartKernel(ctx context.Context, o KernelOptions) (*Kernel, error
 	if err != nil {
 		return nil, fmt.Errorf("RECKON_DATA_DIR %q: %w", c.Cfg.DataDir, err)
 	}
-	conn, err := c.ConnectTemporal(ctx, o.InMemory)
+	conn, err := c.connectTemporal(ctx, o.InMemory)
 	if err != nil {
 		return nil, err
 	}
 	k := &Kernel{
-		Conn: conn, Tools: tools, Activities: c.NewActivities(tools, fc),
+		Conn: conn,
 		Starter: &runner.Starter{
 			Pool: c.Pool, Journal: c.Journal, Client: conn.Client, TaskQueue: c.Cfg.TaskQueue,
-			DataDir: dataDir, Tools: tools, Timeouts: o.Timeouts,
+			DataDir: dataDir, Tools: tools,
 		},
 	}
 	if fc.Enabled() {
 		c.Log.Warn().Str("after_effect", fc.AfterEffect).Str("before_effect", fc.BeforeEffect).Msg("fault injection is on: matching tool calls will fail crash-style")
 	}
 	if !o.NoWorker {
-		k.Worker = runner.NewWorker(conn.Client, c.Cfg.TaskQueue, k.Activities)
+		k.Worker = runner.NewWorker(conn.Client, c.Cfg.TaskQueue, &runner.Activities{
+			Pool: c.Pool, Journal: c.Journal, Tools: tools,
+			Fault:      fault.New(c.Pool, fc),
+			Unconfined: c.Cfg.SandboxUnconfined,
+			Log:        c.Log.With().Str("component", "worker").Logger(),
+		})
 		if err := k.Worker.Start(); err != nil {
 			conn.Close()
 			return nil, fmt.Errorf("start run worker on task queue %s: %w", c.Cfg.TaskQueue, err)
