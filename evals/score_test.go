@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -66,6 +67,15 @@ func (s *scripted) Decide(ctx context.Context, w pipeline.Wall) (pipeline.Decisi
 		return pipeline.Decision{}, err
 	}
 	return s.answers[w.RunID], nil
+}
+
+// decideFunc is a supervisor made of a function.
+type decideFunc func(context.Context, pipeline.Wall) (pipeline.Decision, error)
+
+func (decideFunc) Name() string { return "scripted" }
+
+func (f decideFunc) Decide(ctx context.Context, w pipeline.Wall) (pipeline.Decision, error) {
+	return f(ctx, w)
 }
 
 func v(id, effect, basis string) pipeline.OperationVerdict {
@@ -279,9 +289,30 @@ func TestScoreConcurrentKeepsFixtureOrder(t *testing.T) {
 		"b": attention(v("b1", "occurred", "probe"), v("b2", "none", "probe"), v("b3", "unknown", "inference")),
 		"c": calm(v("c1", "none", "probe"), v("c2", "occurred", "probe")),
 	}}
-	rep, err := Score(context.Background(), sup, fx, Options{Concurrency: 3})
+	// Wall a is decided only after wall c, so the cases finish out of
+	// fixture order (a after c); the report must still list them in it.
+	cDone := make(chan struct{})
+	ordered := decideFunc(func(ctx context.Context, w pipeline.Wall) (pipeline.Decision, error) {
+		switch w.RunID {
+		case "a":
+			select {
+			case <-cDone:
+			case <-ctx.Done():
+				return pipeline.Decision{}, ctx.Err()
+			}
+		case "c":
+			defer close(cDone)
+		}
+		return sup.Decide(ctx, w)
+	})
+	var finished []string
+	rep, err := Score(context.Background(), ordered, fx, Options{Concurrency: 3, CaseTimeout: 10 * time.Second,
+		Progress: func(_, _ int, c CaseResult) { finished = append(finished, c.ID) }})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if len(finished) != 3 || slices.Index(finished, "a") < slices.Index(finished, "c") {
+		t.Fatalf("cases finished in order %v, want a after c", finished)
 	}
 	for i, id := range []string{"a", "b", "c"} {
 		eq(t, "case order", rep.Cases[i].ID, id)
@@ -298,8 +329,8 @@ func TestScoreStopsWhenContextEnds(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := Score(ctx, &scripted{}, threeWalls(), Options{}); err == nil {
-		t.Fatal("Score on a cancelled context returned no error")
+	if _, err := Score(ctx, &scripted{}, threeWalls(), Options{}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Score on a cancelled context = %v, want context.Canceled", err)
 	}
 	if _, err := Score(context.Background(), &scripted{}, nil, Options{}); !errors.Is(err, ErrNoFixtures) {
 		t.Fatalf("Score on no fixtures = %v, want ErrNoFixtures", err)
