@@ -313,7 +313,8 @@ func (s *Sweeper) Sweep(ctx context.Context, o Options) (rep Report, err error) 
 
 // Walls builds a run's walls exactly as a sweep would show them to the
 // supervisor (listing, settled and pending filters, probes, bounds), without
-// deciding, locking or writing anything. Drills record these.
+// deciding, locking or writing anything. (Drills take their walls from a
+// dry-run Sweep, which also keeps each wall; only tests call this.)
 func (s *Sweeper) Walls(ctx context.Context, project, runID string) ([]pipeline.Wall, error) {
 	if project == "" || runID == "" {
 		return nil, kernel.Errorf(kernel.EInvalid, "walls: project and run_id are required")
