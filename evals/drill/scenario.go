@@ -226,7 +226,7 @@ func (g gen) build(kind string) Scenario {
 		if post {
 			st.Postcondition = &Postcondition{Path: name, SHA256: sha(line + "\n")}
 		}
-		s.Plan, s.Fault.AfterEffect = g.planAfter(st)
+		s.Plan, s.Fault.AfterEffect = g.faulted(st)
 		s.Notes = fmt.Sprintf("run_command appends a line to %s (postcondition declared: %v); fault after the effect", name, post)
 	case KindCmdMkdirAfter:
 		dir := "out/" + strings.TrimSuffix(g.fileName("d"), ".d")
@@ -235,7 +235,7 @@ func (g gen) build(kind string) Scenario {
 		if post {
 			st.Postcondition = &Postcondition{Path: dir}
 		}
-		s.Plan, s.Fault.AfterEffect = g.planAfter(st)
+		s.Plan, s.Fault.AfterEffect = g.faulted(st)
 		s.Notes = fmt.Sprintf("run_command creates directory %s (postcondition declared: %v, but a directory is not a file the probe can prove); fault after the effect", dir, post)
 	case KindMCPIssueAfter, KindMCPIssueBefore:
 		title := g.pick(topics)
@@ -354,9 +354,4 @@ func (g gen) build(kind string) Scenario {
 		panic("drill: unknown kind " + kind)
 	}
 	return s
-}
-
-// planAfter is faulted() for an after-effect fault.
-func (g gen) planAfter(target Step) (Plan, string) {
-	return g.faulted(target)
 }
