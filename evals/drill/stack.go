@@ -65,14 +65,10 @@ type Stack struct {
 func OpenStack(ctx context.Context, o StackOptions) (*Stack, error) {
 	cfg := o.Config
 	st := &Stack{}
-	unconfined := false
-	if err := sandbox.Available(""); err != nil {
-		if !cfg.SandboxUnconfined {
-			return nil, fmt.Errorf("drill: run_command needs bubblewrap (%v); install it (scripts/ensure-deps.sh) or set RECKON_SANDBOX_UNCONFINED=1", err)
-		}
-		unconfined = true
+	if err := sandbox.Available(""); err != nil && !cfg.SandboxUnconfined {
+		return nil, fmt.Errorf("drill: run_command needs bubblewrap (%v); install it (scripts/ensure-deps.sh) or set RECKON_SANDBOX_UNCONFINED=1", err)
 	}
-	st.Unconfined = unconfined || cfg.SandboxUnconfined
+	st.Unconfined = cfg.SandboxUnconfined
 
 	storePath := filepath.Join(cfg.DataDir, "mcp-test-server", "issues.json")
 	store, err := mcpserver.OpenStore(storePath)
