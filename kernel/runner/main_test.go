@@ -59,7 +59,6 @@ type env struct {
 	pool    *pgtest.Schema
 	journal *journal.Store
 	starter *Starter
-	acts    *Activities
 }
 
 type envOpts struct {
@@ -97,7 +96,7 @@ func newEnv(t testing.TB, o envOpts) *env {
 		<-done
 	})
 	return &env{
-		t: t, project: randID("p-"), pool: s, journal: j, acts: acts,
+		t: t, project: randID("p-"), pool: s, journal: j,
 		starter: &Starter{
 			Pool: s.Pool, Journal: j, Client: temporalConn.Client, TaskQueue: queue,
 			DataDir: t.TempDir(), Tools: tools, Timeouts: o.timeouts,
@@ -132,15 +131,11 @@ func (e *env) events(runID string) []kernel.Event {
 	if err := outbox.WaitDelivered(ctx, e.pool.Pool, e.project, runID, 20*time.Millisecond); err != nil {
 		e.t.Fatal(err)
 	}
-	st, err := e.journal.RunEvents(ctx, e.project, runID)
+	evs, err := runEvents(ctx, e.journal, e.project, runID)
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	out := make([]kernel.Event, len(st))
-	for i, s := range st {
-		out[i] = s.Event
-	}
-	return out
+	return evs
 }
 
 func (e *env) workspace(runID string) string {
