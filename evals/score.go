@@ -82,14 +82,13 @@ type CaseResult struct {
 	Error                string `json:"error,omitempty"`
 	ExpectNeedsAttention bool   `json:"expect_needs_attention"`
 	// NeedsAttention is the supervisor's flag; nil without a valid decision.
-	NeedsAttention *bool              `json:"needs_attention"`
-	Causes         []string           `json:"causes,omitempty"`
-	LatencyMS      float64            `json:"latency_ms"`
-	Usage          pipeline.Usage     `json:"usage"`
-	Model          string             `json:"model,omitempty"`
-	PromptVersion  string             `json:"prompt_version,omitempty"`
-	Operations     []OperationResult  `json:"operations"`
-	decision       *pipeline.Decision // kept for the report header only
+	NeedsAttention *bool             `json:"needs_attention"`
+	Causes         []string          `json:"causes,omitempty"`
+	LatencyMS      float64           `json:"latency_ms"`
+	Usage          pipeline.Usage    `json:"usage"`
+	Model          string            `json:"model,omitempty"`
+	PromptVersion  string            `json:"prompt_version,omitempty"`
+	Operations     []OperationResult `json:"operations"`
 }
 
 // Confusion counts operations by truth (rows) and what was said (columns).
@@ -250,9 +249,9 @@ feed:
 	rep.DurationMS = ms(opt.Now().Sub(start))
 	rep.Cases = cases
 	for _, c := range cases {
-		if c.decision != nil && rep.Model == "" {
-			rep.Model = c.decision.Model
-			rep.PromptVersion = c.decision.PromptVersion
+		// Only a returned decision sets a case's model and prompt version.
+		if rep.Model == "" && (c.Model != "" || c.PromptVersion != "") {
+			rep.Model, rep.PromptVersion = c.Model, c.PromptVersion
 		}
 	}
 	rep.Metrics = Compute(cases)
@@ -306,7 +305,6 @@ func runCase(ctx context.Context, sup pipeline.Supervisor, f *Fixture, opt Optio
 		return c
 	}
 	c.Usage, c.Model, c.PromptVersion = d.Usage, d.Model, d.PromptVersion
-	c.decision = &d
 	if err := opt.Validate(f.Wall, d); err != nil {
 		c.Status, c.Error = StatusInvalid, err.Error()
 		invalid()
