@@ -8,9 +8,9 @@ import (
 	"unicode/utf8"
 )
 
-// maxKeyLen bounds identifiers (source_id, event_id, project, run_id,
+// MaxKeyLen bounds identifiers (source_id, event_id, project, run_id,
 // operation_id) so a runaway client cannot bloat indexes.
-const maxKeyLen = 512
+const MaxKeyLen = 512
 
 // wireEvent is the event as it arrives over HTTP: ts is a string so a bad
 // timestamp is reported by field, and data is raw so unknown fields survive.
@@ -89,8 +89,8 @@ func (e Event) validate() (map[string]any, error) {
 		if f.val == "" {
 			return nil, fieldErr(e, f.name, "is required")
 		}
-		if len(f.val) > maxKeyLen {
-			return nil, fieldErr(e, f.name, "is longer than %d bytes", maxKeyLen)
+		if len(f.val) > MaxKeyLen {
+			return nil, fieldErr(e, f.name, "is longer than %d bytes", MaxKeyLen)
 		}
 		if !utf8.ValidString(f.val) {
 			return nil, fieldErr(e, f.name, "is not valid UTF-8")
@@ -199,8 +199,8 @@ func validateData(e Event, m map[string]any) error {
 	}
 	opID := func() error {
 		id, err := needStr("operation_id")
-		if err == nil && len(id) > maxKeyLen {
-			return fieldErr(e, "data.operation_id", "is longer than %d bytes", maxKeyLen)
+		if err == nil && len(id) > MaxKeyLen {
+			return fieldErr(e, "data.operation_id", "is longer than %d bytes", MaxKeyLen)
 		}
 		return err
 	}

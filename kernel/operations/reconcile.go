@@ -261,7 +261,7 @@ func bodyEventID(r ReconcileRequest, n int) string {
 
 func eventIDFor(r ReconcileRequest, suffix string) string {
 	id := r.RunID + "/" + r.OperationID + "/reconciled/" + suffix
-	if len(id) > 512 {
+	if len(id) > kernel.MaxKeyLen {
 		id = "reconciled/" + digest(r.Project, r.RunID, r.OperationID)[:32] + "/" + suffix
 	}
 	return id

@@ -57,7 +57,7 @@ func (s *Sweeper) record(ctx context.Context, w pipeline.Wall, d pipeline.Decisi
 	if err != nil {
 		return kernel.Event{}, nil, err
 	}
-	if len(verdict.EventID) > 512 {
+	if len(verdict.EventID) > kernel.MaxKeyLen {
 		verdict.EventID = "verdict/" + key
 	}
 
