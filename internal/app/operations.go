@@ -14,14 +14,11 @@ import (
 // listing); with tc nil every run's liveness comes from the journal (what
 // NewOperations gives).
 func (c *Core) OperationsService(tc client.Client) *operations.Service {
-	if tc == nil {
-		return c.NewOperations()
+	o := operations.Options{Window: c.Cfg.OperationsWindow, StaleAfter: c.Cfg.StaleAfter}
+	if tc != nil {
+		o.Liveness = operations.NewTemporalLiveness(tc)
 	}
-	return operations.New(c.Pool, c.Journal, operations.Options{
-		Window:     c.Cfg.OperationsWindow,
-		StaleAfter: c.Cfg.StaleAfter,
-		Liveness:   operations.NewTemporalLiveness(tc),
-	})
+	return operations.New(c.Pool, c.Journal, o)
 }
 
 // MountOperations builds the service and serves GET /v1/agent/operations,

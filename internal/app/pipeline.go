@@ -54,9 +54,7 @@ func (c *Core) NewProbes() (probe.Set, error) {
 // NewOperations returns the operations service with journal liveness for
 // every run; processes with a Temporal client pass their own service (with
 // operations.NewTemporalLiveness) to NewSweeper instead.
-func (c *Core) NewOperations() *operations.Service {
-	return operations.New(c.Pool, c.Journal, operations.Options{Window: c.Cfg.OperationsWindow, StaleAfter: c.Cfg.StaleAfter})
-}
+func (c *Core) NewOperations() *operations.Service { return c.OperationsService(nil) }
 
 // NewSweeper builds the triage sweeper from the configuration (supervisor,
 // probes) over ops, with its metrics on c.Registry (shared by every sweeper
