@@ -62,7 +62,7 @@ func (o Options) withDefaults() Options {
 // and for delegate_unsettled the child run's wall too.
 func (st *Stack) Drill(ctx context.Context, sc Scenario, o Options) ([]*evals.Fixture, error) {
 	o = o.withDefaults()
-	if strings.Contains(planTools(sc.Plan), "mcp__write_file") && !st.Filesystem {
+	if usesTool(sc.Plan, "mcp__write_file") && !st.Filesystem {
 		return nil, fmt.Errorf("scenario %s needs the filesystem MCP server (node and testdata/npm; scripts/ensure-deps.sh)", sc.RunID)
 	}
 	client := st.Temporal.Client
@@ -144,15 +144,14 @@ func runnerPlan(p Plan, workspace string) (runner.Plan, error) {
 	return runner.DecodePlan(raw)
 }
 
-func planTools(p Plan) string {
-	var b strings.Builder
+// usesTool reports whether a step of p, or of a plan it delegates, calls tool.
+func usesTool(p Plan, tool string) bool {
 	for _, s := range p.Steps {
-		b.WriteString(s.Tool + " ")
-		if s.Plan != nil {
-			b.WriteString(planTools(*s.Plan))
+		if s.Tool == tool || (s.Plan != nil && usesTool(*s.Plan, tool)) {
+			return true
 		}
 	}
-	return b.String()
+	return false
 }
 
 // childRuns returns the child runs the run's delegate steps started, per
