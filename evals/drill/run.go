@@ -406,7 +406,7 @@ func (st *Stack) GenerateSuite(ctx context.Context, o Options, count int, out st
 				}
 				res.Written = append(res.Written, f.ID)
 				res.Scenarios[f.Scenario]++
-				if strings.Contains(f.Notes, "DISAGREES") {
+				if disagrees(f) {
 					res.Disagreements = append(res.Disagreements, f.ID)
 				}
 			}
@@ -434,6 +434,17 @@ func (st *Stack) GenerateSuite(ctx context.Context, o Options, count int, out st
 		return res, fmt.Errorf("%d of %d scenarios failed:\n  %s", len(res.Failed), len(scs), strings.Join(res.Failed, "\n  "))
 	}
 	return res, nil
+}
+
+// disagrees reports whether the wall's own evidence decides an operation
+// of f to an effect other than its recorded truth.
+func disagrees(f *evals.Fixture) bool {
+	for _, op := range f.Wall.Operations {
+		if e, ok := evals.Decidable(op); ok && e != f.Truth[op.OperationID] {
+			return true
+		}
+	}
+	return false
 }
 
 // removePreviousSuite deletes the fixtures a previous manifest in dir

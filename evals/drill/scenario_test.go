@@ -6,6 +6,9 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/seed-7bc021c3/reckon/evals"
+	"github.com/seed-7bc021c3/reckon/pipeline"
 )
 
 func TestGenerateIsSeededAndCoversEveryKind(t *testing.T) {
@@ -48,6 +51,29 @@ func TestGenerateIsSeededAndCoversEveryKind(t *testing.T) {
 	for _, k := range Kinds {
 		if seen[k] < 2 {
 			t.Errorf("kind %s dealt %d times in two rounds", k, seen[k])
+		}
+	}
+}
+
+func TestDisagreesComparesDecidableEffectWithTruth(t *testing.T) {
+	t.Parallel()
+	probe := func(finding string) pipeline.WallOperation {
+		return pipeline.WallOperation{OperationID: "op-1", Tool: "run_command", State: "failed_uncertain",
+			Evidence: []pipeline.Evidence{{Probe: "workspace", Finding: finding}}}
+	}
+	for _, c := range []struct {
+		op    pipeline.WallOperation
+		truth string
+		want  bool
+	}{
+		{probe(pipeline.FindingOccurred), evals.TruthOccurred, false},
+		{probe(pipeline.FindingOccurred), evals.TruthNone, true},
+		{probe(pipeline.FindingNone), evals.TruthOccurred, true},
+		{pipeline.WallOperation{OperationID: "op-1", Tool: "run_command"}, evals.TruthNone, false}, // not decidable
+	} {
+		f := &evals.Fixture{Wall: pipeline.Wall{Operations: []pipeline.WallOperation{c.op}}, Truth: map[string]string{"op-1": c.truth}}
+		if got := disagrees(f); got != c.want {
+			t.Errorf("evidence %+v, truth %s: disagrees = %v, want %v", c.op.Evidence, c.truth, got, c.want)
 		}
 	}
 }
