@@ -2,6 +2,9 @@ package evals
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"encoding/xml"
 	"errors"
 	"io"
@@ -10,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/pipeline"
 )
 
@@ -98,11 +102,36 @@ func TestFixtureValidateNamesTheField(t *testing.T) {
 	if _, err := ParseFixture(edited); err == nil || !strings.Contains(err.Error(), "wall.digest") {
 		t.Errorf("edited wall: %v, want a wall.digest error", err)
 	}
-	// A field the wall did not have when recorded (added to the type
-	// later, omitted here) does not disturb the stored digest.
+	// Content added to the stored wall after recording breaks the digest.
 	extra := bytes.Replace(b, []byte(`"parts": 1,`), []byte(`"parts": 1, "future_field": {"b": 2, "a": 1},`), 1)
 	if err := checkStoredDigest(extra, digested.Wall.Digest); err == nil {
 		t.Error("a wall with content added after recording kept its digest")
+	}
+	// A field pipeline.Wall has but the wall lacked when it was recorded
+	// (parts, as if added to the type later) does not disturb the stored
+	// digest, although re-marshalling the decoded wall would.
+	older := bytes.Replace(b, []byte(`"parts": 1,`), nil, 1)
+	var doc struct {
+		Wall map[string]json.RawMessage `json:"wall"`
+	}
+	if err := json.Unmarshal(older, &doc); err != nil {
+		t.Fatal(err)
+	}
+	doc.Wall["digest"] = json.RawMessage(`""`)
+	raw, _ := json.Marshal(doc.Wall)
+	canon, err := kernel.Canonical(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(canon)
+	olderDigest := hex.EncodeToString(sum[:])
+	older = bytes.Replace(older, []byte(digested.Wall.Digest), []byte(olderDigest), 1)
+	of, err := ParseFixture(older)
+	if err != nil {
+		t.Fatalf("a wall recorded before a field existed no longer loads: %v", err)
+	}
+	if d, _ := of.Wall.ComputeDigest(); d == olderDigest {
+		t.Fatal("test is vacuous: re-marshalling the older wall gives the same digest")
 	}
 	digested.Wall.Operations[0].Tool = "mcp__create_issue"
 	if _, err := WriteFixture(dir, digested); err == nil || !strings.Contains(err.Error(), "wall.digest") {
