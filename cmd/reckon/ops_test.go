@@ -31,7 +31,7 @@ func TestOpsCLI(t *testing.T) {
 	s := pgtest.New(t)
 	j := journal.New(s.Pool, nil)
 	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	svc := operations.New(s.Pool, j, operations.Options{Now: func() time.Time { return now }})
+	svc := operations.New(s.Pool, operations.Options{Now: func() time.Time { return now }})
 	toks, _ := auth.Parse("ann:operator:operator-secret,rita:reader:reader-secret")
 	srv := httpapi.New(httpapi.Options{Tokens: toks, Log: zerolog.Nop(), Registry: prometheus.NewRegistry()})
 	svc.Mount(srv)

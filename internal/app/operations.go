@@ -18,7 +18,7 @@ func (c *Core) OperationsService(tc client.Client) *operations.Service {
 	if tc != nil {
 		o.Liveness = operations.NewTemporalLiveness(tc)
 	}
-	return operations.New(c.Pool, c.Journal, o)
+	return operations.New(c.Pool, o)
 }
 
 // MountOperations builds the service and serves GET /v1/agent/operations,

@@ -76,7 +76,7 @@ func TestLiveDrill(t *testing.T) {
 	srv.MountIngest(j)
 	runner.Mount(srv, starter)
 	sweep.MountVerdicts(srv, j)
-	svc := operations.New(s.Pool, j, operations.Options{Liveness: operations.NewTemporalLiveness(conn.Client)})
+	svc := operations.New(s.Pool, operations.Options{Liveness: operations.NewTemporalLiveness(conn.Client)})
 	svc.Mount(srv)
 	ts := newTestServer(t, srv)
 

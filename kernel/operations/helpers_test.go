@@ -47,7 +47,7 @@ func newEnv(t *testing.T, live operations.Liveness) *env {
 	c := &clock{t: t0}
 	e := &env{t: t, ctx: context.Background(), s: s, j: j, clock: c,
 		pub: outbox.NewPublisher(s.Pool, j, outbox.Config{}, nil, zerolog.Nop())}
-	e.svc = operations.New(s.Pool, j, operations.Options{
+	e.svc = operations.New(s.Pool, operations.Options{
 		Window: 168 * time.Hour, StaleAfter: 10 * time.Minute, Liveness: live, Now: c.Now,
 	})
 	return e

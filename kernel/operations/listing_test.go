@@ -417,7 +417,7 @@ func TestLivenessBudget(t *testing.T) {
 	t.Parallel()
 	live := &fakeLiveness{running: map[string]bool{}}
 	e := newEnv(t, live)
-	e.svc = operations.New(e.s.Pool, e.j, operations.Options{Liveness: live, LivenessCalls: 3, Now: e.clock.Now})
+	e.svc = operations.New(e.s.Pool, operations.Options{Liveness: live, LivenessCalls: 3, Now: e.clock.Now})
 	var evs []kernel.Event
 	for i := 0; i < 6; i++ {
 		b := evb{project: "acme", run: fmt.Sprintf("k%d", i), source: kernel.KernelSource}

@@ -11,7 +11,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/seed-7bc021c3/reckon/kernel"
-	"github.com/seed-7bc021c3/reckon/kernel/journal"
 	"github.com/seed-7bc021c3/reckon/kernel/runner"
 )
 
@@ -45,12 +44,11 @@ type Options struct {
 // Service is the operations projection and the reconciliation path.
 type Service struct {
 	pool *pgxpool.Pool
-	j    *journal.Store
 	o    Options
 }
 
 // New returns a Service over the journal in pool.
-func New(pool *pgxpool.Pool, j *journal.Store, opts Options) *Service {
+func New(pool *pgxpool.Pool, opts Options) *Service {
 	if opts.Window <= 0 {
 		opts.Window = DefaultWindow
 	}
@@ -63,7 +61,7 @@ func New(pool *pgxpool.Pool, j *journal.Store, opts Options) *Service {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Service{pool: pool, j: j, o: opts}
+	return &Service{pool: pool, o: opts}
 }
 
 func (s *Service) now() time.Time { return s.o.Now().UTC() }

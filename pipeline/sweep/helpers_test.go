@@ -33,7 +33,7 @@ func newEnv(t testing.TB) *env {
 	j := journal.New(s.Pool, nil)
 	return &env{
 		t: t, s: s, j: j,
-		ops: operations.New(s.Pool, j, operations.Options{}),
+		ops: operations.New(s.Pool, operations.Options{}),
 		pub: outbox.NewPublisher(s.Pool, j, outbox.Config{}, nil, zerolog.Nop()),
 		t0:  time.Now().UTC().Add(-time.Hour).Truncate(time.Second),
 	}
