@@ -37,9 +37,15 @@ var recordedHistories = map[string]Plan{
 	}},
 }
 
+// TestRecordHistories runs the recorded plans on the real server and checks
+// that their fresh histories replay against the workflow code (the same
+// check TestReplayRecordedHistories makes on the committed ones). With
+// RECKON_RECORD_HISTORY=1 it also rewrites the committed histories in
+// testdata.
 func TestRecordHistories(t *testing.T) {
-	if os.Getenv("RECKON_RECORD_HISTORY") != "1" {
-		t.Skip("recording only with RECKON_RECORD_HISTORY=1; the committed histories are replayed by TestReplayRecordedHistories")
+	dir := t.TempDir()
+	if os.Getenv("RECKON_RECORD_HISTORY") == "1" {
+		dir = "testdata"
 	}
 	e := newEnv(t, envOpts{fault: fault.Config{AfterEffect: "run_command"}})
 	for name, plan := range recordedHistories {
@@ -58,8 +64,14 @@ func TestRecordHistories(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join("testdata", name), raw, 0o644); err != nil {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, raw, 0o644); err != nil {
 			t.Fatal(err)
+		}
+		r := worker.NewWorkflowReplayer()
+		r.RegisterWorkflowWithOptions(RunWorkflow, workflow.RegisterOptions{Name: WorkflowName})
+		if err := r.ReplayWorkflowHistoryFromJSONFile(temporalx.SDKLogger(zerolog.Nop()), path); err != nil {
+			t.Errorf("fresh history of %s does not replay: %v", name, err)
 		}
 		t.Logf("recorded %s: %d events", name, len(h.Events))
 	}
