@@ -118,8 +118,11 @@ func TestWorkerSIGKILLDuringRunCommand(t *testing.T) {
 			t.Fatal(err)
 		}
 		ws, _ := starter.Workspace("crash", runs[i])
+		// Wait for the marker's content, not its existence: the shell
+		// creates marker.txt when it opens it for append, a moment before
+		// echo writes, and a kill in between leaves an empty file.
 		for {
-			if _, err := os.Stat(filepath.Join(ws, "marker.txt")); err == nil {
+			if b, err := os.ReadFile(filepath.Join(ws, "marker.txt")); err == nil && len(b) > 0 {
 				break
 			}
 			if ctx.Err() != nil {
