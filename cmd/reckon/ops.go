@@ -206,7 +206,7 @@ func opsMain(ctx context.Context, args []string, stdout, stderr io.Writer, geten
 		var d kernel.Reconciled
 		_ = ev.DecodeData(&d)
 		verb := "recorded"
-		if h.Get("Idempotent-Replayed") == "true" {
+		if h.Get(operations.ReplayedHeader) == "true" {
 			verb = "already recorded"
 		}
 		fmt.Fprintf(stdout, "%s %s: %s/%s effect=%s basis=%s actor=%s\n", verb, ev.Key(), ev.RunID, d.OperationID, d.Effect, d.Basis, ev.Actor)

@@ -21,6 +21,10 @@ const (
 // IdempotencyKeyHeader carries a reconcile's idempotency key.
 const IdempotencyKeyHeader = "Idempotency-Key"
 
+// ReplayedHeader is set to "true" on a reconcile answer that returns the
+// event an earlier request with the same idempotency key recorded.
+const ReplayedHeader = "Idempotent-Replayed"
+
 // Mount serves the listing, reconcile and history endpoints on srv.
 func (s *Service) Mount(srv *httpapi.Server) {
 	srv.Handle(http.MethodGet, PathOperations, []string{auth.RoleReader}, s.handleList)
@@ -87,7 +91,7 @@ func (s *Service) handleReconcile(w http.ResponseWriter, r *http.Request) error 
 		return err
 	}
 	if repeated {
-		w.Header().Set("Idempotent-Replayed", "true")
+		w.Header().Set(ReplayedHeader, "true")
 	}
 	httpapi.WriteJSON(w, http.StatusCreated, ev)
 	return nil

@@ -154,12 +154,12 @@ func TestHTTPEndpoints(t *testing.T) {
 	r2 := call(t, "POST", rec, operatorTok, good, operations.IdempotencyKeyHeader, "abc")
 	c1, _ := json.Marshal(r1.body)
 	c2, _ := json.Marshal(r2.body) // maps marshal with sorted keys: a canonical comparison
-	if r2.status != 201 || !bytes.Equal(c1, c2) || r2.header.Get("Idempotent-Replayed") != "true" {
+	if r2.status != 201 || !bytes.Equal(c1, c2) || r2.header.Get(operations.ReplayedHeader) != "true" {
 		t.Fatalf("keyed repeat: %d %s vs %s", r2.status, r2.raw, r1.raw)
 	}
 	e.clock.Set(t0.Add(time.Minute))
 	r3 := call(t, "POST", rec, operatorTok, good)
-	if r3.status != 201 || r3.body["event_id"] != r1.body["event_id"] || r3.header.Get("Idempotent-Replayed") != "true" {
+	if r3.status != 201 || r3.body["event_id"] != r1.body["event_id"] || r3.header.Get(operations.ReplayedHeader) != "true" {
 		t.Fatalf("body repeat: %d %s", r3.status, r3.raw)
 	}
 	e.drain()
