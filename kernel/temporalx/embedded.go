@@ -158,6 +158,13 @@ func StartEmbedded(cfg EmbeddedConfig) (*Embedded, error) {
 			// which showed up as multi-second pickup delays of new queues.
 			dynamicconfig.MatchingNumTaskqueueReadPartitions.Key():  []dynamicconfig.ConstrainedValue{{Value: 1}},
 			dynamicconfig.MatchingNumTaskqueueWritePartitions.Key(): []dynamicconfig.ConstrainedValue{{Value: 1}},
+			// One history shard: the transfer queue's default 20 polls/s
+			// is a per-shard limit meant for clusters of hundreds of
+			// shards. Here every workflow shares the one shard, so after
+			// the limiter's burst each workflow task waited ~45 ms to be
+			// dispatched (read off the history: WorkflowTaskScheduled →
+			// Started), three per tool call. Polls are cheap in-process.
+			dynamicconfig.TransferProcessorMaxPollRPS.Key(): []dynamicconfig.ConstrainedValue{{Value: 2000}},
 		}),
 	)
 	if err != nil {
