@@ -24,6 +24,7 @@ import (
 	"github.com/seed-7bc021c3/reckon/kernel/config"
 	"github.com/seed-7bc021c3/reckon/kernel/httpapi"
 	"github.com/seed-7bc021c3/reckon/kernel/journal"
+	"github.com/seed-7bc021c3/reckon/kernel/operations"
 	"github.com/seed-7bc021c3/reckon/kernel/outbox"
 	"github.com/seed-7bc021c3/reckon/migrations"
 )
@@ -122,6 +123,9 @@ type Core struct {
 	Registry *prometheus.Registry
 	Tokens   *auth.Tokens
 	Outbox   *outbox.Metrics
+	// Ops is shared by every operations service the process builds (the
+	// API's and the sweep's), so their figures land in one series.
+	Ops *operations.Metrics
 }
 
 // NewCore connects and migrates. createDB creates a missing database (dev).
@@ -145,6 +149,7 @@ func NewCore(ctx context.Context, cfg config.Config, createDB bool) (*Core, erro
 		Cfg: cfg, Log: log, Pool: pool, Registry: reg, Tokens: tokens,
 		Journal: journal.New(pool, reg),
 		Outbox:  outbox.NewMetrics(reg, pool),
+		Ops:     operations.NewMetrics(reg),
 	}, nil
 }
 

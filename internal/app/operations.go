@@ -14,7 +14,7 @@ import (
 // listing); with tc nil every run's liveness comes from the journal (what
 // NewOperations gives).
 func (c *Core) OperationsService(tc client.Client) *operations.Service {
-	o := operations.Options{Window: c.Cfg.OperationsWindow, StaleAfter: c.Cfg.StaleAfter}
+	o := operations.Options{Window: c.Cfg.OperationsWindow, StaleAfter: c.Cfg.StaleAfter, Metrics: c.Ops}
 	if tc != nil {
 		o.Liveness = operations.NewTemporalLiveness(tc)
 	}

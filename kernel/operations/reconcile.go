@@ -89,6 +89,12 @@ func (s *Service) Reconcile(ctx context.Context, req ReconcileRequest) (kernel.E
 }
 
 func (s *Service) reconcile(ctx context.Context, req ReconcileRequest) (kernel.Event, bool, error) {
+	ev, repeated, err := s.reconcileOwnTx(ctx, req)
+	s.o.Metrics.observeReconcile(req.Basis, repeated, err)
+	return ev, repeated, err
+}
+
+func (s *Service) reconcileOwnTx(ctx context.Context, req ReconcileRequest) (kernel.Event, bool, error) {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return kernel.Event{}, false, fmt.Errorf("reconcile: begin: %w", err)

@@ -39,6 +39,9 @@ type Options struct {
 	LivenessCalls int
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Metrics receives listing and reconcile figures; nil keeps them
+	// unregistered.
+	Metrics *Metrics
 }
 
 // Service is the operations projection and the reconciliation path.
@@ -60,6 +63,9 @@ func New(pool *pgxpool.Pool, opts Options) *Service {
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
+	}
+	if opts.Metrics == nil {
+		opts.Metrics = NewMetrics(nil)
 	}
 	return &Service{pool: pool, o: opts}
 }
@@ -85,6 +91,16 @@ type candidate struct {
 
 // List returns a page of the project's unresolved operations, oldest first.
 func (s *Service) List(ctx context.Context, p ListParams) (Page, error) {
+	start := time.Now()
+	page, err := s.list(ctx, p)
+	// A malformed request is the caller's mistake, not a listing.
+	if kernel.ErrorCode(err) != kernel.EInvalid {
+		s.o.Metrics.observeList(time.Since(start).Seconds(), page, err)
+	}
+	return page, err
+}
+
+func (s *Service) list(ctx context.Context, p ListParams) (Page, error) {
 	if p.Project == "" {
 		return Page{}, kernel.Errorf(kernel.EInvalid, "project is required: ?project=<name>")
 	}
