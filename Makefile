@@ -31,7 +31,9 @@ demo: db deps
 BENCH_PKGS = ./kernel/journal/ ./kernel/outbox/ ./kernel/operations/ ./pipeline/sweep/ ./kernel/runner/
 bench: db deps
 	scripts/bench-reference.sh
-	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m -v $(BENCH_PKGS) | grep -vE '^(=== RUN|--- PASS|PASS|goos|goarch|cpu)'
+	@# -p 1: one package's benchmarks at a time; go test otherwise runs a
+	@# test binary per core at once and the figures measure each other.
+	$(GO) test -p 1 -run '^$$' -bench . -benchtime 1x -timeout 60m -v $(BENCH_PKGS) | grep -vE '^(=== RUN|--- PASS|PASS|goos|goarch|cpu)'
 
 lint:
 	$(GO) vet ./...
