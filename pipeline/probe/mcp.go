@@ -43,6 +43,13 @@ type Looker interface {
 	LookupOperation(ctx context.Context, run Run, tool, key string) (ans LookupAnswer, supported bool, err error)
 }
 
+// ScopedLooker is a Looker that can keep its connections for a scope (one
+// wall's operations): l answers lookups within it, done releases them.
+type ScopedLooker interface {
+	Looker
+	Scoped() (l Looker, done func())
+}
+
 // MCP asks the downstream MCP server what happened to the operation's
 // idempotency key (mcptool.IdempotencyKey: project/run_id/operation_id, as
 // the kernel sends it in _meta).
@@ -63,6 +70,18 @@ type MCP struct {
 
 // Name implements Probe.
 func (p MCP) Name() string { return MCPName }
+
+// ForWall implements WallScoped: with a ScopedLooker, the wall's operations
+// share its connections.
+func (p MCP) ForWall(Run) (Probe, func()) {
+	sl, ok := p.Looker.(ScopedLooker)
+	if !ok {
+		return p, func() {}
+	}
+	l, done := sl.Scoped()
+	p.Looker = l
+	return p, done
+}
 
 // Probe implements Probe.
 func (p MCP) Probe(ctx context.Context, run Run, op pipeline.WallOperation) (pipeline.Evidence, bool) {
@@ -110,33 +129,86 @@ type MCPClient struct {
 	Timeout time.Duration
 }
 
-// LookupOperation implements Looker.
+// LookupOperation implements Looker with connections of its own, closed
+// before it returns. The sweep uses Scoped instead, which keeps them for a
+// whole wall.
 func (c MCPClient) LookupOperation(ctx context.Context, run Run, tool, key string) (LookupAnswer, bool, error) {
+	l, done := c.Scoped()
+	defer done()
+	return l.LookupOperation(ctx, run, tool, key)
+}
+
+// Scoped implements ScopedLooker: the returned Looker connects to each
+// server at most once (the first time an operation needs it) and asks every
+// later lookup over the same session, so a wall of N operations costs one
+// connection per server — for a stdio server, one process — instead of N.
+// A server that could not be reached is not dialled again within the scope:
+// its failure is every later lookup's answer. done closes the sessions.
+func (c MCPClient) Scoped() (l Looker, done func()) {
+	s := &mcpSessions{c: c, open: map[string]*mcpSession{}}
+	return s, s.close
+}
+
+// mcpSessions is one scope's connections, by server name. The sweep probes
+// a wall's operations one after another, so it is not safe for concurrent
+// use and needs no lock.
+type mcpSessions struct {
+	c    MCPClient
+	open map[string]*mcpSession
+}
+
+type mcpSession struct {
+	cs    *mcp.ClientSession
+	tools map[string]bool
+	err   error // why the server could not be used in this scope
+}
+
+func (s *mcpSessions) close() {
+	for _, ss := range s.open {
+		if ss.cs != nil {
+			_ = ss.cs.Close()
+		}
+	}
+	s.open = map[string]*mcpSession{}
+}
+
+// LookupOperation implements Looker for tool mcp__<tool> (or
+// mcp__<server>__<tool>): it asks lookup_operation on the first configured
+// server that offers both the tool and lookup_operation.
+func (s *mcpSessions) LookupOperation(ctx context.Context, run Run, tool, key string) (LookupAnswer, bool, error) {
 	name := strings.TrimPrefix(tool, "mcp__")
 	server := ""
 	if i := strings.Index(name, "__"); i >= 0 {
 		server, name = name[:i], name[i+2:]
 	}
-	timeout := c.Timeout
+	timeout := s.c.Timeout
 	if timeout <= 0 {
 		timeout = 30 * time.Second
 	}
 	var errs []error
-	for _, sc := range c.Servers {
+	for _, sc := range s.c.Servers {
 		if server != "" && sc.Name != server {
 			continue
 		}
 		if len(sc.Tools) > 0 && !contains(sc.Tools, name) {
 			continue
 		}
-		ans, ok, err := c.lookupOn(ctx, sc, run, name, key, timeout)
+		ss := s.session(ctx, sc, run, timeout)
+		if ss.err != nil {
+			errs = append(errs, fmt.Errorf("server %s: %w", sc.Name, ss.err))
+			continue
+		}
+		if !ss.tools[name] || !ss.tools["lookup_operation"] {
+			continue
+		}
+		lctx, cancel := context.WithTimeout(ctx, timeout)
+		ans, err := lookup(lctx, ss.cs, sc.Name, key)
+		cancel()
 		if err != nil {
 			errs = append(errs, fmt.Errorf("server %s: %w", sc.Name, err))
 			continue
 		}
-		if ok {
-			return ans, true, nil
-		}
+		return ans, true, nil
 	}
 	if len(errs) > 0 {
 		return LookupAnswer{}, true, errors.Join(errs...)
@@ -144,11 +216,25 @@ func (c MCPClient) LookupOperation(ctx context.Context, run Run, tool, key strin
 	return LookupAnswer{}, false, nil
 }
 
-func (c MCPClient) lookupOn(ctx context.Context, sc mcptool.ServerConfig, run Run, tool, key string, timeout time.Duration) (LookupAnswer, bool, error) {
+// session returns the scope's session with sc, connecting and listing its
+// tools the first time.
+func (s *mcpSessions) session(ctx context.Context, sc mcptool.ServerConfig, run Run, timeout time.Duration) *mcpSession {
+	if ss, ok := s.open[sc.Name]; ok {
+		return ss
+	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	ss := &mcpSession{}
+	ss.cs, ss.tools, ss.err = connect(ctx, transportFor(sc, run))
+	s.open[sc.Name] = ss
+	return ss
+}
+
+// transportFor builds the transport to sc, with {workspace}, {project} and
+// {run_id} in its command, environment, directory, URL and headers
+// replaced by the run's.
+func transportFor(sc mcptool.ServerConfig, run Run) mcp.Transport {
 	rep := strings.NewReplacer("{workspace}", run.Workspace, "{project}", run.Project, "{run_id}", run.RunID)
-	var transport mcp.Transport
 	if len(sc.Command) > 0 {
 		argv := make([]string, len(sc.Command))
 		for i, a := range sc.Command {
@@ -161,48 +247,61 @@ func (c MCPClient) lookupOn(ctx context.Context, sc mcptool.ServerConfig, run Ru
 		}
 		cmd.Dir = rep.Replace(sc.Dir)
 		cmd.WaitDelay = 2 * time.Second
-		transport = &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}
-	} else {
-		h := http.Header{}
-		for k, v := range sc.Headers {
-			h.Set(k, rep.Replace(v))
-		}
-		transport = &mcp.StreamableClientTransport{
-			Endpoint:             rep.Replace(sc.URL),
-			HTTPClient:           &http.Client{Transport: headerRT{h: h}},
-			MaxRetries:           -1,
-			DisableStandaloneSSE: true,
-		}
+		return &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}
 	}
-	return LookupVia(ctx, sc.Name, transport, tool, key)
+	h := http.Header{}
+	for k, v := range sc.Headers {
+		h.Set(k, rep.Replace(v))
+	}
+	return &mcp.StreamableClientTransport{
+		Endpoint:             rep.Replace(sc.URL),
+		HTTPClient:           &http.Client{Transport: headerRT{h: h}},
+		MaxRetries:           -1,
+		DisableStandaloneSSE: true,
+	}
+}
+
+// connect opens a session over transport and lists the server's tools.
+func connect(ctx context.Context, transport mcp.Transport) (*mcp.ClientSession, map[string]bool, error) {
+	client := mcp.NewClient(&mcp.Implementation{Name: "reckon-probe", Version: "1"}, nil)
+	cs, err := client.Connect(ctx, transport, nil)
+	if err != nil {
+		return nil, nil, fmt.Errorf("connect: %w", err)
+	}
+	tools := map[string]bool{}
+	for t, err := range cs.Tools(ctx, nil) {
+		if err != nil {
+			_ = cs.Close()
+			return nil, nil, fmt.Errorf("tools/list: %w", err)
+		}
+		tools[t.Name] = true
+	}
+	return cs, tools, nil
 }
 
 // LookupVia connects over transport and, when the server offers tool and
 // lookup_operation, asks it about key.
 func LookupVia(ctx context.Context, serverName string, transport mcp.Transport, tool, key string) (LookupAnswer, bool, error) {
-	client := mcp.NewClient(&mcp.Implementation{Name: "reckon-probe", Version: "1"}, nil)
-	cs, err := client.Connect(ctx, transport, nil)
+	cs, tools, err := connect(ctx, transport)
 	if err != nil {
-		return LookupAnswer{}, false, fmt.Errorf("connect: %w", err)
+		return LookupAnswer{}, false, err
 	}
 	defer cs.Close()
-	hasTool, hasLookup := false, false
-	for t, err := range cs.Tools(ctx, nil) {
-		if err != nil {
-			return LookupAnswer{}, false, fmt.Errorf("tools/list: %w", err)
-		}
-		hasTool = hasTool || t.Name == tool
-		hasLookup = hasLookup || t.Name == "lookup_operation"
-	}
-	if !hasTool || !hasLookup {
+	if !tools[tool] || !tools["lookup_operation"] {
 		return LookupAnswer{}, false, nil
 	}
+	ans, err := lookup(ctx, cs, serverName, key)
+	return ans, true, err
+}
+
+// lookup calls lookup_operation for key on an open session.
+func lookup(ctx context.Context, cs *mcp.ClientSession, serverName, key string) (LookupAnswer, error) {
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "lookup_operation", Arguments: map[string]any{"key": key}})
 	if err != nil {
-		return LookupAnswer{}, true, fmt.Errorf("lookup_operation: %w", err)
+		return LookupAnswer{}, fmt.Errorf("lookup_operation: %w", err)
 	}
 	if res.IsError {
-		return LookupAnswer{}, true, fmt.Errorf("lookup_operation answered an error: %s", text(res))
+		return LookupAnswer{}, fmt.Errorf("lookup_operation answered an error: %s", text(res))
 	}
 	raw, err := json.Marshal(res.StructuredContent)
 	if err != nil || res.StructuredContent == nil {
@@ -212,9 +311,9 @@ func LookupVia(ctx context.Context, serverName string, transport mcp.Transport, 
 		Status string `json:"status"`
 	}
 	if err := json.Unmarshal(raw, &ans); err != nil {
-		return LookupAnswer{}, true, fmt.Errorf("lookup_operation answer is not JSON: %v", err)
+		return LookupAnswer{}, fmt.Errorf("lookup_operation answer is not JSON: %v", err)
 	}
-	return LookupAnswer{Server: serverName, Status: ans.Status, Result: raw}, true, nil
+	return LookupAnswer{Server: serverName, Status: ans.Status, Result: raw}, nil
 }
 
 func text(res *mcp.CallToolResult) string {

@@ -46,8 +46,37 @@ type Probe interface {
 	Probe(ctx context.Context, run Run, op pipeline.WallOperation) (ev pipeline.Evidence, ok bool)
 }
 
+// WallScoped is a Probe that holds resources across the operations of one
+// wall (the MCP probe's connections): ForWall returns the probe to use for
+// that wall and the func that releases what it opened.
+type WallScoped interface {
+	Probe
+	ForWall(run Run) (p Probe, done func())
+}
+
 // Set runs several probes.
 type Set []Probe
+
+// ForWall returns the set to probe one wall's operations with — WallScoped
+// probes replaced by their per-wall instances — and the func that releases
+// them; call it when the wall's operations are probed.
+func (s Set) ForWall(run Run) (Set, func()) {
+	out := make(Set, len(s))
+	var dones []func()
+	for i, p := range s {
+		if ws, ok := p.(WallScoped); ok {
+			wp, done := ws.ForWall(run)
+			out[i], dones = wp, append(dones, done)
+			continue
+		}
+		out[i] = p
+	}
+	return out, func() {
+		for _, d := range dones {
+			d()
+		}
+	}
+}
 
 // Probe returns the evidence of every applicable probe for op.
 func (s Set) Probe(ctx context.Context, run Run, op pipeline.WallOperation) []pipeline.Evidence {

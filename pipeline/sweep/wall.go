@@ -53,12 +53,14 @@ func (s *Sweeper) buildWalls(ctx context.Context, pile runPile) ([]pipeline.Wall
 	earlier := earlierVerdicts(evs, s.cfg.MaxEarlierVerdicts)
 	now := s.cfg.Now().UTC()
 
+	probes, done := s.cfg.Probes.ForWall(run)
 	ops := make([]pipeline.WallOperation, 0, len(items))
 	for _, it := range items {
 		op := s.wallOperation(it, now)
-		op.Evidence = s.cfg.Probes.Probe(ctx, run, op)
+		op.Evidence = probes.Probe(ctx, run, op)
 		ops = append(ops, op)
 	}
+	done()
 	chunks := split(ops, s.cfg.MaxOpsPerWall, s.cfg.MaxWallBytes)
 	walls := make([]pipeline.Wall, len(chunks))
 	for i, c := range chunks {
