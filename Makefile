@@ -1,5 +1,9 @@
 # reckon — see README.md. Everything here uses the approved Go toolchain.
 export GOTOOLCHAIN := go1.27.3
+# bash with pipefail: a failing `go test` piped through grep must fail the
+# target (make bench's filter used to hide a build failure behind grep's 0).
+SHELL := /bin/bash
+.SHELLFLAGS := -o pipefail -c
 DATABASE_URL ?= postgres://127.0.0.1:5432/reckon?sslmode=disable
 export DATABASE_URL
 GO ?= go
