@@ -9,6 +9,8 @@
 package temporalx
 
 import (
+	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"net"
@@ -25,6 +27,9 @@ import (
 	sqliteplugin "go.temporal.io/server/common/persistence/sql/sqlplugin/sqlite"
 	"go.temporal.io/server/schema/sqlite"
 	"go.temporal.io/server/temporal"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 )
 
 // EmbeddedConfig configures an embedded server.
@@ -82,6 +87,8 @@ func StartEmbedded(cfg EmbeddedConfig) (*Embedded, error) {
 			if err := sqlite.SetupSchema(&sqlCfg); err != nil {
 				return nil, fmt.Errorf("embedded temporal: set up SQLite schema in %s: %w", cfg.DBFile, err)
 			}
+		} else if err := forgetMembers(cfg.DBFile); err != nil {
+			return nil, fmt.Errorf("embedded temporal: %w", err)
 		}
 	}
 
@@ -173,10 +180,59 @@ func StartEmbedded(cfg EmbeddedConfig) (*Embedded, error) {
 	if err := srv.Start(); err != nil {
 		return nil, fmt.Errorf("embedded temporal: start: %w", err)
 	}
-	// ringpop may still be settling right after Start; temporaltest waits
-	// the same way before handing the server out.
-	time.Sleep(100 * time.Millisecond)
+	// The frontend answers "not healthy yet" for a moment after Start (and
+	// logs each such call as a service failure): wait until its gRPC health
+	// check says SERVING before handing the server out.
+	if err := waitServing(frontend, 20*time.Second); err != nil {
+		_ = srv.Stop()
+		return nil, fmt.Errorf("embedded temporal: %w", err)
+	}
 	return &Embedded{srv: srv, hostPort: frontend, stopping: stopping}, nil
+}
+
+// forgetMembers empties the membership table of an existing SQLite file.
+// The embedded server is one process on fresh random ports each start, but
+// the table keeps the previous starts' hosts for 48 hours; ringpop tried to
+// join them, and for the first seconds after every restart matching and
+// history answered "Not enough hosts to serve the request" (about 20 error
+// lines, and workers' heartbeats refused). Nobody else can be a member: the
+// file belongs to this process.
+func forgetMembers(dbFile string) error {
+	db, err := sql.Open("sqlite", "file:"+dbFile+"?_pragma=busy_timeout(5000)")
+	if err != nil {
+		return fmt.Errorf("open %s: %w", dbFile, err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`DELETE FROM cluster_membership`); err != nil {
+		return fmt.Errorf("clear stale cluster membership in %s: %w", dbFile, err)
+	}
+	return nil
+}
+
+// frontendService is the name the frontend registers its health under.
+const frontendService = "temporal.api.workflowservice.v1.WorkflowService"
+
+// waitServing polls the frontend's standard gRPC health service.
+func waitServing(hostPort string, limit time.Duration) error {
+	conn, err := grpc.NewClient(hostPort, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return fmt.Errorf("health check of %s: %w", hostPort, err)
+	}
+	defer conn.Close()
+	hc := healthpb.NewHealthClient(conn)
+	deadline := time.Now().Add(limit)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		resp, err := hc.Check(ctx, &healthpb.HealthCheckRequest{Service: frontendService})
+		cancel()
+		if err == nil && resp.GetStatus() == healthpb.HealthCheckResponse_SERVING {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("frontend %s not serving after %s (last: %v %v)", hostPort, limit, resp.GetStatus(), err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // HostPort is the frontend's address, for clients and workers of other

@@ -3,6 +3,7 @@ package temporalx
 import (
 	"context"
 	"os"
+	"sync"
 	"testing"
 	"time"
 
@@ -65,7 +66,11 @@ func TestEmbeddedSQLiteFilePersists(t *testing.T) {
 		t.Fatalf("no SQLite file after the first server: %v", err)
 	}
 
-	conn2, err := Connect(context.Background(), Options{DataDir: dir, Log: zerolog.Nop()})
+	// The restarted server's error log stays empty: the previous start's
+	// cluster members (other ports) are forgotten, and calls refused while
+	// the frontend starts are not the caller's failures.
+	var errs lockedBuffer
+	conn2, err := Connect(context.Background(), Options{DataDir: dir, Log: zerolog.New(&errs)})
 	if err != nil {
 		t.Fatalf("restart on the same SQLite file: %v", err)
 	}
@@ -79,6 +84,32 @@ func TestEmbeddedSQLiteFilePersists(t *testing.T) {
 	if s := d.GetWorkflowExecutionInfo().GetStatus().String(); s != "Completed" {
 		t.Fatalf("status after restart = %s, want Completed", s)
 	}
+	runEcho(t, conn2.Client, "q-file", "wf-file-2")
+	// Stale members made matching and history refuse calls for the first
+	// seconds after a restart; give them that long to show.
+	time.Sleep(2 * time.Second)
+	if got := errs.String(); got != "" {
+		t.Fatalf("restarted server logged errors:\n%s", got)
+	}
+}
+
+// lockedBuffer collects log lines written from many goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  []byte
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.b = append(l.b, p...)
+	return len(p), nil
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return string(l.b)
 }
 
 func TestSDKLoggerFields(t *testing.T) {

@@ -2,6 +2,7 @@ package temporalx
 
 import (
 	"fmt"
+	"strings"
 	"sync/atomic"
 
 	"github.com/rs/zerolog"
@@ -87,7 +88,13 @@ var (
 func (s serverLogger) Debug(msg string, tags ...tag.Tag)  { withTags(s.l.Debug(), tags).Msg(msg) }
 func (s serverLogger) Info(msg string, tags ...tag.Tag)   { withTags(s.l.Info(), tags).Msg(msg) }
 func (s serverLogger) Warn(msg string, tags ...tag.Tag)   { withTags(s.l.Warn(), tags).Msg(msg) }
-func (s serverLogger) Error(msg string, tags ...tag.Tag)  { withTags(s.errorEvent(), tags).Msg(msg) }
+func (s serverLogger) Error(msg string, tags ...tag.Tag) {
+	if notYetHealthy(tags) {
+		withTags(s.l.Debug(), tags).Msg(msg)
+		return
+	}
+	withTags(s.errorEvent(), tags).Msg(msg)
+}
 func (s serverLogger) DPanic(msg string, tags ...tag.Tag) { withTags(s.errorEvent(), tags).Msg(msg) }
 
 // Panic logs and panics, as the server's contract requires.
@@ -110,6 +117,21 @@ func (s serverLogger) With(tags ...tag.Tag) serverlog.Logger {
 		c = c.Interface(t.Key(), t.Value())
 	}
 	return serverLogger{l: c.Logger(), stopping: s.stopping}
+}
+
+// notYetHealthy reports a call the frontend refused because it was still
+// starting: the server's own internal worker dials it during Start, before
+// the health check turns SERVING, and the server logs that refusal as a
+// service failure. Start waits for SERVING, so it is never a caller's
+// failure; it stays visible at debug level.
+func notYetHealthy(tags []tag.Tag) bool {
+	for _, t := range tags {
+		// The server's error tags encode their value as the error's text.
+		if t.Key() == "error" && strings.Contains(fmt.Sprint(t.Value()), "Frontend is not healthy yet") {
+			return true
+		}
+	}
+	return false
 }
 
 func withTags(e *zerolog.Event, tags []tag.Tag) *zerolog.Event {
