@@ -85,9 +85,9 @@ var (
 	_ serverlog.WithLogger = serverLogger{}
 )
 
-func (s serverLogger) Debug(msg string, tags ...tag.Tag)  { withTags(s.l.Debug(), tags).Msg(msg) }
-func (s serverLogger) Info(msg string, tags ...tag.Tag)   { withTags(s.l.Info(), tags).Msg(msg) }
-func (s serverLogger) Warn(msg string, tags ...tag.Tag)   { withTags(s.l.Warn(), tags).Msg(msg) }
+func (s serverLogger) Debug(msg string, tags ...tag.Tag) { withTags(s.l.Debug(), tags).Msg(msg) }
+func (s serverLogger) Info(msg string, tags ...tag.Tag)  { withTags(s.l.Info(), tags).Msg(msg) }
+func (s serverLogger) Warn(msg string, tags ...tag.Tag)  { withTags(s.l.Warn(), tags).Msg(msg) }
 func (s serverLogger) Error(msg string, tags ...tag.Tag) {
 	if notYetHealthy(tags) {
 		withTags(s.l.Debug(), tags).Msg(msg)
