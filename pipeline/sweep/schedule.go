@@ -17,7 +17,7 @@ func (s *Sweeper) RunSchedule(ctx context.Context, spec string, o Options) error
 	if err != nil {
 		return fmt.Errorf("RECKON_TRIAGE_SCHEDULE %q: %w", spec, err)
 	}
-	log := s.cfg.Log.With().Str("component", "triage").Logger()
+	log := s.cfg.Log // the caller names the component (app: "triage")
 	c := cron.New(cron.WithChain(cron.SkipIfStillRunning(cronLogger{log})), cron.WithLogger(cronLogger{log}))
 	c.Schedule(sched, cron.FuncJob(func() {
 		if _, err := s.Sweep(ctx, o); err != nil && ctx.Err() == nil {
