@@ -78,6 +78,11 @@ type Evidence struct {
 	Detail     string          `json:"detail"`
 	Provenance json.RawMessage `json:"provenance,omitempty"`
 	ObservedAt time.Time       `json:"observed_at"`
+	// RecheckAfter, on an inconclusive finding, is when the probe can tell:
+	// the execution could still land its effect until then, so absence is
+	// no proof yet. The sweep leaves such an operation for a later sweep
+	// instead of having it decided (and settled) as unknown now.
+	RecheckAfter *time.Time `json:"recheck_after,omitempty"`
 }
 
 // EarlierVerdict is a supervisor.verdict recorded for the run before.

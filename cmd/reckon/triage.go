@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"go.temporal.io/sdk/client"
@@ -107,8 +108,10 @@ func printReport(rep sweep.Report) {
 			}
 		case w.Outcome == sweep.OutcomeFailed:
 			fmt.Printf("FAILED %s/%s: %s\n", w.Project, w.RunID, w.Error)
+		case w.Outcome == sweep.OutcomeDeferred:
+			fmt.Printf("deferred %s/%s: %s — a probe can tell only later; a later sweep takes them\n", w.Project, w.RunID, strings.Join(w.Operations, ", "))
 		}
 	}
-	fmt.Printf("triage: %d project(s), %d run(s), %d journaled, %d failed, %d locked by another sweep, %d left for the next sweep (budget), %s\n",
-		rep.Projects, rep.Runs, rep.Journaled, rep.Failed, rep.Count(sweep.OutcomeLocked), rep.Count(sweep.OutcomeBudget), rep.Duration.Round(time.Millisecond))
+	fmt.Printf("triage: %d project(s), %d run(s), %d journaled, %d failed, %d locked by another sweep, %d left for the next sweep (budget), %d run(s) with operations deferred, %s\n",
+		rep.Projects, rep.Runs, rep.Journaled, rep.Failed, rep.Count(sweep.OutcomeLocked), rep.Count(sweep.OutcomeBudget), rep.Count(sweep.OutcomeDeferred), rep.Duration.Round(time.Millisecond))
 }

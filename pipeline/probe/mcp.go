@@ -110,8 +110,14 @@ func (p MCP) Probe(ctx context.Context, run Run, op pipeline.WallOperation) (pip
 			grace = 5 * time.Minute
 		}
 		if op.State == "stale_in_flight" || at.Sub(op.StartedAt) < grace {
-			return evidence(MCPName, pipeline.FindingInconclusive,
-				fmt.Sprintf("server %s has never seen key %s, but the call may still be in flight (age %s, grace %s)", ans.Server, key, at.Sub(op.StartedAt).Round(time.Second), grace), at, prov), true
+			ev := evidence(MCPName, pipeline.FindingInconclusive,
+				fmt.Sprintf("server %s has never seen key %s, but the call may still be in flight (age %s, grace %s)", ans.Server, key, at.Sub(op.StartedAt).Round(time.Second), grace), at, prov)
+			if op.State != "stale_in_flight" {
+				// Only age stands between this answer and a proof.
+				done := op.StartedAt.Add(grace)
+				ev.RecheckAfter = &done
+			}
+			return ev, true
 		}
 		return evidence(MCPName, pipeline.FindingNone,
 			fmt.Sprintf("server %s has never seen key %s and the call can no longer arrive: the call was not applied", ans.Server, key), at, prov), true

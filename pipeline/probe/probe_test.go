@@ -144,6 +144,15 @@ func TestMCPLookup(t *testing.T) {
 			t.Errorf("%s: got ok=%v %s %q %s", c.name, ok, ev.Finding, ev.Detail, ev.Provenance)
 		}
 	}
+	// Only age stands between a young never_seen and a proof: the probe
+	// says when to look again. An in-flight call gives no such time.
+	young, _ := p.Probe(context.Background(), run, op("op-3", "crash_window", now().Add(-time.Minute)))
+	if young.RecheckAfter == nil || !young.RecheckAfter.Equal(now().Add(4*time.Minute)) {
+		t.Errorf("young never_seen: recheck after %v, want %v", young.RecheckAfter, now().Add(4*time.Minute))
+	}
+	if inflight, _ := p.Probe(context.Background(), run, op("op-4", "stale_in_flight", t0)); inflight.RecheckAfter != nil {
+		t.Errorf("in-flight never_seen: recheck after %v, want none", inflight.RecheckAfter)
+	}
 	// A tool the server does not offer: the probe does not apply.
 	if _, ok := p.Probe(context.Background(), run, pipeline.WallOperation{OperationID: "op-1", Tool: "mcp__delete_repo", StartedAt: t0}); ok {
 		t.Error("unsupported tool: the probe must not apply")

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/seed-7bc021c3/reckon/kernel/sandbox"
 	"github.com/seed-7bc021c3/reckon/pipeline"
 )
 
@@ -59,6 +60,24 @@ type Workspace struct {
 
 // Name implements Probe.
 func (p Workspace) Name() string { return WorkspaceName }
+
+// boundSlack covers the sandbox's kill and a clock difference between the
+// worker and the sweep.
+const boundSlack = time.Minute
+
+// commandBound is how long after its start a run_command can still be
+// running anywhere: its timeout_s (or, when the call gave none or one that
+// does not parse, the sandbox's largest) plus boundSlack.
+func commandBound(args json.RawMessage) time.Duration {
+	var a struct {
+		TimeoutS int `json:"timeout_s"`
+	}
+	limit := sandbox.DefaultMaxTimeout
+	if json.Unmarshal(args, &a) == nil && a.TimeoutS > 0 && time.Duration(a.TimeoutS)*time.Second < limit {
+		limit = time.Duration(a.TimeoutS) * time.Second
+	}
+	return limit + boundSlack
+}
 
 // Probe implements Probe.
 func (p Workspace) Probe(ctx context.Context, run Run, op pipeline.WallOperation) (pipeline.Evidence, bool) {
@@ -112,6 +131,16 @@ func (p Workspace) Probe(ctx context.Context, run Run, op pipeline.WallOperation
 		}
 		if later := laterOps(run, op.OperationID); len(later) > 0 {
 			return inconclusive("%s is missing, but later operations (%s) ran in the same workspace and could have removed it", pc.Path, strings.Join(later, ", "))
+		}
+		// An ended run or a closed workflow does not prove the command is
+		// gone: a worker that lost its workflow (terminated, or cut off
+		// from the server) runs the command until it notices or until the
+		// sandbox's wall-clock timeout kills it. Past that bound nothing
+		// can still create the file.
+		if done := op.StartedAt.Add(commandBound(op.Args)); at.Before(done) {
+			ev, ok := inconclusive("%s is missing, but the command could still be running until %s (its timeout plus %s)", pc.Path, done.UTC().Format(time.RFC3339), boundSlack)
+			ev.RecheckAfter = &done
+			return ev, ok
 		}
 		prov["exists"] = false
 		return evidence(WorkspaceName, pipeline.FindingNone,

@@ -144,10 +144,12 @@ const (
 	OutcomeSettled   = "settled"   // nothing left to triage when the lock was held
 	OutcomeDryRun    = "dry_run"   // decided, not written
 	OutcomeBudget    = "budget"    // left for the next sweep
+	OutcomeDeferred  = "deferred"  // operations a probe can tell about only later: left for a later sweep
 )
 
-// WallResult is what happened to one wall (or, for locked, settled and
-// budget, to one run).
+// WallResult is what happened to one wall (or, for locked, settled,
+// budget and deferred, to one run; a deferred result lists the operations
+// left for a later sweep).
 type WallResult struct {
 	Project    string             `json:"project"`
 	RunID      string             `json:"run_id"`
@@ -325,7 +327,7 @@ func (s *Sweeper) Walls(ctx context.Context, project, runID string) ([]pipeline.
 	}
 	var out []pipeline.Wall
 	for _, p := range piles {
-		ws, err := s.buildWalls(ctx, p)
+		ws, _, err := s.buildWalls(ctx, p)
 		if err != nil {
 			return nil, err
 		}
@@ -424,12 +426,18 @@ func (s *Sweeper) triageRun(ctx context.Context, locks *pgxpool.Pool, pile runPi
 	}
 	var results []WallResult
 	for attempt := 1; attempt <= s.cfg.LockAttempts; attempt++ {
-		walls, err := s.buildWalls(ctx, pile)
+		walls, deferred, err := s.buildWalls(ctx, pile)
 		if err != nil {
 			r := base
 			r.Outcome, r.Error = OutcomeFailed, err.Error()
 			s.logWall(r)
 			return append(results, r)
+		}
+		if len(deferred) > 0 && attempt == 1 {
+			r := base
+			r.Outcome, r.Operations = OutcomeDeferred, deferred
+			s.logWall(r)
+			results = append(results, r)
 		}
 		if len(walls) == 0 {
 			if len(results) == 0 {
@@ -558,6 +566,9 @@ func (s *Sweeper) logWall(r WallResult) {
 	ev = ev.Str("project", r.Project).Str("run_id", r.RunID).Str("outcome", r.Outcome)
 	if r.Parts > 0 {
 		ev = ev.Int("part", r.Part).Int("parts", r.Parts).Int("operations", len(r.Operations)).Str("wall_digest", short(r.Digest))
+	}
+	if r.Outcome == OutcomeDeferred {
+		ev = ev.Strs("operations", r.Operations)
 	}
 	if r.Supervisor != "" {
 		ev = ev.Str("supervisor", r.Supervisor)

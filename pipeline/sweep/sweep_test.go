@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -476,5 +477,73 @@ func TestOneLogLinePerWall(t *testing.T) {
 	}
 	if walls != 3 || summaries != 1 {
 		t.Fatalf("%d wall lines, %d summaries:\n%s", walls, summaries, buf.String())
+	}
+}
+
+// An operation whose probe can tell only later (a missing file while its
+// command could still be running) is deferred, not decided: the rest of the
+// run is triaged now, the deferred one by the first sweep after its
+// recheck time, with the proof.
+func TestDeferredUntilProbeCanTell(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	root := t.TempDir()
+	ws := filepath.Join(root, "acme", "run-1")
+	if err := os.MkdirAll(ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// op-2 (the run's last operation) declares a file that is missing;
+	// its args carry no timeout_s, so the bound is the sandbox's largest
+	// timeout plus a minute: 11 minutes after it started.
+	e.seedRunWorkspace("run-1", ws,
+		opSpec{id: "op-1", outcome: "uncertain"},
+		opSpec{id: "op-2", outcome: "uncertain", postcondition: map[string]string{"path": "never.txt"}})
+	sweepAt := func(at time.Time) Report {
+		t.Helper()
+		now := func() time.Time { return at }
+		m := NewMetrics(nil)
+		sw := e.sweeper(Config{Now: now, Metrics: m, Probes: probe.Set{probe.Workspace{Root: root, Now: now}}})
+		rep, err := sw.Sweep(context.Background(), Options{Project: "acme", RunID: "run-1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.drain()
+		return rep
+	}
+
+	rep := sweepAt(e.t0.Add(5 * time.Minute))
+	if rep.Journaled != 1 || rep.Count(OutcomeDeferred) != 1 {
+		t.Fatalf("first sweep: %+v", rep)
+	}
+	for _, w := range rep.Walls {
+		switch w.Outcome {
+		case OutcomeDeferred:
+			if !slices.Equal(w.Operations, []string{"op-2"}) {
+				t.Fatalf("deferred %v, want op-2", w.Operations)
+			}
+		case OutcomeJournaled:
+			if !slices.Equal(w.Operations, []string{"op-1"}) {
+				t.Fatalf("walled %v, want op-1 alone", w.Operations)
+			}
+		}
+	}
+	if left := e.unsettled("run-1"); !slices.Equal(left, []string{"op-2"}) {
+		t.Fatalf("unsettled after the first sweep: %v", left)
+	}
+
+	// Still inside the bound: deferred again, nothing written.
+	if rep := sweepAt(e.t0.Add(10 * time.Minute)); rep.Journaled != 0 || rep.Count(OutcomeDeferred) != 1 {
+		t.Fatalf("second sweep: %+v", rep)
+	}
+	// Past it: proven none from the workspace.
+	if rep := sweepAt(e.t0.Add(12 * time.Minute)); rep.Journaled != 1 || rep.Count(OutcomeDeferred) != 0 {
+		t.Fatalf("third sweep: %+v", rep)
+	}
+	var d kernel.Reconciled
+	if recs := e.reconciled("run-1"); len(recs["op-2"]) != 1 || recs["op-2"][0].DecodeData(&d) != nil || d.Effect != kernel.EffectNone || d.Basis != kernel.BasisProbe {
+		t.Fatalf("op-2 after the bound: %+v", d)
+	}
+	if left := e.unsettled("run-1"); len(left) != 0 {
+		t.Fatalf("unsettled at the end: %v", left)
 	}
 }

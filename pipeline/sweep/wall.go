@@ -21,17 +21,20 @@ import (
 // the run's earlier verdicts, split deterministically when it exceeds the
 // bounds. Filtering the listing instead of listing again is sound because
 // settling is monotone: an operation settled once never becomes unsettled.
-// Operations that appear after the listing wait for the next sweep.
-func (s *Sweeper) buildWalls(ctx context.Context, pile runPile) ([]pipeline.Wall, error) {
+// Operations that appear after the listing wait for the next sweep, and so
+// do operations a probe can tell about only later (evidence with
+// RecheckAfter still ahead): they are returned as deferred, not walled, so
+// that a premature unknown does not settle what a probe will prove.
+func (s *Sweeper) buildWalls(ctx context.Context, pile runPile) ([]pipeline.Wall, []string, error) {
 	rk := pile.runKey
 	// Pending verdicts first, then the journal: see pendingVerdictsSQL.
 	pending, err := s.pendingVerdicts(ctx, rk)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	evs, err := s.journal.RunEvents(ctx, rk.project, rk.runID)
 	if err != nil {
-		return nil, fmt.Errorf("triage: read run %s/%s: %w", rk.project, rk.runID, err)
+		return nil, nil, fmt.Errorf("triage: read run %s/%s: %w", rk.project, rk.runID, err)
 	}
 	settled := map[string]bool{}
 	for _, e := range evs {
@@ -46,7 +49,7 @@ func (s *Sweeper) buildWalls(ctx context.Context, pile runPile) ([]pipeline.Wall
 		}
 	}
 	if len(items) == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
 	sortItems(items)
 	run := probeRun(rk, evs)
@@ -55,12 +58,20 @@ func (s *Sweeper) buildWalls(ctx context.Context, pile runPile) ([]pipeline.Wall
 
 	probes, done := s.cfg.Probes.ForWall(run)
 	ops := make([]pipeline.WallOperation, 0, len(items))
+	var deferred []string
 	for _, it := range items {
 		op := s.wallOperation(it, now)
 		op.Evidence = probes.Probe(ctx, run, op)
+		if recheckLater(op.Evidence, now) {
+			deferred = append(deferred, op.OperationID)
+			continue
+		}
 		ops = append(ops, op)
 	}
 	done()
+	if len(ops) == 0 {
+		return nil, deferred, nil
+	}
 	chunks := split(ops, s.cfg.MaxOpsPerWall, s.cfg.MaxWallBytes)
 	walls := make([]pipeline.Wall, len(chunks))
 	for i, c := range chunks {
@@ -69,11 +80,22 @@ func (s *Sweeper) buildWalls(ctx context.Context, pile runPile) ([]pipeline.Wall
 			Operations: c, EarlierVerdicts: earlier, BuiltAt: now,
 		}
 		if w.Digest, err = w.ComputeDigest(); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		walls[i] = w
 	}
-	return walls, nil
+	return walls, deferred, nil
+}
+
+// recheckLater reports whether some probe can tell about the operation
+// only after now.
+func recheckLater(evs []pipeline.Evidence, now time.Time) bool {
+	for _, e := range evs {
+		if e.RecheckAfter != nil && e.RecheckAfter.After(now) {
+			return true
+		}
+	}
+	return false
 }
 
 func (s *Sweeper) pendingVerdicts(ctx context.Context, rk runKey) (map[string]bool, error) {
