@@ -2,6 +2,7 @@ package drill
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"github.com/seed-7bc021c3/reckon/evals"
 	"github.com/seed-7bc021c3/reckon/internal/pgtest"
 	"github.com/seed-7bc021c3/reckon/kernel/config"
+	"github.com/seed-7bc021c3/reckon/kernel/fault"
 	"github.com/seed-7bc021c3/reckon/pipeline/supervisor"
 )
 
@@ -32,13 +34,10 @@ func pickKinds(seed uint64, kinds ...string) []Scenario {
 	return out
 }
 
-// TestDrillLive runs drills on the real stack — embedded Temporal, real
-// PostgreSQL, the bubblewrap sandbox, the test MCP server over HTTP and the
-// filesystem MCP server over stdio — and checks the recorded fixtures:
-// truth from the fault records, walls from the sweep, decidability as each
-// scenario intends, and a clean built-in score.
-func TestDrillLive(t *testing.T) {
-	t.Parallel()
+// openTestStack opens the drill stack on a schema of its own, with the
+// filesystem MCP server when node is installed (its path, else "").
+func openTestStack(ctx context.Context, t *testing.T) (*Stack, string) {
+	t.Helper()
 	s := pgtest.New(t)
 	cfg, err := config.LoadFrom(func(k string) string {
 		switch k {
@@ -66,13 +65,24 @@ func TestDrillLive(t *testing.T) {
 			t.Fatal("node is installed but @modelcontextprotocol/server-filesystem is not: run scripts/ensure-deps.sh")
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
 	st, err := OpenStack(ctx, StackOptions{Config: cfg, FilesystemServer: fs, Log: zerolog.Nop()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer st.Close()
+	t.Cleanup(st.Close)
+	return st, fs
+}
+
+// TestDrillLive runs drills on the real stack — embedded Temporal, real
+// PostgreSQL, the bubblewrap sandbox, the test MCP server over HTTP and the
+// filesystem MCP server over stdio — and checks the recorded fixtures:
+// truth from the fault records, walls from the sweep, decidability as each
+// scenario intends, and a clean built-in score.
+func TestDrillLive(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	st, fs := openTestStack(ctx, t)
 
 	kinds := []string{KindCmdWriteAfterPost, KindCmdWriteBeforePost, KindMCPIssueAfter, KindMCPIssueBefore,
 		KindDelegateUnsettled, KindDelegateSettled, KindMultiReissue, KindClaimsSuccess}
@@ -180,5 +190,73 @@ func TestDrillLive(t *testing.T) {
 	}
 	if m.Decided == 0 {
 		t.Error("nothing on the drilled walls was decidable")
+	}
+}
+
+// TestDrillCrashWindow loses runs mid-command, before and after the
+// effect: the operation is listed in crash_window (no terminal event, the
+// workflow terminated), its truth is what the workspace showed once the
+// command's process was gone, and a declared postcondition makes it
+// decidable either way.
+func TestDrillCrashWindow(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	st, _ := openTestStack(ctx, t)
+
+	// One scenario of each side of the effect, with and without a
+	// postcondition where the seed offers them.
+	seen := map[string]bool{}
+	var picked []Scenario
+	for _, sc := range Generate(3, 40*len(Kinds)) {
+		if sc.Kind != KindCmdCrashWindow {
+			continue
+		}
+		post := sc.Plan.Steps[len(sc.Plan.Steps)-1].Postcondition != nil
+		k := fmt.Sprintf("after=%v post=%v", sc.Lose.AfterEffect, post)
+		if !seen[k] {
+			seen[k] = true
+			picked = append(picked, sc)
+		}
+	}
+	if len(picked) != 4 {
+		t.Fatalf("seed 3 gave crash-window variants %v, want all four", seen)
+	}
+	var all []*evals.Fixture
+	for _, sc := range picked {
+		fx, err := st.Drill(ctx, sc, Options{Seed: 3, GeneratedBy: "go test ./evals/drill"})
+		if err != nil {
+			t.Fatalf("%s: %v", sc.RunID, err)
+		}
+		if len(fx) != 1 || len(fx[0].Wall.Operations) != 1 {
+			t.Fatalf("%s: want one fixture of one operation, got %d", sc.RunID, len(fx))
+		}
+		f := fx[0]
+		all = append(all, f)
+		op := f.Wall.Operations[0]
+		wantTruth := map[bool]string{true: "occurred", false: "none"}[sc.Lose.AfterEffect]
+		if op.OperationID != sc.Lose.OperationID || op.State != "crash_window" || op.Failure != nil || f.Truth[op.OperationID] != wantTruth {
+			t.Errorf("%s: %s state %s failure %+v truth %s, want %s in crash_window without failure, truth %s",
+				f.ID, op.OperationID, op.State, op.Failure, f.Truth[op.OperationID], sc.Lose.OperationID, wantTruth)
+		}
+		post := op.Postcondition != nil
+		e, decidable := evals.Decidable(op)
+		// With a declared postcondition the workspace proves either side:
+		// the file with its hash, or its absence once the command's
+		// timeout has passed (the drill builds walls 6 minutes ahead).
+		if wantDecidable := post; decidable != wantDecidable || (decidable && e != wantTruth) {
+			t.Errorf("%s (post=%v): decidable=%v as %q, want decidable=%v; evidence %+v", f.ID, post, decidable, e, wantDecidable, op.Evidence)
+		}
+		recs, err := fault.Records(ctx, st.Core.Pool, "drill", sc.RunID)
+		if err != nil || len(recs) != 1 || recs[0].Fault != fault.Lost {
+			t.Errorf("%s: fault records %+v (%v), want one %s record", sc.RunID, recs, err, fault.Lost)
+		}
+	}
+	rep, err := evals.Score(ctx, supervisor.Builtin{}, all, evals.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := rep.Metrics; m.UnsafeNone+m.UnsafeOccurred+m.InvalidOutputs+m.Errored != 0 || m.Decided == 0 {
+		t.Errorf("built-in supervisor on crash-window walls: %+v", m)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -76,7 +77,9 @@ func (st *Stack) Drill(ctx context.Context, sc Scenario, o Options) ([]*evals.Fi
 	if err := w.Start(); err != nil {
 		return nil, fmt.Errorf("start worker: %w", err)
 	}
-	defer w.Stop()
+	var stopOnce sync.Once
+	stopWorker := func() { stopOnce.Do(w.Stop) }
+	defer stopWorker()
 	starter := &runner.Starter{Pool: st.Core.Pool, Journal: st.Core.Journal, Client: client, TaskQueue: queue,
 		DataDir: st.Core.Cfg.DataDir, Tools: st.Tools}
 	ws, err := starter.Workspace(o.Project, sc.RunID)
@@ -92,8 +95,14 @@ func (st *Stack) Drill(ctx context.Context, sc Scenario, o Options) ([]*evals.Fi
 	if _, _, err := starter.Start(rctx, runner.StartRequest{Project: o.Project, RunID: sc.RunID, Plan: plan}); err != nil {
 		return nil, fmt.Errorf("start run: %w", err)
 	}
-	// The run's own outcome does not matter (a faulted run fails); only
-	// that it ended. The parent waits for its children.
+	if sc.Lose != nil {
+		if err := st.lose(rctx, o.Project, sc, ws, stopWorker); err != nil {
+			return nil, err
+		}
+	}
+	// The run's own outcome does not matter (a faulted run fails, a lost
+	// one is terminated); only that it ended. The parent waits for its
+	// children.
 	if err := client.GetWorkflow(rctx, runner.WorkflowID(o.Project, sc.RunID), "").Get(rctx, nil); err != nil && rctx.Err() != nil {
 		return nil, fmt.Errorf("run %s did not end within %s: %w", sc.RunID, o.RunTimeout, rctx.Err())
 	}
@@ -130,6 +139,82 @@ func (st *Stack) Drill(ctx context.Context, sc Scenario, o Options) ([]*evals.Fi
 		}
 	}
 	return out, nil
+}
+
+// lose loses the run in the middle of sc.Lose's step: once the command has
+// created its marker, the run's workflow is terminated (no event will ever
+// record the step's end) and its worker stopped, which cancels the
+// activity and kills the command. When no process of the command is left,
+// the workspace shows whether the effect landed; that observation is the
+// operation's ground truth.
+func (st *Stack) lose(ctx context.Context, project string, sc Scenario, ws string, stopWorker func()) error {
+	l := sc.Lose
+	if err := poll(ctx, func() (bool, error) {
+		_, err := os.Stat(filepath.Join(ws, l.Marker))
+		return err == nil, nil
+	}); err != nil {
+		return fmt.Errorf("run %s: the command of %s never got under way: %w", sc.RunID, l.OperationID, err)
+	}
+	if err := st.Temporal.Client.TerminateWorkflow(ctx, runner.WorkflowID(project, sc.RunID), "",
+		"drill: the run's workflow and worker were lost mid-step"); err != nil {
+		return fmt.Errorf("terminate run %s: %w", sc.RunID, err)
+	}
+	stopWorker()
+	if err := poll(ctx, func() (bool, error) {
+		running, err := processWith(l.Marker)
+		return !running, err
+	}); err != nil {
+		return fmt.Errorf("run %s: the command of %s outlived its worker: %w", sc.RunID, l.OperationID, err)
+	}
+	truth, seen := kernel.EffectNone, "absent"
+	if _, err := os.Stat(filepath.Join(ws, l.Effect)); err == nil {
+		truth, seen = kernel.EffectOccurred, "present"
+	}
+	if want := map[bool]string{true: kernel.EffectOccurred, false: kernel.EffectNone}[l.AfterEffect]; truth != want {
+		return fmt.Errorf("run %s: %s is %s once the command was gone, but the scenario lost the run %s the effect", sc.RunID, l.Effect, seen, map[bool]string{true: "after", false: "before"}[l.AfterEffect])
+	}
+	detail, _ := json.Marshal(map[string]string{
+		"observed": fmt.Sprintf("%s %s in the workspace once no process of the command was left", l.Effect, seen),
+	})
+	return fault.RecordObserved(ctx, st.Core.Pool, fault.Record{
+		Project: project, RunID: sc.RunID, OperationID: l.OperationID, Tool: "run_command",
+		Fault: fault.Lost, Truth: truth, Detail: detail,
+	})
+}
+
+// poll checks cond every 10 ms until it holds, fails or ctx ends.
+func poll(ctx context.Context, cond func() (bool, error)) error {
+	for {
+		ok, err := cond()
+		if err != nil || ok {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// processWith reports whether a process of this machine has s in its
+// command line.
+func processWith(s string) (bool, error) {
+	dirs, err := os.ReadDir("/proc")
+	if err != nil {
+		return false, fmt.Errorf("list processes: %w", err)
+	}
+	self := strconv.Itoa(os.Getpid())
+	for _, d := range dirs {
+		if d.Name() == self || d.Name()[0] < '0' || d.Name()[0] > '9' {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", d.Name(), "cmdline"))
+		if err == nil && strings.Contains(string(b), s) {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // runnerPlan turns a generated plan into the kernel's, with the workspace

@@ -29,6 +29,7 @@ const (
 	KindMultiReissue       = "multi_reissue"         // several uncertain operations in one run, each re-issued
 	KindClaimsSuccess      = "claims_success"        // agent text claims success; the effect never happened
 	KindClaimsNothing      = "claims_nothing"        // agent text claims nothing was done; the effect landed
+	KindCmdCrashWindow     = "cmd_crash_window"      // workflow and worker lost while run_command runs, before or after its effect: no terminal event
 )
 
 // Kinds lists every scenario kind in a fixed order.
@@ -36,7 +37,7 @@ var Kinds = []string{
 	KindCmdWriteAfterPost, KindCmdWriteAfterBare, KindCmdAppendAfter, KindCmdMkdirAfter,
 	KindCmdWriteBeforePost, KindCmdWriteBeforeBare, KindMCPIssueAfter, KindMCPIssueBefore,
 	KindFSWriteAfter, KindFSWriteBefore, KindDelegateUnsettled, KindDelegateSettled,
-	KindMultiReissue, KindClaimsSuccess, KindClaimsNothing,
+	KindMultiReissue, KindClaimsSuccess, KindClaimsNothing, KindCmdCrashWindow,
 }
 
 // Plan is a run's plan, in DESIGN.md's format.
@@ -69,6 +70,21 @@ type Fault struct {
 	BeforeEffect string `json:"before_effect,omitempty"`
 }
 
+// Lose says how a drill loses a run mid-step. The step's command signals
+// that it is under way by creating Marker (after writing its effect when
+// AfterEffect, before it otherwise) and then sleeps; the drill then
+// terminates the run's workflow and stops its worker, as if both were lost
+// at once, so no terminal event is ever recorded and the listing shows the
+// operation in crash_window. The truth is observed, not assumed: once no
+// process of the command is left, the drill checks whether Effect exists in
+// the workspace and records that (fault.Lost).
+type Lose struct {
+	OperationID string `json:"operation_id"`
+	Marker      string `json:"marker"`
+	Effect      string `json:"effect"`
+	AfterEffect bool   `json:"after_effect"`
+}
+
 // Scenario is one generated drill: a run to start and its faults.
 type Scenario struct {
 	// Index is the scenario's position in the generated set (0-based).
@@ -80,6 +96,9 @@ type Scenario struct {
 	// Fault configures the injector of the worker that executes the run
 	// (and its delegated children).
 	Fault Fault
+	// Lose, when set, makes the drill lose the run in the middle of a step
+	// instead of injecting a fault (KindCmdCrashWindow).
+	Lose *Lose
 	// ReconcileChild asks the drill to reconcile the child's uncertain
 	// operations as an operator (with their recorded truth) before the
 	// parent's wall is built.
@@ -350,6 +369,34 @@ func (g gen) build(kind string) Scenario {
 		plan, id := g.faulted(target)
 		s.Plan, s.Fault.AfterEffect = plan, id
 		s.Notes = fmt.Sprintf("the agent's own text in the args of %s claims nothing was done; the fault fired after the effect, so it landed", id)
+	case KindCmdCrashWindow:
+		name, text := g.fileName("txt"), g.text()
+		marker := "underway-" + g.fileName("mark")
+		write := "printf '%s\\n' " + shellQuote(text) + " > " + name
+		after := g.r.IntN(2) == 0
+		// The sleep outlasts the drill, which kills the command within
+		// milliseconds; the timeout stays short because the workspace
+		// probe proves a missing file only once the command's timeout has
+		// passed. The marker name makes the command's process findable by
+		// its command line.
+		cmd := "touch " + marker + " && sleep 100 && " + write
+		if after {
+			cmd = write + " && touch " + marker + " && sleep 100"
+		}
+		st := Step{Tool: "run_command", Args: map[string]any{"command": cmd, "timeout_s": 120}}
+		post := g.r.IntN(2) == 0
+		if post {
+			st.Postcondition = &Postcondition{Path: name, SHA256: sha(text + "\n")}
+		}
+		steps := append(g.setup(2), st)
+		id := fmt.Sprintf("op-%d", len(steps))
+		s.Plan = Plan{Steps: steps}
+		s.Lose = &Lose{OperationID: id, Marker: marker, Effect: name, AfterEffect: after}
+		when := "before"
+		if after {
+			when = "after"
+		}
+		s.Notes = fmt.Sprintf("run_command of %s writes %s; the run's workflow and worker are lost %s the effect (terminated and stopped mid-command), so no terminal event is ever recorded: crash_window (postcondition declared: %v)", id, name, when, post)
 	default:
 		panic("drill: unknown kind " + kind)
 	}

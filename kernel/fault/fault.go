@@ -25,6 +25,11 @@ import (
 const (
 	AfterEffect  = "after_effect"
 	BeforeEffect = "before_effect"
+	// Lost is a drill's own fault: the run's workflow and worker are both
+	// lost while a tool executes, so no terminal event is ever recorded
+	// (the crash window). The drill observes the truth once the tool's
+	// process is gone and records it with RecordObserved.
+	Lost = "lost"
 )
 
 // Config names what to fault: an operation id ("op-2") or a tool name
@@ -135,6 +140,28 @@ type Record struct {
 	Fault       string          `json:"fault"`
 	Truth       string          `json:"truth"`
 	Detail      json.RawMessage `json:"detail"`
+}
+
+// RecordObserved records the ground truth of an operation that a drill
+// observed itself (fault Lost): what the downstream state showed once the
+// execution could no longer change it. A second record for the same
+// operation is an error, never an overwrite.
+func RecordObserved(ctx context.Context, pool *pgxpool.Pool, r Record) error {
+	if r.Truth != kernel.EffectOccurred && r.Truth != kernel.EffectNone {
+		return fmt.Errorf("record observed truth of %s/%s/%s: truth must be occurred or none, got %q", r.Project, r.RunID, r.OperationID, r.Truth)
+	}
+	detail := r.Detail
+	if len(detail) == 0 {
+		detail = json.RawMessage(`{}`)
+	}
+	tag, err := pool.Exec(ctx, observedSQL, r.Project, r.RunID, r.OperationID, r.Tool, r.Fault, r.Truth, detail)
+	if err != nil {
+		return fmt.Errorf("record observed truth of %s/%s/%s: %w", r.Project, r.RunID, r.OperationID, err)
+	}
+	if tag.RowsAffected() != 1 {
+		return fmt.Errorf("record observed truth of %s/%s/%s: a record exists already", r.Project, r.RunID, r.OperationID)
+	}
+	return nil
 }
 
 // Records returns the ground truth recorded for a run, in operation order.

@@ -12,6 +12,13 @@ WHERE NOT EXISTS (
 )
 ON CONFLICT DO NOTHING`
 
+// observedSQL records a truth a drill observed; an existing record for the
+// operation stays as it is.
+const observedSQL = `
+INSERT INTO kernel_fault_records (project, run_id, operation_id, tool, fault, truth, detail)
+VALUES ($1, $2, $3, $4, $5, $6, $7)
+ON CONFLICT DO NOTHING`
+
 const recordsSQL = `
 SELECT project, run_id, operation_id, tool, fault, truth, detail
 FROM kernel_fault_records
