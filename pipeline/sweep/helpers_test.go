@@ -3,6 +3,8 @@ package sweep
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -234,4 +236,16 @@ func ids(prefix string, n int) []string {
 		out[i] = fmt.Sprintf("%s%d", prefix, i+1)
 	}
 	return out
+}
+
+// workspace makes a data directory's workspaces root with run's (project
+// acme) workspace in it, and returns both.
+func workspace(t *testing.T, run string) (root, ws string) {
+	t.Helper()
+	root = t.TempDir()
+	ws = filepath.Join(root, "acme", run)
+	if err := os.MkdirAll(ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return root, ws
 }

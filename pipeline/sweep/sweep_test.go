@@ -304,11 +304,7 @@ func TestBudgetLeavesRunsForTheNextSweep(t *testing.T) {
 func TestProbeEvidenceBecomesProbeBasis(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	root := t.TempDir()
-	ws := filepath.Join(root, "acme", "run-1")
-	if err := os.MkdirAll(ws, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	root, ws := workspace(t, "run-1")
 	if err := os.WriteFile(filepath.Join(ws, "proof.txt"), []byte("ok\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -487,11 +483,7 @@ func TestOneLogLinePerWall(t *testing.T) {
 func TestDeferredUntilProbeCanTell(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	root := t.TempDir()
-	ws := filepath.Join(root, "acme", "run-1")
-	if err := os.MkdirAll(ws, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	root, ws := workspace(t, "run-1")
 	// op-2 (the run's last operation) declares a file that is missing;
 	// its args carry no timeout_s, so the bound is the sandbox's largest
 	// timeout plus a minute: 11 minutes after it started.
