@@ -13,9 +13,11 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -262,17 +264,47 @@ func (e *Embedded) Stop() error {
 	}
 }
 
-// freePorts returns n distinct free ports on host. All listeners stay open
-// until every port is chosen so that the kernel cannot hand one out twice.
+// freePorts returns n distinct ports on host that were free a moment ago,
+// drawn at random from below the kernel's ephemeral port range. The server
+// binds them only later, so a port must not be one the kernel may hand out
+// meanwhile: ephemeral ports go to every :0 listener and every outgoing
+// connection (a test suite opens hundreds of both), and a clean-clone CI
+// run saw "Failed to start gRPC listener" when :0-picked ports were used
+// this way. Ports
+// below the range are taken only by explicit binds.
 func freePorts(host string, n int) ([]int, error) {
+	lo, hi := belowEphemeral()
+	seen := map[int]bool{}
 	ports := make([]int, 0, n)
-	for range n {
-		l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
-		if err != nil {
-			return nil, fmt.Errorf("embedded temporal: find a free port on %s: %w", host, err)
+	for tries := 0; len(ports) < n; tries++ {
+		if tries == 1000 {
+			return nil, fmt.Errorf("embedded temporal: no %d free ports on %s between %d and %d", n, host, lo, hi)
 		}
-		defer l.Close()
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+		p := lo + rand.IntN(hi-lo)
+		if seen[p] {
+			continue
+		}
+		seen[p] = true
+		l, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(p)))
+		if err != nil {
+			continue // taken
+		}
+		_ = l.Close()
+		ports = append(ports, p)
 	}
 	return ports, nil
+}
+
+// belowEphemeral is the range to pick server ports from: 10000 up to the
+// start of /proc/sys/net/ipv4/ip_local_port_range (Linux's default start
+// is 32768, used when the file cannot be read or starts too low).
+func belowEphemeral() (lo, hi int) {
+	lo, hi = 10000, 32768
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		var first, last int
+		if _, err := fmt.Sscan(string(b), &first, &last); err == nil && first >= lo+1000 {
+			hi = first
+		}
+	}
+	return lo, hi
 }
