@@ -285,21 +285,6 @@ func connect(ctx context.Context, transport mcp.Transport) (*mcp.ClientSession, 
 	return cs, tools, nil
 }
 
-// LookupVia connects over transport and, when the server offers tool and
-// lookup_operation, asks it about key.
-func LookupVia(ctx context.Context, serverName string, transport mcp.Transport, tool, key string) (LookupAnswer, bool, error) {
-	cs, tools, err := connect(ctx, transport)
-	if err != nil {
-		return LookupAnswer{}, false, err
-	}
-	defer cs.Close()
-	if !tools[tool] || !tools["lookup_operation"] {
-		return LookupAnswer{}, false, nil
-	}
-	ans, err := lookup(ctx, cs, serverName, key)
-	return ans, true, err
-}
-
 // lookup calls lookup_operation for key on an open session.
 func lookup(ctx context.Context, cs *mcp.ClientSession, serverName, key string) (LookupAnswer, error) {
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "lookup_operation", Arguments: map[string]any{"key": key}})

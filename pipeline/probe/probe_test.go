@@ -12,8 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/journal"
 	"github.com/seed-7bc021c3/reckon/kernel/mcpserver"
@@ -95,20 +93,6 @@ func TestWorkspacePostcondition(t *testing.T) {
 	}
 }
 
-// memLooker asks a real test MCP server over in-memory transports.
-type memLooker struct{ store *mcpserver.Store }
-
-func (m memLooker) LookupOperation(ctx context.Context, run Run, tool, key string) (LookupAnswer, bool, error) {
-	srv := mcpserver.NewServer(m.store)
-	ct, st := mcp.NewInMemoryTransports()
-	ss, err := srv.Connect(ctx, st, nil)
-	if err != nil {
-		return LookupAnswer{}, false, err
-	}
-	defer ss.Close()
-	return LookupVia(ctx, "issues", ct, strings.TrimPrefix(tool, "mcp__"), key)
-}
-
 func TestMCPLookup(t *testing.T) {
 	t.Parallel()
 	store, err := mcpserver.OpenStore(filepath.Join(t.TempDir(), "issues.json"))
@@ -123,8 +107,14 @@ func TestMCPLookup(t *testing.T) {
 	if _, _, err := store.CreateIssue(mcptool.IdempotencyKey("acme", "run-1", "op-1"), "Disk full on db-3", ""); err != nil {
 		t.Fatal(err)
 	}
-	p := MCP{Looker: memLooker{store}, Now: now, Grace: 5 * time.Minute}
+	hs := httptest.NewServer(mcpserver.Handler(mcpserver.NewServer(store)))
+	defer hs.Close()
+	client := MCPClient{Servers: []mcptool.ServerConfig{{Name: "issues", URL: hs.URL + mcpserver.HTTPPath}}, Timeout: 10 * time.Second}
 	run := Run{Project: "acme", RunID: "run-1"}
+	// Through the per-wall scope, as the sweep asks.
+	wp, done := MCP{Looker: client, Now: now, Grace: 5 * time.Minute}.ForWall(run)
+	defer done()
+	p := wp.(MCP)
 	op := func(id, state string, started time.Time) pipeline.WallOperation {
 		return pipeline.WallOperation{OperationID: id, Tool: "mcp__create_issue", State: state, StartedAt: started}
 	}
