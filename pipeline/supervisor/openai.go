@@ -98,25 +98,17 @@ func NewOpenAI(cfg OpenAIConfig) (*OpenAI, error) {
 // Name implements pipeline.Supervisor.
 func (s *OpenAI) Name() string { return OpenAIName }
 
-// ModelOutput is the JSON object the model must answer with (the response
-// schema's shape).
-type ModelOutput struct {
-	NeedsAttention bool                `json:"needs_attention"`
-	Causes         []string            `json:"causes"`
-	Remedies       []string            `json:"remedies"`
-	Lesson         string              `json:"lesson"`
-	Operations     []ModelOperationOut `json:"operations"`
+// modelOutput is the JSON object the model must answer with (the response
+// schema's shape); its operations are the wall's verdicts as they are.
+type modelOutput struct {
+	NeedsAttention bool                        `json:"needs_attention"`
+	Causes         []string                    `json:"causes"`
+	Remedies       []string                    `json:"remedies"`
+	Lesson         string                      `json:"lesson"`
+	Operations     []pipeline.OperationVerdict `json:"operations"`
 }
 
-// ModelOperationOut is one operation verdict in the model's answer.
-type ModelOperationOut struct {
-	OperationID string `json:"operation_id"`
-	Effect      string `json:"effect"`
-	Basis       string `json:"basis"`
-	Note        string `json:"note"`
-}
-
-// ResponseSchema is the strict JSON schema of ModelOutput sent as the
+// ResponseSchema is the strict JSON schema of modelOutput sent as the
 // structured-output response format.
 func ResponseSchema() *jsonschema.Definition {
 	str := jsonschema.Definition{Type: jsonschema.String}
@@ -192,7 +184,7 @@ func (s *OpenAI) Decide(ctx context.Context, w pipeline.Wall) (pipeline.Decision
 
 // parse decodes and validates the model's answer.
 func (s *OpenAI) parse(w pipeline.Wall, content string) (pipeline.Decision, error) {
-	var out ModelOutput
+	var out modelOutput
 	dec := json.NewDecoder(strings.NewReader(stripFence(content)))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&out); err != nil {
@@ -206,9 +198,7 @@ func (s *OpenAI) parse(w pipeline.Wall, content string) (pipeline.Decision, erro
 		Supervisor:     OpenAIName,
 		Model:          s.cfg.Model,
 		PromptVersion:  prompts.ReconcileVersion,
-	}
-	for _, o := range out.Operations {
-		d.Operations = append(d.Operations, pipeline.OperationVerdict{OperationID: o.OperationID, Effect: o.Effect, Note: o.Note, Basis: o.Basis})
+		Operations:     out.Operations,
 	}
 	if d.Causes == nil {
 		d.Causes = []string{}
