@@ -42,13 +42,7 @@ func BenchmarkOutboxToJournal(b *testing.B) {
 			go func(w int) {
 				defer pw.Done()
 				for t := w; t < total/txSize; t += 2 {
-					evs := make([]kernel.Event, txSize)
-					for i := range evs {
-						evs[i] = kernel.Event{SourceID: kernel.KernelSource, EventID: fmt.Sprintf("r%d/op-%d/started", t, i),
-							Project: "bench", RunID: fmt.Sprintf("r%d", t), Type: kernel.TypeToolStarted, TS: time.Now().UTC(), Actor: "kernel",
-							Data: []byte(fmt.Sprintf(`{"operation_id":"op-%d","tool":"run_command"}`, i))}
-					}
-					if err := outbox.Enqueue(ctx, s.Pool, evs...); err != nil {
+					if err := outbox.Enqueue(ctx, s.Pool, events(fmt.Sprintf("r%d", t), txSize)...); err != nil {
 						b.Error(err)
 						return
 					}
@@ -110,13 +104,7 @@ func benchDrain(b *testing.B, mode string) {
 		}
 		ctx, cancel := context.WithCancel(context.Background())
 		for t := 0; t < total/1000; t++ {
-			evs := make([]kernel.Event, 1000)
-			for i := range evs {
-				evs[i] = kernel.Event{SourceID: kernel.KernelSource, EventID: fmt.Sprintf("r%d/op-%d/started", t, i),
-					Project: "bench", RunID: fmt.Sprintf("r%d", t), Type: kernel.TypeToolStarted, TS: time.Now().UTC(), Actor: "kernel",
-					Data: []byte(fmt.Sprintf(`{"operation_id":"op-%d","tool":"run_command"}`, i))}
-			}
-			if err := outbox.Enqueue(ctx, s.Pool, evs...); err != nil {
+			if err := outbox.Enqueue(ctx, s.Pool, events(fmt.Sprintf("r%d", t), 1000)...); err != nil {
 				b.Fatal(err)
 			}
 		}

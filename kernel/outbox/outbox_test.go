@@ -44,6 +44,27 @@ func count(t *testing.T, s *pgtest.Schema, q string) int {
 	return n
 }
 
+func enqueue(t *testing.T, s *pgtest.Schema, evs ...kernel.Event) {
+	t.Helper()
+	if err := outbox.Enqueue(context.Background(), s.Pool, evs...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func drain(t *testing.T, p *outbox.Publisher) {
+	t.Helper()
+	if err := p.Drain(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func exec(t *testing.T, s *pgtest.Schema, sql string) {
+	t.Helper()
+	if _, err := s.Pool.Exec(context.Background(), sql); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func fastCfg() outbox.Config {
 	return outbox.Config{BatchSize: 50, BaseBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond, PollInterval: 5 * time.Millisecond}
 }
@@ -82,9 +103,7 @@ func TestEnqueueSameKeyIsIdempotentDifferentPayloadConflicts(t *testing.T) {
 	ctx := context.Background()
 	s := pgtest.New(t)
 	evs := events("r", 2)
-	if err := outbox.Enqueue(ctx, s.Pool, evs...); err != nil {
-		t.Fatal(err)
-	}
+	enqueue(t, s, evs...)
 	if err := outbox.Enqueue(ctx, s.Pool, evs...); err != nil {
 		t.Fatalf("re-enqueue of the same events: %v", err)
 	}
@@ -129,9 +148,7 @@ func TestPublisherDeliversEverythingOnceThroughIntermittentFailures(t *testing.T
 	ctx := context.Background()
 	s := pgtest.New(t)
 	j := journal.New(s.Pool, nil)
-	if err := outbox.Enqueue(ctx, s.Pool, events("r", 400)...); err != nil {
-		t.Fatal(err)
-	}
+	enqueue(t, s, events("r", 400)...)
 	f := &flaky{j: j}
 	p := outbox.NewPublisher(s.Pool, f, fastCfg(), nil, zerolog.Nop())
 	deadline := time.Now().Add(30 * time.Second)
@@ -166,15 +183,11 @@ func TestConflictIsParkedAndStaysParked(t *testing.T) {
 	if _, err := j.Ingest(ctx, []kernel.Event{other}); err != nil {
 		t.Fatal(err)
 	}
-	if err := outbox.Enqueue(ctx, s.Pool, evs...); err != nil {
-		t.Fatal(err)
-	}
+	enqueue(t, s, evs...)
 	m := outbox.NewMetrics(reg, s.Pool)
 	p := outbox.NewPublisher(s.Pool, j, fastCfg(), m, zerolog.Nop())
 	for i := 0; i < 3; i++ {
-		if err := p.Drain(ctx); err != nil {
-			t.Fatal(err)
-		}
+		drain(t, p)
 	}
 	if n := count(t, s, "SELECT count(*) FROM kernel_event_outbox WHERE parked_at IS NOT NULL AND delivered_at IS NULL AND park_reason <> ''"); n != 1 {
 		t.Fatalf("%d parked rows, want 1", n)
@@ -233,9 +246,7 @@ func TestTwoPublishersDeliverEachRowOnce(t *testing.T) {
 	}
 	// Enqueue while the publishers run, in many small transactions.
 	for b := 0; b < n/100; b++ {
-		if err := outbox.Enqueue(ctx, s.Pool, events(fmt.Sprintf("r%d", b), 100)...); err != nil {
-			t.Fatal(err)
-		}
+		enqueue(t, s, events(fmt.Sprintf("r%d", b), 100)...)
 	}
 	deadline := time.Now().Add(30 * time.Second)
 	for count(t, s, "SELECT count(*) FROM kernel_event_outbox WHERE delivered_at IS NULL") > 0 {
@@ -274,9 +285,7 @@ func TestPublisherThroughHTTPIngestAPI(t *testing.T) {
 	srv := httptest.NewServer(api)
 	defer srv.Close()
 
-	if err := outbox.Enqueue(ctx, s.Pool, events("http", 120)...); err != nil {
-		t.Fatal(err)
-	}
+	enqueue(t, s, events("http", 120)...)
 	// A reader token cannot ingest: the delivery fails and is retried, not dropped.
 	bad := outbox.NewPublisher(s.Pool, httpapi.NewJournalClient(srv.URL, "reader-secret"), fastCfg(), nil, zerolog.Nop())
 	if _, err := bad.PublishOnce(ctx); err == nil {
@@ -287,9 +296,7 @@ func TestPublisherThroughHTTPIngestAPI(t *testing.T) {
 	}
 	time.Sleep(10 * time.Millisecond) // past the retry backoff
 	p := outbox.NewPublisher(s.Pool, httpapi.NewJournalClient(srv.URL, "publisher-secret"), fastCfg(), nil, zerolog.Nop())
-	if err := p.Drain(ctx); err != nil {
-		t.Fatal(err)
-	}
+	drain(t, p)
 	if n := count(t, s, "SELECT count(*) FROM journal_events"); n != 120 {
 		t.Fatalf("journal rows %d, want 120", n)
 	}
@@ -302,19 +309,11 @@ func TestPruneDeletesOnlyOldDeliveredRows(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s := pgtest.New(t)
-	if err := outbox.Enqueue(ctx, s.Pool, events("p", 10)...); err != nil {
-		t.Fatal(err)
-	}
+	enqueue(t, s, events("p", 10)...)
 	p := outbox.NewPublisher(s.Pool, journal.New(s.Pool, nil), outbox.Config{Retention: time.Hour}, nil, zerolog.Nop())
-	if err := p.Drain(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := outbox.Enqueue(ctx, s.Pool, events("q", 3)...); err != nil { // pending, never pruned
-		t.Fatal(err)
-	}
-	if _, err := s.Pool.Exec(ctx, "UPDATE kernel_event_outbox SET delivered_at = now() - interval '2 hours' WHERE event->>'run_id' = 'p' AND event_id LIKE 'p/op-1%'"); err != nil {
-		t.Fatal(err)
-	}
+	drain(t, p)
+	enqueue(t, s, events("q", 3)...) // pending, never pruned
+	exec(t, s, "UPDATE kernel_event_outbox SET delivered_at = now() - interval '2 hours' WHERE event->>'run_id' = 'p' AND event_id LIKE 'p/op-1%'")
 	n, err := p.Prune(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -329,19 +328,12 @@ func TestPruneDeletesOnlyOldDeliveredRows(t *testing.T) {
 
 func TestInvalidRowIsParkedWithoutBlockingItsBatch(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
 	s := pgtest.New(t)
-	if err := outbox.Enqueue(ctx, s.Pool, events("v", 5)...); err != nil {
-		t.Fatal(err)
-	}
+	enqueue(t, s, events("v", 5)...)
 	// A row written by something that skipped validation.
-	if _, err := s.Pool.Exec(ctx, `UPDATE kernel_event_outbox SET event = jsonb_set(event, '{type}', '"tool.sideways"') WHERE event_id = 'v/op-2/started'`); err != nil {
-		t.Fatal(err)
-	}
+	exec(t, s, `UPDATE kernel_event_outbox SET event = jsonb_set(event, '{type}', '"tool.sideways"') WHERE event_id = 'v/op-2/started'`)
 	p := outbox.NewPublisher(s.Pool, journal.New(s.Pool, nil), fastCfg(), nil, zerolog.Nop())
-	if err := p.Drain(ctx); err != nil {
-		t.Fatal(err)
-	}
+	drain(t, p)
 	if n := count(t, s, "SELECT count(*) FROM journal_events"); n != 4 {
 		t.Fatalf("%d journal rows, want 4", n)
 	}
@@ -358,15 +350,11 @@ func TestInTransactionDeliveryFailureIsRetried(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s := pgtest.New(t)
-	if _, err := s.Pool.Exec(ctx, `
+	exec(t, s, `
 CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN RAISE EXCEPTION 'journal refuses writes'; END $$;
-CREATE TRIGGER refuse BEFORE INSERT ON journal_events FOR EACH ROW EXECUTE FUNCTION refuse();`); err != nil {
-		t.Fatal(err)
-	}
-	if err := outbox.Enqueue(ctx, s.Pool, events("tx", 5)...); err != nil {
-		t.Fatal(err)
-	}
+CREATE TRIGGER refuse BEFORE INSERT ON journal_events FOR EACH ROW EXECUTE FUNCTION refuse();`)
+	enqueue(t, s, events("tx", 5)...)
 	p := outbox.NewPublisher(s.Pool, journal.New(s.Pool, nil), fastCfg(), nil, zerolog.Nop())
 	if _, err := p.PublishOnce(ctx); err == nil || !strings.Contains(err.Error(), "journal refuses writes") {
 		t.Fatalf("PublishOnce: %v", err)
@@ -377,13 +365,9 @@ CREATE TRIGGER refuse BEFORE INSERT ON journal_events FOR EACH ROW EXECUTE FUNCT
 	if n := count(t, s, "SELECT count(*) FROM journal_events"); n != 0 {
 		t.Fatalf("%d journal rows survived the rolled-back savepoint", n)
 	}
-	if _, err := s.Pool.Exec(ctx, "DROP TRIGGER refuse ON journal_events"); err != nil {
-		t.Fatal(err)
-	}
+	exec(t, s, "DROP TRIGGER refuse ON journal_events")
 	time.Sleep(10 * time.Millisecond) // past the retry backoff
-	if err := p.Drain(ctx); err != nil {
-		t.Fatal(err)
-	}
+	drain(t, p)
 	if n := count(t, s, "SELECT count(*) FROM journal_events"); n != 5 {
 		t.Fatalf("%d journal rows, want 5", n)
 	}
