@@ -238,6 +238,15 @@ func ids(prefix string, n int) []string {
 	return out
 }
 
+// uncertainOps specifies n failed_uncertain operations op-1 … op-n.
+func uncertainOps(n int) []opSpec {
+	out := make([]opSpec, n)
+	for i, id := range ids("op-", n) {
+		out[i] = opSpec{id: id, outcome: "uncertain"}
+	}
+	return out
+}
+
 // workspace makes a data directory's workspaces root with run's (project
 // acme) workspace in it, and returns both.
 func workspace(t *testing.T, run string) (root, ws string) {

@@ -223,11 +223,7 @@ func TestHumanVerdictMidWall(t *testing.T) {
 func TestOversizedPileIsSplit(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	var specs []opSpec
-	for _, id := range ids("op-", 5) {
-		specs = append(specs, opSpec{id: id, outcome: "uncertain"})
-	}
-	e.seedRun("run-1", specs...)
+	e.seedRun("run-1", uncertainOps(5)...)
 	var dry []string
 	sw := e.sweeper(Config{MaxOpsPerWall: 2})
 	rep, err := sw.Sweep(context.Background(), Options{DryRun: true})
@@ -443,11 +439,7 @@ func TestLivenessUnknownWaits(t *testing.T) {
 func TestOneLogLinePerWall(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	var specs []opSpec
-	for _, id := range ids("op-", 3) {
-		specs = append(specs, opSpec{id: id, outcome: "uncertain"})
-	}
-	e.seedRun("run-1", specs...)
+	e.seedRun("run-1", uncertainOps(3)...)
 	e.seedRun("run-2", opSpec{id: "op-1", outcome: "crash"})
 	var buf bytes.Buffer
 	sw := e.sweeper(Config{MaxOpsPerWall: 2, Log: zerolog.New(&buf)})
