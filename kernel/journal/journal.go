@@ -255,16 +255,6 @@ func (s *Store) RunEvents(ctx context.Context, project, runID string) ([]StoredE
 	return scanEvents(rows)
 }
 
-// OperationEvents returns an operation's events from every source, in
-// journal order.
-func (s *Store) OperationEvents(ctx context.Context, project, runID, operationID string) ([]StoredEvent, error) {
-	rows, err := s.pool.Query(ctx, operationEventsSQL, project, runID, operationID)
-	if err != nil {
-		return nil, fmt.Errorf("operation events %s/%s/%s: %w", project, runID, operationID, err)
-	}
-	return scanEvents(rows)
-}
-
 // EventsOfType returns a project's events of one type at or after since,
 // newest first, at most limit.
 func (s *Store) EventsOfType(ctx context.Context, project, typ string, since time.Time, limit int) ([]StoredEvent, error) {

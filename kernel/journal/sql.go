@@ -58,11 +58,6 @@ const eventColumns = `source_id, event_id, project, run_id, type, ts, actor,
 const runEventsSQL = `SELECT ` + eventColumns + ` FROM journal_events
 WHERE project = $1 AND run_id = $2 ORDER BY seq`
 
-// operationEventsSQL lists an operation's events (tool.* and
-// reconciliations, from any source) in journal order.
-const operationEventsSQL = `SELECT ` + eventColumns + ` FROM journal_events
-WHERE project = $1 AND run_id = $2 AND operation_id = $3 ORDER BY seq`
-
 // typeEventsSQL lists a project's events of one type, newest first, from the
 // (project, type, ts) index.
 const typeEventsSQL = `SELECT ` + eventColumns + ` FROM journal_events
