@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/seed-7bc021c3/reckon/kernel/mcptool"
 )
 
 func connectInMemory(t *testing.T, store *Store) *mcp.ClientSession {
@@ -49,16 +51,6 @@ func call(t *testing.T, cs *mcp.ClientSession, tool string, args any, key string
 	return res, out
 }
 
-func text(res *mcp.CallToolResult) string {
-	var b strings.Builder
-	for _, c := range res.Content {
-		if t, ok := c.(*mcp.TextContent); ok {
-			b.WriteString(t.Text)
-		}
-	}
-	return b.String()
-}
-
 func issueID(out map[string]any) string {
 	iss, _ := out["issue"].(map[string]any)
 	id, _ := iss["id"].(string)
@@ -72,45 +64,45 @@ func TestServerTools(t *testing.T) {
 
 	res, out := call(t, cs, "create_issue", map[string]any{"title": "Disk full"}, "op-1")
 	if res.IsError || issueID(out) == "" || out["replayed"] != false {
-		t.Fatalf("create: %s %v", text(res), out)
+		t.Fatalf("create: %s %v", mcptool.ContentText(res.Content), out)
 	}
 	id := issueID(out)
 	res, out = call(t, cs, "create_issue", map[string]any{"title": "Disk full"}, "op-1")
 	if res.IsError || issueID(out) != id || out["replayed"] != true {
-		t.Fatalf("retry: %s %v", text(res), out)
+		t.Fatalf("retry: %s %v", mcptool.ContentText(res.Content), out)
 	}
 	res, _ = call(t, cs, "create_issue", map[string]any{"title": "Other"}, "op-1")
-	if !res.IsError || !strings.Contains(text(res), "conflict") || !strings.Contains(text(res), "op-1") {
-		t.Fatalf("conflict: isError=%v %s", res.IsError, text(res))
+	if !res.IsError || !strings.Contains(mcptool.ContentText(res.Content), "conflict") || !strings.Contains(mcptool.ContentText(res.Content), "op-1") {
+		t.Fatalf("conflict: isError=%v %s", res.IsError, mcptool.ContentText(res.Content))
 	}
 	res, out = call(t, cs, "get_issue", map[string]any{"id": id}, "")
 	if res.IsError || out["title"] != "Disk full" {
-		t.Fatalf("get_issue: %s", text(res))
+		t.Fatalf("get_issue: %s", mcptool.ContentText(res.Content))
 	}
 	res, _ = call(t, cs, "get_issue", map[string]any{"id": "ISS-404"}, "")
 	if !res.IsError {
-		t.Fatalf("get_issue of an unknown id must be an error result: %s", text(res))
+		t.Fatalf("get_issue of an unknown id must be an error result: %s", mcptool.ContentText(res.Content))
 	}
 	res, out = call(t, cs, "lookup_operation", map[string]any{"key": "op-1"}, "")
 	if res.IsError || out["status"] != "completed" || issueID(out) != id {
-		t.Fatalf("lookup_operation: %s", text(res))
+		t.Fatalf("lookup_operation: %s", mcptool.ContentText(res.Content))
 	}
 	res, out = call(t, cs, "lookup_operation", map[string]any{"key": "op-2"}, "")
 	if res.IsError || out["status"] != "never_seen" {
-		t.Fatalf("lookup_operation unknown: %s", text(res))
+		t.Fatalf("lookup_operation unknown: %s", mcptool.ContentText(res.Content))
 	}
 	res, _ = call(t, cs, "create_issue", map[string]any{"title": "  "}, "op-3")
 	if !res.IsError {
-		t.Fatalf("blank title accepted: %s", text(res))
+		t.Fatalf("blank title accepted: %s", mcptool.ContentText(res.Content))
 	}
 	res, _ = call(t, cs, "create_issue", map[string]any{"body": "no title"}, "op-4")
 	if !res.IsError {
-		t.Fatalf("missing title accepted: %s", text(res))
+		t.Fatalf("missing title accepted: %s", mcptool.ContentText(res.Content))
 	}
 	// A non-string key is refused, not silently ignored.
 	r, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "create_issue",
 		Arguments: map[string]any{"title": "x"}, Meta: mcp.Meta{IdempotencyKeyMeta: 42}})
-	if err != nil || !r.IsError || !strings.Contains(text(r), IdempotencyKeyMeta) {
+	if err != nil || !r.IsError || !strings.Contains(mcptool.ContentText(r.Content), IdempotencyKeyMeta) {
 		t.Fatalf("numeric key: %v %v", err, r)
 	}
 	all, _ := store.Issues()
@@ -173,7 +165,7 @@ func TestHandlerServesHTTP(t *testing.T) {
 	defer cs.Close()
 	res, out := call(t, cs, "lookup_operation", map[string]any{"key": "nope"}, "")
 	if res.IsError || out["status"] != "never_seen" {
-		t.Fatalf("%s", text(res))
+		t.Fatalf("%s", mcptool.ContentText(res.Content))
 	}
 }
 

@@ -322,7 +322,7 @@ func (t *Tool) Execute(ctx context.Context, call kernel.ToolCall) (kernel.ToolRe
 		return kernel.ToolResult{}, &kernel.ToolError{ErrorType: ErrorTypeCallFailed, Effect: kernel.EffectUncertain,
 			Err: fmt.Errorf("mcp server %q tool %q: tools/call failed: %w%s", t.srv.cfg.Name, t.tool, err, cs.stderrTail())}
 	}
-	text := contentText(res.Content)
+	text := ContentText(res.Content)
 	if res.IsError {
 		return kernel.ToolResult{}, &kernel.ToolError{ErrorType: ErrorTypeErrorResult, Effect: kernel.EffectUncertain,
 			Err: fmt.Errorf("mcp server %q tool %q returned an error result: %s", t.srv.cfg.Name, t.tool, bound(text, 2000))}
@@ -391,8 +391,10 @@ func checkSchema(tool string, def *mcp.Tool, args map[string]any) error {
 	return nil
 }
 
-// contentText joins the text parts of a result.
-func contentText(cs []mcp.Content) string {
+// ContentText joins the text parts of a tool result's content, one per
+// line: the human-readable answer, for error messages and summaries of
+// any MCP client (probes and tests included).
+func ContentText(cs []mcp.Content) string {
 	var parts []string
 	for _, c := range cs {
 		if t, ok := c.(*mcp.TextContent); ok {
