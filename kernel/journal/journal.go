@@ -43,11 +43,8 @@ func New(pool *pgxpool.Pool, reg prometheus.Registerer) *Store {
 
 // prepared is one event ready for the ingest statement.
 type prepared struct {
-	ev      kernel.Event
-	digest  []byte
-	data    []byte
-	opID    string
-	settles bool
+	ev kernel.Event
+	kernel.Prepared
 }
 
 // querier is what ingest runs on: the pool, or a transaction of the caller.
@@ -90,7 +87,7 @@ func (s *Store) ingest(ctx context.Context, q querier, events []kernel.Event) ([
 		if err != nil {
 			return nil, err
 		}
-		preps[i] = prepared{ev: ev, digest: p.Digest, data: p.CanonicalData, opID: p.OperationID, settles: p.Settles}
+		preps[i] = prepared{ev: ev, Prepared: p}
 	}
 
 	// Duplicates inside one batch go to the database once; later copies are
@@ -103,8 +100,8 @@ func (s *Store) ingest(ctx context.Context, q querier, events []kernel.Event) ([
 		if _, dup := first[p.ev.Key()]; !dup {
 			first[p.ev.Key()] = i
 		}
-		if p.settles {
-			settled[[3]string{p.ev.Project, p.ev.RunID, p.opID}] = true
+		if p.Settles {
+			settled[[3]string{p.ev.Project, p.ev.RunID, p.OperationID}] = true
 		}
 	}
 	n := len(first)
@@ -129,15 +126,15 @@ func (s *Store) ingest(ctx context.Context, q querier, events []kernel.Event) ([
 		} else {
 			psrc, pid = append(psrc, nil), append(pid, nil)
 		}
-		if p.opID != "" {
-			op := p.opID
+		if p.OperationID != "" {
+			op := p.OperationID
 			opIDs = append(opIDs, &op)
 		} else {
 			opIDs = append(opIDs, nil)
 		}
-		datas, digests = append(datas, p.data), append(digests, p.digest)
-		settles = append(settles, p.settles)
-		openInBatch = append(openInBatch, !settled[[3]string{e.Project, e.RunID, p.opID}])
+		datas, digests = append(datas, p.CanonicalData), append(digests, p.Digest)
+		settles = append(settles, p.Settles)
+		openInBatch = append(openInBatch, !settled[[3]string{e.Project, e.RunID, p.OperationID}])
 		ords = append(ords, int32(i))
 	}
 
@@ -161,7 +158,7 @@ func (s *Store) ingest(ctx context.Context, q querier, events []kernel.Event) ([
 		switch {
 		case ins:
 			inserted[k] = true
-			stored[k] = preps[ord].digest
+			stored[k] = preps[ord].Digest
 		case dig != nil:
 			stored[k] = dig
 		default:
@@ -185,7 +182,7 @@ func (s *Store) ingest(ctx context.Context, q querier, events []kernel.Event) ([
 		switch {
 		case first[k] == i && inserted[k]:
 			r.Status = kernel.StatusAccepted
-		case bytes.Equal(stored[k], p.digest):
+		case bytes.Equal(stored[k], p.Digest):
 			r.Status = kernel.StatusRepeated
 		default:
 			r.Status = kernel.StatusConflict
