@@ -98,7 +98,7 @@ func Check(servers []ServerConfig) error {
 		case len(s.Command) > 0 && s.Command[0] == "":
 			return at("command", "the program (first element) is empty")
 		case s.URL != "":
-			u, err := url.Parse(strings.NewReplacer("{workspace}", "w", "{project}", "p", "{run_id}", "r").Replace(s.URL))
+			u, err := url.Parse(placeholders("w", "p", "r").Replace(s.URL))
 			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 				return at("url", "must be an http(s) URL, got %q", s.URL)
 			}

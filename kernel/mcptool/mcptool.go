@@ -179,15 +179,10 @@ func (ts *ToolSet) Lookup(name string) (kernel.Tool, bool) {
 
 // has reports whether the server offers tool, discovering its list once.
 func (s *server) has(tool string) bool {
-	s.mu.Lock()
-	known := s.tools != nil
-	s.mu.Unlock()
-	if !known {
-		ctx, cancel := context.WithTimeout(context.Background(), s.opts.DiscoveryTimeout)
-		defer cancel()
-		if err := s.discover(ctx); err != nil {
-			return false
-		}
+	ctx, cancel := context.WithTimeout(context.Background(), s.opts.DiscoveryTimeout)
+	defer cancel()
+	if err := s.discover(ctx); err != nil {
+		return false
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -195,8 +190,9 @@ func (s *server) has(tool string) bool {
 	return ok
 }
 
-// discover runs tools/list once and caches the result. Placeholders are
-// filled with a scratch workspace: tool names do not depend on the run.
+// discover runs tools/list unless the list is known, and caches the
+// result. Placeholders are filled with a scratch workspace: tool names do
+// not depend on the run.
 func (s *server) discover(ctx context.Context) error {
 	s.mu.Lock()
 	known := s.tools != nil
