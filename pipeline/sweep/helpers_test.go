@@ -258,3 +258,26 @@ func workspace(t *testing.T, run string) (root, ws string) {
 	}
 	return root, ws
 }
+
+// Walls builds a run's walls exactly as a sweep would show them to the
+// supervisor (listing, settled and pending filters, probes, bounds), without
+// deciding, locking or writing anything. Production code takes its walls
+// from a dry-run Sweep, which keeps each wall; this is the tests' shortcut.
+func (s *Sweeper) Walls(ctx context.Context, project, runID string) ([]pipeline.Wall, error) {
+	if project == "" || runID == "" {
+		return nil, kernel.Errorf(kernel.EInvalid, "walls: project and run_id are required")
+	}
+	piles, _, err := s.unsettledRuns(ctx, project, runID)
+	if err != nil {
+		return nil, err
+	}
+	var out []pipeline.Wall
+	for _, p := range piles {
+		ws, _, err := s.buildWalls(ctx, p)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ws...)
+	}
+	return out, nil
+}

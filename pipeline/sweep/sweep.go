@@ -313,29 +313,6 @@ func (s *Sweeper) Sweep(ctx context.Context, o Options) (rep Report, err error) 
 	return rep, nil
 }
 
-// Walls builds a run's walls exactly as a sweep would show them to the
-// supervisor (listing, settled and pending filters, probes, bounds), without
-// deciding, locking or writing anything. (Drills take their walls from a
-// dry-run Sweep, which also keeps each wall; only tests call this.)
-func (s *Sweeper) Walls(ctx context.Context, project, runID string) ([]pipeline.Wall, error) {
-	if project == "" || runID == "" {
-		return nil, kernel.Errorf(kernel.EInvalid, "walls: project and run_id are required")
-	}
-	piles, _, err := s.unsettledRuns(ctx, project, runID)
-	if err != nil {
-		return nil, err
-	}
-	var out []pipeline.Wall
-	for _, p := range piles {
-		ws, _, err := s.buildWalls(ctx, p)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, ws...)
-	}
-	return out, nil
-}
-
 // lockPool opens the dedicated connections that hold triage locks: separate
 // from the main pool so that a held lock never starves the listing or the
 // write transaction of a connection.
