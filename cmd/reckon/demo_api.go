@@ -1,14 +1,12 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"net/http"
 	"net/url"
@@ -18,6 +16,7 @@ import (
 	"time"
 
 	"github.com/seed-7bc021c3/reckon/evals"
+	"github.com/seed-7bc021c3/reckon/kernel/operations"
 	"github.com/seed-7bc021c3/reckon/kernel/outbox"
 	"github.com/seed-7bc021c3/reckon/kernel/runner"
 	"github.com/seed-7bc021c3/reckon/kernel/sandbox"
@@ -53,45 +52,25 @@ func demoFailingRun(ctx context.Context, d *demoEnv) error {
 	return nil
 }
 
-// demoAPI calls the stack's own API with the demo's operator token.
-func demoAPI(ctx context.Context, d *demoEnv, method, path string, body any) (int, map[string]any, error) {
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			return 0, nil, err
-		}
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, "http://"+d.Stack.APIAddr+path, rd)
+// demoAPI calls the stack's own API with the demo's operator token,
+// through the `reckon ops` client; a non-2xx answer is an error.
+func demoAPI(ctx context.Context, d *demoEnv, method, path string, q url.Values, body any) (map[string]any, error) {
+	c := &opsClient{base: "http://" + d.Stack.APIAddr, token: d.Stack.GeneratedToken, http: http.DefaultClient}
+	raw, _, err := c.do(ctx, method, path, q, body, nil)
 	if err != nil {
-		return 0, nil, err
-	}
-	req.Header.Set("Authorization", "Bearer "+d.Stack.GeneratedToken)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, nil, err
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return 0, nil, err
+		return nil, fmt.Errorf("%s %s: %w", method, path, err)
 	}
 	var m map[string]any
 	if err := json.Unmarshal(raw, &m); err != nil {
-		return resp.StatusCode, nil, fmt.Errorf("%s %s: not a JSON object: %s", method, path, raw)
+		return nil, fmt.Errorf("%s %s: not a JSON object: %s", method, path, raw)
 	}
-	return resp.StatusCode, m, nil
+	return m, nil
 }
 
 func demoListing(ctx context.Context, d *demoEnv) error {
-	code, m, err := demoAPI(ctx, d, http.MethodGet, "/v1/agent/operations?project="+url.QueryEscape(d.Project), nil)
+	m, err := demoAPI(ctx, d, http.MethodGet, operations.PathOperations, url.Values{"project": {d.Project}}, nil)
 	if err != nil {
 		return err
-	}
-	if code != http.StatusOK {
-		return fmt.Errorf("listing: %d %v", code, m)
 	}
 	ops, _ := m["operations"].([]any)
 	fmt.Fprintf(d.Out, "%d unresolved operation(s), degraded=%v; the first item as the API returns it:\n", len(ops), m["degraded"])
@@ -130,12 +109,9 @@ func demoOverride(ctx context.Context, d *demoEnv) error {
 		"note":     "proof.txt is in the run's workspace with the content op-1 was asked to write; op-1-r1 rewrote the same bytes",
 		"evidence": map[string]any{"path": filepath.Join(ws, "proof.txt"), "sha256": hex.EncodeToString(sum[:])},
 	}
-	code, m, err := demoAPI(ctx, d, http.MethodPost, "/v1/agent/operations/reconcile", req)
+	m, err := demoAPI(ctx, d, http.MethodPost, operations.PathReconcile, nil, req)
 	if err != nil {
 		return err
-	}
-	if code != http.StatusCreated && code != http.StatusOK {
-		return fmt.Errorf("reconcile: %d %v", code, m)
 	}
 	data, _ := m["data"].(map[string]any)
 	fmt.Fprintf(d.Out, "operator verdict %v: effect=%v basis=%v supersedes=%v\n", m["event_id"], data["effect"], data["basis"], data["supersedes"])
@@ -144,13 +120,10 @@ func demoOverride(ctx context.Context, d *demoEnv) error {
 	if err := outbox.WaitDelivered(wctx, d.Stack.Pool, d.Project, run, 20*time.Millisecond); err != nil {
 		return err
 	}
-	code, m, err = demoAPI(ctx, d, http.MethodGet, fmt.Sprintf("/v1/agent/operations/history?project=%s&run_id=%s&operation_id=op-1",
-		url.QueryEscape(d.Project), url.QueryEscape(run)), nil)
+	m, err = demoAPI(ctx, d, http.MethodGet, operations.PathHistory,
+		url.Values{"project": {d.Project}, "run_id": {run}, "operation_id": {"op-1"}}, nil)
 	if err != nil {
 		return err
-	}
-	if code != http.StatusOK {
-		return fmt.Errorf("history: %d %v", code, m)
 	}
 	evs, _ := m["events"].([]any)
 	fmt.Fprintf(d.Out, "history of %s/op-1 (who decided what, on which basis):\n", run)
