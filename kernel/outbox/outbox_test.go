@@ -198,8 +198,12 @@ func TestConflictIsParkedAndStaysParked(t *testing.T) {
 	if n := count(t, s, "SELECT count(*) FROM kernel_event_outbox WHERE delivered_at IS NOT NULL"); n != 2 {
 		t.Fatalf("%d delivered, want 2", n)
 	}
-	if v := testutil.ToFloat64(m.Parked()); v != 1 {
-		t.Fatalf("parked counter %v, want 1", v)
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(`
+# HELP reckon_outbox_parked_total Outbox rows parked because the journal answered conflict.
+# TYPE reckon_outbox_parked_total counter
+reckon_outbox_parked_total 1
+`), "reckon_outbox_parked_total"); err != nil {
+		t.Fatalf("parked counter: %v", err)
 	}
 	parked, err := outbox.ListParked(ctx, s.Pool, 10)
 	if err != nil || len(parked) != 1 || parked[0].Key != evs[1].Key() {

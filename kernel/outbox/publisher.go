@@ -426,7 +426,3 @@ func (p *Publisher) Drain(ctx context.Context) error {
 		}
 	}
 }
-
-// Parked is the counter of rows parked on a conflict (for tests and
-// dashboards that hold the Metrics).
-func (m *Metrics) Parked() prometheus.Counter { return m.parked }
