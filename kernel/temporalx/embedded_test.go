@@ -118,15 +118,10 @@ func (l *lockedBuffer) String() string {
 }
 
 func TestSDKLoggerFields(t *testing.T) {
-	var buf zerologBuffer
+	var buf lockedBuffer
 	l := SDKLogger(zerolog.New(&buf))
 	l.Info("hello", "WorkflowID", "w1", "Attempt", 2)
 	if got := buf.String(); got != `{"level":"info","WorkflowID":"w1","Attempt":2,"message":"hello"}`+"\n" {
 		t.Fatalf("log line = %s", got)
 	}
 }
-
-type zerologBuffer struct{ b []byte }
-
-func (z *zerologBuffer) Write(p []byte) (int, error) { z.b = append(z.b, p...); return len(p), nil }
-func (z *zerologBuffer) String() string              { return string(z.b) }
