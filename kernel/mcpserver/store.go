@@ -46,7 +46,6 @@ type storeFile struct {
 // call, as reckon's client starts them) can share a store safely.
 type Store struct {
 	path string
-	now  func() time.Time
 }
 
 // ErrNotFound is returned by Issue for an unknown id.
@@ -80,7 +79,7 @@ func OpenStore(path string) (*Store, error) {
 	if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
 		return nil, fmt.Errorf("creating store directory: %w", err)
 	}
-	return &Store{path: abs, now: time.Now}, nil
+	return &Store{path: abs}, nil
 }
 
 // Path is the store's JSON file.
@@ -208,7 +207,7 @@ func (s *Store) CreateIssue(key, title, body string) (issue Issue, replayed bool
 				return false, nil
 			}
 		}
-		now := s.now().UTC()
+		now := time.Now().UTC()
 		id := "ISS-" + strconv.Itoa(doc.NextID)
 		doc.NextID++
 		iss := &Issue{ID: id, Title: title, Body: body, CreatedAt: now, IdempotencyKey: key}
