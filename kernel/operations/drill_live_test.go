@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -144,23 +143,17 @@ func TestLiveDrill(t *testing.T) {
 		t.Fatalf("listing after the verdict: %+v", items)
 	}
 
-	r = call(t, "GET", ts+operations.PathHistory+"?"+url.Values{"project": {project}, "run_id": {run}, "operation_id": {"op-1"}}.Encode(), readerTok, "")
-	var h struct {
-		Events []kernel.Event `json:"events"`
-	}
-	if err := json.Unmarshal(r.raw, &h); err != nil {
-		t.Fatal(err)
-	}
+	hist := history(t, ts, project, run, "op-1")
 	var chain []string
-	for _, ev := range h.Events {
+	for _, ev := range hist {
 		chain = append(chain, ev.Type+"@"+ev.SourceID+"/"+ev.Actor)
 	}
 	if strings.Join(chain, " ") != "tool.started@kernel/kernel tool.failed@kernel/kernel operation.reconciled@kernel/operator:ann" {
 		t.Fatalf("history: %v", chain)
 	}
 	var d kernel.Reconciled
-	if err := h.Events[2].DecodeData(&d); err != nil || d.Basis != kernel.BasisOperator || !strings.Contains(string(d.Evidence), "drill-proof.txt") ||
-		*h.Events[2].ParentEventID != h.Events[0].Key() {
+	if err := hist[2].DecodeData(&d); err != nil || d.Basis != kernel.BasisOperator || !strings.Contains(string(d.Evidence), "drill-proof.txt") ||
+		*hist[2].ParentEventID != hist[0].Key() {
 		t.Fatalf("verdict in history: %+v %v", d, err)
 	}
 

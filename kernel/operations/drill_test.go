@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -93,26 +92,20 @@ func TestDrillChainFromKernelEvents(t *testing.T) {
 	if !strings.Contains(string(r.raw), `"operations":[]`) {
 		t.Fatalf("listing after the verdict: %s", r.raw)
 	}
-	r = call(t, "GET", ts.URL+operations.PathHistory+"?"+url.Values{"project": {project}, "run_id": {run}, "operation_id": {"op-1"}}.Encode(), readerTok, "")
-	var h struct {
-		Events []kernel.Event `json:"events"`
-	}
-	if err := json.Unmarshal(r.raw, &h); err != nil {
-		t.Fatal(err)
-	}
+	hist := history(t, ts.URL, project, run, "op-1")
 	var chain []string
-	for _, ev := range h.Events {
+	for _, ev := range hist {
 		chain = append(chain, ev.Type+"@"+ev.Actor)
 	}
 	if strings.Join(chain, " ") != "tool.started@kernel tool.failed@kernel operation.reconciled@operator:ann" {
 		t.Fatalf("history chain: %v", chain)
 	}
 	var d kernel.Reconciled
-	if err := h.Events[2].DecodeData(&d); err != nil {
+	if err := hist[2].DecodeData(&d); err != nil {
 		t.Fatal(err)
 	}
 	if d.Effect != kernel.EffectOccurred || d.Basis != kernel.BasisOperator || !strings.Contains(string(d.Evidence), "drill-proof.txt") ||
-		*h.Events[2].ParentEventID != it.StartedKey {
-		t.Fatalf("verdict: %+v parent %v", d, h.Events[2].ParentEventID)
+		*hist[2].ParentEventID != it.StartedKey {
+		t.Fatalf("verdict: %+v parent %v", d, hist[2].ParentEventID)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
+	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/auth"
 	"github.com/seed-7bc021c3/reckon/kernel/httpapi"
 	"github.com/seed-7bc021c3/reckon/kernel/operations"
@@ -171,6 +172,20 @@ func TestHTTPEndpoints(t *testing.T) {
 	if h.status != 200 || len(evs) != 3 || evs[2].(map[string]any)["type"] != "operation.reconciled" {
 		t.Fatalf("history: %d %s", h.status, h.raw)
 	}
+}
+
+// history reads an operation's events through the history endpoint, as a
+// reader.
+func history(t *testing.T, base, project, run, op string) []kernel.Event {
+	t.Helper()
+	r := call(t, "GET", base+operations.PathHistory+"?"+url.Values{"project": {project}, "run_id": {run}, "operation_id": {op}}.Encode(), readerTok, "")
+	var h struct {
+		Events []kernel.Event `json:"events"`
+	}
+	if err := json.Unmarshal(r.raw, &h); r.status != 200 || err != nil {
+		t.Fatalf("history of %s/%s/%s: %d %s %v", project, run, op, r.status, r.raw, err)
+	}
+	return h.Events
 }
 
 // TestOpenAPIMatchesRoutes checks the served document against the routes
