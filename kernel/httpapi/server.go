@@ -4,6 +4,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -206,7 +207,7 @@ func ReadJSON(r *http.Request, v any) error {
 		}
 		return kernel.Errorf(kernel.EInvalid, "read request body: %v", err)
 	}
-	if len(strings.TrimSpace(string(body))) == 0 {
+	if len(bytes.TrimSpace(body)) == 0 {
 		return kernel.Errorf(kernel.EInvalid, "request body is empty; expected a JSON object")
 	}
 	if err := json.Unmarshal(body, v); err != nil {
