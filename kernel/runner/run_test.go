@@ -230,7 +230,8 @@ func TestDelegatedChildFailureUnsettled(t *testing.T) {
 }
 
 func TestSummarize(t *testing.T) {
-	ev := func(typ, op string, data string) kernel.Event {
+	// The operation id is read from the data, as in the journal.
+	ev := func(typ, data string) kernel.Event {
 		return kernel.Event{Type: typ, Data: json.RawMessage(data)}
 	}
 	cases := []struct {
@@ -238,20 +239,20 @@ func TestSummarize(t *testing.T) {
 		evs  []kernel.Event
 		want ChildSummary
 	}{
-		{"no operations", []kernel.Event{ev("run.started", "", `{}`), ev("run.failed", "", `{"error":"x"}`)}, ChildSummary{0, 0, "none"}},
+		{"no operations", []kernel.Event{ev("run.started", `{}`), ev("run.failed", `{"error":"x"}`)}, ChildSummary{0, 0, "none"}},
 		{"settled by reconciliation", []kernel.Event{
-			ev("tool.started", "op-1", `{"operation_id":"op-1","tool":"t"}`),
-			ev("tool.failed", "op-1", `{"operation_id":"op-1","error_type":"x","error":"y","effect":"uncertain"}`),
-			ev("operation.reconciled", "op-1", `{"operation_id":"op-1","effect":"none","basis":"operator","note":""}`),
+			ev("tool.started", `{"operation_id":"op-1","tool":"t"}`),
+			ev("tool.failed", `{"operation_id":"op-1","error_type":"x","error":"y","effect":"uncertain"}`),
+			ev("operation.reconciled", `{"operation_id":"op-1","effect":"none","basis":"operator","note":""}`),
 		}, ChildSummary{1, 0, "occurred"}},
 		{"open start", []kernel.Event{
-			ev("tool.started", "op-1", `{"operation_id":"op-1","tool":"t"}`),
-			ev("tool.completed", "op-1", `{"operation_id":"op-1"}`),
-			ev("tool.started", "op-2", `{"operation_id":"op-2","tool":"t"}`),
+			ev("tool.started", `{"operation_id":"op-1","tool":"t"}`),
+			ev("tool.completed", `{"operation_id":"op-1"}`),
+			ev("tool.started", `{"operation_id":"op-2","tool":"t"}`),
 		}, ChildSummary{2, 1, "uncertain"}},
 		{"legacy activity_failed counts as uncertain", []kernel.Event{
-			ev("tool.started", "op-1", `{"operation_id":"op-1","tool":"t"}`),
-			ev("tool.failed", "op-1", `{"operation_id":"op-1","error_type":"activity_failed","error":"y"}`),
+			ev("tool.started", `{"operation_id":"op-1","tool":"t"}`),
+			ev("tool.failed", `{"operation_id":"op-1","error_type":"activity_failed","error":"y"}`),
 		}, ChildSummary{1, 1, "uncertain"}},
 	}
 	for _, c := range cases {
