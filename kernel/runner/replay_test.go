@@ -37,6 +37,13 @@ var recordedHistories = map[string]Plan{
 	}},
 }
 
+// replay replays the JSON history at path against the current workflow code.
+func replay(path string) error {
+	r := worker.NewWorkflowReplayer()
+	r.RegisterWorkflowWithOptions(RunWorkflow, workflow.RegisterOptions{Name: WorkflowName})
+	return r.ReplayWorkflowHistoryFromJSONFile(temporalx.SDKLogger(zerolog.Nop()), path)
+}
+
 // TestRecordHistories runs the recorded plans on the real server and checks
 // that their fresh histories replay against the workflow code (the same
 // check TestReplayRecordedHistories makes on the committed ones). With
@@ -68,9 +75,7 @@ func TestRecordHistories(t *testing.T) {
 		if err := os.WriteFile(path, raw, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		r := worker.NewWorkflowReplayer()
-		r.RegisterWorkflowWithOptions(RunWorkflow, workflow.RegisterOptions{Name: WorkflowName})
-		if err := r.ReplayWorkflowHistoryFromJSONFile(temporalx.SDKLogger(zerolog.Nop()), path); err != nil {
+		if err := replay(path); err != nil {
 			t.Errorf("fresh history of %s does not replay: %v", name, err)
 		}
 		t.Logf("recorded %s: %d events", name, len(h.Events))
@@ -81,9 +86,7 @@ func TestRecordHistories(t *testing.T) {
 // histories must replay against the current workflow code.
 func TestReplayRecordedHistories(t *testing.T) {
 	for name := range recordedHistories {
-		r := worker.NewWorkflowReplayer()
-		r.RegisterWorkflowWithOptions(RunWorkflow, workflow.RegisterOptions{Name: WorkflowName})
-		if err := r.ReplayWorkflowHistoryFromJSONFile(temporalx.SDKLogger(zerolog.Nop()), filepath.Join("testdata", name)); err != nil {
+		if err := replay(filepath.Join("testdata", name)); err != nil {
 			t.Errorf("%s does not replay: %v", name, err)
 		}
 	}
