@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/seed-7bc021c3/reckon/kernel"
 )
@@ -319,14 +320,16 @@ func TestOutputCap(t *testing.T) {
 		t.Fatalf("summary (%d bytes) %q", len(res.Summary), res.Summary)
 	}
 
-	// Not truncated when within the cap; multibyte output cut on a rune.
-	out, _, err = run(t, tool, call(t, t.TempDir(), map[string]any{"command": "printf 'é%.0s' $(seq 1 600)"}))
+	// Multibyte output cut on a rune: the leading "a" puts the cap in the
+	// middle of an "é", whose first byte is dropped.
+	out, _, err = run(t, tool, call(t, t.TempDir(), map[string]any{"command": "printf 'a'; printf 'é%.0s' $(seq 1 600)"}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !out.Truncated || len(out.Stdout) != 1000 || !strings.HasSuffix(out.Stdout, "é") {
+	if !out.Truncated || len(out.Stdout) != 999 || !strings.HasSuffix(out.Stdout, "é") || !utf8.ValidString(out.Stdout) {
 		t.Fatalf("stdout %d bytes truncated %v", len(out.Stdout), out.Truncated)
 	}
+	// Not truncated when within the cap.
 	out, _, _ = run(t, tool, call(t, t.TempDir(), map[string]any{"command": "echo small"}))
 	if out.Truncated {
 		t.Fatalf("small output flagged truncated")
@@ -464,8 +467,9 @@ func TestCallerCancel(t *testing.T) {
 
 func TestSummaryBounded(t *testing.T) {
 	t.Parallel()
-	s := summary(Output{Confined: true, Stdout: strings.Repeat("é", 1000)})
-	if len(s) > summaryMax || !strings.HasPrefix(s, "exit 0; é") || !strings.HasSuffix(s, "é") {
+	// The "x" puts the summaryMax cut in the middle of an "é".
+	s := summary(Output{Confined: true, Stdout: "x" + strings.Repeat("é", 1000)})
+	if len(s) > summaryMax || !strings.HasPrefix(s, "exit 0; xé") || !strings.HasSuffix(s, "é") {
 		t.Fatalf("summary %d bytes: %q", len(s), s[:20])
 	}
 }
