@@ -36,11 +36,7 @@ func RenderCard(w io.Writer, verdict kernel.Event, reconciled []kernel.Event) er
 	if model == "" {
 		model = "-"
 	}
-	digest := v.WallDigest
-	if len(digest) > 12 {
-		digest = digest[:12]
-	}
-	fmt.Fprintf(&b, "│ supervisor %s · model %s · prompt %s · wall %s\n", v.Supervisor, model, v.PromptVersion, digest)
+	fmt.Fprintf(&b, "│ supervisor %s · model %s · prompt %s · wall %s\n", v.Supervisor, model, v.PromptVersion, short(v.WallDigest))
 	fmt.Fprintf(&b, "│ at %s · event %s\n", verdict.TS.UTC().Format("2006-01-02 15:04:05Z"), verdict.Key())
 	attn := "no"
 	if v.NeedsAttention {
