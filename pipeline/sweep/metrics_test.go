@@ -5,23 +5,15 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 )
-
-func testutilCount(c prometheus.Counter) float64 {
-	var m dto.Metric
-	if err := c.Write(&m); err != nil {
-		return -1
-	}
-	return m.GetCounter().GetValue()
-}
 
 func TestMetricsRegisterTwiceShares(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	a, b := NewMetrics(reg), NewMetrics(reg)
 	a.InvalidOutput("x")
 	b.InvalidOutput("x")
-	if got := testutilCount(b.invalid.WithLabelValues("x")); got != 2 {
+	if got := testutil.ToFloat64(b.invalid.WithLabelValues("x")); got != 2 {
 		t.Fatalf("shared counter = %v", got)
 	}
 	a.ObserveModelCall(time.Second, "ok")

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/auth"
 	"github.com/seed-7bc021c3/reckon/kernel/httpapi"
@@ -63,7 +65,7 @@ func TestSweepWithFakeOpenAI(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := testutilCount(m.invalid.WithLabelValues(supervisor.OpenAIName)); got != c.invalid {
+			if got := testutil.ToFloat64(m.invalid.WithLabelValues(supervisor.OpenAIName)); got != c.invalid {
 				t.Fatalf("invalid outputs counted %v, want %v", got, c.invalid)
 			}
 			e.drain()

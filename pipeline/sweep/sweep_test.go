@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/rs/zerolog"
 
 	"github.com/seed-7bc021c3/reckon/kernel"
@@ -353,7 +354,7 @@ func TestInvalidSupervisorOutputWritesNothing(t *testing.T) {
 	if n := e.outboxRows(); n != 0 {
 		t.Fatalf("%d outbox rows written", n)
 	}
-	if got := testutilCount(m.invalid.WithLabelValues("bad")); got != 1 {
+	if got := testutil.ToFloat64(m.invalid.WithLabelValues("bad")); got != 1 {
 		t.Fatalf("invalid outputs counted %v", got)
 	}
 	if left := e.unsettled("run-1"); len(left) != 2 {
