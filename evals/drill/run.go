@@ -71,7 +71,7 @@ func (st *Stack) Drill(ctx context.Context, sc Scenario, o Options) ([]*evals.Fi
 	acts := &runner.Activities{
 		Pool: st.Core.Pool, Journal: st.Core.Journal, Tools: st.Tools,
 		Fault:      fault.New(st.Core.Pool, fault.Config{AfterEffect: sc.Fault.AfterEffect, BeforeEffect: sc.Fault.BeforeEffect}),
-		Unconfined: st.Unconfined, DeliveryPoll: 20 * time.Millisecond, Log: st.Core.Log,
+		Unconfined: st.Core.Cfg.SandboxUnconfined, DeliveryPoll: 20 * time.Millisecond, Log: st.Core.Log,
 	}
 	w := runner.NewWorker(client, queue, acts)
 	if err := w.Start(); err != nil {

@@ -46,11 +46,10 @@ type StackOptions struct {
 // the third-party filesystem MCP server over stdio, the operations service
 // and the pipeline's sweeper with its probes.
 type Stack struct {
-	Core       *app.Core
-	Temporal   *temporalx.Conn
-	Tools      runner.ToolSet
-	Ops        *operations.Service
-	Unconfined bool
+	Core     *app.Core
+	Temporal *temporalx.Conn
+	Tools    runner.ToolSet
+	Ops      *operations.Service
 	// Filesystem is true when the filesystem MCP server is configured.
 	Filesystem bool
 	// IssuesStore is the test MCP server's durable store.
@@ -68,7 +67,6 @@ func OpenStack(ctx context.Context, o StackOptions) (*Stack, error) {
 	if err := sandbox.Available(""); err != nil && !cfg.SandboxUnconfined {
 		return nil, fmt.Errorf("drill: run_command needs bubblewrap (%v); install it (scripts/ensure-deps.sh) or set RECKON_SANDBOX_UNCONFINED=1", err)
 	}
-	st.Unconfined = cfg.SandboxUnconfined
 
 	storePath := filepath.Join(cfg.DataDir, "mcp-test-server", "issues.json")
 	store, err := mcpserver.OpenStore(storePath)
@@ -123,12 +121,11 @@ func OpenStack(ctx context.Context, o StackOptions) (*Stack, error) {
 		return nil, fmt.Errorf("drill: temporal: %w", err)
 	}
 	st.Temporal = tc
-	ts, err := mcptool.New(servers, mcptool.Options{})
-	if err != nil {
+	// The tool set a worker of the process runs, over the servers above.
+	if st.Tools, err = core.KernelTools(); err != nil {
 		st.Close()
 		return nil, err
 	}
-	st.Tools = runner.Chain{runner.NewTools(sandbox.NewRunCommand(sandbox.Options{Unconfined: st.Unconfined})), ts}
 	st.Ops = core.OperationsService(tc.Client)
 	return st, nil
 }

@@ -42,10 +42,10 @@ func (k *Kernel) Close() {
 	k.Conn.Close()
 }
 
-// kernelTools is the tool set of runs: run_command in the sandbox
+// KernelTools is the tool set of runs: run_command in the sandbox
 // (unconfined only with RECKON_SANDBOX_UNCONFINED=1), then the MCP servers
 // of RECKON_MCP_SERVERS.
-func (c *Core) kernelTools() (runner.ToolSet, error) {
+func (c *Core) KernelTools() (runner.ToolSet, error) {
 	mcp, err := mcptool.FromConfig(c.Cfg.MCPServers, mcptool.Options{})
 	if err != nil {
 		return nil, err // already names RECKON_MCP_SERVERS and the field
@@ -66,7 +66,7 @@ func (c *Core) connectTemporal(ctx context.Context, inMemory bool) (*temporalx.C
 // StartKernel connects to Temporal and starts the run worker on
 // RECKON_TASK_QUEUE.
 func (c *Core) StartKernel(ctx context.Context, o KernelOptions) (*Kernel, error) {
-	tools, err := c.kernelTools()
+	tools, err := c.KernelTools()
 	if err != nil {
 		return nil, err
 	}
