@@ -31,7 +31,7 @@ func runDev(ctx context.Context, args []string) error {
 	if stack.GeneratedToken != "" {
 		fmt.Fprintf(os.Stderr, "reckon dev: no RECKON_TOKENS set; generated operator token (shown once):\n  %s\n", stack.GeneratedToken)
 	}
-	if _, err := stack.StartPipeline(stack.Operations); err != nil {
+	if err := stack.StartPipeline(stack.Operations); err != nil {
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "reckon dev: API on http://%s\n", stack.APIAddr)

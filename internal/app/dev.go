@@ -15,14 +15,13 @@ import (
 
 // DevOptions tunes StartDev.
 type DevOptions struct {
-	// Publishers is how many publishers drain the outbox; default 1.
-	Publishers int
-	Outbox     outbox.Config
+	// Outbox tunes the stack's outbox publisher.
+	Outbox outbox.Config
 	// Kernel tunes Temporal and the run worker.
 	Kernel KernelOptions
 }
 
-// Stack is a running dev stack: API, publishers, Temporal (embedded unless
+// Stack is a running dev stack: API, outbox publisher, Temporal (embedded unless
 // TEMPORAL_ADDRESS is set) with the run worker, and (as later pieces land)
 // the triage pipeline, in one process.
 type Stack struct {
@@ -45,7 +44,7 @@ type Stack struct {
 // StartDev creates the database if missing, migrates, connects to Temporal
 // (starting the embedded server unless TEMPORAL_ADDRESS is set), starts the
 // run worker, the API (runs, operations and verdicts mounted) and the
-// publishers.
+// outbox publisher.
 // Without configured tokens it generates an operator token.
 func StartDev(ctx context.Context, cfg config.Config, o DevOptions) (*Stack, error) {
 	core, err := NewCore(ctx, cfg, true)
@@ -88,18 +87,8 @@ func StartDev(ctx context.Context, cfg config.Config, o DevOptions) (*Stack, err
 		return nil, fmt.Errorf("api: %w", err)
 	}
 
-	n := o.Publishers
-	if n <= 0 {
-		n = 1
-	}
-	for i := 0; i < n; i++ {
-		p := core.NewPublisher(o.Outbox)
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			_ = p.Run(runCtx)
-		}()
-	}
+	pub := core.NewPublisher(o.Outbox)
+	s.Go(func(ctx context.Context) { _ = pub.Run(ctx) })
 	return s, nil
 }
 

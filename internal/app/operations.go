@@ -11,8 +11,7 @@ import (
 // service from the core's configuration (RECKON_OPERATIONS_WINDOW,
 // RECKON_STALE_AFTER). tc answers liveness for the kernel's own runs
 // (DescribeWorkflowExecution, cached briefly, a bounded number of calls per
-// listing); with tc nil every run's liveness comes from the journal (what
-// NewOperations gives).
+// listing); with tc nil every run's liveness comes from the journal.
 func (c *Core) OperationsService(tc client.Client) *operations.Service {
 	o := operations.Options{Window: c.Cfg.OperationsWindow, StaleAfter: c.Cfg.StaleAfter, Metrics: c.Ops}
 	if tc != nil {

@@ -8,7 +8,6 @@ import (
 	"github.com/seed-7bc021c3/reckon/kernel/config"
 	"github.com/seed-7bc021c3/reckon/kernel/httpapi"
 	"github.com/seed-7bc021c3/reckon/kernel/mcptool"
-	"github.com/seed-7bc021c3/reckon/kernel/operations"
 	"github.com/seed-7bc021c3/reckon/pipeline"
 	"github.com/seed-7bc021c3/reckon/pipeline/probe"
 	"github.com/seed-7bc021c3/reckon/pipeline/supervisor"
@@ -51,11 +50,6 @@ func (c *Core) NewProbes() (probe.Set, error) {
 	return set, nil
 }
 
-// NewOperations returns the operations service with journal liveness for
-// every run; processes with a Temporal client pass their own service (with
-// operations.NewTemporalLiveness) to NewSweeper instead.
-func (c *Core) NewOperations() *operations.Service { return c.OperationsService(nil) }
-
 // NewSweeper builds the triage sweeper from the configuration (supervisor,
 // probes) over ops, with its metrics on c.Registry (shared by every sweeper
 // of the process). tune, when given, adjusts the sweep configuration
@@ -85,17 +79,16 @@ func (c *Core) NewSweeper(ops sweep.Operations, tune ...func(*sweep.Config)) (*s
 func (c *Core) MountVerdicts(api *httpapi.Server) { sweep.MountVerdicts(api, c.Journal) }
 
 // StartPipeline runs the cron-driven triage sweep (RECKON_TRIAGE_SCHEDULE)
-// in the stack's lifetime over ops (nil: journal-liveness operations). It
-// returns the sweeper so callers (demo) can also sweep on demand. The
+// in the stack's lifetime over ops (nil: journal-liveness operations). The
 // verdicts endpoint is not mounted here: routes must be mounted before the
 // API serves, so whoever builds the API calls MountVerdicts first.
-func (s *Stack) StartPipeline(ops sweep.Operations) (*sweep.Sweeper, error) {
+func (s *Stack) StartPipeline(ops sweep.Operations) error {
 	if ops == nil {
-		ops = s.NewOperations()
+		ops = s.OperationsService(nil)
 	}
 	sw, err := s.NewSweeper(ops)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	spec := s.Cfg.TriageSchedule
 	s.Go(func(ctx context.Context) {
@@ -103,5 +96,5 @@ func (s *Stack) StartPipeline(ops sweep.Operations) (*sweep.Sweeper, error) {
 			s.Log.Error().Err(err).Msg("triage schedule stopped")
 		}
 	})
-	return sw, nil
+	return nil
 }

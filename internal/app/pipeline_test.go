@@ -81,7 +81,7 @@ func TestStartPipeline(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.StartPipeline(nil); err != nil {
+	if err := st.StartPipeline(nil); err != nil {
 		t.Fatal(err)
 	}
 	pub := core.NewPublisher(outbox.Config{})
@@ -115,7 +115,7 @@ func TestStartPipeline(t *testing.T) {
 		t.Fatalf("verdicts endpoint: %d", resp.StatusCode)
 	}
 	// A second sweeper in the same process shares the metrics.
-	if _, err := core.NewSweeper(core.NewOperations()); err != nil {
+	if _, err := core.NewSweeper(core.OperationsService(nil)); err != nil {
 		t.Fatal(err)
 	}
 }
