@@ -115,14 +115,8 @@ func runDemo(ctx context.Context, args []string) error {
 // the worker reports a crash, the journal says uncertain, and the plan's
 // re-issue runs as a new operation that names the first.
 func demoDrillRun(ctx context.Context, d *demoEnv) error {
-	content := "hello from reckon\n"
-	sum := sha256.Sum256([]byte(content))
-	step1 := runner.Step{
-		Tool:          sandbox.ToolName,
-		Args:          mustJSON(map[string]any{"command": "printf 'hello from reckon\\n' > proof.txt", "timeout_s": 30}),
-		Postcondition: mustJSON(map[string]any{"path": "proof.txt", "sha256": hex.EncodeToString(sum[:])}),
-		OnUncertain:   runner.OnUncertainReissue,
-	}
+	step1 := demoWriteStep("proof.txt", "hello from reckon\n")
+	step1.OnUncertain = runner.OnUncertainReissue
 	step2 := runner.Step{Tool: sandbox.ToolName, Args: mustJSON(map[string]any{"command": "wc -c proof.txt", "timeout_s": 30})}
 	view, runErr, err := demoRun(ctx, d, "drill-", []runner.Step{step1, step2})
 	if err != nil {
@@ -196,6 +190,18 @@ func printRunEvents(w io.Writer, evs []kernel.Event) {
 			}
 		}
 		fmt.Fprintf(w, "  %s  %-15s %s\n", ev.TS.Format("15:04:05.000"), ev.Type, strings.Join(parts, " "))
+	}
+}
+
+// demoWriteStep is a run_command step that writes content (no quotes or
+// percent signs) to path and declares the file's sha256 as its
+// postcondition, so the workspace probe can prove the effect.
+func demoWriteStep(path, content string) runner.Step {
+	sum := sha256.Sum256([]byte(content))
+	return runner.Step{
+		Tool:          sandbox.ToolName,
+		Args:          mustJSON(map[string]any{"command": "printf '" + strings.ReplaceAll(content, "\n", `\n`) + "' > " + path, "timeout_s": 30}),
+		Postcondition: mustJSON(map[string]any{"path": path, "sha256": hex.EncodeToString(sum[:])}),
 	}
 }
 

@@ -19,7 +19,6 @@ import (
 	"github.com/seed-7bc021c3/reckon/kernel/operations"
 	"github.com/seed-7bc021c3/reckon/kernel/outbox"
 	"github.com/seed-7bc021c3/reckon/kernel/runner"
-	"github.com/seed-7bc021c3/reckon/kernel/sandbox"
 	"github.com/seed-7bc021c3/reckon/pipeline/supervisor"
 )
 
@@ -34,13 +33,7 @@ func init() {
 // after its effect, without on_uncertain: the run stops, and the declared
 // postcondition lets the supervisor's workspace probe prove the effect.
 func demoFailingRun(ctx context.Context, d *demoEnv) error {
-	content := "quarterly report\n"
-	sum := sha256.Sum256([]byte(content))
-	step := runner.Step{
-		Tool:          sandbox.ToolName,
-		Args:          mustJSON(map[string]any{"command": "printf 'quarterly report\\n' > report.txt", "timeout_s": 30}),
-		Postcondition: mustJSON(map[string]any{"path": "report.txt", "sha256": hex.EncodeToString(sum[:])}),
-	}
+	step := demoWriteStep("report.txt", "quarterly report\n")
 	view, _, err := demoRun(ctx, d, "report-", []runner.Step{step})
 	if err != nil {
 		return err
