@@ -34,7 +34,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -321,7 +320,7 @@ func (t *Tool) Execute(ctx context.Context, call kernel.ToolCall) (kernel.ToolRe
 	text := ContentText(res.Content)
 	if res.IsError {
 		return kernel.ToolResult{}, &kernel.ToolError{ErrorType: ErrorTypeErrorResult, Effect: kernel.EffectUncertain,
-			Err: fmt.Errorf("mcp server %q tool %q returned an error result: %s", t.srv.cfg.Name, t.tool, bound(text, 2000))}
+			Err: fmt.Errorf("mcp server %q tool %q returned an error result: %s", t.srv.cfg.Name, t.tool, kernel.Abbreviate(text, 2000))}
 	}
 	var out json.RawMessage
 	if res.StructuredContent != nil {
@@ -338,7 +337,7 @@ func (t *Tool) Execute(ctx context.Context, call kernel.ToolCall) (kernel.ToolRe
 	if summary == "" {
 		summary = string(out)
 	}
-	return kernel.ToolResult{Summary: bound(summary, 500), Output: out}, nil
+	return kernel.ToolResult{Summary: kernel.Abbreviate(summary, 500), Output: out}, nil
 }
 
 // decodeArgs returns the call's arguments as a JSON object (empty for none).
@@ -348,7 +347,7 @@ func decodeArgs(raw json.RawMessage) (map[string]any, error) {
 	}
 	var args map[string]any
 	if err := json.Unmarshal(raw, &args); err != nil || args == nil {
-		return nil, kernel.Rejected("args: must be a JSON object (MCP tool arguments), got %s", bound(string(raw), 200))
+		return nil, kernel.Rejected("args: must be a JSON object (MCP tool arguments), got %s", kernel.Abbreviate(string(raw), 200))
 	}
 	return args, nil
 }
@@ -398,18 +397,6 @@ func ContentText(cs []mcp.Content) string {
 		}
 	}
 	return strings.Join(parts, "\n")
-}
-
-// bound cuts s to at most n bytes on a rune boundary.
-func bound(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	s = s[:n]
-	for !utf8.ValidString(s) {
-		s = s[:len(s)-1]
-	}
-	return s + "…"
 }
 
 // conn is one connection to a server, for one call.
@@ -516,7 +503,7 @@ func (c *conn) stderrTail() string {
 	if s == "" {
 		return ""
 	}
-	return " (server stderr: " + bound(s, 1000) + ")"
+	return " (server stderr: " + kernel.Abbreviate(s, 1000) + ")"
 }
 
 // tailBuffer keeps the last max bytes written to it.

@@ -376,3 +376,33 @@ CREATE TRIGGER refuse BEFORE INSERT ON journal_events FOR EACH ROW EXECUTE FUNCT
 		t.Fatalf("%d journal rows, want 5", n)
 	}
 }
+
+// failing answers every delivery with err.
+type failing struct{ err error }
+
+func (f failing) Ingest(context.Context, []kernel.Event) ([]kernel.IngestResult, error) {
+	return nil, f.err
+}
+
+// A delivery error longer than last_error keeps is cut on a rune boundary:
+// a cut through "é" is invalid UTF-8, which PostgreSQL refuses, and the
+// retry could not be scheduled.
+func TestLongDeliveryErrorIsStoredOnARuneBoundary(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := pgtest.New(t)
+	enqueue(t, s, events("r", 1)...)
+	msg := strings.Repeat("x", 1999) + "é and more" // "é" is bytes 2000 and 2001
+	p := outbox.NewPublisher(s.Pool, failing{errors.New(msg)}, fastCfg(), nil, zerolog.Nop())
+	if _, err := p.PublishOnce(ctx); err == nil || strings.Contains(err.Error(), "schedule retry") {
+		t.Fatalf("publish: %v", err)
+	}
+	var stored string
+	var attempts int
+	if err := s.Pool.QueryRow(ctx, `SELECT last_error, attempts FROM kernel_event_outbox`).Scan(&stored, &attempts); err != nil {
+		t.Fatal(err)
+	}
+	if attempts != 1 || stored != strings.Repeat("x", 1999) {
+		t.Fatalf("attempts %d, last_error %d bytes ending %q", attempts, len(stored), stored[len(stored)-3:])
+	}
+}

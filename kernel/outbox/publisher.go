@@ -315,7 +315,7 @@ func (p *Publisher) PublishOnce(ctx context.Context) (int, error) {
 		for i, a := range attempts {
 			delays[i] = p.backoff(a).Seconds()
 		}
-		if _, uerr := tx.Exec(ctx, retryLaterSQL, ids, delays, truncate(err.Error(), 2000)); uerr != nil {
+		if _, uerr := tx.Exec(ctx, retryLaterSQL, ids, delays, kernel.TruncateUTF8(err.Error(), 2000)); uerr != nil {
 			return 0, errors.Join(fmt.Errorf("publish: deliver: %w", err), fmt.Errorf("publish: schedule retry: %w", uerr))
 		}
 		p.m.failures.Inc()
@@ -404,13 +404,6 @@ func (p *Publisher) backoff(attempts int) time.Duration {
 		return time.Duration(lo)
 	}
 	return time.Duration(lo + rand.Float64()*(ceil-lo))
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n]
 }
 
 // Drain publishes until no due row remains; for tools and tests that want

@@ -133,13 +133,13 @@ func (a *Activities) RunTool(ctx context.Context, call kernel.ToolCall) (ToolOut
 		log.Warn().Err(err).Msg("fault injected after the effect")
 		return ToolOutcome{}, crash(err)
 	}
-	return ToolOutcome{OK: true, Summary: bound(res.Summary)}, nil
+	return ToolOutcome{OK: true, Summary: kernel.Abbreviate(res.Summary, MaxSummaryBytes)}, nil
 }
 
 // failure turns a tool error into a classified outcome.
 func failure(err error) ToolOutcome {
 	et, eff := kernel.Classify(err)
-	return ToolOutcome{ErrorType: et, Effect: eff, Error: bound(toolMessage(err))}
+	return ToolOutcome{ErrorType: et, Effect: eff, Error: kernel.Abbreviate(toolMessage(err), MaxSummaryBytes)}
 }
 
 // toolMessage is a tool error's message without the error type a
@@ -158,17 +158,6 @@ func crash(err error) error {
 		return temporal.NewNonRetryableApplicationError(fault.Message, kernel.ErrorTypeInjectedFault, nil)
 	}
 	return temporal.NewNonRetryableApplicationError(err.Error(), kernel.ErrorTypeActivityFailed, err)
-}
-
-func bound(s string) string {
-	if len(s) <= MaxSummaryBytes {
-		return s
-	}
-	cut := MaxSummaryBytes
-	for cut > 0 && (s[cut]&0xC0) == 0x80 { // do not split a UTF-8 sequence
-		cut--
-	}
-	return s[:cut] + "…"
 }
 
 // heartbeat beats for the running activity until the returned stop is

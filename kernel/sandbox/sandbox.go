@@ -406,19 +406,7 @@ func summary(o Output) string {
 		b.WriteString("; ")
 		b.WriteString(s)
 	}
-	return truncateUTF8(strings.ToValidUTF8(b.String(), "\uFFFD"), summaryMax)
-}
-
-// truncateUTF8 cuts s to at most n bytes without splitting a rune.
-func truncateUTF8(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	cut := n
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut]
+	return kernel.TruncateUTF8(strings.ToValidUTF8(b.String(), "\uFFFD"), summaryMax)
 }
 
 // tail returns the last n bytes of s (on a rune boundary), trimmed.

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/pipeline"
@@ -187,9 +186,5 @@ func clip(s string) string {
 	if len(s) <= kernel.MaxNoteBytes {
 		return s
 	}
-	cut := kernel.MaxNoteBytes - len("…")
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
+	return kernel.Abbreviate(s, kernel.MaxNoteBytes-len("…"))
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
-	"unicode/utf8"
 
 	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/journal"
@@ -134,7 +133,7 @@ func (s *Sweeper) wallOperation(it operations.Item, now time.Time) pipeline.Wall
 		op.AgeSeconds = 0
 	}
 	if f := it.Failure; f != nil {
-		op.Failure = &pipeline.WallFailure{ErrorType: f.ErrorType, Error: clipString(f.Error, 2000), Effect: f.EffectiveEffect()}
+		op.Failure = &pipeline.WallFailure{ErrorType: f.ErrorType, Error: kernel.Abbreviate(f.Error, 2000), Effect: f.EffectiveEffect()}
 	}
 	if it.ChildOpsTotal != nil && it.ChildOpsUnresolved != nil {
 		op.ChildOps = &pipeline.ChildSummary{Total: *it.ChildOpsTotal, Unresolved: *it.ChildOpsUnresolved}
@@ -148,18 +147,8 @@ func boundArgs(args json.RawMessage, max int) json.RawMessage {
 	if len(args) <= max {
 		return args
 	}
-	b, _ := json.Marshal(map[string]any{"truncated": true, "bytes": len(args), "excerpt": clipString(string(args), max/2)})
+	b, _ := json.Marshal(map[string]any{"truncated": true, "bytes": len(args), "excerpt": kernel.Abbreviate(string(args), max/2)})
 	return b
-}
-
-func clipString(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
 }
 
 // split cuts ops into parts of at most maxOps operations and about

@@ -1,0 +1,25 @@
+package kernel
+
+import "unicode/utf8"
+
+// TruncateUTF8 cuts s to at most n bytes without splitting a UTF-8
+// sequence: a split one is invalid text, which PostgreSQL refuses in a text
+// column and JSON encoders silently replace.
+func TruncateUTF8(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// Abbreviate returns s when it fits in n bytes, otherwise s cut by
+// TruncateUTF8 to n bytes and marked with "…" (so at most n+3 bytes).
+func Abbreviate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return TruncateUTF8(s, n) + "…"
+}
