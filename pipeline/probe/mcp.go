@@ -292,11 +292,11 @@ func lookup(ctx context.Context, cs *mcp.ClientSession, serverName, key string) 
 		return LookupAnswer{}, fmt.Errorf("lookup_operation: %w", err)
 	}
 	if res.IsError {
-		return LookupAnswer{}, fmt.Errorf("lookup_operation answered an error: %s", text(res))
+		return LookupAnswer{}, fmt.Errorf("lookup_operation answered an error: %s", mcptool.ContentText(res.Content))
 	}
 	raw, err := json.Marshal(res.StructuredContent)
 	if err != nil || res.StructuredContent == nil {
-		raw = []byte(text(res))
+		raw = []byte(mcptool.ContentText(res.Content))
 	}
 	var ans struct {
 		Status string `json:"status"`
@@ -307,15 +307,6 @@ func lookup(ctx context.Context, cs *mcp.ClientSession, serverName, key string) 
 	return LookupAnswer{Server: serverName, Status: ans.Status, Result: raw}, nil
 }
 
-func text(res *mcp.CallToolResult) string {
-	var b strings.Builder
-	for _, c := range res.Content {
-		if t, ok := c.(*mcp.TextContent); ok {
-			b.WriteString(t.Text)
-		}
-	}
-	return b.String()
-}
 
 func contains(list []string, s string) bool {
 	for _, x := range list {
