@@ -307,7 +307,6 @@ func lookup(ctx context.Context, cs *mcp.ClientSession, serverName, key string) 
 	return LookupAnswer{Server: serverName, Status: ans.Status, Result: raw}, nil
 }
 
-
 func contains(list []string, s string) bool {
 	for _, x := range list {
 		if x == s {
