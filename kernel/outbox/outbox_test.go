@@ -406,3 +406,57 @@ func TestLongDeliveryErrorIsStoredOnARuneBoundary(t *testing.T) {
 		t.Fatalf("attempts %d, last_error %d bytes ending %q", attempts, len(stored), stored[len(stored)-3:])
 	}
 }
+
+// picky is a journal reached without IngestTx (as over HTTP) that rejects
+// as invalid any request holding the poisoned event, or more than max
+// events (as the ingest API answers 413 to an oversized body).
+type picky struct {
+	j      *journal.Store
+	poison string
+	max    int
+}
+
+func (p picky) Ingest(ctx context.Context, evs []kernel.Event) ([]kernel.IngestResult, error) {
+	if len(evs) > p.max {
+		return nil, kernel.Errorf(kernel.EInvalid, "ingest API 413: request body too large")
+	}
+	for _, ev := range evs {
+		if ev.EventID == p.poison {
+			return nil, kernel.Errorf(kernel.EInvalid, "ingest API 400: events[%s]: data is not valid here", ev.EventID)
+		}
+	}
+	return p.j.Ingest(ctx, evs)
+}
+
+// A batch the journal rejects as a whole is not retried as a whole forever:
+// its events go one at a time, the good ones are delivered, and only the
+// one the journal rejects alone is parked, with the journal's reason.
+func TestRejectedBatchIsDeliveredOneByOne(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name, poison string
+		max          int
+		parked       int
+	}{
+		{"one bad event", "v/op-2/started", 100, 1},
+		{"batch too large", "", 3, 0},
+		{"both", "v/op-4/started", 3, 1},
+	} {
+		s := pgtest.New(t)
+		enqueue(t, s, events("v", 5)...)
+		p := outbox.NewPublisher(s.Pool, picky{j: journal.New(s.Pool, nil), poison: c.poison, max: c.max}, fastCfg(), nil, zerolog.Nop())
+		drain(t, p)
+		if n := count(t, s, "SELECT count(*) FROM journal_events"); n != 5-c.parked {
+			t.Errorf("%s: %d journal rows, want %d", c.name, n, 5-c.parked)
+		}
+		if n := count(t, s, "SELECT count(*) FROM kernel_event_outbox WHERE delivered_at IS NULL AND parked_at IS NULL"); n != 0 {
+			t.Errorf("%s: %d rows still waiting", c.name, n)
+		}
+		if c.poison != "" {
+			var reason string
+			if err := s.Pool.QueryRow(context.Background(), `SELECT park_reason FROM kernel_event_outbox WHERE parked_at IS NOT NULL AND event_id = $1`, c.poison).Scan(&reason); err != nil || !strings.Contains(reason, "not valid here") {
+				t.Errorf("%s: poisoned row park reason %q (%v)", c.name, reason, err)
+			}
+		}
+	}
+}

@@ -297,19 +297,17 @@ func (p *Publisher) PublishOnce(ctx context.Context) (int, error) {
 			err = fmt.Errorf("journal answered %d results for %d events", len(results), len(events))
 		}
 	}
+	if err != nil && kernel.ErrorCode(err) == kernel.EInvalid && ctx.Err() == nil {
+		// The journal rejected the request: one event it will never accept,
+		// or a batch too large as a whole (the HTTP API answers 413). Either
+		// way the same batch would be rejected on every retry, so the events
+		// go one at a time, and only what the journal rejects on its own is
+		// parked.
+		results, err = p.deliverEach(ctx, tx, events, err)
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return 0, ctx.Err()
-		}
-		// Invalid events will never be accepted: park them rather than retry
-		// forever. Anything else is a delivery failure to retry later.
-		if kernel.ErrorCode(err) == kernel.EInvalid && len(events) == 1 {
-			if _, perr := tx.Exec(ctx, parkSQL, ids, []string{"journal rejected the event: " + kernel.ErrorMessage(err)}); perr != nil {
-				return 0, fmt.Errorf("publish: park invalid: %w", perr)
-			}
-			p.m.parked.Inc()
-			p.log.Error().Str("event", events[0].Key().String()).Str("reason", kernel.ErrorMessage(err)).Msg("outbox row parked: journal rejected it")
-			return claimed, tx.Commit(ctx)
 		}
 		delays := make([]float64, len(ids))
 		for i, a := range attempts {
@@ -339,8 +337,12 @@ func (p *Publisher) PublishOnce(ctx context.Context) (int, error) {
 			}
 			parkIDs, parkReason = append(parkIDs, ids[i]), append(parkReason, reason)
 			p.m.parked.Inc()
+			msg := "outbox row parked: the journal holds a different payload under this key; an operator must resolve it"
+			if r.Status == statusRejected {
+				msg = "outbox row parked: the journal rejected the event; an operator must resolve it"
+			}
 			p.log.Error().Str("source_id", r.SourceID).Str("event_id", r.EventID).Str("status", r.Status).
-				Str("reason", reason).Msg("outbox row parked: the journal holds a different payload under this key; an operator must resolve it")
+				Str("reason", reason).Msg(msg)
 		}
 	}
 	if len(delIDs) > 0 {
@@ -359,6 +361,41 @@ func (p *Publisher) PublishOnce(ctx context.Context) (int, error) {
 		return 0, fmt.Errorf("publish: commit: %w", err)
 	}
 	return claimed, nil
+}
+
+// statusRejected marks, in the publisher's own bookkeeping, an event the
+// journal refused as invalid when delivered alone; it is parked like a
+// conflict. The journal itself never answers it.
+const statusRejected = "rejected"
+
+// deliverEach delivers events one at a time after the journal rejected
+// them as a batch (batchErr). An event rejected on its own is answered
+// statusRejected, to be parked; any other failure ends the pass and is
+// returned, and the whole batch is retried later (what was delivered before
+// it is answered repeated then).
+func (p *Publisher) deliverEach(ctx context.Context, tx pgx.Tx, events []kernel.Event, batchErr error) ([]kernel.IngestResult, error) {
+	rejected := func(ev kernel.Event, err error) kernel.IngestResult {
+		return kernel.IngestResult{SourceID: ev.SourceID, EventID: ev.EventID, Status: statusRejected,
+			Reason: "journal rejected the event: " + kernel.ErrorMessage(err)}
+	}
+	if len(events) == 1 {
+		return []kernel.IngestResult{rejected(events[0], batchErr)}, nil
+	}
+	out := make([]kernel.IngestResult, len(events))
+	for i, ev := range events {
+		res, err := p.deliver(ctx, tx, []kernel.Event{ev})
+		switch {
+		case err == nil && len(res) == 1:
+			out[i] = res[0]
+		case err == nil:
+			return nil, fmt.Errorf("journal answered %d results for 1 event", len(res))
+		case kernel.ErrorCode(err) == kernel.EInvalid:
+			out[i] = rejected(ev, err)
+		default:
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 // TxJournal is a journal that can ingest inside the publisher's transaction:
