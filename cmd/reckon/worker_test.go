@@ -203,8 +203,12 @@ func TestWorkerSIGKILLDuringRunCommand(t *testing.T) {
 		}
 	}
 	var outboxRows, journalRows int
-	_ = s.Pool.QueryRow(ctx, `SELECT count(*) FROM kernel_event_outbox`).Scan(&outboxRows)
-	_ = s.Pool.QueryRow(ctx, `SELECT count(*) FROM journal_events WHERE project = 'crash' AND run_id LIKE 'crash-%'`).Scan(&journalRows)
+	if err := s.Pool.QueryRow(ctx, `SELECT count(*) FROM kernel_event_outbox`).Scan(&outboxRows); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Pool.QueryRow(ctx, `SELECT count(*) FROM journal_events WHERE project = 'crash' AND run_id LIKE 'crash-%'`).Scan(&journalRows); err != nil {
+		t.Fatal(err)
+	}
 	if outboxRows != journalRows {
 		t.Errorf("outbox holds %d events, journal %d", outboxRows, journalRows)
 	}
