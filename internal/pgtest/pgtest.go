@@ -21,8 +21,9 @@ import (
 	"github.com/seed-7bc021c3/reckon/migrations"
 )
 
-// DefaultURL is the test database when neither RECKON_TEST_DATABASE_URL nor
-// DATABASE_URL is set: the local trust-auth server of the dev machines.
+// DefaultURL is the test database when RECKON_TEST_DATABASE_URL is not set:
+// the local trust-auth server of the dev machines. DATABASE_URL is never
+// read, so tests cannot create schemas in a real deployment's database.
 const DefaultURL = "postgres://127.0.0.1:5432/reckon_test?sslmode=disable"
 
 var ensureOnce sync.Once
