@@ -56,6 +56,7 @@ func (s *Sweeper) buildWalls(ctx context.Context, pile runPile) ([]pipeline.Wall
 	now := s.cfg.Now().UTC()
 
 	probes, done := s.cfg.Probes.ForWall(run)
+	defer done() // closes the wall's probe sessions, also if a probe panics
 	ops := make([]pipeline.WallOperation, 0, len(items))
 	var deferred []string
 	for _, it := range items {
@@ -67,7 +68,6 @@ func (s *Sweeper) buildWalls(ctx context.Context, pile runPile) ([]pipeline.Wall
 		}
 		ops = append(ops, op)
 	}
-	done()
 	if len(ops) == 0 {
 		return nil, deferred, nil
 	}
