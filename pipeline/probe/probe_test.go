@@ -85,6 +85,23 @@ func TestWorkspacePostcondition(t *testing.T) {
 			t.Errorf("%s: got ok=%v %s %q, want %s containing %q", c.name, ok, ev.Finding, ev.Detail, c.finding, c.detail)
 		}
 	}
+	// A missing file proves none only once the command's timeout_s plus a
+	// minute has passed; until then the probe names the time to look again.
+	young := op("absent.txt", "", "crash_window")
+	young.Args = json.RawMessage(`{"command": "sleep 1", "timeout_s": 30}`)
+	for _, c := range []struct {
+		age     time.Duration
+		finding string
+	}{{80 * time.Second, pipeline.FindingInconclusive}, {100 * time.Second, pipeline.FindingNone}} {
+		young.StartedAt = now().Add(-c.age)
+		ev, _ := p.Probe(context.Background(), base, young)
+		if ev.Finding != c.finding {
+			t.Errorf("missing, timeout_s 30, age %s: %s (%s), want %s", c.age, ev.Finding, ev.Detail, c.finding)
+		}
+		if want := young.StartedAt.Add(90 * time.Second); c.finding == pipeline.FindingInconclusive && (ev.RecheckAfter == nil || !ev.RecheckAfter.Equal(want)) {
+			t.Errorf("missing, timeout_s 30, age %s: recheck after %v, want %v", c.age, ev.RecheckAfter, want)
+		}
+	}
 	if _, ok := p.Probe(context.Background(), base, pipeline.WallOperation{OperationID: "op-1", Tool: "run_command"}); ok {
 		t.Error("no postcondition: the probe must not apply")
 	}
