@@ -44,16 +44,14 @@ const (
 	UnsafeOccurred = "unsafe_occurred" // said occurred, truth none: the work is silently dropped
 )
 
-// Options tune a scoring run. The zero value runs sequentially with the
-// sweep's validation rules and the wall clock.
+// Options tune a scoring run. The zero value runs sequentially on the wall
+// clock. Decisions are checked with supervisor.Validate, the sweep's own
+// rules, so a decision the sweep would reject is invalid.
 type Options struct {
 	// CaseTimeout bounds one Decide call; zero means no bound.
 	CaseTimeout time.Duration
 	// Concurrency is how many walls are decided at once (default 1).
 	Concurrency int
-	// Validate checks a decision; nil means supervisor.Validate, the
-	// sweep's own rules, so a decision the sweep would reject is invalid.
-	Validate func(pipeline.Wall, pipeline.Decision) error
 	// Now is the clock used to measure latency; nil means time.Now.
 	Now func() time.Time
 	// Progress, when set, is called after each case (serialised).
@@ -199,9 +197,6 @@ func Score(ctx context.Context, sup pipeline.Supervisor, fixtures []*Fixture, op
 	if len(fixtures) == 0 {
 		return nil, ErrNoFixtures
 	}
-	if opt.Validate == nil {
-		opt.Validate = supervisor.Validate
-	}
 	if opt.Now == nil {
 		opt.Now = time.Now
 	}
@@ -305,7 +300,7 @@ func runCase(ctx context.Context, sup pipeline.Supervisor, f *Fixture, opt Optio
 		return c
 	}
 	c.Usage, c.Model, c.PromptVersion = d.Usage, d.Model, d.PromptVersion
-	if err := opt.Validate(f.Wall, d); err != nil {
+	if err := supervisor.Validate(f.Wall, d); err != nil {
 		c.Status, c.Error = StatusInvalid, err.Error()
 		invalid()
 		return c

@@ -52,8 +52,6 @@ type Stack struct {
 	Ops      *operations.Service
 	// Filesystem is true when the filesystem MCP server is configured.
 	Filesystem bool
-	// IssuesStore is the test MCP server's durable store.
-	IssuesStore *mcpserver.Store
 
 	issues *http.Server
 	cancel context.CancelFunc
@@ -73,7 +71,6 @@ func OpenStack(ctx context.Context, o StackOptions) (*Stack, error) {
 	if err != nil {
 		return nil, fmt.Errorf("drill: test MCP server store: %w", err)
 	}
-	st.IssuesStore = store
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("drill: listen for the test MCP server: %w", err)
