@@ -72,7 +72,7 @@ func TestLiveDrill(t *testing.T) {
 
 	toks, _ := auth.Parse("rita:reader:" + readerTok + ",ann:operator:" + operatorTok)
 	srv := httpapi.New(httpapi.Options{Tokens: toks, Log: zerolog.Nop(), Registry: prometheus.NewRegistry()})
-	srv.MountIngest(j)
+	srv.MountIngest(j, runner.Owners{Pool: s.Pool})
 	runner.Mount(srv, starter)
 	sweep.MountVerdicts(srv, j)
 	svc := operations.New(s.Pool, operations.Options{Liveness: operations.NewTemporalLiveness(conn.Client)})

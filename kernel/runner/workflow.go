@@ -98,7 +98,9 @@ type ChildSummary struct {
 func WorkflowID(project, runID string) string { return "reckon/" + project + "/" + runID }
 
 // ChildRunID is the run id of the child a delegate operation starts.
-func ChildRunID(parentRunID, operationID string) string { return parentRunID + "." + operationID }
+func ChildRunID(parentRunID, operationID string) string {
+	return parentRunID + ChildSeparator + operationID
+}
 
 // event data written by the workflow; the embedded kernel structs keep the
 // documented fields, the extra ones are the conventions probes rely on.
