@@ -278,6 +278,22 @@ type IngestResult struct {
 	Reason string `json:"reason,omitempty"`
 }
 
+// RunKey names a run: run ids are unique per project only.
+type RunKey struct {
+	Project string `json:"project"`
+	RunID   string `json:"run_id"`
+}
+
+// RunOwners tells the kernel's own runs from everyone else's. A kernel run
+// is one started through POST /v1/runs, or a child run beneath one (its id
+// extends the parent's with the child-run separator). Only the kernel
+// writes a kernel run's events, and only a kernel run has a workspace the
+// kernel made.
+type RunOwners interface {
+	// KernelRuns returns the subset of runs that are kernel runs.
+	KernelRuns(ctx context.Context, runs []RunKey) (map[RunKey]bool, error)
+}
+
 // Journal ingests batches of events idempotently. It answers one result per
 // event, in order. The publisher delivers through this interface, whether the
 // journal is in-process or behind the HTTP ingest API.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/seed-7bc021c3/reckon/internal/pgtest"
+	"github.com/seed-7bc021c3/reckon/internal/sandboxtest"
 )
 
 // TestDemo runs `reckon demo` end to end (what `make demo` does) against a
@@ -16,7 +17,7 @@ import (
 func TestDemo(t *testing.T) {
 	s := pgtest.New(t)
 	t.Setenv("DATABASE_URL", s.URL)
-	t.Setenv("RECKON_DATA_DIR", t.TempDir())
+	t.Setenv("RECKON_DATA_DIR", sandboxtest.Dir(t))
 	t.Setenv("RECKON_TOKENS", "")
 	t.Setenv("RECKON_LOG_LEVEL", "error")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)

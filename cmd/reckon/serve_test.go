@@ -17,6 +17,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/seed-7bc021c3/reckon/internal/pgtest"
+	"github.com/seed-7bc021c3/reckon/internal/sandboxtest"
 	"github.com/seed-7bc021c3/reckon/kernel/temporalx"
 )
 
@@ -52,7 +53,7 @@ func TestServeAllRoles(t *testing.T) {
 		"TEMPORAL_ADDRESS="+conn.Embedded.HostPort(),
 		"TEMPORAL_NAMESPACE=serve-test",
 		"RECKON_TASK_QUEUE=serve-"+s.Name,
-		"RECKON_DATA_DIR="+t.TempDir(),
+		"RECKON_DATA_DIR="+sandboxtest.Dir(t),
 		"RECKON_HTTP_ADDR=127.0.0.1:0",
 		"RECKON_TOKENS=ops:operator:operator-secret,ro:reader:reader-secret",
 		"RECKON_TRIAGE_SCHEDULE=@every 1s",

@@ -16,6 +16,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/seed-7bc021c3/reckon/internal/pgtest"
+	"github.com/seed-7bc021c3/reckon/internal/sandboxtest"
 	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/journal"
 	"github.com/seed-7bc021c3/reckon/kernel/outbox"
@@ -67,7 +68,7 @@ func TestWorkerSIGKILLDuringRunCommand(t *testing.T) {
 
 	_, bwrapErr := exec.LookPath("bwrap")
 	unconfined := bwrapErr != nil
-	dataDir := t.TempDir()
+	dataDir := sandboxtest.Dir(t)
 	queue := fmt.Sprintf("crash-%d", time.Now().UnixNano())
 	starter := &runner.Starter{
 		Pool: s.Pool, Journal: j, Client: conn.Client, TaskQueue: queue, DataDir: dataDir,

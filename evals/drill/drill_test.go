@@ -14,6 +14,7 @@ import (
 
 	"github.com/seed-7bc021c3/reckon/evals"
 	"github.com/seed-7bc021c3/reckon/internal/pgtest"
+	"github.com/seed-7bc021c3/reckon/internal/sandboxtest"
 	"github.com/seed-7bc021c3/reckon/kernel/config"
 	"github.com/seed-7bc021c3/reckon/kernel/fault"
 	"github.com/seed-7bc021c3/reckon/pipeline/supervisor"
@@ -44,7 +45,7 @@ func openTestStack(ctx context.Context, t *testing.T) (*Stack, string) {
 		case "DATABASE_URL":
 			return s.URL
 		case "RECKON_DATA_DIR":
-			return t.TempDir()
+			return sandboxtest.Dir(t)
 		case "RECKON_LOG_LEVEL":
 			return "error"
 		case "RECKON_SANDBOX_UNCONFINED":

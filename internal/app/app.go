@@ -26,6 +26,7 @@ import (
 	"github.com/seed-7bc021c3/reckon/kernel/journal"
 	"github.com/seed-7bc021c3/reckon/kernel/operations"
 	"github.com/seed-7bc021c3/reckon/kernel/outbox"
+	"github.com/seed-7bc021c3/reckon/kernel/runner"
 	"github.com/seed-7bc021c3/reckon/migrations"
 )
 
@@ -162,7 +163,7 @@ func (c *Core) NewAPI() *httpapi.Server {
 		Tokens: c.Tokens, Log: c.Log, Registry: c.Registry,
 		Health: func(ctx context.Context) error { return c.Pool.Ping(ctx) },
 	})
-	s.MountIngest(c.Journal)
+	s.MountIngest(c.Journal, runner.Owners{Pool: c.Pool})
 	return s
 }
 

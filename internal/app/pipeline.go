@@ -8,6 +8,7 @@ import (
 	"github.com/seed-7bc021c3/reckon/kernel/config"
 	"github.com/seed-7bc021c3/reckon/kernel/httpapi"
 	"github.com/seed-7bc021c3/reckon/kernel/mcptool"
+	"github.com/seed-7bc021c3/reckon/kernel/runner"
 	"github.com/seed-7bc021c3/reckon/pipeline"
 	"github.com/seed-7bc021c3/reckon/pipeline/probe"
 	"github.com/seed-7bc021c3/reckon/pipeline/supervisor"
@@ -31,7 +32,8 @@ func NewSupervisor(cfg config.Config, m *sweep.Metrics) (pipeline.Supervisor, er
 }
 
 // NewProbes returns the probes the configuration allows: the workspace
-// postcondition probe beneath <RECKON_DATA_DIR>/workspaces, the child-run
+// postcondition probe over the kernel runs' workspaces beneath
+// <RECKON_DATA_DIR>/workspaces, the child-run
 // replay over the journal, and the MCP lookup_operation probe over
 // RECKON_MCP_SERVERS when servers are configured.
 func (c *Core) NewProbes() (probe.Set, error) {
@@ -39,13 +41,14 @@ func (c *Core) NewProbes() (probe.Set, error) {
 	if err != nil {
 		return nil, &config.Error{Var: "RECKON_DATA_DIR", Problem: fmt.Sprintf("cannot be made absolute: %v", err)}
 	}
-	set := probe.Set{probe.Workspace{Root: root}, probe.Child{Journal: c.Journal}}
+	owners := runner.Owners{Pool: c.Pool}
+	set := probe.Set{probe.Workspace{Root: root, Owners: owners}, probe.Child{Journal: c.Journal}}
 	servers, err := mcptool.ParseConfig(c.Cfg.MCPServers)
 	if err != nil {
 		return nil, err
 	}
 	if len(servers) > 0 {
-		set = append(set, probe.MCP{Looker: probe.MCPClient{Servers: servers}})
+		set = append(set, probe.MCP{Looker: probe.MCPClient{Servers: servers, Workspaces: probe.Workspaces{Root: root, Owners: owners}}})
 	}
 	return set, nil
 }

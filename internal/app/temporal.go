@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 
 	"go.temporal.io/sdk/worker"
@@ -50,7 +51,20 @@ func (c *Core) KernelTools() (runner.ToolSet, error) {
 	if err != nil {
 		return nil, err // already names RECKON_MCP_SERVERS and the field
 	}
-	return runner.Chain{runner.NewTools(sandbox.NewRunCommand(sandbox.Options{Unconfined: c.Cfg.SandboxUnconfined})), mcp}, nil
+	return runner.Chain{runner.NewTools(sandbox.NewRunCommand(c.SandboxOptions())), mcp}, nil
+}
+
+// SandboxOptions are run_command's options from the configuration
+// (RECKON_SANDBOX_*).
+func (c *Core) SandboxOptions() sandbox.Options {
+	return sandbox.Options{
+		Unconfined:  c.Cfg.SandboxUnconfined,
+		MaxProcs:    c.Cfg.SandboxMaxProcs,
+		MaxMemory:   c.Cfg.SandboxMaxMemory,
+		MaxFileSize: c.Cfg.SandboxMaxFileSize,
+		UID:         c.Cfg.SandboxUID,
+		GID:         c.Cfg.SandboxGID,
+	}
 }
 
 // connectTemporal connects to TEMPORAL_ADDRESS, or starts the embedded
@@ -91,6 +105,18 @@ func (c *Core) StartKernel(ctx context.Context, o KernelOptions) (*Kernel, error
 	}
 	if fc.Enabled() {
 		c.Log.Warn().Str("after_effect", fc.AfterEffect).Str("before_effect", fc.BeforeEffect).Msg("fault injection is on: matching tool calls will fail crash-style")
+	}
+	if !o.NoWorker && !c.Cfg.SandboxUnconfined {
+		// A worker whose sandbox cannot start refuses every run_command
+		// (effect none); say why once, at start, rather than per command.
+		ws := filepath.Join(dataDir, "workspaces")
+		err := os.MkdirAll(ws, 0o755)
+		if err == nil {
+			err = sandbox.Check(c.SandboxOptions(), ws)
+		}
+		if err != nil {
+			c.Log.Error().Err(err).Msg("run_command's sandbox cannot start on this worker: every command will be refused until this is fixed (or RECKON_SANDBOX_UNCONFINED=1 is set)")
+		}
 	}
 	if !o.NoWorker {
 		k.Worker = runner.NewWorker(conn.Client, c.Cfg.TaskQueue, &runner.Activities{

@@ -1,5 +1,6 @@
-// Package auth maps bearer tokens to named principals with a role. Secrets
-// are kept only as SHA-256 digests and compared in constant time.
+// Package auth maps bearer tokens to named principals with a role and the
+// event sources they may write. Secrets are kept only as SHA-256 digests and
+// compared in constant time.
 package auth
 
 import (
@@ -24,7 +25,38 @@ const (
 type Principal struct {
 	Name string
 	Role string
+	// Sources are the source_ids the caller may write on POST /v1/events
+	// besides its own name (the optional fourth field of a token entry).
+	Sources []string
 }
+
+// MayWrite reports whether the principal may ingest events under source:
+// its own name or a granted source, and never a reserved one (a token
+// named "kernel" does not make its holder the kernel).
+func (p Principal) MayWrite(source string) bool {
+	if Reserved(source) {
+		return false
+	}
+	if source == p.Name {
+		return true
+	}
+	for _, s := range p.Sources {
+		if s == source {
+			return true
+		}
+	}
+	return false
+}
+
+// Reserved reports whether source belongs to reckon itself and can never
+// be written through the ingest API: kernel (the kernel's own events and
+// every reconciliation), supervisor, and anything beginning with operator.
+func Reserved(source string) bool {
+	return source == "kernel" || source == "supervisor" || strings.HasPrefix(source, "operator")
+}
+
+// ReservedRule states Reserved for error messages.
+const ReservedRule = `kernel, supervisor and sources beginning with "operator" are reckon's own and can never be granted`
 
 // Allows reports whether the principal's role satisfies one of roles.
 // operator satisfies reader.
@@ -47,8 +79,8 @@ type Tokens struct {
 	entries []entry
 }
 
-// Parse reads comma- or newline-separated name:role:secret entries. Blank
-// lines and lines starting with # are skipped.
+// Parse reads comma- or newline-separated name:role:secret[:source-a|source-b]
+// entries. Blank lines and lines starting with # are skipped.
 func Parse(spec string) (*Tokens, error) {
 	t := &Tokens{}
 	return t, t.add(spec, "RECKON_TOKENS")
@@ -88,26 +120,55 @@ func (t *Tokens) add(spec, where string) error {
 		if item == "" || strings.HasPrefix(item, "#") {
 			continue
 		}
-		parts := strings.SplitN(item, ":", 3)
-		if len(parts) != 3 || parts[0] == "" || parts[2] == "" {
-			return fmt.Errorf("configuration: %s has an entry that is not name:role:secret", where)
+		parts := strings.Split(item, ":")
+		if len(parts) < 3 || len(parts) > 4 || parts[0] == "" || parts[2] == "" {
+			return fmt.Errorf("configuration: %s has an entry that is not name:role:secret[:source-a|source-b] (the secret may not contain ':')", where)
 		}
-		switch parts[1] {
+		name, role, secret := parts[0], parts[1], parts[2]
+		switch role {
 		case RoleAgent, RoleReader, RoleOperator:
 		default:
-			return fmt.Errorf("configuration: %s entry %q has unknown role %q (agent, reader or operator)", where, parts[0], parts[1])
+			return fmt.Errorf("configuration: %s entry %q has unknown role %q (agent, reader or operator)", where, name, role)
 		}
-		if len(parts[2]) < 8 {
-			return fmt.Errorf("configuration: %s entry %q has a secret shorter than 8 characters", where, parts[0])
+		if len(secret) < 8 {
+			return fmt.Errorf("configuration: %s entry %q has a secret shorter than 8 characters", where, name)
 		}
-		t.Add(parts[0], parts[1], parts[2])
+		var sources []string
+		if len(parts) == 4 {
+			if role == RoleReader {
+				return fmt.Errorf("configuration: %s entry %q is a reader, which cannot ingest events; grant sources only to agent or operator tokens", where, name)
+			}
+			for _, src := range strings.Split(parts[3], "|") {
+				src = strings.TrimSpace(src)
+				switch {
+				case src == "":
+					return fmt.Errorf("configuration: %s entry %q has an empty source in its fourth field (source-a|source-b)", where, name)
+				case Reserved(src):
+					return fmt.Errorf("configuration: %s entry %q grants source %q: %s", where, name, src, ReservedRule)
+				case len(src) > 512 || strings.ContainsAny(src, " \t"):
+					return fmt.Errorf("configuration: %s entry %q grants source %q: a source is at most 512 bytes without spaces", where, name, src)
+				}
+				sources = append(sources, src)
+			}
+		}
+		t.AddWithSources(name, role, secret, sources...)
 	}
 	return nil
 }
 
-// Add registers a token.
-func (t *Tokens) Add(name, role, secret string) {
-	t.entries = append(t.entries, entry{digest: sha256.Sum256([]byte(secret)), p: Principal{Name: name, Role: role}})
+// Add registers a token whose holder writes under its own name only.
+func (t *Tokens) Add(name, role, secret string) { t.AddWithSources(name, role, secret) }
+
+// AddWithSources registers a token that may also write the given sources.
+// Reserved sources are never granted, whatever the caller passes.
+func (t *Tokens) AddWithSources(name, role, secret string, sources ...string) {
+	p := Principal{Name: name, Role: role}
+	for _, s := range sources {
+		if !Reserved(s) {
+			p.Sources = append(p.Sources, s)
+		}
+	}
+	t.entries = append(t.entries, entry{digest: sha256.Sum256([]byte(secret)), p: p})
 }
 
 // Len is the number of known tokens.

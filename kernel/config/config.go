@@ -5,7 +5,9 @@ package config
 
 import (
 	"fmt"
+	"math"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -38,6 +40,18 @@ type Config struct {
 	// SandboxUnconfined allows run_command without bubblewrap
 	// (RECKON_SANDBOX_UNCONFINED=1); every event then says so.
 	SandboxUnconfined bool
+	// SandboxMaxProcs bounds the processes of one command
+	// (RECKON_SANDBOX_MAX_PROCS, default 256).
+	SandboxMaxProcs int
+	// SandboxMaxMemory bounds each process's address space and the private
+	// /tmp, in bytes (RECKON_SANDBOX_MAX_MEMORY, default 1 GiB).
+	SandboxMaxMemory int64
+	// SandboxMaxFileSize bounds any file a command writes, in bytes
+	// (RECKON_SANDBOX_MAX_FILE_SIZE, default 1 GiB).
+	SandboxMaxFileSize int64
+	// SandboxUID and SandboxGID are the identity a root worker runs the
+	// sandbox as (RECKON_SANDBOX_UID=uid[:gid], default 65534:65534).
+	SandboxUID, SandboxGID uint32
 	// MCPServers configures MCP servers (RECKON_MCP_SERVERS), see README.
 	MCPServers string
 }
@@ -106,6 +120,18 @@ func LoadFrom(getenv func(string) string) (Config, error) {
 	default:
 		return Config{}, &Error{"RECKON_SANDBOX_UNCONFINED", fmt.Sprintf("must be 1 or 0, got %q", v)}
 	}
+	if c.SandboxMaxProcs, err = count(get, "RECKON_SANDBOX_MAX_PROCS", 256, 16); err != nil {
+		return Config{}, err
+	}
+	if c.SandboxMaxMemory, err = size(get, "RECKON_SANDBOX_MAX_MEMORY", "1GiB", 64<<20); err != nil {
+		return Config{}, err
+	}
+	if c.SandboxMaxFileSize, err = size(get, "RECKON_SANDBOX_MAX_FILE_SIZE", "1GiB", 1<<20); err != nil {
+		return Config{}, err
+	}
+	if c.SandboxUID, c.SandboxGID, err = identity(get("RECKON_SANDBOX_UID", "65534:65534")); err != nil {
+		return Config{}, err
+	}
 	if (c.SupervisorBaseURL == "") != (c.SupervisorModel == "") {
 		return Config{}, &Error{"RECKON_SUPERVISOR_MODEL", "and RECKON_SUPERVISOR_BASE_URL must be set together (both unset selects the built-in supervisor)"}
 	}
@@ -122,4 +148,77 @@ func duration(get func(string, string) string, k, def string) (time.Duration, er
 		return 0, &Error{k, fmt.Sprintf("must be positive, got %q", v)}
 	}
 	return d, nil
+}
+
+func count(get func(string, string) string, k string, def, minimum int) (int, error) {
+	v := get(k, strconv.Itoa(def))
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return 0, &Error{k, fmt.Sprintf("is not a whole number: %q", v)}
+	}
+	if n < minimum {
+		return 0, &Error{k, fmt.Sprintf("must be at least %d (a shell and its pipeline need a few processes), got %d", minimum, n)}
+	}
+	return n, nil
+}
+
+// sizeUnits are the suffixes ParseSize accepts, all powers of 1024.
+var sizeUnits = map[string]int64{
+	"": 1, "b": 1,
+	"k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10,
+	"m": 1 << 20, "mb": 1 << 20, "mib": 1 << 20,
+	"g": 1 << 30, "gb": 1 << 30, "gib": 1 << 30,
+	"t": 1 << 40, "tb": 1 << 40, "tib": 1 << 40,
+}
+
+// ParseSize reads a byte count: plain bytes (1073741824) or a whole number
+// with a unit, K, M, G or T, optionally followed by B or iB, any case; all
+// units are powers of 1024 (512MiB, 512M and 512MB are the same).
+func ParseSize(v string) (int64, error) {
+	v = strings.TrimSpace(v)
+	i := 0
+	for i < len(v) && v[i] >= '0' && v[i] <= '9' {
+		i++
+	}
+	if i == 0 {
+		return 0, fmt.Errorf("%q is not a size (bytes, or a number with K, M, G or T: 512MiB, 1GiB)", v)
+	}
+	unit, ok := sizeUnits[strings.ToLower(strings.TrimSpace(v[i:]))]
+	if !ok {
+		return 0, fmt.Errorf("%q has an unknown unit (use K, M, G or T, optionally followed by B or iB: 512MiB, 1GiB)", v)
+	}
+	n, err := strconv.ParseInt(v[:i], 10, 64)
+	if err != nil || n > math.MaxInt64/unit {
+		return 0, fmt.Errorf("%q is too large", v)
+	}
+	return n * unit, nil
+}
+
+func size(get func(string, string) string, k, def string, minimum int64) (int64, error) {
+	n, err := ParseSize(get(k, def))
+	if err != nil {
+		return 0, &Error{k, err.Error()}
+	}
+	if n < minimum {
+		return 0, &Error{k, fmt.Sprintf("must be at least %d bytes (%d MiB), got %d", minimum, minimum>>20, n)}
+	}
+	return n, nil
+}
+
+// identity reads uid[:gid] (gid defaults to uid). 0 is refused: the point
+// is an unprivileged user.
+func identity(v string) (uint32, uint32, error) {
+	us, gs, hasGID := strings.Cut(v, ":")
+	if !hasGID {
+		gs = us
+	}
+	uid, err1 := strconv.ParseUint(us, 10, 32)
+	gid, err2 := strconv.ParseUint(gs, 10, 32)
+	switch {
+	case err1 != nil || err2 != nil:
+		return 0, 0, &Error{"RECKON_SANDBOX_UID", fmt.Sprintf("must be uid or uid:gid as numbers, got %q", v)}
+	case uid == 0 || gid == 0:
+		return 0, 0, &Error{"RECKON_SANDBOX_UID", fmt.Sprintf("must name an unprivileged user, not root: got %q", v)}
+	}
+	return uint32(uid), uint32(gid), nil
 }

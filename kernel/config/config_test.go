@@ -44,3 +44,40 @@ func TestErrorsNameTheVariable(t *testing.T) {
 		}
 	}
 }
+
+func TestSandboxLimits(t *testing.T) {
+	t.Parallel()
+	load := func(env map[string]string) (Config, error) {
+		return LoadFrom(func(k string) string { return env[k] })
+	}
+	c, err := load(nil)
+	if err != nil || c.SandboxMaxProcs != 256 || c.SandboxMaxMemory != 1<<30 || c.SandboxMaxFileSize != 1<<30 || c.SandboxUID != 65534 || c.SandboxGID != 65534 {
+		t.Fatalf("defaults: %+v %v", c, err)
+	}
+	c, err = load(map[string]string{"RECKON_SANDBOX_MAX_PROCS": "64", "RECKON_SANDBOX_MAX_MEMORY": "512MiB",
+		"RECKON_SANDBOX_MAX_FILE_SIZE": "268435456", "RECKON_SANDBOX_UID": "990:991"})
+	if err != nil || c.SandboxMaxProcs != 64 || c.SandboxMaxMemory != 512<<20 || c.SandboxMaxFileSize != 256<<20 || c.SandboxUID != 990 || c.SandboxGID != 991 {
+		t.Fatalf("set: %+v %v", c, err)
+	}
+	for in, want := range map[string]int64{"1073741824": 1 << 30, "1G": 1 << 30, "1gib": 1 << 30, "2GB": 2 << 30, "512M": 512 << 20, "64 MiB": 64 << 20, "1T": 1 << 40} {
+		if got, err := ParseSize(in); err != nil || got != want {
+			t.Errorf("ParseSize(%q) = %d %v, want %d", in, got, err, want)
+		}
+	}
+	for k, v := range map[string]string{
+		"RECKON_SANDBOX_MAX_PROCS":     "many",
+		"RECKON_SANDBOX_MAX_MEMORY":    "1.5G",
+		"RECKON_SANDBOX_MAX_FILE_SIZE": "10PB",
+		"RECKON_SANDBOX_UID":           "0",
+	} {
+		_, err := load(map[string]string{k: v})
+		if err == nil || !strings.Contains(err.Error(), k) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s=%q: %v, want one line naming the variable", k, v, err)
+		}
+	}
+	for k, v := range map[string]string{"RECKON_SANDBOX_MAX_PROCS": "2", "RECKON_SANDBOX_MAX_MEMORY": "1M", "RECKON_SANDBOX_UID": "65534:0"} {
+		if _, err := load(map[string]string{k: v}); err == nil || !strings.Contains(err.Error(), k) {
+			t.Errorf("%s=%q accepted: %v", k, v, err)
+		}
+	}
+}

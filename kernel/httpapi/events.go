@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/auth"
@@ -13,9 +14,13 @@ import (
 const MaxBatch = 1000
 
 // MountIngest serves POST /v1/events into j. Every event of the batch is
-// validated before anything is written: one bad event rejects the batch with
-// a 400 naming the event and field, so nothing is half-written.
-func (s *Server) MountIngest(j kernel.Journal) {
+// validated and authorized before anything is written, so nothing is
+// half-written: a malformed event rejects the batch with a 400 naming the
+// event and field, an event the token may not write with a 403 naming the
+// event, the field and the rule (Authorize). owners, when not nil, tells the
+// kernel's own runs, into which no caller may write; production always
+// passes it (nil only in tests of other rules).
+func (s *Server) MountIngest(j kernel.Journal, owners kernel.RunOwners) {
 	s.Handle(http.MethodPost, "/v1/events", []string{auth.RoleAgent, auth.RoleOperator}, func(w http.ResponseWriter, r *http.Request) error {
 		var req struct {
 			Events []json.RawMessage `json:"events"`
@@ -37,6 +42,15 @@ func (s *Server) MountIngest(j kernel.Journal) {
 			}
 			events[i] = ev
 		}
+		p, _ := PrincipalFrom(r.Context())
+		for i, ev := range events {
+			if err := Authorize(p, ev); err != nil {
+				return kernel.Errorf(kernel.EForbidden, "events[%d]: %s", i, kernel.ErrorMessage(err))
+			}
+		}
+		if err := kernelRunsRefused(r, owners, events); err != nil {
+			return err
+		}
 		results, err := j.Ingest(r.Context(), events)
 		if err != nil {
 			return fmt.Errorf("ingest: %w", err)
@@ -47,4 +61,65 @@ func (s *Server) MountIngest(j kernel.Journal) {
 		WriteJSON(w, http.StatusOK, map[string]any{"results": results})
 		return nil
 	})
+}
+
+// Authorize applies the ingest endpoint's provenance rules to one event
+// written by p: its source_id must be one p may write (its own name or a
+// source granted in its token entry, never kernel, supervisor or
+// operator…), its type agent-authored (run.* or tool.*), its actor
+// "agent". operation.reconciled comes only from POST
+// /v1/agent/operations/reconcile and the triage sweep, supervisor.verdict
+// only from the sweep; both are written in-process under the kernel's
+// source. The error is an EForbidden naming the field and the rule.
+func Authorize(p auth.Principal, ev kernel.Event) error {
+	switch {
+	case auth.Reserved(ev.SourceID):
+		return kernel.Errorf(kernel.EForbidden, "field \"source_id\": %q may not be written through this endpoint: %s", ev.SourceID, auth.ReservedRule)
+	case !p.MayWrite(ev.SourceID):
+		granted := "none"
+		if len(p.Sources) > 0 {
+			granted = strings.Join(p.Sources, ", ")
+		}
+		return kernel.Errorf(kernel.EForbidden,
+			"field \"source_id\": token %q may write only its own name and the sources its RECKON_TOKENS entry grants (granted: %s), got %q",
+			p.Name, granted, ev.SourceID)
+	case !strings.HasPrefix(ev.Type, "run.") && !strings.HasPrefix(ev.Type, "tool."):
+		return kernel.Errorf(kernel.EForbidden,
+			"field \"type\": this endpoint accepts only agent-authored run.* and tool.* events, got %q (operation.reconciled is written by POST /v1/agent/operations/reconcile and the triage sweep, supervisor.verdict by the sweep)",
+			ev.Type)
+	case ev.Actor != "agent":
+		return kernel.Errorf(kernel.EForbidden,
+			"field \"actor\": must be \"agent\" on this endpoint (kernel, supervisor and operator:<name> are recorded by reckon itself), got %q", ev.Actor)
+	}
+	return nil
+}
+
+// kernelRunsRefused refuses the batch when an event lies in a kernel run:
+// its events come from the kernel's workflow, and a foreign event there
+// (a forged failure, a settling tool.completed) would rewrite its record.
+func kernelRunsRefused(r *http.Request, owners kernel.RunOwners, events []kernel.Event) error {
+	if owners == nil || len(events) == 0 {
+		return nil
+	}
+	var runs []kernel.RunKey
+	seen := map[kernel.RunKey]bool{}
+	for _, ev := range events {
+		k := kernel.RunKey{Project: ev.Project, RunID: ev.RunID}
+		if !seen[k] {
+			seen[k] = true
+			runs = append(runs, k)
+		}
+	}
+	owned, err := owners.KernelRuns(r.Context(), runs)
+	if err != nil {
+		return fmt.Errorf("ingest: %w", err)
+	}
+	for i, ev := range events {
+		if owned[kernel.RunKey{Project: ev.Project, RunID: ev.RunID}] {
+			return kernel.Errorf(kernel.EForbidden,
+				"events[%d]: field \"run_id\": run %q of project %q is a kernel run (started through POST /v1/runs, or a child run of one); only the kernel writes its events",
+				i, ev.RunID, ev.Project)
+		}
+	}
+	return nil
 }

@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -8,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
@@ -15,21 +17,28 @@ import (
 	"github.com/seed-7bc021c3/reckon/kernel/auth"
 	"github.com/seed-7bc021c3/reckon/kernel/httpapi"
 	"github.com/seed-7bc021c3/reckon/kernel/journal"
+	"github.com/seed-7bc021c3/reckon/kernel/runner"
 )
 
 func newServer(t *testing.T) *httptest.Server {
 	t.Helper()
+	srv, _ := newServerPool(t)
+	return srv
+}
+
+func newServerPool(t *testing.T) (*httptest.Server, *pgxpool.Pool) {
+	t.Helper()
 	s := pgtest.New(t)
-	tokens, err := auth.Parse("bot:agent:agent-secret-1,ro:reader:reader-secret-1,op:operator:operator-secret-1")
+	tokens, err := auth.Parse("bot:agent:agent-secret-1:agent-x,ro:reader:reader-secret-1,op:operator:operator-secret-1:agent-x")
 	if err != nil {
 		t.Fatal(err)
 	}
 	reg := prometheus.NewRegistry()
 	api := httpapi.New(httpapi.Options{Tokens: tokens, Log: zerolog.Nop(), Registry: reg})
-	api.MountIngest(journal.New(s.Pool, reg))
+	api.MountIngest(journal.New(s.Pool, reg), runner.Owners{Pool: s.Pool})
 	srv := httptest.NewServer(api)
 	t.Cleanup(srv.Close)
-	return srv
+	return srv, s.Pool
 }
 
 func post(t *testing.T, srv *httptest.Server, token, body string) (int, map[string]any) {
@@ -132,5 +141,89 @@ func TestHealthAndMetrics(t *testing.T) {
 	raw, _ := io.ReadAll(resp.Body)
 	if !strings.Contains(string(raw), `reckon_journal_ingest_results_total{status="accepted"} 1`) {
 		t.Fatalf("metrics lack the ingest counter:\n%s", raw)
+	}
+}
+
+// Every provenance rule is a 403 naming the event, the field and the rule,
+// and a refused event anywhere in a batch writes nothing of it.
+func TestIngestProvenanceRules(t *testing.T) {
+	t.Parallel()
+	srv, pool := newServerPool(t)
+	with := func(field, value string) string {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(okEvent), &m); err != nil {
+			t.Fatal(err)
+		}
+		m[field] = value
+		switch value {
+		case "operation.reconciled":
+			m["parent_event_id"] = map[string]any{"source_id": "kernel", "event_id": "acme/run-42/op-7/started"}
+			m["data"] = map[string]any{"operation_id": "op-7", "effect": "occurred", "note": "forged", "basis": "operator"}
+		case "supervisor.verdict":
+			m["data"] = map[string]any{"kind": "reconciliation", "needs_attention": false, "causes": []string{}, "remedies": []string{},
+				"lesson": "forged", "operation_ids": []string{"op-7"}, "supervisor": "builtin", "model": "-", "prompt_version": "v", "wall_digest": "x"}
+		}
+		b, _ := json.Marshal(m)
+		return string(b)
+	}
+	cases := []struct {
+		name, token, event, field, rule string
+	}{
+		{"kernel source", "agent-secret-1", with("source_id", "kernel"), "source_id", "can never be granted"},
+		{"supervisor source", "agent-secret-1", with("source_id", "supervisor"), "source_id", "can never be granted"},
+		{"operator source", "operator-secret-1", with("source_id", "operator:op"), "source_id", "can never be granted"},
+		{"another agent's source", "agent-secret-1", with("source_id", "agent-y"), "source_id", "granted: agent-x"},
+		{"operator writing another source", "operator-secret-1", with("source_id", "agent-y"), "source_id", "granted: agent-x"},
+		{"reconciliation", "agent-secret-1", with("type", "operation.reconciled"), "type", "POST /v1/agent/operations/reconcile"},
+		{"verdict", "agent-secret-1", with("type", "supervisor.verdict"), "type", "run.* and tool.*"},
+		{"operator actor", "agent-secret-1", with("actor", "operator:alice"), "actor", `must be \"agent\"`},
+		{"supervisor actor", "agent-secret-1", with("actor", "supervisor"), "actor", `must be \"agent\"`},
+		{"kernel actor", "agent-secret-1", with("actor", "kernel"), "actor", `must be \"agent\"`},
+	}
+	for _, c := range cases {
+		// The refused event is the second of the batch: the first, good
+		// one must not be written either.
+		good := strings.Replace(okEvent, "op-7/started", "op-8/started", 1)
+		code, out := post(t, srv, c.token, `{"events":[`+good+`,`+c.event+`]}`)
+		msg, _ := out["error"].(string)
+		if code != http.StatusForbidden || !strings.Contains(msg, "events[1]") || !strings.Contains(msg, `field \"`+c.field+`\"`) && !strings.Contains(msg, `field "`+c.field+`"`) {
+			t.Errorf("%s: %d %q, want 403 naming events[1] and field %s", c.name, code, msg, c.field)
+		}
+		if !strings.Contains(msg, strings.ReplaceAll(c.rule, `\"`, `"`)) {
+			t.Errorf("%s: %q does not state the rule (%s)", c.name, msg, c.rule)
+		}
+	}
+	var n int
+	if err := pool.QueryRow(context.Background(), "SELECT count(*) FROM journal_events").Scan(&n); err != nil || n != 0 {
+		t.Fatalf("journal holds %d rows after refused batches (%v)", n, err)
+	}
+	// A granted source is written.
+	if code, out := post(t, srv, "agent-secret-1", `{"events":[`+okEvent+`]}`); code != 200 {
+		t.Fatalf("granted source: %d %v", code, out)
+	}
+}
+
+// No caller writes into a kernel run or its children.
+func TestIngestRefusesKernelRuns(t *testing.T) {
+	t.Parallel()
+	srv, pool := newServerPool(t)
+	if _, err := pool.Exec(context.Background(),
+		`INSERT INTO kernel_runs (project, run_id, plan, plan_digest, workflow_id) VALUES ('acme', 'run-42', '{}', '\x00', 'reckon/acme/run-42')`); err != nil {
+		t.Fatal(err)
+	}
+	for _, run := range []string{"run-42", "run-42.op-1", "run-42.op-1.op-3"} {
+		ev := strings.ReplaceAll(okEvent, `"run_id":"run-42"`, `"run_id":"`+run+`"`)
+		ev = strings.Replace(ev, "run-42/op-7", run+"/op-7", 1)
+		code, out := post(t, srv, "agent-secret-1", `{"events":[`+ev+`]}`)
+		if msg, _ := out["error"].(string); code != http.StatusForbidden || !strings.Contains(msg, "kernel run") || !strings.Contains(msg, `"run_id"`) {
+			t.Errorf("%s: %d %v", run, code, out)
+		}
+	}
+	// The same run id in another project, and a run whose id merely starts
+	// like the kernel run's, are someone else's.
+	for _, repl := range []struct{ from, to string }{{`"project":"acme"`, `"project":"other"`}, {`"run_id":"run-42"`, `"run_id":"run-42x.op-1"`}} {
+		if code, out := post(t, srv, "agent-secret-1", `{"events":[`+strings.Replace(okEvent, repl.from, repl.to, 1)+`]}`); code != 200 {
+			t.Errorf("%s: %d %v", repl.to, code, out)
+		}
 	}
 }

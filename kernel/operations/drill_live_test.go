@@ -16,6 +16,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/seed-7bc021c3/reckon/internal/pgtest"
+	"github.com/seed-7bc021c3/reckon/internal/sandboxtest"
 	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/auth"
 	"github.com/seed-7bc021c3/reckon/kernel/fault"
@@ -68,11 +69,11 @@ func TestLiveDrill(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Stop()
-	starter := &runner.Starter{Pool: s.Pool, Journal: j, Client: conn.Client, TaskQueue: queue, DataDir: t.TempDir(), Tools: tools}
+	starter := &runner.Starter{Pool: s.Pool, Journal: j, Client: conn.Client, TaskQueue: queue, DataDir: sandboxtest.Dir(t), Tools: tools}
 
 	toks, _ := auth.Parse("rita:reader:" + readerTok + ",ann:operator:" + operatorTok)
 	srv := httpapi.New(httpapi.Options{Tokens: toks, Log: zerolog.Nop(), Registry: prometheus.NewRegistry()})
-	srv.MountIngest(j)
+	srv.MountIngest(j, runner.Owners{Pool: s.Pool})
 	runner.Mount(srv, starter)
 	sweep.MountVerdicts(srv, j)
 	svc := operations.New(s.Pool, operations.Options{Liveness: operations.NewTemporalLiveness(conn.Client)})

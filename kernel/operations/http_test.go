@@ -35,7 +35,7 @@ func newAPI(t *testing.T, e *env) (*httpapi.Server, *httptest.Server) {
 		t.Fatal(err)
 	}
 	srv := httpapi.New(httpapi.Options{Tokens: toks, Log: zerolog.Nop(), Registry: prometheus.NewRegistry()})
-	srv.MountIngest(e.j)
+	srv.MountIngest(e.j, runner.Owners{Pool: e.s.Pool})
 	e.svc.Mount(srv)
 	ts := httptest.NewServer(srv)
 	t.Cleanup(ts.Close)

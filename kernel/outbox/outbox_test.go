@@ -276,6 +276,10 @@ func TestTwoPublishersDeliverEachRowOnce(t *testing.T) {
 	}
 }
 
+// The HTTP journal carries what a caller may legitimately ingest: an
+// agent's outbox under its own source, with its agent token. Kernel events
+// are delivered in-process (the publisher in the journal's database): the
+// ingest API refuses them, and the publisher keeps them undelivered.
 func TestPublisherThroughHTTPIngestAPI(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -285,11 +289,15 @@ func TestPublisherThroughHTTPIngestAPI(t *testing.T) {
 		t.Fatal(err)
 	}
 	api := httpapi.New(httpapi.Options{Tokens: tokens, Log: zerolog.Nop()})
-	api.MountIngest(journal.New(s.Pool, nil))
+	api.MountIngest(journal.New(s.Pool, nil), nil)
 	srv := httptest.NewServer(api)
 	defer srv.Close()
 
-	enqueue(t, s, events("http", 120)...)
+	agentEvents := events("http", 120)
+	for i := range agentEvents {
+		agentEvents[i].SourceID, agentEvents[i].Actor = "pub", "agent"
+	}
+	enqueue(t, s, agentEvents...)
 	// A reader token cannot ingest: the delivery fails and is retried, not dropped.
 	bad := outbox.NewPublisher(s.Pool, httpapi.NewJournalClient(srv.URL, "reader-secret"), fastCfg(), nil, zerolog.Nop())
 	if _, err := bad.PublishOnce(ctx); err == nil {
@@ -306,6 +314,26 @@ func TestPublisherThroughHTTPIngestAPI(t *testing.T) {
 	}
 	if n := count(t, s, "SELECT count(*) FROM kernel_event_outbox WHERE delivered_at IS NULL"); n != 0 {
 		t.Fatalf("%d undelivered", n)
+	}
+
+	// A kernel event through the HTTP journal is refused (403) and stays
+	// undelivered, waiting for an in-process publisher.
+	enqueue(t, s, events("kern", 1)...)
+	_, err = p.PublishOnce(ctx)
+	if kernel.ErrorCode(err) != kernel.EForbidden || !strings.Contains(err.Error(), "source_id") {
+		t.Fatalf("kernel event over HTTP: %v, want a 403 naming source_id", err)
+	}
+	if n := count(t, s, "SELECT count(*) FROM kernel_event_outbox WHERE source_id = 'kernel' AND delivered_at IS NULL AND parked_at IS NULL"); n != 1 {
+		t.Fatalf("kernel row: %d undelivered, want 1", n)
+	}
+	if n := count(t, s, "SELECT count(*) FROM journal_events WHERE source_id = 'kernel'"); n != 0 {
+		t.Fatalf("%d kernel rows reached the journal over HTTP", n)
+	}
+	in := outbox.NewPublisher(s.Pool, journal.New(s.Pool, nil), fastCfg(), nil, zerolog.Nop())
+	time.Sleep(10 * time.Millisecond)
+	drain(t, in)
+	if n := count(t, s, "SELECT count(*) FROM journal_events WHERE source_id = 'kernel'"); n != 1 {
+		t.Fatalf("in-process delivery: %d kernel rows, want 1", n)
 	}
 }
 

@@ -78,7 +78,7 @@ func TestRunsAPI(t *testing.T) {
 		t.Fatalf("get: %d events, want 4: %v", len(evs), m)
 	}
 	first := evs[0].(map[string]any)
-	if first["type"] != "run.started" || first["source_id"] != "kernel" || first["event_id"] != "api-1/run/started" {
+	if first["type"] != "run.started" || first["source_id"] != "kernel" || first["event_id"] != e.project+"/api-1/run/started" {
 		t.Fatalf("first event = %v", first)
 	}
 
@@ -99,6 +99,13 @@ func TestRunsAPI(t *testing.T) {
 		{`{"project": "x", "plan": {"steps": [{"tool": "run_command", "args": {"command": "true"}, "on_uncertain": "retry"}]}}`, "plan.steps[0].on_uncertain"},
 		{`{"project": "x", "plan": {"steps": [{"tool": "delegate", "plan": {"steps": [{"tool": "run_command", "args": {}}]}}]}}`, "plan.steps[0].plan.steps[0].args.command"},
 		{`{"project": "x", "plan": {"steps": [{"tool": "delegate"}]}}`, "plan.steps[0].plan"},
+		// A client cannot take the id of a child run a delegation would start.
+		{`{"project": "x", "run_id": "parent1.op-1", "plan": ` + plan + `}`, "run_id: must not contain \".\", which the kernel reserves for child runs"},
+		{`{"project": "x", "plan": {"steps": [{"tool": "run_command", "args": {"command": "true"}, "postcondition": {"path": "/root/.bashrc"}}]}}`, "plan.steps[0].postcondition.path: must be relative"},
+		{`{"project": "x", "plan": {"steps": [{"tool": "run_command", "args": {"command": "true"}, "postcondition": {"path": "../run-2/proof.txt"}}]}}`, "plan.steps[0].postcondition.path: must name a file inside the workspace"},
+		{`{"project": "x", "plan": {"steps": [{"tool": "delegate", "plan": {"steps": [{"tool": "run_command", "args": {"command": "true"}, "postcondition": {"path": "a/../../b"}}]}}]}}`, "plan.steps[0].plan.steps[0].postcondition.path"},
+		{`{"project": "x", "plan": {"steps": [{"tool": "run_command", "args": {"command": "true"}, "postcondition": {"path": "p.txt", "sha256": "abc"}}]}}`, "plan.steps[0].postcondition.sha256"},
+		{`{"project": "x", "plan": {"steps": [{"tool": "run_command", "args": {"command": "true"}, "postcondition": "p.txt"}]}}`, "plan.steps[0].postcondition: must be a JSON object"},
 	} {
 		code, m := call("POST", "/v1/runs", "op-secret", c.body)
 		msg, _ := m["error"].(string)

@@ -15,6 +15,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/seed-7bc021c3/reckon/internal/pgtest"
+	"github.com/seed-7bc021c3/reckon/internal/sandboxtest"
 	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/fault"
 	"github.com/seed-7bc021c3/reckon/kernel/journal"
@@ -99,7 +100,7 @@ func newEnv(t testing.TB, o envOpts) *env {
 		t: t, project: randID("p-"), pool: s, journal: j,
 		starter: &Starter{
 			Pool: s.Pool, Journal: j, Client: temporalConn.Client, TaskQueue: queue,
-			DataDir: t.TempDir(), Tools: tools, Timeouts: o.timeouts,
+			DataDir: sandboxtest.Dir(t), Tools: tools, Timeouts: o.timeouts,
 		},
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 
@@ -58,6 +59,28 @@ type Step struct {
 	OnUncertain string `json:"on_uncertain,omitempty"`
 	// Plan is the child plan of a delegate step.
 	Plan *Plan `json:"plan,omitempty"`
+}
+
+// runIDs lists runID and the id of every child run the plan can start:
+// each delegate step's operation and its re-issues, recursively.
+func (p Plan) runIDs(runID string) []string {
+	out := []string{runID}
+	for i, s := range p.Steps {
+		if s.Tool != DelegateTool || s.Plan == nil {
+			continue
+		}
+		op := fmt.Sprintf("op-%d", i+1)
+		ops := []string{op}
+		if s.OnUncertain == OnUncertainReissue {
+			for k := 1; k <= MaxReissues; k++ {
+				ops = append(ops, fmt.Sprintf("%s-r%d", op, k))
+			}
+		}
+		for _, o := range ops {
+			out = append(out, s.Plan.runIDs(ChildRunID(runID, o))...)
+		}
+	}
+	return out
 }
 
 // Summary is the plan_summary of run.started: step count and tools.
@@ -106,6 +129,45 @@ func DecodePlan(raw json.RawMessage) (Plan, error) {
 		return p, kernel.Errorf(kernel.EInvalid, "plan: %v", err)
 	}
 	return p, nil
+}
+
+var sha256RE = regexp.MustCompile(`^[0-9a-fA-F]{64}$`)
+
+// validatePostcondition checks a step's declared postcondition,
+// {"path": "<file in the workspace>", "sha256"?: "<hex>"}: the probe reads
+// path beneath the run's workspace only, so a path that is absolute or
+// climbs out of it (or names the workspace itself) is refused here rather
+// than left to look like a declaration the probe can never check.
+func validatePostcondition(raw json.RawMessage, field string) error {
+	pc := bytes.TrimSpace(raw)
+	if len(pc) == 0 || string(pc) == "null" {
+		return nil
+	}
+	if pc[0] != '{' {
+		return kernel.Errorf(kernel.EInvalid, "%s: must be a JSON object {\"path\": ..., \"sha256\"?: ...}", field)
+	}
+	var d struct {
+		Path   *string `json:"path"`
+		SHA256 *string `json:"sha256"`
+	}
+	if err := json.Unmarshal(pc, &d); err != nil {
+		return kernel.Errorf(kernel.EInvalid, "%s: %v", field, err)
+	}
+	if d.Path != nil {
+		p := *d.Path
+		switch {
+		case p == "":
+			return kernel.Errorf(kernel.EInvalid, "%s.path: must not be empty", field)
+		case filepath.IsAbs(p):
+			return kernel.Errorf(kernel.EInvalid, "%s.path: must be relative to the workspace, got the absolute path %q", field, p)
+		case strings.ContainsRune(p, 0) || !filepath.IsLocal(p) || filepath.Clean(p) == ".":
+			return kernel.Errorf(kernel.EInvalid, "%s.path: must name a file inside the workspace, without \"..\" climbing out of it, got %q", field, p)
+		}
+	}
+	if d.SHA256 != nil && !sha256RE.MatchString(*d.SHA256) {
+		return kernel.Errorf(kernel.EInvalid, "%s.sha256: must be 64 hexadecimal digits, got %q", field, *d.SHA256)
+	}
+	return nil
 }
 
 // ToolSet resolves tools by name. Tool sets compose (see Tools and Chain),
@@ -203,8 +265,8 @@ func (p Plan) validate(tools ToolSet, path string, depth int) error {
 		default:
 			return kernel.Errorf(kernel.EInvalid, "%s.on_uncertain: must be %q or %q (the default), got %q", sp, OnUncertainReissue, OnUncertainStop, s.OnUncertain)
 		}
-		if pc := bytes.TrimSpace(s.Postcondition); len(pc) > 0 && string(pc) != "null" && pc[0] != '{' {
-			return kernel.Errorf(kernel.EInvalid, "%s.postcondition: must be a JSON object", sp)
+		if err := validatePostcondition(s.Postcondition, sp+".postcondition"); err != nil {
+			return err
 		}
 		if s.Tool == DelegateTool {
 			if s.Plan == nil {

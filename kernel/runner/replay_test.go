@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	historypb "go.temporal.io/api/history/v1"
@@ -13,6 +14,8 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/rs/zerolog"
+
+	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/fault"
 	"github.com/seed-7bc021c3/reckon/kernel/temporalx"
 )
@@ -22,20 +25,34 @@ import (
 // TestRecordHistories ./kernel/runner/ and committed. Replaying them
 // against today's workflow code fails on any non-deterministic change:
 // such a change needs workflow versioning (workflow.GetVersion), not a new
-// recording.
-var recordedHistories = map[string]Plan{
+// recording. Legacy histories were recorded by an older workflow (before
+// ChangeProjectEventIDs) and are never recorded again: they prove that
+// runs in flight across an upgrade replay and keep their old event ids.
+var recordedHistories = []struct {
+	name   string
+	legacy bool
+	plan   Plan
+}{
 	// after-effect fault on op-1 → re-issue op-1-r1; a delegate whose child
 	// fails uncertain → summarize_child_run; run.failed.
-	"drill_reissue_delegate_failed.json": {Steps: []Step{
+	{"drill_reissue_delegate_failed.json", true, reissueDelegatePlan},
+	// run_command, then a delegate that completes.
+	{"delegate_ok.json", true, delegateOKPlan},
+	// The same plans under project-scoped event ids.
+	{"v1_drill_reissue_delegate_failed.json", false, reissueDelegatePlan},
+	{"v1_delegate_ok.json", false, delegateOKPlan},
+}
+
+var (
+	reissueDelegatePlan = Plan{Steps: []Step{
 		{Tool: "run_command", Args: json.RawMessage(`{"command": "echo \"$RECKON_OPERATION_ID\" >> effects.txt", "timeout_s": 30}`), OnUncertain: OnUncertainReissue},
 		{Tool: DelegateTool, Plan: &Plan{Steps: []Step{cmd("exit 4")}}},
-	}},
-	// run_command, then a delegate that completes.
-	"delegate_ok.json": {Steps: []Step{
+	}}
+	delegateOKPlan = Plan{Steps: []Step{
 		cmd("echo ok > proof.txt"),
 		{Tool: DelegateTool, Plan: &Plan{Steps: []Step{cmd("echo child > c.txt")}}},
-	}},
-}
+	}}
+)
 
 // replay replays the JSON history at path against the current workflow code.
 func replay(path string) error {
@@ -55,9 +72,12 @@ func TestRecordHistories(t *testing.T) {
 		dir = "testdata"
 	}
 	e := newEnv(t, envOpts{fault: fault.Config{AfterEffect: "run_command"}})
-	for name, plan := range recordedHistories {
-		runID := "rec-" + name[:len(name)-len(".json")]
-		_, _ = e.run(runID, plan)
+	for _, rh := range recordedHistories {
+		if rh.legacy {
+			continue
+		}
+		runID := "rec-" + strings.TrimSuffix(rh.name, ".json")
+		_, _ = e.run(runID, rh.plan)
 		it := temporalConn.Client.GetWorkflowHistory(context.Background(), WorkflowID(e.project, runID), "", false, 0)
 		h := &historypb.History{}
 		for it.HasNext() {
@@ -71,23 +91,65 @@ func TestRecordHistories(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		path := filepath.Join(dir, name)
+		path := filepath.Join(dir, rh.name)
 		if err := os.WriteFile(path, raw, 0o644); err != nil {
 			t.Fatal(err)
 		}
 		if err := replay(path); err != nil {
-			t.Errorf("fresh history of %s does not replay: %v", name, err)
+			t.Errorf("fresh history of %s does not replay: %v", rh.name, err)
 		}
-		t.Logf("recorded %s: %d events", name, len(h.Events))
+		t.Logf("recorded %s: %d events", rh.name, len(h.Events))
 	}
 }
 
 // TestReplayRecordedHistories is the determinism check: recorded real
-// histories must replay against the current workflow code.
+// histories must replay against the current workflow code, and each keeps
+// the event ids it was recorded with.
 func TestReplayRecordedHistories(t *testing.T) {
-	for name := range recordedHistories {
-		if err := replay(filepath.Join("testdata", name)); err != nil {
-			t.Errorf("%s does not replay: %v", name, err)
+	for _, rh := range recordedHistories {
+		path := filepath.Join("testdata", rh.name)
+		if err := replay(path); err != nil {
+			t.Errorf("%s does not replay: %v", rh.name, err)
+		}
+		evs := recordedEvents(t, path)
+		if len(evs) == 0 {
+			t.Fatalf("%s: no recorded kernel events", rh.name)
+		}
+		for _, ev := range evs {
+			want := EventID(ev.Project, ev.RunID, "")
+			if rh.legacy {
+				want = legacyEventID(ev.RunID, "")
+			}
+			if !strings.HasPrefix(ev.EventID, want) {
+				t.Errorf("%s: event id %q, want it to start with %q", rh.name, ev.EventID, want)
+			}
 		}
 	}
+}
+
+// recordedEvents are the kernel events a recorded history hands to
+// RecordEvent.
+func recordedEvents(t *testing.T, path string) []kernel.Event {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &historypb.History{}
+	if err := protojson.Unmarshal(raw, h); err != nil {
+		t.Fatal(err)
+	}
+	var out []kernel.Event
+	for _, he := range h.Events {
+		a := he.GetActivityTaskScheduledEventAttributes()
+		if a == nil || a.GetActivityType().GetName() != ActRecordEvent {
+			continue
+		}
+		var ev kernel.Event
+		if err := json.Unmarshal(a.GetInput().GetPayloads()[0].GetData(), &ev); err != nil {
+			t.Fatalf("%s: RecordEvent input: %v", path, err)
+		}
+		out = append(out, ev)
+	}
+	return out
 }

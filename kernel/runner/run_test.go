@@ -41,11 +41,11 @@ func TestCleanSuccess(t *testing.T) {
 		t.Fatalf("tool.started data = %v", ts)
 	}
 	for _, ev := range evs {
-		if ev.SourceID != kernel.KernelSource || ev.Actor != "kernel" || !strings.HasPrefix(ev.EventID, "r1/") {
+		if ev.SourceID != kernel.KernelSource || ev.Actor != "kernel" || !strings.HasPrefix(ev.EventID, e.project+"/r1/") {
 			t.Fatalf("event %s/%s actor %s breaks the kernel's id conventions", ev.SourceID, ev.EventID, ev.Actor)
 		}
 	}
-	if evs[1].EventID != "r1/op-1/started" || evs[2].EventID != "r1/op-1/completed" {
+	if evs[1].EventID != e.project+"/r1/op-1/started" || evs[2].EventID != e.project+"/r1/op-1/completed" {
 		t.Fatalf("event ids %s %s", evs[1].EventID, evs[2].EventID)
 	}
 }

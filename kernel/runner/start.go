@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -72,6 +73,10 @@ func (s *Starter) Start(ctx context.Context, req StartRequest) (runID string, cr
 	if err := ValidateID("run_id", req.RunID); err != nil {
 		return "", false, err
 	}
+	if strings.Contains(req.RunID, ChildSeparator) {
+		return "", false, kernel.Errorf(kernel.EInvalid,
+			"run_id: must not contain %q, which the kernel reserves for child runs (<run_id>%s<operation_id>), got %q", ChildSeparator, ChildSeparator, req.RunID)
+	}
 	if err := req.Plan.Validate(s.Tools); err != nil {
 		return "", false, err
 	}
@@ -95,6 +100,9 @@ func (s *Starter) start(ctx context.Context, req StartRequest) (string, bool, er
 		return "", false, err
 	}
 	wfID := WorkflowID(req.Project, req.RunID)
+	if err := s.refuseClaimed(ctx, req); err != nil {
+		return "", false, err
+	}
 	var inserted bool
 	err = s.Pool.QueryRow(ctx, insertRunSQL, req.Project, req.RunID, planJSON, digest, wfID).Scan(&inserted)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -127,6 +135,32 @@ func (s *Starter) start(ctx context.Context, req StartRequest) (string, bool, er
 		return "", false, kernel.Errorf(kernel.EUnavailable, "start workflow %s: %v", wfID, err)
 	}
 	return req.RunID, inserted, nil
+}
+
+// refuseClaimed refuses a new run whose id, or the id of a child run its
+// plan may start, already has events that the kernel did not write: a
+// caller who wrote them first would have them read as the kernel's run.
+// Once the run is recorded, ingest refuses such writes (Owners); a write
+// racing this check within the same instant is not caught.
+func (s *Starter) refuseClaimed(ctx context.Context, req StartRequest) error {
+	var exists bool
+	if err := s.Pool.QueryRow(ctx, runExistsSQL, req.Project, req.RunID).Scan(&exists); err != nil {
+		return fmt.Errorf("read run %s/%s: %w", req.Project, req.RunID, err)
+	}
+	if exists {
+		return nil // an idempotent start, decided below
+	}
+	var source, runID string
+	err := s.Pool.QueryRow(ctx, foreignEventSQL, req.Project, req.Plan.runIDs(req.RunID)).Scan(&source, &runID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("check run %s/%s for foreign events: %w", req.Project, req.RunID, err)
+	}
+	return kernel.Errorf(kernel.EConflict,
+		"run_id: run %q of project %q already has events written by source %q (in run %q); a kernel run's events come only from the kernel, so choose another run_id",
+		req.RunID, req.Project, source, runID)
 }
 
 // Run statuses of GET /v1/runs/{run_id}.

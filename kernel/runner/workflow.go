@@ -98,7 +98,9 @@ type ChildSummary struct {
 func WorkflowID(project, runID string) string { return "reckon/" + project + "/" + runID }
 
 // ChildRunID is the run id of the child a delegate operation starts.
-func ChildRunID(parentRunID, operationID string) string { return parentRunID + "." + operationID }
+func ChildRunID(parentRunID, operationID string) string {
+	return parentRunID + ChildSeparator + operationID
+}
 
 // event data written by the workflow; the embedded kernel structs keep the
 // documented fields, the extra ones are the conventions probes rely on.
@@ -129,14 +131,35 @@ type stepResult struct {
 type run struct {
 	in RunInput
 	t  Timeouts
+	// idPrefix starts every kernel event id of the run: see EventID.
+	idPrefix string
 }
+
+// ChangeProjectEventIDs is the workflow.GetVersion change id under which
+// kernel event ids gained the project (version 1). Runs recorded before it
+// replay at workflow.DefaultVersion and keep their old ids to the end.
+const ChangeProjectEventIDs = "project-scoped-event-ids"
+
+// EventID is the id of a kernel event of a run: <project>/<run_id>/<suffix>
+// (suffix run/started, op-2/failed, …). Run ids are unique per project
+// only, so the project keeps two projects' runs of the same id apart.
+// Runs started before this scheme (workflow.DefaultVersion of
+// ChangeProjectEventIDs) used <run_id>/<suffix>; their journal rows keep
+// those ids.
+func EventID(project, runID, suffix string) string { return project + "/" + runID + "/" + suffix }
+
+// legacyEventID is the id kernel events had before ChangeProjectEventIDs.
+func legacyEventID(runID, suffix string) string { return runID + "/" + suffix }
 
 // RunWorkflow executes a plan. Every step is recorded before it runs and
 // after it ends; the run stops at the first failed step unless the step
 // asks for a re-issue after an uncertain failure. The workflow returns an
 // error (the run failed) after recording run.failed.
 func RunWorkflow(ctx workflow.Context, in RunInput) (RunOutput, error) {
-	r := &run{in: in, t: in.Timeouts.withDefaults()}
+	r := &run{in: in, t: in.Timeouts.withDefaults(), idPrefix: EventID(in.Project, in.RunID, "")}
+	if workflow.GetVersion(ctx, ChangeProjectEventIDs, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		r.idPrefix = legacyEventID(in.RunID, "")
+	}
 	if err := r.record(ctx, kernel.TypeRunStarted, "run/started", runStartedData{
 		RunStarted: kernel.RunStarted{PlanSummary: in.Plan.Summary(), ParentRunID: in.ParentRunID},
 		Workspace:  in.Workspace,
@@ -190,7 +213,7 @@ func (r *run) record(ctx workflow.Context, typ, suffix string, data any) error {
 		// A canceled run still records what happened to it.
 		ctx, _ = workflow.NewDisconnectedContext(ctx)
 	}
-	ev, err := kernel.NewEvent(kernel.KernelSource, r.in.RunID+"/"+suffix, r.in.Project, r.in.RunID, typ, "kernel", workflow.Now(ctx), data)
+	ev, err := kernel.NewEvent(kernel.KernelSource, r.idPrefix+suffix, r.in.Project, r.in.RunID, typ, "kernel", workflow.Now(ctx), data)
 	if err != nil {
 		return temporal.NewNonRetryableApplicationError(err.Error(), "invalid_event", nil)
 	}

@@ -1,7 +1,9 @@
 // Package sandbox implements the run_command tool: a shell command run inside
-// a bubblewrap sandbox confined to the run's workspace (read-only root,
-// writable workspace, no network, scrubbed environment, wall-clock timeout,
-// captured and capped output).
+// a bubblewrap sandbox confined to the run's workspace, as an unprivileged
+// user (a minimal read-only root of system directories, the workspace
+// writable, a private /tmp, no network, no host socket, limits on
+// processes, memory and file size, a scrubbed environment, a wall-clock
+// timeout, captured and capped output).
 package sandbox
 
 import (
@@ -13,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -42,6 +45,19 @@ const (
 	DefaultMaxOutputBytes = 64 << 10
 	DefaultTimeout        = 60 * time.Second
 	DefaultMaxTimeout     = 10 * time.Minute
+	// DefaultMaxProcs bounds the processes (threads included) of one
+	// command (RECKON_SANDBOX_MAX_PROCS).
+	DefaultMaxProcs = 256
+	// DefaultMaxMemory bounds the address space of each process of a
+	// command, and the size of its private /tmp (RECKON_SANDBOX_MAX_MEMORY).
+	DefaultMaxMemory = 1 << 30
+	// DefaultMaxFileSize bounds any one file a command writes
+	// (RECKON_SANDBOX_MAX_FILE_SIZE).
+	DefaultMaxFileSize = 1 << 30
+	// DefaultUID and DefaultGID are the identity a root worker drops to
+	// for the sandbox (nobody/nogroup on Debian; RECKON_SANDBOX_UID).
+	DefaultUID = 65534
+	DefaultGID = 65534
 )
 
 // summaryMax bounds ToolResult.Summary (it goes into tool.completed).
@@ -67,6 +83,22 @@ type Options struct {
 	DefaultTimeout time.Duration
 	// MaxTimeout is the largest timeout_s accepted (default 10 minutes).
 	MaxTimeout time.Duration
+	// MaxProcs is RLIMIT_NPROC inside the sandbox (default 256). The
+	// sandbox has a user namespace of its own, in which the kernel (Linux
+	// 5.14 and later) counts processes, so concurrent commands do not
+	// share the budget.
+	MaxProcs int
+	// MaxMemory is RLIMIT_AS of every process of the command, in bytes
+	// (default 1 GiB), and the size of its private /tmp (a tmpfs).
+	MaxMemory int64
+	// MaxFileSize is RLIMIT_FSIZE, in bytes (default 1 GiB): writing past
+	// it kills the writer with SIGXFSZ.
+	MaxFileSize int64
+	// UID and GID are the unprivileged identity a worker running as root
+	// drops to before it starts bubblewrap (default 65534/65534); the
+	// workspace is handed to it before each command. A worker that is not
+	// root runs the sandbox as itself.
+	UID, GID uint32
 }
 
 // Output is the structured result of one run_command call (ToolResult.Output).
@@ -105,6 +137,21 @@ func NewRunCommand(o Options) kernel.Tool {
 	if o.DefaultTimeout > o.MaxTimeout {
 		o.DefaultTimeout = o.MaxTimeout
 	}
+	if o.MaxProcs <= 0 {
+		o.MaxProcs = DefaultMaxProcs
+	}
+	if o.MaxMemory <= 0 {
+		o.MaxMemory = DefaultMaxMemory
+	}
+	if o.MaxFileSize <= 0 {
+		o.MaxFileSize = DefaultMaxFileSize
+	}
+	if o.UID == 0 {
+		o.UID = DefaultUID
+	}
+	if o.GID == 0 {
+		o.GID = DefaultGID
+	}
 	return &runCommand{o: o}
 }
 
@@ -112,29 +159,36 @@ func NewRunCommand(o Options) kernel.Tool {
 func (r *runCommand) Name() string { return ToolName }
 
 // Available reports whether bubblewrap at path (empty: looked up as "bwrap")
-// can actually build the sandbox run_command uses on this machine; a binary
-// that exists but cannot create namespaces is an error too.
-func Available(path string) error {
-	bin, err := lookBwrap(path)
-	if err != nil {
+// can actually build the sandbox run_command uses on this machine, with
+// the default options; see Check.
+func Available(path string) error { return Check(Options{BwrapPath: path}, "") }
+
+// Check runs a trivial command in the sandbox o describes, in a fresh
+// workspace beneath dir (empty: the system's temporary directory), and
+// reports why it could not: bubblewrap missing, namespaces refused, the
+// unprivileged user unable to reach dir, the limits unusable.
+func Check(o Options, dir string) error {
+	if _, err := lookBwrap(o.BwrapPath); err != nil {
 		return err
 	}
-	dir, err := os.MkdirTemp("", "reckon-bwrap-check-")
+	ws, err := os.MkdirTemp(dir, ".reckon-sandbox-check-")
 	if err != nil {
 		return fmt.Errorf("sandbox check: %w", err)
 	}
-	defer os.RemoveAll(dir)
+	defer os.RemoveAll(ws)
+	o.Unconfined = false
+	r := NewRunCommand(o)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	argv := append(bwrapArgs(dir, []string{"PATH=" + sandboxPath}), "/bin/sh", "-c", "echo ok > .reckon-check")
-	cmd := exec.CommandContext(ctx, bin, argv...)
-	cmd.Env = []string{"PATH=" + sandboxPath}
-	out, err := cmd.CombinedOutput()
+	res, err := r.Execute(ctx, kernel.ToolCall{
+		OperationID: "sandbox-check", Tool: ToolName, Workspace: ws,
+		Args: json.RawMessage(`{"command": "echo ok > .reckon-check", "timeout_s": 10}`),
+	})
 	if err != nil {
-		return fmt.Errorf("bubblewrap at %s cannot build the sandbox: %w: %s", bin, err, strings.TrimSpace(string(out)))
+		return fmt.Errorf("bubblewrap cannot build the sandbox: %w", err)
 	}
-	if _, err := os.Stat(filepath.Join(dir, ".reckon-check")); err != nil {
-		return fmt.Errorf("bubblewrap at %s ran but the workspace was not writable: %w", bin, err)
+	if _, err := os.Stat(filepath.Join(ws, ".reckon-check")); err != nil {
+		return fmt.Errorf("bubblewrap ran (%s) but the workspace was not writable: %w", res.Summary, err)
 	}
 	return nil
 }
@@ -164,6 +218,9 @@ type prepared struct {
 	timeout   time.Duration
 	workspace string // absolute, symlinks resolved
 	bwrap     string // empty when unconfined
+	// drop is the identity bubblewrap runs as: nil when the worker is not
+	// root (it already is unprivileged) or when unconfined.
+	drop *syscall.Credential
 }
 
 func (r *runCommand) prepare(call kernel.ToolCall) (prepared, error) {
@@ -227,42 +284,28 @@ func (r *runCommand) prepare(call kernel.ToolCall) (prepared, error) {
 			return p, kernel.Rejected("%s", errBwrapMissing)
 		}
 		p.bwrap = bin
+		if os.Geteuid() == 0 {
+			p.drop = &syscall.Credential{Uid: r.o.UID, Gid: r.o.GID, Groups: []uint32{}}
+			if err := reachable(ws, r.o.UID, r.o.GID); err != nil {
+				return p, kernel.Rejected("workspace: %v", err)
+			}
+		}
 	}
 	return p, nil
 }
 
-// bwrapArgs builds the sandbox: the whole filesystem read-only, a private
-// /tmp, the workspace writable, every namespace unshared (network included:
-// the sandbox gets its own empty loopback), no capabilities (a root command
-// could otherwise remount / read-write), and only env as environment.
-// Order matters: /tmp is mounted before the workspace so a workspace under
-// /tmp is bound on top of the tmpfs, not hidden by it.
-func bwrapArgs(ws string, env []string) []string {
-	a := []string{
-		"--ro-bind", "/", "/",
-		"--dev", "/dev",
-		"--proc", "/proc",
-		"--tmpfs", "/tmp",
-		"--bind", ws, ws,
-		"--unshare-all",
-		"--cap-drop", "ALL",
-		"--die-with-parent",
-		"--new-session",
-		"--chdir", ws,
-		"--clearenv",
-	}
-	for _, kv := range env {
-		k, v, _ := strings.Cut(kv, "=")
-		a = append(a, "--setenv", k, v)
-	}
-	return a
-}
+// startScript runs inside the sandbox before the command: it sets the
+// resource limits on itself (prlimit on the shell's own pid, inherited by
+// the command), writes one byte to fd 3 (proof that the sandbox is set up
+// and the command is about to run), closes fd 3 so the command does not
+// inherit it, then runs the command exactly as /bin/sh -c would. A limit
+// that cannot be set stops the chain before the marker: nothing ran.
+const startScript = `prlimit --pid $$ --nproc="$2" --as="$3" --fsize="$4" --core=0 && printf . >&3 && exec 3>&- && exec /bin/sh -c "$1"`
 
-// startScript runs inside the sandbox before the command: it writes one
-// byte to fd 3 (proof that the sandbox is set up and the command is about to
-// run), closes fd 3 so the command does not inherit it, then runs the
-// command exactly as /bin/sh -c would.
-const startScript = `printf . >&3 && exec 3>&- && exec /bin/sh -c "$1"`
+// unconfinedScript is startScript without the limits: unconfined, the
+// command runs as the worker, whose own processes a process limit would
+// count.
+const unconfinedScript = `printf . >&3 && exec 3>&- && exec /bin/sh -c "$1"`
 
 // Execute implements kernel.Tool.
 func (r *runCommand) Execute(ctx context.Context, call kernel.ToolCall) (kernel.ToolResult, error) {
@@ -283,24 +326,59 @@ func (r *runCommand) Execute(ctx context.Context, call kernel.ToolCall) (kernel.
 	runCtx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
 
+	startFailed := func(format string, args ...any) (kernel.ToolResult, error) {
+		return kernel.ToolResult{}, &kernel.ToolError{ErrorType: ErrorTypeSandboxStartFailed, Effect: kernel.EffectNone,
+			Err: fmt.Errorf(format, args...)}
+	}
 	var cmd *exec.Cmd
-	shArgs := []string{"/bin/sh", "-c", startScript, "reckon-run-command", p.command}
+	shArgs := []string{"/bin/sh", "-c", unconfinedScript, "reckon-run-command", p.command}
 	if confined {
-		cmd = exec.CommandContext(runCtx, p.bwrap, append(bwrapArgs(p.workspace, env), shArgs...)...)
+		shArgs = []string{"/bin/sh", "-c", startScript, "reckon-run-command", p.command,
+			strconv.Itoa(r.o.MaxProcs), strconv.FormatInt(r.o.MaxMemory, 10), strconv.FormatInt(r.o.MaxFileSize, 10)}
+	}
+	stdout := &cappedBuffer{max: r.o.MaxOutputBytes}
+	stderr := &cappedBuffer{max: r.o.MaxOutputBytes}
+	var extra []*os.File
+	var output *outputPipes
+	if confined {
+		if p.drop != nil {
+			// The workspace belongs to the sandbox's user, whoever wrote
+			// into it since (an MCP server running as root, the test).
+			if err := tidyWorkspace(p.workspace, p.drop); err != nil {
+				return startFailed("hand the workspace to the sandbox user %d: %w", p.drop.Uid, err)
+			}
+		}
+		uid, gid := uint32(os.Getuid()), uint32(os.Getgid())
+		if p.drop != nil {
+			uid, gid = p.drop.Uid, p.drop.Gid
+		}
+		ids, err := identityFiles(uid, gid, p.workspace)
+		if err != nil {
+			return startFailed("sandbox identity files: %w", err)
+		}
+		defer closeAll(ids)
+		extra = ids
+		cmd = exec.CommandContext(runCtx, p.bwrap, append(bwrapArgs(p.workspace, env, r.o), shArgs...)...)
+		// The command's stdout and stderr are pipes the sandbox user owns,
+		// so that reopening them (/dev/stdout, /dev/stderr) works as it
+		// does anywhere else.
+		if output, err = newOutputPipes(p.drop, stdout, stderr); err != nil {
+			return startFailed("output pipes: %w", err)
+		}
+		defer output.closeAll()
+		cmd.Stdout, cmd.Stderr = output.outW, output.errW
 	} else {
 		cmd = exec.CommandContext(runCtx, shArgs[0], shArgs[1:]...)
 		cmd.Dir = p.workspace
+		cmd.Stdout, cmd.Stderr = stdout, stderr
 	}
 	// bwrap itself gets the scrubbed environment too, so no secret of the
 	// worker reaches even the sandbox launcher.
 	cmd.Env = env
 	cmd.Stdin = nil
-	stdout := &cappedBuffer{max: r.o.MaxOutputBytes}
-	stderr := &cappedBuffer{max: r.o.MaxOutputBytes}
-	cmd.Stdout, cmd.Stderr = stdout, stderr
 	// Own process group, killed as a whole on timeout; if the worker dies,
 	// the kernel kills bwrap, and --die-with-parent takes the sandbox down.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL, Credential: p.drop}
 	cmd.Cancel = func() error {
 		if cmd.Process == nil {
 			return nil
@@ -314,25 +392,37 @@ func (r *runCommand) Execute(ctx context.Context, call kernel.ToolCall) (kernel.
 	markR, markW, err := os.Pipe()
 	if err != nil {
 		// Nothing was started: the pipe failed before any exec.
-		return kernel.ToolResult{}, &kernel.ToolError{ErrorType: ErrorTypeSandboxStartFailed, Effect: kernel.EffectNone,
-			Err: fmt.Errorf("start marker pipe: %w", err)}
+		return startFailed("start marker pipe: %w", err)
 	}
 	defer markR.Close()
-	cmd.ExtraFiles = []*os.File{markW}
+	// fd 3 is the marker; the identity files follow (fds 4 and 5, which
+	// bubblewrap reads and closes before the command starts).
+	cmd.ExtraFiles = append([]*os.File{markW}, extra...)
 
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
 		markW.Close()
 		// effect=none: the exec of the launcher failed, so no process of the
 		// command ever existed.
-		return kernel.ToolResult{}, &kernel.ToolError{ErrorType: ErrorTypeSandboxStartFailed, Effect: kernel.EffectNone,
-			Err: fmt.Errorf("start %s: %w", cmd.Path, err)}
+		return startFailed("start %s: %w", cmd.Path, err)
 	}
 	markW.Close()
+	closeAll(extra)
+	if output != nil {
+		output.started()
+	}
 
 	// The kernel's RunTool activity heartbeats for every tool while it runs.
 	waitErr := cmd.Wait()
+	if output != nil {
+		output.wait(cmd.WaitDelay)
+	}
 	dur := time.Since(start)
+	if confined {
+		// A sandboxed command may leave set-user-ID files behind; on the
+		// host they would run as the sandbox's user. Strip those bits.
+		_ = stripSetID(p.workspace)
+	}
 
 	out := Output{
 		ExitCode:   -1,

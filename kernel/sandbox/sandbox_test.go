@@ -15,6 +15,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/seed-7bc021c3/reckon/internal/sandboxtest"
 	"github.com/seed-7bc021c3/reckon/kernel"
 )
 
@@ -78,7 +79,7 @@ func TestName(t *testing.T) {
 
 func TestWriteInsideWorkspace(t *testing.T) {
 	t.Parallel()
-	ws := t.TempDir()
+	ws := wsDir(t)
 	tool := NewRunCommand(Options{})
 	out, res, err := run(t, tool, call(t, ws, map[string]any{"command": "echo ok > proof.txt && pwd && echo $HOME", "timeout_s": 30}))
 	if err != nil {
@@ -101,8 +102,8 @@ func TestWriteInsideWorkspace(t *testing.T) {
 
 func TestWriteOutsideWorkspaceFails(t *testing.T) {
 	t.Parallel()
-	ws := t.TempDir()
-	// Writable on the host, read-only in the sandbox (not under /tmp, which
+	ws := wsDir(t)
+	// Writable on the host, absent from the sandbox (not under /tmp, which
 	// the sandbox replaces with a private tmpfs).
 	outside, err := os.MkdirTemp("/var/tmp", "reckon-sandbox-outside-")
 	if err != nil {
@@ -131,12 +132,15 @@ func TestWriteOutsideWorkspaceFails(t *testing.T) {
 			if out.Stderr == "" {
 				t.Fatalf("%q: no stderr", cmd)
 			}
-		} else if !strings.Contains(out.Stderr, "Read-only file system") {
-			t.Fatalf("%q: stderr = %q, want Read-only file system", cmd, out.Stderr)
+		} else if !strings.Contains(out.Stderr, "Read-only file system") && !strings.Contains(out.Stderr, "No such file or directory") &&
+			!strings.Contains(out.Stderr, "Directory nonexistent") {
+			// /etc is read-only; /root and /var are not there at all.
+			t.Fatalf("%q: stderr = %q, want Read-only file system or a missing directory", cmd, out.Stderr)
 		}
 	}
 	for _, p := range targets {
-		if _, err := os.Stat(p); !errors.Is(err, os.ErrNotExist) {
+		// (A worker that is not root may not even stat /root's entries.)
+		if _, err := os.Stat(p); !errors.Is(err, os.ErrNotExist) && !errors.Is(err, os.ErrPermission) {
 			os.Remove(p)
 			t.Fatalf("%s exists after the sandboxed write (stat err %v)", p, err)
 		}
@@ -167,7 +171,7 @@ func TestNetworkUnreachable(t *testing.T) {
 	// Control: the same command unconfined reaches the listener, so the
 	// sandboxed failure below is the sandbox's doing.
 	free := NewRunCommand(Options{Unconfined: true})
-	if _, _, err := run(t, free, call(t, t.TempDir(), map[string]any{"command": cmd})); err != nil {
+	if _, _, err := run(t, free, call(t, wsDir(t), map[string]any{"command": cmd})); err != nil {
 		t.Fatalf("unconfined control could not connect: %v", err)
 	}
 	// The accept loop counts asynchronously: wait for the control's
@@ -181,7 +185,7 @@ func TestNetworkUnreachable(t *testing.T) {
 	before := accepted.Load()
 
 	tool := NewRunCommand(Options{})
-	out, _, err := run(t, tool, call(t, t.TempDir(), map[string]any{"command": cmd}))
+	out, _, err := run(t, tool, call(t, wsDir(t), map[string]any{"command": cmd}))
 	wantToolError(t, err, ErrorTypeCommandFailed, kernel.EffectUncertain)
 	if !strings.Contains(out.Stderr, "Connection refused") && !strings.Contains(out.Stderr, "unreachable") {
 		t.Fatalf("stderr = %q", out.Stderr)
@@ -191,7 +195,7 @@ func TestNetworkUnreachable(t *testing.T) {
 		t.Fatalf("listener accepted %d connections from the sandbox", got-before)
 	}
 	// No interface but loopback exists in the sandbox's network namespace.
-	out, _, err = run(t, tool, call(t, t.TempDir(), map[string]any{"command": "tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '"}))
+	out, _, err = run(t, tool, call(t, wsDir(t), map[string]any{"command": "tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '"}))
 	if err != nil {
 		t.Fatalf("list interfaces: %v", err)
 	}
@@ -205,7 +209,7 @@ func TestEnvironmentScrubbed(t *testing.T) {
 	t.Setenv("RECKON_TEST_SECRET", "hunter2")
 	for _, unconfined := range []bool{false, true} {
 		tool := NewRunCommand(Options{Unconfined: unconfined})
-		ws := t.TempDir()
+		ws := wsDir(t)
 		c := call(t, ws, map[string]any{"command": "env"})
 		c.OperationID = "op-7-r2"
 		out, _, err := run(t, tool, c)
@@ -240,7 +244,7 @@ func TestEnvironmentScrubbed(t *testing.T) {
 
 func TestTimeoutKills(t *testing.T) {
 	t.Parallel()
-	ws := t.TempDir()
+	ws := wsDir(t)
 	tool := NewRunCommand(Options{})
 	start := time.Now()
 	// The background sleep checks that the whole sandbox dies, not just sh.
@@ -284,7 +288,7 @@ func TestTimeoutKillsUnconfined(t *testing.T) {
 	t.Parallel()
 	tool := NewRunCommand(Options{Unconfined: true})
 	start := time.Now()
-	_, _, err := run(t, tool, call(t, t.TempDir(), map[string]any{"command": "sleep 30.4343 & sleep 30", "timeout_s": 1}))
+	_, _, err := run(t, tool, call(t, wsDir(t), map[string]any{"command": "sleep 30.4343 & sleep 30", "timeout_s": 1}))
 	wantToolError(t, err, ErrorTypeCommandTimeout, kernel.EffectUncertain)
 	if el := time.Since(start); el > 2500*time.Millisecond {
 		t.Fatalf("timeout took %s", el)
@@ -294,7 +298,7 @@ func TestTimeoutKillsUnconfined(t *testing.T) {
 
 func TestCommandFails(t *testing.T) {
 	t.Parallel()
-	ws := t.TempDir()
+	ws := wsDir(t)
 	tool := NewRunCommand(Options{})
 	out, _, err := run(t, tool, call(t, ws, map[string]any{"command": "echo partial > p.txt; echo boom >&2; exit 3"}))
 	te := wantToolError(t, err, ErrorTypeCommandFailed, kernel.EffectUncertain)
@@ -309,7 +313,7 @@ func TestCommandFails(t *testing.T) {
 func TestOutputCap(t *testing.T) {
 	t.Parallel()
 	tool := NewRunCommand(Options{MaxOutputBytes: 1000})
-	out, res, err := run(t, tool, call(t, t.TempDir(), map[string]any{"command": "head -c 100000 /dev/zero | tr '\\0' a; head -c 10 /dev/zero | tr '\\0' b >&2"}))
+	out, res, err := run(t, tool, call(t, wsDir(t), map[string]any{"command": "head -c 100000 /dev/zero | tr '\\0' a; head -c 10 /dev/zero | tr '\\0' b >&2"}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -322,7 +326,7 @@ func TestOutputCap(t *testing.T) {
 
 	// Multibyte output cut on a rune: the leading "a" puts the cap in the
 	// middle of an "é", whose first byte is dropped.
-	out, _, err = run(t, tool, call(t, t.TempDir(), map[string]any{"command": "printf 'a'; printf 'é%.0s' $(seq 1 600)"}))
+	out, _, err = run(t, tool, call(t, wsDir(t), map[string]any{"command": "printf 'a'; printf 'é%.0s' $(seq 1 600)"}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -330,7 +334,7 @@ func TestOutputCap(t *testing.T) {
 		t.Fatalf("stdout %d bytes truncated %v", len(out.Stdout), out.Truncated)
 	}
 	// Not truncated when within the cap.
-	out, _, _ = run(t, tool, call(t, t.TempDir(), map[string]any{"command": "echo small"}))
+	out, _, _ = run(t, tool, call(t, wsDir(t), map[string]any{"command": "echo small"}))
 	if out.Truncated {
 		t.Fatalf("small output flagged truncated")
 	}
@@ -338,7 +342,7 @@ func TestOutputCap(t *testing.T) {
 
 func TestValidationRejections(t *testing.T) {
 	t.Parallel()
-	ws := t.TempDir()
+	ws := wsDir(t)
 	file := filepath.Join(ws, "f")
 	if err := os.WriteFile(file, nil, 0o644); err != nil {
 		t.Fatal(err)
@@ -385,7 +389,7 @@ func TestValidationRejections(t *testing.T) {
 
 func TestBwrapMissing(t *testing.T) {
 	t.Parallel()
-	ws := t.TempDir()
+	ws := wsDir(t)
 	tool := NewRunCommand(Options{BwrapPath: "/nonexistent/bwrap"})
 	c := call(t, ws, map[string]any{"command": "touch x"})
 	te := wantToolError(t, tool.Validate(c), kernel.ErrorTypeValidation, kernel.EffectNone)
@@ -401,8 +405,8 @@ func TestBwrapMissing(t *testing.T) {
 
 func TestSandboxStartFailed(t *testing.T) {
 	t.Parallel()
-	ws := t.TempDir()
-	dir := t.TempDir()
+	ws := wsDir(t)
+	dir := wsDir(t)
 	// A "bwrap" that exists but cannot exec (no interpreter) fails at Start.
 	bad := filepath.Join(dir, "bwrap")
 	if err := os.WriteFile(bad, []byte("#!/nonexistent/interp\n"), 0o755); err != nil {
@@ -429,7 +433,7 @@ func TestSandboxStartFailed(t *testing.T) {
 
 func TestUnconfinedMarksResult(t *testing.T) {
 	t.Parallel()
-	ws := t.TempDir()
+	ws := wsDir(t)
 	tool := NewRunCommand(Options{Unconfined: true, BwrapPath: "/nonexistent/bwrap"})
 	out, res, err := run(t, tool, call(t, ws, map[string]any{"command": "echo hi > f && pwd"}))
 	if err != nil {
@@ -458,7 +462,7 @@ func TestCallerCancel(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	_, err := tool.Execute(ctx, call(t, t.TempDir(), map[string]any{"command": "sleep 30", "timeout_s": 30}))
+	_, err := tool.Execute(ctx, call(t, wsDir(t), map[string]any{"command": "sleep 30", "timeout_s": 30}))
 	wantToolError(t, err, ErrorTypeCommandCanceled, kernel.EffectUncertain)
 	if el := time.Since(start); el > 2*time.Second {
 		t.Fatalf("cancel took %s", el)
@@ -485,7 +489,7 @@ func BenchmarkRunCommandTrue(b *testing.B) {
 		}
 		b.Run(name, func(b *testing.B) {
 			tool := NewRunCommand(Options{Unconfined: unconfined})
-			c := call(b, b.TempDir(), map[string]any{"command": "true"})
+			c := call(b, wsDir(b), map[string]any{"command": "true"})
 			var durs []time.Duration
 			for b.Loop() {
 				start := time.Now()
@@ -500,3 +504,6 @@ func BenchmarkRunCommandTrue(b *testing.B) {
 		})
 	}
 }
+
+// wsDir is a workspace the sandbox's unprivileged user can reach.
+func wsDir(t testing.TB) string { return sandboxtest.Dir(t) }

@@ -131,6 +131,10 @@ func (p MCP) Probe(ctx context.Context, run Run, op pipeline.WallOperation) (pip
 // first that offers both the tool and lookup_operation.
 type MCPClient struct {
 	Servers []mcptool.ServerConfig
+	// Workspaces gives {workspace} in a server's configuration its value:
+	// the run's workspace from the kernel's own state (empty for a run the
+	// kernel does not own), never a path from event data.
+	Workspaces Workspaces
 	// Timeout bounds one lookup; default 30s.
 	Timeout time.Duration
 }
@@ -231,16 +235,17 @@ func (s *mcpSessions) session(ctx context.Context, sc mcptool.ServerConfig, run 
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	ss := &mcpSession{}
-	ss.cs, ss.tools, ss.err = connect(ctx, transportFor(sc, run))
+	ws := s.c.Workspaces.Dir(ctx, run.Project, run.RunID)
+	ss.cs, ss.tools, ss.err = connect(ctx, transportFor(sc, run, ws))
 	s.open[sc.Name] = ss
 	return ss
 }
 
 // transportFor builds the transport to sc, with {workspace}, {project} and
 // {run_id} in its command, environment, directory, URL and headers
-// replaced by the run's.
-func transportFor(sc mcptool.ServerConfig, run Run) mcp.Transport {
-	rep := strings.NewReplacer("{workspace}", run.Workspace, "{project}", run.Project, "{run_id}", run.RunID)
+// replaced by the run's (ws is its workspace, empty when it has none).
+func transportFor(sc mcptool.ServerConfig, run Run, ws string) mcp.Transport {
+	rep := strings.NewReplacer("{workspace}", ws, "{project}", run.Project, "{run_id}", run.RunID)
 	if len(sc.Command) > 0 {
 		argv := make([]string, len(sc.Command))
 		for i, a := range sc.Command {

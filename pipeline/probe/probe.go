@@ -19,10 +19,6 @@ import (
 type Run struct {
 	Project string
 	RunID   string
-	// Workspace is run.started's "workspace", taken only from a run.started
-	// recorded by the kernel itself (an external agent's claim about a
-	// directory is not trusted); empty when unknown.
-	Workspace string
 	// Ended is true when the journal holds run.completed or run.failed.
 	Ended bool
 	// Started lists the run's tool.started operations in journal order.

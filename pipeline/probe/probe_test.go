@@ -9,13 +9,18 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/seed-7bc021c3/reckon/internal/pgtest"
 	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/journal"
 	"github.com/seed-7bc021c3/reckon/kernel/mcpserver"
 	"github.com/seed-7bc021c3/reckon/kernel/mcptool"
+	"github.com/seed-7bc021c3/reckon/kernel/runner"
 	"github.com/seed-7bc021c3/reckon/pipeline"
 )
 
@@ -28,8 +33,23 @@ func pc(path, sum string) json.RawMessage {
 	return b
 }
 
+// kernelRuns records runs as started through the API, so that they (and
+// their child runs) are the kernel's.
+func kernelRuns(t *testing.T, pool *pgxpool.Pool, project string, runs ...string) {
+	t.Helper()
+	for _, r := range runs {
+		if _, err := pool.Exec(context.Background(),
+			`INSERT INTO kernel_runs (project, run_id, plan, plan_digest, workflow_id) VALUES ($1, $2, '{}', '\x00', $3)`,
+			project, r, "reckon/"+project+"/"+r); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 func TestWorkspacePostcondition(t *testing.T) {
 	t.Parallel()
+	db := pgtest.New(t)
+	kernelRuns(t, db.Pool, "acme", "run-1", "run-3")
 	root := t.TempDir()
 	ws := filepath.Join(root, "acme", "run-1")
 	if err := os.MkdirAll(ws, 0o755); err != nil {
@@ -40,10 +60,34 @@ func TestWorkspacePostcondition(t *testing.T) {
 	}
 	sum := sha256.Sum256([]byte("ok\n"))
 	good := hex.EncodeToString(sum[:])
-	if err := os.Symlink("/etc/hostname", filepath.Join(ws, "link.txt")); err != nil {
+	// What a sandboxed command can leave behind: symlinks out of the
+	// workspace, to a file and through a directory, and a FIFO.
+	secret := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(secret, []byte("not yours\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	base := Run{Project: "acme", RunID: "run-1", Workspace: ws, Ended: true,
+	if err := os.Symlink(secret, filepath.Join(ws, "link.txt")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Dir(secret), filepath.Join(ws, "sub")); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(ws, "fifo"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// A child run's workspace is the kernel's too (a sibling directory).
+	child := filepath.Join(root, "acme", "run-1.op-2")
+	if err := os.MkdirAll(child, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(child, "c.txt"), []byte("child\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// A kernel run whose workspace directory was replaced by a symlink.
+	if err := os.Symlink(filepath.Dir(secret), filepath.Join(root, "acme", "run-3")); err != nil {
+		t.Fatal(err)
+	}
+	base := Run{Project: "acme", RunID: "run-1", Ended: true,
 		Started: []StartedOp{{OperationID: "op-1", Tool: "run_command", PostconditionPath: "proof.txt"}}}
 	withLater := base
 	withLater.Started = append(append([]StartedOp(nil), base.Started...), StartedOp{OperationID: "op-2", Tool: "run_command"})
@@ -51,12 +95,17 @@ func TestWorkspacePostcondition(t *testing.T) {
 	withTwin.Started = append(append([]StartedOp(nil), base.Started...), StartedOp{OperationID: "op-1-r1", Tool: "run_command", PostconditionPath: "./proof.txt"})
 	running := base
 	running.Ended = false
-	outside := base
-	outside.Workspace = t.TempDir()
+	childRun := base
+	childRun.RunID = "run-1.op-2"
+	notKernel := base
+	notKernel.RunID = "run-2"
+	linkedWS := base
+	linkedWS.RunID = "run-3"
 
-	p := Workspace{Root: root, Now: now}
+	p := Workspace{Root: root, Owners: runner.Owners{Pool: db.Pool}, Now: now}
+	kernelStarted := kernel.EventKey{SourceID: kernel.KernelSource, EventID: "acme/run-1/op-1/started"}
 	op := func(path, sum, state string) pipeline.WallOperation {
-		return pipeline.WallOperation{OperationID: "op-1", Tool: "run_command", State: state, StartedAt: t0, Postcondition: pc(path, sum)}
+		return pipeline.WallOperation{OperationID: "op-1", Tool: "run_command", State: state, StartedAt: t0, Postcondition: pc(path, sum), StartedKey: kernelStarted}
 	}
 	cases := []struct {
 		name    string
@@ -74,16 +123,34 @@ func TestWorkspacePostcondition(t *testing.T) {
 		{"missing, in flight", base, op("absent.txt", "", "stale_in_flight"), pipeline.FindingInconclusive, "may still be running"},
 		{"missing, later op", withLater, op("absent.txt", "", "failed_uncertain"), pipeline.FindingInconclusive, "later operations (op-2)"},
 		{"present, twin declares it", withTwin, op("proof.txt", good, "failed_uncertain"), pipeline.FindingInconclusive, "op-1-r1"},
-		{"outside root", outside, op("proof.txt", "", "failed_uncertain"), pipeline.FindingInconclusive, "not beneath"},
+		{"child run", childRun, op("c.txt", "", "failed_uncertain"), pipeline.FindingOccurred, "exists"},
+		{"not a kernel run", notKernel, op("proof.txt", "", "failed_uncertain"), pipeline.FindingInconclusive, "not a kernel run"},
+		{"workspace is a symlink", linkedWS, op("secret", "", "failed_uncertain"), pipeline.FindingInconclusive, "without following a symlink"},
 		{"escaping path", base, op("../run-2/proof.txt", "", "failed_uncertain"), pipeline.FindingInconclusive, "not a relative path"},
-		{"symlink", base, op("link.txt", "", "failed_uncertain"), pipeline.FindingInconclusive, "symlink"},
-		{"no workspace", Run{Project: "acme", RunID: "run-1", Ended: true}, op("proof.txt", "", "failed_uncertain"), pipeline.FindingInconclusive, "workspace is unknown"},
+		{"absolute path", base, op(secret, "", "failed_uncertain"), pipeline.FindingInconclusive, "not a relative path"},
+		{"symlinked file", base, op("link.txt", "", "failed_uncertain"), pipeline.FindingInconclusive, "symlink"},
+		{"symlinked directory", base, op("sub/secret", "", "failed_uncertain"), pipeline.FindingInconclusive, "symlink"},
+		{"fifo", base, op("fifo", "", "failed_uncertain"), pipeline.FindingInconclusive, "not a regular file"},
 	}
 	for _, c := range cases {
 		ev, ok := p.Probe(context.Background(), c.run, c.op)
 		if !ok || ev.Finding != c.finding || !strings.Contains(ev.Detail, c.detail) || ev.Probe != WorkspaceName || len(ev.Provenance) == 0 {
 			t.Errorf("%s: got ok=%v %s %q, want %s containing %q", c.name, ok, ev.Finding, ev.Detail, c.finding, c.detail)
 		}
+		if strings.Contains(string(ev.Provenance), "not yours") || (ev.Finding == pipeline.FindingOccurred && c.run.RunID == "run-3") {
+			t.Errorf("%s: the probe read a file outside the workspace: %s", c.name, ev.Provenance)
+		}
+	}
+	// An operation whose tool.started another writer recorded: not the
+	// kernel's command, so the probe does not apply.
+	foreign := op("proof.txt", good, "failed_uncertain")
+	foreign.StartedKey = kernel.EventKey{SourceID: "agent-x", EventID: "run-1/op-1/started"}
+	if _, ok := p.Probe(context.Background(), base, foreign); ok {
+		t.Error("agent-recorded tool.started: the probe must not apply")
+	}
+	// Without the kernel's state the probe finds no workspace at all.
+	if ev, _ := (Workspace{Root: root, Now: now}).Probe(context.Background(), base, op("proof.txt", good, "failed_uncertain")); ev.Finding != pipeline.FindingInconclusive {
+		t.Errorf("no owners: %s %q", ev.Finding, ev.Detail)
 	}
 	// A missing file proves none only once the command's timeout_s plus a
 	// minute has passed; until then the probe names the time to look again.
@@ -102,10 +169,10 @@ func TestWorkspacePostcondition(t *testing.T) {
 			t.Errorf("missing, timeout_s 30, age %s: recheck after %v, want %v", c.age, ev.RecheckAfter, want)
 		}
 	}
-	if _, ok := p.Probe(context.Background(), base, pipeline.WallOperation{OperationID: "op-1", Tool: "run_command"}); ok {
+	if _, ok := p.Probe(context.Background(), base, pipeline.WallOperation{OperationID: "op-1", Tool: "run_command", StartedKey: kernelStarted}); ok {
 		t.Error("no postcondition: the probe must not apply")
 	}
-	if _, ok := p.Probe(context.Background(), base, pipeline.WallOperation{OperationID: "op-1", Tool: "mcp__x", Postcondition: pc("proof.txt", "")}); ok {
+	if _, ok := p.Probe(context.Background(), base, pipeline.WallOperation{OperationID: "op-1", Tool: "mcp__x", Postcondition: pc("proof.txt", ""), StartedKey: kernelStarted}); ok {
 		t.Error("other tools: the probe must not apply")
 	}
 }

@@ -11,9 +11,14 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"time"
 
+	"golang.org/x/sys/unix"
+
+	"github.com/seed-7bc021c3/reckon/kernel"
+	"github.com/seed-7bc021c3/reckon/kernel/runner"
 	"github.com/seed-7bc021c3/reckon/kernel/sandbox"
 	"github.com/seed-7bc021c3/reckon/pipeline"
 )
@@ -25,6 +30,49 @@ const WorkspaceName = "workspace.postcondition"
 type Postcondition struct {
 	Path   string `json:"path"`
 	SHA256 string `json:"sha256,omitempty"`
+}
+
+// Workspaces finds a run's workspace in the kernel's own state, never in
+// event data: <Root>/<project>/<run_id> for a kernel run (kernel_runs, or a
+// child run beneath one, per Owners), nothing for anyone else's run.
+type Workspaces struct {
+	// Root is <RECKON_DATA_DIR>/workspaces.
+	Root string
+	// Owners tells the kernel's runs.
+	Owners kernel.RunOwners
+}
+
+// Of returns the run's workspace relative to Root ("<project>/<run_id>"),
+// or why there is none. err is a failure to ask.
+func (w Workspaces) Of(ctx context.Context, project, runID string) (rel, whyNot string, err error) {
+	if w.Root == "" || w.Owners == nil {
+		return "", "no workspace root is configured for probes", nil
+	}
+	if runner.ValidateID("project", project) != nil || runner.ValidateID("run_id", runID) != nil {
+		return "", fmt.Sprintf("run %q of project %q cannot name a kernel workspace", runID, project), nil
+	}
+	owned, err := w.Owners.KernelRuns(ctx, []kernel.RunKey{{Project: project, RunID: runID}})
+	if err != nil {
+		return "", "", err
+	}
+	if !owned[kernel.RunKey{Project: project, RunID: runID}] {
+		return "", fmt.Sprintf("run %s of project %s is not a kernel run, so the kernel made no workspace for it", runID, project), nil
+	}
+	return project + "/" + runID, "", nil
+}
+
+// Dir returns the run's absolute workspace directory, or "" when it has
+// none (see Of).
+func (w Workspaces) Dir(ctx context.Context, project, runID string) string {
+	rel, _, err := w.Of(ctx, project, runID)
+	if err != nil || rel == "" {
+		return ""
+	}
+	root, err := filepath.Abs(w.Root)
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(root, rel)
 }
 
 // Workspace checks a run_command's declared postcondition in the run's
@@ -48,14 +96,18 @@ type Postcondition struct {
 //     must still exist (a cleaned-up workspace proves nothing). Otherwise
 //     inconclusive.
 //
-// Only kernel-recorded workspaces are read, only beneath Root when it is
-// set, and never through a symlink, so a journal entry cannot point the
-// probe at arbitrary files.
+// Trust. The probe applies only to operations whose tool.started the kernel
+// wrote, in runs the kernel owns; the workspace is the kernel's own layout
+// (Workspaces), never a path from event data. Every component beneath Root
+// is opened relative to its parent without following a symlink (or "..",
+// which a declared path may not contain), so nothing a sandboxed command
+// leaves in its workspace can point the probe at another file.
 type Workspace struct {
-	// Root, when set, is the directory every workspace must lie beneath
-	// (<RECKON_DATA_DIR>/workspaces).
-	Root string
-	Now  func() time.Time
+	// Root is <RECKON_DATA_DIR>/workspaces; Owners tells the kernel's
+	// runs. Both are required: without them the probe finds nothing.
+	Root   string
+	Owners kernel.RunOwners
+	Now    func() time.Time
 }
 
 // Name implements Probe.
@@ -81,11 +133,16 @@ func commandBound(args json.RawMessage) time.Duration {
 
 // Probe implements Probe.
 func (p Workspace) Probe(ctx context.Context, run Run, op pipeline.WallOperation) (pipeline.Evidence, bool) {
-	if op.Tool != "run_command" || len(op.Postcondition) == 0 || string(op.Postcondition) == "null" {
+	if op.Tool != sandbox.ToolName || len(op.Postcondition) == 0 || string(op.Postcondition) == "null" {
+		return pipeline.Evidence{}, false
+	}
+	if op.StartedKey.SourceID != kernel.KernelSource {
+		// Only the kernel runs run_command in a workspace it made; another
+		// writer's declaration is a claim about nothing the probe can read.
 		return pipeline.Evidence{}, false
 	}
 	at := nowOr(p.Now)
-	prov := map[string]any{"workspace": run.Workspace, "postcondition": op.Postcondition}
+	prov := map[string]any{"postcondition": op.Postcondition}
 	inconclusive := func(format string, args ...any) (pipeline.Evidence, bool) {
 		return evidence(WorkspaceName, pipeline.FindingInconclusive, fmt.Sprintf(format, args...), at, prov), true
 	}
@@ -93,37 +150,36 @@ func (p Workspace) Probe(ctx context.Context, run Run, op pipeline.WallOperation
 	if err := json.Unmarshal(op.Postcondition, &pc); err != nil || pc.Path == "" {
 		return inconclusive("the declared postcondition is not {\"path\", \"sha256\"?}")
 	}
-	if run.Workspace == "" || !filepath.IsAbs(run.Workspace) {
-		return inconclusive("the run's workspace is unknown (no kernel-recorded run.started with an absolute workspace)")
+	rel, whyNot, err := Workspaces{Root: p.Root, Owners: p.Owners}.Of(ctx, run.Project, run.RunID)
+	switch {
+	case err != nil:
+		return inconclusive("the run's workspace could not be established: %v", err)
+	case rel == "":
+		return inconclusive("the run's workspace is unknown: %s", whyNot)
 	}
-	ws := filepath.Clean(run.Workspace)
-	if p.Root != "" {
-		root, err := filepath.Abs(p.Root)
-		if err != nil || !within(root, ws) {
-			return inconclusive("workspace %s is not beneath the data directory's workspaces %s; not read", ws, p.Root)
-		}
-	}
-	if !filepath.IsLocal(pc.Path) {
+	ws := filepath.Join(p.Root, rel)
+	prov["workspace"] = ws
+	if !filepath.IsLocal(pc.Path) || strings.ContainsRune(pc.Path, 0) {
 		return inconclusive("postcondition path %q is not a relative path inside the workspace", pc.Path)
 	}
-	target := filepath.Join(ws, pc.Path)
-	prov["file"] = target
+	prov["file"] = filepath.Join(ws, pc.Path)
 	if others := otherDeclarers(run, op.OperationID, pc.Path); len(others) > 0 {
 		return inconclusive("operations %s of this run declare the same path, so its state cannot be attributed to %s", strings.Join(others, ", "), op.OperationID)
 	}
-	wsInfo, err := os.Stat(ws)
-	if err != nil || !wsInfo.IsDir() {
+	root, err := os.Open(p.Root)
+	if err != nil {
+		return inconclusive("the workspaces root %s cannot be opened: %v", p.Root, err)
+	}
+	defer root.Close()
+	wsDir, err := openNoFollow(root, rel, true)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
 		return inconclusive("the workspace %s is gone; a missing file proves nothing", ws)
+	case err != nil:
+		return inconclusive("the workspace %s cannot be opened without following a symlink: %v", ws, err)
 	}
-	// Refuse symlinks anywhere below the workspace: the probe reads only
-	// what the sandboxed command itself could have written.
-	if real, err := filepath.EvalSymlinks(target); err == nil {
-		realWS, _ := filepath.EvalSymlinks(ws)
-		if real != filepath.Join(realWS, pc.Path) {
-			return inconclusive("%s resolves through a symlink; not followed", pc.Path)
-		}
-	}
-	info, err := os.Lstat(target)
+	defer wsDir.Close()
+	f, err := openNoFollow(wsDir, pc.Path, false)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		if op.State == "stale_in_flight" || !(run.Ended || op.State == "crash_window") {
@@ -145,12 +201,20 @@ func (p Workspace) Probe(ctx context.Context, run Run, op pipeline.WallOperation
 		prov["exists"] = false
 		return evidence(WorkspaceName, pipeline.FindingNone,
 			fmt.Sprintf("%s is missing from the workspace, the run is over and no later operation ran there", pc.Path), at, prov), true
+	case errors.Is(err, errSymlink):
+		return inconclusive("%s resolves through a symlink; not followed", pc.Path)
+	case err != nil:
+		return inconclusive("open %s: %v", pc.Path, err)
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	switch {
 	case err != nil:
 		return inconclusive("stat %s: %v", pc.Path, err)
 	case !info.Mode().IsRegular():
 		return inconclusive("%s is not a regular file", pc.Path)
 	}
-	sum, err := hashFile(ctx, target)
+	sum, err := hashFile(ctx, f)
 	if err != nil {
 		return inconclusive("read %s: %v", pc.Path, err)
 	}
@@ -165,9 +229,67 @@ func (p Workspace) Probe(ctx context.Context, run Run, op pipeline.WallOperation
 	return evidence(WorkspaceName, pipeline.FindingOccurred, detail, at, prov), true
 }
 
-func within(root, path string) bool {
-	rel, err := filepath.Rel(root, path)
-	return err == nil && rel != "." && filepath.IsLocal(rel)
+// errSymlink says a path component is a symbolic link, which the probe
+// never follows.
+var errSymlink = errors.New("a path component is a symbolic link")
+
+// openNoFollow opens rel beneath dir one component at a time, each relative
+// to its parent's descriptor with O_NOFOLLOW: a component that is a symlink
+// fails (errSymlink) instead of being followed, and since every step is
+// one openat of one name, nothing can be swapped in between a check and the
+// open. ".." is refused. O_NONBLOCK keeps a FIFO planted at the path from
+// blocking the probe. wantDir requires the last component to be a
+// directory.
+func openNoFollow(dir *os.File, rel string, wantDir bool) (*os.File, error) {
+	var parts []string
+	for _, c := range strings.Split(rel, "/") {
+		switch c {
+		case "", ".":
+			continue
+		case "..":
+			return nil, fmt.Errorf("%q climbs out with \"..\"", rel)
+		}
+		parts = append(parts, c)
+	}
+	fd := int(dir.Fd())
+	defer runtime.KeepAlive(dir)
+	owned := false
+	closeOwned := func() {
+		if owned {
+			unix.Close(fd)
+		}
+	}
+	for i, c := range parts {
+		flags := unix.O_RDONLY | unix.O_CLOEXEC | unix.O_NOFOLLOW | unix.O_NONBLOCK
+		if i < len(parts)-1 || wantDir {
+			flags |= unix.O_DIRECTORY
+		}
+		next, err := unix.Openat(fd, c, flags, 0)
+		if err != nil {
+			var st unix.Stat_t
+			isLink := errors.Is(err, unix.ELOOP) ||
+				// Linux answers ENOTDIR, not ELOOP, for a symlink opened
+				// with O_DIRECTORY|O_NOFOLLOW.
+				errors.Is(err, unix.ENOTDIR) && unix.Fstatat(fd, c, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK
+			closeOwned()
+			if isLink {
+				return nil, errSymlink
+			}
+			return nil, &fs.PathError{Op: "open", Path: strings.Join(parts[:i+1], "/"), Err: err}
+		}
+		closeOwned()
+		fd, owned = next, true
+	}
+	if !owned {
+		// rel named dir itself: hand back a descriptor of its own.
+		d, err := unix.Dup(fd)
+		if err != nil {
+			return nil, err
+		}
+		unix.CloseOnExec(d)
+		fd = d
+	}
+	return os.NewFile(uintptr(fd), rel), nil
 }
 
 func otherDeclarers(run Run, opID, path string) []string {
@@ -200,12 +322,7 @@ func laterOps(run Run, opID string) []string {
 	return out
 }
 
-func hashFile(ctx context.Context, path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
+func hashFile(ctx context.Context, f io.Reader) (string, error) {
 	h := sha256.New()
 	if _, err := io.Copy(h, &ctxReader{ctx: ctx, r: f}); err != nil {
 		return "", err

@@ -83,11 +83,18 @@ func (e *env) seedRun(run string, ops ...opSpec) {
 	e.seedRunWorkspace(run, "", ops...)
 }
 
+// seedRunWorkspace seeds a run; with a workspace, as a kernel run (a
+// kernel_runs row), whose workspace probes find under their root.
 func (e *env) seedRunWorkspace(run, workspace string, ops ...opSpec) {
 	e.t.Helper()
 	data := map[string]any{}
 	if workspace != "" {
 		data["workspace"] = workspace
+		if _, err := e.s.Pool.Exec(context.Background(),
+			`INSERT INTO kernel_runs (project, run_id, plan, plan_digest, workflow_id) VALUES ('acme', $1, '{}', '\x00', $2)`,
+			run, "reckon/acme/"+run); err != nil {
+			e.t.Fatal(err)
+		}
 	}
 	evs := []kernel.Event{e.event(run, run+"/run/started", kernel.TypeRunStarted, e.t0, data)}
 	evs = append(evs, e.opEvents(run, e.t0, ops...)...)

@@ -181,14 +181,9 @@ func probeRun(rk runKey, evs []journal.StoredEvent) probe.Run {
 	run := probe.Run{Project: rk.project, RunID: rk.runID}
 	seen := map[string]bool{}
 	for _, e := range evs {
+		// The run's workspace is not read from run.started: probes take it
+		// from the kernel's own state (probe.Workspaces).
 		switch e.Type {
-		case kernel.TypeRunStarted:
-			var d struct {
-				Workspace string `json:"workspace"`
-			}
-			if e.SourceID == kernel.KernelSource && e.DecodeData(&d) == nil && d.Workspace != "" {
-				run.Workspace = d.Workspace
-			}
 		case kernel.TypeRunCompleted, kernel.TypeRunFailed:
 			run.Ended = true
 		case kernel.TypeToolStarted:

@@ -1,0 +1,313 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+
+	"github.com/seed-7bc021c3/reckon/kernel"
+)
+
+// The containment suite runs under the real bubblewrap sandbox (make deps
+// installs it; nothing here is skipped): each test is an attack a
+// sandboxed command could try, and what it must get.
+
+// sandboxed runs command confined with o in ws and returns its output and
+// error (a failed command is not a test failure here).
+func sandboxed(t *testing.T, o Options, ws, command string) (Output, error) {
+	t.Helper()
+	out, _, err := run(t, NewRunCommand(o), call(t, ws, map[string]any{"command": command, "timeout_s": 60}))
+	if !out.Confined {
+		t.Fatalf("%q ran unconfined", command)
+	}
+	return out, err
+}
+
+// mustFail asserts the command failed after it started (the sandbox
+// denied it something), not that the sandbox never ran.
+func mustFail(t *testing.T, what string, out Output, err error) {
+	t.Helper()
+	var te *kernel.ToolError
+	if !errors.As(err, &te) || te.ErrorType != ErrorTypeCommandFailed {
+		t.Fatalf("%s: got %v (output %+v), want the command to run and fail", what, err, out)
+	}
+}
+
+// An unprivileged identity, no capabilities, and no host secrets.
+func TestSandboxSeesNoHostSecrets(t *testing.T) {
+	t.Parallel()
+	for _, p := range []string{"/etc/shadow", "/root"} {
+		if _, err := os.Stat(p); err != nil {
+			t.Fatalf("control: %s missing on the host: %v", p, err)
+		}
+	}
+	ws := wsDir(t)
+	out, err := sandboxed(t, Options{}, ws, "cat /etc/shadow")
+	mustFail(t, "read /etc/shadow", out, err)
+	out, err = sandboxed(t, Options{}, ws, "ls -a /root")
+	mustFail(t, "list /root", out, err)
+	out, err = sandboxed(t, Options{}, ws, "ls /etc; echo ---; cat /etc/passwd; echo ---; id -u; grep CapEff /proc/self/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts := strings.Split(out.Stdout, "---\n")
+	for _, secret := range []string{"shadow", "gshadow", "sudoers", "ssh"} {
+		if strings.Contains(parts[0], secret) {
+			t.Errorf("/etc in the sandbox lists %s:\n%s", secret, parts[0])
+		}
+	}
+	if strings.Contains(parts[1], "postgres") {
+		t.Errorf("/etc/passwd lists host accounts:\n%s", parts[1])
+	}
+	uid := os.Getuid()
+	if uid == 0 {
+		uid = DefaultUID
+	}
+	if fields := strings.Fields(parts[2]); len(fields) < 3 || fields[0] != strconv.Itoa(uid) || fields[2] != "0000000000000000" {
+		t.Errorf("identity and capabilities in the sandbox: %q, want uid %d and no capability", parts[2], uid)
+	}
+}
+
+// No host socket is reachable: not PostgreSQL's, not one in the data
+// directory, not an abstract one, and no socket file is visible at all.
+func TestSandboxReachesNoHostSocket(t *testing.T) {
+	t.Parallel()
+	ws := wsDir(t)
+	pathSock := filepath.Join(filepath.Dir(ws), "host.sock")
+	abstract := fmt.Sprintf("@reckon-sandbox-test-%d", os.Getpid())
+	for _, addr := range []string{pathSock, abstract} {
+		ln, err := net.Listen("unix", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				c.Close()
+			}
+		}()
+	}
+	connect := func(addr string) string {
+		py := "import socket,sys; s=socket.socket(socket.AF_UNIX); a=sys.argv[1]; a=('\\0'+a[1:]) if a[0]=='@' else a; s.connect(a); print('connected')"
+		return fmt.Sprintf("python3 -c %q %q", py, addr)
+	}
+	pg := "/var/run/postgresql/.s.PGSQL.5432"
+	// Control: unconfined, the same commands connect.
+	free := NewRunCommand(Options{Unconfined: true})
+	for _, addr := range []string{pathSock, abstract} {
+		out, _, err := run(t, free, call(t, ws, map[string]any{"command": connect(addr)}))
+		if err != nil || !strings.Contains(out.Stdout, "connected") {
+			t.Fatalf("control: unconfined connect to %s: %v %+v", addr, err, out)
+		}
+	}
+	for _, addr := range []string{pathSock, abstract, pg} {
+		out, err := sandboxed(t, Options{}, ws, connect(addr))
+		mustFail(t, "connect to "+addr, out, err)
+		if strings.Contains(out.Stdout, "connected") {
+			t.Fatalf("the sandbox connected to %s", addr)
+		}
+	}
+	out, err := sandboxed(t, Options{}, ws, "test -e "+pg+" || test -e /run/postgresql || echo absent")
+	if err != nil || strings.TrimSpace(out.Stdout) != "absent" {
+		t.Fatalf("PostgreSQL's socket directory is visible: %v %+v", err, out)
+	}
+	out, err = sandboxed(t, Options{}, ws, "find / -type s 2>/dev/null | grep -v '^/proc/' || true; ls -d /run /var /home 2>&1 || true")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out.Stdout), "\n")
+	for _, l := range lines {
+		if !strings.Contains(l, "No such file or directory") {
+			t.Errorf("visible in the sandbox: %q", l)
+		}
+	}
+}
+
+// The data directory and other runs' workspaces are invisible: only the
+// run's own workspace is there, on its own path.
+func TestSandboxSeesOnlyItsWorkspace(t *testing.T) {
+	t.Parallel()
+	data := wsDir(t)
+	if err := os.Chmod(data, 0o711); err != nil {
+		t.Fatal(err)
+	}
+	ws := filepath.Join(data, "workspaces", "acme", "run-1")
+	other := filepath.Join(data, "workspaces", "acme", "run-2")
+	for _, d := range []string{ws, other} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range []string{filepath.Join(other, "secret.txt"), filepath.Join(data, "temporal.db")} {
+		if err := os.WriteFile(f, []byte("not yours\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, err := sandboxed(t, Options{}, ws, fmt.Sprintf("ls -A %s; echo ---; ls -A %s; echo ---; echo mine > mine.txt && cat mine.txt",
+		data, filepath.Dir(ws)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "workspaces\n---\nrun-1\n---\nmine\n"; out.Stdout != want {
+		t.Fatalf("the sandbox sees:\n%s\nwant:\n%s", out.Stdout, want)
+	}
+	for _, f := range []string{filepath.Join(other, "secret.txt"), filepath.Join(data, "temporal.db")} {
+		out, err := sandboxed(t, Options{}, ws, "cat "+f)
+		mustFail(t, "read "+f, out, err)
+		if strings.Contains(out.Stdout, "not yours") {
+			t.Fatalf("read %s", f)
+		}
+	}
+}
+
+// 600 background processes cannot be spawned; the limit is per command,
+// so two commands at once each get their own.
+func TestSandboxProcessLimit(t *testing.T) {
+	t.Parallel()
+	ws := wsDir(t)
+	spawn := func(n int, marker string) string {
+		return fmt.Sprintf("n=0; while [ $n -lt %d ]; do sleep %s & n=$((n+1)); echo $n > count-%s; done; echo spawned $n", n, marker, marker)
+	}
+	out, err := sandboxed(t, Options{}, ws, spawn(600, "31.6006"))
+	mustFail(t, "spawn 600 processes", out, err)
+	b, _ := os.ReadFile(filepath.Join(ws, "count-31.6006"))
+	if n, _ := strconv.Atoi(strings.TrimSpace(string(b))); n >= DefaultMaxProcs || n < DefaultMaxProcs-10 {
+		t.Fatalf("spawned %d background processes, want just under %d (stderr %q)", n, DefaultMaxProcs, out.Stderr)
+	}
+	waitGone(t, "31.6006")
+	// Configurable.
+	out, err = sandboxed(t, Options{MaxProcs: 40}, ws, spawn(100, "31.4004"))
+	mustFail(t, "spawn 100 processes under 40", out, err)
+	b, _ = os.ReadFile(filepath.Join(ws, "count-31.4004"))
+	if n, _ := strconv.Atoi(strings.TrimSpace(string(b))); n >= 40 || n < 30 {
+		t.Fatalf("spawned %d with MaxProcs 40", n)
+	}
+	waitGone(t, "31.4004")
+	// Two commands at once: 2 × 150 processes fit, since each sandbox
+	// counts its own.
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	for i := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = sandboxed(t, Options{}, wsDir(t), fmt.Sprintf("n=0; while [ $n -lt 150 ]; do sleep 0.%d%d & n=$((n+1)); done; wait", i+3, i+5))
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("concurrent command %d of 150 processes: %v", i, err)
+		}
+	}
+}
+
+// A 3 GiB allocation fails under the default 1 GiB; the private /tmp is
+// bounded the same way; a file past the size limit is cut off.
+func TestSandboxMemoryAndFileLimits(t *testing.T) {
+	t.Parallel()
+	ws := wsDir(t)
+	out, err := sandboxed(t, Options{}, ws, "head -c 3G /dev/zero | tail")
+	mustFail(t, "tail of 3 GiB", out, err)
+	if !strings.Contains(out.Stderr, "memory exhausted") && !strings.Contains(out.Stderr, "Cannot allocate memory") {
+		t.Fatalf("tail of 3 GiB: stderr %q", out.Stderr)
+	}
+	out, err = sandboxed(t, Options{}, ws, "python3 -c 'b = bytearray(3 << 30)'")
+	mustFail(t, "python3 allocating 3 GiB", out, err)
+	if !strings.Contains(out.Stderr, "MemoryError") {
+		t.Fatalf("python3 3 GiB: stderr %q", out.Stderr)
+	}
+	if _, err := sandboxed(t, Options{}, ws, "python3 -c 'b = bytearray(200 << 20); print(len(b))'"); err != nil {
+		t.Fatalf("200 MiB under the default limit: %v", err)
+	}
+	out, err = sandboxed(t, Options{MaxMemory: 64 << 20}, ws, "head -c 100M /dev/zero > /tmp/big")
+	mustFail(t, "100 MiB into a 64 MiB /tmp", out, err)
+	if !strings.Contains(out.Stderr, "No space left on device") {
+		t.Fatalf("/tmp bound: stderr %q", out.Stderr)
+	}
+	out, err = sandboxed(t, Options{MaxFileSize: 1 << 20}, ws, "head -c 2M /dev/zero > big.bin")
+	mustFail(t, "2 MiB file under a 1 MiB limit", out, err)
+	if fi, err := os.Stat(filepath.Join(ws, "big.bin")); err != nil || fi.Size() != 1<<20 {
+		t.Fatalf("big.bin: %v %v, want exactly 1 MiB", fi, err)
+	}
+}
+
+// Ordinary commands behave as they do anywhere: sh, echo, cat, sha256sum,
+// python3, awk (through /etc/alternatives), a user name, /dev/stderr.
+func TestSandboxOrdinaryCommands(t *testing.T) {
+	t.Parallel()
+	ws := wsDir(t)
+	cmd := `echo hello > a.txt && cat a.txt && sha256sum a.txt | cut -c1-16 && sh -c 'exit 0' && awk 'BEGIN { print 6*7 }' && whoami && echo to-stderr > /dev/stderr && echo to-stdout > /dev/stdout`
+	want := "hello\n5891b5b522d5df08\n42\nsandbox\nto-stdout\n"
+	if _, err := os.Stat("/usr/bin/python3"); err == nil {
+		cmd += ` && python3 -c 'import hashlib, json, ssl; print(json.dumps({"ok": True}))'`
+		want += "{\"ok\": true}\n"
+	}
+	out, err := sandboxed(t, Options{}, ws, cmd)
+	if err != nil || out.Stdout != want || out.Stderr != "to-stderr\n" || out.ExitCode != 0 {
+		t.Fatalf("got %v\nstdout %q\nstderr %q\nwant stdout %q", err, out.Stdout, out.Stderr, want)
+	}
+}
+
+// Whatever wrote into the workspace as root (an MCP server, a person) is
+// handed to the sandbox's user before the command, and a set-user-ID file
+// the command leaves behind loses the bit.
+func TestSandboxWorkspaceOwnership(t *testing.T) {
+	t.Parallel()
+	ws := wsDir(t)
+	if err := os.Mkdir(filepath.Join(ws, "by-root"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(ws, "by-root", "notes.txt"), []byte("one\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/etc/hostname", filepath.Join(ws, "link")); err != nil {
+		t.Fatal(err)
+	}
+	hostname, _ := os.Lstat("/etc/hostname")
+	out, err := sandboxed(t, Options{}, ws, "echo two >> by-root/notes.txt && touch by-root/new && cp /bin/true suid && chmod 4755 suid && ls -l suid | cut -c1-10")
+	if err != nil || !strings.HasPrefix(out.Stdout, "-rwsr-xr-x") {
+		t.Fatalf("write into root's files: %v %+v", err, out)
+	}
+	if b, _ := os.ReadFile(filepath.Join(ws, "by-root", "notes.txt")); string(b) != "one\ntwo\n" {
+		t.Fatalf("notes.txt = %q", b)
+	}
+	fi, err := os.Stat(filepath.Join(ws, "suid"))
+	if err != nil || fi.Mode()&os.ModeSetuid != 0 {
+		t.Fatalf("suid left on the host: %v %v", fi.Mode(), err)
+	}
+	// The link itself may change owner; its target never does.
+	if after, _ := os.Lstat("/etc/hostname"); after.Sys().(*syscall.Stat_t).Uid != hostname.Sys().(*syscall.Stat_t).Uid {
+		t.Fatal("the ownership walk followed a symlink out of the workspace")
+	}
+}
+
+// A worker running as root cannot hand the sandbox a workspace its user
+// cannot reach: the command is refused before anything runs, naming the
+// directory in the way.
+func TestSandboxUnreachableWorkspace(t *testing.T) {
+	t.Parallel()
+	if os.Geteuid() != 0 {
+		// Only a root worker changes identity; as anyone else the
+		// workspace is the worker's own.
+		t.Skip("needs a root worker (the CI runs as root)")
+	}
+	private := t.TempDir() // its parent is private to root (0700)
+	_, err := NewRunCommand(Options{}).Execute(context.Background(), call(t, private, map[string]any{"command": "touch x"}))
+	te := wantToolError(t, err, kernel.ErrorTypeValidation, kernel.EffectNone)
+	if !strings.Contains(te.Error(), filepath.Dir(private)) || !strings.Contains(te.Error(), "not searchable") {
+		t.Fatalf("error = %v", te)
+	}
+}

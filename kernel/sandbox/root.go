@@ -1,0 +1,292 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// systemDirs are the top-level directories a shell and common tools need
+// besides /usr. Each is bound read-only as it is on the host, or recreated
+// as the same symlink where it is one (merged-/usr systems such as Debian
+// 12 link /bin, /lib, /lib64 and /sbin into /usr); absent ones are
+// skipped.
+var systemDirs = []string{"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"}
+
+// etcFiles are the only entries of /etc the sandbox sees, read-only when
+// the host has them: name resolution for localhost, the dynamic loader's
+// cache, time zone, the alternatives links (awk, editor, …), TLS roots and
+// a few tables libraries read. Never shadow, gshadow, sudoers, ssh keys or
+// the host's passwd and group: those two are generated (identityFiles).
+var etcFiles = []string{
+	"/etc/hosts", "/etc/host.conf", "/etc/nsswitch.conf",
+	"/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d",
+	"/etc/localtime", "/etc/timezone",
+	"/etc/alternatives",
+	"/etc/ssl/certs", "/etc/ssl/openssl.cnf", "/etc/ca-certificates",
+	"/etc/services", "/etc/protocols", "/etc/mime.types",
+	"/etc/os-release", "/etc/debian_version", "/etc/locale.alias",
+}
+
+// shmSize bounds the sandbox's /dev/shm (a tmpfs, so RAM): POSIX shared
+// memory and Python's multiprocessing locks live there.
+const shmSize = 64 << 20
+
+// bwrapArgs builds the sandbox: a fresh root holding only /usr and the
+// system directories (read-only), the few /etc files above, generated
+// passwd and group (fds 4 and 5), /proc of the sandbox's own pid
+// namespace, a minimal /dev, a private /tmp and /dev/shm (tmpfs of bounded
+// size), and the workspace read-write. The root and /dev are then made
+// read-only, so nothing but the workspace and the two tmpfs takes a write.
+// Every namespace is unshared (network included: the sandbox gets its own
+// empty loopback; user: its process count and identity are its own; no
+// nested user namespace), no capabilities, only env as environment. Order
+// matters: /tmp is mounted before the workspace so a workspace under /tmp
+// is bound on top of the tmpfs, not hidden by it.
+func bwrapArgs(ws string, env []string, o Options) []string {
+	a := []string{"--ro-bind", "/usr", "/usr"}
+	for _, d := range systemDirs {
+		fi, err := os.Lstat(d)
+		switch {
+		case err != nil:
+		case fi.Mode()&fs.ModeSymlink != 0:
+			if target, err := os.Readlink(d); err == nil {
+				a = append(a, "--symlink", target, d)
+			}
+		case fi.IsDir():
+			a = append(a, "--ro-bind", d, d)
+		}
+	}
+	for _, f := range etcFiles {
+		a = append(a, "--ro-bind-try", f, f)
+	}
+	a = append(a,
+		"--ro-bind-data", "4", "/etc/passwd",
+		"--ro-bind-data", "5", "/etc/group",
+		"--proc", "/proc",
+		"--dev", "/dev",
+		"--size", strconv.Itoa(shmSize), "--tmpfs", "/dev/shm",
+		"--size", strconv.FormatInt(o.MaxMemory, 10), "--tmpfs", "/tmp",
+		"--bind", ws, ws,
+		"--remount-ro", "/",
+		"--remount-ro", "/dev",
+		"--unshare-all",
+		"--unshare-user",
+		"--disable-userns",
+		"--hostname", "reckon-sandbox",
+		"--cap-drop", "ALL",
+		"--die-with-parent",
+		"--new-session",
+		"--chdir", ws,
+		"--clearenv",
+	)
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		a = append(a, "--setenv", k, v)
+	}
+	return a
+}
+
+// identityFiles returns the read ends of two pipes holding the sandbox's
+// /etc/passwd and /etc/group: root, the sandbox user (uid, named
+// "sandbox", home the workspace) and nobody. Tools that look their user up
+// (id, whoami, python's getpass, ssh) find it; no host account is listed.
+func identityFiles(uid, gid uint32, ws string) ([]*os.File, error) {
+	passwd := "root:x:0:0:root:/root:/usr/sbin/nologin\n" +
+		fmt.Sprintf("sandbox:x:%d:%d:reckon sandbox:%s:/bin/sh\n", uid, gid, ws)
+	group := "root:x:0:\n" + fmt.Sprintf("sandbox:x:%d:\n", gid)
+	if uid != 65534 {
+		passwd += "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n"
+	}
+	if gid != 65534 {
+		group += "nogroup:x:65534:\n"
+	}
+	var out []*os.File
+	for _, content := range []string{passwd, group} {
+		r, w, err := os.Pipe()
+		if err != nil {
+			closeAll(out)
+			return nil, err
+		}
+		// Far below a pipe's buffer: the write cannot block.
+		_, err = io.WriteString(w, content)
+		w.Close()
+		if err != nil {
+			r.Close()
+			closeAll(out)
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+func closeAll(fs []*os.File) {
+	for _, f := range fs {
+		f.Close()
+	}
+}
+
+// reachable checks that uid/gid may traverse every directory above ws:
+// bubblewrap, already running as that user, resolves the workspace path
+// itself. The error names the first directory in the way.
+func reachable(ws string, uid, gid uint32) error {
+	for dir := filepath.Dir(ws); ; dir = filepath.Dir(dir) {
+		fi, err := os.Stat(dir)
+		if err != nil {
+			return err
+		}
+		st, ok := fi.Sys().(*syscall.Stat_t)
+		if !ok {
+			return nil
+		}
+		m := fi.Mode().Perm()
+		searchable := m&0o001 != 0 || st.Uid == uid && m&0o100 != 0 || st.Gid == gid && m&0o010 != 0
+		if !searchable {
+			return fmt.Errorf("the sandbox user %d cannot reach %s: %s (mode %04o, owner %d:%d) is not searchable by it; "+
+				"put RECKON_DATA_DIR below directories every user may traverse (chmod o+x), or run the worker as an unprivileged user",
+				uid, ws, dir, m, st.Uid, st.Gid)
+		}
+		if dir == "/" || dir == "." {
+			return nil
+		}
+	}
+}
+
+// tidyWorkspace hands the workspace tree to the sandbox's user before a
+// command: whatever wrote into it since the last command (an MCP server
+// running as root, a person) may have left entries the unprivileged user
+// could not change. The walk never follows a symlink, and os.Root keeps
+// every operation beneath the workspace even if an entry is swapped for a
+// link meanwhile. It also strips set-user/group-ID bits (stripSetID).
+func tidyWorkspace(ws string, to *syscall.Credential) error {
+	return walkWorkspace(ws, func(root *os.Root, name string, fi fs.FileInfo) error {
+		st, ok := fi.Sys().(*syscall.Stat_t)
+		if ok && (st.Uid != to.Uid || st.Gid != to.Gid) {
+			if err := root.Lchown(name, int(to.Uid), int(to.Gid)); err != nil {
+				return err
+			}
+		}
+		return stripBits(root, name, fi)
+	})
+}
+
+// stripSetID removes set-user-ID and set-group-ID bits from the files of
+// the workspace: inside the sandbox they are harmless (no new privileges
+// from the sandbox's own user), but on the host such a file would run as
+// the sandbox's user for anyone who can reach it.
+func stripSetID(ws string) error {
+	return walkWorkspace(ws, stripBits)
+}
+
+func stripBits(root *os.Root, name string, fi fs.FileInfo) error {
+	if fi.Mode().IsRegular() && fi.Mode()&(fs.ModeSetuid|fs.ModeSetgid) != 0 {
+		return root.Chmod(name, fi.Mode().Perm())
+	}
+	return nil
+}
+
+func walkWorkspace(ws string, f func(root *os.Root, name string, fi fs.FileInfo) error) error {
+	root, err := os.OpenRoot(ws)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	return fs.WalkDir(root.FS(), ".", func(name string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil // removed meanwhile
+			}
+			return err
+		}
+		fi, err := d.Info()
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		return f(root, name, fi)
+	})
+}
+
+// outputPipes carry a sandboxed command's stdout and stderr into the
+// capped buffers. The worker creates them (rather than os/exec) so that
+// they can belong to the sandbox's user: a command that reopens
+// /dev/stdout or /dev/stderr (through /proc/self/fd) is checked against
+// the pipe's owner.
+type outputPipes struct {
+	outR, outW, errR, errW *os.File
+	wg                     sync.WaitGroup
+	stdout, stderr         io.Writer
+}
+
+func newOutputPipes(owner *syscall.Credential, stdout, stderr io.Writer) (*outputPipes, error) {
+	p := &outputPipes{stdout: stdout, stderr: stderr}
+	var err error
+	if p.outR, p.outW, err = os.Pipe(); err != nil {
+		return nil, err
+	}
+	if p.errR, p.errW, err = os.Pipe(); err != nil {
+		p.closeAll()
+		return nil, err
+	}
+	if owner != nil {
+		for _, w := range []*os.File{p.outW, p.errW} {
+			if err := w.Chown(int(owner.Uid), int(owner.Gid)); err != nil {
+				p.closeAll()
+				return nil, err
+			}
+		}
+	}
+	return p, nil
+}
+
+// started closes the worker's copies of the write ends (the command holds
+// its own) and starts copying.
+func (p *outputPipes) started() {
+	p.outW.Close()
+	p.errW.Close()
+	for _, c := range []struct {
+		r *os.File
+		w io.Writer
+	}{{p.outR, p.stdout}, {p.errR, p.stderr}} {
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			_, _ = io.Copy(c.w, c.r)
+		}()
+	}
+}
+
+// wait waits for the copies to reach end of file, for at most grace after
+// the command exited: a leaked descendant holding a pipe must not block the
+// call (the sandbox's pid namespace normally takes every process down with
+// the command).
+func (p *outputPipes) wait(grace time.Duration) {
+	done := make(chan struct{})
+	go func() { p.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(grace):
+		p.outR.Close()
+		p.errR.Close()
+		<-done
+	}
+}
+
+func (p *outputPipes) closeAll() {
+	for _, f := range []*os.File{p.outR, p.outW, p.errR, p.errW} {
+		if f != nil {
+			f.Close()
+		}
+	}
+}
