@@ -247,7 +247,7 @@ func TestScoreFailedCasesAreRecordedAndTheRunGoesOn(t *testing.T) {
 		statuses = append(statuses, c.Status)
 	}
 	eq(t, "statuses", strings.Join(statuses, ","), "invalid,error,error,error,ok")
-	if !strings.Contains(rep.Cases[0].Error, "operations is missing d2") {
+	if !strings.Contains(rep.Cases[0].Error, `operations is missing "d2"`) {
 		t.Errorf("invalid case error = %q, want it to name d2", rep.Cases[0].Error)
 	}
 	if !strings.Contains(rep.Cases[1].Error, "model said 500") {

@@ -65,7 +65,7 @@ func (c *Core) NewSweeper(ops sweep.Operations, tune ...func(*sweep.Config)) (*s
 		return nil, err
 	}
 	sc := sweep.Config{
-		Supervisor: sup, Probes: probes, Metrics: m,
+		Supervisor: sup, Probes: probes, Metrics: m, SettlePolicy: c.Cfg.SupervisorSettle,
 		Log: c.Log.With().Str("component", "triage").Logger(),
 	}
 	for _, f := range tune {

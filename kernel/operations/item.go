@@ -42,6 +42,10 @@ type Item struct {
 	Args        json.RawMessage `json:"args,omitempty"`
 	// Failure is the operation's newest tool.failed, when it has one.
 	Failure *kernel.ToolFailed `json:"failure,omitempty"`
+	// FailureKey is that tool.failed's key: its source_id says who
+	// reported the failure (the kernel, or an external agent about its own
+	// call).
+	FailureKey *kernel.EventKey `json:"failure_key,omitempty"`
 	// ChildRunID names the child run of a delegation.
 	ChildRunID string `json:"child_run_id,omitempty"`
 	// ChildOpsTotal and ChildOpsUnresolved summarise the child run; they are

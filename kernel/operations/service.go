@@ -85,6 +85,7 @@ type candidate struct {
 	operationID string
 	data        []byte
 	failure     []byte
+	failureKey  struct{ source, event *string }
 	runSource   *string
 	runEnded    bool
 }
@@ -172,7 +173,7 @@ func (s *Service) fetch(ctx context.Context, project, runID string, since time.T
 	for rows.Next() {
 		var c candidate
 		if err := rows.Scan(&c.pos.seq, &c.key.SourceID, &c.key.EventID, &c.runID, &c.operationID,
-			&c.pos.ts, &c.data, &c.failure, &c.runSource, &c.runEnded); err != nil {
+			&c.pos.ts, &c.data, &c.failure, &c.failureKey.source, &c.failureKey.event, &c.runSource, &c.runEnded); err != nil {
 			return nil, fmt.Errorf("list operations of %s: scan: %w", project, err)
 		}
 		c.pos.ts = c.pos.ts.UTC()
@@ -210,6 +211,9 @@ func (s *Service) classify(c candidate, project string, now time.Time, lv *listi
 			return Item{}, false, fmt.Errorf("tool.failed of %s: decode data: %w", c.key, err)
 		}
 		it.Failure = &f
+		if c.failureKey.source != nil && c.failureKey.event != nil {
+			it.FailureKey = &kernel.EventKey{SourceID: *c.failureKey.source, EventID: *c.failureKey.event}
+		}
 		it.State = StateFailedUncertain
 		it.ChildRunID = f.ChildRunID
 		it.ChildOpsTotal, it.ChildOpsUnresolved = f.ChildOpsTotal, f.ChildOpsUnresolved

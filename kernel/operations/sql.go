@@ -9,19 +9,22 @@ package operations
 // candidate is re-verified against the settling events of the same
 // (project, run_id, operation_id), from any source. Per candidate it makes
 // two index probes: one over the operation's own events (settled? an
-// earlier tool.started of the same operation? the newest tool.failed) and
+// earlier tool.started of the same operation? the newest tool.failed and
+// who reported it) and
 // one over the run's lifecycle events (who started it, whether it ended).
 //
 // $1 project, $2 window start, $3 run_id (empty: every run), $4/$5 the first
 // (ts, seq) position to return, $6 limit.
 const listSQL = `
 SELECT s.seq, s.source_id, s.event_id, s.run_id, s.operation_id, s.ts, s.data,
-       o.failure, rl.started_source, coalesce(rl.ended, false)
+       o.failure, o.failure_source, o.failure_event, rl.started_source, coalesce(rl.ended, false)
 FROM journal_events s
 CROSS JOIN LATERAL (
     SELECT bool_or(t.settles) AS settled,
            bool_or(t.type = 'tool.started' AND (t.ts, t.seq) < (s.ts, s.seq)) AS earlier,
-           (array_agg(t.data ORDER BY t.ts DESC, t.seq DESC) FILTER (WHERE t.type = 'tool.failed'))[1] AS failure
+           (array_agg(t.data ORDER BY t.ts DESC, t.seq DESC) FILTER (WHERE t.type = 'tool.failed'))[1] AS failure,
+           (array_agg(t.source_id ORDER BY t.ts DESC, t.seq DESC) FILTER (WHERE t.type = 'tool.failed'))[1] AS failure_source,
+           (array_agg(t.event_id ORDER BY t.ts DESC, t.seq DESC) FILTER (WHERE t.type = 'tool.failed'))[1] AS failure_event
     FROM journal_events t
     WHERE t.project = s.project AND t.run_id = s.run_id AND t.operation_id = s.operation_id
 ) o
