@@ -38,7 +38,7 @@ func TestSweepWithFakeOpenAI(t *testing.T) {
 		{name: "500 forever", script: repeat(fakeopenai.Step{Kind: fakeopenai.ServerError}, 3), errLike: "500"},
 		{name: "malformed JSON then valid", script: []fakeopenai.Step{{Kind: fakeopenai.Malformed}}, journaled: true, invalid: 1},
 		{name: "malformed JSON twice", script: repeat(fakeopenai.Step{Kind: fakeopenai.Malformed}, 2), errLike: "not the JSON object", invalid: 2},
-		{name: "missing operation twice", script: repeat(fakeopenai.Step{Kind: fakeopenai.MissingOperation}, 2), errLike: "missing op-2", invalid: 2},
+		{name: "missing operation twice", script: repeat(fakeopenai.Step{Kind: fakeopenai.MissingOperation}, 2), errLike: `missing "op-2"`, invalid: 2},
 		{name: "invented id twice", script: repeat(fakeopenai.Step{Kind: fakeopenai.InventedID}, 2), errLike: "op-invented-999", invalid: 2},
 		{name: "invented id then valid", script: []fakeopenai.Step{{Kind: fakeopenai.InventedID}}, journaled: true, invalid: 1},
 		{name: "note over 2000 bytes twice", script: repeat(fakeopenai.Step{Kind: fakeopenai.LongNote}, 2), errLike: "2001 bytes", invalid: 2},
