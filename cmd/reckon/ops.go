@@ -11,11 +11,9 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
-	"unicode"
 
 	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/operations"
@@ -129,7 +127,7 @@ func opsMain(ctx context.Context, args []string, stdout, stderr io.Writer, geten
 	asJSON := fs.Bool("json", false, "print the API's JSON instead of a table")
 	project := fs.String("project", "", "project")
 	switch sub {
-	case "list":
+	case "list", "attention":
 		run := fs.String("run", "", "only this run")
 		limit := fs.Int("limit", 0, "page size (default 100, at most 1000)")
 		cursor := fs.String("cursor", "", "continue from an earlier page's next cursor")
@@ -139,20 +137,11 @@ func opsMain(ctx context.Context, args []string, stdout, stderr io.Writer, geten
 		}
 		if err := need(map[string]string{"--project": *project}); err != nil {
 			return err
+		}
+		if sub == "attention" {
+			return opsAttention(ctx, c, stdout, *project, *run, *cursor, *limit, *all, *asJSON)
 		}
 		return opsList(ctx, c, stdout, stderr, *project, *run, *cursor, *limit, *all, *asJSON)
-	case "attention":
-		run := fs.String("run", "", "only this run")
-		limit := fs.Int("limit", 0, "page size (default 100, at most 1000)")
-		cursor := fs.String("cursor", "", "continue from an earlier page's next cursor")
-		all := fs.Bool("all", false, "follow next_cursor through every page")
-		if err := parseFlags(fs, rest); err != nil {
-			return err
-		}
-		if err := need(map[string]string{"--project": *project}); err != nil {
-			return err
-		}
-		return opsAttention(ctx, c, stdout, *project, *run, *cursor, *limit, *all, *asJSON)
 	case "history":
 		run := fs.String("run", "", "run id")
 		op := fs.String("op", "", "operation id")
@@ -310,46 +299,72 @@ func writeRaw(w io.Writer, raw []byte) error {
 	return err
 }
 
-func opsList(ctx context.Context, c *opsClient, stdout, stderr io.Writer, project, run, cursor string, limit int, all, asJSON bool) error {
-	var items []operations.Item
+// pages GETs path page by page (following next_cursor when all is set)
+// and hands each raw page to add, which decodes it and returns its
+// next_cursor. It returns the raw pages and the cursor left over.
+func pages(ctx context.Context, c *opsClient, path string, q url.Values, cursor string, limit int, all bool,
+	add func(raw []byte) (next string, err error)) ([]json.RawMessage, string, error) {
 	var raws []json.RawMessage
-	degraded := false
 	for {
-		q := url.Values{"project": {project}}
-		if run != "" {
-			q.Set("run_id", run)
-		}
 		if cursor != "" {
 			q.Set("cursor", cursor)
 		}
 		if limit > 0 {
 			q.Set("limit", fmt.Sprint(limit))
 		}
-		raw, _, err := c.do(ctx, http.MethodGet, operations.PathOperations, q, nil, nil)
+		raw, _, err := c.do(ctx, http.MethodGet, path, q, nil, nil)
 		if err != nil {
-			return err
+			return nil, "", err
 		}
-		var p operations.Page // the API's null next_cursor decodes as ""
-		if err := json.Unmarshal(raw, &p); err != nil {
-			return fmt.Errorf("decode listing: %w", err)
+		if cursor, err = add(raw); err != nil {
+			return nil, "", err
 		}
-		items = append(items, p.Operations...)
 		raws = append(raws, raw)
-		degraded = degraded || p.Degraded
-		cursor = p.NextCursor
 		if !all || cursor == "" {
-			break
+			return raws, cursor, nil
 		}
 	}
+}
+
+// writePages writes the API's JSON: the one page as it came, or every
+// page's operations merged into one answer without a cursor.
+func writePages(w io.Writer, raws []json.RawMessage, merged map[string]any) error {
+	if len(raws) == 1 {
+		return writeRaw(w, raws[0])
+	}
+	b, err := json.Marshal(merged)
+	if err != nil {
+		return err
+	}
+	return writeRaw(w, b)
+}
+
+// projectQuery is the query of a project's (or one run's) list.
+func projectQuery(project, run string) url.Values {
+	q := url.Values{"project": {project}}
+	if run != "" {
+		q.Set("run_id", run)
+	}
+	return q
+}
+
+func opsList(ctx context.Context, c *opsClient, stdout, stderr io.Writer, project, run, cursor string, limit int, all, asJSON bool) error {
+	var items []operations.Item
+	degraded := false
+	raws, cursor, err := pages(ctx, c, operations.PathOperations, projectQuery(project, run), cursor, limit, all, func(raw []byte) (string, error) {
+		var p operations.Page // the API's null next_cursor decodes as ""
+		if err := json.Unmarshal(raw, &p); err != nil {
+			return "", fmt.Errorf("decode listing: %w", err)
+		}
+		items = append(items, p.Operations...)
+		degraded = degraded || p.Degraded
+		return p.NextCursor, nil
+	})
+	if err != nil {
+		return err
+	}
 	if asJSON {
-		if len(raws) == 1 {
-			return writeRaw(stdout, raws[0])
-		}
-		merged, err := json.Marshal(map[string]any{"operations": items, "next_cursor": nil, "degraded": degraded})
-		if err != nil {
-			return err
-		}
-		return writeRaw(stdout, merged)
+		return writePages(stdout, raws, map[string]any{"operations": items, "next_cursor": nil, "degraded": degraded})
 	}
 	if degraded {
 		fmt.Fprintln(stderr, "warning: degraded listing: the liveness of some runs could not be established (is Temporal reachable?); their operations are marked (liveness?) and treated as still running")
@@ -474,8 +489,8 @@ func printVerdicts(w io.Writer, evs []kernel.Event, res []sweep.Resolution) erro
 		if settle == "" {
 			settle = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", ev.TS.UTC().Format(time.RFC3339), printable(ev.RunID), d.Supervisor, orDash(d.Model),
-			settle, attn, printable(strings.Join(d.OperationIDs, ",")), oneLine(d.Lesson, 80))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", ev.TS.UTC().Format(time.RFC3339), kernel.Printable(ev.RunID), d.Supervisor, orDash(d.Model),
+			settle, attn, kernel.Printable(strings.Join(d.OperationIDs, ",")), oneLine(d.Lesson, 80))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -486,42 +501,19 @@ func printVerdicts(w io.Writer, evs []kernel.Event, res []sweep.Resolution) erro
 
 func opsAttention(ctx context.Context, c *opsClient, stdout io.Writer, project, run, cursor string, limit int, all, asJSON bool) error {
 	var items []operations.AttentionItem
-	var raws []json.RawMessage
-	for {
-		q := url.Values{"project": {project}}
-		if run != "" {
-			q.Set("run_id", run)
-		}
-		if cursor != "" {
-			q.Set("cursor", cursor)
-		}
-		if limit > 0 {
-			q.Set("limit", fmt.Sprint(limit))
-		}
-		raw, _, err := c.do(ctx, http.MethodGet, operations.PathAttention, q, nil, nil)
-		if err != nil {
-			return err
-		}
+	raws, cursor, err := pages(ctx, c, operations.PathAttention, projectQuery(project, run), cursor, limit, all, func(raw []byte) (string, error) {
 		var p operations.AttentionPage // the API's null next_cursor decodes as ""
 		if err := json.Unmarshal(raw, &p); err != nil {
-			return fmt.Errorf("decode attention queue: %w", err)
+			return "", fmt.Errorf("decode attention queue: %w", err)
 		}
 		items = append(items, p.Operations...)
-		raws = append(raws, raw)
-		cursor = p.NextCursor
-		if !all || cursor == "" {
-			break
-		}
+		return p.NextCursor, nil
+	})
+	if err != nil {
+		return err
 	}
 	if asJSON {
-		if len(raws) == 1 {
-			return writeRaw(stdout, raws[0])
-		}
-		merged, err := json.Marshal(map[string]any{"operations": items, "next_cursor": nil})
-		if err != nil {
-			return err
-		}
-		return writeRaw(stdout, merged)
+		return writePages(stdout, raws, map[string]any{"operations": items, "next_cursor": nil})
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "RUN\tOPERATION\tTOOL\tEFFECT\tPROPOSED\tWHY\tDECIDED\tSUPERVISOR\tNOTE")
@@ -530,7 +522,7 @@ func opsAttention(ctx context.Context, c *opsClient, stdout io.Writer, project, 
 		if it.Model != "" {
 			sup += "/" + it.Model
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", printable(it.RunID), printable(it.OperationID), printable(it.Tool),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", kernel.Printable(it.RunID), kernel.Printable(it.OperationID), kernel.Printable(it.Tool),
 			it.Effect, orDash(it.ProposedEffect), it.Reason, it.DecidedAt.UTC().Format(time.RFC3339), sup, oneLine(it.Note, 60))
 	}
 	if err := tw.Flush(); err != nil {
@@ -546,17 +538,6 @@ func opsAttention(ctx context.Context, c *opsClient, stdout io.Writer, project, 
 func orDash(s string) string {
 	if s == "" {
 		return "-"
-	}
-	return s
-}
-
-// printable quotes a value that carries control characters (an agent's
-// run or operation id with a newline), so it cannot forge a table row.
-func printable(s string) string {
-	for _, r := range s {
-		if unicode.IsControl(r) {
-			return strconv.Quote(s)
-		}
 	}
 	return s
 }

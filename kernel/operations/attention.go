@@ -83,15 +83,9 @@ const attentionCursorPrefix = "a1:"
 // over event time (a supervisor decision older than the window leaves the
 // queue; its events stay in the journal and the operation's history).
 func (s *Service) Attention(ctx context.Context, p AttentionParams) (AttentionPage, error) {
-	if p.Project == "" {
-		return AttentionPage{}, kernel.Errorf(kernel.EInvalid, "project is required: ?project=<name>")
-	}
-	limit := p.Limit
-	if limit == 0 {
-		limit = DefaultLimit
-	}
-	if limit < 0 || limit > MaxLimit {
-		return AttentionPage{}, kernel.Errorf(kernel.EInvalid, "limit must be between 1 and %d, got %d", MaxLimit, p.Limit)
+	limit, err := pageParams(p.Project, p.Limit)
+	if err != nil {
+		return AttentionPage{}, err
 	}
 	since := s.now().Add(-s.o.Window)
 	start := position{ts: since}

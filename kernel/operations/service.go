@@ -102,15 +102,9 @@ func (s *Service) List(ctx context.Context, p ListParams) (Page, error) {
 }
 
 func (s *Service) list(ctx context.Context, p ListParams) (Page, error) {
-	if p.Project == "" {
-		return Page{}, kernel.Errorf(kernel.EInvalid, "project is required: ?project=<name>")
-	}
-	limit := p.Limit
-	if limit == 0 {
-		limit = DefaultLimit
-	}
-	if limit < 0 || limit > MaxLimit {
-		return Page{}, kernel.Errorf(kernel.EInvalid, "limit must be between 1 and %d, got %d", MaxLimit, p.Limit)
+	limit, err := pageParams(p.Project, p.Limit)
+	if err != nil {
+		return Page{}, err
 	}
 	now := s.now()
 	since := now.Add(-s.o.Window)
@@ -161,6 +155,21 @@ func (s *Service) list(ctx context.Context, p ListParams) (Page, error) {
 		return Page{}, err
 	}
 	return page, nil
+}
+
+// pageParams checks a page request's project and limit, and returns the
+// limit to use (DefaultLimit for 0).
+func pageParams(project string, limit int) (int, error) {
+	if project == "" {
+		return 0, kernel.Errorf(kernel.EInvalid, "project is required: ?project=<name>")
+	}
+	if limit == 0 {
+		return DefaultLimit, nil
+	}
+	if limit < 0 || limit > MaxLimit {
+		return 0, kernel.Errorf(kernel.EInvalid, "limit must be between 1 and %d, got %d", MaxLimit, limit)
+	}
+	return limit, nil
 }
 
 func (s *Service) fetch(ctx context.Context, project, runID string, since time.Time, start position, n int) ([]candidate, error) {

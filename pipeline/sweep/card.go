@@ -3,9 +3,7 @@ package sweep
 import (
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
-	"unicode"
 
 	"github.com/seed-7bc021c3/reckon/kernel"
 )
@@ -33,7 +31,7 @@ func RenderCard(w io.Writer, verdict kernel.Event, reconciled []kernel.Event) er
 		part = fmt.Sprintf("  (part %d of %d)", v.Part, v.Parts)
 	}
 	fmt.Fprintf(&b, "┌%s\n", rule)
-	fmt.Fprintf(&b, "│ SUPERVISOR VERDICT  %s / %s%s\n", printable(verdict.Project), printable(verdict.RunID), part)
+	fmt.Fprintf(&b, "│ SUPERVISOR VERDICT  %s / %s%s\n", kernel.Printable(verdict.Project), kernel.Printable(verdict.RunID), part)
 	model := v.Model
 	if model == "" {
 		model = "-"
@@ -53,14 +51,14 @@ func RenderCard(w io.Writer, verdict kernel.Event, reconciled []kernel.Event) er
 	for _, id := range v.OperationIDs {
 		d, ok := byOp[id]
 		if !ok {
-			fmt.Fprintf(&b, "│ %-20s %-9s %s\n", printable(id), "?", "(reconciliation not shown)")
+			fmt.Fprintf(&b, "│ %-20s %-9s %s\n", kernel.Printable(id), "?", "(reconciliation not shown)")
 			continue
 		}
 		basis := d.Basis
 		if d.ProposedEffect != "" {
 			basis += " (proposed " + d.ProposedEffect + ", held for an operator)"
 		}
-		fmt.Fprintf(&b, "│ %-20s %-9s %s\n", printable(id), d.Effect, basis)
+		fmt.Fprintf(&b, "│ %-20s %-9s %s\n", kernel.Printable(id), d.Effect, basis)
 		for _, line := range wrap(d.Note, 72) {
 			fmt.Fprintf(&b, "│     %s\n", line)
 		}
@@ -94,17 +92,6 @@ func RenderCard(w io.Writer, verdict kernel.Event, reconciled []kernel.Event) er
 	fmt.Fprintf(&b, "└%s\n", rule)
 	_, err := io.WriteString(w, b.String())
 	return err
-}
-
-// printable quotes a value that carries control characters (an agent's run
-// or operation id with a newline), so it cannot forge lines of the card.
-func printable(s string) string {
-	for _, r := range s {
-		if unicode.IsControl(r) {
-			return strconv.Quote(s)
-		}
-	}
-	return s
 }
 
 func wrap(s string, width int) []string {
