@@ -2,6 +2,7 @@ package evals
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"math"
 	"slices"
@@ -397,4 +398,32 @@ func TestScoreUsesTheSweepsValidation(t *testing.T) {
 	}
 	eq(t, "invalid outputs", rep.Metrics.InvalidOutputs, 3)
 	eq(t, "invalid ops", rep.Metrics.Invalid, 7)
+}
+
+// TestReportsWrittenBeforeThePolicyStillLoad: a report.json from before
+// the settlement policy (no settle_policy, proposed or proposed_unsafe
+// fields) loads, and recomputing its metrics counts what it said as what
+// was proposed.
+func TestReportsWrittenBeforeThePolicyStillLoad(t *testing.T) {
+	t.Parallel()
+	old := `{"version":1,"supervisor":"openai","model":"m","fixtures":"evals/fixtures","model_invalid_answers":0,
+	 "started_at":"2026-11-30T01:00:00Z","duration_ms":12,"metrics":{"walls":1,"unsafe_none":1},"scenarios":[],
+	 "cases":[{"id":"a","scenario":"s","status":"ok","expect_needs_attention":true,"needs_attention":false,"latency_ms":1,
+	   "usage":{"prompt_tokens":1,"completion_tokens":1},
+	   "operations":[{"operation_id":"a1","tool":"run_command","truth":"occurred","said":"none","basis":"inference","correct":false,"unsafe":"unsafe_none"},
+	                 {"operation_id":"a2","tool":"run_command","truth":"none","said":"none","basis":"inference","correct":true}]}]}`
+	var rep Report
+	if err := json.Unmarshal([]byte(old), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.SettlePolicy != "" || rep.Cases[0].Operations[0].Proposed != "" {
+		t.Fatalf("old report read with new fields: %+v", rep)
+	}
+	m := Compute(rep.Cases)
+	eq(t, "unsafe none", m.UnsafeNone, 1)
+	eq(t, "proposed unsafe none", m.ProposedUnsafeNone, 1)
+	eq(t, "held", m.Held, 0)
+	if !strings.Contains(Markdown(&rep), "settlement policy: `-`") {
+		t.Error("an old report's markdown does not show the policy as unknown")
+	}
 }
