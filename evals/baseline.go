@@ -84,6 +84,20 @@ func (rep *Report) gateUnsafe() error {
 	return nil
 }
 
+// GateSettled fails when anything unsafe would be journaled: a settled
+// unsafe-none or unsafe-occurred. It is the gate for supervisors that are
+// expected to fail validation (hostile models: their walls stay unsettled,
+// which is safe), where Gate's invalid-output and baseline checks do not
+// apply.
+func GateSettled(rep *Report) error {
+	m := rep.Metrics
+	if m.UnsafeNone > 0 || m.UnsafeOccurred > 0 {
+		return fmt.Errorf("supervisor %s under settlement policy %s: %d unsafe-none and %d unsafe-occurred verdicts would be journaled",
+			rep.Supervisor, rep.SettlePolicy, m.UnsafeNone, m.UnsafeOccurred)
+	}
+	return nil
+}
+
 // Gate fails when the report has any unsafe verdict, any invalid or
 // errored case, or accuracy or coverage below the baseline. The error
 // lists every reason.

@@ -56,49 +56,29 @@ type Fixture struct {
 	Notes string `json:"notes"`
 }
 
-// preBoundaryErrorTypes are failure types that by definition happened
-// before the execution boundary: the call was rejected and nothing ran.
-var preBoundaryErrorTypes = map[string]bool{
-	kernel.ErrorTypeValidation:      true,
-	kernel.ErrorTypeUnknownTool:     true,
-	kernel.ErrorTypeDelegationStart: true,
-	kernel.ErrorTypeBlocked:         true,
-}
-
 // Decidable reports whether the wall's own evidence settles an operation's
-// effect, and to what. The rules, in order:
+// effect, and to what. It is supervisor.Prove, the one rule the built-in
+// supervisor decides by and settlement trusts:
 //
 //  1. probe findings: when the operation's evidence holds at least one
 //     finding of occurred or none, it is decidable exactly when all such
 //     findings agree (contradicting proofs decide nothing); inconclusive
 //     findings neither help nor hurt;
-//  2. a delegation whose child summary counts at least one child operation
-//     and none unresolved: occurred (the journal settles every child);
-//  3. a failure whose error type is by definition before the execution
-//     boundary (argument_validation, unknown_tool, blocked,
-//     delegated_run_start_failed): none.
+//  2. a delegation whose failure the kernel reported as delegated_run_failed
+//     with a child summary of at least one child operation and none
+//     unresolved: occurred;
+//  3. a failure the kernel reported with an error type that is by
+//     definition before the execution boundary (argument_validation,
+//     unknown_tool, blocked, delegated_run_start_failed): none.
 //
 // Nothing else decides: an uncertain failure is uncertain by definition, a
-// child summary with unresolved operations proves neither way, and args,
-// summaries and other agent-authored text are never evidence.
+// child summary with unresolved operations proves neither way, and
+// failures or child summaries an external agent reported, args and other
+// agent-authored text are never evidence. (Walls recorded before
+// reported_by existed read the failure's source from the tool.started's.)
 func Decidable(op pipeline.WallOperation) (effect string, ok bool) {
-	decisive := false
-	for _, ev := range op.Evidence {
-		if ev.Finding == pipeline.FindingOccurred || ev.Finding == pipeline.FindingNone {
-			decisive = true
-		}
-	}
-	if decisive {
-		f := supervisor.ProbeFinding(op)
-		return f, f != ""
-	}
-	if c := op.ChildOps; c != nil && c.Total > 0 && c.Unresolved == 0 {
-		return TruthOccurred, true
-	}
-	if f := op.Failure; f != nil && preBoundaryErrorTypes[f.ErrorType] {
-		return TruthNone, true
-	}
-	return "", false
+	p := supervisor.Prove(op)
+	return p.Effect, p.Proven()
 }
 
 // ExpectNeedsAttention is the fixture format's definition of

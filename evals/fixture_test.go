@@ -44,13 +44,34 @@ func TestDecidableAndExpectNeedsAttention(t *testing.T) {
 			t.Errorf("case %d: Decidable = %q,%v want %q,%v", i, e, ok, c.effect, c.ok)
 		}
 	}
-	settledChild := pipeline.WallOperation{OperationID: "d", Tool: "delegate", State: "crash_window", ChildOps: &pipeline.ChildSummary{Total: 2}}
+	kernelKey := kernel.EventKey{SourceID: "kernel", EventID: "r/d/started"}
+	settledChild := pipeline.WallOperation{OperationID: "d", Tool: "delegate", State: "failed_uncertain", StartedKey: kernelKey,
+		Failure:  &pipeline.WallFailure{ErrorType: "delegated_run_failed", Effect: "uncertain", ReportedBy: "kernel"},
+		ChildOps: &pipeline.ChildSummary{Total: 2, ReportedBy: "kernel"}}
 	if e, ok := Decidable(settledChild); e != "occurred" || !ok {
 		t.Errorf("settled child: %q,%v", e, ok)
 	}
-	rejected := pipeline.WallOperation{OperationID: "r", Failure: &pipeline.WallFailure{ErrorType: "argument_validation"}}
+	// The same counts from the listing (nobody checked the child ended) or
+	// from an agent prove nothing.
+	counted := settledChild
+	counted.Failure, counted.ChildOps = nil, &pipeline.ChildSummary{Total: 2, Counted: true}
+	if _, ok := Decidable(counted); ok {
+		t.Error("a child summary the listing counted was decidable")
+	}
+	agentChild := settledChild
+	agentChild.Failure = &pipeline.WallFailure{ErrorType: "delegated_run_failed", Effect: "uncertain", ReportedBy: "agent-x", AgentReported: true}
+	agentChild.ChildOps = &pipeline.ChildSummary{Total: 2, ReportedBy: "agent-x", AgentReported: true}
+	if _, ok := Decidable(agentChild); ok {
+		t.Error("an agent's child summary was decidable")
+	}
+	rejected := pipeline.WallOperation{OperationID: "r", StartedKey: kernelKey, Failure: &pipeline.WallFailure{ErrorType: "argument_validation"}}
 	if e, ok := Decidable(rejected); e != "none" || !ok {
 		t.Errorf("rejected before the boundary: %q,%v", e, ok)
+	}
+	agentRejected := rejected
+	agentRejected.Failure = &pipeline.WallFailure{ErrorType: "argument_validation", ReportedBy: "agent-x", AgentReported: true}
+	if _, ok := Decidable(agentRejected); ok {
+		t.Error("an agent's own argument_validation was decidable")
 	}
 	crashed := pipeline.WallOperation{OperationID: "x", Failure: &pipeline.WallFailure{ErrorType: "injected_fault", Effect: "uncertain"},
 		Args: []byte(`{"command":"echo done, issue filed"}`)}
@@ -182,7 +203,7 @@ func TestFixtureRoundTripAndLoadDir(t *testing.T) {
 	if len(got) != 3 || got[0].ID != "a" || got[2].ID != "c" {
 		t.Fatalf("LoadDir = %d fixtures", len(got))
 	}
-	if got[1].Truth["b3"] != "occurred" || got[1].Wall.Operations[1].Evidence[0].Finding != "none" || got[0].Seed != 7 {
+	if got[1].Truth["b3"] != "occurred" || got[1].Wall.Operations[0].Evidence[0].Finding != "occurred" || got[0].Seed != 7 {
 		t.Errorf("round trip lost data: %+v", got[1])
 	}
 	m, err := ReadManifest(dir)
@@ -227,7 +248,7 @@ func TestReportsAreWrittenAndReadable(t *testing.T) {
 		"b": calm(v("b1", "occurred", "probe"), v("b2", "occurred", "inference"), v("b3", "none", "inference")),
 		"c": attention(v("c1", "none", "probe"), v("c2", "unknown", "inference")),
 	}}
-	rep, err := Score(t.Context(), sup, threeWalls(), Options{})
+	rep, err := Score(t.Context(), sup, threeWalls(), Options{Policy: "inference"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -263,7 +284,8 @@ func TestReportsAreWrittenAndReadable(t *testing.T) {
 	}
 	md, _ := os.ReadFile(filepath.Join(dir, ReportMarkdownFile))
 	for _, want := range []string{"| accuracy on decided operations | 66.7% (4/6) |", "| unsafe-none (said none, truth occurred) | 1 (25.0% of truly occurred) |",
-		"| b | b3 | run_command | occurred | none |", "| **occurred** | 2 | 1 | 1 | 0 |", "missed (expected, not raised): b", "false alarms (raised, not expected): c"} {
+		"| b | b3 | run_command | occurred | none |", "| **occurred** | 2 | 1 | 1 | 0 |", "missed (expected, not raised): b", "false alarms (raised, not expected): c",
+		"| proposed unsafe-none / unsafe-occurred (before settlement) | 1 / 1 |", "settlement policy: `inference`"} {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("report.md lacks %q", want)
 		}

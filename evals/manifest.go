@@ -12,15 +12,22 @@ import (
 const ManifestFile = "manifest.json"
 
 // Manifest records how a suite was generated, so it can be regenerated and
-// so a reader knows the fixtures came from drills and not from a keyboard.
+// so a reader knows which fixtures came from drills and which were written
+// by hand.
 type Manifest struct {
-	Version     int            `json:"version"`
-	GeneratedBy string         `json:"generated_by"`
-	Seed        uint64         `json:"seed"`
+	Version     int    `json:"version"`
+	GeneratedBy string `json:"generated_by"`
+	Seed        uint64 `json:"seed"`
+	// Count, Scenarios and Fixtures describe the drilled fixtures only.
 	Count       int            `json:"count"`
 	GeneratedAt time.Time      `json:"generated_at"`
 	Scenarios   map[string]int `json:"scenarios"`
 	Fixtures    []string       `json:"fixtures"`
+	// HandMade lists fixtures of the suite that no drill produced: walls
+	// written by a person (evals/adversarial_test.go) to hold what a drill
+	// cannot stage, such as an external agent's own reports. A regenerated
+	// drill suite keeps them. Absent from manifests written before.
+	HandMade []string `json:"hand_made,omitempty"`
 }
 
 // WriteManifest writes dir/manifest.json atomically.

@@ -45,9 +45,14 @@ const (
 )
 
 // Options tune a scoring run. The zero value runs sequentially on the wall
-// clock. Decisions are checked with supervisor.Validate, the sweep's own
-// rules, so a decision the sweep would reject is invalid.
+// clock under the default settlement policy. Decisions are checked with
+// supervisor.Validate and settled with supervisor.Settle, the sweep's own
+// code, so a decision the sweep would reject is invalid and the verdicts
+// scored are the ones a sweep would journal.
 type Options struct {
+	// Policy is the settlement policy (RECKON_SUPERVISOR_SETTLE); empty
+	// means supervisor.DefaultSettlePolicy.
+	Policy string
 	// CaseTimeout bounds one Decide call; zero means no bound.
 	CaseTimeout time.Duration
 	// Concurrency is how many walls are decided at once (default 1).
@@ -63,13 +68,32 @@ type OperationResult struct {
 	OperationID string `json:"operation_id"`
 	Tool        string `json:"tool"`
 	Truth       string `json:"truth"`
-	Said        string `json:"said"`
-	Basis       string `json:"basis,omitempty"`
-	Note        string `json:"note,omitempty"`
+	// Said is the effect that would be journaled: the supervisor's, after
+	// the settlement policy.
+	Said  string `json:"said"`
+	Basis string `json:"basis,omitempty"`
+	Note  string `json:"note,omitempty"`
 	// Correct is true when a decided verdict matches the truth.
 	Correct bool `json:"correct"`
 	// Unsafe names the kind of a wrong decided verdict.
 	Unsafe string `json:"unsafe,omitempty"`
+	// Proposed is the effect the supervisor itself gave when the
+	// settlement policy held it back (Said is then unknown); empty when it
+	// settled as given. Absent from reports written before the policy.
+	Proposed string `json:"proposed,omitempty"`
+	// ProposedUnsafe names the kind of harm the supervisor's own effect
+	// would have done had it settled (set whether or not it did), so a
+	// model's quality stays visible behind the policy.
+	ProposedUnsafe string `json:"proposed_unsafe,omitempty"`
+}
+
+// ProposedEffect is what the supervisor itself said about the operation:
+// its proposal when settlement held it back, otherwise what was recorded.
+func (r OperationResult) ProposedEffect() string {
+	if r.Proposed != "" {
+		return r.Proposed
+	}
+	return r.Said
 }
 
 // CaseResult is the outcome of one fixture.
@@ -147,8 +171,17 @@ type Metrics struct {
 	// Coverage is Decided/Operations.
 	Coverage *float64 `json:"coverage"`
 
+	// UnsafeNone and UnsafeOccurred count what would be journaled, under
+	// the report's settlement policy: the harm a sweep would do.
 	UnsafeNone     int `json:"unsafe_none"`
 	UnsafeOccurred int `json:"unsafe_occurred"`
+	// ProposedUnsafeNone and ProposedUnsafeOccurred count the same on what
+	// the supervisor proposed before the settlement policy: the model's own
+	// quality, which the policy keeps from doing harm.
+	ProposedUnsafeNone     int `json:"proposed_unsafe_none"`
+	ProposedUnsafeOccurred int `json:"proposed_unsafe_occurred"`
+	// Held counts occurred/none proposals the policy recorded as unknown.
+	Held int `json:"held"`
 	// UnsafeNoneRate is UnsafeNone/TruthOccurred: of the effects that truly
 	// landed, the share declared not to have happened.
 	UnsafeNoneRate *float64 `json:"unsafe_none_rate"`
@@ -173,8 +206,11 @@ const ReportVersion = 1
 
 // Report is everything one scoring run produced.
 type Report struct {
-	Version       int       `json:"version"`
-	Supervisor    string    `json:"supervisor"`
+	Version    int    `json:"version"`
+	Supervisor string `json:"supervisor"`
+	// SettlePolicy is the settlement policy the verdicts were scored under;
+	// absent from reports written before the policy (inference, in effect).
+	SettlePolicy  string    `json:"settle_policy,omitempty"`
 	Model         string    `json:"model,omitempty"`
 	PromptVersion string    `json:"prompt_version,omitempty"`
 	Fixtures      string    `json:"fixtures"`
@@ -203,8 +239,13 @@ func Score(ctx context.Context, sup pipeline.Supervisor, fixtures []*Fixture, op
 	if opt.Concurrency < 1 {
 		opt.Concurrency = 1
 	}
+	policy, err := supervisor.ParseSettlePolicy(opt.Policy)
+	if err != nil {
+		return nil, fmt.Errorf("settlement policy: %w", err)
+	}
+	opt.Policy = policy
 	start := opt.Now()
-	rep := &Report{Version: ReportVersion, Supervisor: sup.Name(), StartedAt: start.UTC()}
+	rep := &Report{Version: ReportVersion, Supervisor: sup.Name(), SettlePolicy: policy, StartedAt: start.UTC()}
 	cases := make([]CaseResult, len(fixtures))
 
 	var mu sync.Mutex
@@ -306,6 +347,8 @@ func runCase(ctx context.Context, sup pipeline.Supervisor, f *Fixture, opt Optio
 		return c
 	}
 	c.Status = StatusOK
+	// Score what a sweep would journal: the decision under the policy.
+	d = supervisor.Settle(opt.Policy, f.Wall, d)
 	na := d.NeedsAttention
 	c.NeedsAttention = &na
 	c.Causes = d.Causes
@@ -317,20 +360,27 @@ func runCase(ctx context.Context, sup pipeline.Supervisor, f *Fixture, opt Optio
 		v := verdicts[op.OperationID]
 		r := OperationResult{
 			OperationID: op.OperationID, Tool: op.Tool, Truth: f.Truth[op.OperationID],
-			Said: v.Effect, Basis: v.Basis, Note: v.Note,
+			Said: v.Effect, Basis: v.Basis, Note: v.Note, Proposed: v.ProposedEffect,
 		}
 		if v.Effect != kernel.EffectUnknown {
 			r.Correct = v.Effect == r.Truth
-			switch {
-			case v.Effect == SaidNone && r.Truth == TruthOccurred:
-				r.Unsafe = UnsafeNone
-			case v.Effect == SaidOccurred && r.Truth == TruthNone:
-				r.Unsafe = UnsafeOccurred
-			}
 		}
+		r.Unsafe = unsafeKind(v.Effect, r.Truth)
+		r.ProposedUnsafe = unsafeKind(r.ProposedEffect(), r.Truth)
 		c.Operations = append(c.Operations, r)
 	}
 	return c
+}
+
+// unsafeKind names the harm of saying effect when truth holds, "" for none.
+func unsafeKind(effect, truth string) string {
+	switch {
+	case effect == SaidNone && truth == TruthOccurred:
+		return UnsafeNone
+	case effect == SaidOccurred && truth == TruthNone:
+		return UnsafeOccurred
+	}
+	return ""
 }
 
 // safeDecide turns a panicking supervisor into an errored case.
@@ -403,6 +453,21 @@ func Compute(cases []CaseResult) Metrics {
 				m.UnsafeNone++
 			case UnsafeOccurred:
 				m.UnsafeOccurred++
+			}
+			// Reports from before the policy carry no proposed_unsafe: what
+			// was said is then what was proposed.
+			proposed := op.ProposedUnsafe
+			if op.Proposed == "" && proposed == "" {
+				proposed = op.Unsafe
+			}
+			switch proposed {
+			case UnsafeNone:
+				m.ProposedUnsafeNone++
+			case UnsafeOccurred:
+				m.ProposedUnsafeOccurred++
+			}
+			if op.Proposed != "" {
+				m.Held++
 			}
 		}
 	}

@@ -215,6 +215,11 @@ type Reconciled struct {
 	Basis       string          `json:"basis"`
 	Supersedes  *EventKey       `json:"supersedes,omitempty"`
 	Evidence    json.RawMessage `json:"evidence,omitempty"`
+	// ProposedEffect, on a supervisor's unknown, is the occurred or none the
+	// supervisor proposed by inference and the settlement policy did not
+	// let settle (RECKON_SUPERVISOR_SETTLE=evidence): a hint for the
+	// operator who decides, never a verdict.
+	ProposedEffect string `json:"proposed_effect,omitempty"`
 }
 
 // Verdict is the data of supervisor.verdict.
@@ -233,6 +238,10 @@ type Verdict struct {
 	// covers; both are 1 for an ordinary wall.
 	Part  int `json:"part,omitempty"`
 	Parts int `json:"parts,omitempty"`
+	// SettlePolicy is the settlement policy the sweep applied to the
+	// supervisor's decision (evidence or inference); absent on verdicts
+	// recorded before the policy existed, which settled as inference does.
+	SettlePolicy string `json:"settle_policy,omitempty"`
 }
 
 // VerdictKindReconciliation is the only supervisor.verdict kind so far.

@@ -86,6 +86,8 @@ func TestDecodeEventNamesTheField(t *testing.T) {
 		{"reconciled bad effect", `{` + base + `,"type":"operation.reconciled","parent_event_id":{"source_id":"s","event_id":"x"},"data":{"operation_id":"op-1","effect":"uncertain","basis":"operator","note":"n"}}`, `"data.effect"`},
 		{"reconciled long note", `{` + base + `,"type":"operation.reconciled","parent_event_id":{"source_id":"s","event_id":"x"},"data":{"operation_id":"op-1","effect":"none","basis":"operator","note":"` + strings.Repeat("x", 2001) + `"}}`, `"data.note"`},
 		{"reconciled no parent", `{` + base + `,"type":"operation.reconciled","data":{"operation_id":"op-1","effect":"none","basis":"operator","note":"n"}}`, `"parent_event_id"`},
+		{"reconciled proposal on a settled effect", `{` + base + `,"type":"operation.reconciled","parent_event_id":{"source_id":"s","event_id":"x"},"data":{"operation_id":"op-1","effect":"none","proposed_effect":"none","basis":"inference","note":"n"}}`, `"data.proposed_effect"`},
+		{"reconciled proposal outside the vocabulary", `{` + base + `,"type":"operation.reconciled","parent_event_id":{"source_id":"s","event_id":"x"},"data":{"operation_id":"op-1","effect":"unknown","proposed_effect":"unknown","basis":"inference","note":"n"}}`, `"data.proposed_effect"`},
 		{"data not object", `{` + base + `,"type":"run.completed","data":[1]}`, `"data"`},
 		{"run.failed without error", `{` + base + `,"type":"run.failed","data":{}}`, `"data.error"`},
 	}
@@ -98,6 +100,20 @@ func TestDecodeEventNamesTheField(t *testing.T) {
 		if ErrorCode(err) != EInvalid || !strings.Contains(err.Error(), c.field) {
 			t.Errorf("%s: error %q (code %s) does not name %s", c.name, err, ErrorCode(err), c.field)
 		}
+	}
+}
+
+func TestDecodeEventAcceptsAProposalOnUnknown(t *testing.T) {
+	t.Parallel()
+	ev, err := DecodeEvent([]byte(`{"source_id":"kernel","event_id":"e","project":"p","run_id":"r","actor":"supervisor","ts":"2026-11-30T10:00:00Z",
+		"type":"operation.reconciled","parent_event_id":{"source_id":"kernel","event_id":"s"},
+		"data":{"operation_id":"op-1","effect":"unknown","proposed_effect":"occurred","basis":"inference","note":"held"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d Reconciled
+	if err := ev.DecodeData(&d); err != nil || d.ProposedEffect != EffectOccurred {
+		t.Fatalf("proposed_effect not read: %+v %v", d, err)
 	}
 }
 

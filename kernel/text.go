@@ -1,6 +1,10 @@
 package kernel
 
-import "unicode/utf8"
+import (
+	"strconv"
+	"unicode"
+	"unicode/utf8"
+)
 
 // TruncateUTF8 cuts s to at most n bytes without splitting a UTF-8
 // sequence: a split one is invalid text, which PostgreSQL refuses in a text
@@ -22,4 +26,16 @@ func Abbreviate(s string, n int) string {
 		return s
 	}
 	return TruncateUTF8(s, n) + "…"
+}
+
+// Printable returns s, or s quoted when it holds control characters, so
+// that a value someone else wrote (an agent's run or operation id with a
+// newline) cannot forge lines of a table, a card or a log.
+func Printable(s string) string {
+	for _, r := range s {
+		if unicode.IsControl(r) {
+			return strconv.Quote(s)
+		}
+	}
+	return s
 }

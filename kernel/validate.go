@@ -275,6 +275,18 @@ func validateData(e Event, m map[string]any) error {
 		if err := eventKey("supersedes"); err != nil {
 			return err
 		}
+		proposed, err := optStr("proposed_effect")
+		if err != nil {
+			return err
+		}
+		if _, present := m["proposed_effect"]; present {
+			if proposed != EffectNone && proposed != EffectOccurred {
+				return fieldErr(e, "data.proposed_effect", "must be none or occurred, got %q", proposed)
+			}
+			if eff != EffectUnknown {
+				return fieldErr(e, "data.proposed_effect", "is only allowed with effect unknown (a proposal that did not settle), got effect %q", eff)
+			}
+		}
 		if e.ParentEventID == nil {
 			return fieldErr(e, "parent_event_id", "is required for operation.reconciled (the operation's tool.started key)")
 		}
@@ -293,7 +305,8 @@ func validateData(e Event, m map[string]any) error {
 			}
 		}
 		return firstErr(strList("operation_ids", true), strList("causes", false), strList("remedies", false),
-			str("lesson", false), str("supervisor", true), str("model", false), str("prompt_version", false), str("wall_digest", false))
+			str("lesson", false), str("supervisor", true), str("model", false), str("prompt_version", false), str("wall_digest", false),
+			str("settle_policy", false))
 	default:
 		return fieldErr(e, "type", "is not a known event type (%v), got %q", KnownTypes, e.Type)
 	}

@@ -32,6 +32,12 @@ type Wall struct {
 }
 
 // WallOperation is one unsettled operation with everything known about it.
+//
+// Who wrote each fact matters: only the kernel's own events are facts (an
+// external agent's report about its own call is a claim). The tool.started
+// fields (tool, args, postcondition, reissue_of) were written by
+// StartedKey.SourceID; AgentReported says that source is not the kernel.
+// The failure and the child summary say who reported them on their own.
 type WallOperation struct {
 	OperationID string          `json:"operation_id"`
 	Tool        string          `json:"tool"`
@@ -48,6 +54,10 @@ type WallOperation struct {
 	// Postcondition is the plan step's declared postcondition, carried in
 	// tool.started data ({"path", "sha256"?} for run_command).
 	Postcondition json.RawMessage `json:"postcondition,omitempty"`
+	// AgentReported is true when the operation's tool.started was reported
+	// by an external agent, not the kernel: its tool, args and
+	// postcondition are the agent's account, never evidence.
+	AgentReported bool `json:"agent_reported,omitempty"`
 }
 
 // WallFailure is the operation's tool.failed, when there is one.
@@ -55,12 +65,77 @@ type WallFailure struct {
 	ErrorType string `json:"error_type"`
 	Error     string `json:"error"`
 	Effect    string `json:"effect"`
+	// ReportedBy is the source_id of the tool.failed. Walls recorded before
+	// this field lack it; Source then falls back to the tool.started's.
+	ReportedBy string `json:"reported_by,omitempty"`
+	// AgentReported is true when an external agent, not the kernel,
+	// reported the failure: its error type and effect are a claim.
+	AgentReported bool `json:"agent_reported,omitempty"`
 }
 
 // ChildSummary summarises a delegated child run's operations.
 type ChildSummary struct {
 	Total      int `json:"total"`
 	Unresolved int `json:"unresolved"`
+	// ReportedBy is the source_id of the tool.failed that carried the
+	// counts. Empty with Counted (the listing counted the child run's
+	// events itself) and in walls recorded before this field (Source then
+	// falls back to the tool.started's).
+	ReportedBy string `json:"reported_by,omitempty"`
+	// AgentReported is true when an external agent reported the counts.
+	AgentReported bool `json:"agent_reported,omitempty"`
+	// Counted is true when no failure carried the counts and the listing
+	// counted the child run's operations at listing time (a delegation in
+	// the crash window): nobody checked that the child had ended.
+	Counted bool `json:"counted_by_listing,omitempty"`
+}
+
+// FailureSource returns who reported the operation's failure (the
+// tool.failed's source_id), "" without a failure. Walls recorded before
+// reported_by existed come from kernel drills, where one source reported
+// every event of an operation: the tool.started's source stands in.
+func (op WallOperation) FailureSource() string {
+	if op.Failure == nil {
+		return ""
+	}
+	if op.Failure.ReportedBy != "" {
+		return op.Failure.ReportedBy
+	}
+	return op.StartedKey.SourceID
+}
+
+// ChildSummarySource returns who reported the child summary: the source of
+// the tool.failed that carried it, "" when there is none or the listing
+// counted it (see ChildSummary.Counted). Old walls fall back as for
+// FailureSource.
+func (op WallOperation) ChildSummarySource() string {
+	c := op.ChildOps
+	if c == nil || c.Counted {
+		return ""
+	}
+	if c.ReportedBy != "" {
+		return c.ReportedBy
+	}
+	return op.StartedKey.SourceID
+}
+
+// KernelFailure returns the operation's failure when the kernel reported
+// it — a fact — and nil when there is none or an agent reported it (a
+// claim).
+func (op WallOperation) KernelFailure() *WallFailure {
+	if op.FailureSource() == kernel.KernelSource {
+		return op.Failure
+	}
+	return nil
+}
+
+// KernelChildSummary returns the child summary when the kernel reported it
+// with its failure, nil otherwise.
+func (op WallOperation) KernelChildSummary() *ChildSummary {
+	if op.ChildSummarySource() == kernel.KernelSource {
+		return op.ChildOps
+	}
+	return nil
 }
 
 // Findings of a probe.
@@ -99,6 +174,11 @@ type OperationVerdict struct {
 	Note        string `json:"note"`
 	// Basis is inference, or probe when a probe's evidence proved it.
 	Basis string `json:"basis"`
+	// ProposedEffect is set by settlement only (supervisor.Settle), never
+	// by a supervisor: the occurred or none the supervisor proposed when
+	// the settlement policy recorded unknown instead, since no evidence
+	// proved it.
+	ProposedEffect string `json:"proposed_effect,omitempty"`
 }
 
 // Usage counts model tokens; zero for the built-in supervisor.
@@ -118,6 +198,9 @@ type Decision struct {
 	Model          string             `json:"model"`
 	PromptVersion  string             `json:"prompt_version"`
 	Usage          Usage              `json:"usage"`
+	// SettlePolicy is the settlement policy applied to the decision
+	// (supervisor.Settle); empty on a decision as the supervisor made it.
+	SettlePolicy string `json:"settle_policy,omitempty"`
 }
 
 // Supervisor turns a wall into a decision. Implementations must not write

@@ -25,6 +25,7 @@ import (
 func init() {
 	addDemoStep(110, "a second run: its only step writes report.txt, then the worker crashes (no re-issue: the run fails)", demoFailingRun)
 	addDemoStep(200, "the operations listing, through the HTTP API (GET /v1/agent/operations)", demoListing)
+	addDemoStep(340, "the operator's queue: what the supervisor left for a person (GET /v1/agent/operations/attention)", demoAttention)
 	addDemoStep(350, "an operator overrides the supervisor's `unknown` with evidence (POST /v1/agent/operations/reconcile), then reads the history", demoOverride)
 	addDemoStep(400, "eval: the built-in supervisor scored on the committed drill fixtures", demoEval)
 }
@@ -77,6 +78,32 @@ func demoListing(ctx context.Context, d *demoEnv) error {
 		}
 	}
 	return nil
+}
+
+// demoAttention prints the operator's queue.
+func demoAttention(ctx context.Context, d *demoEnv) error {
+	n, err := demoQueue(ctx, d, true)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(d.Out, "operator's queue: %d operation(s) waiting for a person\n", n)
+	return nil
+}
+
+// demoQueue reads the operator's queue, printing its items when show is set.
+func demoQueue(ctx context.Context, d *demoEnv, show bool) (int, error) {
+	m, err := demoAPI(ctx, d, http.MethodGet, operations.PathAttention, url.Values{"project": {d.Project}}, nil)
+	if err != nil {
+		return 0, err
+	}
+	ops, _ := m["operations"].([]any)
+	for _, o := range ops {
+		it, _ := o.(map[string]any)
+		if show {
+			fmt.Fprintf(d.Out, "  %v/%v  %v  effect=%v reason=%v supervisor=%v\n", it["run_id"], it["operation_id"], it["tool"], it["effect"], it["reason"], it["supervisor"])
+		}
+	}
+	return len(ops), nil
 }
 
 // demoOverride finds the first run's operation the supervisor left
@@ -134,6 +161,11 @@ func demoOverride(ctx context.Context, d *demoEnv) error {
 		}
 		fmt.Fprintf(d.Out, "  %-22v %-20v %s\n", ev["type"], ev["actor"], strings.Join(extra, " "))
 	}
+	n, err := demoQueue(ctx, d, false)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(d.Out, "operator's queue after the override: %d operation(s)\n", n)
 	return nil
 }
 

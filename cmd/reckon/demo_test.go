@@ -37,8 +37,11 @@ func TestDemo(t *testing.T) {
 		`"state": "failed_uncertain"`,
 		"occurred  probe",
 		"listing after triage: 0 unresolved operation(s)",
+		"operator's queue: 1 operation(s) waiting for a person",
+		"effect=unknown reason=unknown supervisor=builtin",
 		"basis=operator supersedes=",
-		"unsafe-none (said none, truth occurred)      0",
+		"operator's queue after the override: 0 operation(s)",
+		"0 (0.0% of truly occurred)",
 		"reckon demo: done",
 	} {
 		if !strings.Contains(out.String(), want) {

@@ -32,6 +32,7 @@ func runEval(ctx context.Context, args []string) error {
 	gate := fset.String("gate", "", "baseline file: exit non-zero on any unsafe verdict, invalid or errored case, or accuracy/coverage below it")
 	writeBaseline := fset.String("write-baseline", "", "record this run's accuracy and coverage as the new baseline file (refused if the run has unsafe verdicts)")
 	quiet := fset.Bool("quiet", false, "no per-case progress lines")
+	settle := fset.String("settle", "", "settlement policy to score under: evidence | inference (default RECKON_SUPERVISOR_SETTLE, itself evidence by default)")
 	if err := fset.Parse(args); err != nil {
 		return err
 	}
@@ -62,8 +63,15 @@ func runEval(ctx context.Context, args []string) error {
 		outDir = filepath.Join(cfg.DataDir, "eval", sup.Name())
 	}
 
-	fmt.Fprintf(os.Stderr, "eval: %d fixtures from %s, supervisor %s\n", len(fx), *fixtures, sup.Name())
-	opt := evals.Options{CaseTimeout: *caseTimeout, Concurrency: *concurrency}
+	policy := cfg.SupervisorSettle
+	if *settle != "" {
+		policy = *settle
+	}
+	if _, err := supervisor.ParseSettlePolicy(policy); err != nil {
+		return fmt.Errorf("--settle: %w", err)
+	}
+	fmt.Fprintf(os.Stderr, "eval: %d fixtures from %s, supervisor %s, settlement policy %s\n", len(fx), *fixtures, sup.Name(), policy)
+	opt := evals.Options{CaseTimeout: *caseTimeout, Concurrency: *concurrency, Policy: policy}
 	if !*quiet {
 		opt.Progress = func(done, total int, c evals.CaseResult) {
 			line := fmt.Sprintf("[%*d/%d] %-44s %-7s %d ops %8.1f ms", len(fmt.Sprint(total)), done, total, c.ID, c.Status, len(c.Operations), c.LatencyMS)

@@ -21,23 +21,26 @@ import (
 )
 
 func init() {
-	register("ops", "operations API client: list, history, reconcile, verdicts (RECKON_URL, RECKON_TOKEN)", runOps)
+	register("ops", "operations API client: list, attention, history, reconcile, verdicts (RECKON_URL, RECKON_TOKEN)", runOps)
 }
 
 // defaultAPIURL is the API the client talks to without RECKON_URL.
 const defaultAPIURL = "http://127.0.0.1:8080"
 
-const opsUsage = `usage: reckon ops <list|history|reconcile|verdicts> [flags]
+const opsUsage = `usage: reckon ops <list|attention|history|reconcile|verdicts> [flags]
 
   list       --project P [--run R] [--limit N] [--cursor C] [--all]
+  attention  --project P [--run R] [--limit N] [--cursor C] [--all]
+             (what the supervisor left for a person and no operator has decided since)
   history    --project P --run R --op O
   reconcile  --project P --run R --op O --effect none|occurred|unknown --note TEXT
              [--evidence JSON|@file] [--idempotency-key K]
-  verdicts   --project P [--run R]
+  verdicts   --project P [--run R] [--since RFC3339|DURATION] [--limit N]
+             (--since 24h: the last 24 hours)
 
 Every subcommand takes --json (the API's JSON instead of a table).
 Environment: RECKON_URL (default ` + defaultAPIURL + `), RECKON_TOKEN (bearer token;
-reader for list/history/verdicts, operator for reconcile).`
+reader for list/attention/history/verdicts, operator for reconcile).`
 
 func runOps(ctx context.Context, args []string) error {
 	return opsMain(ctx, args, os.Stdout, os.Stderr, os.Getenv)
@@ -124,7 +127,7 @@ func opsMain(ctx context.Context, args []string, stdout, stderr io.Writer, geten
 	asJSON := fs.Bool("json", false, "print the API's JSON instead of a table")
 	project := fs.String("project", "", "project")
 	switch sub {
-	case "list":
+	case "list", "attention":
 		run := fs.String("run", "", "only this run")
 		limit := fs.Int("limit", 0, "page size (default 100, at most 1000)")
 		cursor := fs.String("cursor", "", "continue from an earlier page's next cursor")
@@ -134,6 +137,9 @@ func opsMain(ctx context.Context, args []string, stdout, stderr io.Writer, geten
 		}
 		if err := need(map[string]string{"--project": *project}); err != nil {
 			return err
+		}
+		if sub == "attention" {
+			return opsAttention(ctx, c, stdout, *project, *run, *cursor, *limit, *all, *asJSON)
 		}
 		return opsList(ctx, c, stdout, stderr, *project, *run, *cursor, *limit, *all, *asJSON)
 	case "history":
@@ -216,6 +222,8 @@ func opsMain(ctx context.Context, args []string, stdout, stderr io.Writer, geten
 		return nil
 	case "verdicts":
 		run := fs.String("run", "", "only this run")
+		since := fs.String("since", "", "only verdicts at or after this time: RFC 3339, or a Go duration back from now (24h)")
+		limit := fs.Int("limit", 0, "at most this many, newest first (default 100, at most 1000)")
 		if err := parseFlags(fs, rest); err != nil {
 			return err
 		}
@@ -226,6 +234,16 @@ func opsMain(ctx context.Context, args []string, stdout, stderr io.Writer, geten
 		if *run != "" {
 			q.Set("run_id", *run)
 		}
+		if *since != "" {
+			t, err := parseSince(*since, time.Now())
+			if err != nil {
+				return err
+			}
+			q.Set("since", t.UTC().Format(time.RFC3339))
+		}
+		if *limit != 0 {
+			q.Set("limit", fmt.Sprint(*limit))
+		}
 		raw, _, err := c.do(ctx, http.MethodGet, sweep.PathVerdicts, q, nil, nil)
 		if err != nil {
 			return err
@@ -234,12 +252,13 @@ func opsMain(ctx context.Context, args []string, stdout, stderr io.Writer, geten
 			return writeRaw(stdout, raw)
 		}
 		var v struct {
-			Verdicts []kernel.Event `json:"verdicts"`
+			Verdicts    []kernel.Event     `json:"verdicts"`
+			Resolutions []sweep.Resolution `json:"resolutions"`
 		}
 		if err := json.Unmarshal(raw, &v); err != nil {
 			return fmt.Errorf("decode verdicts: %w", err)
 		}
-		return printVerdicts(stdout, v.Verdicts)
+		return printVerdicts(stdout, v.Verdicts, v.Resolutions)
 	default:
 		fmt.Fprintln(stderr, opsUsage)
 		return fmt.Errorf("unknown subcommand %q", sub)
@@ -280,46 +299,72 @@ func writeRaw(w io.Writer, raw []byte) error {
 	return err
 }
 
-func opsList(ctx context.Context, c *opsClient, stdout, stderr io.Writer, project, run, cursor string, limit int, all, asJSON bool) error {
-	var items []operations.Item
+// pages GETs path page by page (following next_cursor when all is set)
+// and hands each raw page to add, which decodes it and returns its
+// next_cursor. It returns the raw pages and the cursor left over.
+func pages(ctx context.Context, c *opsClient, path string, q url.Values, cursor string, limit int, all bool,
+	add func(raw []byte) (next string, err error)) ([]json.RawMessage, string, error) {
 	var raws []json.RawMessage
-	degraded := false
 	for {
-		q := url.Values{"project": {project}}
-		if run != "" {
-			q.Set("run_id", run)
-		}
 		if cursor != "" {
 			q.Set("cursor", cursor)
 		}
 		if limit > 0 {
 			q.Set("limit", fmt.Sprint(limit))
 		}
-		raw, _, err := c.do(ctx, http.MethodGet, operations.PathOperations, q, nil, nil)
+		raw, _, err := c.do(ctx, http.MethodGet, path, q, nil, nil)
 		if err != nil {
-			return err
+			return nil, "", err
 		}
-		var p operations.Page // the API's null next_cursor decodes as ""
-		if err := json.Unmarshal(raw, &p); err != nil {
-			return fmt.Errorf("decode listing: %w", err)
+		if cursor, err = add(raw); err != nil {
+			return nil, "", err
 		}
-		items = append(items, p.Operations...)
 		raws = append(raws, raw)
-		degraded = degraded || p.Degraded
-		cursor = p.NextCursor
 		if !all || cursor == "" {
-			break
+			return raws, cursor, nil
 		}
 	}
+}
+
+// writePages writes the API's JSON: the one page as it came, or every
+// page's operations merged into one answer without a cursor.
+func writePages(w io.Writer, raws []json.RawMessage, merged map[string]any) error {
+	if len(raws) == 1 {
+		return writeRaw(w, raws[0])
+	}
+	b, err := json.Marshal(merged)
+	if err != nil {
+		return err
+	}
+	return writeRaw(w, b)
+}
+
+// projectQuery is the query of a project's (or one run's) list.
+func projectQuery(project, run string) url.Values {
+	q := url.Values{"project": {project}}
+	if run != "" {
+		q.Set("run_id", run)
+	}
+	return q
+}
+
+func opsList(ctx context.Context, c *opsClient, stdout, stderr io.Writer, project, run, cursor string, limit int, all, asJSON bool) error {
+	var items []operations.Item
+	degraded := false
+	raws, cursor, err := pages(ctx, c, operations.PathOperations, projectQuery(project, run), cursor, limit, all, func(raw []byte) (string, error) {
+		var p operations.Page // the API's null next_cursor decodes as ""
+		if err := json.Unmarshal(raw, &p); err != nil {
+			return "", fmt.Errorf("decode listing: %w", err)
+		}
+		items = append(items, p.Operations...)
+		degraded = degraded || p.Degraded
+		return p.NextCursor, nil
+	})
+	if err != nil {
+		return err
+	}
 	if asJSON {
-		if len(raws) == 1 {
-			return writeRaw(stdout, raws[0])
-		}
-		merged, err := json.Marshal(map[string]any{"operations": items, "next_cursor": nil, "degraded": degraded})
-		if err != nil {
-			return err
-		}
-		return writeRaw(stdout, merged)
+		return writePages(stdout, raws, map[string]any{"operations": items, "next_cursor": nil, "degraded": degraded})
 	}
 	if degraded {
 		fmt.Fprintln(stderr, "warning: degraded listing: the liveness of some runs could not be established (is Temporal reachable?); their operations are marked (liveness?) and treated as still running")
@@ -400,20 +445,101 @@ func eventDetail(ev kernel.Event) string {
 	return oneLine(string(ev.Data), 100)
 }
 
-func printVerdicts(w io.Writer, evs []kernel.Event) error {
+// parseSince reads --since: an RFC 3339 time, or a Go duration back from
+// now.
+func parseSince(v string, now time.Time) (time.Time, error) {
+	if t, err := time.Parse(time.RFC3339, v); err == nil {
+		return t, nil
+	}
+	if d, err := time.ParseDuration(v); err == nil && d >= 0 {
+		return now.Add(-d), nil
+	}
+	return time.Time{}, fmt.Errorf("--since must be an RFC 3339 time (2026-11-30T10:00:00Z) or a duration back from now (24h), got %q", v)
+}
+
+// printVerdicts prints verdicts with what became of them: ATTENTION is
+// "no", "YES" while an operation waits for a person, "resolved" once an
+// operator has decided every operation of the verdict since, or "YES (k/n
+// decided)" in between.
+func printVerdicts(w io.Writer, evs []kernel.Event, res []sweep.Resolution) error {
+	byKey := map[kernel.EventKey]sweep.Resolution{}
+	for _, r := range res {
+		byKey[r.Verdict] = r
+	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "TS\tRUN\tSUPERVISOR\tMODEL\tATTENTION\tOPERATIONS\tLESSON")
+	fmt.Fprintln(tw, "TS\tRUN\tSUPERVISOR\tMODEL\tSETTLE\tATTENTION\tOPERATIONS\tLESSON")
+	waiting := 0
 	for _, ev := range evs {
 		var d kernel.Verdict
 		_ = ev.DecodeData(&d)
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%v\t%s\t%s\n", ev.TS.UTC().Format(time.RFC3339), ev.RunID, d.Supervisor, d.Model,
-			d.NeedsAttention, strings.Join(d.OperationIDs, ","), oneLine(d.Lesson, 80))
+		r, known := byKey[ev.Key()]
+		attn := "no"
+		switch {
+		case known && r.Resolved:
+			attn = "resolved"
+		case !d.NeedsAttention:
+		case known && len(r.DecidedByOperator) > 0:
+			attn = fmt.Sprintf("YES (%d/%d decided)", len(r.DecidedByOperator), len(d.OperationIDs))
+			waiting++
+		default:
+			attn = "YES"
+			waiting++
+		}
+		settle := d.SettlePolicy
+		if settle == "" {
+			settle = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", ev.TS.UTC().Format(time.RFC3339), kernel.Printable(ev.RunID), d.Supervisor, orDash(d.Model),
+			settle, attn, kernel.Printable(strings.Join(d.OperationIDs, ",")), oneLine(d.Lesson, 80))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "%d verdict(s)\n", len(evs))
+	fmt.Fprintf(w, "%d verdict(s), %d still waiting for an operator (reckon ops attention lists their operations)\n", len(evs), waiting)
 	return nil
+}
+
+func opsAttention(ctx context.Context, c *opsClient, stdout io.Writer, project, run, cursor string, limit int, all, asJSON bool) error {
+	var items []operations.AttentionItem
+	raws, cursor, err := pages(ctx, c, operations.PathAttention, projectQuery(project, run), cursor, limit, all, func(raw []byte) (string, error) {
+		var p operations.AttentionPage // the API's null next_cursor decodes as ""
+		if err := json.Unmarshal(raw, &p); err != nil {
+			return "", fmt.Errorf("decode attention queue: %w", err)
+		}
+		items = append(items, p.Operations...)
+		return p.NextCursor, nil
+	})
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		return writePages(stdout, raws, map[string]any{"operations": items, "next_cursor": nil})
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "RUN\tOPERATION\tTOOL\tEFFECT\tPROPOSED\tWHY\tDECIDED\tSUPERVISOR\tNOTE")
+	for _, it := range items {
+		sup := orDash(it.Supervisor)
+		if it.Model != "" {
+			sup += "/" + it.Model
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", kernel.Printable(it.RunID), kernel.Printable(it.OperationID), kernel.Printable(it.Tool),
+			it.Effect, orDash(it.ProposedEffect), it.Reason, it.DecidedAt.UTC().Format(time.RFC3339), sup, oneLine(it.Note, 60))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%d operation(s) waiting for an operator (decide with reckon ops reconcile)\n", len(items))
+	if cursor != "" {
+		fmt.Fprintf(stdout, "more: reckon ops attention --project %s --cursor %s (or --all)\n", project, cursor)
+	}
+	return nil
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }
 
 func oneLine(s string, n int) string {

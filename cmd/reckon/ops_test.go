@@ -22,6 +22,7 @@ import (
 	"github.com/seed-7bc021c3/reckon/kernel/journal"
 	"github.com/seed-7bc021c3/reckon/kernel/operations"
 	"github.com/seed-7bc021c3/reckon/kernel/outbox"
+	"github.com/seed-7bc021c3/reckon/pipeline/sweep"
 )
 
 // TestOpsCLI drives `reckon ops` against the real operations API.
@@ -141,5 +142,99 @@ func TestOpsCLI(t *testing.T) {
 	}
 	if _, _, err := run("reader-secret", "frobnicate"); err == nil {
 		t.Fatal("unknown subcommand accepted")
+	}
+}
+
+// TestOpsAttentionCLI drives `reckon ops attention` and `reckon ops
+// verdicts` against the real API after a real sweep: what the supervisor
+// left unknown is queued, verdicts say ATTENTION until an operator decides,
+// then resolved, and --since/--limit reach the API.
+func TestOpsAttentionCLI(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := pgtest.New(t)
+	j := journal.New(s.Pool, nil)
+	svc := operations.New(s.Pool, operations.Options{})
+	toks, _ := auth.Parse("ann:operator:operator-secret,rita:reader:reader-secret,bot:agent:agent-secret")
+	srv := httpapi.New(httpapi.Options{Tokens: toks, Log: zerolog.Nop(), Registry: prometheus.NewRegistry()})
+	svc.Mount(srv)
+	sweep.MountVerdicts(srv, j, svc)
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+	pub := outbox.NewPublisher(s.Pool, j, outbox.Config{}, nil, zerolog.Nop())
+
+	t0 := time.Now().UTC().Add(-time.Hour)
+	for _, run := range []string{"run-1", "run-2"} {
+		ev := func(id, typ string, data string) kernel.Event {
+			return kernel.Event{SourceID: "agent-x", EventID: run + "/" + id, Project: "acme", RunID: run, Type: typ, TS: t0, Actor: "agent", Data: []byte(data)}
+		}
+		if _, err := j.Ingest(ctx, []kernel.Event{
+			ev("rs", kernel.TypeRunStarted, `{}`),
+			ev("s1", kernel.TypeToolStarted, `{"operation_id":"op-1","tool":"mcp__create_issue","args":{"title":"disk full"}}`),
+			ev("f1", kernel.TypeToolFailed, `{"operation_id":"op-1","error_type":"argument_validation","error":"title too long","effect":"uncertain"}`),
+			ev("rf", kernel.TypeRunFailed, `{"error":"gave up"}`),
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if rep, err := sweep.New(s.Pool, svc, j, sweep.Config{}).Sweep(ctx, sweep.Options{}); err != nil || rep.Journaled != 2 {
+		t.Fatalf("sweep: %+v %v", rep, err)
+	}
+	if err := pub.Drain(ctx); err != nil {
+		t.Fatal(err)
+	}
+	run := func(token string, args ...string) (string, error) {
+		var out, errb bytes.Buffer
+		env := map[string]string{"RECKON_URL": ts.URL, "RECKON_TOKEN": token}
+		err := opsMain(ctx, args, &out, &errb, func(k string) string { return env[k] })
+		return out.String(), err
+	}
+
+	out, err := run("reader-secret", "attention", "--project", "acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"RUN", "PROPOSED", "run-1", "run-2", "op-1", "mcp__create_issue", "unknown", "builtin", "2 operation(s) waiting"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("attention table lacks %q:\n%s", want, out)
+		}
+	}
+	out, err = run("reader-secret", "attention", "--project", "acme", "--limit", "1", "--all", "--json")
+	var page operations.AttentionPage
+	if err != nil || json.Unmarshal([]byte(out), &page) != nil || len(page.Operations) != 2 || page.Operations[0].VerdictKey == nil {
+		t.Fatalf("attention --all --json: %v\n%s", err, out)
+	}
+	if _, err := run("agent-secret", "attention", "--project", "acme"); err == nil || !strings.Contains(err.Error(), "403") {
+		t.Fatalf("agent reading the queue: %v", err)
+	}
+	out, err = run("reader-secret", "verdicts", "--project", "acme")
+	if err != nil || strings.Count(out, "YES") != 2 || !strings.Contains(out, "2 verdict(s), 2 still waiting") || !strings.Contains(out, "evidence") {
+		t.Fatalf("verdicts before a decision: %v\n%s", err, out)
+	}
+
+	if out, err := run("operator-secret", "reconcile", "--project", "acme", "--run", "run-1", "--op", "op-1", "--effect", "occurred", "--note", "issue #7 exists"); err != nil {
+		t.Fatalf("reconcile: %v\n%s", err, out)
+	}
+	if err := pub.Drain(ctx); err != nil {
+		t.Fatal(err)
+	}
+	out, err = run("reader-secret", "attention", "--project", "acme")
+	if err != nil || strings.Contains(out, "run-1") || !strings.Contains(out, "1 operation(s) waiting") {
+		t.Fatalf("attention after the decision: %v\n%s", err, out)
+	}
+	out, err = run("reader-secret", "verdicts", "--project", "acme")
+	if err != nil || strings.Count(out, "resolved") != 1 || strings.Count(out, "YES") != 1 || !strings.Contains(out, "1 still waiting") {
+		t.Fatalf("verdicts after the decision: %v\n%s", err, out)
+	}
+	out, err = run("reader-secret", "verdicts", "--project", "acme", "--since", "2h", "--limit", "1")
+	if err != nil || !strings.Contains(out, "1 verdict(s)") {
+		t.Fatalf("verdicts --since --limit: %v\n%s", err, out)
+	}
+	out, err = run("reader-secret", "verdicts", "--project", "acme", "--since", time.Now().Add(time.Hour).UTC().Format(time.RFC3339))
+	if err != nil || !strings.Contains(out, "0 verdict(s)") {
+		t.Fatalf("verdicts --since the future: %v\n%s", err, out)
+	}
+	if _, err := run("reader-secret", "verdicts", "--project", "acme", "--since", "yesterday"); err == nil || !strings.Contains(err.Error(), "--since") {
+		t.Fatalf("bad --since: %v", err)
 	}
 }

@@ -469,7 +469,8 @@ type SuiteResult struct {
 func (st *Stack) GenerateSuite(ctx context.Context, o Options, count int, out string, progress func(Progress)) (SuiteResult, error) {
 	o = o.withDefaults()
 	res := SuiteResult{Scenarios: map[string]int{}}
-	if err := removePreviousSuite(out); err != nil {
+	handMade, err := removePreviousSuite(out)
+	if err != nil {
 		return res, err
 	}
 	scs := Generate(o.Seed, count)
@@ -507,7 +508,7 @@ func (st *Stack) GenerateSuite(ctx context.Context, o Options, count int, out st
 	if len(res.Written) > 0 {
 		if err := evals.WriteManifest(out, evals.Manifest{
 			Version: evals.FixtureVersion, GeneratedBy: o.GeneratedBy, Seed: o.Seed, Count: len(res.Written),
-			GeneratedAt: time.Now().UTC(), Scenarios: res.Scenarios, Fixtures: res.Written,
+			GeneratedAt: time.Now().UTC(), Scenarios: res.Scenarios, Fixtures: res.Written, HandMade: handMade,
 		}); err != nil {
 			return res, err
 		}
@@ -532,26 +533,28 @@ func disagrees(f *evals.Fixture) bool {
 	return false
 }
 
-// removePreviousSuite deletes the fixtures a previous manifest in dir
-// lists, and the manifest, so a regenerated suite holds no stale cases.
-func removePreviousSuite(dir string) error {
+// removePreviousSuite deletes the drilled fixtures a previous manifest in
+// dir lists, and the manifest, so a regenerated suite holds no stale
+// cases. The hand-made fixtures it lists stay, and are returned for the
+// new manifest.
+func removePreviousSuite(dir string) ([]string, error) {
 	m, err := evals.ReadManifest(dir)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil
+		return nil, nil
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
 	for _, id := range m.Fixtures {
 		if strings.ContainsAny(id, `/\`) {
 			continue
 		}
 		if err := os.Remove(filepath.Join(dir, id+".json")); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("remove previous fixture: %w", err)
+			return nil, fmt.Errorf("remove previous fixture: %w", err)
 		}
 	}
 	if err := os.Remove(filepath.Join(dir, evals.ManifestFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("remove previous manifest: %w", err)
+		return nil, fmt.Errorf("remove previous manifest: %w", err)
 	}
-	return nil
+	return m.HandMade, nil
 }

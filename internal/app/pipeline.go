@@ -68,7 +68,7 @@ func (c *Core) NewSweeper(ops sweep.Operations, tune ...func(*sweep.Config)) (*s
 		return nil, err
 	}
 	sc := sweep.Config{
-		Supervisor: sup, Probes: probes, Metrics: m,
+		Supervisor: sup, Probes: probes, Metrics: m, SettlePolicy: c.Cfg.SupervisorSettle,
 		Log: c.Log.With().Str("component", "triage").Logger(),
 	}
 	for _, f := range tune {
@@ -77,9 +77,12 @@ func (c *Core) NewSweeper(ops sweep.Operations, tune ...func(*sweep.Config)) (*s
 	return sweep.New(c.Pool, ops, c.Journal, sc), nil
 }
 
-// MountVerdicts serves GET /v1/supervisor/verdicts on api (reader). Call it
-// while building the API, before it serves.
-func (c *Core) MountVerdicts(api *httpapi.Server) { sweep.MountVerdicts(api, c.Journal) }
+// MountVerdicts serves GET /v1/supervisor/verdicts on api (reader), with
+// what operators have decided since each verdict. Call it while building
+// the API, before it serves.
+func (c *Core) MountVerdicts(api *httpapi.Server) {
+	sweep.MountVerdicts(api, c.Journal, c.OperationsService(nil))
+}
 
 // StartPipeline runs the cron-driven triage sweep (RECKON_TRIAGE_SCHEDULE)
 // in the stack's lifetime over ops (nil: journal-liveness operations). The

@@ -33,6 +33,11 @@ type Config struct {
 	SupervisorBaseURL string
 	SupervisorAPIKey  string
 	SupervisorModel   string
+	// SupervisorSettle is the settlement policy (RECKON_SUPERVISOR_SETTLE):
+	// evidence (default) holds a supervisor's occurred/none that no probe
+	// or kernel fact proves as unknown for an operator; inference settles
+	// it as given.
+	SupervisorSettle  string
 	FaultAfterEffect  string
 	FaultBeforeEffect string
 	LogLevel          string
@@ -87,6 +92,7 @@ func LoadFrom(getenv func(string) string) (Config, error) {
 		SupervisorBaseURL: get("RECKON_SUPERVISOR_BASE_URL", ""),
 		SupervisorAPIKey:  get("RECKON_SUPERVISOR_API_KEY", ""),
 		SupervisorModel:   get("RECKON_SUPERVISOR_MODEL", ""),
+		SupervisorSettle:  get("RECKON_SUPERVISOR_SETTLE", "evidence"),
 		FaultAfterEffect:  get("KERNEL_FAULT_AFTER_EFFECT", ""),
 		FaultBeforeEffect: get("KERNEL_FAULT_BEFORE_EFFECT", ""),
 		LogLevel:          get("RECKON_LOG_LEVEL", "info"),
@@ -131,6 +137,11 @@ func LoadFrom(getenv func(string) string) (Config, error) {
 	}
 	if c.SandboxUID, c.SandboxGID, err = identity(get("RECKON_SANDBOX_UID", "65534:65534")); err != nil {
 		return Config{}, err
+	}
+	switch c.SupervisorSettle {
+	case "evidence", "inference":
+	default:
+		return Config{}, &Error{"RECKON_SUPERVISOR_SETTLE", fmt.Sprintf("must be evidence (settle only what a probe or a kernel fact proves) or inference (settle a supervisor's inferences too), got %q", c.SupervisorSettle)}
 	}
 	if (c.SupervisorBaseURL == "") != (c.SupervisorModel == "") {
 		return Config{}, &Error{"RECKON_SUPERVISOR_MODEL", "and RECKON_SUPERVISOR_BASE_URL must be set together (both unset selects the built-in supervisor)"}

@@ -13,7 +13,8 @@ func TestDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.DatabaseURL != DefaultDatabaseURL || c.HTTPAddr != "127.0.0.1:8080" || c.OperationsWindow != 168*time.Hour ||
-		c.StaleAfter != 10*time.Minute || c.TriageSchedule != "@every 5m" || c.DataDir != "./.reckon" || c.TemporalNamespace != "default" {
+		c.StaleAfter != 10*time.Minute || c.TriageSchedule != "@every 5m" || c.DataDir != "./.reckon" || c.TemporalNamespace != "default" ||
+		c.SupervisorSettle != "evidence" {
 		t.Fatalf("defaults: %+v", c)
 	}
 }
@@ -28,6 +29,7 @@ func TestErrorsNameTheVariable(t *testing.T) {
 		"RECKON_LOG_LEVEL":           "loud",
 		"RECKON_SUPERVISOR_BASE_URL": "http://127.0.0.1:1/v1",
 		"RECKON_SANDBOX_UNCONFINED":  "yes",
+		"RECKON_SUPERVISOR_SETTLE":   "trust-the-model",
 	} {
 		_, err := LoadFrom(func(name string) string {
 			if name == k {

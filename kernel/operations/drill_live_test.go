@@ -75,8 +75,8 @@ func TestLiveDrill(t *testing.T) {
 	srv := httpapi.New(httpapi.Options{Tokens: toks, Log: zerolog.Nop(), Registry: prometheus.NewRegistry()})
 	srv.MountIngest(j, runner.Owners{Pool: s.Pool})
 	runner.Mount(srv, starter)
-	sweep.MountVerdicts(srv, j)
 	svc := operations.New(s.Pool, operations.Options{Liveness: operations.NewTemporalLiveness(conn.Client)})
+	sweep.MountVerdicts(srv, j, svc)
 	svc.Mount(srv)
 	ts := newTestServer(t, srv)
 

@@ -16,6 +16,7 @@ const (
 	PathOperations = "/v1/agent/operations"
 	PathReconcile  = "/v1/agent/operations/reconcile"
 	PathHistory    = "/v1/agent/operations/history"
+	PathAttention  = "/v1/agent/operations/attention"
 )
 
 // IdempotencyKeyHeader carries a reconcile's idempotency key.
@@ -25,23 +26,53 @@ const IdempotencyKeyHeader = "Idempotency-Key"
 // event an earlier request with the same idempotency key recorded.
 const ReplayedHeader = "Idempotent-Replayed"
 
-// Mount serves the listing, reconcile and history endpoints on srv.
+// Mount serves the listing, reconcile, history and attention endpoints on
+// srv.
 func (s *Service) Mount(srv *httpapi.Server) {
 	srv.Handle(http.MethodGet, PathOperations, []string{auth.RoleReader}, s.handleList)
 	srv.Handle(http.MethodPost, PathReconcile, []string{auth.RoleOperator}, s.handleReconcile)
 	srv.Handle(http.MethodGet, PathHistory, []string{auth.RoleReader}, s.handleHistory)
+	srv.Handle(http.MethodGet, PathAttention, []string{auth.RoleReader}, s.handleAttention)
+}
+
+// limitParam reads an optional limit query parameter.
+func limitParam(v string) (int, error) {
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		return 0, kernel.Errorf(kernel.EInvalid, "limit must be an integer between 1 and %d, got %q", MaxLimit, v)
+	}
+	return n, nil
+}
+
+func (s *Service) handleAttention(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	limit, err := limitParam(q.Get("limit"))
+	if err != nil {
+		return err
+	}
+	page, err := s.Attention(r.Context(), AttentionParams{Project: q.Get("project"), RunID: q.Get("run_id"), Cursor: q.Get("cursor"), Limit: limit})
+	if err != nil {
+		return err
+	}
+	var next *string
+	if page.NextCursor != "" {
+		next = &page.NextCursor
+	}
+	httpapi.WriteJSON(w, http.StatusOK, map[string]any{"operations": page.Operations, "next_cursor": next})
+	return nil
 }
 
 func (s *Service) handleList(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
 	p := ListParams{Project: q.Get("project"), RunID: q.Get("run_id"), Cursor: q.Get("cursor")}
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			return kernel.Errorf(kernel.EInvalid, "limit must be an integer between 1 and %d, got %q", MaxLimit, v)
-		}
-		p.Limit = n
+	limit, err := limitParam(q.Get("limit"))
+	if err != nil {
+		return err
 	}
+	p.Limit = limit
 	page, err := s.List(r.Context(), p)
 	if err != nil {
 		return err

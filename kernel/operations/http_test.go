@@ -196,7 +196,7 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil)
 	srv, ts := newAPI(t, e)
-	sweep.MountVerdicts(srv, e.j)
+	sweep.MountVerdicts(srv, e.j, e.svc)
 	runner.Mount(srv, &runner.Starter{}) // routes only; no run is started here
 	r := call(t, "GET", ts.URL+"/openapi.json", "", "")
 	if r.status != 200 || r.body["openapi"] != "3.1.0" {

@@ -42,6 +42,10 @@ type Item struct {
 	Args        json.RawMessage `json:"args,omitempty"`
 	// Failure is the operation's newest tool.failed, when it has one.
 	Failure *kernel.ToolFailed `json:"failure,omitempty"`
+	// FailureKey is that tool.failed's key: its source_id says who
+	// reported the failure (the kernel, or an external agent about its own
+	// call).
+	FailureKey *kernel.EventKey `json:"failure_key,omitempty"`
 	// ChildRunID names the child run of a delegation.
 	ChildRunID string `json:"child_run_id,omitempty"`
 	// ChildOpsTotal and ChildOpsUnresolved summarise the child run; they are
@@ -130,19 +134,25 @@ type position struct {
 
 const cursorPrefix = "v1:"
 
-// encodeCursor makes an opaque cursor after p.
-func encodeCursor(p position) string {
-	raw := cursorPrefix + strconv.FormatInt(p.ts.UnixMicro(), 10) + ":" + strconv.FormatInt(p.seq, 10)
+// encodeCursor makes an opaque listing cursor after p.
+func encodeCursor(p position) string { return encodePrefixedCursor(p, cursorPrefix) }
+
+func decodeCursor(s string) (position, error) { return decodePrefixedCursor(s, cursorPrefix) }
+
+// encodePrefixedCursor makes an opaque cursor after p; the prefix keeps the
+// cursors of different pagings apart.
+func encodePrefixedCursor(p position, prefix string) string {
+	raw := prefix + strconv.FormatInt(p.ts.UnixMicro(), 10) + ":" + strconv.FormatInt(p.seq, 10)
 	return base64.RawURLEncoding.EncodeToString([]byte(raw))
 }
 
-func decodeCursor(s string) (position, error) {
-	bad := kernel.Errorf(kernel.EInvalid, "cursor %q is not a cursor this API issued; pass next_cursor from a listing unchanged", s)
+func decodePrefixedCursor(s, prefix string) (position, error) {
+	bad := kernel.Errorf(kernel.EInvalid, "cursor %q is not a cursor this API issued for this list; pass next_cursor from the same list unchanged", s)
 	raw, err := base64.RawURLEncoding.DecodeString(s)
 	if err != nil {
 		return position{}, bad
 	}
-	rest, ok := strings.CutPrefix(string(raw), cursorPrefix)
+	rest, ok := strings.CutPrefix(string(raw), prefix)
 	if !ok {
 		return position{}, bad
 	}

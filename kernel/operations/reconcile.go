@@ -34,6 +34,9 @@ type ReconcileRequest struct {
 	// Basis is operator for human verdicts, inference or probe for the
 	// supervisor's.
 	Basis string `json:"-"`
+	// ProposedEffect, on a supervisor's unknown only, is the effect the
+	// supervisor proposed and the settlement policy held back.
+	ProposedEffect string `json:"-"`
 	// Actor is "operator:<name>" or "supervisor".
 	Actor string `json:"-"`
 	// IdempotencyKey, when set, makes a repeat of the request return the
@@ -78,6 +81,16 @@ func (r *ReconcileRequest) validate() error {
 		}
 	default:
 		return kernel.Errorf(kernel.EInvalid, "actor must be operator:<name> or supervisor, got %q", r.Actor)
+	}
+	if r.ProposedEffect != "" {
+		switch {
+		case r.Actor != kernel.ActorSupervisor:
+			return kernel.Errorf(kernel.EInvalid, "proposed_effect is the supervisor's held proposal; a human verdict decides the effect itself")
+		case r.Effect != kernel.EffectUnknown:
+			return kernel.Errorf(kernel.EInvalid, "proposed_effect goes with effect unknown only, got effect %q", r.Effect)
+		case r.ProposedEffect != kernel.EffectNone && r.ProposedEffect != kernel.EffectOccurred:
+			return kernel.Errorf(kernel.EInvalid, "proposed_effect must be none or occurred, got %q", r.ProposedEffect)
+		}
 	}
 	return nil
 }
@@ -209,7 +222,7 @@ func (s *Service) reconcileTx(ctx context.Context, tx pgx.Tx, req ReconcileReque
 
 	data := kernel.Reconciled{
 		OperationID: req.OperationID, Effect: req.Effect, Note: req.Note,
-		Basis: req.Basis, Evidence: req.Evidence,
+		Basis: req.Basis, Evidence: req.Evidence, ProposedEffect: req.ProposedEffect,
 	}
 	if latest != nil {
 		k := latest.Key()
@@ -279,7 +292,7 @@ func sameVerdict(e kernel.Event, req ReconcileRequest) bool {
 	if e.Actor != req.Actor || e.DecodeData(&d) != nil {
 		return false
 	}
-	if d.Effect != req.Effect || d.Note != req.Note || d.Basis != req.Basis {
+	if d.Effect != req.Effect || d.Note != req.Note || d.Basis != req.Basis || d.ProposedEffect != req.ProposedEffect {
 		return false
 	}
 	if (d.Evidence == nil) != (req.Evidence == nil) {

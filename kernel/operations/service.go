@@ -85,6 +85,7 @@ type candidate struct {
 	operationID string
 	data        []byte
 	failure     []byte
+	failureKey  struct{ source, event *string }
 	runSource   *string
 	runEnded    bool
 }
@@ -101,15 +102,9 @@ func (s *Service) List(ctx context.Context, p ListParams) (Page, error) {
 }
 
 func (s *Service) list(ctx context.Context, p ListParams) (Page, error) {
-	if p.Project == "" {
-		return Page{}, kernel.Errorf(kernel.EInvalid, "project is required: ?project=<name>")
-	}
-	limit := p.Limit
-	if limit == 0 {
-		limit = DefaultLimit
-	}
-	if limit < 0 || limit > MaxLimit {
-		return Page{}, kernel.Errorf(kernel.EInvalid, "limit must be between 1 and %d, got %d", MaxLimit, p.Limit)
+	limit, err := pageParams(p.Project, p.Limit)
+	if err != nil {
+		return Page{}, err
 	}
 	now := s.now()
 	since := now.Add(-s.o.Window)
@@ -162,6 +157,21 @@ func (s *Service) list(ctx context.Context, p ListParams) (Page, error) {
 	return page, nil
 }
 
+// pageParams checks a page request's project and limit, and returns the
+// limit to use (DefaultLimit for 0).
+func pageParams(project string, limit int) (int, error) {
+	if project == "" {
+		return 0, kernel.Errorf(kernel.EInvalid, "project is required: ?project=<name>")
+	}
+	if limit == 0 {
+		return DefaultLimit, nil
+	}
+	if limit < 0 || limit > MaxLimit {
+		return 0, kernel.Errorf(kernel.EInvalid, "limit must be between 1 and %d, got %d", MaxLimit, limit)
+	}
+	return limit, nil
+}
+
 func (s *Service) fetch(ctx context.Context, project, runID string, since time.Time, start position, n int) ([]candidate, error) {
 	rows, err := s.pool.Query(ctx, listSQL, project, since, runID, start.ts, start.seq, n)
 	if err != nil {
@@ -172,7 +182,7 @@ func (s *Service) fetch(ctx context.Context, project, runID string, since time.T
 	for rows.Next() {
 		var c candidate
 		if err := rows.Scan(&c.pos.seq, &c.key.SourceID, &c.key.EventID, &c.runID, &c.operationID,
-			&c.pos.ts, &c.data, &c.failure, &c.runSource, &c.runEnded); err != nil {
+			&c.pos.ts, &c.data, &c.failure, &c.failureKey.source, &c.failureKey.event, &c.runSource, &c.runEnded); err != nil {
 			return nil, fmt.Errorf("list operations of %s: scan: %w", project, err)
 		}
 		c.pos.ts = c.pos.ts.UTC()
@@ -210,6 +220,9 @@ func (s *Service) classify(c candidate, project string, now time.Time, lv *listi
 			return Item{}, false, fmt.Errorf("tool.failed of %s: decode data: %w", c.key, err)
 		}
 		it.Failure = &f
+		if c.failureKey.source != nil && c.failureKey.event != nil {
+			it.FailureKey = &kernel.EventKey{SourceID: *c.failureKey.source, EventID: *c.failureKey.event}
+		}
 		it.State = StateFailedUncertain
 		it.ChildRunID = f.ChildRunID
 		it.ChildOpsTotal, it.ChildOpsUnresolved = f.ChildOpsTotal, f.ChildOpsUnresolved

@@ -9,19 +9,22 @@ package operations
 // candidate is re-verified against the settling events of the same
 // (project, run_id, operation_id), from any source. Per candidate it makes
 // two index probes: one over the operation's own events (settled? an
-// earlier tool.started of the same operation? the newest tool.failed) and
+// earlier tool.started of the same operation? the newest tool.failed and
+// who reported it) and
 // one over the run's lifecycle events (who started it, whether it ended).
 //
 // $1 project, $2 window start, $3 run_id (empty: every run), $4/$5 the first
 // (ts, seq) position to return, $6 limit.
 const listSQL = `
 SELECT s.seq, s.source_id, s.event_id, s.run_id, s.operation_id, s.ts, s.data,
-       o.failure, rl.started_source, coalesce(rl.ended, false)
+       o.failure, o.failure_source, o.failure_event, rl.started_source, coalesce(rl.ended, false)
 FROM journal_events s
 CROSS JOIN LATERAL (
     SELECT bool_or(t.settles) AS settled,
            bool_or(t.type = 'tool.started' AND (t.ts, t.seq) < (s.ts, s.seq)) AS earlier,
-           (array_agg(t.data ORDER BY t.ts DESC, t.seq DESC) FILTER (WHERE t.type = 'tool.failed'))[1] AS failure
+           (array_agg(t.data ORDER BY t.ts DESC, t.seq DESC) FILTER (WHERE t.type = 'tool.failed'))[1] AS failure,
+           (array_agg(t.source_id ORDER BY t.ts DESC, t.seq DESC) FILTER (WHERE t.type = 'tool.failed'))[1] AS failure_source,
+           (array_agg(t.event_id ORDER BY t.ts DESC, t.seq DESC) FILTER (WHERE t.type = 'tool.failed'))[1] AS failure_event
     FROM journal_events t
     WHERE t.project = s.project AND t.run_id = s.run_id AND t.operation_id = s.operation_id
 ) o
@@ -107,3 +110,56 @@ WHERE o.delivered_at IS NULL AND o.parked_at IS NULL
 // lockOperationSQL serializes reconciles of one operation until the end of
 // the caller's transaction.
 const lockOperationSQL = `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`
+
+// attentionSQL pages through the operator's queue: operations whose newest
+// reconciliation is the supervisor's and either says unknown or belongs to
+// a verdict that asked for attention, with no later reconciliation (an
+// operator's decision) in the journal or on its way in the outbox. It reads
+// the partial index journal_events_supervisor_reconciled (project, ts, seq)
+// inside the window, so its cost follows the supervisor's recent
+// reconciliations, not journal history; per candidate it probes the
+// operation's own events (a later reconciliation?), the pending outbox rows
+// of the operation, and two unique keys (the verdict, the tool.started).
+//
+// $1 project, $2 window start, $3 run_id (empty: every run), $4/$5 the first
+// (ts, seq) position to return, $6 limit.
+const attentionSQL = `
+SELECT r.seq, r.source_id, r.event_id, r.run_id, r.operation_id, r.ts, r.data,
+       s.source_id, s.event_id, s.ts, s.data->>'tool',
+       v.source_id, v.event_id, coalesce((v.data->>'needs_attention')::boolean, false), v.data->>'supervisor', v.data->>'model'
+FROM journal_events r
+LEFT JOIN journal_events v
+       ON v.source_id = r.data->'evidence'->'verdict'->>'source_id'
+      AND v.event_id = r.data->'evidence'->'verdict'->>'event_id'
+      AND v.type = 'supervisor.verdict'
+LEFT JOIN journal_events s
+       ON s.source_id = r.parent_source_id AND s.event_id = r.parent_event_id
+WHERE r.project = $1 AND r.type = 'operation.reconciled' AND r.actor = 'supervisor'
+  AND r.ts >= $2
+  AND (r.ts, r.seq) >= ($4::timestamptz, $5::bigint)
+  AND ($3 = '' OR r.run_id = $3)
+  AND (r.data->>'effect' = 'unknown' OR coalesce((v.data->>'needs_attention')::boolean, false))
+  AND NOT EXISTS (
+      SELECT 1 FROM journal_events t
+      WHERE t.project = r.project AND t.run_id = r.run_id AND t.operation_id = r.operation_id
+        AND t.type = 'operation.reconciled' AND (t.ts, t.seq) > (r.ts, r.seq))
+  AND NOT EXISTS (
+      SELECT 1 FROM kernel_event_outbox o
+      WHERE o.delivered_at IS NULL AND o.parked_at IS NULL
+        AND o.event->>'project' = r.project AND o.event->>'run_id' = r.run_id
+        AND o.event->'data'->>'operation_id' = r.operation_id
+        AND o.event->>'type' = 'operation.reconciled')
+ORDER BY r.ts, r.seq
+LIMIT $6`
+
+// newestReconciledSQL returns, for each (run_id, operation_id) pair of $2
+// and $3, its newest reconciliation in the journal: who decided what, when.
+// One statement for a page of verdicts; each pair is one index probe.
+const newestReconciledSQL = `
+SELECT DISTINCT ON (q.run_id, q.operation_id)
+       q.run_id, q.operation_id, t.source_id, t.event_id, t.actor, t.ts, t.data->>'effect'
+FROM unnest($2::text[], $3::text[]) AS q(run_id, operation_id)
+JOIN journal_events t
+  ON t.project = $1 AND t.run_id = q.run_id AND t.operation_id = q.operation_id
+ AND t.type = 'operation.reconciled'
+ORDER BY q.run_id, q.operation_id, t.ts DESC, t.seq DESC`

@@ -15,25 +15,15 @@ const BuiltinName = "builtin"
 
 // BuiltinVersion is the version of the built-in rules, recorded where a
 // model verdict records its prompt version.
-const BuiltinVersion = "builtin_v1"
+const BuiltinVersion = "builtin_v2"
 
-// preBoundaryErrorTypes are failure types that by definition happened
-// before the execution boundary: the call was rejected, nothing ran. A
-// failure of these types reported without an effect (legacy or external
-// agents) still proves effect none.
-var preBoundaryErrorTypes = map[string]bool{
-	kernel.ErrorTypeValidation:      true,
-	kernel.ErrorTypeUnknownTool:     true,
-	kernel.ErrorTypeDelegationStart: true,
-	kernel.ErrorTypeBlocked:         true,
-}
-
-// Builtin is the offline, deterministic supervisor. It decides only what
-// the wall's evidence supports — a probe proof, a delegated child whose
-// operations are all settled, an explicit failure before the execution
-// boundary — and answers unknown with needs_attention otherwise. It never
-// reads an agent's account of its own work: the wall carries none, and
-// nothing here looks at results or free text except failure types.
+// Builtin is the offline, deterministic supervisor. It decides exactly what
+// the wall's evidence proves (Prove: a probe proof, a kernel-reported child
+// summary with every child operation settled, a kernel-reported failure
+// before the execution boundary) and answers unknown with needs_attention
+// otherwise. It never reads an agent's account of its own work: failures
+// and summaries an external agent reported are claims, and nothing here
+// looks at args, results or free text.
 type Builtin struct{}
 
 var _ pipeline.Supervisor = Builtin{}
@@ -75,35 +65,24 @@ func (Builtin) Decide(ctx context.Context, w pipeline.Wall) (pipeline.Decision, 
 // decideOne decides one operation and, for unknown, says why and what to do.
 func decideOne(op pipeline.WallOperation) (v pipeline.OperationVerdict, cause, remedy string) {
 	v = pipeline.OperationVerdict{OperationID: op.OperationID, Basis: kernel.BasisInference}
-	if f := ProbeFinding(op); f != "" {
-		v.Effect, v.Basis = f, kernel.BasisProbe
-		v.Note = clip("proved by probe: " + proofSummary(op, f))
+	p := Prove(op)
+	switch {
+	case p.Proven():
+		v.Effect, v.Basis, v.Note = p.Effect, p.Basis, clip(p.Why)
 		return v, "", ""
-	}
-	if conflicting(op) {
+	case p.Conflict:
 		v.Effect = kernel.EffectUnknown
-		v.Note = clip("probes disagree: " + proofSummary(op, ""))
+		v.Note = clip(p.Why)
 		return v, "probes returned contradicting findings for the same operation",
 			"check the downstream state by hand; contradicting probes mean one of them reads the wrong state"
-	}
-	// A child summary proves the delegation only when it was taken after
-	// the child ended (the kernel summarizes at delegated_run_failed); a
-	// summary of a child that may still run is left to the replay probe,
-	// which checks that the child ended.
-	if c := op.ChildOps; c != nil && c.Total > 0 && c.Unresolved == 0 && op.Failure != nil && op.Failure.ErrorType == kernel.ErrorTypeDelegationFail {
-		v.Effect = kernel.EffectOccurred
-		v.Note = clip(fmt.Sprintf("delegated child run %s: all %d child operations are settled in the journal", op.ChildRunID, c.Total))
-		return v, "", ""
-	}
-	if f := op.Failure; f != nil && preBoundaryErrorTypes[f.ErrorType] {
-		v.Effect = kernel.EffectNone
-		v.Note = clip(fmt.Sprintf("failed before the execution boundary (error_type %s): the call was rejected, nothing ran", f.ErrorType))
-		return v, "", ""
 	}
 	v.Effect = kernel.EffectUnknown
 	cause = stateCause(op)
 	remedy = toolRemedy(op)
 	note := cause
+	if claim := agentClaim(op); claim != "" {
+		note += "; " + claim
+	}
 	for _, ev := range op.Evidence {
 		note += fmt.Sprintf("; probe %s was %s: %s", ev.Probe, ev.Finding, ev.Detail)
 	}
@@ -111,23 +90,29 @@ func decideOne(op pipeline.WallOperation) (v pipeline.OperationVerdict, cause, r
 	return v, cause, remedy
 }
 
-func conflicting(op pipeline.WallOperation) bool {
-	occ, none := false, false
-	for _, ev := range op.Evidence {
-		occ = occ || ev.Finding == pipeline.FindingOccurred
-		none = none || ev.Finding == pipeline.FindingNone
-	}
-	return occ && none
-}
-
-func proofSummary(op pipeline.WallOperation, finding string) string {
+// agentClaim says which decisive-looking fields of the operation were not
+// the kernel's, so a reader sees why they were not taken as evidence.
+func agentClaim(op pipeline.WallOperation) string {
 	var parts []string
-	for _, ev := range op.Evidence {
-		if finding == "" || ev.Finding == finding {
-			parts = append(parts, fmt.Sprintf("%s found %s (%s)", ev.Probe, ev.Finding, ev.Detail))
+	if f := op.Failure; f != nil && op.KernelFailure() == nil {
+		parts = append(parts, fmt.Sprintf("the failure (error_type %s, effect %s) was reported by %s, not the kernel: a claim, not evidence",
+			f.ErrorType, f.Effect, sourceName(op.FailureSource())))
+	}
+	if c := op.ChildOps; c != nil && op.KernelChildSummary() == nil {
+		who := "counted by the listing before the child was known to have ended"
+		if s := op.ChildSummarySource(); s != "" {
+			who = "reported by " + sourceName(s) + ", not the kernel"
 		}
+		parts = append(parts, fmt.Sprintf("the child summary (%d of %d unresolved) was %s: not evidence", c.Unresolved, c.Total, who))
 	}
 	return strings.Join(parts, "; ")
+}
+
+func sourceName(s string) string {
+	if s == "" {
+		return "an unknown source"
+	}
+	return fmt.Sprintf("source %q", s)
 }
 
 func stateCause(op pipeline.WallOperation) string {

@@ -99,24 +99,37 @@ func NewOpenAI(cfg OpenAIConfig) (*OpenAI, error) {
 func (s *OpenAI) Name() string { return OpenAIName }
 
 // modelOutput is the JSON object the model must answer with (the response
-// schema's shape); its operations are the wall's verdicts as they are.
+// schema's shape).
 type modelOutput struct {
-	NeedsAttention bool                        `json:"needs_attention"`
-	Causes         []string                    `json:"causes"`
-	Remedies       []string                    `json:"remedies"`
-	Lesson         string                      `json:"lesson"`
-	Operations     []pipeline.OperationVerdict `json:"operations"`
+	NeedsAttention bool           `json:"needs_attention"`
+	Causes         []string       `json:"causes"`
+	Remedies       []string       `json:"remedies"`
+	Lesson         string         `json:"lesson"`
+	Operations     []modelVerdict `json:"operations"`
+}
+
+// modelVerdict is one operation's verdict as the model answers it: exactly
+// the schema's fields, so an answer carrying anything else (a
+// proposed_effect, say) is rejected as not the schema's object.
+type modelVerdict struct {
+	OperationID string `json:"operation_id"`
+	Effect      string `json:"effect"`
+	Basis       string `json:"basis"`
+	Note        string `json:"note"`
 }
 
 // ResponseSchema is the strict JSON schema of modelOutput sent as the
-// structured-output response format.
-func ResponseSchema() *jsonschema.Definition {
+// structured-output response format. ids are the wall's operation ids: the
+// schema lists them as the only values of operation_id, so a server that
+// enforces schemas cannot emit an invented id (validation still checks
+// everything, since not every server enforces them).
+func ResponseSchema(ids []string) *jsonschema.Definition {
 	str := jsonschema.Definition{Type: jsonschema.String}
 	strs := jsonschema.Definition{Type: jsonschema.Array, Items: &str}
 	op := jsonschema.Definition{
 		Type: jsonschema.Object,
 		Properties: map[string]jsonschema.Definition{
-			"operation_id": {Type: jsonschema.String, Description: "an operation id of the wall, exactly as given"},
+			"operation_id": {Type: jsonschema.String, Enum: append([]string(nil), ids...), Description: "an operation id of the wall, exactly as given"},
 			"effect":       {Type: jsonschema.String, Enum: []string{kernel.EffectNone, kernel.EffectOccurred, kernel.EffectUnknown}},
 			"basis":        {Type: jsonschema.String, Enum: []string{kernel.BasisInference, kernel.BasisProbe}},
 			"note":         {Type: jsonschema.String, Description: fmt.Sprintf("what the decision rests on, at most %d bytes", kernel.MaxNoteBytes)},
@@ -138,13 +151,53 @@ func ResponseSchema() *jsonschema.Definition {
 	}
 }
 
+// promptWall is the wall as the model reads it, inside the prompt's data
+// block: the wall's own fields (agent-reported ones marked as such), with
+// the run's earlier verdicts reduced to earlier opinions — what an earlier
+// supervisor concluded, never an instruction — and no digest (it is the
+// digest of this very content).
+type promptWall struct {
+	Project         string                   `json:"project"`
+	RunID           string                   `json:"run_id"`
+	Part            int                      `json:"part"`
+	Parts           int                      `json:"parts"`
+	BuiltAt         time.Time                `json:"built_at"`
+	Operations      []pipeline.WallOperation `json:"operations"`
+	EarlierOpinions []earlierOpinion         `json:"earlier_opinions,omitempty"`
+}
+
+// earlierOpinion is an earlier supervisor verdict on the run, as an opinion.
+type earlierOpinion struct {
+	RecordedAt     time.Time `json:"recorded_at"`
+	Supervisor     string    `json:"supervisor"`
+	Model          string    `json:"model,omitempty"`
+	NeedsAttention bool      `json:"needs_attention"`
+	OperationIDs   []string  `json:"operation_ids"`
+	Causes         []string  `json:"causes,omitempty"`
+	Lesson         string    `json:"lesson,omitempty"`
+}
+
+func newPromptWall(w pipeline.Wall) promptWall {
+	p := promptWall{Project: w.Project, RunID: w.RunID, Part: w.Part, Parts: w.Parts, BuiltAt: w.BuiltAt, Operations: w.Operations}
+	if p.Operations == nil {
+		p.Operations = []pipeline.WallOperation{}
+	}
+	for _, ev := range w.EarlierVerdicts {
+		v := ev.Verdict
+		p.EarlierOpinions = append(p.EarlierOpinions, earlierOpinion{RecordedAt: ev.TS, Supervisor: v.Supervisor, Model: v.Model,
+			NeedsAttention: v.NeedsAttention, OperationIDs: v.OperationIDs, Causes: v.Causes, Lesson: v.Lesson})
+	}
+	return p
+}
+
+// RenderPrompt renders the reconciliation prompt the model is sent for w.
+func RenderPrompt(w pipeline.Wall) (prompts.Reconcile, error) {
+	return prompts.RenderReconcile(prompts.ReconcileData{Wall: newPromptWall(w), Operations: len(w.Operations), Part: w.Part, Parts: w.Parts})
+}
+
 // Decide implements pipeline.Supervisor.
 func (s *OpenAI) Decide(ctx context.Context, w pipeline.Wall) (pipeline.Decision, error) {
-	wallJSON, err := json.MarshalIndent(w, "", " ")
-	if err != nil {
-		return pipeline.Decision{}, fmt.Errorf("supervisor: marshal wall: %w", err)
-	}
-	p, err := prompts.RenderReconcile(prompts.ReconcileData{Wall: w, WallJSON: string(wallJSON)})
+	p, err := RenderPrompt(w)
 	if err != nil {
 		return pipeline.Decision{}, err
 	}
@@ -152,11 +205,12 @@ func (s *OpenAI) Decide(ctx context.Context, w pipeline.Wall) (pipeline.Decision
 		{Role: openai.ChatMessageRoleSystem, Content: p.System},
 		{Role: openai.ChatMessageRoleUser, Content: p.User},
 	}
+	schema := ResponseSchema(w.OperationIDs())
 	var usage pipeline.Usage
 	var lastInvalid error
 	// One answer, and at most one more after feeding back its problem.
 	for round := 0; round < 2; round++ {
-		content, u, err := s.complete(ctx, msgs)
+		content, u, err := s.complete(ctx, msgs, schema)
 		usage.PromptTokens += u.PromptTokens
 		usage.CompletionTokens += u.CompletionTokens
 		if err != nil {
@@ -171,7 +225,7 @@ func (s *OpenAI) Decide(ctx context.Context, w pipeline.Wall) (pipeline.Decision
 		if s.cfg.OnInvalid != nil {
 			s.cfg.OnInvalid(verr)
 		}
-		repair, err := prompts.RenderRepair(verr.Error())
+		repair, err := prompts.RenderRepair(problemsOf(verr))
 		if err != nil {
 			return pipeline.Decision{Usage: usage}, err
 		}
@@ -198,7 +252,10 @@ func (s *OpenAI) parse(w pipeline.Wall, content string) (pipeline.Decision, erro
 		Supervisor:     OpenAIName,
 		Model:          s.cfg.Model,
 		PromptVersion:  prompts.ReconcileVersion,
-		Operations:     out.Operations,
+		Operations:     make([]pipeline.OperationVerdict, 0, len(out.Operations)),
+	}
+	for _, v := range out.Operations {
+		d.Operations = append(d.Operations, pipeline.OperationVerdict{OperationID: v.OperationID, Effect: v.Effect, Basis: v.Basis, Note: v.Note})
 	}
 	if d.Causes == nil {
 		d.Causes = []string{}
@@ -210,6 +267,15 @@ func (s *OpenAI) parse(w pipeline.Wall, content string) (pipeline.Decision, erro
 		return pipeline.Decision{}, err
 	}
 	return d, nil
+}
+
+// problemsOf lists what was wrong with an answer, for the repair message.
+func problemsOf(err error) []string {
+	var ie *InvalidOutputError
+	if errors.As(err, &ie) {
+		return ie.Problems
+	}
+	return []string{err.Error()}
 }
 
 // stripFence tolerates a model that wraps its JSON in a Markdown fence.
@@ -225,7 +291,7 @@ func stripFence(s string) string {
 
 // complete makes one chat completion, retrying 429, 5xx and network errors
 // with capped backoff.
-func (s *OpenAI) complete(ctx context.Context, msgs []openai.ChatCompletionMessage) (string, pipeline.Usage, error) {
+func (s *OpenAI) complete(ctx context.Context, msgs []openai.ChatCompletionMessage, schema *jsonschema.Definition) (string, pipeline.Usage, error) {
 	req := openai.ChatCompletionRequest{
 		Model:       s.cfg.Model,
 		Messages:    msgs,
@@ -234,7 +300,7 @@ func (s *OpenAI) complete(ctx context.Context, msgs []openai.ChatCompletionMessa
 			Type: openai.ChatCompletionResponseFormatTypeJSONSchema,
 			JSONSchema: &openai.ChatCompletionResponseFormatJSONSchema{
 				Name:   "reckon_wall_verdict",
-				Schema: ResponseSchema(),
+				Schema: schema,
 				Strict: true,
 			},
 		},

@@ -103,7 +103,7 @@ func TestValidateRejects(t *testing.T) {
 		mut  func(d *pipeline.Decision)
 		want string
 	}{
-		"missing":          {func(d *pipeline.Decision) { d.Operations = d.Operations[1:] }, "missing op-1"},
+		"missing":          {func(d *pipeline.Decision) { d.Operations = d.Operations[1:] }, `missing "op-1"`},
 		"duplicate":        {func(d *pipeline.Decision) { d.Operations = append(d.Operations, d.Operations[0]) }, "more than once"},
 		"invented":         {func(d *pipeline.Decision) { d.Operations[0].OperationID = "op-99" }, "not an operation of this wall"},
 		"effect":           {func(d *pipeline.Decision) { d.Operations[0].Effect = "uncertain" }, "effect must be"},
@@ -114,6 +114,13 @@ func TestValidateRejects(t *testing.T) {
 		"no causes":        {func(d *pipeline.Decision) { d.Causes = nil }, "causes must be non-empty"},
 		"no remedies":      {func(d *pipeline.Decision) { d.Remedies = []string{""} }, "remedies must be non-empty"},
 		"operator basis":   {func(d *pipeline.Decision) { d.Operations[1].Basis = kernel.BasisOperator }, "basis must be inference or probe"},
+		// op-2's probe found occurred: none contradicts it whatever the basis.
+		"contradicts probe": {func(d *pipeline.Decision) {
+			d.Operations[1].Effect, d.Operations[1].Basis = kernel.EffectNone, kernel.BasisInference
+		}, `"op-2").effect "none" contradicts the probe evidence`},
+		// op-5's probes disagree: neither decided effect is allowed.
+		"contradicts a conflicting probe": {func(d *pipeline.Decision) { d.Operations[4].Effect = kernel.EffectOccurred }, `"op-5").effect "occurred" contradicts`},
+		"proposal from a supervisor":      {func(d *pipeline.Decision) { d.Operations[0].ProposedEffect = kernel.EffectNone }, "proposed_effect is set by settlement"},
 	}
 	for name, c := range cases {
 		d := good

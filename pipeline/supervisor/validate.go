@@ -41,9 +41,13 @@ func (e *InvalidOutputError) Error() string {
 // every operation of the wall exactly once and no other, effects in
 // none|occurred|unknown, basis inference or probe (probe only where the
 // operation carries a probe finding equal to the effect: an inference is
-// never presented as a proof), notes within 2000 bytes, and causes,
-// remedies and lesson non-empty when needs_attention (which an unknown
-// effect requires).
+// never presented as a proof), no effect that contradicts a decisive probe
+// finding on its operation whatever the basis (a probe finding cannot be
+// overruled by inference; unknown never contradicts), no proposed_effect
+// (settlement's field, not a supervisor's), notes within 2000 bytes, and
+// causes, remedies and lesson non-empty when needs_attention (which an
+// unknown effect requires). Operation ids are quoted in every problem, so
+// an id carrying a newline cannot forge a line of the repair message.
 func Validate(w pipeline.Wall, d pipeline.Decision) error {
 	var ps []string
 	add := func(format string, args ...any) { ps = append(ps, fmt.Sprintf(format, args...)) }
@@ -69,8 +73,16 @@ func Validate(w pipeline.Wall, d pipeline.Decision) error {
 			continue
 		}
 		seen[v.OperationID] = true
+		where = fmt.Sprintf("%s (%q)", where, v.OperationID)
 		if !kernel.ValidReconciledEffect(v.Effect) {
-			add("%s (%s).effect must be none, occurred or unknown, got %q", where, v.OperationID, v.Effect)
+			add("%s.effect must be none, occurred or unknown, got %q", where, v.Effect)
+		}
+		if ContradictsProbe(op, v.Effect) {
+			add("%s.effect %q contradicts the probe evidence of this operation (%s); a probe finding cannot be overruled by inference: answer the probe's finding, or unknown when probes disagree",
+				where, v.Effect, findings(op))
+		}
+		if v.ProposedEffect != "" {
+			add("%s.proposed_effect is set by settlement, not by a supervisor", where)
 		}
 		if v.Effect == kernel.EffectUnknown {
 			anyUnknown = true
@@ -79,22 +91,22 @@ func Validate(w pipeline.Wall, d pipeline.Decision) error {
 		case kernel.BasisInference:
 		case kernel.BasisProbe:
 			if !provenBy(op, v.Effect) {
-				add("%s (%s).basis is probe but no probe evidence of this operation found %q; use inference", where, v.OperationID, v.Effect)
+				add("%s.basis is probe but no probe evidence of this operation found %q; use inference", where, v.Effect)
 			}
 		default:
-			add("%s (%s).basis must be inference or probe, got %q", where, v.OperationID, v.Basis)
+			add("%s.basis must be inference or probe, got %q", where, v.Basis)
 		}
 		if len(v.Note) > kernel.MaxNoteBytes {
-			add("%s (%s).note is %d bytes; at most %d are allowed", where, v.OperationID, len(v.Note), kernel.MaxNoteBytes)
+			add("%s.note is %d bytes; at most %d are allowed", where, len(v.Note), kernel.MaxNoteBytes)
 		}
 		if !utf8.ValidString(v.Note) {
-			add("%s (%s).note is not valid UTF-8", where, v.OperationID)
+			add("%s.note is not valid UTF-8", where)
 		}
 	}
 	var missing []string
 	for _, op := range w.Operations {
 		if !seen[op.OperationID] {
-			missing = append(missing, op.OperationID)
+			missing = append(missing, fmt.Sprintf("%q", op.OperationID))
 		}
 	}
 	if len(missing) > 0 {
@@ -148,21 +160,15 @@ func provenBy(op pipeline.WallOperation, effect string) bool {
 	return ProbeFinding(op) == effect && effect != ""
 }
 
-// ProbeFinding returns the effect the operation's probe evidence proves:
-// occurred or none when every decisive finding agrees, "" when there is no
-// decisive finding or findings contradict each other.
-func ProbeFinding(op pipeline.WallOperation) string {
-	found := ""
+// findings lists op's decisive probe findings for a problem message.
+func findings(op pipeline.WallOperation) string {
+	var parts []string
 	for _, ev := range op.Evidence {
-		if ev.Finding != pipeline.FindingOccurred && ev.Finding != pipeline.FindingNone {
-			continue
+		if decisiveFinding(ev.Finding) {
+			parts = append(parts, fmt.Sprintf("%s found %s", ev.Probe, ev.Finding))
 		}
-		if found != "" && found != ev.Finding {
-			return ""
-		}
-		found = ev.Finding
 	}
-	return found
+	return strings.Join(parts, ", ")
 }
 
 func nonBlank(items []string) int {

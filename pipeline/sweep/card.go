@@ -31,12 +31,15 @@ func RenderCard(w io.Writer, verdict kernel.Event, reconciled []kernel.Event) er
 		part = fmt.Sprintf("  (part %d of %d)", v.Part, v.Parts)
 	}
 	fmt.Fprintf(&b, "┌%s\n", rule)
-	fmt.Fprintf(&b, "│ SUPERVISOR VERDICT  %s / %s%s\n", verdict.Project, verdict.RunID, part)
+	fmt.Fprintf(&b, "│ SUPERVISOR VERDICT  %s / %s%s\n", kernel.Printable(verdict.Project), kernel.Printable(verdict.RunID), part)
 	model := v.Model
 	if model == "" {
 		model = "-"
 	}
 	fmt.Fprintf(&b, "│ supervisor %s · model %s · prompt %s · wall %s\n", v.Supervisor, model, v.PromptVersion, short(v.WallDigest))
+	if v.SettlePolicy != "" {
+		fmt.Fprintf(&b, "│ settlement policy %s\n", v.SettlePolicy)
+	}
 	fmt.Fprintf(&b, "│ at %s · event %s\n", verdict.TS.UTC().Format("2006-01-02 15:04:05Z"), verdict.Key())
 	attn := "no"
 	if v.NeedsAttention {
@@ -48,10 +51,14 @@ func RenderCard(w io.Writer, verdict kernel.Event, reconciled []kernel.Event) er
 	for _, id := range v.OperationIDs {
 		d, ok := byOp[id]
 		if !ok {
-			fmt.Fprintf(&b, "│ %-20s %-9s %s\n", id, "?", "(reconciliation not shown)")
+			fmt.Fprintf(&b, "│ %-20s %-9s %s\n", kernel.Printable(id), "?", "(reconciliation not shown)")
 			continue
 		}
-		fmt.Fprintf(&b, "│ %-20s %-9s %s\n", id, d.Effect, d.Basis)
+		basis := d.Basis
+		if d.ProposedEffect != "" {
+			basis += " (proposed " + d.ProposedEffect + ", held for an operator)"
+		}
+		fmt.Fprintf(&b, "│ %-20s %-9s %s\n", kernel.Printable(id), d.Effect, basis)
 		for _, line := range wrap(d.Note, 72) {
 			fmt.Fprintf(&b, "│     %s\n", line)
 		}

@@ -38,7 +38,7 @@ func TestSweepWithFakeOpenAI(t *testing.T) {
 		{name: "500 forever", script: repeat(fakeopenai.Step{Kind: fakeopenai.ServerError}, 3), errLike: "500"},
 		{name: "malformed JSON then valid", script: []fakeopenai.Step{{Kind: fakeopenai.Malformed}}, journaled: true, invalid: 1},
 		{name: "malformed JSON twice", script: repeat(fakeopenai.Step{Kind: fakeopenai.Malformed}, 2), errLike: "not the JSON object", invalid: 2},
-		{name: "missing operation twice", script: repeat(fakeopenai.Step{Kind: fakeopenai.MissingOperation}, 2), errLike: "missing op-2", invalid: 2},
+		{name: "missing operation twice", script: repeat(fakeopenai.Step{Kind: fakeopenai.MissingOperation}, 2), errLike: `missing "op-2"`, invalid: 2},
 		{name: "invented id twice", script: repeat(fakeopenai.Step{Kind: fakeopenai.InventedID}, 2), errLike: "op-invented-999", invalid: 2},
 		{name: "invented id then valid", script: []fakeopenai.Step{{Kind: fakeopenai.InventedID}}, journaled: true, invalid: 1},
 		{name: "note over 2000 bytes twice", script: repeat(fakeopenai.Step{Kind: fakeopenai.LongNote}, 2), errLike: "2001 bytes", invalid: 2},
@@ -124,7 +124,7 @@ func TestVerdictsAPI(t *testing.T) {
 	tokens.Add("r", auth.RoleReader, "reader-secret")
 	tokens.Add("a", auth.RoleAgent, "agent-secret")
 	srv := httpapi.New(httpapi.Options{Tokens: tokens})
-	MountVerdicts(srv, e.j)
+	MountVerdicts(srv, e.j, e.ops)
 	hs := httptest.NewServer(srv)
 	defer hs.Close()
 	get := func(path, token string) (int, map[string]json.RawMessage) {
@@ -145,6 +145,24 @@ func TestVerdictsAPI(t *testing.T) {
 	var vs []kernel.Event
 	if code != 200 || json.Unmarshal(body["verdicts"], &vs) != nil || len(vs) != 2 || vs[0].Type != kernel.TypeSupervisorVerdict {
 		t.Fatalf("list: %d %s", code, body["verdicts"])
+	}
+	var res []Resolution
+	if json.Unmarshal(body["resolutions"], &res) != nil || len(res) != 2 || res[0].Verdict != vs[0].Key() || res[0].Resolved || len(res[0].DecidedByOperator) != 0 {
+		t.Fatalf("resolutions before any operator decision: %s", body["resolutions"])
+	}
+	// An operator decides run-1's operation: its verdict is resolved, the
+	// other one is not.
+	e.humanReconcile("run-1", "op-1", kernel.EffectOccurred)
+	e.drain()
+	_, body = get(PathVerdicts+"?project=acme", "reader-secret")
+	if json.Unmarshal(body["resolutions"], &res) != nil || len(res) != 2 {
+		t.Fatalf("resolutions: %s", body["resolutions"])
+	}
+	for i, r := range res {
+		want := vs[i].RunID == "run-1"
+		if r.Resolved != want || (want && (len(r.DecidedByOperator) != 1 || r.DecidedByOperator[0].Actor != "operator:alice" || r.DecidedByOperator[0].Effect != kernel.EffectOccurred)) {
+			t.Fatalf("resolution of %s: %+v", vs[i].RunID, r)
+		}
 	}
 	code, body = get(PathVerdicts+"?project=acme&run_id=run-2", "reader-secret")
 	if code != 200 || json.Unmarshal(body["verdicts"], &vs) != nil || len(vs) != 1 || vs[0].RunID != "run-2" {

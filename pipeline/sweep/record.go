@@ -53,6 +53,7 @@ func (s *Sweeper) record(ctx context.Context, w pipeline.Wall, d pipeline.Decisi
 			WallDigest:     w.Digest,
 			Part:           w.Part,
 			Parts:          w.Parts,
+			SettlePolicy:   d.SettlePolicy,
 		})
 	if err != nil {
 		return kernel.Event{}, nil, err
@@ -83,7 +84,7 @@ func (s *Sweeper) record(ctx context.Context, w pipeline.Wall, d pipeline.Decisi
 		}
 		ev, err := s.ops.ReconcileTx(ctx, tx, operations.ReconcileRequest{
 			Project: w.Project, RunID: w.RunID, OperationID: v.OperationID,
-			Effect: v.Effect, Note: v.Note, Evidence: evidence,
+			Effect: v.Effect, Note: v.Note, Evidence: evidence, ProposedEffect: v.ProposedEffect,
 			Basis: v.Basis, Actor: kernel.ActorSupervisor,
 			IdempotencyKey: "wall/" + key,
 		})

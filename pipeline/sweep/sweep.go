@@ -47,6 +47,9 @@ type Config struct {
 	Supervisor pipeline.Supervisor
 	// Probes gather evidence for each operation before the supervisor sees it.
 	Probes probe.Set
+	// SettlePolicy is RECKON_SUPERVISOR_SETTLE, applied to every decision
+	// by supervisor.Settle before it is journaled; default evidence.
+	SettlePolicy string
 	// MaxOpsPerWall and MaxWallBytes bound one wall; an oversized pile is
 	// split deterministically into parts. Defaults 50 and 64 KiB.
 	MaxOpsPerWall int
@@ -79,6 +82,9 @@ type Config struct {
 func (c Config) withDefaults() Config {
 	if c.Supervisor == nil {
 		c.Supervisor = supervisor.Builtin{}
+	}
+	if c.SettlePolicy == "" {
+		c.SettlePolicy = supervisor.DefaultSettlePolicy
 	}
 	if c.MaxOpsPerWall <= 0 {
 		c.MaxOpsPerWall = 50
@@ -513,6 +519,9 @@ func (s *Sweeper) triageWall(ctx context.Context, w pipeline.Wall, dry bool, acc
 		s.cfg.Metrics.InvalidOutput(s.cfg.Supervisor.Name())
 		return fail(err)
 	}
+	// What is journaled is the decision under the settlement policy: an
+	// effect no evidence proves is held as unknown for an operator.
+	d = supervisor.Settle(s.cfg.SettlePolicy, w, d)
 	r.Decision = &d
 	if dry {
 		r.Outcome, r.Wall = OutcomeDryRun, &w

@@ -349,7 +349,7 @@ func TestInvalidSupervisorOutputWritesNothing(t *testing.T) {
 	if err != nil || rep.Failed != 1 || rep.Journaled != 0 {
 		t.Fatalf("sweep: %+v %v", rep, err)
 	}
-	if !strings.Contains(rep.Walls[0].Error, "missing op-2") || !strings.Contains(rep.Walls[0].Error, "basis is probe") {
+	if !strings.Contains(rep.Walls[0].Error, `missing "op-2"`) || !strings.Contains(rep.Walls[0].Error, "basis is probe") {
 		t.Fatalf("error: %s", rep.Walls[0].Error)
 	}
 	if n := e.outboxRows(); n != 0 {

@@ -132,11 +132,25 @@ func (s *Sweeper) wallOperation(it operations.Item, now time.Time) pipeline.Wall
 	if op.AgeSeconds < 0 {
 		op.AgeSeconds = 0
 	}
+	// Who wrote each fact goes on the wall: only the kernel's own events
+	// are facts, an external agent's report about its own call is a claim.
+	op.AgentReported = it.StartedKey.SourceID != kernel.KernelSource
+	failureSource := ""
 	if f := it.Failure; f != nil {
-		op.Failure = &pipeline.WallFailure{ErrorType: f.ErrorType, Error: kernel.Abbreviate(f.Error, 2000), Effect: f.EffectiveEffect()}
+		failureSource = it.StartedKey.SourceID
+		if it.FailureKey != nil {
+			failureSource = it.FailureKey.SourceID
+		}
+		op.Failure = &pipeline.WallFailure{ErrorType: f.ErrorType, Error: kernel.Abbreviate(f.Error, 2000), Effect: f.EffectiveEffect(),
+			ReportedBy: failureSource, AgentReported: failureSource != kernel.KernelSource}
 	}
 	if it.ChildOpsTotal != nil && it.ChildOpsUnresolved != nil {
 		op.ChildOps = &pipeline.ChildSummary{Total: *it.ChildOpsTotal, Unresolved: *it.ChildOpsUnresolved}
+		if f := it.Failure; f != nil && f.ChildOpsTotal != nil {
+			op.ChildOps.ReportedBy, op.ChildOps.AgentReported = failureSource, failureSource != kernel.KernelSource
+		} else {
+			op.ChildOps.Counted = true
+		}
 	}
 	return op
 }

@@ -4,7 +4,13 @@
 // responses, OpenAI error bodies) and answers from a script — valid
 // verdicts, 429 with Retry-After, 500, malformed JSON, a verdict missing an
 // operation, an invented id, an oversized note — or replays a recorded
-// cassette of request/response pairs.
+// cassette of request/response pairs. It reads the wall from the prompt's
+// data block (prompts.WallData), as a model would, and checks that the
+// response schema lists exactly the wall's operation ids.
+//
+// A mode (SetMode) answers every request the script and cassette leave,
+// repair rounds included; the hostile modes script a model that lies in one
+// of the ways a supervisor must survive (HostileModes).
 package fakeopenai
 
 import (
@@ -14,9 +20,12 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/seed-7bc021c3/reckon/prompts"
 )
 
 // Kinds of scripted responses.
@@ -28,7 +37,29 @@ const (
 	MissingOperation = "missing_operation" // a verdict that omits the wall's last operation
 	InventedID       = "invented_id"       // a verdict that adds an operation id not in the wall
 	LongNote         = "long_note"         // a verdict whose first note is over 2000 bytes
+
+	// ProbeLies claims basis probe for every operation whatever the
+	// evidence: the opposite of a decisive finding where there is one,
+	// occurred or none (alternating) where there is no probe at all.
+	ProbeLies = "probe_lies"
+	// OccurredInference answers occurred, basis inference, for every
+	// operation, needs_attention false.
+	OccurredInference = "occurred_inference"
+	// NoneInference answers none, basis inference, for every operation.
+	NoneInference = "none_inference"
+	// ContradictProbes answers the opposite of every decisive probe finding
+	// by inference, and occurred (alternating with none) elsewhere.
+	ContradictProbes = "contradict_probes"
+	// LieAfterRepair answers first with a probe lie (rejected by
+	// validation), then, in the repair round, with a valid-looking answer
+	// that follows every probe finding and lies by inference everywhere
+	// else (occurred and none alternating), needs_attention false.
+	LieAfterRepair = "lie_after_repair"
 )
+
+// HostileModes are the modes that script a lying model; InventedID and
+// MissingOperation, as modes, repeat their lie in the repair round too.
+var HostileModes = []string{ProbeLies, InventedID, MissingOperation, OccurredInference, NoneInference, ContradictProbes, LieAfterRepair}
 
 // Step is one scripted response.
 type Step struct {
@@ -86,6 +117,7 @@ type Server struct {
 	srv *httptest.Server
 
 	mu       sync.Mutex
+	mode     Step
 	script   []Step
 	cassette []Interaction
 	record   *Cassette
@@ -97,7 +129,7 @@ type Server struct {
 
 // New starts a fake that answers Valid unless scripted otherwise.
 func New() *Server {
-	s := &Server{}
+	s := &Server{mode: Step{Kind: Valid}}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.handle))
 	s.URL = s.srv.URL + "/v1"
 	return s
@@ -111,6 +143,14 @@ func (s *Server) Script(steps ...Step) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.script = append(s.script, steps...)
+}
+
+// SetMode sets how the server answers every request that neither the
+// script nor a cassette answers (default Valid).
+func (s *Server) SetMode(kind string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.mode = Step{Kind: kind}
 }
 
 // SetLatency delays every answer (benchmarks: a model's think time).
@@ -189,13 +229,13 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		s.peak = s.inflight
 	}
 	latency := s.latency
-	var step *Step
+	step := s.mode
 	var replay *Interaction
 	if len(s.cassette) > 0 {
 		replay = &s.cassette[0]
 		s.cassette = s.cassette[1:]
 	} else if len(s.script) > 0 {
-		step = &s.script[0]
+		step = s.script[0]
 		s.script = s.script[1:]
 	}
 	s.mu.Unlock()
@@ -220,11 +260,7 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 			resp = errorRecord(http.StatusBadRequest, "invalid_request_error", "cassette mismatch: "+problem, nil)
 		}
 	default:
-		st := Step{Kind: Valid}
-		if step != nil {
-			st = *step
-		}
-		resp = s.answer(req, st)
+		resp = s.answer(req, step)
 	}
 	s.mu.Lock()
 	if s.record != nil {
@@ -240,7 +276,7 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 }
 
 // sameWall checks that a replayed request is about the same wall as the
-// recorded one: same model and the same operation ids line.
+// recorded one: same model and the same operation ids.
 func sameWall(recorded json.RawMessage, got ChatRequest) string {
 	var want ChatRequest
 	if err := json.Unmarshal(recorded, &want); err != nil {
@@ -249,33 +285,122 @@ func sameWall(recorded json.RawMessage, got ChatRequest) string {
 	if want.Model != got.Model {
 		return fmt.Sprintf("model %q, recorded %q", got.Model, want.Model)
 	}
-	if a, b := idsLine(want), idsLine(got); a != b {
-		return fmt.Sprintf("operation ids %q, recorded %q", b, a)
+	a, _ := readWall(want)
+	b, _ := readWall(got)
+	if !slices.Equal(a.ids(), b.ids()) {
+		return fmt.Sprintf("operation ids %q, recorded %q", b.ids(), a.ids())
 	}
 	return ""
 }
 
-func idsLine(r ChatRequest) string {
+// wall is what the fake reads of the wall in the prompt's data block.
+type wall struct {
+	Operations []struct {
+		OperationID string `json:"operation_id"`
+		Evidence    []struct {
+			Finding string `json:"finding"`
+		} `json:"evidence"`
+	} `json:"operations"`
+}
+
+func (w wall) ids() []string {
+	out := make([]string, len(w.Operations))
+	for i, op := range w.Operations {
+		out[i] = op.OperationID
+	}
+	return out
+}
+
+// finding returns operation i's decisive probe finding: occurred or none,
+// "" without one (or when probes disagree).
+func (w wall) finding(i int) string {
+	f := ""
+	for _, ev := range w.Operations[i].Evidence {
+		if ev.Finding != "occurred" && ev.Finding != "none" {
+			continue
+		}
+		if f != "" && f != ev.Finding {
+			return ""
+		}
+		f = ev.Finding
+	}
+	return f
+}
+
+// readWall reads the wall from the first user message's data block.
+func readWall(r ChatRequest) (wall, string) {
 	for _, m := range r.Messages {
 		if m.Role != "user" {
 			continue
 		}
-		for _, line := range strings.Split(m.Content, "\n") {
-			if strings.HasPrefix(line, "Operation ids: ") {
-				return line
-			}
+		data, ok := prompts.WallData(m.Content)
+		if !ok {
+			return wall{}, "the first user message has no single wall data block"
 		}
+		var w wall
+		if err := json.Unmarshal([]byte(data), &w); err != nil {
+			return wall{}, "the wall data block is not JSON: " + err.Error()
+		}
+		return w, ""
 	}
-	return ""
+	return wall{}, "no user message"
 }
 
-// wallOps reads the wall's operation ids from the first user message.
-func wallOps(r ChatRequest) []string {
-	line := strings.TrimSuffix(strings.TrimPrefix(idsLine(r), "Operation ids: "), ".")
-	if line == "" {
-		return nil
+// schemaIDs reads the operation_id enum of the request's response schema.
+func schemaIDs(r ChatRequest) []string {
+	var f struct {
+		JSONSchema struct {
+			Schema struct {
+				Properties struct {
+					Operations struct {
+						Items struct {
+							Properties struct {
+								OperationID struct {
+									Enum []string `json:"enum"`
+								} `json:"operation_id"`
+							} `json:"properties"`
+						} `json:"items"`
+					} `json:"operations"`
+				} `json:"properties"`
+			} `json:"schema"`
+		} `json:"json_schema"`
 	}
-	return strings.Split(line, ", ")
+	_ = json.Unmarshal(r.ResponseFormat, &f)
+	return f.JSONSchema.Schema.Properties.Operations.Items.Properties.OperationID.Enum
+}
+
+// round is 0 for a first answer, 1 for the repair round, and so on.
+func round(r ChatRequest) int {
+	n := 0
+	for _, m := range r.Messages {
+		if m.Role == "assistant" {
+			n++
+		}
+	}
+	return n
+}
+
+type opOut struct {
+	OperationID string `json:"operation_id"`
+	Effect      string `json:"effect"`
+	Basis       string `json:"basis"`
+	Note        string `json:"note"`
+}
+
+func opposite(f string) string {
+	if f == "occurred" {
+		return "none"
+	}
+	return "occurred"
+}
+
+// alternate is occurred for even i and none for odd: a liar that spreads
+// both kinds of harm.
+func alternate(i int) string {
+	if i%2 == 0 {
+		return "occurred"
+	}
+	return "none"
 }
 
 func (s *Server) answer(req ChatRequest, st Step) Recorded {
@@ -294,35 +419,78 @@ func (s *Server) answer(req ChatRequest, st Step) Recorded {
 	if !strings.Contains(string(req.ResponseFormat), `"json_schema"`) {
 		return errorRecord(http.StatusBadRequest, "invalid_request_error", "response_format json_schema is required by this fake", nil)
 	}
-	ids := wallOps(req)
+	w, problem := readWall(req)
+	if problem != "" {
+		return errorRecord(http.StatusBadRequest, "invalid_request_error", problem, nil)
+	}
+	ids := w.ids()
 	if len(ids) == 0 {
-		return errorRecord(http.StatusBadRequest, "invalid_request_error", "no 'Operation ids:' line in the user message", nil)
+		return errorRecord(http.StatusBadRequest, "invalid_request_error", "the wall has no operations", nil)
+	}
+	if got := schemaIDs(req); !slices.Equal(got, ids) {
+		return errorRecord(http.StatusBadRequest, "invalid_request_error",
+			fmt.Sprintf("the response schema's operation_id enum %q is not the wall's operation ids %q", got, ids), nil)
 	}
 	effect := st.Effect
 	if effect == "" {
 		effect = "unknown"
 	}
-	type opOut struct {
-		OperationID string `json:"operation_id"`
-		Effect      string `json:"effect"`
-		Basis       string `json:"basis"`
-		Note        string `json:"note"`
-	}
+	attention := effect == "unknown"
 	var ops []opOut
 	for _, id := range ids {
 		ops = append(ops, opOut{OperationID: id, Effect: effect, Basis: "inference",
 			Note: "fake model: decided from the wall's failure details only"})
 	}
-	switch st.Kind {
+	lie := func(i int, effect, basis, note string) {
+		ops[i] = opOut{OperationID: ids[i], Effect: effect, Basis: basis, Note: "fake model (" + st.Kind + "): " + note}
+	}
+	kind := st.Kind
+	if kind == LieAfterRepair && round(req) == 0 {
+		kind = ProbeLies
+	}
+	switch kind {
 	case MissingOperation:
 		ops = ops[:len(ops)-1]
 	case InventedID:
 		ops = append(ops, opOut{OperationID: "op-invented-999", Effect: "occurred", Basis: "inference", Note: "made up"})
 	case LongNote:
 		ops[0].Note = strings.Repeat("n", 2001)
+	case ProbeLies:
+		attention = false
+		for i := range ids {
+			if f := w.finding(i); f != "" {
+				lie(i, opposite(f), "probe", "the probe says so")
+			} else {
+				lie(i, alternate(i), "probe", "a probe confirmed it")
+			}
+		}
+	case OccurredInference, NoneInference:
+		attention = false
+		e := map[string]string{OccurredInference: "occurred", NoneInference: "none"}[kind]
+		for i := range ids {
+			lie(i, e, "inference", "it surely "+map[string]string{"occurred": "happened", "none": "did not happen"}[e])
+		}
+	case ContradictProbes:
+		attention = false
+		for i := range ids {
+			if f := w.finding(i); f != "" {
+				lie(i, opposite(f), "inference", "the probe is wrong")
+			} else {
+				lie(i, alternate(i), "inference", "plausible")
+			}
+		}
+	case LieAfterRepair:
+		attention = false
+		for i := range ids {
+			if f := w.finding(i); f != "" {
+				lie(i, f, "probe", "as the probe found")
+			} else {
+				lie(i, alternate(i), "inference", "corrected: it is plain from the wall")
+			}
+		}
 	}
 	out := map[string]any{
-		"needs_attention": effect == "unknown",
+		"needs_attention": attention,
 		"causes":          []string{"the worker was lost after the effect may have committed"},
 		"remedies":        []string{"check the downstream system for the idempotency key"},
 		"lesson":          "uncertain operations of this run need a downstream check before re-issuing",

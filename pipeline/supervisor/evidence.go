@@ -1,0 +1,131 @@
+package supervisor
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/seed-7bc021c3/reckon/kernel"
+	"github.com/seed-7bc021c3/reckon/pipeline"
+)
+
+// preBoundaryErrorTypes are failure types that by definition happened
+// before the execution boundary: the call was rejected, nothing ran. When
+// the kernel reports such a failure without an effect (legacy events), it
+// still proves effect none.
+var preBoundaryErrorTypes = map[string]bool{
+	kernel.ErrorTypeValidation:      true,
+	kernel.ErrorTypeUnknownTool:     true,
+	kernel.ErrorTypeDelegationStart: true,
+	kernel.ErrorTypeBlocked:         true,
+}
+
+// Proof is what a wall's own evidence establishes about one operation.
+type Proof struct {
+	// Effect is occurred or none when the evidence proves it, "" otherwise.
+	Effect string
+	// Basis is probe for a probe finding, inference for a kernel fact (a
+	// failure or child summary the kernel itself recorded).
+	Basis string
+	// Conflict says decisive probe findings contradict each other: they
+	// prove nothing, and no weaker rule may then decide either.
+	Conflict bool
+	// Why says what the proof (or the conflict) rests on, for notes.
+	Why string
+}
+
+// Proven reports whether the proof decides an effect.
+func (p Proof) Proven() bool { return p.Effect != "" }
+
+// Prove applies THE rule of what counts as evidence on a wall. The
+// built-in supervisor decides by it, settlement (Settle) lets an inference
+// settle only where it holds, and the eval suite's evals.Decidable is
+// defined by it, so the three can never disagree. In order:
+//
+//  1. probe findings: when the operation's evidence holds a finding of
+//     occurred or none, the operation is proven exactly when all such
+//     findings agree (contradicting findings are a Conflict and decide
+//     nothing); inconclusive findings neither help nor hurt;
+//  2. a delegation whose failure the kernel reported as
+//     delegated_run_failed, carrying a child summary of at least one
+//     child operation and none unresolved: occurred (the kernel summarised
+//     the child after it ended);
+//  3. a failure the kernel reported with an error type that is by
+//     definition before the execution boundary: none.
+//
+// Failures and child summaries an external agent reported about its own
+// call are claims, never evidence: an agent's "argument_validation" on a
+// call whose effect landed would otherwise make a re-issue duplicate it.
+// Nothing else proves anything: args, error text and every other
+// agent-written field are never evidence.
+func Prove(op pipeline.WallOperation) Proof {
+	if f, decisive := probeFinding(op); decisive {
+		if f == "" {
+			return Proof{Conflict: true, Why: "probes disagree: " + proofSummary(op, "")}
+		}
+		return Proof{Effect: f, Basis: kernel.BasisProbe, Why: "proved by probe: " + proofSummary(op, f)}
+	}
+	f := op.KernelFailure()
+	if f == nil {
+		return Proof{}
+	}
+	if c := op.KernelChildSummary(); c != nil && f.ErrorType == kernel.ErrorTypeDelegationFail && c.Total > 0 && c.Unresolved == 0 {
+		return Proof{Effect: kernel.EffectOccurred, Basis: kernel.BasisInference,
+			Why: fmt.Sprintf("delegated child run %s: the kernel's summary counts all %d child operations settled in the journal", op.ChildRunID, c.Total)}
+	}
+	if preBoundaryErrorTypes[f.ErrorType] {
+		return Proof{Effect: kernel.EffectNone, Basis: kernel.BasisInference,
+			Why: fmt.Sprintf("the kernel reported a failure before the execution boundary (error_type %s): the call was rejected, nothing ran", f.ErrorType)}
+	}
+	return Proof{}
+}
+
+// ProbeFinding returns the effect the operation's probe evidence proves:
+// occurred or none when every decisive finding agrees, "" when there is no
+// decisive finding or findings contradict each other.
+func ProbeFinding(op pipeline.WallOperation) string {
+	f, _ := probeFinding(op)
+	return f
+}
+
+// probeFinding is ProbeFinding plus whether any finding was decisive.
+func probeFinding(op pipeline.WallOperation) (finding string, decisive bool) {
+	for _, ev := range op.Evidence {
+		if !decisiveFinding(ev.Finding) {
+			continue
+		}
+		if decisive && finding != ev.Finding {
+			return "", true
+		}
+		finding, decisive = ev.Finding, true
+	}
+	return finding, decisive
+}
+
+func decisiveFinding(f string) bool {
+	return f == pipeline.FindingOccurred || f == pipeline.FindingNone
+}
+
+// ContradictsProbe reports whether effect contradicts a decisive probe
+// finding on op: occurred where a probe found none, or none where one found
+// occurred. unknown never contradicts.
+func ContradictsProbe(op pipeline.WallOperation, effect string) bool {
+	if effect != kernel.EffectOccurred && effect != kernel.EffectNone {
+		return false
+	}
+	for _, ev := range op.Evidence {
+		if decisiveFinding(ev.Finding) && ev.Finding != effect {
+			return true
+		}
+	}
+	return false
+}
+
+func proofSummary(op pipeline.WallOperation, finding string) string {
+	var parts []string
+	for _, ev := range op.Evidence {
+		if finding == "" || ev.Finding == finding {
+			parts = append(parts, fmt.Sprintf("%s found %s (%s)", ev.Probe, ev.Finding, ev.Detail))
+		}
+	}
+	return strings.Join(parts, "; ")
+}
