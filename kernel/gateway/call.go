@@ -36,12 +36,12 @@ func (g *Gateway) call(ctx context.Context, req *mcp.CallToolRequest, t *tool) (
 	if req.Session == nil || req.Params == nil {
 		return gatewayError("mcp-gateway: the call has no session; nothing was recorded or sent upstream"), nil
 	}
-	s := g.sessionFor(req.Session)
 	if !g.enter() {
 		return gatewayError("mcp-gateway is shutting down: the call was not recorded and not sent upstream"), nil
 	}
 	defer g.leave()
-	if !s.enter() {
+	s := g.sessionFor(req.Session)
+	if s == nil || !s.enter() {
 		return gatewayError("mcp-gateway: the MCP session has ended: the call was not recorded and not sent upstream"), nil
 	}
 	defer s.leave()
@@ -103,7 +103,13 @@ func (g *Gateway) call(ctx context.Context, req *mcp.CallToolRequest, t *tool) (
 		return gatewayError("mcp-gateway: " + toolErrText(err)), nil
 	}
 
-	res, err := conn.Call(ctx, &mcp.CallToolParams{
+	// The call ends with the client's request, or when the gateway's
+	// shutdown grace is over.
+	cctx, stop := context.WithCancel(ctx)
+	defer stop()
+	unhook := context.AfterFunc(g.halt, stop)
+	defer unhook()
+	res, err := conn.Call(cctx, &mcp.CallToolParams{
 		Name:           t.def.Name,
 		Arguments:      args,
 		Meta:           forwardMeta(req.Params.GetMeta(), run, opID, key),
@@ -111,11 +117,17 @@ func (g *Gateway) call(ctx context.Context, req *mcp.CallToolRequest, t *tool) (
 		RequestState:   req.Params.RequestState,
 	}, key)
 	if err != nil {
-		note := ""
-		if ctx.Err() != nil {
+		note, cut := "", false
+		switch {
+		case g.halt.Err() != nil:
+			note, cut = " (mcp-gateway shut down while the call was in flight)", true
+		case ctx.Err() != nil:
 			note = " (the client's request was canceled, or its session ended, while the call was in flight)"
 		}
 		g.failed(ctx, s, run, opID, err, note, log)
+		if cut {
+			s.cutOp(opID)
+		}
 		var wire *jsonrpc.Error
 		if errors.As(err, &wire) {
 			return nil, wire // the upstream's protocol error, unchanged

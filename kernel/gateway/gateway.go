@@ -208,6 +208,10 @@ type Gateway struct {
 	idle     chan struct{}  // closed when closing and inflight reaches 0
 	watchers sync.WaitGroup // one per session, until its run's end is recorded
 	closed   sync.WaitGroup // held by the first Close until it is done
+	// halt is canceled when the shutdown grace is over: calls still in
+	// flight are canceled then.
+	halt    context.Context
+	haltNow context.CancelFunc
 
 	stopLease func()
 	leaseDone chan struct{}
@@ -233,6 +237,7 @@ func New(ctx context.Context, pool *pgxpool.Pool, o Options) (*Gateway, error) {
 		o: o, st: store{pool: pool}, log: o.Log, instance: newID("gw"),
 		tools: map[string]*tool{}, sessions: map[*mcp.ServerSession]*session{}, spares: map[string]*spare{},
 	}
+	g.halt, g.haltNow = context.WithCancel(context.Background())
 	if err := g.discover(ctx); err != nil {
 		g.closeSpares()
 		return nil, err

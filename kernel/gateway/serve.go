@@ -139,8 +139,15 @@ func (g *Gateway) Close() {
 		case <-idle:
 		case <-time.After(g.o.ShutdownGrace):
 			g.log.Warn().Dur("grace", g.o.ShutdownGrace).Msg("mcp gateway: calls still in flight after the shutdown grace are canceled")
+			g.haltNow()
+			select {
+			case <-idle:
+			case <-time.After(time.Minute):
+				g.log.Error().Msg("mcp gateway: canceled calls did not return")
+			}
 		}
 	}
+	g.haltNow()
 	g.mu.Lock()
 	sessions := make([]*mcp.ServerSession, 0, len(g.sessions))
 	for ss := range g.sessions {

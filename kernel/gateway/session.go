@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -42,12 +43,16 @@ type upstreamConn struct {
 }
 
 // sessionFor returns the state of ss, creating it (and its run id) the
-// first time; the session's end is watched from then on.
+// first time; the session's end is watched from then on. It is nil once
+// the gateway is closing and ss has no state yet.
 func (g *Gateway) sessionFor(ss *mcp.ServerSession) *session {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if s, ok := g.sessions[ss]; ok {
 		return s
+	}
+	if g.closing {
+		return nil
 	}
 	s := &session{g: g, ss: ss, runID: newID("gw"), open: map[string]string{}, ups: map[string]*upstreamConn{}, drained: make(chan struct{})}
 	if p := ss.InitializeParams(); p != nil && p.ClientInfo != nil {
@@ -70,6 +75,9 @@ func (g *Gateway) initialized(ctx context.Context, req *mcp.InitializedRequest) 
 		return
 	}
 	s := g.sessionFor(req.Session)
+	if s == nil {
+		return
+	}
 	ev, err := g.runStartedEvent(s.runID, kindSession, s.client)
 	if err == nil {
 		err = g.st.startRun(ctx, g.o.Project, s.runID, g.o.Source, g.instance, ev)
@@ -190,7 +198,16 @@ func (s *session) closed(op string, completed bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.open, op)
-	if s.atEnd[op] && !completed {
+	if s.atEnd[op] && !completed && !slices.Contains(s.cut, op) {
+		s.cut = append(s.cut, op)
+	}
+}
+
+// cutOp notes an operation cut by the gateway's shutdown.
+func (s *session) cutOp(op string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !slices.Contains(s.cut, op) {
 		s.cut = append(s.cut, op)
 	}
 }
