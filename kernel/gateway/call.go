@@ -165,7 +165,7 @@ func (g *Gateway) record(ctx context.Context, ev kernel.Event, log zerolog.Logge
 	defer cancel()
 	wait := 100 * time.Millisecond
 	for {
-		err := g.st.enqueue(ctx, ev)
+		err := g.st.enqueueTerminal(ctx, ev)
 		if err == nil {
 			return true
 		}

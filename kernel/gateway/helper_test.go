@@ -112,7 +112,7 @@ func newFixture(t *testing.T, pool *pgxpool.Pool, o Options) *fixture {
 	return &fixture{t: t, pool: pool, g: g, url: hs.URL + HTTPPath}
 }
 
-func newSchema(t *testing.T) *pgxpool.Pool { return pgtest.New(t).Pool }
+func newSchema(t testing.TB) *pgxpool.Pool { return pgtest.New(t).Pool }
 
 // client opens an MCP session with the gateway over streamable HTTP.
 func (f *fixture) client() *mcp.ClientSession {
@@ -127,7 +127,7 @@ func (f *fixture) client() *mcp.ClientSession {
 }
 
 // stdioClient serves one stdio session of g over pipes.
-func stdioClient(t *testing.T, g *Gateway) (*mcp.ClientSession, <-chan error) {
+func stdioClient(t testing.TB, g *Gateway) (*mcp.ClientSession, <-chan error) {
 	t.Helper()
 	cr, gw := io.Pipe()
 	gr, cw := io.Pipe()

@@ -54,6 +54,8 @@ SELECT EXISTS (SELECT 1 FROM journal_events WHERE project = $1 AND run_id = $2)
                WHERE delivered_at IS NULL AND parked_at IS NULL
                  AND event->>'project' = $1 AND event->>'run_id' = $2)`
 
+const asyncCommitSQL = `SET LOCAL synchronous_commit TO off`
+
 const endRunSQL = `
 UPDATE gateway_runs SET ended_at = now()
 WHERE project = $1 AND run_id = $2 AND ended_at IS NULL
@@ -195,9 +197,21 @@ func nextOp(ctx context.Context, tx pgx.Tx, r runRef) (n int64, ended bool, err 
 	return n, ended, err
 }
 
-// enqueue writes events in a transaction of their own.
-func (s store) enqueue(ctx context.Context, events ...kernel.Event) error {
-	return outbox.Enqueue(ctx, s.pool, events...)
+// enqueueTerminal writes a call's terminal event in a transaction of its
+// own that does not wait for its WAL flush (synchronous_commit off): the
+// commit is visible at once and survives the gateway's crash; only a crash
+// of PostgreSQL itself within its WAL writer delay (200 ms by default)
+// could lose it, and a lost terminal event leaves the operation unresolved,
+// to be listed and probed — never wrongly settled. tool.started, which
+// must be durable before the call is sent, always waits for its flush.
+// This saves one disk flush per call (measured: about 4 ms here).
+func (s store) enqueueTerminal(ctx context.Context, ev kernel.Event) error {
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, asyncCommitSQL); err != nil {
+			return fmt.Errorf("enqueue %s: %w", ev.Key(), err)
+		}
+		return outbox.Enqueue(ctx, tx, ev)
+	})
 }
 
 // endRun records the run's end (ev: run.completed or run.failed) unless
