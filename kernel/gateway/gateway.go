@@ -234,7 +234,7 @@ func New(ctx context.Context, pool *pgxpool.Pool, o Options) (*Gateway, error) {
 	}
 	o = o.withDefaults()
 	g := &Gateway{
-		o: o, st: store{pool: pool}, log: o.Log, instance: newID("gw"),
+		o: o, st: store{pool: pool}, log: o.Log, instance: newID("gwi"),
 		tools: map[string]*tool{}, sessions: map[*mcp.ServerSession]*session{}, spares: map[string]*spare{},
 	}
 	g.halt, g.haltNow = context.WithCancel(context.Background())

@@ -3,11 +3,14 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/seed-7bc021c3/reckon/kernel"
@@ -493,4 +496,87 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
 	r.Header.Set("Authorization", "Bearer "+string(b))
 	return http.DefaultTransport.RoundTrip(r)
+}
+
+// The host's own _meta reaches the upstream (its progress token too, and
+// the upstream's progress notifications come back to the host); reckon's
+// keys are the gateway's, whatever the host put there.
+func TestMetaAndProgressPassThrough(t *testing.T) {
+	t.Parallel()
+	srv := mcp.NewServer(&mcp.Implementation{Name: "echo-upstream"}, nil)
+	type none struct{}
+	mcp.AddTool(srv, &mcp.Tool{Name: "echo_meta"}, func(ctx context.Context, req *mcp.CallToolRequest, _ none) (*mcp.CallToolResult, any, error) {
+		for i := 1; i <= 2; i++ {
+			_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: req.Params.GetProgressToken(), Progress: float64(i), Total: 2})
+		}
+		b, _ := json.Marshal(req.Params.GetMeta())
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}}, nil, nil
+	})
+	srv.AddTool(&mcp.Tool{Name: "protocol_error", InputSchema: map[string]any{"type": "object"}}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return nil, &jsonrpc.Error{Code: -32001, Message: "upstream refused at the protocol level"}
+	})
+	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	defer hs.Close()
+	pool := newSchema(t)
+	f := newFixture(t, pool, Options{Project: "acme", Servers: []mcptool.ServerConfig{{Name: "echo", URL: hs.URL}}})
+
+	progress := make(chan float64, 4)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "host"}, &mcp.ClientOptions{
+		ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
+			if r.Params.ProgressToken == "tok-1" {
+				progress <- r.Params.Progress
+			}
+		},
+	}).Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: f.url, MaxRetries: -1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	res := callTool(t, cs, "echo_meta", map[string]any{}, mcp.Meta{
+		"progressToken": "tok-1", "host.example/trace": "t-9", mcptool.IdempotencyKeyMeta: "spoofed", RunIDMeta: "host-run",
+	})
+	var seen map[string]any
+	if err := json.Unmarshal([]byte(mcptool.ContentText(res.Content)), &seen); err != nil {
+		t.Fatalf("%s: %v", mcptool.ContentText(res.Content), err)
+	}
+	if seen["host.example/trace"] != "t-9" || seen["progressToken"] != "tok-1" ||
+		seen[mcptool.IdempotencyKeyMeta] != "acme/host-run/op-1" || seen[mcptool.OperationIDMeta] != "op-1" || seen[mcptool.ProjectMeta] != "acme" {
+		t.Fatalf("the upstream saw _meta %v", seen)
+	}
+	for want := 1.0; want <= 2; want++ {
+		select {
+		case got := <-progress:
+			if got != want {
+				t.Fatalf("progress %v, want %v", got, want)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("progress %v never reached the host", want)
+		}
+	}
+
+	// A JSON-RPC error of the upstream's reaches the host as that error;
+	// the call was sent, so its effect is uncertain.
+	_, err = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "protocol_error", Arguments: map[string]any{}, Meta: mcp.Meta{RunIDMeta: "host-run"}})
+	var wire *jsonrpc.Error
+	if !errors.As(err, &wire) || wire.Code != -32001 || wire.Message != "upstream refused at the protocol level" {
+		t.Fatalf("protocol error through the gateway: %#v", err)
+	}
+	rows := ofRun(events(t, pool, "acme"), "host-run")
+	var d kernel.ToolFailed
+	_ = rows[len(rows)-1].DecodeData(&d)
+	if rows[len(rows)-1].Type != kernel.TypeToolFailed || d.OperationID != "op-2" || d.ErrorType != mcptool.ErrorTypeCallFailed || d.Effect != kernel.EffectUncertain {
+		t.Fatalf("after a protocol error: %v %+v", summary(rows), d)
+	}
+}
+
+func TestReservedMetaKey(t *testing.T) {
+	t.Parallel()
+	for k, want := range map[string]bool{
+		"io.modelcontextprotocol/protocolVersion": true, "dev.mcp/x": true, "dev.reckon/run-id": false,
+		"progressToken": false, "modelcontextprotocol.io/x": false, "host.example/trace": false,
+	} {
+		if reservedMetaKey(k) != want {
+			t.Errorf("reservedMetaKey(%q) = %v", k, !want)
+		}
+	}
 }
