@@ -85,6 +85,10 @@ func (c *Conn) Call(ctx context.Context, params *mcp.CallToolParams, key string)
 	return c.c.call(ctx, cctx, timeout, params)
 }
 
+// InitializeResult is the server's answer to initialize (its name,
+// version, capabilities and instructions).
+func (c *Conn) InitializeResult() *mcp.InitializeResult { return c.c.session.InitializeResult() }
+
 // Done is closed when the session has ended (the server exited, the
 // connection broke, or Close).
 func (c *Conn) Done() <-chan struct{} { return c.done }
