@@ -315,7 +315,7 @@ func (g *Gateway) discover(ctx context.Context) error {
 			g.spares[g.ups[i].cfg.Name] = &spare{conn: r.conn, relay: r.relay}
 		}
 		if r.err != nil {
-			errs = append(errs, fmt.Errorf("upstream %q: %w", g.ups[i].cfg.Name, r.err))
+			errs = append(errs, fmt.Errorf("upstream %q: %s", g.ups[i].cfg.Name, toolErrText(r.err)))
 		}
 	}
 	if len(errs) > 0 {
