@@ -19,12 +19,15 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/rs/zerolog"
 
 	"github.com/seed-7bc021c3/reckon/internal/pgtest"
 	"github.com/seed-7bc021c3/reckon/kernel"
+	"github.com/seed-7bc021c3/reckon/kernel/journal"
 	"github.com/seed-7bc021c3/reckon/kernel/mcpserver"
 	"github.com/seed-7bc021c3/reckon/kernel/mcptool"
 	"github.com/seed-7bc021c3/reckon/kernel/operations"
+	"github.com/seed-7bc021c3/reckon/kernel/outbox"
 )
 
 // npmPackages is testdata/npm with its pinned packages installed
@@ -279,8 +282,12 @@ func TestMCPGatewayTypeScriptHostStdio(t *testing.T) {
 		}
 	}
 
-	// The gateway exited when the host closed stdin, after its publisher
-	// delivered: everything is in the journal.
+	// The gateway exited when the host closed stdin (or, the host's patience
+	// over, was killed: its events wait in the outbox for the next
+	// publisher, as here).
+	if err := outbox.NewPublisher(s.Pool, journal.New(s.Pool, nil), outbox.Config{}, nil, zerolog.Nop()).Drain(ctx); err != nil {
+		t.Fatal(err)
+	}
 	evs := journalOf(t, s.Pool, "interop")
 	if len(evs) == 0 {
 		t.Fatalf("nothing journaled\n%s", stderr.String())

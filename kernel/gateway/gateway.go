@@ -399,9 +399,11 @@ func (g *Gateway) closeSpares() {
 	spares := g.spares
 	g.spares = map[string]*spare{}
 	g.mu.Unlock()
+	conns := make([]*mcptool.Conn, 0, len(spares))
 	for _, sp := range spares {
-		sp.conn.Close()
+		conns = append(conns, sp.conn)
 	}
+	closeAll(conns)
 }
 
 // relay forwards an upstream session's progress notifications to the MCP

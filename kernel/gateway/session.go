@@ -123,16 +123,22 @@ func (g *Gateway) watch(s *session) {
 		// its operation stays open and the run's end says so below.
 		g.log.Error().Str("run_id", s.runID).Msg("mcp gateway: calls of an ended session did not finish")
 	}
-	for _, uc := range s.ups {
-		uc.mu.Lock()
-		if uc.conn != nil {
-			uc.conn.Close()
+	// The run's end is recorded before the upstream sessions close: a host
+	// that stops a stdio gateway gives it only a few seconds.
+	defer func() {
+		var conns []*mcptool.Conn
+		for _, uc := range s.ups {
+			uc.mu.Lock()
+			if uc.conn != nil {
+				conns = append(conns, uc.conn)
+			}
+			uc.mu.Unlock()
 		}
-		uc.mu.Unlock()
-	}
-	g.mu.Lock()
-	delete(g.sessions, s.ss)
-	g.mu.Unlock()
+		closeAll(conns)
+		g.mu.Lock()
+		delete(g.sessions, s.ss)
+		g.mu.Unlock()
+	}()
 
 	s.mu.Lock()
 	started := s.started
@@ -162,6 +168,20 @@ func (g *Gateway) watch(s *session) {
 		return
 	}
 	g.log.Info().Str("run_id", s.runID).Str("end", typ).Msg("mcp session ended")
+}
+
+// closeAll closes upstream sessions at once: a stdio server may take its
+// TerminateGrace to exit.
+func closeAll(conns []*mcptool.Conn) {
+	var wg sync.WaitGroup
+	for _, c := range conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c.Close()
+		}()
+	}
+	wg.Wait()
 }
 
 // enter counts a call in flight; false when the session has ended.
