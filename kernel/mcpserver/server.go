@@ -45,6 +45,16 @@ type CreateIssueResult struct {
 	Replayed bool `json:"replayed"`
 }
 
+// SlowCreateIssueArgs are slow_create_issue's arguments.
+type SlowCreateIssueArgs struct {
+	Title   string `json:"title" jsonschema:"the issue title (non-empty)"`
+	Body    string `json:"body,omitempty" jsonschema:"the issue body"`
+	DelayMS int    `json:"delay_ms" jsonschema:"milliseconds to wait after the issue is stored, before answering (at most 600000)"`
+}
+
+// maxDelayMS bounds slow_create_issue's wait (10 minutes).
+const maxDelayMS = 600_000
+
 // GetIssueArgs are get_issue's arguments.
 type GetIssueArgs struct {
 	ID string `json:"id" jsonschema:"the issue id, e.g. ISS-1"`
@@ -67,7 +77,8 @@ type LookupOperationResult struct {
 	At    *time.Time     `json:"at,omitempty"`
 }
 
-// NewServer returns the MCP server over store.
+// NewServer returns the MCP server over store: create_issue,
+// slow_create_issue, get_issue and lookup_operation.
 func NewServer(store *Store) *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "reckon-mcp-test-server", Version: "1"}, &mcp.ServerOptions{
 		Instructions: "create_issue is consequential. Pass an idempotency key in params._meta[\"" + IdempotencyKeyMeta +
@@ -81,18 +92,18 @@ func NewServer(store *Store) *mcp.Server {
 			"the same key with different arguments is an error naming the conflict.",
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: &f, IdempotentHint: false, OpenWorldHint: &f},
 	}, func(ctx context.Context, req *mcp.CallToolRequest, in CreateIssueArgs) (*mcp.CallToolResult, CreateIssueResult, error) {
-		key, err := idempotencyKey(req)
-		if err != nil {
-			return nil, CreateIssueResult{}, err
+		return createIssue(ctx, store, "create_issue", req, in.Title, in.Body, 0)
+	})
+	mcp.AddTool(s, &mcp.Tool{
+		Name: "slow_create_issue",
+		Description: "create_issue, then wait delay_ms before answering: the issue and its idempotency key are stored " +
+			"before the wait, so a client that dies during it leaves an effect it never heard of (crash-window tests).",
+		Annotations: &mcp.ToolAnnotations{DestructiveHint: &f, IdempotentHint: false, OpenWorldHint: &f},
+	}, func(ctx context.Context, req *mcp.CallToolRequest, in SlowCreateIssueArgs) (*mcp.CallToolResult, CreateIssueResult, error) {
+		if in.DelayMS < 0 || in.DelayMS > maxDelayMS {
+			return nil, CreateIssueResult{}, fmt.Errorf("delay_ms: must be between 0 and %d, got %d", maxDelayMS, in.DelayMS)
 		}
-		if strings.TrimSpace(in.Title) == "" {
-			return nil, CreateIssueResult{}, errors.New("title: must not be empty")
-		}
-		iss, replayed, err := store.CreateIssue(key, in.Title, in.Body)
-		if err != nil {
-			return nil, CreateIssueResult{}, err
-		}
-		return nil, CreateIssueResult{Issue: iss, Replayed: replayed}, nil
+		return createIssue(ctx, store, "slow_create_issue", req, in.Title, in.Body, time.Duration(in.DelayMS)*time.Millisecond)
 	})
 	mcp.AddTool(s, &mcp.Tool{
 		Name:        "get_issue",
@@ -125,6 +136,30 @@ func NewServer(store *Store) *mcp.Server {
 		return nil, LookupOperationResult{Key: in.Key, Status: "completed", Tool: op.Tool, Args: args, Issue: &iss, At: &at}, nil
 	})
 	return s
+}
+
+// createIssue is create_issue and slow_create_issue on behalf of tool: the
+// issue and its idempotency key are stored, then the answer waits delay.
+func createIssue(ctx context.Context, store *Store, tool string, req *mcp.CallToolRequest, title, body string, delay time.Duration) (*mcp.CallToolResult, CreateIssueResult, error) {
+	key, err := idempotencyKey(req)
+	if err != nil {
+		return nil, CreateIssueResult{}, err
+	}
+	if strings.TrimSpace(title) == "" {
+		return nil, CreateIssueResult{}, errors.New("title: must not be empty")
+	}
+	iss, replayed, err := store.createIssue(tool, key, title, body)
+	if err != nil {
+		return nil, CreateIssueResult{}, err
+	}
+	if delay > 0 {
+		select {
+		case <-time.After(delay):
+		case <-ctx.Done():
+			return nil, CreateIssueResult{}, fmt.Errorf("canceled after issue %s was stored: %w", iss.ID, ctx.Err())
+		}
+	}
+	return nil, CreateIssueResult{Issue: iss, Replayed: replayed}, nil
 }
 
 // idempotencyKey reads the key from the request's _meta; absent means the

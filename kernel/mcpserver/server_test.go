@@ -178,3 +178,47 @@ func TestMainFlags(t *testing.T) {
 		t.Fatalf("DefaultStorePath = %s", got)
 	}
 }
+
+// slow_create_issue stores the issue and its key before its wait: a
+// lookup during the wait already answers completed, and a key used with
+// slow_create_issue is bound to it.
+func TestSlowCreateIssue(t *testing.T) {
+	t.Parallel()
+	store := newStore(t)
+	cs := connectInMemory(t, store)
+	done := make(chan map[string]any, 1)
+	go func() {
+		_, out := call(t, cs, "slow_create_issue", map[string]any{"title": "slow", "delay_ms": 2000}, "k-slow")
+		done <- out
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, out := call(t, cs, "lookup_operation", map[string]any{"key": "k-slow"}, "")
+		if out["status"] == "completed" {
+			if out["tool"] != "slow_create_issue" {
+				t.Fatalf("lookup during the wait: %v", out)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the key was never stored")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	select {
+	case out := <-done:
+		t.Fatalf("answered before its delay: %v", out)
+	default:
+	}
+	if out := <-done; issueID(out) == "" || out["replayed"] != false {
+		t.Fatalf("slow_create_issue: %v", out)
+	}
+	res, _ := call(t, cs, "create_issue", map[string]any{"title": "slow"}, "k-slow")
+	if !res.IsError || !strings.Contains(mcptool.ContentText(res.Content), "slow_create_issue") {
+		t.Fatalf("key reused by another tool: %s", mcptool.ContentText(res.Content))
+	}
+	res, _ = call(t, cs, "slow_create_issue", map[string]any{"title": "x", "delay_ms": -1}, "k-neg")
+	if !res.IsError {
+		t.Fatal("negative delay accepted")
+	}
+}

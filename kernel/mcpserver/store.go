@@ -55,6 +55,7 @@ var ErrNotFound = errors.New("not found")
 // with different arguments.
 type ConflictError struct {
 	Key      string
+	Tool     string // the tool the key was first used with
 	IssueID  string
 	Existing json.RawMessage
 	Given    json.RawMessage
@@ -62,8 +63,12 @@ type ConflictError struct {
 
 // Error names the key, the issue it produced and both argument sets.
 func (e *ConflictError) Error() string {
-	return fmt.Sprintf("idempotency key conflict: key %q was already used for create_issue with arguments %s (issue %s); this call has arguments %s — nothing was created",
-		e.Key, e.Existing, e.IssueID, e.Given)
+	tool := e.Tool
+	if tool == "" {
+		tool = "create_issue"
+	}
+	return fmt.Sprintf("idempotency key conflict: key %q was already used for %s with arguments %s (issue %s); this call has arguments %s — nothing was created",
+		e.Key, tool, e.Existing, e.IssueID, e.Given)
 }
 
 // OpenStore returns a store at path, creating its directory. The file itself
@@ -181,6 +186,12 @@ func (s *Store) save(doc *storeFile) error {
 // (replayed=true) and creates nothing; the same key with different arguments
 // is a *ConflictError.
 func (s *Store) CreateIssue(key, title, body string) (issue Issue, replayed bool, err error) {
+	return s.createIssue("create_issue", key, title, body)
+}
+
+// createIssue is CreateIssue on behalf of tool: a key is bound to the tool
+// that first used it, so reusing it with another tool is a conflict too.
+func (s *Store) createIssue(tool, key, title, body string) (issue Issue, replayed bool, err error) {
 	args, err := json.Marshal(struct {
 		Title string `json:"title"`
 		Body  string `json:"body,omitempty"`
@@ -196,8 +207,8 @@ func (s *Store) CreateIssue(key, title, body string) (issue Issue, replayed bool
 				if err := json.Compact(&stored, op.Args); err != nil {
 					return false, fmt.Errorf("store is inconsistent: key %q has invalid args: %w", key, err)
 				}
-				if op.Tool != "create_issue" || stored.String() != string(args) {
-					return false, &ConflictError{Key: key, IssueID: op.IssueID, Existing: stored.Bytes(), Given: args}
+				if op.Tool != tool || stored.String() != string(args) {
+					return false, &ConflictError{Key: key, Tool: op.Tool, IssueID: op.IssueID, Existing: stored.Bytes(), Given: args}
 				}
 				iss, ok := doc.Issues[op.IssueID]
 				if !ok {
@@ -213,7 +224,7 @@ func (s *Store) CreateIssue(key, title, body string) (issue Issue, replayed bool
 		iss := &Issue{ID: id, Title: title, Body: body, CreatedAt: now, IdempotencyKey: key}
 		doc.Issues[id] = iss
 		if key != "" {
-			doc.Operations[key] = &Operation{Key: key, Tool: "create_issue", Args: args, IssueID: id, CreatedAt: now}
+			doc.Operations[key] = &Operation{Key: key, Tool: tool, Args: args, IssueID: id, CreatedAt: now}
 		}
 		issue = *iss
 		return true, nil

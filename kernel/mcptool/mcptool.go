@@ -94,6 +94,19 @@ type Options struct {
 	TerminateGrace time.Duration
 }
 
+func (o Options) withDefaults() Options {
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultTimeout
+	}
+	if o.DiscoveryTimeout <= 0 {
+		o.DiscoveryTimeout = 10 * time.Second
+	}
+	if o.TerminateGrace <= 0 {
+		o.TerminateGrace = time.Second
+	}
+	return o
+}
+
 // ToolSet resolves "mcp__<tool>" and "mcp__<server>__<tool>" names to
 // tools of the configured servers. It is safe for concurrent use.
 type ToolSet struct {
@@ -116,16 +129,7 @@ func New(servers []ServerConfig, opts Options) (*ToolSet, error) {
 	if err := Check(servers); err != nil {
 		return nil, fmt.Errorf("mcp servers%v", err)
 	}
-	if opts.Timeout <= 0 {
-		opts.Timeout = DefaultTimeout
-	}
-	if opts.DiscoveryTimeout <= 0 {
-		opts.DiscoveryTimeout = 10 * time.Second
-	}
-	if opts.TerminateGrace <= 0 {
-		opts.TerminateGrace = time.Second
-	}
-	ts := &ToolSet{opts: opts}
+	ts := &ToolSet{opts: opts.withDefaults()}
 	for _, c := range servers {
 		s := &server{cfg: c, opts: &ts.opts}
 		if len(c.Tools) > 0 {
@@ -208,7 +212,7 @@ func (s *server) discover(ctx context.Context) error {
 		defer os.RemoveAll(dir)
 		ws = dir
 	}
-	cs, err := s.connect(ctx, ws, "", "", "")
+	cs, err := s.connect(ctx, ws, "", "", "", nil)
 	if err != nil {
 		return err
 	}
@@ -269,7 +273,7 @@ func (t *Tool) Execute(ctx context.Context, call kernel.ToolCall) (kernel.ToolRe
 	defer cancel()
 
 	key := IdempotencyKey(call.Project, call.RunID, call.OperationID)
-	cs, err := t.srv.connect(cctx, call.Workspace, call.Project, call.RunID, key)
+	cs, err := t.srv.connect(cctx, call.Workspace, call.Project, call.RunID, key, nil)
 	if err != nil {
 		return kernel.ToolResult{}, err
 	}
@@ -299,7 +303,7 @@ func (t *Tool) Execute(ctx context.Context, call kernel.ToolCall) (kernel.ToolRe
 
 	// From here on the request may reach the server: every failure is
 	// uncertain, because nothing proves the tool did not act.
-	res, err := cs.session.CallTool(cctx, &mcp.CallToolParams{
+	res, err := cs.call(ctx, cctx, timeout, &mcp.CallToolParams{
 		Name:      t.tool,
 		Arguments: args,
 		Meta: mcp.Meta{
@@ -310,17 +314,10 @@ func (t *Tool) Execute(ctx context.Context, call kernel.ToolCall) (kernel.ToolRe
 		},
 	})
 	if err != nil {
-		if errors.Is(cctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
-			return kernel.ToolResult{}, &kernel.ToolError{ErrorType: ErrorTypeTimeout, Effect: kernel.EffectUncertain,
-				Err: fmt.Errorf("mcp server %q tool %q: no answer within %s after tools/call was sent%s", t.srv.cfg.Name, t.tool, timeout, cs.stderrTail())}
-		}
-		return kernel.ToolResult{}, &kernel.ToolError{ErrorType: ErrorTypeCallFailed, Effect: kernel.EffectUncertain,
-			Err: fmt.Errorf("mcp server %q tool %q: tools/call failed: %w%s", t.srv.cfg.Name, t.tool, err, cs.stderrTail())}
+		return kernel.ToolResult{}, err
 	}
-	text := ContentText(res.Content)
 	if res.IsError {
-		return kernel.ToolResult{}, &kernel.ToolError{ErrorType: ErrorTypeErrorResult, Effect: kernel.EffectUncertain,
-			Err: fmt.Errorf("mcp server %q tool %q returned an error result: %s", t.srv.cfg.Name, t.tool, kernel.Abbreviate(text, 2000))}
+		return kernel.ToolResult{}, ResultError(t.srv.cfg.Name, t.tool, res)
 	}
 	var out json.RawMessage
 	if res.StructuredContent != nil {
@@ -333,11 +330,48 @@ func (t *Tool) Execute(ctx context.Context, call kernel.ToolCall) (kernel.ToolRe
 		return kernel.ToolResult{}, &kernel.ToolError{ErrorType: ErrorTypeCallFailed, Effect: kernel.EffectUncertain,
 			Err: fmt.Errorf("mcp server %q tool %q: encoding its result: %w", t.srv.cfg.Name, t.tool, err)}
 	}
-	summary := text
-	if summary == "" {
-		summary = string(out)
+	return kernel.ToolResult{Summary: ResultSummary(res), Output: out}, nil
+}
+
+// call sends tools/call on the connection. Every failure is uncertain: the
+// request may have reached the server. cctx is ctx bounded by timeout; a
+// deadline of cctx while ctx lives is mcp_timeout, anything else
+// mcp_call_failed.
+func (c *conn) call(ctx, cctx context.Context, timeout time.Duration, params *mcp.CallToolParams) (*mcp.CallToolResult, error) {
+	res, err := c.session.CallTool(cctx, params)
+	if err == nil {
+		return res, nil
 	}
-	return kernel.ToolResult{Summary: kernel.Abbreviate(summary, 500), Output: out}, nil
+	if errors.Is(cctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
+		return nil, &kernel.ToolError{ErrorType: ErrorTypeTimeout, Effect: kernel.EffectUncertain,
+			Err: fmt.Errorf("mcp server %q tool %q: no answer within %s after tools/call was sent%s", c.srv.cfg.Name, params.Name, timeout, c.stderrTail())}
+	}
+	return nil, &kernel.ToolError{ErrorType: ErrorTypeCallFailed, Effect: kernel.EffectUncertain,
+		Err: fmt.Errorf("mcp server %q tool %q: tools/call failed: %w%s", c.srv.cfg.Name, params.Name, err, c.stderrTail())}
+}
+
+// ResultError classifies an error result (isError) of server's tool as the
+// kernel does: mcp_error_result, effect uncertain — the tool ran and
+// reported a failure, which proves nothing about what it did first.
+func ResultError(server, tool string, res *mcp.CallToolResult) *kernel.ToolError {
+	return &kernel.ToolError{ErrorType: ErrorTypeErrorResult, Effect: kernel.EffectUncertain,
+		Err: fmt.Errorf("mcp server %q tool %q returned an error result: %s", server, tool, kernel.Abbreviate(ContentText(res.Content), 2000))}
+}
+
+// ResultSummary is tool.completed's result_summary for a successful result:
+// its text content, or its structured content as JSON, bounded.
+func ResultSummary(res *mcp.CallToolResult) string {
+	summary := ContentText(res.Content)
+	if summary == "" {
+		var b []byte
+		if res.StructuredContent != nil {
+			b, _ = json.Marshal(res.StructuredContent)
+		} else {
+			b, _ = json.Marshal(map[string]any{"content": res.Content})
+		}
+		summary = string(b)
+	}
+	return kernel.Abbreviate(summary, 500)
 }
 
 // decodeArgs returns the call's arguments as a JSON object (empty for none).
@@ -406,10 +440,11 @@ type conn struct {
 	stderr  *tailBuffer
 }
 
-// connect opens a new session. Every failure here is mcp_connect_failed
-// with effect=none: tools/call has not been sent on this connection, so the
-// server cannot have executed it.
-func (s *server) connect(ctx context.Context, workspace, project, runID, key string) (*conn, error) {
+// connect opens a new session; copts (may be nil) sets the client's
+// handlers. Every failure here is mcp_connect_failed with effect=none:
+// tools/call has not been sent on this connection, so the server cannot
+// have executed it.
+func (s *server) connect(ctx context.Context, workspace, project, runID, key string, copts *mcp.ClientOptions) (*conn, error) {
 	fail := func(err error, tail string) error {
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			err = fmt.Errorf("timed out: %w", err)
@@ -418,7 +453,7 @@ func (s *server) connect(ctx context.Context, workspace, project, runID, key str
 			Err: fmt.Errorf("mcp server %q: connecting (tools/call not sent): %w%s", s.cfg.Name, err, tail)}
 	}
 	rep := placeholders(workspace, project, runID)
-	client := mcp.NewClient(&mcp.Implementation{Name: "reckon", Version: "1"}, nil)
+	client := mcp.NewClient(&mcp.Implementation{Name: "reckon", Version: "1"}, copts)
 	c := &conn{srv: s}
 	var transport mcp.Transport
 	if len(s.cfg.Command) > 0 {
@@ -529,7 +564,9 @@ func (b *tailBuffer) String() string {
 	return strings.ToValidUTF8(string(b.buf), "")
 }
 
-// headerTransport adds fixed headers to every request.
+// headerTransport adds fixed headers to every request, and the
+// Idempotency-Key of the call a request belongs to (withKey), for sessions
+// that carry several operations.
 type headerTransport struct {
 	base    http.RoundTripper
 	headers http.Header
@@ -540,5 +577,16 @@ func (h *headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	for k, v := range h.headers {
 		r.Header[k] = v
 	}
+	if k, ok := r.Context().Value(keyCtx{}).(string); ok && k != "" {
+		r.Header.Set(IdempotencyKeyHeader, k)
+	}
 	return h.base.RoundTrip(r)
+}
+
+// keyCtx carries a call's idempotency key to headerTransport: the SDK
+// sends each request with the context of the call that made it.
+type keyCtx struct{}
+
+func withKey(ctx context.Context, key string) context.Context {
+	return context.WithValue(ctx, keyCtx{}, key)
 }

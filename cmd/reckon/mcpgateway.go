@@ -1,0 +1,81 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"time"
+
+	"github.com/seed-7bc021c3/reckon/internal/app"
+	"github.com/seed-7bc021c3/reckon/kernel/config"
+	"github.com/seed-7bc021c3/reckon/kernel/gateway"
+	"github.com/seed-7bc021c3/reckon/kernel/outbox"
+)
+
+func init() {
+	register("mcp-gateway", "MCP server in front of RECKON_MCP_SERVERS: every tools/call of any MCP client becomes a reconcilable operation (stdio, or --http ADDR)", runMCPGateway)
+}
+
+// runMCPGateway is `reckon mcp-gateway` (see gateway.ParseCommand and
+// README "MCP gateway"). In stdio mode stdout belongs to the MCP session:
+// everything else goes to stderr.
+func runMCPGateway(ctx context.Context, args []string) error {
+	c, err := gateway.ParseCommand(args, os.Getenv, os.Stderr)
+	if gateway.IsHelp(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	cfg, err := config.Load()
+	if err != nil {
+		return err
+	}
+	core, err := app.NewCore(ctx, cfg, false)
+	if err != nil {
+		return err
+	}
+	defer core.Close()
+	c.Log = core.Log.With().Str("component", "mcp-gateway").Logger()
+	g, err := gateway.New(ctx, core.Pool, c.Options)
+	if err != nil {
+		return err
+	}
+
+	pubCtx, stopPub := context.WithCancel(context.WithoutCancel(ctx))
+	pubDone := make(chan struct{})
+	if c.Publisher {
+		go func() {
+			defer close(pubDone)
+			_ = core.NewPublisher(outbox.Config{}).Run(pubCtx)
+		}()
+	} else {
+		close(pubDone)
+	}
+
+	if c.HTTPAddr == "" {
+		err = g.ServeStdio(ctx, os.Stdin, os.Stdout)
+	} else {
+		ln, lerr := net.Listen("tcp", c.HTTPAddr)
+		if lerr != nil {
+			g.Close()
+			err = fmt.Errorf("--http: %w", lerr)
+		} else {
+			fmt.Fprintf(os.Stderr, "reckon mcp-gateway: listening on http://%s%s (project %s, %d tools)\n", ln.Addr(), gateway.HTTPPath, c.Project, len(g.Tools()))
+			err = g.ServeHTTP(ctx, ln)
+		}
+	}
+
+	stopPub()
+	<-pubDone
+	if c.Publisher {
+		// The runs' ends were just enqueued: deliver them before exiting.
+		dctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		if derr := core.NewPublisher(outbox.Config{}).Drain(dctx); derr != nil {
+			core.Log.Warn().Err(derr).Msg("mcp gateway: events left in the outbox for the next publisher")
+		}
+		cancel()
+	}
+	return err
+}

@@ -1,0 +1,532 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/rs/zerolog"
+
+	"github.com/seed-7bc021c3/reckon/internal/pgtest"
+	"github.com/seed-7bc021c3/reckon/kernel"
+	"github.com/seed-7bc021c3/reckon/kernel/journal"
+	"github.com/seed-7bc021c3/reckon/kernel/mcpserver"
+	"github.com/seed-7bc021c3/reckon/kernel/mcptool"
+	"github.com/seed-7bc021c3/reckon/kernel/operations"
+	"github.com/seed-7bc021c3/reckon/kernel/outbox"
+)
+
+// npmPackages is testdata/npm with its pinned packages installed
+// (scripts/ensure-deps.sh); the test skips only where node is absent.
+func npmPackages(t *testing.T) string {
+	t.Helper()
+	if _, err := exec.LookPath("node"); err != nil {
+		t.Skip("node is not installed: the MCP gateway interop tests need Node.js (apt-get install nodejs npm, then scripts/ensure-deps.sh)")
+	}
+	dir, err := filepath.Abs(filepath.Join("..", "..", "testdata", "npm"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"sdk", "server-filesystem", "server-memory"} {
+		if _, err := os.Stat(filepath.Join(dir, "node_modules", "@modelcontextprotocol", p, "package.json")); err != nil {
+			t.Fatalf("the pinned npm packages are not installed in %s: run scripts/ensure-deps.sh (npm ci there): %v", dir, err)
+		}
+	}
+	return dir
+}
+
+// tsLine is one output line of testdata/npm/mcp-session.mjs.
+type tsLine struct {
+	Tools  []map[string]any `json:"tools"`
+	I      *int             `json:"i"`
+	Result *tsResult        `json:"result"`
+	Error  string           `json:"error"`
+}
+
+type tsResult struct {
+	IsError           bool            `json:"isError"`
+	StructuredContent json.RawMessage `json:"structuredContent"`
+	Content           []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	} `json:"content"`
+}
+
+func (r *tsResult) text() string {
+	var parts []string
+	for _, c := range r.Content {
+		parts = append(parts, c.Text)
+	}
+	return strings.Join(parts, "\n")
+}
+
+type tsCall struct {
+	Tool string         `json:"tool"`
+	Args map[string]any `json:"args"`
+	Meta map[string]any `json:"meta,omitempty"`
+}
+
+// tsSession starts one TypeScript SDK client session making calls against
+// target (["--url", URL] or ["--", argv...]) with env.
+func tsSession(ctx context.Context, t *testing.T, npm string, env []string, target []string, calls []tsCall) (*exec.Cmd, *bytes.Buffer, *lockedBuffer) {
+	t.Helper()
+	c, _ := json.Marshal(calls)
+	argv := append([]string{filepath.Join(npm, "mcp-session.mjs"), "--calls", string(c)}, target...)
+	cmd := exec.CommandContext(ctx, "node", argv...)
+	cmd.Dir = npm
+	cmd.Env = env
+	var out bytes.Buffer
+	var stderr lockedBuffer
+	cmd.Stdout, cmd.Stderr = &out, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return cmd, &out, &stderr
+}
+
+// tsLines parses the session's output: the tool list, then one line per call.
+func tsLines(t *testing.T, out []byte, calls int) ([]map[string]any, []tsLine) {
+	t.Helper()
+	var tools []map[string]any
+	res := make([]tsLine, calls)
+	for _, l := range bytes.Split(bytes.TrimSpace(out), []byte("\n")) {
+		var ln tsLine
+		if err := json.Unmarshal(l, &ln); err != nil {
+			t.Fatalf("mcp-session output %q: %v", l, err)
+		}
+		if ln.I == nil {
+			tools = ln.Tools
+			continue
+		}
+		res[*ln.I] = ln
+	}
+	return tools, res
+}
+
+// journalEvent is an event with its journal position.
+type journalEvent struct {
+	seq int64
+	kernel.Event
+}
+
+func journalOf(t *testing.T, pool *pgxpool.Pool, project string) []journalEvent {
+	t.Helper()
+	rows, err := pool.Query(context.Background(), `
+SELECT seq, source_id, event_id, project, run_id, type, ts, actor, data FROM journal_events WHERE project = $1 ORDER BY seq`, project)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []journalEvent
+	for rows.Next() {
+		var e journalEvent
+		if err := rows.Scan(&e.seq, &e.SourceID, &e.EventID, &e.Project, &e.RunID, &e.Type, &e.TS, &e.Actor, &e.Data); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// The official TypeScript SDK client, as an MCP host would, starts `reckon
+// mcp-gateway` over stdio in front of three real servers — reckon's test
+// server, @modelcontextprotocol/server-filesystem and server-memory — and
+// calls through it. The host sees the same tools and the same results as
+// without the gateway; every call leaves tool.started before the upstream
+// acted (the test server's and the filesystem's own records) and one
+// terminal event after; the idempotency key reached the test server; the
+// session's run completes when the host closes it.
+func TestMCPGatewayTypeScriptHostStdio(t *testing.T) {
+	t.Parallel()
+	npm := npmPackages(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	s := pgtest.New(t)
+	dir := t.TempDir()
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	storePath := filepath.Join(dir, "issues.json")
+	memPath := filepath.Join(dir, "memory.jsonl")
+	fsEntry := filepath.Join(npm, "node_modules", "@modelcontextprotocol", "server-filesystem", "dist", "index.js")
+	memEntry := filepath.Join(npm, "node_modules", "@modelcontextprotocol", "server-memory", "dist", "index.js")
+	servers := []mcptool.ServerConfig{
+		{Name: "issues", Command: []string{os.Args[0], "mcp-test-server", "--store", storePath}, Env: map[string]string{execMainEnv: "1"}},
+		{Name: "fs", Command: []string{"node", fsEntry, root}},
+		{Name: "memory", Command: []string{"node", memEntry}, Env: map[string]string{"MEMORY_FILE_PATH": memPath}},
+	}
+	serversJSON, _ := json.Marshal(servers)
+	proof := filepath.Join(root, "proof.txt")
+	calls := []tsCall{
+		{Tool: "create_issue", Args: map[string]any{"title": "Disk full on db-3", "body": "through the gateway"}},
+		{Tool: "write_file", Args: map[string]any{"path": proof, "content": "written through the gateway\n"}},
+		{Tool: "read_text_file", Args: map[string]any{"path": proof}},
+		{Tool: "create_entities", Args: map[string]any{"entities": []any{map[string]any{"name": "db-3", "entityType": "host", "observations": []any{"disk full"}}}}},
+		{Tool: "add_observations", Args: map[string]any{"observations": []any{map[string]any{"entityName": "db-3", "contents": []any{"cleaned up"}}}}},
+		{Tool: "read_graph", Args: map[string]any{}},
+		{Tool: "create_issue", Args: map[string]any{"title": "  "}},                                                 // the upstream's error result
+		{Tool: "write_file", Args: map[string]any{"path": "/etc/reckon-gw-outside", "content": "x"}},                // refused by the server
+		{Tool: "create_issue", Args: map[string]any{"body": "no title"}},                                            // fails the input schema
+		{Tool: "get_issue", Args: map[string]any{"id": "ISS-1"}, Meta: map[string]any{"host.example/trace": "t-1"}}, // the host's own _meta
+	}
+	env := append(os.Environ(),
+		execMainEnv+"=1",
+		"DATABASE_URL="+s.URL,
+		"RECKON_MCP_SERVERS="+string(serversJSON),
+		"RECKON_GATEWAY_PROJECT=interop",
+		"RECKON_LOG_LEVEL=warn",
+		"RECKON_TOKENS=",
+	)
+	cmd, out, stderr := tsSession(ctx, t, npm, env, []string{"--", os.Args[0], "mcp-gateway"}, calls)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("TypeScript host: %v\n%s", err, stderr.String())
+	}
+	tools, res := tsLines(t, out.Bytes(), len(calls))
+
+	// The tools and their definitions are the upstreams', unchanged.
+	var direct []map[string]any
+	for _, sc := range servers {
+		target := append([]string{"--"}, sc.Command...)
+		denv := os.Environ()
+		for k, v := range sc.Env {
+			denv = append(denv, k+"="+v)
+		}
+		dc, dout, derr := tsSession(ctx, t, npm, denv, target, nil)
+		if err := dc.Wait(); err != nil {
+			t.Fatalf("direct session with %s: %v\n%s", sc.Name, err, derr.String())
+		}
+		dt, _ := tsLines(t, dout.Bytes(), 0)
+		direct = append(direct, dt...)
+	}
+	byName := func(ts []map[string]any) map[string]map[string]any {
+		m := map[string]map[string]any{}
+		for _, x := range ts {
+			m[x["name"].(string)] = x
+		}
+		return m
+	}
+	gw, dr := byName(tools), byName(direct)
+	if len(gw) != len(dr) || len(gw) != 4+14+9 {
+		t.Fatalf("gateway serves %d tools, the upstreams offer %d", len(gw), len(dr))
+	}
+	for n, d := range dr {
+		// Annotation hints the upstream left out are spelled out at their
+		// default (false) by the Go SDK, and fields it does not model
+		// (execution, of the experimental tasks feature) are not served:
+		// the meaning is the same.
+		d = maps.Clone(d)
+		delete(d, "execution")
+		if a, ok := d["annotations"].(map[string]any); ok {
+			a = maps.Clone(a)
+			for _, h := range []string{"readOnlyHint", "idempotentHint"} {
+				if _, ok := a[h]; !ok {
+					a[h] = false
+				}
+			}
+			d["annotations"] = a
+		}
+		if !reflect.DeepEqual(gw[n], d) {
+			a, _ := json.Marshal(gw[n])
+			b, _ := json.Marshal(d)
+			t.Errorf("tool %s through the gateway %s\ndirect %s", n, a, b)
+		}
+	}
+
+	for i, want := range []bool{false, false, false, false, false, false, true, true, true, false} {
+		r := res[i]
+		if r.Result == nil || r.Result.IsError != want {
+			t.Fatalf("call %d (%s): %+v, want isError=%v\n%s", i, calls[i].Tool, r, want, stderr.String())
+		}
+	}
+	if got := res[2].Result.text(); got != "written through the gateway\n" {
+		t.Errorf("read_text_file through the gateway: %q", got)
+	}
+	if got := res[6].Result.text(); got != "title: must not be empty" {
+		t.Errorf("the upstream's error result changed: %q", got)
+	}
+	// Reads give what the same host gets from the servers directly.
+	for _, i := range []int{2, 5} {
+		sc := servers[1]
+		if calls[i].Tool == "read_graph" {
+			sc = servers[2]
+		}
+		denv := append(os.Environ(), "MEMORY_FILE_PATH="+memPath)
+		dc, dout, derr := tsSession(ctx, t, npm, denv, append([]string{"--"}, sc.Command...), []tsCall{calls[i]})
+		if err := dc.Wait(); err != nil {
+			t.Fatalf("direct %s: %v\n%s", calls[i].Tool, err, derr.String())
+		}
+		_, dres := tsLines(t, dout.Bytes(), 1)
+		// Compared as JSON values: object keys have no order.
+		var a, b any
+		ra, _ := json.Marshal(res[i].Result)
+		rb, _ := json.Marshal(dres[0].Result)
+		_ = json.Unmarshal(ra, &a)
+		_ = json.Unmarshal(rb, &b)
+		if !reflect.DeepEqual(a, b) {
+			t.Errorf("%s through the gateway %s\ndirect %s", calls[i].Tool, ra, rb)
+		}
+	}
+
+	// The gateway exited when the host closed stdin (or, the host's patience
+	// over, was killed: its events wait in the outbox for the next
+	// publisher, as here).
+	if err := outbox.NewPublisher(s.Pool, journal.New(s.Pool, nil), outbox.Config{}, nil, zerolog.Nop()).Drain(ctx); err != nil {
+		t.Fatal(err)
+	}
+	evs := journalOf(t, s.Pool, "interop")
+	if len(evs) == 0 {
+		t.Fatalf("nothing journaled\n%s", stderr.String())
+	}
+	runID := evs[0].RunID
+	if evs[0].Type != kernel.TypeRunStarted || evs[len(evs)-1].Type != kernel.TypeRunCompleted {
+		t.Fatalf("run events: first %s, last %s", evs[0].Type, evs[len(evs)-1].Type)
+	}
+	type opEvents struct {
+		started, end *journalEvent
+		ends         int
+	}
+	ops := map[string]*opEvents{}
+	for i := range evs {
+		e := &evs[i]
+		if e.SourceID != "mcp-gateway" || e.Actor != "agent" || e.RunID != runID {
+			t.Fatalf("event %s: source %s actor %s run %s", e.EventID, e.SourceID, e.Actor, e.RunID)
+		}
+		op := e.OperationID()
+		if op == "" {
+			continue
+		}
+		if ops[op] == nil {
+			ops[op] = &opEvents{}
+		}
+		switch e.Type {
+		case kernel.TypeToolStarted:
+			ops[op].started = e
+		default:
+			if ops[op].started == nil {
+				t.Fatalf("%s: %s before tool.started", op, e.Type)
+			}
+			ops[op].end = e
+			ops[op].ends++
+		}
+	}
+	if len(ops) != len(calls) {
+		t.Fatalf("%d operations journaled for %d calls", len(ops), len(calls))
+	}
+	wantEnd := []string{"completed", "completed", "completed", "completed", "completed", "completed",
+		"failed mcp_error_result uncertain", "failed mcp_error_result uncertain", "failed argument_validation none", "completed"}
+	for i := range calls {
+		op := fmt.Sprintf("op-%d", i+1)
+		o := ops[op]
+		if o == nil || o.ends != 1 {
+			t.Fatalf("%s: want tool.started and exactly one terminal event, got %+v", op, o)
+		}
+		var sd struct {
+			Tool string `json:"tool"`
+		}
+		_ = o.started.DecodeData(&sd)
+		got := strings.TrimPrefix(o.end.Type, "tool.")
+		if o.end.Type == kernel.TypeToolFailed {
+			var f kernel.ToolFailed
+			_ = o.end.DecodeData(&f)
+			got += " " + f.ErrorType + " " + f.Effect
+		}
+		if sd.Tool != "mcp__"+calls[i].Tool || got != wantEnd[i] {
+			t.Errorf("%s (%s): tool %s, end %q, want %q", op, calls[i].Tool, sd.Tool, got, wantEnd[i])
+		}
+	}
+
+	// The upstreams' own records: the test server stored the key of op-1
+	// between its tool.started and its terminal event; the file was written
+	// in that window too.
+	st, err := mcpserver.OpenStore(storePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := mcptool.IdempotencyKey("interop", runID, "op-1")
+	rec, iss, found, err := st.Lookup(key)
+	if err != nil || !found || iss.Title != "Disk full on db-3" {
+		t.Fatalf("the test server has no record of key %s: %v %v", key, found, err)
+	}
+	if o := ops["op-1"]; rec.CreatedAt.Before(o.started.TS) || o.end.TS.Before(rec.CreatedAt) {
+		t.Errorf("op-1: tool.started %s, the server acted %s, tool.completed %s", o.started.TS, rec.CreatedAt, o.end.TS)
+	}
+	fi, err := os.Stat(proof)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := ops["op-2"]; fi.ModTime().Before(o.started.TS) || o.end.TS.Before(fi.ModTime()) {
+		t.Errorf("op-2: tool.started %s, file written %s, tool.completed %s", o.started.TS, fi.ModTime(), o.end.TS)
+	}
+	if all, _ := st.Issues(); len(all) != 1 {
+		t.Errorf("the test server holds %d issues, want 1 (the blank title and the schema violation create none)", len(all))
+	}
+	if b, err := os.ReadFile(memPath); err != nil || !strings.Contains(string(b), "cleaned up") {
+		t.Errorf("server-memory's file: %q %v", b, err)
+	}
+}
+
+// A gateway killed with SIGKILL while the upstream's slow_create_issue is
+// in flight (the issue is stored; the answer never comes) leaves both
+// operations listed — the session run's in the crash window once the next
+// gateway has ended it (lease), the client-named run's stale in flight —
+// and one `reckon triage` settles both from the test server's
+// lookup_operation, basis probe.
+func TestMCPGatewaySIGKILLMidCall(t *testing.T) {
+	t.Parallel()
+	npm := npmPackages(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	s := pgtest.New(t)
+	storePath := filepath.Join(t.TempDir(), "issues.json")
+	servers, _ := json.Marshal([]mcptool.ServerConfig{{Name: "issues", Command: []string{os.Args[0], "mcp-test-server", "--store", storePath}}})
+	env := append(os.Environ(),
+		execMainEnv+"=1",
+		"DATABASE_URL="+s.URL,
+		"RECKON_MCP_SERVERS="+string(servers),
+		"RECKON_GATEWAY_PROJECT=crash",
+		"RECKON_LOG_LEVEL=warn",
+		"RECKON_TOKENS=",
+		"RECKON_DATA_DIR="+t.TempDir(),
+		"RECKON_STALE_AFTER=2s",
+	)
+	var logs lockedBuffer
+	defer func() {
+		if t.Failed() {
+			t.Logf("process output:\n%s", logs.String())
+		}
+	}()
+	startGateway := func() (*exec.Cmd, string) {
+		cmd := exec.CommandContext(ctx, os.Args[0], "mcp-gateway", "--http", "127.0.0.1:0", "--lease", "1s")
+		cmd.Env = env
+		pr, pw := io.Pipe()
+		cmd.Stderr = pw
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			logs.Write(append(sc.Bytes(), '\n'))
+			if _, rest, ok := strings.Cut(sc.Text(), "listening on "); ok {
+				go func() {
+					for sc.Scan() {
+						logs.Write(append(sc.Bytes(), '\n'))
+					}
+				}()
+				return cmd, strings.Fields(rest)[0]
+			}
+		}
+		t.Fatalf("the gateway did not start:\n%s", logs.String())
+		return nil, ""
+	}
+
+	gw, url := startGateway()
+	slow := func(title string, meta map[string]any) []tsCall {
+		return []tsCall{{Tool: "slow_create_issue", Args: map[string]any{"title": title, "delay_ms": 60000}, Meta: meta}}
+	}
+	hostA, _, _ := tsSession(ctx, t, npm, os.Environ(), []string{"--url", url}, slow("crash A", nil))
+	hostB, _, _ := tsSession(ctx, t, npm, os.Environ(), []string{"--url", url}, slow("crash B", map[string]any{"dev.reckon/run-id": "host-run-b"}))
+
+	// Kill once the upstream has stored both issues: their effects landed,
+	// their answers will never reach the gateway.
+	st, err := mcpserver.OpenStore(storePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := map[string]string{}
+	for len(keys) < 2 {
+		all, _ := st.Issues()
+		for _, iss := range all {
+			keys[iss.Title] = iss.IdempotencyKey
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("the upstream never stored both issues: %v", keys)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := gw.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = gw.Wait()
+	_ = hostA.Wait()
+	_ = hostB.Wait()
+
+	parts := strings.Split(keys["crash A"], "/")
+	if len(parts) != 3 || parts[0] != "crash" || keys["crash B"] != "crash/host-run-b/op-1" {
+		t.Fatalf("keys the upstream got: %v", keys)
+	}
+	runA := parts[1]
+
+	// The next gateway delivers the dead one's outbox rows and, its lease
+	// over, ends the session run it held.
+	gw2, _ := startGateway()
+	defer func() { _ = gw2.Process.Signal(syscall.SIGTERM); _ = gw2.Wait() }()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var n int
+		_ = s.Pool.QueryRow(ctx, `SELECT count(*) FROM journal_events WHERE project = 'crash' AND run_id = $1 AND type = 'run.failed'`, runA).Scan(&n)
+		if n == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the dead gateway's session run was never ended")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	time.Sleep(2 * time.Second) // RECKON_STALE_AFTER for host-run-b's operation
+
+	svc := operations.New(s.Pool, operations.Options{StaleAfter: 2 * time.Second})
+	page, err := svc.List(ctx, operations.ListParams{Project: "crash"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := map[string]string{}
+	for _, it := range page.Operations {
+		listed[it.RunID+"/"+it.OperationID] = it.State + " " + it.Tool
+	}
+	want := map[string]string{runA + "/op-1": "crash_window mcp__slow_create_issue", "host-run-b/op-1": "stale_in_flight mcp__slow_create_issue"}
+	if !reflect.DeepEqual(listed, want) {
+		t.Fatalf("listing %v, want %v", listed, want)
+	}
+
+	triage := exec.CommandContext(ctx, os.Args[0], "triage", "--project", "crash", "--json")
+	triage.Env = env
+	var tout bytes.Buffer
+	triage.Stdout, triage.Stderr = &tout, &logs
+	if err := triage.Run(); err != nil {
+		t.Fatalf("reckon triage: %v\n%s", err, tout.String())
+	}
+	var verdicts []string
+	for _, e := range journalOf(t, s.Pool, "crash") {
+		if e.Type != kernel.TypeOperationReconciled {
+			continue
+		}
+		var r kernel.Reconciled
+		_ = e.DecodeData(&r)
+		verdicts = append(verdicts, e.RunID+"/"+r.OperationID+" "+r.Effect+" "+r.Basis)
+	}
+	sort.Strings(verdicts)
+	wantV := []string{runA + "/op-1 occurred probe", "host-run-b/op-1 occurred probe"}
+	sort.Strings(wantV)
+	if !reflect.DeepEqual(verdicts, wantV) {
+		t.Fatalf("verdicts %v, want %v\ntriage: %s", verdicts, wantV, tout.String())
+	}
+	page, err = svc.List(ctx, operations.ListParams{Project: "crash"})
+	if err != nil || len(page.Operations) != 0 {
+		t.Fatalf("after triage the listing holds %+v (%v)", page.Operations, err)
+	}
+}

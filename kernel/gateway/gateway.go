@@ -1,0 +1,471 @@
+// Package gateway is `reckon mcp-gateway`: an MCP server that sits between
+// any MCP client (an agent host) and the MCP servers it would otherwise
+// call directly, and makes every tools/call a reckon operation without a
+// change to the agent.
+//
+// It serves the union of the tools of the upstream servers (configured as
+// RECKON_MCP_SERVERS), under their own names and with their schemas and
+// annotations unchanged. For each tools/call, in this order:
+//
+//  1. the run's next operation id (op-<n>, a per-run counter in
+//     gateway_runs) and tool.started {operation_id, tool: "mcp__<tool>",
+//     args, server, upstream_tool} commit in one transaction (the same
+//     transactional outbox as the kernel's, under the gateway's source id,
+//     actor "agent");
+//  2. only then is the call sent upstream, carrying the operation's
+//     idempotency key (mcptool.IdempotencyKey: <project>/<run_id>/<op>) in
+//     _meta["dev.reckon/idempotency-key"], and as the Idempotency-Key header
+//     to streamable-HTTP upstreams;
+//  3. tool.completed, or tool.failed classified exactly as the kernel
+//     classifies MCP outcomes (mcptool): arguments failing the tool's input
+//     schema or an upstream that could not be reached → effect none; a call
+//     sent and then lost, timed out or answered with an error → uncertain.
+//
+// The client gets the upstream's result unchanged (isError results
+// included); only failures the gateway itself detects are answered with an
+// isError result of its own, naming what was and was not sent.
+//
+// Runs: an MCP session is a run (run.started when it is initialised,
+// run.completed when it ends with every call answered, run.failed when a
+// call was cut by its end). A client may name its run instead by passing
+// _meta["dev.reckon/run-id"] on its calls, so a host that restarts keeps
+// its run; the gateway never ends such a run. Each gateway process holds a
+// lease (gateway_instances); when an instance dies, any other instance ends
+// the session runs it held with run.failed once the lease runs out, so
+// their unanswered calls show in the crash window, where the triage sweep
+// probes them through the same upstream servers.
+package gateway
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/rs/zerolog"
+
+	"github.com/seed-7bc021c3/reckon/kernel"
+	"github.com/seed-7bc021c3/reckon/kernel/mcptool"
+)
+
+// Defaults of Options.
+const (
+	DefaultProject       = "default"
+	DefaultSource        = "mcp-gateway"
+	DefaultLease         = 30 * time.Second
+	DefaultShutdownGrace = 10 * time.Second
+	DefaultSessionIdle   = 30 * time.Minute
+)
+
+// RunIDMeta is the _meta key under which a client names the run of a call
+// (the key the kernel's MCP client also sends): "dev.reckon/run-id".
+const RunIDMeta = mcptool.RunIDMeta
+
+// HTTPPath is where the streamable HTTP endpoint is served.
+const HTTPPath = "/mcp"
+
+// Actor is the actor of every gateway event: the gateway reports on the
+// agent's behalf; it is not the kernel.
+const Actor = "agent"
+
+const (
+	kindSession = "session"
+	kindClient  = "client"
+)
+
+// Options configure a Gateway.
+type Options struct {
+	// Project of every run (RECKON_GATEWAY_PROJECT); DefaultProject when empty.
+	Project string
+	// Source is the source_id of the gateway's events (RECKON_GATEWAY_SOURCE);
+	// DefaultSource when empty. kernel, supervisor and operator… are refused.
+	Source string
+	// Servers are the upstream MCP servers.
+	Servers []mcptool.ServerConfig
+	// MCP tunes the upstream client (per-call timeout, stdio environment).
+	MCP mcptool.Options
+	// Lease is how long after its last heartbeat an instance counts as dead
+	// (DefaultLease when zero); heartbeats come every Lease/3.
+	Lease time.Duration
+	// ShutdownGrace is how long calls in flight may finish when the
+	// gateway stops (DefaultShutdownGrace when zero).
+	ShutdownGrace time.Duration
+	// SessionIdle closes HTTP sessions without a request for that long
+	// (DefaultSessionIdle when zero).
+	SessionIdle time.Duration
+	// Token, when set, is the bearer token HTTP clients must send.
+	Token string
+	Log   zerolog.Logger
+	// Now is the clock of event timestamps (time.Now when nil).
+	Now func() time.Time
+}
+
+var (
+	projectRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
+	// Run ids are the kernel's alphabet without ".", the child-run separator.
+	runIDRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$`)
+)
+
+func (o Options) withDefaults() Options {
+	if o.Project == "" {
+		o.Project = DefaultProject
+	}
+	if o.Source == "" {
+		o.Source = DefaultSource
+	}
+	if o.Lease <= 0 {
+		o.Lease = DefaultLease
+	}
+	if o.ShutdownGrace <= 0 {
+		o.ShutdownGrace = DefaultShutdownGrace
+	}
+	if o.SessionIdle <= 0 {
+		o.SessionIdle = DefaultSessionIdle
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return o
+}
+
+// Validate checks the options; errors name the setting (variable and flag)
+// and what is wrong, in one line.
+func (o Options) Validate() error {
+	o = o.withDefaults()
+	if !projectRE.MatchString(o.Project) || strings.Contains(o.Project, "..") {
+		return fmt.Errorf("configuration: RECKON_GATEWAY_PROJECT (--project) must be 1-128 characters of A-Z a-z 0-9 . _ - starting with a letter or digit, got %q", o.Project)
+	}
+	if err := CheckSource(o.Source); err != nil {
+		return err
+	}
+	if len(o.Servers) == 0 {
+		return errors.New("configuration: RECKON_MCP_SERVERS (--servers) names no upstream MCP server; the gateway would serve no tools")
+	}
+	if err := mcptool.Check(o.Servers); err != nil {
+		return fmt.Errorf("configuration: RECKON_MCP_SERVERS%v", err)
+	}
+	for i, s := range o.Servers {
+		if p := s.RunScoped(); len(p) > 0 {
+			return fmt.Errorf("configuration: RECKON_MCP_SERVERS[%d] (%q) uses %s: the gateway keeps one upstream session per MCP session, across runs and without a workspace; only {project} is filled (give the gateway its own --servers)", i, s.Name, strings.Join(p, " and "))
+		}
+	}
+	return nil
+}
+
+// CheckSource refuses source ids the trust-boundary rules never grant:
+// kernel, supervisor and operator… (the gateway is not the kernel and
+// speaks for agents, not people).
+func CheckSource(src string) error {
+	switch {
+	case src == "":
+		return errors.New("configuration: RECKON_GATEWAY_SOURCE (--source) must not be empty")
+	case src == kernel.KernelSource || src == kernel.ActorSupervisor || strings.HasPrefix(src, "operator"):
+		return fmt.Errorf("configuration: RECKON_GATEWAY_SOURCE (--source) %q is reserved (kernel, supervisor and operator… are never an agent's source); use e.g. %q", src, DefaultSource)
+	case len(src) > 128 || strings.ContainsAny(src, " \t\n/"):
+		return fmt.Errorf("configuration: RECKON_GATEWAY_SOURCE (--source) must be at most 128 characters without spaces or \"/\", got %q", src)
+	}
+	return nil
+}
+
+// upstream is one configured server.
+type upstream struct {
+	cfg          mcptool.ServerConfig
+	instructions string
+}
+
+// tool is one served tool.
+type tool struct {
+	up  *upstream
+	def *mcp.Tool
+}
+
+// Gateway is the MCP gateway: build it with New, serve it with ServeStdio
+// or Handler, stop it with Close.
+type Gateway struct {
+	o        Options
+	st       store
+	log      zerolog.Logger
+	instance string
+	server   *mcp.Server
+	ups      []*upstream
+	tools    map[string]*tool
+
+	mu       sync.Mutex
+	sessions map[*mcp.ServerSession]*session
+	spares   map[string]*spare // discovery sessions, adopted by the first MCP session
+	closing  bool
+	inflight int
+	idle     chan struct{}  // closed when closing and inflight reaches 0
+	watchers sync.WaitGroup // one per session, until its run's end is recorded
+	closed   sync.WaitGroup // held by the first Close until it is done
+	// halt is canceled when the shutdown grace is over: calls still in
+	// flight are canceled then.
+	halt    context.Context
+	haltNow context.CancelFunc
+
+	stopLease func()
+	leaseDone chan struct{}
+}
+
+// spare is a discovery session kept for the first MCP session, so a stdio
+// gateway starts each upstream process once, not twice.
+type spare struct {
+	conn  *mcptool.Conn
+	relay *relay
+}
+
+// New connects to every upstream server, lists its tools (refusing
+// collisions, schemas the protocol forbids, and tools named in a server's
+// "tools" list it does not offer), registers the instance's lease and
+// starts renewing it. Close releases it all.
+func New(ctx context.Context, pool *pgxpool.Pool, o Options) (*Gateway, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	o = o.withDefaults()
+	g := &Gateway{
+		o: o, st: store{pool: pool}, log: o.Log, instance: newID("gwi"),
+		tools: map[string]*tool{}, sessions: map[*mcp.ServerSession]*session{}, spares: map[string]*spare{},
+	}
+	g.halt, g.haltNow = context.WithCancel(context.Background())
+	if err := g.discover(ctx); err != nil {
+		g.closeSpares()
+		return nil, err
+	}
+	g.server = mcp.NewServer(&mcp.Implementation{Name: "reckon-mcp-gateway", Title: "reckon MCP gateway", Version: "1"}, &mcp.ServerOptions{
+		Instructions:       g.instructions(),
+		InitializedHandler: g.initialized,
+	})
+	names := make([]string, 0, len(g.tools))
+	for n := range g.tools {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		if err := g.addTool(g.tools[n]); err != nil {
+			g.closeSpares()
+			return nil, err
+		}
+	}
+	if err := g.st.registerInstance(ctx, g.instance, o.Source, o.Lease); err != nil {
+		g.closeSpares()
+		return nil, err
+	}
+	lctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	g.stopLease, g.leaseDone = cancel, make(chan struct{})
+	go g.leaseLoop(lctx)
+	g.log.Info().Str("instance", g.instance).Str("project", o.Project).Str("source", o.Source).
+		Int("tools", len(g.tools)).Int("servers", len(g.ups)).Msg("mcp gateway ready")
+	return g, nil
+}
+
+// Instance is this process's instance id (its lease row).
+func (g *Gateway) Instance() string { return g.instance }
+
+// Tools lists the served tool names, sorted.
+func (g *Gateway) Tools() []string {
+	out := make([]string, 0, len(g.tools))
+	for n := range g.tools {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// discover lists every upstream's tools, in parallel, and builds the
+// served set.
+func (g *Gateway) discover(ctx context.Context) error {
+	type found struct {
+		conn  *mcptool.Conn
+		relay *relay
+		tools map[string]*mcp.Tool
+		err   error
+	}
+	res := make([]found, len(g.o.Servers))
+	var wg sync.WaitGroup
+	for i, cfg := range g.o.Servers {
+		g.ups = append(g.ups, &upstream{cfg: cfg})
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := &relay{}
+			conn, err := g.dial(ctx, cfg, r)
+			if err != nil {
+				res[i].err = err
+				return
+			}
+			res[i].conn, res[i].relay = conn, r
+			res[i].tools, res[i].err = conn.Tools(ctx)
+		}()
+	}
+	wg.Wait()
+	var errs []error
+	for i, r := range res {
+		if r.conn != nil {
+			g.spares[g.ups[i].cfg.Name] = &spare{conn: r.conn, relay: r.relay}
+		}
+		if r.err != nil {
+			errs = append(errs, fmt.Errorf("upstream %q: %s", g.ups[i].cfg.Name, toolErrText(r.err)))
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("mcp gateway start-up: %w", errors.Join(errs...))
+	}
+	for i, up := range g.ups {
+		if ir := res[i].conn.InitializeResult(); ir != nil {
+			up.instructions = ir.Instructions
+		}
+		tools := res[i].tools
+		names := make([]string, 0, len(tools))
+		for n := range tools {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		if len(up.cfg.Tools) > 0 {
+			for _, want := range up.cfg.Tools {
+				if _, ok := tools[want]; !ok {
+					return fmt.Errorf("mcp gateway start-up: upstream %q has no tool %q (its \"tools\" list names it; the server offers: %s)", up.cfg.Name, want, strings.Join(names, ", "))
+				}
+			}
+			names = slices.Clone(up.cfg.Tools)
+		}
+		for _, n := range names {
+			if other, dup := g.tools[n]; dup {
+				return fmt.Errorf("mcp gateway start-up: tool %q is offered by upstream %q and by upstream %q; served names must be unique (limit one server with its \"tools\" list)", n, other.up.cfg.Name, up.cfg.Name)
+			}
+			g.tools[n] = &tool{up: up, def: tools[n]}
+		}
+	}
+	return nil
+}
+
+// addTool serves t under its upstream name with its definition unchanged.
+// The SDK panics on definitions it cannot serve; that is a start-up error
+// naming the upstream and the tool.
+func (g *Gateway) addTool(t *tool) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("mcp gateway start-up: upstream %q tool %q cannot be served: %v", t.up.cfg.Name, t.def.Name, p)
+		}
+	}()
+	g.server.AddTool(t.def, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return g.call(ctx, req, t)
+	})
+	return nil
+}
+
+// instructions passes the upstreams' instructions on, each under its
+// server's name.
+func (g *Gateway) instructions() string {
+	var parts []string
+	for _, up := range g.ups {
+		if s := strings.TrimSpace(up.instructions); s != "" {
+			parts = append(parts, "["+up.cfg.Name+"] "+s)
+		}
+	}
+	return strings.Join(parts, "\n\n")
+}
+
+// dial opens an upstream session whose progress notifications go to the
+// MCP session r points at.
+func (g *Gateway) dial(ctx context.Context, cfg mcptool.ServerConfig, r *relay) (*mcptool.Conn, error) {
+	return mcptool.Dial(ctx, cfg, g.o.MCP, g.o.Project, &mcp.ClientOptions{
+		ProgressNotificationHandler: r.progress,
+	})
+}
+
+// takeSpare hands the discovery session of server name to the first MCP
+// session that needs it.
+func (g *Gateway) takeSpare(name string) *spare {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	sp := g.spares[name]
+	delete(g.spares, name)
+	return sp
+}
+
+func (g *Gateway) closeSpares() {
+	g.mu.Lock()
+	spares := g.spares
+	g.spares = map[string]*spare{}
+	g.mu.Unlock()
+	conns := make([]*mcptool.Conn, 0, len(spares))
+	for _, sp := range spares {
+		conns = append(conns, sp.conn)
+	}
+	closeAll(conns)
+}
+
+// relay forwards an upstream session's progress notifications to the MCP
+// session that owns it (set when a session adopts a spare).
+type relay struct {
+	mu sync.Mutex
+	ss *mcp.ServerSession
+}
+
+func (r *relay) set(ss *mcp.ServerSession) {
+	r.mu.Lock()
+	r.ss = ss
+	r.mu.Unlock()
+}
+
+func (r *relay) progress(ctx context.Context, req *mcp.ProgressNotificationClientRequest) {
+	r.mu.Lock()
+	ss := r.ss
+	r.mu.Unlock()
+	if ss != nil && req != nil && req.Params != nil {
+		_ = ss.NotifyProgress(ctx, req.Params)
+	}
+}
+
+// newID returns prefix-<UTC time>-<8 hex>, in the run-id alphabet.
+func newID(prefix string) string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return prefix + "-" + time.Now().UTC().Format("20060102T150405") + "-" + hex.EncodeToString(b[:])
+}
+
+// event builds one gateway event; its id is <project>/<run_id>/<suffix>
+// (project included: run ids are unique per project only).
+func (g *Gateway) event(runID, typ, suffix string, data any) (kernel.Event, error) {
+	return kernel.NewEvent(g.o.Source, g.o.Project+"/"+runID+"/"+suffix, g.o.Project, runID, typ, Actor, g.o.Now(), data)
+}
+
+// runStarted is the data of the gateway's run.started.
+type runStarted struct {
+	kernel.RunStarted
+	Kind     string              `json:"run_kind"`
+	Instance string              `json:"gateway_instance"`
+	Client   *mcp.Implementation `json:"mcp_client,omitempty"`
+}
+
+func (g *Gateway) runStartedEvent(runID, kind string, client *mcp.Implementation) (kernel.Event, error) {
+	summary := "MCP session through reckon mcp-gateway"
+	if kind == kindClient {
+		summary = "run named by an MCP client through reckon mcp-gateway"
+	}
+	if client != nil && client.Name != "" {
+		summary += " (client " + strings.TrimSpace(client.Name+" "+client.Version) + ")"
+	}
+	return g.event(runID, kernel.TypeRunStarted, "run/started", runStarted{
+		RunStarted: kernel.RunStarted{PlanSummary: summary}, Kind: kind, Instance: g.instance, Client: client,
+	})
+}
+
+// jsonArgs returns the call's raw arguments, {} when absent.
+func jsonArgs(raw json.RawMessage) json.RawMessage {
+	if len(strings.TrimSpace(string(raw))) == 0 || string(raw) == "null" {
+		return json.RawMessage(`{}`)
+	}
+	return raw
+}
