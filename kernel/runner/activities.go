@@ -50,10 +50,21 @@ func Register(r worker.Registry, a *Activities) {
 	r.RegisterActivityWithOptions(a.SummarizeChildRun, activity.RegisterOptions{Name: ActSummarizeChild})
 }
 
+// heartbeatsPerTimeout is how many heartbeats a tool call sends within its
+// heartbeat timeout: a live call misses four in a row before it is judged
+// dead.
+const heartbeatsPerTimeout = 5
+
+// maxHeartbeatThrottle caps how long the SDK holds a heartbeat back before
+// sending it to the server. Its own throttle is 80 % of the heartbeat
+// timeout, which would leave a live call only a fifth of the timeout of
+// slack against a stalled send on a loaded machine.
+const maxHeartbeatThrottle = time.Second
+
 // NewWorker returns a worker (not yet started) that executes runs from the
 // task queue.
 func NewWorker(c client.Client, taskQueue string, a *Activities) worker.Worker {
-	w := worker.New(c, taskQueue, worker.Options{})
+	w := worker.New(c, taskQueue, worker.Options{MaxHeartbeatThrottleInterval: maxHeartbeatThrottle})
 	Register(w, a)
 	return w
 }
@@ -168,7 +179,7 @@ func heartbeat(ctx context.Context) (stop func()) {
 	if hb <= 0 {
 		return func() {}
 	}
-	every := hb / 3
+	every := hb / heartbeatsPerTimeout
 	if every < 50*time.Millisecond {
 		every = 50 * time.Millisecond
 	}
