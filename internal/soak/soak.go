@@ -363,7 +363,9 @@ func (s *soak) budget(name string) time.Time {
 // pgRounds is the number of immediate restarts for rounds.
 func pgRounds(rounds int) int { return max(2, rounds/5) }
 
-func roundS(d time.Duration) float64 { return float64(d.Round(100*time.Millisecond)) / float64(time.Second) }
+func roundS(d time.Duration) float64 {
+	return float64(d.Round(100*time.Millisecond)) / float64(time.Second)
+}
 
 func secret() string {
 	var b [16]byte
