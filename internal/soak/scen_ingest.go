@@ -114,6 +114,9 @@ func (s *soak) pgRestart(ctx context.Context, sc *Scenario, budget time.Time) er
 // journal exactly once and that a resend of every acknowledged batch
 // answers repeated for every event.
 func (s *soak) verifyIngest(ctx context.Context, sc *Scenario, g *loadgen) {
+	if ctx.Err() != nil {
+		return // interrupted: nothing to conclude
+	}
 	g.mu.Lock()
 	acked := append([]bool(nil), g.acked...)
 	refusedErr := g.refused

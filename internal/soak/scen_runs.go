@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/seed-7bc021c3/reckon/kernel"
 )
 
@@ -272,6 +274,9 @@ func (s *soak) runKill(ctx context.Context, sc *Scenario, budget time.Time) erro
 // settleRuns waits for every run to end and the outbox to drain, then
 // checks the runs and measures kill-to-listed times.
 func (s *soak) settleRuns(ctx context.Context, sc *Scenario, rs *runSet) error {
+	if ctx.Err() != nil {
+		return ctx.Err() // interrupted: nothing to conclude
+	}
 	if err := s.ensureStack(ctx); err != nil {
 		return err
 	}
@@ -285,7 +290,7 @@ func (s *soak) settleRuns(ctx context.Context, sc *Scenario, rs *runSet) error {
 	for _, r := range open {
 		sc.problem("run %s still running 5 minutes after the last fault", r)
 	}
-	s.checkOutbox(ctx, sc, rs.project, 2*time.Minute)
+	checkOutbox(ctx, s.pool, sc, rs.project, 2*time.Minute)
 	s.checkRuns(ctx, sc, rs)
 	return nil
 }
@@ -315,11 +320,11 @@ func (s *soak) waitRunsEnded(ctx context.Context, rs *runSet, timeout time.Durat
 // checkOutbox waits until the project's outbox rows are delivered, then
 // counts parked rows (every payload of the soak is consistent, so a parked
 // row is a spurious conflict) and delivered rows the journal lacks (lost).
-func (s *soak) checkOutbox(ctx context.Context, sc *Scenario, project string, timeout time.Duration) {
+func checkOutbox(ctx context.Context, pool *pgxpool.Pool, sc *Scenario, project string, timeout time.Duration) {
 	deadline := time.Now().Add(timeout)
 	var pending, parked, total int64
 	for {
-		err := s.pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE delivered_at IS NULL AND parked_at IS NULL),
+		err := pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE delivered_at IS NULL AND parked_at IS NULL),
 			count(*) FILTER (WHERE parked_at IS NOT NULL), count(*)
 			FROM kernel_event_outbox WHERE event->>'project' = $1`, project).Scan(&pending, &parked, &total)
 		if err == nil && pending == 0 {
@@ -335,11 +340,11 @@ func (s *soak) checkOutbox(ctx context.Context, sc *Scenario, project string, ti
 	if parked > 0 {
 		sc.SpuriousConflicts += parked
 		var reason string
-		_ = s.pool.QueryRow(ctx, `SELECT park_reason FROM kernel_event_outbox WHERE parked_at IS NOT NULL AND event->>'project' = $1 LIMIT 1`, project).Scan(&reason)
+		_ = pool.QueryRow(ctx, `SELECT park_reason FROM kernel_event_outbox WHERE parked_at IS NOT NULL AND event->>'project' = $1 LIMIT 1`, project).Scan(&reason)
 		sc.problem("%d outbox row(s) parked, e.g. %s", parked, reason)
 	}
 	var missing int64
-	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM kernel_event_outbox o
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM kernel_event_outbox o
 		WHERE o.event->>'project' = $1 AND o.delivered_at IS NOT NULL
 		AND NOT EXISTS (SELECT 1 FROM journal_events j WHERE j.source_id = o.source_id AND j.event_id = o.event_id)`, project).Scan(&missing); err != nil {
 		sc.problem("compare outbox and journal: %v", err)
@@ -349,6 +354,23 @@ func (s *soak) checkOutbox(ctx context.Context, sc *Scenario, project string, ti
 		sc.problem("%d outbox row(s) marked delivered but not in the journal", missing)
 	}
 	sc.figure("outbox_rows", total)
+}
+
+// checkTokens checks a run's workspace: a command that began twice or
+// wrote its token twice ran twice (re-executed); an operation journaled
+// completed whose token is missing lost its effect.
+func checkTokens(sc *Scenario, note func(string, ...any), runID string, steps int, begins, toks map[string]int, completed map[opRef]bool) {
+	for j := 1; j <= steps; j++ {
+		tok := token(runID, j)
+		if begins[tok] > 1 || toks[tok] > 1 {
+			sc.ReExecuted++
+			note("command %s ran %d times (token written %d times)", tok, begins[tok], toks[tok])
+		}
+		if completed[tokenOp(tok)] && toks[tok] == 0 {
+			sc.Lost++
+			note("operation %s completed but its token is not in the workspace", tokenOp(tok))
+		}
+	}
 }
 
 // checkRuns checks every run from outside: its events (GET /v1/runs), the
@@ -429,18 +451,7 @@ func (s *soak) checkRuns(ctx context.Context, sc *Scenario, rs *runSet) {
 				note("operation %s is neither completed nor listed", ref)
 			}
 		}
-		begins, toks := rs.lines(r, "begin.txt"), rs.lines(r, "tokens.txt")
-		for j := 1; j <= rs.steps; j++ {
-			tok := token(r, j)
-			if begins[tok] > 1 || toks[tok] > 1 {
-				sc.ReExecuted++
-				note("command %s ran %d times (token written %d times)", tok, begins[tok], toks[tok])
-			}
-			if completed[tokenOp(tok)] && toks[tok] == 0 {
-				sc.Lost++
-				note("operation %s completed but its token is not in the workspace", tokenOp(tok))
-			}
-		}
+		checkTokens(sc, note, r, rs.steps, rs.lines(r, "begin.txt"), rs.lines(r, "tokens.txt"), completed)
 	}
 	sc.figure("runs", statuses)
 	sc.figure("operations", map[string]int{"total": nOps, "completed": nCompleted, "listed": nListed})

@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/seed-7bc021c3/reckon/kernel"
 )
@@ -70,6 +73,9 @@ func (s *soak) triageKill(ctx context.Context, sc *Scenario, budget time.Time) e
 	sc.figure("verdicts_enqueued_before_each_kill", midway)
 	sc.figure("rounds_where_the_sweep_ended_before_the_kill", finishedFirst)
 
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
 	// A sweep left alone settles what the killed ones left.
 	start := time.Now()
 	p, err := s.ps.start("triage", []string{"triage", "--project", project, "--json"})
@@ -89,7 +95,7 @@ func (s *soak) triageKill(ctx context.Context, sc *Scenario, budget time.Time) e
 		sc.problem("the final triage sweep failed (%v); see its log", p.exitErr)
 	}
 	sc.figure("final_sweep_seconds", roundS(time.Since(start)))
-	s.checkOutbox(ctx, sc, project, 2*time.Minute)
+	checkOutbox(ctx, s.pool, sc, project, 2*time.Minute)
 	s.checkVerdicts(ctx, sc, project, seeded)
 	return nil
 }
@@ -150,11 +156,25 @@ func (s *soak) verdictsEnqueued(ctx context.Context, project string) (int64, err
 	return n, err
 }
 
-// checkVerdicts reads the project's verdicts and reconciliations from the
-// journal: no operation with two verdicts, every verdict with one
-// supervisor reconciliation per operation that names it, every supervisor
-// reconciliation with its verdict, every seeded operation settled.
+// checkVerdicts checks the project's verdicts in the journal and that the
+// last sweep left nothing listed.
 func (s *soak) checkVerdicts(ctx context.Context, sc *Scenario, project string, seeded map[opRef]bool) {
+	verdicts, reconciled, unsettled := checkVerdictJournal(ctx, s.pool, sc, project, seeded)
+	if ops, err := s.api.listing(ctx, project); err != nil {
+		sc.problem("final listing: %v", err)
+	} else if len(ops) > 0 {
+		sc.problem("%d operation(s) still listed after the last sweep", len(ops))
+	}
+	s.progress("%s: %d operations seeded, %d verdicts, %d reconciled by the supervisor; %d unsettled", sc.Name, len(seeded), verdicts, reconciled, unsettled)
+}
+
+// checkVerdictJournal reads the project's verdicts and supervisor
+// reconciliations from the journal: an operation named by two verdicts or
+// reconciled twice is duplicated; a verdict without the reconciliation of
+// each of its operations, or a reconciliation citing a verdict the journal
+// lacks, is half of a wall lost. Seeded operations without a
+// reconciliation are problems.
+func checkVerdictJournal(ctx context.Context, pool *pgxpool.Pool, sc *Scenario, project string, seeded map[opRef]bool) (nVerdicts, nReconciled, unsettled int) {
 	note := func(format string, args ...any) {
 		if len(sc.Problems) < 40 {
 			sc.problem(format, args...)
@@ -165,7 +185,7 @@ func (s *soak) checkVerdicts(ctx context.Context, sc *Scenario, project string, 
 		ops []string
 	}
 	verdicts := map[kernel.EventKey]verdict{}
-	rows, err := s.pool.Query(ctx, `SELECT source_id, event_id, run_id, data FROM journal_events
+	rows, err := pool.Query(ctx, `SELECT source_id, event_id, run_id, data FROM journal_events
 		WHERE project = $1 AND type = 'supervisor.verdict'`, project)
 	if err != nil {
 		sc.problem("read verdicts: %v", err)
@@ -189,20 +209,17 @@ func (s *soak) checkVerdicts(ctx context.Context, sc *Scenario, project string, 
 	}
 	rows.Close()
 
-	type rec struct {
-		verdict kernel.EventKey
-	}
-	recs := map[opRef][]rec{}
-	rows, err = s.pool.Query(ctx, `SELECT run_id, operation_id, data FROM journal_events
+	recs := map[opRef][]kernel.EventKey{} // the verdicts each reconciliation cites
+	rows, err = pool.Query(ctx, `SELECT run_id, operation_id, data FROM journal_events
 		WHERE project = $1 AND type = 'operation.reconciled' AND actor = 'supervisor'`, project)
 	if err != nil {
 		sc.problem("read reconciliations: %v", err)
 		return
 	}
 	for rows.Next() {
-		var run, op string
+		var ref opRef
 		var data []byte
-		if err := rows.Scan(&run, &op, &data); err != nil {
+		if err := rows.Scan(&ref.run, &ref.op, &data); err != nil {
 			rows.Close()
 			sc.problem("read reconciliations: %v", err)
 			return
@@ -213,7 +230,7 @@ func (s *soak) checkVerdicts(ctx context.Context, sc *Scenario, project string, 
 			} `json:"evidence"`
 		}
 		_ = json.Unmarshal(data, &d)
-		recs[opRef{run, op}] = append(recs[opRef{run, op}], rec{verdict: d.Evidence.Verdict})
+		recs[ref] = append(recs[ref], d.Evidence.Verdict)
 	}
 	rows.Close()
 
@@ -222,11 +239,7 @@ func (s *soak) checkVerdicts(ctx context.Context, sc *Scenario, project string, 
 		for _, op := range v.ops {
 			ref := opRef{v.run, op}
 			perOp[ref]++
-			found := false
-			for _, r := range recs[ref] {
-				found = found || r.verdict == k
-			}
-			if !found {
+			if !slices.Contains(recs[ref], k) {
 				sc.Lost++
 				note("verdict %s names %s but no reconciliation of it cites the verdict", k, ref)
 			}
@@ -238,20 +251,18 @@ func (s *soak) checkVerdicts(ctx context.Context, sc *Scenario, project string, 
 			note("operation %s has %d supervisor verdicts", ref, n)
 		}
 	}
-	for ref, rs := range recs {
-		if len(rs) > 1 {
-			sc.Duplicated += int64(len(rs) - 1)
-			note("operation %s has %d supervisor reconciliations", ref, len(rs))
+	for ref, cited := range recs {
+		if len(cited) > 1 {
+			sc.Duplicated += int64(len(cited) - 1)
+			note("operation %s has %d supervisor reconciliations", ref, len(cited))
 		}
-		for _, r := range rs {
-			v, ok := verdicts[r.verdict]
-			if !ok || v.run != ref.run {
+		for _, k := range cited {
+			if v, ok := verdicts[k]; !ok || v.run != ref.run || !slices.Contains(v.ops, ref.op) {
 				sc.Lost++
-				note("reconciliation of %s cites verdict %s, which the journal lacks", ref, r.verdict)
+				note("reconciliation of %s cites verdict %s, which the journal lacks or which does not name it", ref, k)
 			}
 		}
 	}
-	unsettled := 0
 	for ref := range seeded {
 		if len(recs[ref]) == 0 {
 			unsettled++
@@ -260,13 +271,8 @@ func (s *soak) checkVerdicts(ctx context.Context, sc *Scenario, project string, 
 	if unsettled > 0 {
 		sc.problem("%d seeded operation(s) have no supervisor reconciliation after the last sweep", unsettled)
 	}
-	if ops, err := s.api.listing(ctx, project); err != nil {
-		sc.problem("final listing: %v", err)
-	} else if len(ops) > 0 {
-		sc.problem("%d operation(s) still listed after the last sweep", len(ops))
-	}
 	sc.figure("operations_seeded", len(seeded))
 	sc.figure("verdicts", len(verdicts))
 	sc.figure("supervisor_reconciliations", len(recs))
-	s.progress("%s: %d operations seeded, %d verdicts, %d reconciled; %d unsettled", sc.Name, len(seeded), len(verdicts), len(recs), unsettled)
+	return len(verdicts), len(recs), unsettled
 }

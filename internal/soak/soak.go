@@ -246,6 +246,16 @@ func (s *soak) setUp(ctx context.Context) error {
 		// sweep would settle the operations the run scenarios check.
 		"RECKON_TRIAGE_SCHEDULE=@every 8760h",
 	}
+	// The heartbeat timeout is the one setting of the caller the soak
+	// keeps: the worker-death-to-listed figure is measured under it.
+	if v := os.Getenv("RECKON_TOOL_HEARTBEAT_TIMEOUT"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return fmt.Errorf("RECKON_TOOL_HEARTBEAT_TIMEOUT is not a Go duration: %q", v)
+		}
+		s.rep.HeartbeatS = d.Seconds()
+		env = append(env, "RECKON_TOOL_HEARTBEAT_TIMEOUT="+v)
+	}
 	s.rep.Sandbox = "bubblewrap"
 	if _, err := exec.LookPath("bwrap"); err != nil {
 		s.rep.Sandbox = "unconfined"
