@@ -52,6 +52,7 @@ func soakMain(ctx context.Context, args []string, stdout io.Writer, getenv func(
 	rate := fs.Int("ingest-rate", soak.DefaultIngestRate, "events/s the load generator offers (0: as fast as the API answers)")
 	out := fs.String("out", "", "directory of the JSON report and the processes' logs (default $RECKON_DATA_DIR/soak/<time>)")
 	only := fs.String("only", "", "comma-separated scenarios to run (default all: "+strings.Join(soak.Scenarios, ",")+")")
+	keep := fs.Bool("keep-data", false, "keep the private data directory (Temporal's SQLite file, run workspaces) of a passing soak too")
 	pgBin := fs.String("pg-bin", getenv("SOAK_PG_BIN"), "directory of initdb, pg_ctl and postgres (default: PATH, then /usr/lib/postgresql/*/bin; env SOAK_PG_BIN)")
 	if err := fs.Parse(args); err != nil {
 		return false, err
@@ -82,7 +83,7 @@ func soakMain(ctx context.Context, args []string, stdout io.Writer, getenv func(
 	}
 	o := soak.Options{
 		Binary: bin, Rounds: *rounds, Timeout: *timeout, Outage: *outage, IngestRate: *rate,
-		OutDir: *out, PGBin: *pgBin, Only: sel, Progress: stdout,
+		OutDir: *out, PGBin: *pgBin, KeepData: *keep, Only: sel, Progress: stdout,
 		Command: "reckon soak " + strings.Join(args, " "),
 	}
 	fmt.Fprintf(stdout, "soak: %d rounds, time limit %s, database outage %s, output in %s\n", *rounds, *timeout, *outage, *out)

@@ -167,6 +167,39 @@ func (rs *runSet) unfinished(ctx context.Context, runs []string) ([]opRef, error
 	return out, rows.Err()
 }
 
+// waitVisible waits until every operation of ops is listed or recorded
+// completed, and says whether that happened within timeout.
+func (rs *runSet) waitVisible(ctx context.Context, ops []opRef, timeout time.Duration) bool {
+	deadline := time.Now().Add(timeout)
+	for ctx.Err() == nil && time.Now().Before(deadline) {
+		completed := map[opRef]bool{}
+		rows, err := rs.s.pool.Query(ctx, `SELECT event->>'run_id', event->'data'->>'operation_id' FROM kernel_event_outbox
+			WHERE event->>'project' = $1 AND event->>'type' = 'tool.completed'`, rs.project)
+		if err == nil {
+			for rows.Next() {
+				var o opRef
+				if rows.Scan(&o.run, &o.op) == nil {
+					completed[o] = true
+				}
+			}
+			rows.Close()
+		}
+		rs.mu.Lock()
+		all := true
+		for _, o := range ops {
+			if _, listed := rs.listedAt[o]; !listed && !completed[o] {
+				all = false
+			}
+		}
+		rs.mu.Unlock()
+		if all {
+			return true
+		}
+		sleep(ctx, 100*time.Millisecond)
+	}
+	return false
+}
+
 // watchListing polls the operations listing until ctx ends and notes when
 // each operation first shows up.
 func (rs *runSet) watchListing(ctx context.Context) {
@@ -213,6 +246,12 @@ func (s *soak) runKill(ctx context.Context, sc *Scenario, budget time.Time) erro
 		if time.Now().After(budget) {
 			sc.figure("rounds_cut_by_time_limit", s.o.Rounds-round+1)
 			break
+		}
+		// The previous kill's operations become visible before the next
+		// kill, so each death-to-listed time measures one death, not a
+		// worker killed again while it recovered the last one's work.
+		if n := len(rs.kills); n > 0 && !rs.waitVisible(ctx, rs.kills[n-1].inflight, time.Minute) {
+			sc.problem("round %d: the operations in flight at the previous kill were neither listed nor completed a minute later", round)
 		}
 		ids := []string{fmt.Sprintf("k%03d-a", round), fmt.Sprintf("k%03d-b", round)}
 		for _, id := range ids {

@@ -45,7 +45,7 @@ var Scenarios = []string{ScenarioIngestKill, ScenarioPGRestart, ScenarioRunKill,
 // Defaults of Options.
 const (
 	DefaultRounds     = 30
-	DefaultTimeout    = 15 * time.Minute
+	DefaultTimeout    = 20 * time.Minute
 	DefaultOutage     = 30 * time.Second
 	DefaultIngestRate = 4000
 )
@@ -77,6 +77,9 @@ type Options struct {
 	PGBin string
 	// Only runs these scenarios (empty: all).
 	Only []string
+	// KeepData keeps the private data directory (Temporal's SQLite file,
+	// the run workspaces) of a passing soak too.
+	KeepData bool
 	// Command is recorded in the report.
 	Command string
 	// Progress receives one line per round and phase.
@@ -304,7 +307,7 @@ func (s *soak) tearDown() {
 			s.progress("private PostgreSQL cluster dropped")
 		}
 	}
-	if s.rep != nil && s.rep.Passed {
+	if s.rep != nil && s.rep.Passed && !s.o.KeepData {
 		_ = os.RemoveAll(s.dataDir())
 	}
 }
@@ -345,9 +348,11 @@ func (s *soak) scenario(ctx context.Context, name string, sc *Scenario) error {
 	return fmt.Errorf("unknown scenario %q", name)
 }
 
-// weights share the fault budget among the scenarios still to run.
+// weights share the fault budget among the scenarios still to run, in
+// proportion to what a default round costs each (run-kill waits for the
+// heartbeat timeout after every kill).
 var weights = map[string]float64{
-	ScenarioIngestKill: 3, ScenarioPGRestart: 1, ScenarioRunKill: 4, ScenarioOutage: 1.5, ScenarioTriageKill: 2,
+	ScenarioIngestKill: 2.5, ScenarioPGRestart: 0.7, ScenarioRunKill: 6, ScenarioOutage: 1.2, ScenarioTriageKill: 1.2,
 }
 
 // budget is the time until which scenario name may inject faults: its

@@ -61,10 +61,22 @@ const heartbeatsPerTimeout = 5
 // slack against a stalled send on a loaded machine.
 const maxHeartbeatThrottle = time.Second
 
+// stickyScheduleToStart bounds how long a workflow task waits on the
+// sticky queue of the worker that last ran the workflow before any worker
+// may take it. When that worker died with a tool call in flight, the task
+// that records tool.failed waits this long after the heartbeat timeout
+// (the SDK's default, 5 s, made a dead worker's operation invisible for up
+// to 15 s and more); a live but busy worker loses only its cache of the
+// workflow, which is replayed from history.
+const stickyScheduleToStart = 2 * time.Second
+
 // NewWorker returns a worker (not yet started) that executes runs from the
 // task queue.
 func NewWorker(c client.Client, taskQueue string, a *Activities) worker.Worker {
-	w := worker.New(c, taskQueue, worker.Options{MaxHeartbeatThrottleInterval: maxHeartbeatThrottle})
+	w := worker.New(c, taskQueue, worker.Options{
+		MaxHeartbeatThrottleInterval: maxHeartbeatThrottle,
+		StickyScheduleToStartTimeout: stickyScheduleToStart,
+	})
 	Register(w, a)
 	return w
 }
