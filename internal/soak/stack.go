@@ -76,11 +76,6 @@ func (st *stack) killWorker() {
 	}
 }
 
-// alive says whether dev (and the worker, when one was started) still run.
-func (st *stack) alive() bool {
-	return st.dev != nil && !st.dev.exited() && (st.worker == nil || !st.worker.exited())
-}
-
 // stop ends the worker and dev gracefully.
 func (st *stack) stop() {
 	if st.worker != nil {
