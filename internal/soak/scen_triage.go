@@ -29,7 +29,7 @@ func (s *soak) triageKill(ctx context.Context, sc *Scenario, budget time.Time) e
 	}
 	const project = "soak-triage"
 	seeded := map[opRef]bool{}
-	var midway, finishedFirst []int
+	midway, finishedFirst := []int{}, []int{}
 	for round := 1; round <= s.o.Rounds; round++ {
 		if time.Now().After(budget) {
 			sc.figure("rounds_cut_by_time_limit", s.o.Rounds-round+1)
@@ -44,7 +44,10 @@ func (s *soak) triageKill(ctx context.Context, sc *Scenario, budget time.Time) e
 		if err != nil {
 			return err
 		}
-		k := 1 + rand.N(wallsPerRound/2)
+		// Every seeded run is one wall with one verdict: kill at a random
+		// point of the sweep over what is pending.
+		pending := int64(round*wallsPerRound) - v0
+		k := 1 + rand.N(max(pending-1, 1))
 		p, err := s.ps.start("triage", []string{"triage", "--project", project, "--json"})
 		if err != nil {
 			return err
@@ -62,13 +65,12 @@ func (s *soak) triageKill(ctx context.Context, sc *Scenario, budget time.Time) e
 		if v, err = s.verdictsEnqueued(ctx, project); err != nil {
 			return err
 		}
-		if v-v0 < int64(round*wallsPerRound)-v0 {
+		if v-v0 < pending {
 			midway = append(midway, int(v-v0))
 		} else {
 			finishedFirst = append(finishedFirst, round)
 		}
-		// Every seeded run is one wall with one verdict.
-		s.progress("%s round %d/%d: triage SIGKILLed after it enqueued %d of %d pending walls' verdicts", sc.Name, round, s.o.Rounds, v-v0, int64(round*wallsPerRound)-v0)
+		s.progress("%s round %d/%d: triage SIGKILLed after it enqueued %d of %d pending walls' verdicts", sc.Name, round, s.o.Rounds, v-v0, pending)
 	}
 	sc.figure("verdicts_enqueued_before_each_kill", midway)
 	sc.figure("rounds_where_the_sweep_ended_before_the_kill", finishedFirst)
@@ -76,25 +78,37 @@ func (s *soak) triageKill(ctx context.Context, sc *Scenario, budget time.Time) e
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
-	// A sweep left alone settles what the killed ones left.
+	// Sweeps left alone settle what the killed ones left (a sweep decides
+	// at most 1000 walls, `reckon triage`'s default budget).
 	start := time.Now()
-	p, err := s.ps.start("triage", []string{"triage", "--project", project, "--json"})
-	if err != nil {
-		return err
+	sweeps := 0
+	for ; sweeps < 10; sweeps++ {
+		ops, err := s.api.listing(ctx, project)
+		if err != nil {
+			return fmt.Errorf("listing before a final sweep: %w", err)
+		}
+		if len(ops) == 0 {
+			break
+		}
+		p, err := s.ps.start("triage", []string{"triage", "--project", project, "--json"})
+		if err != nil {
+			return err
+		}
+		select {
+		case <-p.done:
+		case <-time.After(5 * time.Minute):
+			p.kill()
+			sc.problem("a final triage sweep did not end within 5 minutes")
+		case <-ctx.Done():
+			p.kill()
+			return ctx.Err()
+		}
+		if p.exitErr != nil {
+			sc.problem("a final triage sweep failed (%v); see its log", p.exitErr)
+		}
 	}
-	select {
-	case <-p.done:
-	case <-time.After(5 * time.Minute):
-		p.kill()
-		sc.problem("the final triage sweep did not end within 5 minutes")
-	case <-ctx.Done():
-		p.kill()
-		return ctx.Err()
-	}
-	if p.exitErr != nil {
-		sc.problem("the final triage sweep failed (%v); see its log", p.exitErr)
-	}
-	sc.figure("final_sweep_seconds", roundS(time.Since(start)))
+	sc.figure("final_sweeps", sweeps)
+	sc.figure("final_sweeps_seconds", roundS(time.Since(start)))
 	checkOutbox(ctx, s.pool, sc, project, 2*time.Minute)
 	s.checkVerdicts(ctx, sc, project, seeded)
 	return nil
