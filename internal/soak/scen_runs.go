@@ -38,6 +38,7 @@ type runSet struct {
 	steps    int
 	mu       sync.Mutex
 	runs     []string
+	refusals int // start attempts that failed and were retried
 	listedAt map[opRef]time.Time
 	kills    []*kill
 }
@@ -87,6 +88,9 @@ func (rs *runSet) start(ctx context.Context, runID string) error {
 		case time.Now().After(deadline) || ctx.Err() != nil:
 			return fmt.Errorf("start run %s: not acknowledged within 3 minutes: %w", runID, err)
 		}
+		rs.mu.Lock()
+		rs.refusals++
+		rs.mu.Unlock()
 		sleep(ctx, 200*time.Millisecond)
 	}
 }

@@ -139,8 +139,12 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			s.progress("%s: stopped: %v", name, err)
 		}
 		sc.Seconds = roundS(time.Since(start))
-		s.progress("%s: done in %.0f s: rounds %d, acknowledged %d, lost %d, duplicated %d, spurious conflicts %d, re-executed %d, max recovery %.1f s%s",
-			name, sc.Seconds, sc.Rounds, sc.Acknowledged, sc.Lost, sc.Duplicated, sc.SpuriousConflicts, sc.ReExecuted, sc.Recovery.Max, problemsNote(sc))
+		rec := ""
+		if sc.Recovery.Count > 0 {
+			rec = fmt.Sprintf(", max recovery %.1f s", sc.Recovery.Max)
+		}
+		s.progress("%s: done in %.0f s: rounds %d, acknowledged %d, lost %d, duplicated %d, spurious conflicts %d, re-executed %d%s%s",
+			name, sc.Seconds, sc.Rounds, sc.Acknowledged, sc.Lost, sc.Duplicated, sc.SpuriousConflicts, sc.ReExecuted, rec, problemsNote(sc))
 		if ctx.Err() != nil {
 			s.rep.Aborted = fmt.Sprintf("stopped during %s: %v", name, context.Cause(ctx))
 			break
