@@ -2,6 +2,7 @@ package soak
 
 import (
 	"context"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -167,5 +168,38 @@ func TestReportTotals(t *testing.T) {
 		if r.Passed {
 			t.Fatalf("passed with %+v %+v aborted %q", *r.Scenarios[0], *r.Scenarios[1], r.Aborted)
 		}
+	}
+}
+
+// A process that names the soak's data directory and is not one of its
+// children is an orphan, found and killed; the children are left alone.
+func TestOrphansAreFoundAndKilled(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	orphan := exec.Command("sh", "-c", "sleep 60", "orphan", dir)
+	if err := orphan.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = orphan.Wait(); close(exited) }()
+	ps := &procs{bin: "sh", logDir: t.TempDir()}
+	child, err := ps.start("child", []string{"-c", "sleep 60", "child", dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer child.kill()
+	if got := ps.orphans(dir); len(got) != 1 || got[0] != orphan.Process.Pid {
+		t.Fatalf("orphans %v, want only %d (child %d is the soak's own)", got, orphan.Process.Pid, child.cmd.Process.Pid)
+	}
+	if n := ps.killOrphans(dir); n != 1 {
+		t.Fatalf("killed %d orphans, want 1", n)
+	}
+	select {
+	case <-exited:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the orphan survived killOrphans")
+	}
+	if child.exited() {
+		t.Fatal("killOrphans killed the soak's own child")
 	}
 }

@@ -1,7 +1,7 @@
 package soak
 
 import (
-	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -60,15 +61,15 @@ func (ps *procs) start(name string, args []string, extraEnv ...string) (*proc, e
 	cmd := exec.Command(ps.bin, args...)
 	cmd.Env = append(append([]string{}, ps.env...), extraEnv...)
 	cmd.Stdout = logf
+	p := &proc{name: name, cmd: cmd, done: make(chan struct{}), matches: map[string]string{}}
+	cmd.Stderr = &lineWriter{log: logf, line: p.noteLine}
+	// A process that exits while something it started still holds its
+	// stderr (a tool call's sandbox outliving a SIGKILLed worker) must not
+	// keep Wait, and with it the soak, waiting for that pipe to close.
+	cmd.WaitDelay = 2 * time.Second
 	// Own process group (a Ctrl-C reaches only the soak, which then ends
 	// its children itself), and SIGKILL if the soak itself dies.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		logf.Close()
-		return nil, err
-	}
-	p := &proc{name: name, cmd: cmd, done: make(chan struct{}), matches: map[string]string{}}
 	if err := cmd.Start(); err != nil {
 		logf.Close()
 		return nil, fmt.Errorf("start reckon %s: %w", strings.Join(args, " "), err)
@@ -79,13 +80,7 @@ func (ps *procs) start(name string, args []string, extraEnv ...string) (*proc, e
 	}
 	ps.live[p] = true
 	ps.mu.Unlock()
-	scanned := make(chan struct{})
 	go func() {
-		defer close(scanned)
-		p.scan(stderr, logf)
-	}()
-	go func() {
-		<-scanned
 		p.exitErr = cmd.Wait()
 		logf.Close()
 		ps.mu.Lock()
@@ -96,29 +91,46 @@ func (ps *procs) start(name string, args []string, extraEnv ...string) (*proc, e
 	return p, nil
 }
 
-// scan copies the process's stderr to its log and notes the lines the soak
-// waits for.
-func (p *proc) scan(r io.Reader, log io.Writer) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		fmt.Fprintln(log, line)
-		for _, re := range []*regexp.Regexp{temporalLine, workerLine} {
-			if m := re.FindStringSubmatch(line); m != nil {
-				p.mu.Lock()
-				if _, ok := p.matches[re.String()]; !ok {
-					p.matches[re.String()] = m[1]
-				}
-				for _, w := range p.waiters {
-					close(w)
-				}
-				p.waiters = nil
-				p.mu.Unlock()
+// lineWriter copies a process's stderr to its log and hands every
+// complete line to line.
+type lineWriter struct {
+	log  io.Writer
+	line func(string)
+	buf  []byte
+}
+
+func (w *lineWriter) Write(b []byte) (int, error) {
+	_, _ = w.log.Write(b)
+	w.buf = append(w.buf, b...)
+	for {
+		i := bytes.IndexByte(w.buf, '\n')
+		if i < 0 {
+			break
+		}
+		w.line(string(w.buf[:i]))
+		w.buf = w.buf[i+1:]
+	}
+	if len(w.buf) > 1<<20 {
+		w.buf = w.buf[:0] // a line this long is nobody's ready line
+	}
+	return len(b), nil
+}
+
+// noteLine notes the lines the soak waits for.
+func (p *proc) noteLine(line string) {
+	for _, re := range []*regexp.Regexp{temporalLine, workerLine} {
+		if m := re.FindStringSubmatch(line); m != nil {
+			p.mu.Lock()
+			if _, ok := p.matches[re.String()]; !ok {
+				p.matches[re.String()] = m[1]
 			}
+			for _, w := range p.waiters {
+				close(w)
+			}
+			p.waiters = nil
+			p.mu.Unlock()
 		}
 	}
-	_, _ = io.Copy(log, r) // a line longer than the buffer
 }
 
 // await waits until the process printed a line matching re and returns its
@@ -187,4 +199,39 @@ func (ps *procs) killAll() {
 	for _, p := range all {
 		p.kill()
 	}
+}
+
+// orphans returns the pids of processes (other than the soak's own
+// children) whose command line names dir: what a SIGKILLed worker left
+// behind of its tool calls. The soak's private data directory is unique
+// to it, so these are processes the soak caused.
+func (ps *procs) orphans(dir string) []int {
+	ps.mu.Lock()
+	ours := map[int]bool{}
+	for p := range ps.live {
+		ours[p.cmd.Process.Pid] = true
+	}
+	ps.mu.Unlock()
+	entries, _ := os.ReadDir("/proc")
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() || ours[pid] {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err == nil && strings.Contains(string(b), dir) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// killOrphans SIGKILLs what orphans returns and says how many there were.
+func (ps *procs) killOrphans(dir string) int {
+	pids := ps.orphans(dir)
+	for _, pid := range pids {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+	return len(pids)
 }

@@ -335,6 +335,13 @@ func (s *soak) settleRuns(ctx context.Context, sc *Scenario, rs *runSet) error {
 	}
 	checkOutbox(ctx, s.pool, sc, rs.project, 2*time.Minute)
 	s.checkRuns(ctx, sc, rs)
+	// Every run has ended, so nothing may still run in its workspace.
+	// A sandbox a killed worker left behind is reported and killed, not
+	// failed on: it is a leak, not a lost or repeated effect.
+	if n := s.ps.killOrphans(s.dataDir()); n > 0 {
+		s.progress("%s: WARNING: %d process(es) of killed workers' tool calls outlived them (killed now)", sc.Name, n)
+		sc.figure("orphaned_tool_processes", n)
+	}
 	return nil
 }
 

@@ -300,6 +300,7 @@ func (s *soak) tearDown() {
 	}
 	if s.ps != nil {
 		s.ps.killAll()
+		s.ps.killOrphans(s.dataDir())
 	}
 	if s.pool != nil {
 		s.pool.Close()
