@@ -9,7 +9,7 @@ export DATABASE_URL
 GO ?= go
 TEST_TIMEOUT ?= 18m
 
-.PHONY: all build db deps test demo bench lint clean
+.PHONY: all build db deps test demo bench lint clean soak
 
 all: build
 
@@ -38,6 +38,14 @@ bench: db deps
 	@# -p 1: one package's benchmarks at a time; go test otherwise runs a
 	@# test binary per core at once and the figures measure each other.
 	$(GO) test -p 1 -run '^$$' -bench . -benchtime 1x -timeout 60m -v $(BENCH_PKGS) | grep -vE '^(=== RUN|--- PASS|PASS|goos|goarch|cpu)'
+
+## soak: the fault soak (README "Fault soak"): kills dev, worker and triage,
+## restarts a private PostgreSQL cluster, proves nothing is lost. Bounded by
+## SOAK_ROUNDS (default 30) and SOAK_TIMEOUT (default 15m); exits non-zero
+## when anything was lost, duplicated, spuriously conflicting or re-executed.
+soak: build
+	@scripts/ensure-soak-deps.sh
+	bin/reckon soak
 
 lint:
 	$(GO) vet ./...

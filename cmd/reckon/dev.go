@@ -16,6 +16,7 @@ func init() {
 
 func runDev(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("dev", flag.ContinueOnError)
+	noWorker := fs.Bool("no-worker", false, "run no run worker in this process: runs wait for a separate `reckon worker` (TEMPORAL_ADDRESS = the embedded server printed at start)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -23,7 +24,7 @@ func runDev(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	stack, err := app.StartDev(ctx, cfg, app.DevOptions{})
+	stack, err := app.StartDev(ctx, cfg, app.DevOptions{Kernel: app.KernelOptions{NoWorker: *noWorker}})
 	if err != nil {
 		return err
 	}
@@ -36,8 +37,14 @@ func runDev(ctx context.Context, args []string) error {
 	}
 	fmt.Fprintf(os.Stderr, "reckon dev: API on http://%s\n", stack.APIAddr)
 	if e := stack.Kernel.Conn.Embedded; e != nil {
-		fmt.Fprintf(os.Stderr, "reckon dev: embedded Temporal on %s (namespace %s, task queue %s); more workers: TEMPORAL_ADDRESS=%s reckon worker\n",
-			e.HostPort(), cfg.TemporalNamespace, cfg.TaskQueue, e.HostPort())
+		more := "more workers"
+		if *noWorker {
+			more = "no run worker here (--no-worker); runs wait for one"
+		}
+		fmt.Fprintf(os.Stderr, "reckon dev: embedded Temporal on %s (namespace %s, task queue %s); %s: TEMPORAL_ADDRESS=%s reckon worker\n",
+			e.HostPort(), cfg.TemporalNamespace, cfg.TaskQueue, more, e.HostPort())
+	} else if *noWorker {
+		fmt.Fprintf(os.Stderr, "reckon dev: no run worker here (--no-worker); runs wait for `reckon worker` on task queue %s at %s\n", cfg.TaskQueue, cfg.TemporalAddress)
 	}
 	<-ctx.Done()
 	return nil

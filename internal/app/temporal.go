@@ -101,6 +101,7 @@ func (c *Core) StartKernel(ctx context.Context, o KernelOptions) (*Kernel, error
 		Starter: &runner.Starter{
 			Pool: c.Pool, Journal: c.Journal, Client: conn.Client, TaskQueue: c.Cfg.TaskQueue,
 			DataDir: dataDir, Tools: tools,
+			Timeouts: runner.Timeouts{ToolHeartbeat: c.Cfg.ToolHeartbeatTimeout},
 		},
 	}
 	if fc.Enabled() {

@@ -59,7 +59,16 @@ type Config struct {
 	SandboxUID, SandboxGID uint32
 	// MCPServers configures MCP servers (RECKON_MCP_SERVERS), see README.
 	MCPServers string
+	// ToolHeartbeatTimeout (RECKON_TOOL_HEARTBEAT_TIMEOUT) is how long a
+	// tool call may go without a heartbeat before its worker counts as
+	// dead and the call ends tool.failed(effect=uncertain). It bounds how
+	// long a dead worker's operation stays invisible. Runs carry the value
+	// of the process that started them.
+	ToolHeartbeatTimeout time.Duration
 }
+
+// DefaultToolHeartbeatTimeout is RECKON_TOOL_HEARTBEAT_TIMEOUT's default.
+const DefaultToolHeartbeatTimeout = 10 * time.Second
 
 // Error is a configuration error naming its variable.
 type Error struct {
@@ -105,6 +114,12 @@ func LoadFrom(getenv func(string) string) (Config, error) {
 	}
 	if c.StaleAfter, err = duration(get, "RECKON_STALE_AFTER", "10m"); err != nil {
 		return Config{}, err
+	}
+	if c.ToolHeartbeatTimeout, err = duration(get, "RECKON_TOOL_HEARTBEAT_TIMEOUT", DefaultToolHeartbeatTimeout.String()); err != nil {
+		return Config{}, err
+	}
+	if c.ToolHeartbeatTimeout < time.Second {
+		return Config{}, &Error{"RECKON_TOOL_HEARTBEAT_TIMEOUT", fmt.Sprintf("must be at least 1s (a worker heartbeats every fifth of it), got %q", get("RECKON_TOOL_HEARTBEAT_TIMEOUT", ""))}
 	}
 	if _, err := cron.ParseStandard(c.TriageSchedule); err != nil {
 		return Config{}, &Error{"RECKON_TRIAGE_SCHEDULE", fmt.Sprintf("is not a cron spec (e.g. \"@every 5m\" or \"*/5 * * * *\"): %v", err)}

@@ -50,10 +50,33 @@ func Register(r worker.Registry, a *Activities) {
 	r.RegisterActivityWithOptions(a.SummarizeChildRun, activity.RegisterOptions{Name: ActSummarizeChild})
 }
 
+// heartbeatsPerTimeout is how many heartbeats a tool call sends within its
+// heartbeat timeout: a live call misses four in a row before it is judged
+// dead.
+const heartbeatsPerTimeout = 5
+
+// maxHeartbeatThrottle caps how long the SDK holds a heartbeat back before
+// sending it to the server. Its own throttle is 80 % of the heartbeat
+// timeout, which would leave a live call only a fifth of the timeout of
+// slack against a stalled send on a loaded machine.
+const maxHeartbeatThrottle = time.Second
+
+// stickyScheduleToStart bounds how long a workflow task waits on the
+// sticky queue of the worker that last ran the workflow before any worker
+// may take it. When that worker died with a tool call in flight, the task
+// that records tool.failed waits this long after the heartbeat timeout
+// (the SDK's default, 5 s, made a dead worker's operation invisible for up
+// to 15 s and more); a live but busy worker loses only its cache of the
+// workflow, which is replayed from history.
+const stickyScheduleToStart = 2 * time.Second
+
 // NewWorker returns a worker (not yet started) that executes runs from the
 // task queue.
 func NewWorker(c client.Client, taskQueue string, a *Activities) worker.Worker {
-	w := worker.New(c, taskQueue, worker.Options{})
+	w := worker.New(c, taskQueue, worker.Options{
+		MaxHeartbeatThrottleInterval: maxHeartbeatThrottle,
+		StickyScheduleToStartTimeout: stickyScheduleToStart,
+	})
 	Register(w, a)
 	return w
 }
@@ -168,7 +191,7 @@ func heartbeat(ctx context.Context) (stop func()) {
 	if hb <= 0 {
 		return func() {}
 	}
-	every := hb / 3
+	every := hb / heartbeatsPerTimeout
 	if every < 50*time.Millisecond {
 		every = 50 * time.Millisecond
 	}

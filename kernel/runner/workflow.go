@@ -34,19 +34,27 @@ type Timeouts struct {
 	// sandbox's largest command timeout plus a margin).
 	ToolStartToClose time.Duration `json:"tool_start_to_close,omitempty"`
 	// ToolHeartbeat is how long a silent tool execution may go before it
-	// is declared failed (a dead worker); default 30s.
+	// is declared failed (a dead worker); default DefaultToolHeartbeat.
+	// The worker heartbeats every fifth of it.
 	ToolHeartbeat time.Duration `json:"tool_heartbeat,omitempty"`
 	// RecordAttempts bounds RecordEvent's retries; default 50 (minutes of
 	// backoff). The run never proceeds past an unrecorded event.
 	RecordAttempts int32 `json:"record_attempts,omitempty"`
 }
 
+// DefaultToolHeartbeat is Timeouts.ToolHeartbeat's default. It bounds how
+// long the operation of a dead worker stays invisible: its call ends
+// tool.failed(effect=uncertain) once the heartbeat timeout fires. It was 30s,
+// which left such operations out of the listing for 30 s and more; a
+// heartbeat every 2 s keeps 8 s of slack before a live call is misjudged.
+const DefaultToolHeartbeat = 10 * time.Second
+
 func (t Timeouts) withDefaults() Timeouts {
 	if t.ToolStartToClose <= 0 {
 		t.ToolStartToClose = 11 * time.Minute
 	}
 	if t.ToolHeartbeat <= 0 {
-		t.ToolHeartbeat = 30 * time.Second
+		t.ToolHeartbeat = DefaultToolHeartbeat
 	}
 	if t.RecordAttempts <= 0 {
 		t.RecordAttempts = 50
