@@ -176,14 +176,23 @@ func TestReportTotals(t *testing.T) {
 func TestOrphansAreFoundAndKilled(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	orphan := exec.Command("sh", "-c", "sleep 60", "orphan", dir)
+	// Neither process may fork: a shell's freshly forked child carries its
+	// parent's command line (and so dir) until it execs, and would be
+	// counted as a second orphan. The orphan waits in the shell's own read
+	// builtin on a pipe held open; the child execs sleep at once.
+	orphan := exec.Command("sh", "-c", "read x", "orphan", dir)
+	hold, err := orphan.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hold.Close()
 	if err := orphan.Start(); err != nil {
 		t.Fatal(err)
 	}
 	exited := make(chan struct{})
 	go func() { _ = orphan.Wait(); close(exited) }()
 	ps := &procs{bin: "sh", logDir: t.TempDir()}
-	child, err := ps.start("child", []string{"-c", "sleep 60", "child", dir})
+	child, err := ps.start("child", []string{"-c", "exec sleep 60", "child", dir})
 	if err != nil {
 		t.Fatal(err)
 	}
