@@ -127,6 +127,24 @@ test('operator console', async (t) => {
     await page.waitForFunction(() => document.querySelectorAll('#ops tbody tr').length === 5);
   });
 
+  await t.test('a new project appears in the picker without a reload', async () => {
+    const ts = new Date().toISOString();
+    const ev = (id, type, data) => ({ source_id: 'bot', event_id: 'side-1/' + id, project: 'zeta', run_id: 'side-1', type, ts, actor: 'agent', data });
+    const resp = await fetch(base + '/v1/events', {
+      method: 'POST', headers: { Authorization: 'Bearer ' + agent, 'Content-Type': 'application/json' },
+      body: JSON.stringify({ events: [ev('run/started', 'run.started', {}), ev('op-1/started', 'tool.started', { operation_id: 'op-1', tool: 'noop' })] }),
+    });
+    assert.equal(resp.status, 200, await resp.text());
+    await page.waitForFunction(() => Array.from(document.querySelectorAll('#project option'), (o) => o.value).join(',') === 'acme,zeta', null, { timeout: REFRESH });
+    await page.locator('#project').selectOption('zeta');
+    await page.waitForFunction(() => location.hash === '#project=zeta');
+    await page.locator('#queue-empty').waitFor();
+    await page.waitForFunction(() => document.querySelectorAll('#ops tbody tr').length === 0 || document.querySelector('#ops tbody tr[data-run="side-1"]'));
+    assert.equal(await row('ops', 'deploy-42', 'op-1').count(), 0, "another project's operations are not shown");
+    await page.locator('#project').selectOption(project);
+    await row('ops', 'deploy-42', 'op-1').waitFor();
+  });
+
   await t.test("an agent's text is shown as text, never run", async () => {
     await row('ops', 'agent-7', 'op-1').locator('a', { hasText: 'op-1' }).click();
     await waitText('#history', '<script>window.pwned=2</script>upstream timed out');
@@ -242,6 +260,14 @@ test('operator console', async (t) => {
     const supKey = await events.nth(n - 2).getAttribute('data-key');
     assert.equal(await events.nth(n - 1).locator('.supersedes').getAttribute('data-supersedes'), supKey);
     await shot('history');
+  });
+
+  await t.test('a reload keeps the tab signed in, on the same operation', async () => {
+    const url = page.url();
+    await page.reload();
+    await waitText('#who', 'operator');
+    assert.equal(page.url(), url);
+    await waitText('#history', 'operator:ann');
   });
 
   await t.test('sign-out forgets the token', async () => {

@@ -215,6 +215,14 @@ async function boot() {
     return;
   }
   state.token = token;
+  resume();
+}
+
+// resume signs the tab back in with its stored token (a reload). A server
+// that cannot be reached keeps the token and is asked again; only a token
+// it refuses is forgotten.
+async function resume() {
+  if (!state.token || state.me) return;
   try {
     const { data: me } = await api('/v1/whoami');
     if (me.role === 'agent') {
@@ -223,31 +231,38 @@ async function boot() {
     }
     start(me);
   } catch (e) {
-    signOut(e.status === 401 ? 'Your token is no longer accepted (' + e.message + '); sign in again.' : 'Could not sign in: ' + errorText(e));
+    if (e.status === 401) {
+      signOut('Your token is no longer accepted (' + e.message + '); sign in again.');
+      return;
+    }
+    $('signin').hidden = false;
+    show($('signin-error'), 'Could not sign in with the token of this tab: ' + errorText(e) + '. Trying again every ' + POLL_MS / 1000 + ' s.');
+    state.timer = setTimeout(resume, POLL_MS);
   }
 }
 
-async function start(me) {
+function start(me) {
+  clearTimeout(state.timer);
   state.me = me;
+  show($('signin-error'), '');
   $('signin').hidden = true;
   $('app').hidden = false;
   $('session').hidden = false;
   $('who').replaceChildren(el('span', { text: me.name }), ' ', chip(me.role, 'role'));
   $('readonly').hidden = me.role === 'operator';
-  let projects = [];
-  try {
-    ({ data: { projects } } = await api('/v1/projects'));
-  } catch (e) {
-    if (authLost(e)) return;
-    show($('queue-error'), 'Could not list projects: ' + errorText(e));
-  }
-  const h = readHash();
-  const chosen = h.project || projects[0] || '';
-  fillPicker(projects, chosen);
-  if (!h.project && chosen) {
-    history.replaceState(null, '', '#' + new URLSearchParams({ project: chosen }));
-  }
   route();
+}
+
+// loadProjects keeps the picker current (new projects appear without a
+// reload) and, while none is chosen, picks the first one there is.
+async function loadProjects() {
+  const { data } = await api('/v1/projects');
+  const sel = $('project');
+  if (document.activeElement !== sel && changed('projects', data.projects)) fillPicker(data.projects, state.project);
+  if (!state.project && data.projects.length) {
+    history.replaceState(null, '', '#' + new URLSearchParams({ project: data.projects[0] }));
+    route();
+  }
 }
 
 function fillPicker(projects, chosen) {
@@ -258,7 +273,8 @@ function fillPicker(projects, chosen) {
     sel.replaceChildren(el('option', { value: '', text: '(no project has events yet)' }));
     return;
   }
-  sel.replaceChildren(...names.map((p) => el('option', { value: p, text: p })));
+  if (!chosen) names.unshift('');
+  sel.replaceChildren(...names.map((p) => el('option', { value: p, text: p || '(choose a project)' })));
   sel.value = chosen;
 }
 
@@ -290,7 +306,7 @@ function route() {
   state.run = h.run;
   state.op = h.run ? h.op : '';
   state.listRun = listRun;
-  if (h.project && $('project').value !== h.project) fillPicker(Array.from($('project').options, (o) => o.value).filter(Boolean), h.project);
+  if ($('project').value !== h.project) fillPicker(Array.from($('project').options, (o) => o.value).filter(Boolean), h.project);
   const f = $('filter');
   if (state.listRun) {
     f.replaceChildren('Showing run ', el('code', { text: state.listRun }), ' only · ', link({ project: state.project }, 'show every run'));
@@ -307,17 +323,18 @@ function route() {
 async function refresh() {
   clearTimeout(state.timer);
   state.timer = null;
-  if (!state.token || !state.project) {
-    $('freshness').textContent = state.token ? 'no project selected' : '';
-    return;
-  }
+  if (!state.token || !state.me) return;
   const gen = ++state.gen;
-  const results = await Promise.allSettled([loadQueue(gen), loadOps(gen), loadDetail(gen)]);
+  const loads = [loadProjects()];
+  if (state.project) loads.push(loadQueue(gen), loadOps(gen), loadDetail(gen));
+  const results = await Promise.allSettled(loads);
   if (gen !== state.gen || !state.token) return; // signed out or navigated meanwhile
   for (const r of results) if (r.status === 'rejected' && authLost(r.reason)) return;
   for (const c of document.querySelectorAll('td.age')) c.textContent = age(c.getAttribute('data-ts'));
   const failed = results.filter((r) => r.status === 'rejected');
-  $('freshness').textContent = (failed.length ? 'refresh failed at ' : 'live · updated ') + new Date().toLocaleTimeString();
+  show($('projects-error'), results[0].status === 'rejected' ? 'Could not list projects: ' + errorText(results[0].reason) : '');
+  $('freshness').textContent = !state.project ? 'no project yet' :
+    (failed.length ? 'refresh failed at ' : 'live · updated ') + new Date().toLocaleTimeString();
   if (!document.hidden) state.timer = setTimeout(refresh, POLL_MS);
 }
 
