@@ -185,6 +185,7 @@ function signOut(message) {
   state.seen = {};
   state.detailFor = '';
   for (const id of ['queue', 'ops']) $(id).tBodies[0].replaceChildren();
+  for (const id of ['queue-error', 'ops-error', 'projects-error', 'filter']) show($(id), '');
   $('detail').replaceChildren(el('p', { class: 'empty', text: 'Select an operation to see its verdict, its history and, with an operator token, decide it.' }));
   $('project').replaceChildren();
   $('app').hidden = true;
@@ -205,8 +206,10 @@ async function boot() {
       clearTimeout(state.timer);
       state.timer = null;
       $('freshness').textContent = 'paused while this tab is hidden';
-    } else {
+    } else if (state.me) {
       refresh();
+    } else {
+      resume();
     }
   });
   const token = sessionStorage.getItem(TOKEN_KEY);
@@ -300,7 +303,14 @@ function route() {
   // project in view, its row marked, so the queue can be worked through.
   const listRun = h.op ? '' : h.run;
   if (h.project !== state.project || listRun !== state.listRun) {
+    // Another project or run: nothing of the old one may stay on screen
+    // under the new name, not even while the new lists load.
     state.seen = {};
+    for (const id of ['queue', 'ops']) {
+      $(id).tBodies[0].replaceChildren();
+      $(id + '-count').textContent = '';
+      $(id + '-empty').hidden = true;
+    }
   }
   state.project = h.project;
   state.run = h.run;
@@ -461,7 +471,7 @@ async function loadDetail(gen) {
     ]);
     if (gen !== state.gen || state.detailFor !== target) return;
     show($('detail-error'), '');
-    if (changed('cards', [verdicts, runView.events])) renderCards(verdicts, runView, op);
+    if (changed('cards', [verdicts, runView])) renderCards(verdicts, runView, op);
     if (op && changed('history', hist)) renderHistory(hist);
     if (op && state.me.role === 'operator') renderOverrideNotice(hist);
   } catch (e) {
