@@ -317,7 +317,7 @@ func (s *Service) Projects(ctx context.Context) ([]string, error) {
 const MaxKnownProjects = 1000
 
 // KnownProjects returns the projects that have any event in the journal,
-// in byte order, at most MaxKnownProjects (truncated says there are more).
+// sorted by name, at most MaxKnownProjects (truncated says there are more).
 // Unlike Projects it is not bounded by the window nor by open operations:
 // a project whose operations the supervisor has all settled as unknown has
 // nothing open, yet its operator's queue is full. Its cost follows the

@@ -70,9 +70,10 @@ WHERE s.type = 'tool.started' AND s.open AND s.ts >= $1
         AND t.settles)
 ORDER BY 1`
 
-// knownProjectsSQL lists the journal's projects with a skip scan of
-// journal_events_run (project, run_id, seq): one index descent per
-// project, however many events each has. $1 bounds the answer.
+// knownProjectsSQL lists the journal's projects with a skip scan of an
+// index that leads with project (journal_events_run, journal_events_type_ts):
+// one index descent per project, however many events each has. $1 bounds
+// the answer.
 const knownProjectsSQL = `
 WITH RECURSIVE p(project) AS (
     (SELECT project FROM journal_events ORDER BY project LIMIT 1)
