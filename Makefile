@@ -9,7 +9,7 @@ export DATABASE_URL
 GO ?= go
 TEST_TIMEOUT ?= 18m
 
-.PHONY: all build db deps test demo bench lint clean soak
+.PHONY: all build db deps browser-deps test test-browser demo bench lint clean soak
 
 all: build
 
@@ -22,10 +22,20 @@ db:
 deps:
 	@scripts/ensure-deps.sh
 
+browser-deps:
+	@scripts/ensure-browser.sh
+
 ## test: the whole suite against real PostgreSQL and an embedded real Temporal server.
 test: db deps
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
+
+## test-browser: the operator console in headless Chromium (Debian's chromium
+## driven by playwright-core) against a real dev stack; writes the screenshots
+## docs/console-*.png (commit them when the page changed).
+test-browser: db deps browser-deps
+	$(GO) vet -tags browser ./internal/app/
+	RECKON_SCREENSHOTS=$(CURDIR)/docs $(GO) test -tags browser -count=1 -timeout 10m -run '^TestConsoleInBrowser$$' -v ./internal/app/
 
 ## demo: the main job on embedded defaults.
 demo: db deps
@@ -49,6 +59,7 @@ soak: build
 
 lint:
 	$(GO) vet ./...
+	$(GO) vet -tags browser ./internal/app/
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 	@# Workflow determinism: static check of the run workflow, then replay of

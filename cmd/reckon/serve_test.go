@@ -100,6 +100,21 @@ func TestServeAllRoles(t *testing.T) {
 		_ = json.Unmarshal(raw, &m)
 		return resp.StatusCode, m
 	}
+	// serve --api serves the operator console at / with its policy, and the
+	// routes its sign-in and project picker use.
+	page, err := http.Get(base + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	html, _ := io.ReadAll(page.Body)
+	page.Body.Close()
+	if page.StatusCode != 200 || !strings.Contains(string(html), `src="/console/console.js"`) ||
+		!strings.HasPrefix(page.Header.Get("Content-Security-Policy"), "default-src 'none'") {
+		t.Fatalf("console at /: %d %v", page.StatusCode, page.Header)
+	}
+	if code, m := call(http.MethodGet, "/v1/whoami", "reader-secret", ""); code != 200 || m["name"] != "ro" || m["role"] != "reader" {
+		t.Fatalf("whoami: %d %v", code, m)
+	}
 	plan := `{"project":"acme","run_id":"serve-1","plan":{"steps":[{"tool":"run_command","args":{"command":"echo ok > proof.txt"},
 		"postcondition":{"path":"proof.txt"}}]}}`
 	if code, m := call(http.MethodPost, "/v1/runs", "reader-secret", plan); code != http.StatusForbidden {
@@ -132,6 +147,9 @@ func TestServeAllRoles(t *testing.T) {
 		ops, ok := m["operations"].([]any)
 		return ok && len(ops) == 0
 	})
+	if code, m := call(http.MethodGet, "/v1/projects", "reader-secret", ""); code != 200 || fmt.Sprint(m["projects"]) != "[acme]" {
+		t.Fatalf("projects: %d %v", code, m)
+	}
 	code, m := call(http.MethodGet, "/v1/agent/operations/history?project=acme&run_id=serve-1&operation_id=op-1", "reader-secret", "")
 	evs, _ := m["events"].([]any)
 	var chain []string

@@ -22,6 +22,7 @@ import (
 
 	"github.com/seed-7bc021c3/reckon/kernel/auth"
 	"github.com/seed-7bc021c3/reckon/kernel/config"
+	"github.com/seed-7bc021c3/reckon/kernel/console"
 	"github.com/seed-7bc021c3/reckon/kernel/httpapi"
 	"github.com/seed-7bc021c3/reckon/kernel/journal"
 	"github.com/seed-7bc021c3/reckon/kernel/operations"
@@ -157,13 +158,18 @@ func NewCore(ctx context.Context, cfg config.Config, createDB bool) (*Core, erro
 // Close releases the pool.
 func (c *Core) Close() { c.Pool.Close() }
 
-// NewAPI returns the HTTP API server with ingest mounted.
+// NewAPI returns the HTTP API server with ingest mounted, and the operator
+// console at / (a page over the same API: `reckon dev` and `reckon serve
+// --api` both serve it).
 func (c *Core) NewAPI() *httpapi.Server {
 	s := httpapi.New(httpapi.Options{
 		Tokens: c.Tokens, Log: c.Log, Registry: c.Registry,
 		Health: func(ctx context.Context) error { return c.Pool.Ping(ctx) },
 	})
 	s.MountIngest(c.Journal, runner.Owners{Pool: c.Pool})
+	page := console.Handler()
+	s.Page("/", page)
+	s.Page(console.AssetPrefix+"*", page)
 	return s
 }
 

@@ -94,7 +94,30 @@ func New(o Options) *Server {
 		_, err := w.Write(OpenAPI)
 		return err
 	})
+	// Any known token may ask who it is: a client (the operator console)
+	// tells an agent token from a reader's or an operator's without trying
+	// an endpoint, and a bad token from a good one.
+	s.Handle(http.MethodGet, PathWhoami, []string{auth.RoleAgent, auth.RoleReader}, func(w http.ResponseWriter, r *http.Request) error {
+		p, _ := PrincipalFrom(r.Context())
+		WriteJSON(w, http.StatusOK, map[string]string{"name": p.Name, "role": p.Role})
+		return nil
+	})
 	return s
+}
+
+// PathWhoami answers {name, role} for the caller's token.
+const PathWhoami = "/v1/whoami"
+
+// Page serves h at pattern (chi syntax): a page for people, such as the
+// operator console, rather than an operation of the JSON API. Pages are not
+// listed by Routes nor described in /openapi.json; h sets its own headers
+// and answers its own methods.
+func (s *Server) Page(pattern string, h http.Handler) {
+	s.mux.Handle(pattern, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sw := &statusWriter{ResponseWriter: w, code: http.StatusOK}
+		defer func() { s.reqs.WithLabelValues("page "+pattern, fmt.Sprint(sw.code)).Inc() }()
+		h.ServeHTTP(sw, r)
+	}))
 }
 
 // Handle mounts h at method+pattern. roles lists the roles that may call it

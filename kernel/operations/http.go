@@ -17,6 +17,7 @@ const (
 	PathReconcile  = "/v1/agent/operations/reconcile"
 	PathHistory    = "/v1/agent/operations/history"
 	PathAttention  = "/v1/agent/operations/attention"
+	PathProjects   = "/v1/projects"
 )
 
 // IdempotencyKeyHeader carries a reconcile's idempotency key.
@@ -26,13 +27,23 @@ const IdempotencyKeyHeader = "Idempotency-Key"
 // event an earlier request with the same idempotency key recorded.
 const ReplayedHeader = "Idempotent-Replayed"
 
-// Mount serves the listing, reconcile, history and attention endpoints on
-// srv.
+// Mount serves the listing, reconcile, history, attention and projects
+// endpoints on srv.
 func (s *Service) Mount(srv *httpapi.Server) {
 	srv.Handle(http.MethodGet, PathOperations, []string{auth.RoleReader}, s.handleList)
 	srv.Handle(http.MethodPost, PathReconcile, []string{auth.RoleOperator}, s.handleReconcile)
 	srv.Handle(http.MethodGet, PathHistory, []string{auth.RoleReader}, s.handleHistory)
 	srv.Handle(http.MethodGet, PathAttention, []string{auth.RoleReader}, s.handleAttention)
+	srv.Handle(http.MethodGet, PathProjects, []string{auth.RoleReader}, s.handleProjects)
+}
+
+func (s *Service) handleProjects(w http.ResponseWriter, r *http.Request) error {
+	ps, truncated, err := s.KnownProjects(r.Context())
+	if err != nil {
+		return err
+	}
+	httpapi.WriteJSON(w, http.StatusOK, map[string]any{"projects": ps, "truncated": truncated})
+	return nil
 }
 
 // limitParam reads an optional limit query parameter.

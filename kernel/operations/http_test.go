@@ -3,6 +3,7 @@ package operations_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -222,5 +223,43 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 	wrongRoles := []httpapi.Route{{Method: "GET", Pattern: operations.PathOperations, Roles: []string{auth.RoleOperator}}}
 	if bad, _ := checkOpenAPI(r.raw, wrongRoles); len(bad.Undocumented) != 1 || len(bad.Unserved) == 0 {
 		t.Fatalf("checker missed a role mismatch or unserved routes: %+v", bad)
+	}
+}
+
+// GET /v1/whoami answers any known token, an agent's included, with its name
+// and role; GET /v1/projects lists every project the journal knows — also
+// one whose operations are all settled (its queue may still be full).
+func TestWhoamiAndProjects(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	_, ts := newAPI(t, e)
+	for tok, want := range map[string]string{agentTok: "bot agent", readerTok: "rita reader", operatorTok: "ann operator"} {
+		r := call(t, "GET", ts.URL+httpapi.PathWhoami, tok, "")
+		if got := fmt.Sprint(r.body["name"], " ", r.body["role"]); r.status != 200 || got != want {
+			t.Errorf("whoami: %d %s, want %s", r.status, r.raw, want)
+		}
+	}
+	if r := call(t, "GET", ts.URL+httpapi.PathWhoami, "nope-nope-nope", ""); r.status != 401 || !strings.Contains(fmt.Sprint(r.body["error"]), "unknown token") {
+		t.Errorf("whoami with a bad token: %d %s", r.status, r.raw)
+	}
+	if r := call(t, "GET", ts.URL+httpapi.PathWhoami, "", ""); r.status != 401 {
+		t.Errorf("whoami without a token: %d %s", r.status, r.raw)
+	}
+
+	projects := ts.URL + operations.PathProjects
+	if r := call(t, "GET", projects, readerTok, ""); r.status != 200 || string(r.raw) != "{\"projects\":[],\"truncated\":false}\n" {
+		t.Fatalf("projects of an empty journal: %d %s", r.status, r.raw)
+	}
+	uncertainOp(e, "zeta", "run-z", "agent-x")
+	uncertainOp(e, "acme", "run-1", "agent-x")
+	uncertainOp(e, "acme", "run-2", "agent-x")
+	settled := evb{project: "beta", run: "run-9", source: "agent-x"}
+	e.ingest(settled.runStarted(ago(time.Hour)), settled.started("op-1", "t", ago(time.Hour)), settled.completed("op-1", ago(time.Hour)))
+	r := call(t, "GET", projects, readerTok, "")
+	if r.status != 200 || fmt.Sprint(r.body["projects"]) != "[acme beta zeta]" || r.body["truncated"] != false {
+		t.Fatalf("projects: %d %s", r.status, r.raw)
+	}
+	if r := call(t, "GET", projects, agentTok, ""); r.status != 403 {
+		t.Fatalf("projects as an agent: %d %s", r.status, r.raw)
 	}
 }

@@ -313,6 +313,38 @@ func (s *Service) Projects(ctx context.Context) ([]string, error) {
 	return out, rows.Err()
 }
 
+// MaxKnownProjects bounds KnownProjects.
+const MaxKnownProjects = 1000
+
+// KnownProjects returns the projects that have any event in the journal,
+// sorted by name, at most MaxKnownProjects (truncated says there are more).
+// Unlike Projects it is not bounded by the window nor by open operations:
+// a project whose operations the supervisor has all settled as unknown has
+// nothing open, yet its operator's queue is full. Its cost follows the
+// number of projects (a skip scan of an index), not of events.
+func (s *Service) KnownProjects(ctx context.Context) (projects []string, truncated bool, err error) {
+	rows, err := s.pool.Query(ctx, knownProjectsSQL, MaxKnownProjects+1)
+	if err != nil {
+		return nil, false, fmt.Errorf("known projects: %w", err)
+	}
+	defer rows.Close()
+	out := []string{}
+	for rows.Next() {
+		var p string
+		if err := rows.Scan(&p); err != nil {
+			return nil, false, fmt.Errorf("known projects: %w", err)
+		}
+		out = append(out, p)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, false, fmt.Errorf("known projects: %w", err)
+	}
+	if len(out) > MaxKnownProjects {
+		return out[:MaxKnownProjects], true, nil
+	}
+	return out, false, nil
+}
+
 // livenessAnswer is one run's liveness within a listing.
 type livenessAnswer struct {
 	running, known bool

@@ -70,6 +70,19 @@ WHERE s.type = 'tool.started' AND s.open AND s.ts >= $1
         AND t.settles)
 ORDER BY 1`
 
+// knownProjectsSQL lists the journal's projects with a skip scan of an
+// index that leads with project (journal_events_run, journal_events_type_ts):
+// one index descent per project, however many events each has. $1 bounds
+// the answer.
+const knownProjectsSQL = `
+WITH RECURSIVE p(project) AS (
+    (SELECT project FROM journal_events ORDER BY project LIMIT 1)
+  UNION ALL
+    SELECT (SELECT e.project FROM journal_events e WHERE e.project > p.project ORDER BY e.project LIMIT 1)
+    FROM p WHERE p.project IS NOT NULL
+)
+SELECT project FROM p WHERE project IS NOT NULL LIMIT $1`
+
 // pendingColumns reads an outbox row's event as journal columns.
 const pendingColumns = `true, o.id, o.source_id, o.event_id, o.event->>'project', o.event->>'run_id',
     o.event->>'type', (o.event->>'ts')::timestamptz, o.event->>'actor',

@@ -1,0 +1,742 @@
+// reckon operator console: a page over the public JSON API.
+//
+// Everything the API returns that an agent, a model or a person wrote —
+// ids, args, errors, notes, lessons, evidence — is untrusted. It reaches the
+// page only as text (textContent, text nodes) or inside a '#…' link this file
+// builds with URLSearchParams; nothing is ever parsed as HTML. The
+// Content-Security-Policy the server sends forbids inline scripts and
+// styles and every origin but this one.
+'use strict';
+
+const TOKEN_KEY = 'reckon.console.token';
+const POLL_MS = 5000;
+const NOTE_LIMIT = 2000; // kernel.MaxNoteBytes: bytes of UTF-8, not characters
+
+const state = {
+  token: null, me: null,
+  project: '', run: '', op: '', listRun: '',
+  timer: null, busy: false, gen: 0,
+  seen: {},      // section → JSON of what it last rendered (no re-render, no flicker, when unchanged)
+  detailFor: '', // run/op the detail panel was built for
+  draftKey: '',  // Idempotency-Key of the decision being drafted
+};
+
+const $ = (id) => document.getElementById(id);
+
+// el builds an element. attrs: class, text, or attributes set with
+// setAttribute; children: nodes or strings (text nodes, never HTML).
+function el(tag, attrs, ...children) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === null || v === undefined || v === false) continue;
+    if (k === 'class') e.className = v;
+    else if (k === 'text') e.textContent = v;
+    else e.setAttribute(k, v === true ? '' : String(v));
+  }
+  for (const c of children.flat(Infinity)) {
+    if (c === null || c === undefined || c === false) continue;
+    e.append(c instanceof Node ? c : String(c));
+  }
+  return e;
+}
+
+function show(node, text) {
+  node.textContent = text || '';
+  node.hidden = !text;
+}
+
+// ---- the API --------------------------------------------------------------
+
+class APIError extends Error {
+  constructor(status, message) {
+    super(message);
+    this.status = status;
+  }
+}
+
+async function api(path, { method = 'GET', query, body, headers, token } = {}) {
+  const url = new URL(path, location.origin);
+  for (const [k, v] of Object.entries(query || {})) if (v) url.searchParams.set(k, v);
+  const h = { Authorization: 'Bearer ' + (token || state.token), Accept: 'application/json' };
+  if (body !== undefined) h['Content-Type'] = 'application/json';
+  let resp;
+  try {
+    resp = await fetch(url, {
+      method, headers: Object.assign(h, headers || {}), cache: 'no-store', credentials: 'omit',
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+  } catch (e) {
+    throw new APIError(0, 'cannot reach the API (' + e.message + ')');
+  }
+  const text = await resp.text();
+  let data = null;
+  try { data = text ? JSON.parse(text) : null; } catch (e) { data = null; }
+  if (!resp.ok) {
+    const msg = data && typeof data.error === 'string' ? data.error : 'HTTP ' + resp.status + ' ' + resp.statusText;
+    throw new APIError(resp.status, msg);
+  }
+  return { data, headers: resp.headers };
+}
+
+function errorText(e) {
+  return e instanceof APIError && e.status ? e.message + ' (HTTP ' + e.status + ')' : String(e.message || e);
+}
+
+// ---- formatting -----------------------------------------------------------
+
+const nf = new Intl.NumberFormat('en');
+
+function age(ts) {
+  const s = Math.max(0, (Date.now() - Date.parse(ts)) / 1000);
+  if (s < 60) return Math.floor(s) + 's';
+  if (s < 3600) return Math.floor(s / 60) + 'm';
+  if (s < 86400) return Math.floor(s / 3600) + 'h ' + Math.floor((s % 3600) / 60) + 'm';
+  return Math.floor(s / 86400) + 'd ' + Math.floor((s % 86400) / 3600) + 'h';
+}
+
+function ageCell(ts) {
+  return el('td', { class: 'age', 'data-ts': ts, title: ts, text: ts ? age(ts) : '' });
+}
+
+function clock(ts) {
+  const d = new Date(ts);
+  return isNaN(d) ? String(ts) : d.toISOString().replace('T', ' ').replace(/\.\d+Z$/, 'Z');
+}
+
+function keyText(k) {
+  return k ? k.source_id + ':' + k.event_id : '';
+}
+
+function json(v) {
+  return JSON.stringify(v, null, 2);
+}
+
+function chip(text, kind) {
+  return el('span', { class: 'chip ' + (kind || text), text });
+}
+
+function link(params, text) {
+  const q = new URLSearchParams();
+  for (const k of ['project', 'run', 'op']) if (params[k]) q.set(k, params[k]);
+  return el('a', { href: '#' + q.toString(), text });
+}
+
+function runLink(run) {
+  return link({ project: state.project, run }, run);
+}
+
+function opLink(run, op) {
+  return link({ project: state.project, run, op }, op);
+}
+
+function utf8Bytes(s) {
+  return new TextEncoder().encode(s).length;
+}
+
+// newKey names one drafted decision: a retry after a lost answer repeats
+// it (the API answers with the first event), a new decision gets a new key.
+// getRandomValues works on plain http too, where randomUUID does not.
+function newKey() {
+  const b = crypto.getRandomValues(new Uint8Array(16));
+  return 'console-' + Array.from(b, (x) => x.toString(16).padStart(2, '0')).join('');
+}
+
+// ---- sign-in --------------------------------------------------------------
+
+async function signIn(ev) {
+  ev.preventDefault();
+  const input = $('token');
+  const token = input.value.trim();
+  const err = $('signin-error');
+  show(err, '');
+  if (!token) {
+    show(err, 'Paste a token first.');
+    return;
+  }
+  $('signin-button').disabled = true;
+  try {
+    const { data: me } = await api('/v1/whoami', { token });
+    if (me.role === 'agent') {
+      show(err, '"' + me.name + '" is an agent token. Agents may only ingest events; the console is for people: sign in with a reader or an operator token.');
+      return;
+    }
+    input.value = '';
+    sessionStorage.setItem(TOKEN_KEY, token);
+    state.token = token;
+    start(me);
+  } catch (e) {
+    if (e.status === 401) {
+      show(err, 'This server does not accept that token (' + e.message + '). Check it against RECKON_TOKENS, or ask whoever runs reckon for one.');
+    } else {
+      show(err, 'Could not sign in: ' + errorText(e));
+    }
+  } finally {
+    $('signin-button').disabled = false;
+  }
+}
+
+function signOut(message) {
+  sessionStorage.removeItem(TOKEN_KEY);
+  state.token = null;
+  state.me = null;
+  state.gen++;
+  clearTimeout(state.timer);
+  state.timer = null;
+  state.seen = {};
+  state.detailFor = '';
+  for (const id of ['queue', 'ops']) $(id).tBodies[0].replaceChildren();
+  for (const id of ['queue-error', 'ops-error', 'projects-error', 'filter']) show($(id), '');
+  $('detail').replaceChildren(el('p', { class: 'empty', text: 'Select an operation to see its verdict, its history and, with an operator token, decide it.' }));
+  $('project').replaceChildren();
+  $('app').hidden = true;
+  $('session').hidden = true;
+  $('signin').hidden = false;
+  show($('signin-error'), message || '');
+  $('token').focus();
+}
+
+async function boot() {
+  $('signin-form').addEventListener('submit', signIn);
+  $('signout').addEventListener('click', () => signOut(''));
+  $('project').addEventListener('change', (e) => { location.hash = '#' + new URLSearchParams({ project: e.target.value }); });
+  window.addEventListener('hashchange', route);
+  document.addEventListener('visibilitychange', () => {
+    if (!state.token) return;
+    if (document.hidden) {
+      clearTimeout(state.timer);
+      state.timer = null;
+      $('freshness').textContent = 'paused while this tab is hidden';
+    } else if (state.me) {
+      refresh();
+    } else {
+      resume();
+    }
+  });
+  const token = sessionStorage.getItem(TOKEN_KEY);
+  if (!token) {
+    signOut('');
+    return;
+  }
+  state.token = token;
+  resume();
+}
+
+// resume signs the tab back in with its stored token (a reload). A server
+// that cannot be reached keeps the token and is asked again; only a token
+// it refuses is forgotten.
+async function resume() {
+  if (!state.token || state.me) return;
+  try {
+    const { data: me } = await api('/v1/whoami');
+    if (me.role === 'agent') {
+      signOut('"' + me.name + '" is an agent token; the console needs a reader or an operator token.');
+      return;
+    }
+    start(me);
+  } catch (e) {
+    if (e.status === 401) {
+      signOut('Your token is no longer accepted (' + e.message + '); sign in again.');
+      return;
+    }
+    $('signin').hidden = false;
+    show($('signin-error'), 'Could not sign in with the token of this tab: ' + errorText(e) + '. Trying again every ' + POLL_MS / 1000 + ' s.');
+    state.timer = setTimeout(resume, POLL_MS);
+  }
+}
+
+function start(me) {
+  clearTimeout(state.timer);
+  state.me = me;
+  show($('signin-error'), '');
+  $('signin').hidden = true;
+  $('app').hidden = false;
+  $('session').hidden = false;
+  $('who').replaceChildren(el('span', { text: me.name }), ' ', chip(me.role, 'role'));
+  $('readonly').hidden = me.role === 'operator';
+  route();
+}
+
+// loadProjects keeps the picker current (new projects appear without a
+// reload) and, while none is chosen, picks the first one there is.
+async function loadProjects() {
+  const { data } = await api('/v1/projects');
+  const sel = $('project');
+  if (document.activeElement !== sel && changed('projects', data.projects)) fillPicker(data.projects, state.project);
+  if (!state.project && data.projects.length) {
+    history.replaceState(null, '', '#' + new URLSearchParams({ project: data.projects[0] }));
+    route();
+  }
+}
+
+function fillPicker(projects, chosen) {
+  const sel = $('project');
+  const names = projects.slice();
+  if (chosen && !names.includes(chosen)) names.unshift(chosen);
+  if (!names.length) {
+    sel.replaceChildren(el('option', { value: '', text: '(no project has events yet)' }));
+    return;
+  }
+  if (!chosen) names.unshift('');
+  sel.replaceChildren(...names.map((p) => el('option', { value: p, text: p || '(choose a project)' })));
+  sel.value = chosen;
+}
+
+function authLost(e) {
+  if (e instanceof APIError && e.status === 401) {
+    signOut('Your token is no longer accepted (' + e.message + '); sign in again.');
+    return true;
+  }
+  return false;
+}
+
+// ---- navigation: #project=…&run=…&op=… (ids only, never the token) ------
+
+function readHash() {
+  const q = new URLSearchParams(location.hash.slice(1));
+  return { project: q.get('project') || '', run: q.get('run') || '', op: q.get('op') || '' };
+}
+
+function route() {
+  if (!state.token || !state.me) return;
+  const h = readHash();
+  // A run alone narrows the lists to it; an operation keeps the whole
+  // project in view, its row marked, so the queue can be worked through.
+  const listRun = h.op ? '' : h.run;
+  if (h.project !== state.project || listRun !== state.listRun) {
+    // Another project or run: nothing of the old one may stay on screen
+    // under the new name, not even while the new lists load.
+    state.seen = {};
+    for (const id of ['queue', 'ops']) {
+      $(id).tBodies[0].replaceChildren();
+      $(id + '-count').textContent = '';
+      $(id + '-empty').hidden = true;
+    }
+  }
+  state.project = h.project;
+  state.run = h.run;
+  state.op = h.run ? h.op : '';
+  state.listRun = listRun;
+  if ($('project').value !== h.project) fillPicker(Array.from($('project').options, (o) => o.value).filter(Boolean), h.project);
+  const f = $('filter');
+  if (state.listRun) {
+    f.replaceChildren('Showing run ', el('code', { text: state.listRun }), ' only · ', link({ project: state.project }, 'show every run'));
+    f.hidden = false;
+  } else {
+    f.hidden = true;
+  }
+  markSelected();
+  refresh();
+}
+
+// ---- the polling loop -----------------------------------------------------
+
+async function refresh() {
+  clearTimeout(state.timer);
+  state.timer = null;
+  if (!state.token || !state.me) return;
+  const gen = ++state.gen;
+  const loads = [loadProjects()];
+  if (state.project) loads.push(loadQueue(gen), loadOps(gen), loadDetail(gen));
+  const results = await Promise.allSettled(loads);
+  if (gen !== state.gen || !state.token) return; // signed out or navigated meanwhile
+  for (const r of results) if (r.status === 'rejected' && authLost(r.reason)) return;
+  for (const c of document.querySelectorAll('td.age')) c.textContent = age(c.getAttribute('data-ts'));
+  const failed = results.filter((r) => r.status === 'rejected');
+  show($('projects-error'), results[0].status === 'rejected' ? 'Could not list projects: ' + errorText(results[0].reason) : '');
+  $('freshness').textContent = !state.project ? 'no project yet' :
+    (failed.length ? 'refresh failed at ' : 'live · updated ') + new Date().toLocaleTimeString();
+  if (!document.hidden) state.timer = setTimeout(refresh, POLL_MS);
+}
+
+// changed remembers what a section last rendered and says whether v differs.
+function changed(section, v) {
+  const s = JSON.stringify(v);
+  if (state.seen[section] === s) return false;
+  state.seen[section] = s;
+  return true;
+}
+
+async function section(gen, name, load, render) {
+  const errNode = $(name + '-error');
+  try {
+    const v = await load();
+    if (gen !== state.gen) return;
+    show(errNode, '');
+    if (changed(name, v)) render(v);
+  } catch (e) {
+    if (gen === state.gen) {
+      show(errNode, 'Could not load: ' + errorText(e));
+      state.seen[name] = '';
+    }
+    throw e;
+  }
+}
+
+function markSelected() {
+  for (const tr of document.querySelectorAll('table.grid tbody tr')) {
+    tr.classList.toggle('selected', tr.getAttribute('data-run') === state.run && tr.getAttribute('data-op') === state.op);
+  }
+}
+
+function loadQueue(gen) {
+  return section(gen, 'queue',
+    async () => (await api('/v1/agent/operations/attention', { query: { project: state.project, run_id: state.listRun } })).data,
+    (page) => {
+      const rows = page.operations.map((it) => {
+        const said = [chip(it.effect)];
+        if (it.proposed_effect) said.push(' ', el('span', { class: 'proposed', text: 'proposed ' + it.proposed_effect }));
+        said.push(' ', el('span', { class: 'basis', text: it.basis }));
+        const why = it.reason === 'unknown' ? 'effect unknown' : 'verdict asked for attention';
+        return el('tr', { 'data-run': it.run_id, 'data-op': it.operation_id },
+          el('td', null, runLink(it.run_id)),
+          el('td', null, opLink(it.run_id, it.operation_id)),
+          el('td', { text: it.tool }),
+          el('td', null, said),
+          el('td', { text: why }),
+          ageCell(it.decided_at),
+          el('td', { text: it.supervisor ? it.supervisor + (it.model ? ' · ' + it.model : '') : 'supervisor' }));
+      });
+      $('queue').tBodies[0].replaceChildren(...rows);
+      $('queue').hidden = rows.length === 0;
+      $('queue-empty').hidden = rows.length > 0;
+      $('queue-count').textContent = page.next_cursor ? rows.length + '+' : String(rows.length);
+      $('queue-count').classList.toggle('zero', rows.length === 0);
+      show($('queue-more'), page.next_cursor ? 'Only the oldest ' + rows.length + ' are shown; decide those first, or pick a run.' : '');
+      markSelected();
+    });
+}
+
+function loadOps(gen) {
+  return section(gen, 'ops',
+    async () => (await api('/v1/agent/operations', { query: { project: state.project, run_id: state.listRun } })).data,
+    (page) => {
+      const rows = page.operations.map((it) => {
+        const child = it.child_run_id
+          ? [link({ project: state.project, run: it.child_run_id }, it.child_run_id),
+            it.child_summary ? el('span', { class: 'hint', text: ' ' + it.child_summary.unresolved + ' of ' + it.child_summary.total + ' unresolved' }) : null]
+          : [];
+        const reporter = (it.failure_key || it.started_key || {}).source_id || '';
+        return el('tr', { 'data-run': it.run_id, 'data-op': it.operation_id },
+          el('td', null, chip(it.state),
+            it.failure && it.failure.error_type ? el('div', { class: 'hint', text: it.failure.error_type }) : null,
+            it.liveness_unknown ? el('div', { class: 'hint', text: 'liveness unknown' }) : null),
+          el('td', null, runLink(it.run_id)),
+          el('td', null, opLink(it.run_id, it.operation_id)),
+          el('td', { text: it.tool }),
+          ageCell(it.started_at),
+          el('td', { text: reporter }),
+          el('td', null, child));
+      });
+      $('ops').tBodies[0].replaceChildren(...rows);
+      $('ops').hidden = rows.length === 0;
+      $('ops-empty').hidden = rows.length > 0;
+      $('ops-degraded').hidden = !page.degraded;
+      $('ops-count').textContent = page.next_cursor ? rows.length + '+' : String(rows.length);
+      $('ops-count').classList.toggle('zero', rows.length === 0);
+      show($('ops-more'), page.next_cursor ? 'Only the oldest ' + rows.length + ' are shown; pick a run to see the rest.' : '');
+      markSelected();
+    });
+}
+
+// ---- the detail panel: verdict cards, history, the decision form -------
+
+async function loadDetail(gen) {
+  const d = $('detail');
+  const target = state.run + '\u0000' + state.op;
+  if (!state.run) {
+    if (state.detailFor !== '') {
+      state.detailFor = '';
+      d.replaceChildren(el('p', { class: 'empty', text: 'Select an operation to see its verdict, its history and, with an operator token, decide it.' }));
+    }
+    return;
+  }
+  if (state.detailFor !== target) {
+    state.detailFor = target;
+    state.draftKey = newKey();
+    state.seen.cards = state.seen.history = '';
+    d.replaceChildren(...[
+      el('h2', null, state.op ? [link({ project: state.project, run: state.run }, state.run), ' / ', el('span', { text: state.op })] : ['Run ', el('code', { text: state.run })]),
+      el('p', { id: 'detail-error', class: 'error', role: 'alert', hidden: true }),
+      el('section', { id: 'cards' }),
+      state.op ? el('section', { id: 'history' }) : null,
+      state.op && state.me.role === 'operator' ? decideForm() : null,
+    ].filter(Boolean));
+  }
+  const run = state.run, op = state.op;
+  try {
+    const [verdicts, runView, hist] = await Promise.all([
+      api('/v1/supervisor/verdicts', { query: { project: state.project, run_id: run, limit: '50' } }).then((r) => r.data),
+      api('/v1/runs/' + encodeURIComponent(run), { query: { project: state.project } }).then((r) => r.data),
+      op ? api('/v1/agent/operations/history', { query: { project: state.project, run_id: run, operation_id: op } }).then((r) => r.data.events) : null,
+    ]);
+    if (gen !== state.gen || state.detailFor !== target) return;
+    show($('detail-error'), '');
+    if (changed('cards', [verdicts, runView])) renderCards(verdicts, runView, op);
+    if (op && changed('history', hist)) renderHistory(hist);
+    if (op && state.me.role === 'operator') renderOverrideNotice(hist);
+  } catch (e) {
+    if (gen === state.gen && $('detail-error')) {
+      show($('detail-error'), 'Could not load: ' + errorText(e));
+      state.seen.cards = state.seen.history = '';
+    }
+    throw e;
+  }
+}
+
+function supervisorRecs(events) {
+  return events.filter((e) => e.type === 'operation.reconciled' && e.actor === 'supervisor');
+}
+
+function renderCards(page, runView, op) {
+  const recs = supervisorRecs(runView.events || []);
+  const cards = [];
+  page.verdicts.forEach((v, i) => {
+    const d = v.data || {};
+    if (op && !(d.operation_ids || []).includes(op)) return;
+    cards.push(verdictCard(v, page.resolutions[i] || {}, recs));
+  });
+  const head = el('h3', null, 'Supervisor verdict' + (cards.length === 1 ? '' : 's'),
+    el('span', { class: 'hint', text: ' · run ' + (runView.status || '?') }));
+  if (!cards.length) {
+    $('cards').replaceChildren(head, el('p', { class: 'empty', text: op ? 'No supervisor verdict names this operation yet: the triage sweep has not reached it.' : 'No supervisor verdict for this run yet.' }));
+    return;
+  }
+  $('cards').replaceChildren(head, ...cards);
+}
+
+function verdictCard(v, res, recs) {
+  const d = v.data || {};
+  const vk = keyText(v);
+  const decided = {};
+  for (const x of res.decided_by_operator || []) decided[x.operation_id] = x;
+  const byOp = {};
+  for (const r of recs) {
+    const ev = (r.data && r.data.evidence) || {};
+    const mine = ev.verdict ? keyText(ev.verdict) === vk : r.ts === v.ts;
+    if (mine) byOp[r.data.operation_id] = r;
+  }
+  const attention = d.needs_attention
+    ? chip(res.resolved ? 'needed attention · resolved' : 'needs attention', res.resolved ? 'ok' : 'attention')
+    : chip('no attention needed', 'ok');
+  const ids = d.operation_ids || [];
+  const progress = d.needs_attention && ids.length && !res.resolved
+    ? el('span', { class: 'hint', text: ' ' + (res.decided_by_operator || []).length + ' of ' + ids.length + ' decided by an operator since' })
+    : null;
+  const meta = [
+    'supervisor ' + (d.supervisor || '?'), 'model ' + (d.model || '-'), 'prompt ' + (d.prompt_version || '?'),
+    'policy ' + (d.settle_policy || 'inference (before the policy)'),
+  ];
+  if (d.parts > 1) meta.push('part ' + d.part + ' of ' + d.parts);
+  const rows = ids.map((id) => {
+    const r = byOp[id];
+    const data = (r && r.data) || {};
+    const cells = [
+      el('td', null, state.op === id ? el('strong', { text: id }) : link({ project: state.project, run: v.run_id, op: id }, id)),
+      el('td', null, r ? chip(data.effect) : '?'),
+      el('td', { text: r ? data.basis : 'not in the journal yet' }),
+      el('td', null, data.proposed_effect ? el('span', { class: 'proposed', text: data.proposed_effect + ', held by the policy' }) : ''),
+    ];
+    const later = decided[id];
+    const below = el('td', { colspan: '4', class: 'sub' },
+      data.note ? el('p', { class: 'note', text: data.note }) : null,
+      evidenceList((data.evidence || {}).probes),
+      later ? el('p', { class: 'since' }, 'since decided by ', el('b', { text: later.actor || 'an operator' }), ': ', chip(later.effect)) : null);
+    return [el('tr', null, cells), el('tr', { class: 'subrow' }, below)];
+  });
+  return el('article', { class: 'card' + (d.needs_attention && !res.resolved ? ' attention' : '') },
+    el('header', null, attention, progress, el('div', { class: 'meta', text: meta.join(' · ') }),
+      el('div', { class: 'meta', text: clock(v.ts) + ' · ' + vk + (d.wall_digest ? ' · wall ' + d.wall_digest.slice(0, 12) : '') })),
+    el('table', { class: 'ops' },
+      el('thead', null, el('tr', null, el('th', { text: 'Operation' }), el('th', { text: 'Effect' }), el('th', { text: 'Basis' }), el('th', { text: 'Proposed' }))),
+      el('tbody', null, rows)),
+    listBlock('Causes', d.causes), listBlock('Remedies', d.remedies),
+    d.lesson ? el('div', { class: 'lesson' }, el('h4', { text: 'Lesson' }), el('p', { text: d.lesson })) : null);
+}
+
+function listBlock(title, items) {
+  if (!items || !items.length) return null;
+  return el('div', null, el('h4', { text: title }), el('ul', null, items.map((s) => el('li', { text: s }))));
+}
+
+// evidenceList shows each probe finding with its provenance: what was
+// looked at, where, when.
+function evidenceList(probes) {
+  if (!probes || !probes.length) return el('p', { class: 'hint', text: 'No probe evidence: nothing downstream could be checked.' });
+  return el('ul', { class: 'evidence' }, probes.map((p) => el('li', null,
+    el('span', { class: 'probe', text: p.probe }), ' ', chip(p.finding || '?'), ' ', el('span', { text: p.detail || '' }),
+    p.observed_at ? el('span', { class: 'hint', text: ' · observed ' + clock(p.observed_at) }) : null,
+    p.recheck_after ? el('span', { class: 'hint', text: ' · recheck after ' + clock(p.recheck_after) }) : null,
+    p.provenance ? el('details', null, el('summary', { text: 'provenance' }), el('pre', { text: json(p.provenance) })) : null)));
+}
+
+function renderHistory(events) {
+  const index = {};
+  events.forEach((e, i) => { index[keyText(e)] = i; });
+  let current = -1;
+  events.forEach((e, i) => { if (e.type === 'operation.reconciled') current = i; });
+  const items = events.map((e, i) => {
+    const d = e.data || {};
+    const body = [];
+    switch (e.type) {
+      case 'tool.started':
+        body.push(el('div', null, 'tool ', el('code', { text: d.tool || '' }), d.reissue_of ? ' · re-issue of ' + d.reissue_of : ''));
+        if (d.args !== undefined) body.push(el('pre', { class: 'untrusted', text: json(d.args) }));
+        if (d.postcondition) body.push(el('div', { class: 'hint' }, 'postcondition ', el('code', { text: JSON.stringify(d.postcondition) })));
+        break;
+      case 'tool.completed':
+        body.push(el('div', { text: d.result_summary || '' }));
+        break;
+      case 'tool.failed':
+        body.push(el('div', null, 'effect ', chip(d.effect || 'uncertain'), ' · ', el('code', { text: d.error_type || '' }),
+          d.child_run_id ? [' · child run ', link({ project: state.project, run: d.child_run_id }, d.child_run_id)] : null));
+        if (d.error) body.push(el('pre', { class: 'untrusted', text: d.error }));
+        break;
+      case 'tool.blocked':
+        body.push(el('div', { text: d.reason || '' }));
+        break;
+      case 'operation.reconciled': {
+        body.push(el('div', null, chip(d.effect), ' basis ', el('b', { text: d.basis || '' }),
+          d.proposed_effect ? el('span', { class: 'proposed', text: ' · proposed ' + d.proposed_effect + ', held by the policy' }) : null,
+          i === current ? chip('current decision', 'current') : null));
+        if (d.supersedes) {
+          const j = index[keyText(d.supersedes)];
+          const prev = j === undefined ? null : events[j];
+          body.push(el('div', { class: 'supersedes', 'data-supersedes': keyText(d.supersedes) }, 'supersedes ',
+            prev ? el('b', { text: '#' + (j + 1) + ' ' + prev.actor + ': ' + ((prev.data || {}).effect || '') }) : null,
+            ' ', el('code', { text: keyText(d.supersedes) })));
+        }
+        if (d.note) body.push(el('p', { class: 'note', text: d.note }));
+        if (d.evidence !== undefined && d.evidence !== null) {
+          const ev = d.evidence;
+          if (e.actor === 'supervisor' && ev && ev.probes !== undefined) body.push(evidenceList(ev.probes));
+          else if (e.actor === 'supervisor' && ev && ev.verdict) body.push(evidenceList([]));
+          else body.push(el('details', { open: true }, el('summary', { text: 'evidence' }), el('pre', { class: 'untrusted', text: json(ev) })));
+        }
+        break;
+      }
+      case 'supervisor.verdict':
+        body.push(el('div', null, d.needs_attention ? chip('needs attention', 'attention') : chip('no attention needed', 'ok'),
+          ' ' + (d.supervisor || '') + (d.model ? ' · ' + d.model : '') + ' · prompt ' + (d.prompt_version || '')));
+        break;
+      default:
+        break;
+    }
+    return el('li', { class: 'ev ' + e.type.replace('.', '-'), 'data-key': keyText(e) },
+      el('div', { class: 'evhead' }, el('span', { class: 'n', text: '#' + (i + 1) }), ' ', el('b', { text: e.type }), ' by ',
+        el('span', { class: 'actor', text: e.actor }),
+        e.source_id !== 'kernel' ? [' ', chip('claim of ' + e.source_id, 'claim')] : null,
+        el('span', { class: 'hint', text: ' · ' + clock(e.ts) + ' · ' + keyText(e) })),
+      body);
+  });
+  $('history').replaceChildren(el('h3', { text: 'History' }),
+    el('p', { class: 'hint', text: 'Who decided what, on which basis, and what each decision supersedes; oldest first. What an agent reports about its own call is its claim, not evidence.' }),
+    el('ol', { class: 'timeline' }, items));
+}
+
+// ---- deciding -------------------------------------------------------------
+
+function decideForm() {
+  const effects = [
+    ['occurred', 'occurred', 'the effect happened: do not re-issue'],
+    ['none', 'none', 'nothing happened: safe to re-issue'],
+    ['unknown', 'unknown', 'cannot tell: keep it in front of people'],
+  ];
+  const counter = el('output', { id: 'note-bytes', for: 'note', class: 'counter', 'aria-live': 'polite' });
+  const note = el('textarea', { id: 'note', name: 'note', rows: '4', spellcheck: 'true', placeholder: 'What you checked and what you found' });
+  note.addEventListener('input', countNote);
+  const form = el('form', { id: 'decide', class: 'decide', novalidate: true },
+    el('h3', { text: 'Decide' }),
+    el('p', { id: 'override', class: 'notice' }),
+    el('fieldset', null, el('legend', { text: 'Effect' }), effects.map(([v, label, help]) =>
+      el('label', { class: 'effect' }, el('input', { type: 'radio', name: 'effect', value: v }), ' ', chip(label), ' ', el('span', { class: 'hint', text: help })))),
+    el('label', { for: 'note', text: 'Note' }), note, counter,
+    el('label', { for: 'evidence', text: 'Evidence (JSON, optional)' }),
+    el('textarea', { id: 'evidence', name: 'evidence', rows: '3', spellcheck: 'false', placeholder: '{"path": "release.txt", "sha256": "…"}' }),
+    el('div', { class: 'actions' }, el('button', { type: 'submit', id: 'decide-button', text: 'Record decision' })),
+    el('p', { id: 'decide-error', class: 'error', role: 'alert', hidden: true }),
+    el('p', { id: 'decide-done', class: 'done', role: 'status', hidden: true }));
+  form.addEventListener('submit', decide);
+  queueMicrotask(countNote);
+  return form;
+}
+
+function countNote() {
+  const note = $('note');
+  if (!note) return;
+  const n = utf8Bytes(note.value);
+  const chars = Array.from(note.value).length;
+  const out = $('note-bytes');
+  let text = nf.format(n) + ' / ' + nf.format(NOTE_LIMIT) + ' bytes';
+  if (chars !== n) text += ' (' + nf.format(chars) + ' characters)';
+  if (n > NOTE_LIMIT) text += ' — ' + nf.format(n - NOTE_LIMIT) + ' over the limit';
+  out.textContent = text;
+  out.classList.toggle('over', n > NOTE_LIMIT);
+}
+
+// renderOverrideNotice says what a decision will do to the record: settle
+// the operation, or supersede the supervisor's (or an operator's) decision.
+function renderOverrideNotice(events) {
+  const n = $('override');
+  if (!n) return;
+  let latest = null;
+  for (const e of events || []) if (e.type === 'operation.reconciled') latest = e;
+  if (!latest) {
+    n.textContent = 'No decision yet: yours settles the operation.';
+    n.className = 'notice';
+    return;
+  }
+  const who = latest.actor === 'supervisor' ? 'the supervisor' : latest.actor;
+  n.replaceChildren('A decision exists: ', el('b', { text: who }), ' said ', chip(latest.data.effect),
+    ' (', el('code', { text: keyText(latest) }), '). Yours is recorded as ',
+    el('b', { text: latest.actor === 'supervisor' ? 'an override' : 'a new decision' }), ' and will supersede it.');
+  n.className = 'notice override';
+}
+
+async function decide(ev) {
+  ev.preventDefault();
+  const err = $('decide-error');
+  const done = $('decide-done');
+  show(err, '');
+  show(done, '');
+  const picked = document.querySelector('#decide input[name=effect]:checked');
+  const body = {
+    project: state.project, run_id: state.run, operation_id: state.op,
+    effect: picked ? picked.value : '', note: $('note').value,
+  };
+  const raw = $('evidence').value.trim();
+  if (raw) {
+    try {
+      body.evidence = JSON.parse(raw);
+    } catch (e) {
+      show(err, 'Evidence is not valid JSON: ' + e.message);
+      return;
+    }
+  }
+  const button = $('decide-button');
+  button.disabled = true;
+  const target = state.detailFor;
+  try {
+    const { data: rec, headers } = await api('/v1/agent/operations/reconcile', {
+      method: 'POST', body, headers: { 'Idempotency-Key': state.draftKey },
+    });
+    if (state.detailFor !== target) return;
+    state.draftKey = newKey();
+    const d = rec.data || {};
+    done.replaceChildren(el('span', null, headers.get('Idempotent-Replayed') === 'true' ? 'Already recorded: ' : 'Recorded ',
+      el('code', { text: keyText(rec) }), ': ', chip(d.effect), ' by ', el('b', { text: rec.actor }),
+      d.supersedes ? [' · supersedes ', el('code', { text: keyText(d.supersedes) })] : null));
+    done.hidden = false;
+    $('note').value = '';
+    $('evidence').value = '';
+    countNote();
+    for (const r of document.querySelectorAll('#decide input[name=effect]')) r.checked = false;
+    refresh();
+  } catch (e) {
+    if (authLost(e)) return;
+    show(err, 'Not recorded: ' + errorText(e));
+  } finally {
+    button.disabled = false;
+  }
+}
+
+document.addEventListener('DOMContentLoaded', boot);

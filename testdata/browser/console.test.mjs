@@ -1,0 +1,302 @@
+// The operator console in headless Chromium (Debian's /usr/bin/chromium,
+// driven by playwright-core). Started by internal/app's browser-tagged Go
+// test, which runs a real dev stack with drilled runs and passes:
+//   RECKON_CONSOLE_URL    the API (and console) base URL
+//   RECKON_CONTROL_URL    the test's own endpoint: POST /sweep runs one triage sweep
+//   RECKON_OPERATOR_TOKEN, RECKON_READER_TOKEN, RECKON_AGENT_TOKEN
+//   RECKON_PROJECT        the drilled project
+//   RECKON_SCREENSHOTS    where to write docs/console-*.png
+//   RECKON_CHROMIUM       the browser binary
+// The steps run in order, in one tab, as one on-call person would.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import path from 'node:path';
+import { chromium } from 'playwright-core';
+
+const env = (k) => {
+  const v = process.env[k];
+  if (!v) throw new Error(`${k} is not set: run this through \`make test-browser\``);
+  return v;
+};
+const base = env('RECKON_CONSOLE_URL');
+const control = env('RECKON_CONTROL_URL');
+const operator = env('RECKON_OPERATOR_TOKEN');
+const reader = env('RECKON_READER_TOKEN');
+const agent = env('RECKON_AGENT_TOKEN');
+const project = env('RECKON_PROJECT');
+const shots = env('RECKON_SCREENSHOTS');
+const origin = new URL(base).origin;
+
+// The flags Chromium needs on a closed network: without the background
+// networking ones it keeps trying to reach Google's hosts.
+const FLAGS = ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+  '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+
+const TOKEN_KEY = 'reckon.console.token';
+const REFRESH = 15000; // the page polls every 5 s; allow three polls
+
+test('operator console', async (t) => {
+  const browser = await chromium.launch({ executablePath: env('RECKON_CHROMIUM'), args: FLAGS });
+  t.after(() => browser.close());
+  const context = await browser.newContext({ viewport: { width: 1440, height: 1000 } });
+  const page = await context.newPage();
+
+  const offOrigin = [];
+  const tokenInURL = [];
+  const cspViolations = [];
+  const pageErrors = [];
+  const apiCalls = [];
+  page.on('request', (r) => {
+    const u = r.url();
+    if (!u.startsWith(origin + '/') && !u.startsWith('data:')) offOrigin.push(u);
+    if ([operator, reader, agent].some((tok) => u.includes(tok))) tokenInURL.push(u);
+    if (u.startsWith(origin + '/v1/')) apiCalls.push(u);
+  });
+  page.on('console', (m) => {
+    if (/Content.Security.Policy/i.test(m.text())) cspViolations.push(m.text());
+  });
+  page.on('pageerror', (e) => pageErrors.push(e.message));
+
+  const shot = (name) => page.screenshot({ path: path.join(shots, `console-${name}.png`), fullPage: true });
+  const text = async (sel) => (await page.locator(sel).first().textContent()) || '';
+  const waitText = async (sel, want, timeout = REFRESH) => {
+    await page.waitForFunction(([s, w]) => {
+      const n = document.querySelector(s);
+      return n && !n.hidden && n.textContent.includes(w);
+    }, [sel, want], { timeout });
+  };
+  const row = (table, run, op) => page.locator(`#${table} tbody tr[data-run="${run}"][data-op="${op}"]`);
+  const stored = () => page.evaluate((k) => sessionStorage.getItem(k), TOKEN_KEY);
+  const signIn = async (token) => {
+    await page.locator('#token').fill(token);
+    await page.locator('#signin-button').click();
+  };
+
+  await t.test('the page comes with its security headers and asks for a token', async () => {
+    const resp = await page.goto(base + '/');
+    const h = resp.headers();
+    assert.equal(resp.status(), 200);
+    assert.equal(h['content-security-policy'], "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'self'; frame-ancestors 'none'");
+    assert.equal(h['x-content-type-options'], 'nosniff');
+    assert.equal(h['referrer-policy'], 'no-referrer');
+    await page.locator('#signin-form').waitFor();
+    assert.equal(await page.locator('#app').isHidden(), true);
+  });
+
+  await t.test('a bad token shows a clear error', async () => {
+    await signIn('not-a-token-anyone-has');
+    await waitText('#signin-error', 'does not accept that token');
+    assert.match(await text('#signin-error'), /unknown token/);
+    assert.equal(await stored(), null);
+    assert.equal(await page.locator('#app').isHidden(), true);
+    await shot('signin');
+  });
+
+  await t.test('an agent token is refused', async () => {
+    await signIn(agent);
+    await waitText('#signin-error', 'is an agent token');
+    assert.match(await text('#signin-error'), /reader or an operator token/);
+    assert.equal(await stored(), null);
+    assert.equal(await page.locator('#app').isHidden(), true);
+  });
+
+  await t.test('the operator sees the drilled uncertain operations', async () => {
+    await signIn(operator);
+    await page.locator('#app').waitFor();
+    await waitText('#who', 'operator');
+    assert.equal(await stored(), operator, 'the token is kept in sessionStorage');
+    assert.equal(await page.evaluate(() => localStorage.length), 0, 'nothing in localStorage');
+    assert.equal(await page.locator('#token').inputValue(), '', 'the token input is cleared');
+    assert.equal(await page.locator('#project').inputValue(), project);
+    assert.ok(!page.url().includes(operator), 'the token is not in the URL');
+    const deploy = row('ops', 'deploy-42', 'op-1');
+    await deploy.waitFor({ timeout: REFRESH });
+    assert.match(await deploy.textContent(), /failed_uncertain/);
+    assert.match(await deploy.textContent(), /run_command/);
+    assert.match(await deploy.textContent(), /injected_fault/);
+    // A delegation names its child run, with a link that shows it.
+    const parent = row('ops', 'nightly-3', 'op-1');
+    await parent.waitFor();
+    assert.match(await parent.textContent(), /nightly-3\.op-1/);
+    assert.equal(await page.locator('#queue-empty').isVisible(), true, 'nothing waits for a person before the sweep');
+    await parent.locator('a', { hasText: 'nightly-3.op-1' }).click();
+    await waitText('#filter', 'nightly-3.op-1');
+    await page.waitForFunction(() => document.querySelectorAll('#ops tbody tr').length === 1);
+    assert.equal(await row('ops', 'nightly-3.op-1', 'op-1').count(), 1);
+    await page.locator('#filter a').click();
+    await page.waitForFunction(() => document.querySelectorAll('#ops tbody tr').length === 5);
+  });
+
+  await t.test('a new project appears in the picker without a reload', async () => {
+    const ts = new Date().toISOString();
+    const ev = (id, type, data) => ({ source_id: 'bot', event_id: 'side-1/' + id, project: 'zeta', run_id: 'side-1', type, ts, actor: 'agent', data });
+    const resp = await fetch(base + '/v1/events', {
+      method: 'POST', headers: { Authorization: 'Bearer ' + agent, 'Content-Type': 'application/json' },
+      body: JSON.stringify({ events: [ev('run/started', 'run.started', {}), ev('op-1/started', 'tool.started', { operation_id: 'op-1', tool: 'noop' })] }),
+    });
+    assert.equal(resp.status, 200, await resp.text());
+    await page.waitForFunction(() => Array.from(document.querySelectorAll('#project option'), (o) => o.value).join(',') === 'acme,zeta', null, { timeout: REFRESH });
+    await page.locator('#project').selectOption('zeta');
+    await page.waitForFunction(() => location.hash === '#project=zeta');
+    await page.locator('#queue-empty').waitFor();
+    await page.waitForFunction(() => document.querySelectorAll('#ops tbody tr').length === 0 || document.querySelector('#ops tbody tr[data-run="side-1"]'));
+    assert.equal(await row('ops', 'deploy-42', 'op-1').count(), 0, "another project's operations are not shown");
+    await page.locator('#project').selectOption(project);
+    await row('ops', 'deploy-42', 'op-1').waitFor();
+  });
+
+  await t.test("an agent's text is shown as text, never run", async () => {
+    await row('ops', 'agent-7', 'op-1').locator('a', { hasText: 'op-1' }).click();
+    await waitText('#history', '<script>window.pwned=2</script>upstream timed out');
+    assert.ok((await text('#history')).includes('"body": "<img src=x onerror=\\"window.pwned=1\\"> charge 42 EUR"'), 'the args, as JSON');
+    assert.equal(await page.evaluate(() => document.querySelectorAll('img, #detail script').length), 0);
+    assert.equal(await page.evaluate(() => window.pwned), undefined);
+    // Choosing an operation keeps the whole project in view, its row marked.
+    assert.equal(await page.locator('#ops tbody tr').count(), 5);
+    assert.equal(await page.locator('#ops tbody tr.selected[data-run="agent-7"]').count(), 1);
+    await shot('unresolved');
+  });
+
+  await t.test('after a triage sweep the verdict card is shown, without a reload', async () => {
+    const sweep = await fetch(control + '/sweep', { method: 'POST' });
+    assert.equal(sweep.status, 200, await sweep.text());
+    // The page picks the sweep up on its own: deploy-42/op-1 leaves the
+    // listing for the queue.
+    const queued = row('queue', 'deploy-42', 'op-1');
+    await queued.waitFor({ timeout: REFRESH });
+    await row('ops', 'deploy-42', 'op-1').waitFor({ state: 'detached', timeout: REFRESH });
+    assert.match(await queued.textContent(), /unknown/);
+    assert.match(await queued.textContent(), /inference/);
+    assert.equal(await row('queue', 'report-7', 'op-1').count(), 0, 'a probe-proven operation needs nobody');
+    await queued.locator('a', { hasText: 'op-1' }).click();
+    const card = page.locator('#cards article.card').first();
+    await card.waitFor({ timeout: REFRESH });
+    const c = await card.textContent();
+    for (const want of ['needs attention', 'supervisor builtin', 'policy evidence', 'Causes', 'Remedies', 'Lesson', 'unknown', 'inference', 'No probe evidence']) {
+      assert.ok(c.includes(want), `the card says ${want}: ${c}`);
+    }
+    await waitText('#override', 'will supersede');
+    assert.match(await text('#override'), /the supervisor/);
+    await shot('verdict');
+  });
+
+  await t.test('a probe-proven verdict shows its evidence and provenance', async () => {
+    await page.evaluate((p) => { location.hash = '#' + new URLSearchParams({ project: p, run: 'report-7', op: 'op-1' }); }, project);
+    const card = page.locator('#cards article.card').first();
+    await waitText('#cards', 'workspace.postcondition');
+    const c = await card.textContent();
+    for (const want of ['no attention needed', 'occurred', 'probe', 'report.txt exists in the workspace with the declared sha256', 'provenance']) {
+      assert.ok(c.includes(want), `the card says ${want}: ${c}`);
+    }
+  });
+
+  await t.test('an unchanged refresh leaves the page alone; a hidden tab stops polling', async () => {
+    await page.evaluate((p) => { location.hash = '#' + new URLSearchParams({ project: p }); }, project);
+    const first = row('queue', 'deploy-42', 'op-1');
+    await first.waitFor();
+    const handle = await first.elementHandle();
+    const before = apiCalls.length;
+    await page.waitForTimeout(6000);
+    assert.ok(apiCalls.length > before, 'the page polled');
+    assert.equal(await handle.evaluate((n) => n.isConnected), true, 'an unchanged row is not rebuilt');
+    await page.evaluate(() => {
+      Object.defineProperty(document, 'hidden', { configurable: true, get: () => true });
+      document.dispatchEvent(new Event('visibilitychange'));
+    });
+    await waitText('#freshness', 'paused');
+    await page.waitForTimeout(1000); // a request already on its way may land
+    const paused = apiCalls.length;
+    await page.waitForTimeout(6000);
+    assert.equal(apiCalls.length, paused, 'no request while the tab is hidden');
+    await page.evaluate(() => {
+      Object.defineProperty(document, 'hidden', { configurable: true, get: () => false });
+      document.dispatchEvent(new Event('visibilitychange'));
+    });
+    await waitText('#freshness', 'live', 5000);
+    assert.ok(apiCalls.length > paused, 'polling resumes at once when the tab is shown');
+  });
+
+  await t.test('an oversized note is refused with the message shown', async () => {
+    await page.evaluate((p) => { location.hash = '#' + new URLSearchParams({ project: p, run: 'deploy-42', op: 'op-1' }); }, project);
+    await page.locator('#decide').waitFor();
+    await page.locator('#decide input[value=occurred]').check();
+    // 1,001 characters, 2,002 bytes of UTF-8: the limit is in bytes.
+    await page.locator('#note').fill('é'.repeat(1001));
+    assert.equal(await text('#note-bytes'), '2,002 / 2,000 bytes (1,001 characters) — 2 over the limit');
+    assert.equal(await page.locator('#note-bytes.over').count(), 1);
+    await page.locator('#decide-button').click();
+    await waitText('#decide-error', 'is 2002 bytes; at most 2000 are allowed');
+    assert.match(await text('#decide-error'), /HTTP 400/);
+    await page.locator('#note').fill('é'.repeat(1000));
+    assert.equal(await text('#note-bytes'), '2,000 / 2,000 bytes (1,000 characters)');
+    // Evidence that is not JSON is caught before anything is sent.
+    await page.locator('#evidence').fill('{"path": release.txt}');
+    await page.locator('#decide-button').click();
+    await waitText('#decide-error', 'Evidence is not valid JSON');
+    assert.equal(await row('queue', 'deploy-42', 'op-1').count(), 1, 'nothing was recorded');
+  });
+
+  await t.test('the operator reconciles: it leaves the queue, the history shows the chain', async () => {
+    await page.locator('#note').fill('release.txt in the run workspace holds v2.4.1: the deploy step ran before the worker died.');
+    await page.locator('#evidence').fill('{"path": "release.txt", "content": "v2.4.1"}');
+    await page.locator('#decide-button').click();
+    await waitText('#decide-done', 'supersedes');
+    assert.match(await text('#decide-done'), /operator:ann/);
+    await row('queue', 'deploy-42', 'op-1').waitFor({ state: 'detached', timeout: REFRESH });
+    await waitText('#history', 'operator:ann');
+    const events = page.locator('#history ol.timeline > li');
+    const n = await events.count();
+    const last = await events.nth(n - 1).textContent();
+    assert.match(last, /operation\.reconciled by operator:ann/);
+    assert.match(last, /occurred/);
+    assert.match(last, /current decision/);
+    assert.match(last, /release\.txt in the run workspace holds v2\.4\.1/);
+    assert.match(last, /"content": "v2\.4\.1"/);
+    // supersedes names the supervisor's unknown, which is an earlier entry.
+    const sup = await events.nth(n - 2).textContent();
+    assert.match(sup, /operation\.reconciled by supervisor/);
+    assert.match(sup, /unknown/);
+    assert.match(last, new RegExp(`supersedes #${n - 1} supervisor: unknown`));
+    const supKey = await events.nth(n - 2).getAttribute('data-key');
+    assert.equal(await events.nth(n - 1).locator('.supersedes').getAttribute('data-supersedes'), supKey);
+    await shot('history');
+  });
+
+  await t.test('a reload keeps the tab signed in, on the same operation', async () => {
+    const url = page.url();
+    await page.reload();
+    await waitText('#who', 'operator');
+    assert.equal(page.url(), url);
+    await waitText('#history', 'operator:ann');
+  });
+
+  await t.test('sign-out forgets the token', async () => {
+    await page.locator('#signout').click();
+    await page.locator('#signin-form').waitFor();
+    assert.equal(await stored(), null);
+    assert.equal(await page.locator('#queue tbody tr').count(), 0, 'no data is left on the page');
+    await page.reload();
+    await page.locator('#signin-form').waitFor();
+    assert.equal(await page.locator('#app').isHidden(), true, 'a reload does not sign back in');
+  });
+
+  await t.test('a reader sees no write controls', async () => {
+    await signIn(reader);
+    await waitText('#who', 'reader');
+    await page.evaluate((p) => { location.hash = '#' + new URLSearchParams({ project: p, run: 'nightly-3.op-1', op: 'op-1' }); }, project);
+    await page.locator('#cards article.card').first().waitFor({ timeout: REFRESH });
+    await waitText('#history', 'operation.reconciled');
+    assert.equal(await page.locator('#readonly').isVisible(), true);
+    assert.equal(await page.locator('#decide, textarea, input[type=radio]').count(), 0);
+    assert.equal(await page.locator('button:visible').count(), 1, 'the only button signs out');
+    await shot('reader');
+  });
+
+  await t.test('nothing left this origin, and the policy was never violated', async () => {
+    assert.deepEqual(offOrigin, []);
+    assert.deepEqual(tokenInURL, []);
+    assert.deepEqual(cspViolations, []);
+    assert.deepEqual(pageErrors, []);
+    assert.equal(await page.evaluate(() => window.pwned), undefined);
+  });
+});
