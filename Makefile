@@ -9,7 +9,7 @@ export DATABASE_URL
 GO ?= go
 TEST_TIMEOUT ?= 18m
 
-.PHONY: all build db deps browser-deps test test-browser demo bench lint clean soak
+.PHONY: all build db deps browser-deps test test-browser screenshots demo bench lint clean soak
 
 all: build
 
@@ -31,11 +31,18 @@ test: db deps
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
 
 ## test-browser: the operator console in headless Chromium (Debian's chromium
-## driven by playwright-core) against a real dev stack; writes the screenshots
-## docs/console-*.png (commit them when the page changed).
+## driven by playwright-core) against a real dev stack. Its screenshots go to
+## SCREENSHOTS (a scratch directory by default, so a test run leaves the tree
+## clean); `make screenshots` writes docs/console-*.png for the README (commit
+## them when the page changed).
+SCREENSHOTS ?= $(CURDIR)/bin/screenshots
 test-browser: db deps browser-deps
 	$(GO) vet -tags browser ./internal/app/
-	RECKON_SCREENSHOTS=$(CURDIR)/docs $(GO) test -tags browser -count=1 -timeout 10m -run '^TestConsoleInBrowser$$' -v ./internal/app/
+	mkdir -p $(SCREENSHOTS)
+	RECKON_SCREENSHOTS=$(SCREENSHOTS) $(GO) test -tags browser -count=1 -timeout 10m -run '^TestConsoleInBrowser$$' -v ./internal/app/
+
+screenshots:
+	$(MAKE) test-browser SCREENSHOTS=$(CURDIR)/docs
 
 ## demo: the main job on embedded defaults.
 demo: db deps
