@@ -73,10 +73,10 @@ type WallFailure struct {
 	AgentReported bool `json:"agent_reported,omitempty"`
 }
 
-// ChildSummary summarises a delegated child run's operations.
+// ChildSummary is a delegated child run's counts (kernel.ChildSummary) with
+// who reported them.
 type ChildSummary struct {
-	Total      int `json:"total"`
-	Unresolved int `json:"unresolved"`
+	kernel.ChildSummary
 	// ReportedBy is the source_id of the tool.failed that carried the
 	// counts. Empty with Counted (the listing counted the child run's
 	// events itself) and in walls recorded before this field (Source then
@@ -123,7 +123,7 @@ func (op WallOperation) ChildSummarySource() string {
 // it — a fact — and nil when there is none or an agent reported it (a
 // claim).
 func (op WallOperation) KernelFailure() *WallFailure {
-	if op.FailureSource() == kernel.KernelSource {
+	if op.FailureSource() == kernel.SourceKernel {
 		return op.Failure
 	}
 	return nil
@@ -132,7 +132,7 @@ func (op WallOperation) KernelFailure() *WallFailure {
 // KernelChildSummary returns the child summary when the kernel reported it
 // with its failure, nil otherwise.
 func (op WallOperation) KernelChildSummary() *ChildSummary {
-	if op.ChildSummarySource() == kernel.KernelSource {
+	if op.ChildSummarySource() == kernel.SourceKernel {
 		return op.ChildOps
 	}
 	return nil

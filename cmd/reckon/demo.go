@@ -61,7 +61,7 @@ func init() {
 
 // demoFault is the in-process fault the demo runs with: the first
 // run_command of every run commits its effect, then its worker "crashes".
-var demoFault = fault.Config{AfterEffect: sandbox.ToolName}
+var demoFault = fault.Config{AfterEffect: kernel.ToolRunCommand}
 
 func runDemo(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
@@ -117,7 +117,7 @@ func runDemo(ctx context.Context, args []string) error {
 func demoDrillRun(ctx context.Context, d *demoEnv) error {
 	step1 := demoWriteStep("proof.txt", "hello from reckon\n")
 	step1.OnUncertain = runner.OnUncertainReissue
-	step2 := runner.Step{Tool: sandbox.ToolName, Args: mustJSON(map[string]any{"command": "wc -c proof.txt", "timeout_s": 30})}
+	step2 := runner.Step{Tool: kernel.ToolRunCommand, Args: mustJSON(map[string]any{"command": "wc -c proof.txt", "timeout_s": 30})}
 	view, runErr, err := demoRun(ctx, d, "drill-", []runner.Step{step1, step2})
 	if err != nil {
 		return err
@@ -160,7 +160,7 @@ func demoRun(ctx context.Context, d *demoEnv, prefix string, steps []runner.Step
 	fmt.Fprintf(d.Out, "started run %s/%s with KERNEL_FAULT_AFTER_EFFECT=%s (set in-process)\n", d.Project, id, demoFault.AfterEffect)
 	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	runErr = k.Conn.Client.GetWorkflow(wctx, runner.WorkflowID(d.Project, id), "").Get(wctx, nil)
+	runErr = k.Conn.Client.GetWorkflow(wctx, kernel.WorkflowID(d.Project, id), "").Get(wctx, nil)
 	if err := outbox.WaitDelivered(wctx, d.Stack.Pool, d.Project, id, 20*time.Millisecond); err != nil {
 		return view, runErr, err
 	}
@@ -199,7 +199,7 @@ func printRunEvents(w io.Writer, evs []kernel.Event) {
 func demoWriteStep(path, content string) runner.Step {
 	sum := sha256.Sum256([]byte(content))
 	return runner.Step{
-		Tool:          sandbox.ToolName,
+		Tool:          kernel.ToolRunCommand,
 		Args:          mustJSON(map[string]any{"command": "printf '" + strings.ReplaceAll(content, "\n", `\n`) + "' > " + path, "timeout_s": 30}),
 		Postcondition: mustJSON(map[string]any{"path": path, "sha256": hex.EncodeToString(sum[:])}),
 	}

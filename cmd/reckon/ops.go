@@ -209,7 +209,7 @@ func opsMain(ctx context.Context, args []string, stdout, stderr io.Writer, geten
 		if err := json.Unmarshal(raw, &ev); err != nil {
 			return fmt.Errorf("decode reconcile answer: %w", err)
 		}
-		var d kernel.Reconciled
+		var d kernel.Reconciliation
 		_ = ev.DecodeData(&d)
 		verb := "recorded"
 		if h.Get(operations.ReplayedHeader) == "true" {
@@ -378,8 +378,8 @@ func opsList(ctx context.Context, c *opsClient, stdout, stderr io.Writer, projec
 		}
 		if it.ChildRunID != "" {
 			s := "child " + it.ChildRunID
-			if it.ChildOpsTotal != nil && it.ChildOpsUnresolved != nil {
-				s += fmt.Sprintf(" (%d ops, %d unresolved)", *it.ChildOpsTotal, *it.ChildOpsUnresolved)
+			if c := it.ChildSummary; c != nil {
+				s += fmt.Sprintf(" (%d ops, %d unresolved)", c.Total, c.Unresolved)
 			}
 			detail = append(detail, s)
 		}
@@ -427,7 +427,7 @@ func eventDetail(ev kernel.Event) string {
 		_ = ev.DecodeData(&d)
 		return "reason: " + oneLine(d.Reason, 80)
 	case kernel.TypeOperationReconciled:
-		var d kernel.Reconciled
+		var d kernel.Reconciliation
 		_ = ev.DecodeData(&d)
 		s := fmt.Sprintf("effect=%s basis=%s note=%q", d.Effect, d.Basis, oneLine(d.Note, 80))
 		if d.Supersedes != nil {

@@ -36,7 +36,7 @@ func TestOpsCLI(t *testing.T) {
 	toks, _ := auth.Parse("ann:operator:operator-secret,rita:reader:reader-secret")
 	srv := httpapi.New(httpapi.Options{Tokens: toks, Log: zerolog.Nop(), Registry: prometheus.NewRegistry()})
 	svc.Mount(srv)
-	verdict, _ := kernel.NewEvent(kernel.KernelSource, "run-1/verdict/1", "acme", "run-1", kernel.TypeSupervisorVerdict, kernel.ActorSupervisor, now,
+	verdict, _ := kernel.NewEvent(kernel.SourceKernel, "run-1/verdict/1", "acme", "run-1", kernel.TypeSupervisorVerdict, kernel.ActorSupervisor, now,
 		kernel.Verdict{Kind: kernel.VerdictKindReconciliation, OperationIDs: []string{"op-1"}, Supervisor: "builtin", Lesson: "check the workspace first",
 			Causes: []string{}, Remedies: []string{}})
 	// The verdicts route belongs to the pipeline; the client only needs its

@@ -109,7 +109,7 @@ func TestWorkerSIGKILLDuringRunCommand(t *testing.T) {
 
 	// begin → 0.2s → effect → 0.3s → exit: kills 0-540ms after begin land
 	// before the effect, between effect and exit, and after the command.
-	plan := runner.Plan{Steps: []runner.Step{{Tool: sandbox.ToolName, Args: []byte(
+	plan := runner.Plan{Steps: []runner.Step{{Tool: kernel.ToolRunCommand, Args: []byte(
 		`{"command": "echo begin >> marker.txt; sleep 0.2; echo \"$RECKON_OPERATION_ID\" >> effects.txt; sleep 0.3", "timeout_s": 20}`)}}}
 	runs := make([]string, kills)
 	for i := range kills {
@@ -145,7 +145,7 @@ func TestWorkerSIGKILLDuringRunCommand(t *testing.T) {
 	var effects, completed int
 	for _, id := range runs {
 		wctx, wcancel := context.WithTimeout(ctx, 60*time.Second)
-		runErr := conn.Client.GetWorkflow(wctx, runner.WorkflowID("crash", id), "").Get(wctx, nil)
+		runErr := conn.Client.GetWorkflow(wctx, kernel.WorkflowID("crash", id), "").Get(wctx, nil)
 		if err := outbox.WaitDelivered(wctx, s.Pool, "crash", id, 20*time.Millisecond); err != nil {
 			t.Fatal(err)
 		}

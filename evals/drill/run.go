@@ -103,7 +103,7 @@ func (st *Stack) Drill(ctx context.Context, sc Scenario, o Options) ([]*evals.Fi
 	// The run's own outcome does not matter (a faulted run fails, a lost
 	// one is terminated); only that it ended. The parent waits for its
 	// children.
-	if err := client.GetWorkflow(rctx, runner.WorkflowID(o.Project, sc.RunID), "").Get(rctx, nil); err != nil && rctx.Err() != nil {
+	if err := client.GetWorkflow(rctx, kernel.WorkflowID(o.Project, sc.RunID), "").Get(rctx, nil); err != nil && rctx.Err() != nil {
 		return nil, fmt.Errorf("run %s did not end within %s: %w", sc.RunID, o.RunTimeout, rctx.Err())
 	}
 	children, err := st.childRuns(rctx, o.Project, sc.RunID, sc.Plan)
@@ -155,7 +155,7 @@ func (st *Stack) lose(ctx context.Context, project string, sc Scenario, ws strin
 	}); err != nil {
 		return fmt.Errorf("run %s: the command of %s never got under way: %w", sc.RunID, l.OperationID, err)
 	}
-	if err := st.Temporal.Client.TerminateWorkflow(ctx, runner.WorkflowID(project, sc.RunID), "",
+	if err := st.Temporal.Client.TerminateWorkflow(ctx, kernel.WorkflowID(project, sc.RunID), "",
 		"drill: the run's workflow and worker were lost mid-step"); err != nil {
 		return fmt.Errorf("terminate run %s: %w", sc.RunID, err)
 	}
@@ -244,16 +244,16 @@ func usesTool(p Plan, tool string) bool {
 func (st *Stack) childRuns(ctx context.Context, project, runID string, p Plan) ([]string, error) {
 	var out []string
 	for i, s := range p.Steps {
-		if s.Tool != runner.DelegateTool {
+		if s.Tool != kernel.DelegateTool {
 			continue
 		}
-		child := runner.ChildRunID(runID, fmt.Sprintf("op-%d", i+1))
+		child := kernel.ChildRunID(runID, fmt.Sprintf("op-%d", i+1))
 		started, err := st.workflowExists(ctx, project, child)
 		if err != nil {
 			return nil, err
 		}
 		if started {
-			if err := st.Temporal.Client.GetWorkflow(ctx, runner.WorkflowID(project, child), "").Get(ctx, nil); err != nil && ctx.Err() != nil {
+			if err := st.Temporal.Client.GetWorkflow(ctx, kernel.WorkflowID(project, child), "").Get(ctx, nil); err != nil && ctx.Err() != nil {
 				return nil, fmt.Errorf("child run %s did not end: %w", child, ctx.Err())
 			}
 			out = append(out, child)
@@ -263,7 +263,7 @@ func (st *Stack) childRuns(ctx context.Context, project, runID string, p Plan) (
 }
 
 func (st *Stack) workflowExists(ctx context.Context, project, runID string) (bool, error) {
-	_, err := st.Temporal.Client.DescribeWorkflowExecution(ctx, runner.WorkflowID(project, runID), "")
+	_, err := st.Temporal.Client.DescribeWorkflowExecution(ctx, kernel.WorkflowID(project, runID), "")
 	var nf *serviceerror.NotFound
 	switch {
 	case err == nil:
@@ -378,10 +378,10 @@ func (st *Stack) truthOf(ctx context.Context, project, runID string, w pipeline.
 			truth[op.OperationID] = t
 			continue
 		}
-		if op.Tool == runner.DelegateTool {
+		if op.Tool == kernel.DelegateTool {
 			child := op.ChildRunID
 			if child == "" {
-				child = runner.ChildRunID(runID, op.OperationID)
+				child = kernel.ChildRunID(runID, op.OperationID)
 			}
 			started, err := st.workflowExists(ctx, project, child)
 			if err != nil {

@@ -68,7 +68,7 @@ func TestStartPipeline(t *testing.T) {
 
 	t0 := time.Now().UTC().Add(-time.Hour)
 	mk := func(id, typ string, data any) kernel.Event {
-		ev, err := kernel.NewEvent(kernel.KernelSource, id, "acme", "run-1", typ, "kernel", t0, data)
+		ev, err := kernel.NewEvent(kernel.SourceKernel, id, "acme", "run-1", typ, "kernel", t0, data)
 		if err != nil {
 			t.Fatal(err)
 		}

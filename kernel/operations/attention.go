@@ -124,7 +124,7 @@ func (s *Service) Attention(ctx context.Context, p AttentionParams) (AttentionPa
 			page.NextCursor = encodePrefixedCursor(last, attentionCursorPrefix)
 			break
 		}
-		var d kernel.Reconciled
+		var d kernel.Reconciliation
 		if err := json.Unmarshal(data, &d); err != nil {
 			return AttentionPage{}, fmt.Errorf("operation.reconciled %s: decode data: %w", it.ReconciledKey, err)
 		}

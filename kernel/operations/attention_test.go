@@ -64,7 +64,7 @@ func TestAttentionQueue(t *testing.T) {
 	// attention; run-3: only a kernel pre-boundary failure (settled none,
 	// nothing asks for attention).
 	for _, run := range []string{"run-2", "run-3"} {
-		b := evb{project: "acme", run: run, source: kernel.KernelSource}
+		b := evb{project: "acme", run: run, source: kernel.SourceKernel}
 		evs := []kernel.Event{b.runStarted(ago(2 * time.Hour))}
 		if run == "run-2" {
 			evs = append(evs, b.started("op-1", "run_command", ago(time.Hour)), b.failed("op-1", kernel.EffectUncertain, ago(59*time.Minute)))
@@ -99,7 +99,7 @@ func TestAttentionQueue(t *testing.T) {
 			continue
 		}
 		if it.Project != "acme" || it.Tool != "run_command" || it.VerdictKey == nil || it.Supervisor != "builtin" || !it.NeedsAttention ||
-			it.ReconciledKey.SourceID != kernel.KernelSource || it.DecidedAt.IsZero() || it.StartedKey == nil || it.StartedAt == nil || it.Note == "" {
+			it.ReconciledKey.SourceID != kernel.SourceKernel || it.DecidedAt.IsZero() || it.StartedKey == nil || it.StartedAt == nil || it.Note == "" {
 			t.Errorf("%s: incomplete item %+v", k, it)
 		}
 	}

@@ -93,7 +93,7 @@ func TestLiveDrill(t *testing.T) {
 	if r := call(t, "POST", ts+"/v1/runs", operatorTok, plan); r.status != 201 {
 		t.Fatalf("start run: %d %s", r.status, r.raw)
 	}
-	if err := conn.Client.GetWorkflow(ctx, runner.WorkflowID(project, run), "").Get(ctx, nil); err == nil {
+	if err := conn.Client.GetWorkflow(ctx, kernel.WorkflowID(project, run), "").Get(ctx, nil); err == nil {
 		t.Fatal("the drill run completed; want it stopped by the uncertain failure")
 	}
 	if err := outbox.WaitDelivered(ctx, s.Pool, project, run, 20*time.Millisecond); err != nil {
@@ -152,7 +152,7 @@ func TestLiveDrill(t *testing.T) {
 	if strings.Join(chain, " ") != "tool.started@kernel/kernel tool.failed@kernel/kernel operation.reconciled@kernel/operator:ann" {
 		t.Fatalf("history: %v", chain)
 	}
-	var d kernel.Reconciled
+	var d kernel.Reconciliation
 	if err := hist[2].DecodeData(&d); err != nil || d.Basis != kernel.BasisOperator || !strings.Contains(string(d.Evidence), "drill-proof.txt") ||
 		*hist[2].ParentEventID != hist[0].Key() {
 		t.Fatalf("verdict in history: %+v %v", d, err)

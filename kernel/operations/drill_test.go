@@ -38,7 +38,7 @@ func TestDrillChainFromKernelEvents(t *testing.T) {
 		t.Fatal(err)
 	}
 	k := func(id, typ string, at time.Time, data any) kernel.Event {
-		ev, err := kernel.NewEvent(kernel.KernelSource, run+"/"+id, project, run, typ, "kernel", at, data)
+		ev, err := kernel.NewEvent(kernel.SourceKernel, run+"/"+id, project, run, typ, "kernel", at, data)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -68,7 +68,7 @@ func TestDrillChainFromKernelEvents(t *testing.T) {
 	}
 	it := page.Operations[0]
 	if it.State != operations.StateFailedUncertain || it.OperationID != "op-1" || it.Tool != "run_command" ||
-		it.Failure == nil || it.Failure.ErrorType != "injected_fault" || it.StartedKey.SourceID != kernel.KernelSource {
+		it.Failure == nil || it.Failure.ErrorType != "injected_fault" || it.StartedKey.SourceID != kernel.SourceKernel {
 		t.Fatalf("drill item: %+v", it)
 	}
 
@@ -100,7 +100,7 @@ func TestDrillChainFromKernelEvents(t *testing.T) {
 	if strings.Join(chain, " ") != "tool.started@kernel tool.failed@kernel operation.reconciled@operator:ann" {
 		t.Fatalf("history chain: %v", chain)
 	}
-	var d kernel.Reconciled
+	var d kernel.Reconciliation
 	if err := hist[2].DecodeData(&d); err != nil {
 		t.Fatal(err)
 	}

@@ -111,7 +111,7 @@ func (b evb) ev(id, typ string, ts time.Time, data any) kernel.Event {
 		panic(err)
 	}
 	actor := "agent"
-	if b.source == kernel.KernelSource {
+	if b.source == kernel.SourceKernel {
 		actor = "kernel"
 	}
 	return kernel.Event{SourceID: b.source, EventID: b.run + "/" + id, Project: b.project, RunID: b.run,
@@ -155,7 +155,7 @@ func (b evb) failed(op, effect string, ts time.Time) kernel.Event {
 // written by the reconcile path (used to build journals by hand).
 func reconciledEv(project, run, op, effect string, parent kernel.EventKey, ts time.Time) kernel.Event {
 	raw, _ := json.Marshal(map[string]any{"operation_id": op, "effect": effect, "note": "checked", "basis": "operator"})
-	return kernel.Event{SourceID: kernel.KernelSource, EventID: fmt.Sprintf("%s/%s/reconciled/manual", run, op),
+	return kernel.Event{SourceID: kernel.SourceKernel, EventID: fmt.Sprintf("%s/%s/reconciled/manual", run, op),
 		Project: project, RunID: run, Type: kernel.TypeOperationReconciled, TS: ts.UTC(), Actor: "operator:ann",
 		ParentEventID: &parent, Data: raw}
 }

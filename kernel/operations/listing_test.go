@@ -8,7 +8,6 @@ import (
 
 	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/operations"
-	"github.com/seed-7bc021c3/reckon/kernel/runner"
 )
 
 func ago(d time.Duration) time.Time { return t0.Add(-d) }
@@ -49,7 +48,7 @@ func TestListingStates(t *testing.T) {
 		{"no run.started but a run.failed → crash_window", "agent-x", func(b evb) []kernel.Event {
 			return []kernel.Event{b.started(op, "run_command", ago(time.Minute)), b.runFailed(ago(time.Minute))}
 		}, want{state: operations.StateCrashWindow}},
-		{"kernel tool.started whose run.started has not arrived: Temporal asked", kernel.KernelSource, func(b evb) []kernel.Event {
+		{"kernel tool.started whose run.started has not arrived: Temporal asked", kernel.SourceKernel, func(b evb) []kernel.Event {
 			b.run = "k-gone-early"
 			return []kernel.Event{b.started(op, "run_command", ago(time.Minute))}
 		}, want{state: operations.StateCrashWindow}},
@@ -115,27 +114,27 @@ func TestListingStates(t *testing.T) {
 			return []kernel.Event{s, b.failed(op, kernel.EffectUncertain, ago(167*time.Hour)),
 				reconciledEv(b.project, b.run, op, kernel.EffectNone, s.Key(), ago(time.Hour))}
 		}, want{}},
-		{"kernel run, Temporal says running, old → stale_in_flight", kernel.KernelSource, func(b evb) []kernel.Event {
+		{"kernel run, Temporal says running, old → stale_in_flight", kernel.SourceKernel, func(b evb) []kernel.Event {
 			b.run = "k-running"
 			return []kernel.Event{b.runStarted(ago(time.Hour)), b.started(op, "run_command", ago(20*time.Minute))}
 		}, want{state: operations.StateStaleInFlight}},
-		{"kernel run, Temporal says running, young → not listed", kernel.KernelSource, func(b evb) []kernel.Event {
+		{"kernel run, Temporal says running, young → not listed", kernel.SourceKernel, func(b evb) []kernel.Event {
 			b.run = "k-running-young"
 			return []kernel.Event{b.runStarted(ago(time.Hour)), b.started(op, "run_command", ago(time.Minute))}
 		}, want{}},
-		{"kernel run, Temporal says gone (journal still running) → crash_window", kernel.KernelSource, func(b evb) []kernel.Event {
+		{"kernel run, Temporal says gone (journal still running) → crash_window", kernel.SourceKernel, func(b evb) []kernel.Event {
 			b.run = "k-gone"
 			return []kernel.Event{b.runStarted(ago(time.Hour)), b.started(op, "run_command", ago(time.Minute))}
 		}, want{state: operations.StateCrashWindow}},
-		{"kernel run, Temporal down, old → stale_in_flight with liveness unknown", kernel.KernelSource, func(b evb) []kernel.Event {
+		{"kernel run, Temporal down, old → stale_in_flight with liveness unknown", kernel.SourceKernel, func(b evb) []kernel.Event {
 			b.run = "k-down"
 			return []kernel.Event{b.runStarted(ago(time.Hour)), b.started(op, "run_command", ago(time.Hour))}
 		}, want{state: operations.StateStaleInFlight, livenessUnknown: true}},
-		{"kernel run, Temporal down, young → hidden (never claimed crashed)", kernel.KernelSource, func(b evb) []kernel.Event {
+		{"kernel run, Temporal down, young → hidden (never claimed crashed)", kernel.SourceKernel, func(b evb) []kernel.Event {
 			b.run = "k-down-young"
 			return []kernel.Event{b.runStarted(ago(time.Hour)), b.started(op, "run_command", ago(time.Minute))}
 		}, want{}},
-		{"kernel run, run.failed journaled → crash_window without asking Temporal", kernel.KernelSource, func(b evb) []kernel.Event {
+		{"kernel run, run.failed journaled → crash_window without asking Temporal", kernel.SourceKernel, func(b evb) []kernel.Event {
 			b.run = "k-running-ended" // Temporal would say running; the journal knows better
 			return []kernel.Event{b.runStarted(ago(time.Hour)), b.started(op, "run_command", ago(time.Minute)), b.runFailed(ago(time.Minute))}
 		}, want{state: operations.StateCrashWindow}},
@@ -189,7 +188,7 @@ func TestStateTransitions(t *testing.T) {
 	t.Parallel()
 	live := &fakeLiveness{running: map[string]bool{"run-k": true}}
 	e := newEnv(t, live)
-	b := evb{project: "acme", run: "run-k", source: kernel.KernelSource}
+	b := evb{project: "acme", run: "run-k", source: kernel.SourceKernel}
 	start := t0
 	e.clock.Set(start)
 	s1 := b.started("op-1", "run_command", start)
@@ -235,11 +234,11 @@ func TestStateTransitions(t *testing.T) {
 func TestListingDetails(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil)
-	b := evb{project: "acme", run: "run-1", source: kernel.KernelSource}
+	b := evb{project: "acme", run: "run-1", source: kernel.SourceKernel}
 
 	// A delegation caught in the crash window: no failure; the child summary
 	// is computed from the child run's own events.
-	child := evb{project: "acme", run: runner.ChildRunID("run-1", "op-2"), source: kernel.KernelSource}
+	child := evb{project: "acme", run: kernel.ChildRunID("run-1", "op-2"), source: kernel.SourceKernel}
 	deleg := b.ev("op-2/started", kernel.TypeToolStarted, ago(time.Hour), map[string]any{
 		"operation_id": "op-2", "tool": "delegate", "args": map[string]any{"steps": 2},
 	})
@@ -264,11 +263,11 @@ func TestListingDetails(t *testing.T) {
 
 	items, _ := e.list("acme")
 	d := items["run-1/op-2"]
-	if d.State != operations.StateCrashWindow || d.ChildRunID != "run-1.op-2" || d.ChildOpsTotal == nil || *d.ChildOpsTotal != 2 || *d.ChildOpsUnresolved != 1 {
+	if d.State != operations.StateCrashWindow || d.ChildRunID != "run-1.op-2" || d.ChildSummary == nil || *d.ChildSummary != (kernel.ChildSummary{Total: 2, Unresolved: 1}) {
 		t.Fatalf("crash-window delegation: %+v", d)
 	}
 	f := items["run-1/op-3"]
-	if f.State != operations.StateFailedUncertain || f.ChildRunID != "run-1.op-3" || *f.ChildOpsTotal != 3 || *f.ChildOpsUnresolved != 1 || f.Failure == nil || f.Failure.ErrorType != "delegated_run_failed" {
+	if f.State != operations.StateFailedUncertain || f.ChildRunID != "run-1.op-3" || f.ChildSummary == nil || *f.ChildSummary != (kernel.ChildSummary{Total: 3, Unresolved: 1}) || f.Failure == nil || f.Failure.ErrorType != "delegated_run_failed" {
 		t.Fatalf("failed delegation: %+v", f)
 	}
 	raw, _ := json.Marshal(f)
@@ -278,7 +277,7 @@ func TestListingDetails(t *testing.T) {
 		t.Fatalf("child_summary in JSON: %s", raw)
 	}
 	var back operations.Item
-	if err := json.Unmarshal(raw, &back); err != nil || *back.ChildOpsTotal != 3 {
+	if err := json.Unmarshal(raw, &back); err != nil || back.ChildSummary == nil || back.ChildSummary.Total != 3 {
 		t.Fatalf("round trip: %v %+v", err, back)
 	}
 	r := items["run-1/op-4"]
@@ -315,7 +314,7 @@ func TestPagination(t *testing.T) {
 	live := &fakeLiveness{running: map[string]bool{"young": true}}
 	e := newEnv(t, live)
 	b := evb{project: "acme", run: "run-1", source: "agent-x"}
-	y := evb{project: "acme", run: "young", source: kernel.KernelSource}
+	y := evb{project: "acme", run: "young", source: kernel.SourceKernel}
 	var evs []kernel.Event
 	for i := 0; i < 25; i++ {
 		ts := ago(time.Hour).Add(time.Duration(i) * time.Second)
@@ -388,7 +387,7 @@ func TestDegradedWhenTemporalIsDown(t *testing.T) {
 	t.Parallel()
 	live := &fakeLiveness{failAll: true}
 	e := newEnv(t, live)
-	k := evb{project: "acme", run: "k1", source: kernel.KernelSource}
+	k := evb{project: "acme", run: "k1", source: kernel.SourceKernel}
 	x := evb{project: "acme", run: "x1", source: "agent-x"}
 	e.ingest(k.runStarted(ago(time.Hour)), k.started("op-1", "run_command", ago(time.Hour)),
 		x.runStarted(ago(time.Hour)), x.started("op-1", "run_command", ago(time.Hour)), x.runCompleted(ago(time.Hour)))
@@ -420,7 +419,7 @@ func TestLivenessBudget(t *testing.T) {
 	e.svc = operations.New(e.s.Pool, operations.Options{Liveness: live, LivenessCalls: 3, Now: e.clock.Now})
 	var evs []kernel.Event
 	for i := 0; i < 6; i++ {
-		b := evb{project: "acme", run: fmt.Sprintf("k%d", i), source: kernel.KernelSource}
+		b := evb{project: "acme", run: fmt.Sprintf("k%d", i), source: kernel.SourceKernel}
 		evs = append(evs, b.runStarted(ago(time.Hour)), b.started("op-1", "run_command", ago(time.Hour)), b.started("op-2", "run_command", ago(time.Hour)))
 	}
 	e.ingest(evs...)
@@ -451,7 +450,7 @@ func TestOutageCostsOneTimeout(t *testing.T) {
 	e := newEnv(t, live)
 	var evs []kernel.Event
 	for i := 0; i < 40; i++ {
-		b := evb{project: "acme", run: fmt.Sprintf("k%02d", i), source: kernel.KernelSource}
+		b := evb{project: "acme", run: fmt.Sprintf("k%02d", i), source: kernel.SourceKernel}
 		evs = append(evs, b.runStarted(ago(time.Hour)), b.started("op-1", "run_command", ago(time.Hour)))
 	}
 	e.ingest(evs...)

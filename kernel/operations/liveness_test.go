@@ -17,7 +17,6 @@ import (
 
 	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/operations"
-	"github.com/seed-7bc021c3/reckon/kernel/runner"
 	"github.com/seed-7bc021c3/reckon/kernel/temporalx"
 )
 
@@ -137,7 +136,7 @@ func TestTemporalLivenessRealServer(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	wr, err := conn.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID: runner.WorkflowID("acme", "run-live"), TaskQueue: "ops-liveness"}, waitForFinish)
+		ID: kernel.WorkflowID("acme", "run-live"), TaskQueue: "ops-liveness"}, waitForFinish)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +150,7 @@ func TestTemporalLivenessRealServer(t *testing.T) {
 	}
 
 	e := newEnv(t, live)
-	b := evb{project: "acme", run: "run-live", source: kernel.KernelSource}
+	b := evb{project: "acme", run: "run-live", source: kernel.SourceKernel}
 	e.ingest(b.runStarted(ago(time.Hour)), b.started("op-1", "run_command", ago(30*time.Minute)))
 	state := func() (string, bool) {
 		p, err := e.svc.List(ctx, operations.ListParams{Project: "acme"})

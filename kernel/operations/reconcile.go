@@ -183,7 +183,7 @@ func (s *Service) reconcileTx(ctx context.Context, tx pgx.Tx, req ReconcileReque
 	if req.IdempotencyKey != "" {
 		eventID = keyedEventID(req)
 		for _, r := range recs {
-			if r.SourceID == kernel.KernelSource && r.EventID == eventID {
+			if r.SourceID == kernel.SourceKernel && r.EventID == eventID {
 				if sameVerdict(r, req) {
 					return r, true, nil
 				}
@@ -220,7 +220,7 @@ func (s *Service) reconcileTx(ctx context.Context, tx pgx.Tx, req ReconcileReque
 		}
 	}
 
-	data := kernel.Reconciled{
+	data := kernel.Reconciliation{
 		OperationID: req.OperationID, Effect: req.Effect, Note: req.Note,
 		Basis: req.Basis, Evidence: req.Evidence, ProposedEffect: req.ProposedEffect,
 	}
@@ -228,7 +228,7 @@ func (s *Service) reconcileTx(ctx context.Context, tx pgx.Tx, req ReconcileReque
 		k := latest.Key()
 		data.Supersedes = &k
 	}
-	ev, err := kernel.NewEvent(kernel.KernelSource, eventID, req.Project, req.RunID,
+	ev, err := kernel.NewEvent(kernel.SourceKernel, eventID, req.Project, req.RunID,
 		kernel.TypeOperationReconciled, req.Actor, now, data)
 	if err != nil {
 		return kernel.Event{}, false, err
@@ -288,7 +288,7 @@ func eventIDFor(r ReconcileRequest, suffix string) string {
 
 // sameVerdict reports whether the recorded event says what req says.
 func sameVerdict(e kernel.Event, req ReconcileRequest) bool {
-	var d kernel.Reconciled
+	var d kernel.Reconciliation
 	if e.Actor != req.Actor || e.DecodeData(&d) != nil {
 		return false
 	}

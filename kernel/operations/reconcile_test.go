@@ -30,9 +30,9 @@ func supervisor(project, run, effect string) operations.ReconcileRequest {
 		Basis: kernel.BasisInference, Actor: kernel.ActorSupervisor}
 }
 
-func decodeRec(t *testing.T, ev kernel.Event) kernel.Reconciled {
+func decodeRec(t *testing.T, ev kernel.Event) kernel.Reconciliation {
 	t.Helper()
-	var d kernel.Reconciled
+	var d kernel.Reconciliation
 	if err := ev.DecodeData(&d); err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +102,7 @@ func TestReconcileWritesThroughOutbox(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := decodeRec(t, ev)
-	if ev.SourceID != kernel.KernelSource || ev.Type != kernel.TypeOperationReconciled || ev.Actor != "operator:ann" ||
+	if ev.SourceID != kernel.SourceKernel || ev.Type != kernel.TypeOperationReconciled || ev.Actor != "operator:ann" ||
 		ev.ParentEventID == nil || *ev.ParentEventID != started || d.Basis != kernel.BasisOperator ||
 		d.Effect != kernel.EffectOccurred || d.Supersedes != nil || d.OperationID != "op-1" || !ev.TS.Equal(t0) {
 		t.Fatalf("event %+v data %+v", ev, d)
@@ -263,7 +263,7 @@ func TestOverrideAndSupervisorProtection(t *testing.T) {
 	}
 
 	// A tool.started still pending in the outbox is found (no 404).
-	b := evb{project: "acme", run: "run-4", source: kernel.KernelSource}
+	b := evb{project: "acme", run: "run-4", source: kernel.SourceKernel}
 	tx, err := e.s.Pool.Begin(e.ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -355,7 +355,7 @@ func TestHistoryChain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	verdict, _ := kernel.NewEvent(kernel.KernelSource, "run-1/verdict/1", "acme", "run-1", kernel.TypeSupervisorVerdict, kernel.ActorSupervisor,
+	verdict, _ := kernel.NewEvent(kernel.SourceKernel, "run-1/verdict/1", "acme", "run-1", kernel.TypeSupervisorVerdict, kernel.ActorSupervisor,
 		t0.Add(time.Minute), kernel.Verdict{Kind: kernel.VerdictKindReconciliation, OperationIDs: []string{"op-1"}, Supervisor: "builtin",
 			Causes: []string{}, Remedies: []string{}})
 	e.ingest(verdict)

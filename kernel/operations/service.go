@@ -11,7 +11,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/seed-7bc021c3/reckon/kernel"
-	"github.com/seed-7bc021c3/reckon/kernel/runner"
 )
 
 // Defaults of Options.
@@ -194,18 +193,10 @@ func (s *Service) fetch(ctx context.Context, project, runID string, since time.T
 	return out, nil
 }
 
-// startedData is what the listing reads from tool.started.data.
-type startedData struct {
-	Tool          string          `json:"tool"`
-	Args          json.RawMessage `json:"args"`
-	ReissueOf     string          `json:"reissue_of"`
-	Postcondition json.RawMessage `json:"postcondition"`
-}
-
 // classify turns a candidate into an item, or hides it when it is not
 // unresolved yet (a young operation of a running run).
 func (s *Service) classify(c candidate, project string, now time.Time, lv *listingLiveness) (Item, bool, error) {
-	var d startedData
+	var d kernel.ToolStarted
 	if err := json.Unmarshal(c.data, &d); err != nil {
 		return Item{}, false, fmt.Errorf("tool.started %s: decode data: %w", c.key, err)
 	}
@@ -225,7 +216,7 @@ func (s *Service) classify(c candidate, project string, now time.Time, lv *listi
 		}
 		it.State = StateFailedUncertain
 		it.ChildRunID = f.ChildRunID
-		it.ChildOpsTotal, it.ChildOpsUnresolved = f.ChildOpsTotal, f.ChildOpsUnresolved
+		it.ChildSummary = f.ChildSummary()
 	} else {
 		running, known := lv.running(c)
 		switch {
@@ -239,8 +230,8 @@ func (s *Service) classify(c candidate, project string, now time.Time, lv *listi
 			return Item{}, false, nil
 		}
 	}
-	if it.ChildRunID == "" && it.Tool == runner.DelegateTool {
-		it.ChildRunID = runner.ChildRunID(c.runID, c.operationID)
+	if it.ChildRunID == "" && it.Tool == kernel.DelegateTool {
+		it.ChildRunID = kernel.ChildRunID(c.runID, c.operationID)
 	}
 	return it, true, nil
 }
@@ -254,19 +245,20 @@ func nonNull(raw json.RawMessage) json.RawMessage {
 
 // childSummaries fills the child counts of delegations whose failure did not
 // carry them, from the child runs' own events, in one query for the page (a
-// child run without any tool.started counts 0 and 0).
+// child run without any tool.started counts 0 and 0). childSummarySQL
+// counts as kernel.Replay does; TestChildSummarySQLMatchesReplay holds the
+// two together.
 func (s *Service) childSummaries(ctx context.Context, project string, items []Item) error {
 	var runs []string
 	for _, it := range items {
-		if it.ChildRunID != "" && it.ChildOpsTotal == nil {
+		if it.ChildRunID != "" && it.ChildSummary == nil {
 			runs = append(runs, it.ChildRunID)
 		}
 	}
 	if len(runs) == 0 {
 		return nil
 	}
-	type counts struct{ total, unresolved int }
-	got := make(map[string]counts, len(runs))
+	got := make(map[string]kernel.ChildSummary, len(runs))
 	rows, err := s.pool.Query(ctx, childSummarySQL, project, runs)
 	if err != nil {
 		return fmt.Errorf("child summaries in %s: %w", project, err)
@@ -274,8 +266,8 @@ func (s *Service) childSummaries(ctx context.Context, project string, items []It
 	defer rows.Close()
 	for rows.Next() {
 		var run string
-		var c counts
-		if err := rows.Scan(&run, &c.total, &c.unresolved); err != nil {
+		var c kernel.ChildSummary
+		if err := rows.Scan(&run, &c.Total, &c.Unresolved); err != nil {
 			return fmt.Errorf("child summaries in %s: scan: %w", project, err)
 		}
 		got[run] = c
@@ -285,11 +277,11 @@ func (s *Service) childSummaries(ctx context.Context, project string, items []It
 	}
 	for i := range items {
 		it := &items[i]
-		if it.ChildRunID == "" || it.ChildOpsTotal != nil {
+		if it.ChildRunID == "" || it.ChildSummary != nil {
 			continue
 		}
 		c := got[it.ChildRunID]
-		it.ChildOpsTotal, it.ChildOpsUnresolved = &c.total, &c.unresolved
+		it.ChildSummary = &c
 	}
 	return nil
 }
@@ -366,9 +358,9 @@ type listingLiveness struct {
 // journal, its tool.started is.
 func kernelRun(c candidate) bool {
 	if c.runSource != nil {
-		return *c.runSource == kernel.KernelSource
+		return *c.runSource == kernel.SourceKernel
 	}
-	return c.key.SourceID == kernel.KernelSource
+	return c.key.SourceID == kernel.SourceKernel
 }
 
 // needsCall reports whether c's run is a kernel run whose liveness only the

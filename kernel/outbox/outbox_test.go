@@ -28,7 +28,7 @@ var t0 = time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
 func events(run string, n int) []kernel.Event {
 	out := make([]kernel.Event, n)
 	for i := range out {
-		out[i] = kernel.Event{SourceID: kernel.KernelSource, EventID: fmt.Sprintf("%s/op-%d/started", run, i),
+		out[i] = kernel.Event{SourceID: kernel.SourceKernel, EventID: fmt.Sprintf("%s/op-%d/started", run, i),
 			Project: "acme", RunID: run, Type: kernel.TypeToolStarted, TS: t0, Actor: "kernel",
 			Data: []byte(fmt.Sprintf(`{"operation_id":"op-%d","tool":"run_command"}`, i))}
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/auth"
 	"github.com/seed-7bc021c3/reckon/kernel/httpapi"
 	"github.com/seed-7bc021c3/reckon/kernel/sandbox"
@@ -123,7 +124,7 @@ func TestRunsAPI(t *testing.T) {
 
 func TestPlanValidationAndDigest(t *testing.T) {
 	tools := NewTools(sandbox.NewRunCommand(sandbox.Options{Unconfined: true}))
-	p := Plan{Steps: []Step{cmd("true"), {Tool: DelegateTool, Plan: &Plan{Steps: []Step{cmd("true")}}}}}
+	p := Plan{Steps: []Step{cmd("true"), {Tool: kernel.DelegateTool, Plan: &Plan{Steps: []Step{cmd("true")}}}}}
 	if err := p.Validate(tools); err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +142,7 @@ func TestPlanValidationAndDigest(t *testing.T) {
 	}
 	deep := &Plan{Steps: []Step{cmd("true")}}
 	for range MaxDepth + 1 {
-		deep = &Plan{Steps: []Step{{Tool: DelegateTool, Plan: deep}}}
+		deep = &Plan{Steps: []Step{{Tool: kernel.DelegateTool, Plan: deep}}}
 	}
 	if err := deep.Validate(tools); err == nil || !strings.Contains(err.Error(), "nest") {
 		t.Fatalf("deep plan: %v", err)

@@ -121,7 +121,7 @@ func (e *env) run(runID string, plan Plan) ([]kernel.Event, error) {
 
 func (e *env) wait(ctx context.Context, runID string) error {
 	e.t.Helper()
-	return temporalConn.Client.GetWorkflow(ctx, WorkflowID(e.project, runID), "").Get(ctx, nil)
+	return temporalConn.Client.GetWorkflow(ctx, kernel.WorkflowID(e.project, runID), "").Get(ctx, nil)
 }
 
 // events waits until the run's outbox rows are delivered and reads them.

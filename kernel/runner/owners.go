@@ -3,21 +3,15 @@ package runner
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/seed-7bc021c3/reckon/kernel"
 )
 
-// ChildSeparator joins a parent run id and an operation id into the id of
-// the child run a delegation starts (ChildRunID). A run id chosen through
-// POST /v1/runs may not contain it, so no client can take a child's id.
-const ChildSeparator = "."
-
 // Owners implements kernel.RunOwners over kernel_runs: a run is the
 // kernel's when kernel_runs holds it, or holds the run its id descends from
-// (every prefix ending before a ChildSeparator), since only the kernel
+// (every prefix ending before a kernel.ChildSeparator), since only the kernel
 // starts child runs and their ids extend their parent's.
 type Owners struct {
 	Pool *pgxpool.Pool
@@ -30,7 +24,7 @@ func (o Owners) KernelRuns(ctx context.Context, runs []kernel.RunKey) (map[kerne
 	var projects, ids []string
 	seen := map[kernel.RunKey]bool{}
 	for _, r := range runs {
-		for _, c := range ancestry(r.RunID) {
+		for _, c := range kernel.RunAncestry(r.RunID) {
 			k := kernel.RunKey{Project: r.Project, RunID: c}
 			if !seen[k] {
 				seen[k] = true
@@ -59,7 +53,7 @@ func (o Owners) KernelRuns(ctx context.Context, runs []kernel.RunKey) (map[kerne
 		return nil, fmt.Errorf("look up kernel runs: %w", err)
 	}
 	for _, r := range runs {
-		for _, c := range ancestry(r.RunID) {
+		for _, c := range kernel.RunAncestry(r.RunID) {
 			if started[kernel.RunKey{Project: r.Project, RunID: c}] {
 				owned[r] = true
 				break
@@ -67,16 +61,4 @@ func (o Owners) KernelRuns(ctx context.Context, runs []kernel.RunKey) (map[kerne
 		}
 	}
 	return owned, nil
-}
-
-// ancestry lists runID and every run id it may descend from: "a.op-1.op-2"
-// → "a", "a.op-1", "a.op-1.op-2".
-func ancestry(runID string) []string {
-	var out []string
-	for i := 0; i < len(runID); i++ {
-		if strings.HasPrefix(runID[i:], ChildSeparator) && i > 0 {
-			out = append(out, runID[:i])
-		}
-	}
-	return append(out, runID)
 }

@@ -64,18 +64,18 @@ func NewRunID() string {
 // is an EConflict. A start interrupted between recording the run and
 // starting its workflow is completed by the next identical request.
 func (s *Starter) Start(ctx context.Context, req StartRequest) (runID string, created bool, err error) {
-	if err := ValidateID("project", req.Project); err != nil {
+	if err := kernel.ValidateID("project", req.Project); err != nil {
 		return "", false, err
 	}
 	if req.RunID == "" {
 		req.RunID = NewRunID()
 	}
-	if err := ValidateID("run_id", req.RunID); err != nil {
+	if err := kernel.ValidateID("run_id", req.RunID); err != nil {
 		return "", false, err
 	}
-	if strings.Contains(req.RunID, ChildSeparator) {
+	if strings.Contains(req.RunID, kernel.ChildSeparator) {
 		return "", false, kernel.Errorf(kernel.EInvalid,
-			"run_id: must not contain %q, which the kernel reserves for child runs (<run_id>%s<operation_id>), got %q", ChildSeparator, ChildSeparator, req.RunID)
+			"run_id: must not contain %q, which the kernel reserves for child runs (<run_id>%s<operation_id>), got %q", kernel.ChildSeparator, kernel.ChildSeparator, req.RunID)
 	}
 	if err := req.Plan.Validate(s.Tools); err != nil {
 		return "", false, err
@@ -99,7 +99,7 @@ func (s *Starter) start(ctx context.Context, req StartRequest) (string, bool, er
 	if err != nil {
 		return "", false, err
 	}
-	wfID := WorkflowID(req.Project, req.RunID)
+	wfID := kernel.WorkflowID(req.Project, req.RunID)
 	if err := s.refuseClaimed(ctx, req); err != nil {
 		return "", false, err
 	}
@@ -183,10 +183,10 @@ type RunView struct {
 // external agent's) from its journal events. ENotFound when neither knows
 // it.
 func (s *Starter) View(ctx context.Context, project, runID string) (RunView, error) {
-	if err := ValidateID("project", project); err != nil {
+	if err := kernel.ValidateID("project", project); err != nil {
 		return RunView{}, err
 	}
-	if err := ValidateID("run_id", runID); err != nil {
+	if err := kernel.ValidateID("run_id", runID); err != nil {
 		return RunView{}, err
 	}
 	evs, err := runEvents(ctx, s.Journal, project, runID)
@@ -194,7 +194,7 @@ func (s *Starter) View(ctx context.Context, project, runID string) (RunView, err
 		return RunView{}, err
 	}
 	v := RunView{RunID: runID, Project: project, Events: evs}
-	d, err := s.Client.DescribeWorkflowExecution(ctx, WorkflowID(project, runID), "")
+	d, err := s.Client.DescribeWorkflowExecution(ctx, kernel.WorkflowID(project, runID), "")
 	var nf *serviceerror.NotFound
 	switch {
 	case err == nil:

@@ -59,7 +59,7 @@ func TestClaimedRunIDRefused(t *testing.T) {
 	forge("claimed")
 	forge("parent.op-2-r1")
 	plan := Plan{Steps: []Step{cmd("true")}}
-	delegating := Plan{Steps: []Step{cmd("true"), {Tool: DelegateTool, OnUncertain: OnUncertainReissue, Plan: &Plan{Steps: []Step{cmd("true")}}}}}
+	delegating := Plan{Steps: []Step{cmd("true"), {Tool: kernel.DelegateTool, OnUncertain: OnUncertainReissue, Plan: &Plan{Steps: []Step{cmd("true")}}}}}
 	for _, c := range []struct {
 		run  string
 		plan Plan
@@ -77,16 +77,5 @@ func TestClaimedRunIDRefused(t *testing.T) {
 	// The same plan under an unclaimed id starts.
 	if _, created, err := e.starter.Start(ctx, StartRequest{Project: e.project, RunID: "fresh", Plan: plan}); err != nil || !created {
 		t.Fatalf("fresh: %v %v", created, err)
-	}
-}
-
-func TestAncestry(t *testing.T) {
-	t.Parallel()
-	got := strings.Join(ancestry("a.op-1.op-2-r1"), " ")
-	if got != "a a.op-1 a.op-1.op-2-r1" {
-		t.Fatalf("ancestry = %q", got)
-	}
-	if got := strings.Join(ancestry(".x."), " "); got != ".x .x." {
-		t.Fatalf("ancestry of odd id = %q", got)
 	}
 }

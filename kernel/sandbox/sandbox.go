@@ -25,7 +25,7 @@ import (
 )
 
 // ToolName is the name plans use for this tool.
-const ToolName = "run_command"
+const ToolName = kernel.ToolRunCommand
 
 // Error types of tool.failed produced by run_command.
 const (
@@ -44,7 +44,7 @@ const (
 const (
 	DefaultMaxOutputBytes = 64 << 10
 	DefaultTimeout        = 60 * time.Second
-	DefaultMaxTimeout     = 10 * time.Minute
+	DefaultMaxTimeout     = kernel.MaxCommandTimeout
 	// DefaultMaxProcs bounds the processes (threads included) of one
 	// command (RECKON_SANDBOX_MAX_PROCS).
 	DefaultMaxProcs = 256

@@ -103,7 +103,7 @@ func TestWorkspacePostcondition(t *testing.T) {
 	linkedWS.RunID = "run-3"
 
 	p := Workspace{Root: root, Owners: runner.Owners{Pool: db.Pool}, Now: now}
-	kernelStarted := kernel.EventKey{SourceID: kernel.KernelSource, EventID: "acme/run-1/op-1/started"}
+	kernelStarted := kernel.EventKey{SourceID: kernel.SourceKernel, EventID: "acme/run-1/op-1/started"}
 	op := func(path, sum, state string) pipeline.WallOperation {
 		return pipeline.WallOperation{OperationID: "op-1", Tool: "run_command", State: state, StartedAt: t0, Postcondition: pc(path, sum), StartedKey: kernelStarted}
 	}

@@ -33,7 +33,7 @@ func agentWall() pipeline.Wall {
 				StartedKey: agentKey("op-agent-child"), AgentReported: true, ChildRunID: "run-1.op-agent-child",
 				Failure: &pipeline.WallFailure{ErrorType: kernel.ErrorTypeDelegationFail, Error: "child failed", Effect: "uncertain",
 					ReportedBy: "agent-x", AgentReported: true},
-				ChildOps: &pipeline.ChildSummary{Total: 2, Unresolved: 0, ReportedBy: "agent-x", AgentReported: true},
+				ChildOps: &pipeline.ChildSummary{ChildSummary: kernel.ChildSummary{Total: 2, Unresolved: 0}, ReportedBy: "agent-x", AgentReported: true},
 				Evidence: []pipeline.Evidence{{Probe: "journal.child_run", Finding: pipeline.FindingInconclusive,
 					Detail: "child run run-1.op-agent-child has no run.started in the journal"}}},
 			// A kernel tool.started with an agent-reported failure: the
@@ -47,7 +47,7 @@ func agentWall() pipeline.Wall {
 			// A crash-window delegation whose counts the listing made up
 			// from the child's events: nobody checked the child ended.
 			{OperationID: "op-counted", Tool: "delegate", State: "crash_window", StartedAt: t0, StartedKey: kernelKey("op-counted"),
-				ChildRunID: "run-1.op-counted", ChildOps: &pipeline.ChildSummary{Total: 1, Unresolved: 0, Counted: true}},
+				ChildRunID: "run-1.op-counted", ChildOps: &pipeline.ChildSummary{ChildSummary: kernel.ChildSummary{Total: 1, Unresolved: 0}, Counted: true}},
 		}}
 }
 

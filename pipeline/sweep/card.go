@@ -17,9 +17,9 @@ func RenderCard(w io.Writer, verdict kernel.Event, reconciled []kernel.Event) er
 	if err := verdict.DecodeData(&v); err != nil {
 		return err
 	}
-	byOp := map[string]kernel.Reconciled{}
+	byOp := map[string]kernel.Reconciliation{}
 	for _, e := range reconciled {
-		var d kernel.Reconciled
+		var d kernel.Reconciliation
 		if e.Type == kernel.TypeOperationReconciled && e.DecodeData(&d) == nil {
 			byOp[d.OperationID] = d
 		}

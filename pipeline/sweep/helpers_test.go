@@ -60,7 +60,7 @@ func (e *env) ingest(evs ...kernel.Event) {
 
 func (e *env) event(run, id, typ string, ts time.Time, data any) kernel.Event {
 	e.t.Helper()
-	ev, err := kernel.NewEvent(kernel.KernelSource, id, "acme", run, typ, "kernel", ts, data)
+	ev, err := kernel.NewEvent(kernel.SourceKernel, id, "acme", run, typ, "kernel", ts, data)
 	if err != nil {
 		e.t.Fatal(err)
 	}

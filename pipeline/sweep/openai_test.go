@@ -80,7 +80,7 @@ func TestSweepWithFakeOpenAI(t *testing.T) {
 					t.Fatalf("verdict identity: %+v", v)
 				}
 				for op, evs := range recs {
-					var d kernel.Reconciled
+					var d kernel.Reconciliation
 					if evs[0].DecodeData(&d) != nil || evs[0].Actor != kernel.ActorSupervisor || d.Basis != kernel.BasisInference || len(d.Note) > kernel.MaxNoteBytes {
 						t.Fatalf("%s: %+v", op, evs[0])
 					}

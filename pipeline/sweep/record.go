@@ -39,7 +39,7 @@ func wallKey(w pipeline.Wall) string {
 func (s *Sweeper) record(ctx context.Context, w pipeline.Wall, d pipeline.Decision) (kernel.Event, []kernel.Event, error) {
 	key := wallKey(w)
 	now := s.cfg.Now().UTC()
-	verdict, err := kernel.NewEvent(kernel.KernelSource, w.RunID+"/verdict/"+key, w.Project, w.RunID,
+	verdict, err := kernel.NewEvent(kernel.SourceKernel, w.RunID+"/verdict/"+key, w.Project, w.RunID,
 		kernel.TypeSupervisorVerdict, kernel.ActorSupervisor, now, kernel.Verdict{
 			Kind:           kernel.VerdictKindReconciliation,
 			NeedsAttention: d.NeedsAttention,

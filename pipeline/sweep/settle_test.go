@@ -49,7 +49,7 @@ func TestWallSaysWhoReportedEachFact(t *testing.T) {
 		t.Fatalf("walls: %v %v", ws, err)
 	}
 	op = ws[0].Operations[0]
-	if op.AgentReported || op.Failure.ReportedBy != kernel.KernelSource || op.Failure.AgentReported || op.KernelFailure() == nil {
+	if op.AgentReported || op.Failure.ReportedBy != kernel.SourceKernel || op.Failure.AgentReported || op.KernelFailure() == nil {
 		t.Fatalf("kernel operation marked as an agent's: %+v failure %+v", op, op.Failure)
 	}
 }
@@ -100,7 +100,7 @@ func TestSweepJournalsOnlyWhatEvidenceProves(t *testing.T) {
 			if len(recs) != 1 {
 				t.Fatalf("reconciliations: %+v", recs)
 			}
-			var d kernel.Reconciled
+			var d kernel.Reconciliation
 			if err := recs[0].DecodeData(&d); err != nil {
 				t.Fatal(err)
 			}

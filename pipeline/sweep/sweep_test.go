@@ -65,10 +65,10 @@ func TestSweepJournalsOneVerdictPerWall(t *testing.T) {
 		t.Fatalf("run-1 reconciliations: %+v", recs)
 	}
 	for op, evs := range recs {
-		var d kernel.Reconciled
+		var d kernel.Reconciliation
 		_ = evs[0].DecodeData(&d)
 		if evs[0].Actor != kernel.ActorSupervisor || d.Basis != kernel.BasisInference || d.Effect != kernel.EffectUnknown ||
-			evs[0].ParentEventID == nil || evs[0].ParentEventID.EventID != "run-1/"+op+"/started" || evs[0].SourceID != kernel.KernelSource {
+			evs[0].ParentEventID == nil || evs[0].ParentEventID.EventID != "run-1/"+op+"/started" || evs[0].SourceID != kernel.SourceKernel {
 			t.Fatalf("%s reconciliation: %+v %+v", op, evs[0], d)
 		}
 		var evid reconcileEvidence
@@ -77,7 +77,7 @@ func TestSweepJournalsOneVerdictPerWall(t *testing.T) {
 		}
 	}
 	// A rejected-before-execution failure reported as uncertain is none.
-	var d kernel.Reconciled
+	var d kernel.Reconciliation
 	r2 := e.reconciled("run-2")["op-1"]
 	if len(r2) != 1 || r2[0].DecodeData(&d) != nil || d.Effect != kernel.EffectNone {
 		t.Fatalf("run-2 op-1: %+v", r2)
@@ -319,7 +319,7 @@ func TestProbeEvidenceBecomesProbeBasis(t *testing.T) {
 	recs := e.reconciled("run-1")
 	want := map[string]string{"op-1": kernel.EffectOccurred, "op-2": kernel.EffectNone}
 	for op, eff := range want {
-		var d kernel.Reconciled
+		var d kernel.Reconciliation
 		if len(recs[op]) != 1 || recs[op][0].DecodeData(&d) != nil || d.Effect != eff || d.Basis != kernel.BasisProbe {
 			t.Fatalf("%s: %+v", op, d)
 		}
@@ -525,7 +525,7 @@ func TestDeferredUntilProbeCanTell(t *testing.T) {
 	if rep := sweepAt(e.t0.Add(12 * time.Minute)); rep.Journaled != 1 || rep.Count(OutcomeDeferred) != 0 {
 		t.Fatalf("third sweep: %+v", rep)
 	}
-	var d kernel.Reconciled
+	var d kernel.Reconciliation
 	if recs := e.reconciled("run-1"); len(recs["op-2"]) != 1 || recs["op-2"][0].DecodeData(&d) != nil || d.Effect != kernel.EffectNone || d.Basis != kernel.BasisProbe {
 		t.Fatalf("op-2 after the bound: %+v", d)
 	}

@@ -166,7 +166,7 @@ func TestTriageCommandWithMCPProbe(t *testing.T) {
 	}
 	recs := e.reconciled("run-1")
 	for op, want := range map[string]string{"op-1": kernel.EffectOccurred, "op-2": kernel.EffectNone} {
-		var d kernel.Reconciled
+		var d kernel.Reconciliation
 		if len(recs[op]) != 1 || recs[op][0].DecodeData(&d) != nil || d.Effect != want || d.Basis != kernel.BasisProbe ||
 			!strings.Contains(string(d.Evidence), probe.MCPName) {
 			t.Fatalf("%s: %+v", op, d)

@@ -134,7 +134,7 @@ func (s *Sweeper) wallOperation(it operations.Item, now time.Time) pipeline.Wall
 	}
 	// Who wrote each fact goes on the wall: only the kernel's own events
 	// are facts, an external agent's report about its own call is a claim.
-	op.AgentReported = it.StartedKey.SourceID != kernel.KernelSource
+	op.AgentReported = it.StartedKey.SourceID != kernel.SourceKernel
 	failureSource := ""
 	if f := it.Failure; f != nil {
 		failureSource = it.StartedKey.SourceID
@@ -142,12 +142,12 @@ func (s *Sweeper) wallOperation(it operations.Item, now time.Time) pipeline.Wall
 			failureSource = it.FailureKey.SourceID
 		}
 		op.Failure = &pipeline.WallFailure{ErrorType: f.ErrorType, Error: kernel.Abbreviate(f.Error, 2000), Effect: f.EffectiveEffect(),
-			ReportedBy: failureSource, AgentReported: failureSource != kernel.KernelSource}
+			ReportedBy: failureSource, AgentReported: failureSource != kernel.SourceKernel}
 	}
-	if it.ChildOpsTotal != nil && it.ChildOpsUnresolved != nil {
-		op.ChildOps = &pipeline.ChildSummary{Total: *it.ChildOpsTotal, Unresolved: *it.ChildOpsUnresolved}
-		if f := it.Failure; f != nil && f.ChildOpsTotal != nil {
-			op.ChildOps.ReportedBy, op.ChildOps.AgentReported = failureSource, failureSource != kernel.KernelSource
+	if c := it.ChildSummary; c != nil {
+		op.ChildOps = &pipeline.ChildSummary{ChildSummary: *c}
+		if f := it.Failure; f != nil && f.ChildSummary() != nil {
+			op.ChildOps.ReportedBy, op.ChildOps.AgentReported = failureSource, failureSource != kernel.SourceKernel
 		} else {
 			op.ChildOps.Counted = true
 		}
@@ -201,11 +201,7 @@ func probeRun(rk runKey, evs []journal.StoredEvent) probe.Run {
 		case kernel.TypeRunCompleted, kernel.TypeRunFailed:
 			run.Ended = true
 		case kernel.TypeToolStarted:
-			var d struct {
-				OperationID   string          `json:"operation_id"`
-				Tool          string          `json:"tool"`
-				Postcondition json.RawMessage `json:"postcondition"`
-			}
+			var d kernel.ToolStarted
 			if e.DecodeData(&d) != nil || seen[d.OperationID] {
 				continue
 			}
