@@ -86,10 +86,10 @@ func runDemo(ctx context.Context, args []string) error {
 		}
 	}
 	f := demoFault
-	stack, err := app.StartDev(ctx, cfg, app.DevOptions{
+	stack, err := app.StartDev(ctx, cfg, app.DevConfig{
 		Outbox: outbox.Config{PollInterval: 20 * time.Millisecond},
 		// In memory: a `reckon dev` may hold the SQLite file of the data dir.
-		Kernel: app.KernelOptions{InMemory: true, Fault: &f},
+		Kernel: app.KernelConfig{InMemory: true, Fault: &f},
 	})
 	if err != nil {
 		return err
@@ -152,7 +152,7 @@ func demoDrillRun(ctx context.Context, d *demoEnv) error {
 func demoRun(ctx context.Context, d *demoEnv, prefix string, steps []runner.Step) (view runner.RunView, runErr, err error) {
 	k := d.Stack.Kernel
 	runID := prefix + time.Now().UTC().Format("20060102-150405")
-	id, _, err := k.Starter.Start(ctx, runner.StartRequest{Project: d.Project, RunID: runID, Plan: runner.Plan{Steps: steps}})
+	id, _, err := k.Starter.Start(ctx, runner.StartParams{Project: d.Project, RunID: runID, Plan: runner.Plan{Steps: steps}})
 	if err != nil {
 		return view, nil, err
 	}

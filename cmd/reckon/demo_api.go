@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/seed-7bc021c3/reckon/evals"
-	"github.com/seed-7bc021c3/reckon/kernel/operations"
+	"github.com/seed-7bc021c3/reckon/kernel/httpapi"
 	"github.com/seed-7bc021c3/reckon/kernel/outbox"
 	"github.com/seed-7bc021c3/reckon/kernel/runner"
 	"github.com/seed-7bc021c3/reckon/pipeline/supervisor"
@@ -62,7 +62,7 @@ func demoAPI(ctx context.Context, d *demoEnv, method, path string, q url.Values,
 }
 
 func demoListing(ctx context.Context, d *demoEnv) error {
-	m, err := demoAPI(ctx, d, http.MethodGet, operations.PathOperations, url.Values{"project": {d.Project}}, nil)
+	m, err := demoAPI(ctx, d, http.MethodGet, httpapi.PathOperations, url.Values{"project": {d.Project}}, nil)
 	if err != nil {
 		return err
 	}
@@ -92,7 +92,7 @@ func demoAttention(ctx context.Context, d *demoEnv) error {
 
 // demoQueue reads the operator's queue, printing its items when show is set.
 func demoQueue(ctx context.Context, d *demoEnv, show bool) (int, error) {
-	m, err := demoAPI(ctx, d, http.MethodGet, operations.PathAttention, url.Values{"project": {d.Project}}, nil)
+	m, err := demoAPI(ctx, d, http.MethodGet, httpapi.PathAttention, url.Values{"project": {d.Project}}, nil)
 	if err != nil {
 		return 0, err
 	}
@@ -129,7 +129,7 @@ func demoOverride(ctx context.Context, d *demoEnv) error {
 		"note":     "proof.txt is in the run's workspace with the content op-1 was asked to write; op-1-r1 rewrote the same bytes",
 		"evidence": map[string]any{"path": filepath.Join(ws, "proof.txt"), "sha256": hex.EncodeToString(sum[:])},
 	}
-	m, err := demoAPI(ctx, d, http.MethodPost, operations.PathReconcile, nil, req)
+	m, err := demoAPI(ctx, d, http.MethodPost, httpapi.PathReconcile, nil, req)
 	if err != nil {
 		return err
 	}
@@ -140,7 +140,7 @@ func demoOverride(ctx context.Context, d *demoEnv) error {
 	if err := outbox.WaitDelivered(wctx, d.Stack.Pool, d.Project, run, 20*time.Millisecond); err != nil {
 		return err
 	}
-	m, err = demoAPI(ctx, d, http.MethodGet, operations.PathHistory,
+	m, err = demoAPI(ctx, d, http.MethodGet, httpapi.PathHistory,
 		url.Values{"project": {d.Project}, "run_id": {run}, "operation_id": {"op-1"}}, nil)
 	if err != nil {
 		return err

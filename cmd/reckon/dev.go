@@ -24,7 +24,7 @@ func runDev(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	stack, err := app.StartDev(ctx, cfg, app.DevOptions{Kernel: app.KernelOptions{NoWorker: *noWorker}})
+	stack, err := app.StartDev(ctx, cfg, app.DevConfig{Kernel: app.KernelConfig{NoWorker: *noWorker}})
 	if err != nil {
 		return err
 	}

@@ -489,7 +489,7 @@ func TestMCPGatewaySIGKILLMidCall(t *testing.T) {
 	}
 	time.Sleep(2 * time.Second) // RECKON_STALE_AFTER for host-run-b's operation
 
-	svc := operations.New(s.Pool, operations.Options{StaleAfter: 2 * time.Second})
+	svc := operations.New(s.Pool, operations.Config{StaleAfter: 2 * time.Second})
 	page, err := svc.List(ctx, operations.ListParams{Project: "crash"})
 	if err != nil {
 		t.Fatal(err)
@@ -515,7 +515,7 @@ func TestMCPGatewaySIGKILLMidCall(t *testing.T) {
 		if e.Type != kernel.TypeOperationReconciled {
 			continue
 		}
-		var r kernel.Reconciled
+		var r kernel.Reconciliation
 		_ = e.DecodeData(&r)
 		verdicts = append(verdicts, e.RunID+"/"+r.OperationID+" "+r.Effect+" "+r.Basis)
 	}

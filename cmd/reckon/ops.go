@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/seed-7bc021c3/reckon/kernel"
+	"github.com/seed-7bc021c3/reckon/kernel/httpapi"
 	"github.com/seed-7bc021c3/reckon/kernel/operations"
-	"github.com/seed-7bc021c3/reckon/pipeline/sweep"
 )
 
 func init() {
@@ -151,7 +151,7 @@ func opsMain(ctx context.Context, args []string, stdout, stderr io.Writer, geten
 		if err := need(map[string]string{"--project": *project, "--run": *run, "--op": *op}); err != nil {
 			return err
 		}
-		raw, _, err := c.do(ctx, http.MethodGet, operations.PathHistory,
+		raw, _, err := c.do(ctx, http.MethodGet, httpapi.PathHistory,
 			url.Values{"project": {*project}, "run_id": {*run}, "operation_id": {*op}}, nil, nil)
 		if err != nil {
 			return err
@@ -196,9 +196,9 @@ func opsMain(ctx context.Context, args []string, stdout, stderr io.Writer, geten
 		}
 		hdr := map[string]string{}
 		if *key != "" {
-			hdr[operations.IdempotencyKeyHeader] = *key
+			hdr[httpapi.IdempotencyKeyHeader] = *key
 		}
-		raw, h, err := c.do(ctx, http.MethodPost, operations.PathReconcile, nil, body, hdr)
+		raw, h, err := c.do(ctx, http.MethodPost, httpapi.PathReconcile, nil, body, hdr)
 		if err != nil {
 			return err
 		}
@@ -212,7 +212,7 @@ func opsMain(ctx context.Context, args []string, stdout, stderr io.Writer, geten
 		var d kernel.Reconciliation
 		_ = ev.DecodeData(&d)
 		verb := "recorded"
-		if h.Get(operations.ReplayedHeader) == "true" {
+		if h.Get(httpapi.ReplayedHeader) == "true" {
 			verb = "already recorded"
 		}
 		fmt.Fprintf(stdout, "%s %s: %s/%s effect=%s basis=%s actor=%s\n", verb, ev.Key(), ev.RunID, d.OperationID, d.Effect, d.Basis, ev.Actor)
@@ -244,7 +244,7 @@ func opsMain(ctx context.Context, args []string, stdout, stderr io.Writer, geten
 		if *limit != 0 {
 			q.Set("limit", fmt.Sprint(*limit))
 		}
-		raw, _, err := c.do(ctx, http.MethodGet, sweep.PathVerdicts, q, nil, nil)
+		raw, _, err := c.do(ctx, http.MethodGet, httpapi.PathVerdicts, q, nil, nil)
 		if err != nil {
 			return err
 		}
@@ -252,8 +252,8 @@ func opsMain(ctx context.Context, args []string, stdout, stderr io.Writer, geten
 			return writeRaw(stdout, raw)
 		}
 		var v struct {
-			Verdicts    []kernel.Event     `json:"verdicts"`
-			Resolutions []sweep.Resolution `json:"resolutions"`
+			Verdicts    []kernel.Event          `json:"verdicts"`
+			Resolutions []operations.Resolution `json:"resolutions"`
 		}
 		if err := json.Unmarshal(raw, &v); err != nil {
 			return fmt.Errorf("decode verdicts: %w", err)
@@ -351,7 +351,7 @@ func projectQuery(project, run string) url.Values {
 func opsList(ctx context.Context, c *opsClient, stdout, stderr io.Writer, project, run, cursor string, limit int, all, asJSON bool) error {
 	var items []operations.Item
 	degraded := false
-	raws, cursor, err := pages(ctx, c, operations.PathOperations, projectQuery(project, run), cursor, limit, all, func(raw []byte) (string, error) {
+	raws, cursor, err := pages(ctx, c, httpapi.PathOperations, projectQuery(project, run), cursor, limit, all, func(raw []byte) (string, error) {
 		var p operations.Page // the API's null next_cursor decodes as ""
 		if err := json.Unmarshal(raw, &p); err != nil {
 			return "", fmt.Errorf("decode listing: %w", err)
@@ -461,8 +461,8 @@ func parseSince(v string, now time.Time) (time.Time, error) {
 // "no", "YES" while an operation waits for a person, "resolved" once an
 // operator has decided every operation of the verdict since, or "YES (k/n
 // decided)" in between.
-func printVerdicts(w io.Writer, evs []kernel.Event, res []sweep.Resolution) error {
-	byKey := map[kernel.EventKey]sweep.Resolution{}
+func printVerdicts(w io.Writer, evs []kernel.Event, res []operations.Resolution) error {
+	byKey := map[kernel.EventKey]operations.Resolution{}
 	for _, r := range res {
 		byKey[r.Verdict] = r
 	}
@@ -501,7 +501,7 @@ func printVerdicts(w io.Writer, evs []kernel.Event, res []sweep.Resolution) erro
 
 func opsAttention(ctx context.Context, c *opsClient, stdout io.Writer, project, run, cursor string, limit int, all, asJSON bool) error {
 	var items []operations.AttentionItem
-	raws, cursor, err := pages(ctx, c, operations.PathAttention, projectQuery(project, run), cursor, limit, all, func(raw []byte) (string, error) {
+	raws, cursor, err := pages(ctx, c, httpapi.PathAttention, projectQuery(project, run), cursor, limit, all, func(raw []byte) (string, error) {
 		var p operations.AttentionPage // the API's null next_cursor decodes as ""
 		if err := json.Unmarshal(raw, &p); err != nil {
 			return "", fmt.Errorf("decode attention queue: %w", err)

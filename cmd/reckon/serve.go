@@ -13,7 +13,6 @@ import (
 	"github.com/seed-7bc021c3/reckon/kernel/config"
 	"github.com/seed-7bc021c3/reckon/kernel/operations"
 	"github.com/seed-7bc021c3/reckon/kernel/outbox"
-	"github.com/seed-7bc021c3/reckon/kernel/runner"
 	"github.com/seed-7bc021c3/reckon/pipeline/sweep"
 )
 
@@ -58,7 +57,7 @@ func runServe(ctx context.Context, args []string) error {
 	var kernel *app.Kernel
 	var ops *operations.Service // one service, so API and sweep share liveness caches
 	if needsTemporal {
-		kernel, err = core.StartKernel(ctx, app.KernelOptions{NoWorker: !*wrk})
+		kernel, err = core.StartKernel(ctx, app.KernelConfig{NoWorker: !*wrk})
 		if err != nil {
 			return fmt.Errorf("kernel: %w", err)
 		}
@@ -73,10 +72,8 @@ func runServe(ctx context.Context, args []string) error {
 	var wg sync.WaitGroup
 	errc := make(chan error, 4)
 	if *api {
-		srv := core.NewAPI()
-		runner.Mount(srv, kernel.Starter)
-		ops = core.MountOperations(srv, kernel.Conn.Client)
-		core.MountVerdicts(srv)
+		ops = core.OperationsService(kernel.Conn.Client)
+		srv := core.NewAPI(kernel, ops)
 		bound := make(chan string, 1)
 		wg.Add(1)
 		go func() {

@@ -34,7 +34,7 @@ func runWorker(ctx context.Context, args []string) error {
 		return err
 	}
 	defer core.Close()
-	k, err := core.StartKernel(ctx, app.KernelOptions{})
+	k, err := core.StartKernel(ctx, app.KernelConfig{})
 	if err != nil {
 		return err
 	}

@@ -115,7 +115,7 @@ func TestWorkerSIGKILLDuringRunCommand(t *testing.T) {
 	for i := range kills {
 		w := startWorker()
 		runs[i] = fmt.Sprintf("crash-%02d", i)
-		if _, _, err := starter.Start(ctx, runner.StartRequest{Project: "crash", RunID: runs[i], Plan: plan}); err != nil {
+		if _, _, err := starter.Start(ctx, runner.StartParams{Project: "crash", RunID: runs[i], Plan: plan}); err != nil {
 			t.Fatal(err)
 		}
 		ws, _ := starter.Workspace("crash", runs[i])

@@ -92,7 +92,7 @@ func (st *Stack) Drill(ctx context.Context, sc Scenario, o Options) ([]*evals.Fi
 	}
 	rctx, cancel := context.WithTimeout(ctx, o.RunTimeout)
 	defer cancel()
-	if _, _, err := starter.Start(rctx, runner.StartRequest{Project: o.Project, RunID: sc.RunID, Plan: plan}); err != nil {
+	if _, _, err := starter.Start(rctx, runner.StartParams{Project: o.Project, RunID: sc.RunID, Plan: plan}); err != nil {
 		return nil, fmt.Errorf("start run: %w", err)
 	}
 	if sc.Lose != nil {
@@ -284,7 +284,7 @@ func (st *Stack) reconcileAsOperator(ctx context.Context, project, runID string)
 		return err
 	}
 	for _, r := range recs {
-		_, err := st.Ops.Reconcile(ctx, operations.ReconcileRequest{
+		_, err := st.Ops.Reconcile(ctx, operations.ReconcileParams{
 			Project: project, RunID: runID, OperationID: r.OperationID, Effect: r.Truth,
 			Note:  fmt.Sprintf("drill operator: checked the downstream state of %s; the effect %s", r.OperationID, map[string]string{"occurred": "landed", "none": "never happened"}[r.Truth]),
 			Basis: kernel.BasisOperator, Actor: "operator:drill",

@@ -50,8 +50,8 @@ func startHostile(t *testing.T) *hostile {
 		"RECKON_TOKENS":    "bot:agent:" + botTok + ",bot2:agent:" + bot2Tok + ",ann:operator:" + annTok,
 		"RECKON_LOG_LEVEL": "error",
 	})
-	st, err := StartDev(context.Background(), cfg, DevOptions{
-		Kernel: KernelOptions{InMemory: true},
+	st, err := StartDev(context.Background(), cfg, DevConfig{
+		Kernel: KernelConfig{InMemory: true},
 		Outbox: outbox.Config{PollInterval: 20 * time.Millisecond},
 	})
 	if err != nil {

@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 
 	"github.com/seed-7bc021c3/reckon/kernel/config"
-	"github.com/seed-7bc021c3/reckon/kernel/httpapi"
 	"github.com/seed-7bc021c3/reckon/kernel/mcptool"
 	"github.com/seed-7bc021c3/reckon/kernel/runner"
 	"github.com/seed-7bc021c3/reckon/pipeline"
@@ -77,17 +76,8 @@ func (c *Core) NewSweeper(ops sweep.Operations, tune ...func(*sweep.Config)) (*s
 	return sweep.New(c.Pool, ops, c.Journal, sc), nil
 }
 
-// MountVerdicts serves GET /v1/supervisor/verdicts on api (reader), with
-// what operators have decided since each verdict. Call it while building
-// the API, before it serves.
-func (c *Core) MountVerdicts(api *httpapi.Server) {
-	sweep.MountVerdicts(api, c.Journal, c.OperationsService(nil))
-}
-
 // StartPipeline runs the cron-driven triage sweep (RECKON_TRIAGE_SCHEDULE)
-// in the stack's lifetime over ops (nil: journal-liveness operations). The
-// verdicts endpoint is not mounted here: routes must be mounted before the
-// API serves, so whoever builds the API calls MountVerdicts first.
+// in the stack's lifetime over ops (nil: journal-liveness operations).
 func (s *Stack) StartPipeline(ops sweep.Operations) error {
 	if ops == nil {
 		ops = s.OperationsService(nil)

@@ -62,9 +62,8 @@ func TestStartPipeline(t *testing.T) {
 		t.Fatalf("third probe: %T", probes[2])
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	st := &Stack{Core: core, API: core.NewAPI(), ctx: ctx, cancel: cancel}
+	st := &Stack{Core: core, ctx: ctx, cancel: cancel}
 	defer st.Close()
-	core.MountVerdicts(st.API)
 
 	t0 := time.Now().UTC().Add(-time.Hour)
 	mk := func(id, typ string, data any) kernel.Event {
@@ -102,7 +101,7 @@ func TestStartPipeline(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	hs := httptest.NewServer(st.API)
+	hs := httptest.NewServer(core.NewAPI(nil, core.OperationsService(nil)))
 	defer hs.Close()
 	req, _ := http.NewRequest(http.MethodGet, hs.URL+"/v1/supervisor/verdicts?project=acme", nil)
 	req.Header.Set("Authorization", "Bearer secret-reader")

@@ -15,8 +15,8 @@ import (
 	"github.com/seed-7bc021c3/reckon/kernel/temporalx"
 )
 
-// KernelOptions tunes the kernel: Temporal connection and run worker.
-type KernelOptions struct {
+// KernelConfig configures the kernel: Temporal connection and run worker.
+type KernelConfig struct {
 	// Fault overrides KERNEL_FAULT_AFTER_EFFECT / KERNEL_FAULT_BEFORE_EFFECT
 	// when set (demo sets it in-process).
 	Fault *fault.Config
@@ -79,7 +79,7 @@ func (c *Core) connectTemporal(ctx context.Context, inMemory bool) (*temporalx.C
 
 // StartKernel connects to Temporal and starts the run worker on
 // RECKON_TASK_QUEUE.
-func (c *Core) StartKernel(ctx context.Context, o KernelOptions) (*Kernel, error) {
+func (c *Core) StartKernel(ctx context.Context, o KernelConfig) (*Kernel, error) {
 	tools, err := c.KernelTools()
 	if err != nil {
 		return nil, err

@@ -169,7 +169,7 @@ func CheckSource(src string) error {
 	switch {
 	case src == "":
 		return errors.New("configuration: RECKON_GATEWAY_SOURCE (--source) must not be empty")
-	case src == kernel.KernelSource || src == kernel.ActorSupervisor || strings.HasPrefix(src, "operator"):
+	case src == kernel.SourceKernel || src == kernel.ActorSupervisor || strings.HasPrefix(src, "operator"):
 		return fmt.Errorf("configuration: RECKON_GATEWAY_SOURCE (--source) %q is reserved (kernel, supervisor and operator… are never an agent's source); use e.g. %q", src, DefaultSource)
 	case len(src) > 128 || strings.ContainsAny(src, " \t\n/"):
 		return fmt.Errorf("configuration: RECKON_GATEWAY_SOURCE (--source) must be at most 128 characters without spaces or \"/\", got %q", src)

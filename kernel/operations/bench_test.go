@@ -89,7 +89,7 @@ func BenchmarkListing(b *testing.B) {
 		unsettled := benchUnsettled(b, j, now)
 		benchAppendHistory(b, sch.Pool, 0, int64(size-unsettled)/benchEventsPerRun, now)
 		x := &journalSize{size: size, build: time.Since(start), pool: sch.Pool,
-			svc: New(sch.Pool, Options{Now: func() time.Time { return now }, Liveness: benchLiveness{}})}
+			svc: New(sch.Pool, Config{Now: func() time.Time { return now }, Liveness: benchLiveness{}})}
 		if err := sch.Pool.QueryRow(ctx, `SELECT count(*) FROM journal_events`).Scan(&x.events); err != nil {
 			b.Fatal(err)
 		}

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seed-7bc021c3/reckon/internal/reckontest"
 	"github.com/seed-7bc021c3/reckon/kernel"
 )
 
@@ -14,42 +15,42 @@ func TestChildSummarySQLMatchesReplay(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil)
 	ago := func(d time.Duration) time.Time { return t0.Add(-d) }
-	parent := evb{"acme", "parent", kernel.SourceKernel}
-	children := map[string]func(c evb) []kernel.Event{
-		"none": func(c evb) []kernel.Event {
-			return []kernel.Event{c.runStarted(ago(time.Hour)), c.runFailed(ago(time.Hour))}
+	parent := reckontest.Run{Project: "acme", RunID: "parent", Source: kernel.SourceKernel}
+	children := map[string]func(c reckontest.Run) []kernel.Event{
+		"none": func(c reckontest.Run) []kernel.Event {
+			return []kernel.Event{c.RunStarted(ago(time.Hour)), c.RunFailed(ago(time.Hour))}
 		},
-		"mixed": func(c evb) []kernel.Event {
-			return []kernel.Event{c.runStarted(ago(time.Hour)),
-				c.started("op-1", "run_command", ago(time.Hour)), c.completed("op-1", ago(time.Hour)),
-				c.started("op-2", "run_command", ago(time.Hour)), c.failed("op-2", kernel.EffectUncertain, ago(time.Hour)),
-				c.started("op-3", "run_command", ago(time.Hour)), c.failed("op-3", kernel.EffectNone, ago(time.Hour)),
-				c.started("op-4", "run_command", ago(time.Hour)), c.failed("op-4", "", ago(time.Hour)),
-				c.started("op-5", "run_command", ago(time.Hour)), c.blocked("op-5", ago(time.Hour)),
-				c.started("op-6", "run_command", ago(time.Hour)),
-				reconciledEv("acme", c.run, "op-6", kernel.EffectUnknown, kernel.EventKey{SourceID: c.source, EventID: c.run + "/op-6/started"}, ago(time.Hour))}
+		"mixed": func(c reckontest.Run) []kernel.Event {
+			return []kernel.Event{c.RunStarted(ago(time.Hour)),
+				c.Started("op-1", "run_command", ago(time.Hour)), c.Completed("op-1", ago(time.Hour)),
+				c.Started("op-2", "run_command", ago(time.Hour)), c.Failed("op-2", kernel.EffectUncertain, ago(time.Hour)),
+				c.Started("op-3", "run_command", ago(time.Hour)), c.Failed("op-3", kernel.EffectNone, ago(time.Hour)),
+				c.Started("op-4", "run_command", ago(time.Hour)), c.Failed("op-4", "", ago(time.Hour)),
+				c.Started("op-5", "run_command", ago(time.Hour)), c.Blocked("op-5", ago(time.Hour)),
+				c.Started("op-6", "run_command", ago(time.Hour)),
+				ruling("acme", c.RunID, "op-6", kernel.EffectUnknown, kernel.EventKey{SourceID: c.Source, EventID: c.RunID + "/op-6/started"}, ago(time.Hour))}
 		},
 		// A settling event ahead of its tool.started, and one of an
 		// operation that never started.
-		"out-of-order": func(c evb) []kernel.Event {
-			return []kernel.Event{c.completed("op-1", ago(2*time.Hour)), c.started("op-1", "run_command", ago(time.Hour)),
-				c.completed("op-9", ago(time.Hour)), c.started("op-2", "run_command", ago(time.Hour))}
+		"out-of-order": func(c reckontest.Run) []kernel.Event {
+			return []kernel.Event{c.Completed("op-1", ago(2*time.Hour)), c.Started("op-1", "run_command", ago(time.Hour)),
+				c.Completed("op-9", ago(time.Hour)), c.Started("op-2", "run_command", ago(time.Hour))}
 		},
 	}
 	var evs []kernel.Event
 	want := map[string]kernel.ChildSummary{}
-	evs = append(evs, parent.runStarted(ago(3*time.Hour)))
+	evs = append(evs, parent.RunStarted(ago(3*time.Hour)))
 	for op, build := range children {
-		child := evb{"acme", kernel.ChildRunID("parent", op), kernel.SourceKernel}
+		child := reckontest.Run{Project: "acme", RunID: kernel.ChildRunID("parent", op), Source: kernel.SourceKernel}
 		cevs := build(child)
 		want[op] = kernel.Replay(cevs).Summary()
-		evs = append(evs, parent.started(op, kernel.DelegateTool, ago(2*time.Hour)))
+		evs = append(evs, parent.Started(op, kernel.DelegateTool, ago(2*time.Hour)))
 		evs = append(evs, cevs...)
 	}
-	evs = append(evs, parent.runFailed(ago(time.Minute)))
-	e.ingest(evs...)
+	evs = append(evs, parent.RunFailed(ago(time.Minute)))
+	e.Ingest(evs...)
 
-	items, _ := e.list("acme")
+	items, _ := e.List("acme")
 	for op, w := range want {
 		it, ok := items["parent/"+op]
 		if !ok || it.ChildSummary == nil {

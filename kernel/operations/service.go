@@ -11,17 +11,18 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/seed-7bc021c3/reckon/kernel"
+	"github.com/seed-7bc021c3/reckon/kernel/journal"
 )
 
-// Defaults of Options.
+// Defaults of Config.
 const (
 	DefaultWindow        = 168 * time.Hour
 	DefaultStaleAfter    = 10 * time.Minute
 	DefaultLivenessCalls = 64
 )
 
-// Options configures a Service.
-type Options struct {
+// Config configures a Service.
+type Config struct {
 	// Window bounds the listing over event time (RECKON_OPERATIONS_WINDOW):
 	// a tool.started older than now-Window is not listed. It is also the
 	// span within which the same reconcile body is answered idempotently.
@@ -45,12 +46,13 @@ type Options struct {
 
 // Service is the operations projection and the reconciliation path.
 type Service struct {
-	pool *pgxpool.Pool
-	o    Options
+	pool    *pgxpool.Pool
+	journal *journal.Store
+	cfg     Config
 }
 
 // New returns a Service over the journal in pool.
-func New(pool *pgxpool.Pool, opts Options) *Service {
+func New(pool *pgxpool.Pool, opts Config) *Service {
 	if opts.Window <= 0 {
 		opts.Window = DefaultWindow
 	}
@@ -66,10 +68,10 @@ func New(pool *pgxpool.Pool, opts Options) *Service {
 	if opts.Metrics == nil {
 		opts.Metrics = NewMetrics(nil)
 	}
-	return &Service{pool: pool, o: opts}
+	return &Service{pool: pool, journal: journal.New(pool, nil), cfg: opts}
 }
 
-func (s *Service) now() time.Time { return s.o.Now().UTC() }
+func (s *Service) now() time.Time { return s.cfg.Now().UTC() }
 
 // maxRounds bounds the queries of one listing call when many candidates are
 // hidden (young operations of running runs); the page then ends early with
@@ -95,7 +97,7 @@ func (s *Service) List(ctx context.Context, p ListParams) (Page, error) {
 	page, err := s.list(ctx, p)
 	// A malformed request is the caller's mistake, not a listing.
 	if kernel.ErrorCode(err) != kernel.EInvalid {
-		s.o.Metrics.observeList(time.Since(start).Seconds(), page, err)
+		s.cfg.Metrics.observeList(time.Since(start).Seconds(), page, err)
 	}
 	return page, err
 }
@@ -106,7 +108,7 @@ func (s *Service) list(ctx context.Context, p ListParams) (Page, error) {
 		return Page{}, err
 	}
 	now := s.now()
-	since := now.Add(-s.o.Window)
+	since := now.Add(-s.cfg.Window)
 	start := position{ts: since, seq: 0}
 	if p.Cursor != "" {
 		c, err := decodeCursor(p.Cursor)
@@ -116,7 +118,7 @@ func (s *Service) list(ctx context.Context, p ListParams) (Page, error) {
 		start = position{ts: c.ts, seq: c.seq + 1}
 	}
 
-	lv := &listingLiveness{s: s, known: map[string]livenessAnswer{}, budget: s.o.LivenessCalls}
+	lv := &listingLiveness{s: s, known: map[string]livenessAnswer{}, budget: s.cfg.LivenessCalls}
 	page := Page{Operations: []Item{}}
 	for round := 0; round < maxRounds; round++ {
 		need := limit - len(page.Operations)
@@ -222,7 +224,7 @@ func (s *Service) classify(c candidate, project string, now time.Time, lv *listi
 		switch {
 		case known && !running:
 			it.State = StateCrashWindow
-		case now.Sub(c.pos.ts) >= s.o.StaleAfter:
+		case now.Sub(c.pos.ts) >= s.cfg.StaleAfter:
 			it.State = StateStaleInFlight
 			it.LivenessUnknown = !known
 		default:
@@ -289,7 +291,7 @@ func (s *Service) childSummaries(ctx context.Context, project string, items []It
 // Projects returns the projects that have open operations inside the window
 // (the sweep iterates these).
 func (s *Service) Projects(ctx context.Context) ([]string, error) {
-	rows, err := s.pool.Query(ctx, projectsSQL, s.now().Add(-s.o.Window))
+	rows, err := s.pool.Query(ctx, projectsSQL, s.now().Add(-s.cfg.Window))
 	if err != nil {
 		return nil, fmt.Errorf("projects with open operations: %w", err)
 	}
@@ -366,7 +368,7 @@ func kernelRun(c candidate) bool {
 // needsCall reports whether c's run is a kernel run whose liveness only the
 // Liveness can tell.
 func (l *listingLiveness) needsCall(c candidate) bool {
-	return c.failure == nil && !c.runEnded && l.s.o.Liveness != nil && kernelRun(c)
+	return c.failure == nil && !c.runEnded && l.s.cfg.Liveness != nil && kernelRun(c)
 }
 
 // livenessConcurrency bounds parallel Liveness calls of one listing.
@@ -412,7 +414,7 @@ func (l *listingLiveness) resolve(ctx context.Context, project string, cands []c
 			if failing.Load() {
 				return
 			}
-			running, err := l.s.o.Liveness.Running(ctx, project, r)
+			running, err := l.s.cfg.Liveness.Running(ctx, project, r)
 			answers[i] = livenessAnswer{running: running, known: err == nil}
 			if err != nil {
 				failing.Store(true)

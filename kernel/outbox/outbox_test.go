@@ -288,8 +288,7 @@ func TestPublisherThroughHTTPIngestAPI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	api := httpapi.New(httpapi.Options{Tokens: tokens, Log: zerolog.Nop()})
-	api.MountIngest(journal.New(s.Pool, nil), nil)
+	api := httpapi.New(httpapi.Config{Tokens: tokens, Log: zerolog.Nop(), Journal: journal.New(s.Pool, nil)})
 	srv := httptest.NewServer(api)
 	defer srv.Close()
 

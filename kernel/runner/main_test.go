@@ -112,7 +112,7 @@ func (e *env) run(runID string, plan Plan) ([]kernel.Event, error) {
 	e.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	if _, _, err := e.starter.StartUnchecked(ctx, StartRequest{Project: e.project, RunID: runID, Plan: plan}); err != nil {
+	if _, _, err := e.starter.StartUnchecked(ctx, StartParams{Project: e.project, RunID: runID, Plan: plan}); err != nil {
 		e.t.Fatalf("start %s: %v", runID, err)
 	}
 	err := e.wait(ctx, runID)

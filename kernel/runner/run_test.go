@@ -237,7 +237,7 @@ func TestCancelRunMidCommand(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	plan := Plan{Steps: []Step{cmd("echo begin > begin.txt; sleep 20; echo end > end.txt"), cmd("echo never > never.txt")}}
-	if _, _, err := e.starter.StartUnchecked(ctx, StartRequest{Project: e.project, RunID: "c1", Plan: plan}); err != nil {
+	if _, _, err := e.starter.StartUnchecked(ctx, StartParams{Project: e.project, RunID: "c1", Plan: plan}); err != nil {
 		t.Fatal(err)
 	}
 	for {

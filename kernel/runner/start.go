@@ -36,8 +36,8 @@ type Starter struct {
 	Timeouts Timeouts
 }
 
-// StartRequest is the body of POST /v1/runs.
-type StartRequest struct {
+// StartParams starts a run: the body of POST /v1/runs.
+type StartParams struct {
 	Project string `json:"project"`
 	RunID   string `json:"run_id,omitempty"`
 	Plan    Plan   `json:"plan"`
@@ -63,7 +63,7 @@ func NewRunID() string {
 // exists: the same plan again returns it (created=false), a different plan
 // is an EConflict. A start interrupted between recording the run and
 // starting its workflow is completed by the next identical request.
-func (s *Starter) Start(ctx context.Context, req StartRequest) (runID string, created bool, err error) {
+func (s *Starter) Start(ctx context.Context, req StartParams) (runID string, created bool, err error) {
 	if err := kernel.ValidateID("project", req.Project); err != nil {
 		return "", false, err
 	}
@@ -86,11 +86,11 @@ func (s *Starter) Start(ctx context.Context, req StartRequest) (runID string, cr
 // StartUnchecked starts a run without validating its plan, for tests and
 // drills that need a plan the API would reject (a step that fails
 // validation at execution).
-func (s *Starter) StartUnchecked(ctx context.Context, req StartRequest) (string, bool, error) {
+func (s *Starter) StartUnchecked(ctx context.Context, req StartParams) (string, bool, error) {
 	return s.start(ctx, req)
 }
 
-func (s *Starter) start(ctx context.Context, req StartRequest) (string, bool, error) {
+func (s *Starter) start(ctx context.Context, req StartParams) (string, bool, error) {
 	planJSON, err := json.Marshal(req.Plan)
 	if err != nil {
 		return "", false, fmt.Errorf("marshal plan: %w", err)
@@ -142,7 +142,7 @@ func (s *Starter) start(ctx context.Context, req StartRequest) (string, bool, er
 // caller who wrote them first would have them read as the kernel's run.
 // Once the run is recorded, ingest refuses such writes (Owners); a write
 // racing this check within the same instant is not caught.
-func (s *Starter) refuseClaimed(ctx context.Context, req StartRequest) error {
+func (s *Starter) refuseClaimed(ctx context.Context, req StartParams) error {
 	var exists bool
 	if err := s.Pool.QueryRow(ctx, runExistsSQL, req.Project, req.RunID).Scan(&exists); err != nil {
 		return fmt.Errorf("read run %s/%s: %w", req.Project, req.RunID, err)

@@ -35,7 +35,7 @@ func newEnv(t testing.TB) *env {
 	j := journal.New(s.Pool, nil)
 	return &env{
 		t: t, s: s, j: j,
-		ops: operations.New(s.Pool, operations.Options{}),
+		ops: operations.New(s.Pool, operations.Config{}),
 		pub: outbox.NewPublisher(s.Pool, j, outbox.Config{}, nil, zerolog.Nop()),
 		t0:  time.Now().UTC().Add(-time.Hour).Truncate(time.Second),
 	}
@@ -216,14 +216,14 @@ func (e *env) outboxPending() int {
 
 func (e *env) humanReconcile(run, op, effect string) kernel.Event {
 	e.t.Helper()
-	ev, err := e.ops.Reconcile(context.Background(), operations.ReconcileRequest{
+	rec, err := e.ops.Reconcile(context.Background(), operations.ReconcileParams{
 		Project: "acme", RunID: run, OperationID: op, Effect: effect,
 		Note: "checked by hand", Basis: kernel.BasisOperator, Actor: "operator:alice",
 	})
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	return ev
+	return rec.Event
 }
 
 // decideFunc adapts a function to pipeline.Supervisor.

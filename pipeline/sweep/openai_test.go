@@ -14,6 +14,7 @@ import (
 	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/auth"
 	"github.com/seed-7bc021c3/reckon/kernel/httpapi"
+	"github.com/seed-7bc021c3/reckon/kernel/operations"
 	"github.com/seed-7bc021c3/reckon/pipeline/supervisor"
 	"github.com/seed-7bc021c3/reckon/pipeline/supervisor/fakeopenai"
 	"github.com/seed-7bc021c3/reckon/prompts"
@@ -123,8 +124,7 @@ func TestVerdictsAPI(t *testing.T) {
 	tokens := &auth.Tokens{}
 	tokens.Add("r", auth.RoleReader, "reader-secret")
 	tokens.Add("a", auth.RoleAgent, "agent-secret")
-	srv := httpapi.New(httpapi.Options{Tokens: tokens})
-	MountVerdicts(srv, e.j, e.ops)
+	srv := httpapi.New(httpapi.Config{Tokens: tokens, Verdicts: e.ops})
 	hs := httptest.NewServer(srv)
 	defer hs.Close()
 	get := func(path, token string) (int, map[string]json.RawMessage) {
@@ -141,12 +141,12 @@ func TestVerdictsAPI(t *testing.T) {
 		_ = json.NewDecoder(resp.Body).Decode(&body)
 		return resp.StatusCode, body
 	}
-	code, body := get(PathVerdicts+"?project=acme", "reader-secret")
+	code, body := get(httpapi.PathVerdicts+"?project=acme", "reader-secret")
 	var vs []kernel.Event
 	if code != 200 || json.Unmarshal(body["verdicts"], &vs) != nil || len(vs) != 2 || vs[0].Type != kernel.TypeSupervisorVerdict {
 		t.Fatalf("list: %d %s", code, body["verdicts"])
 	}
-	var res []Resolution
+	var res []operations.Resolution
 	if json.Unmarshal(body["resolutions"], &res) != nil || len(res) != 2 || res[0].Verdict != vs[0].Key() || res[0].Resolved || len(res[0].DecidedByOperator) != 0 {
 		t.Fatalf("resolutions before any operator decision: %s", body["resolutions"])
 	}
@@ -154,7 +154,7 @@ func TestVerdictsAPI(t *testing.T) {
 	// other one is not.
 	e.humanReconcile("run-1", "op-1", kernel.EffectOccurred)
 	e.drain()
-	_, body = get(PathVerdicts+"?project=acme", "reader-secret")
+	_, body = get(httpapi.PathVerdicts+"?project=acme", "reader-secret")
 	if json.Unmarshal(body["resolutions"], &res) != nil || len(res) != 2 {
 		t.Fatalf("resolutions: %s", body["resolutions"])
 	}
@@ -164,24 +164,24 @@ func TestVerdictsAPI(t *testing.T) {
 			t.Fatalf("resolution of %s: %+v", vs[i].RunID, r)
 		}
 	}
-	code, body = get(PathVerdicts+"?project=acme&run_id=run-2", "reader-secret")
+	code, body = get(httpapi.PathVerdicts+"?project=acme&run_id=run-2", "reader-secret")
 	if code != 200 || json.Unmarshal(body["verdicts"], &vs) != nil || len(vs) != 1 || vs[0].RunID != "run-2" {
 		t.Fatalf("run filter: %d %s", code, body["verdicts"])
 	}
-	code, body = get(PathVerdicts+"?project=nobody", "reader-secret")
+	code, body = get(httpapi.PathVerdicts+"?project=nobody", "reader-secret")
 	if code != 200 || string(body["verdicts"]) != "[]" {
 		t.Fatalf("empty: %d %s", code, body["verdicts"])
 	}
-	if code, _ := get(PathVerdicts, "reader-secret"); code != 400 {
+	if code, _ := get(httpapi.PathVerdicts, "reader-secret"); code != 400 {
 		t.Fatalf("missing project: %d", code)
 	}
-	if code, _ := get(PathVerdicts+"?project=acme&limit=0", "reader-secret"); code != 400 {
+	if code, _ := get(httpapi.PathVerdicts+"?project=acme&limit=0", "reader-secret"); code != 400 {
 		t.Fatalf("bad limit: %d", code)
 	}
-	if code, _ := get(PathVerdicts+"?project=acme", ""); code != 401 {
+	if code, _ := get(httpapi.PathVerdicts+"?project=acme", ""); code != 401 {
 		t.Fatalf("no token: %d", code)
 	}
-	if code, _ := get(PathVerdicts+"?project=acme", "agent-secret"); code != 403 {
+	if code, _ := get(httpapi.PathVerdicts+"?project=acme", "agent-secret"); code != 403 {
 		t.Fatalf("agent token: %d", code)
 	}
 }

@@ -82,7 +82,7 @@ func (s *Sweeper) record(ctx context.Context, w pipeline.Wall, d pipeline.Decisi
 		if err != nil {
 			return kernel.Event{}, nil, fmt.Errorf("triage: evidence of %s: %w", v.OperationID, err)
 		}
-		ev, err := s.ops.ReconcileTx(ctx, tx, operations.ReconcileRequest{
+		rec, err := s.ops.ReconcileTx(ctx, tx, operations.ReconcileParams{
 			Project: w.Project, RunID: w.RunID, OperationID: v.OperationID,
 			Effect: v.Effect, Note: v.Note, Evidence: evidence, ProposedEffect: v.ProposedEffect,
 			Basis: v.Basis, Actor: kernel.ActorSupervisor,
@@ -97,7 +97,7 @@ func (s *Sweeper) record(ctx context.Context, w pipeline.Wall, d pipeline.Decisi
 			}
 			return kernel.Event{}, nil, fmt.Errorf("triage: reconcile %s: %w", v.OperationID, err)
 		}
-		recs = append(recs, ev)
+		recs = append(recs, rec.Event)
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return kernel.Event{}, nil, fmt.Errorf("triage: commit wall %s/%s: %w", w.Project, w.RunID, err)

@@ -36,7 +36,7 @@ import (
 type Operations interface {
 	Projects(ctx context.Context) ([]string, error)
 	List(ctx context.Context, p operations.ListParams) (operations.Page, error)
-	ReconcileTx(ctx context.Context, tx pgx.Tx, req operations.ReconcileRequest) (kernel.Event, error)
+	ReconcileTx(ctx context.Context, tx pgx.Tx, p operations.ReconcileParams) (operations.Recorded, error)
 }
 
 var _ Operations = (*operations.Service)(nil)

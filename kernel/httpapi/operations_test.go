@@ -1,4 +1,4 @@
-package operations_test
+package httpapi_test
 
 import (
 	"bytes"
@@ -15,12 +15,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
+	"github.com/seed-7bc021c3/reckon/internal/reckontest"
 	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/auth"
 	"github.com/seed-7bc021c3/reckon/kernel/httpapi"
 	"github.com/seed-7bc021c3/reckon/kernel/operations"
 	"github.com/seed-7bc021c3/reckon/kernel/runner"
-	"github.com/seed-7bc021c3/reckon/pipeline/sweep"
 )
 
 const (
@@ -29,18 +29,47 @@ const (
 	agentTok    = "agent-secret-1"
 )
 
-func newAPI(t *testing.T, e *env) (*httpapi.Server, *httptest.Server) {
+// t0 is the bundle clock's start; events are placed relative to it.
+var t0 = reckontest.T0
+
+func ago(d time.Duration) time.Time { return t0.Add(-d) }
+
+func newEnv(t *testing.T) *reckontest.Bundle {
+	t.Helper()
+	return reckontest.Setup(t, reckontest.Config{Operations: operations.Config{Window: 168 * time.Hour, StaleAfter: 10 * time.Minute}})
+}
+
+// testTokens are the API tokens of these tests: a reader, an operator, an
+// agent.
+func testTokens(t *testing.T) *auth.Tokens {
 	t.Helper()
 	toks, err := auth.Parse("rita:reader:" + readerTok + ",ann:operator:" + operatorTok + ",bot:agent:" + agentTok)
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httpapi.New(httpapi.Options{Tokens: toks, Log: zerolog.Nop(), Registry: prometheus.NewRegistry()})
-	srv.MountIngest(e.j, runner.Owners{Pool: e.s.Pool})
-	e.svc.Mount(srv)
+	return toks
+}
+
+// newAPI serves the API over the bundle's journal and operations service
+// (no runs: RunService is not configured).
+func newAPI(t *testing.T, e *reckontest.Bundle) (*httpapi.Server, *httptest.Server) {
+	t.Helper()
+	srv := httpapi.New(httpapi.Config{
+		Tokens: testTokens(t), Log: zerolog.Nop(), Registry: prometheus.NewRegistry(),
+		Journal: e.Journal, Owners: runner.Owners{Pool: e.Schema.Pool}, Operations: e.Ops, Verdicts: e.Ops,
+	})
 	ts := httptest.NewServer(srv)
 	t.Cleanup(ts.Close)
 	return srv, ts
+}
+
+// uncertainOp journals a run whose op-1 failed uncertain and returns the
+// tool.started key.
+func uncertainOp(e *reckontest.Bundle, project, run, source string) kernel.EventKey {
+	b := reckontest.Run{Project: project, RunID: run, Source: source}
+	s := b.Started("op-1", "run_command", ago(time.Hour))
+	e.Ingest(b.RunStarted(ago(2*time.Hour)), s, b.Failed("op-1", kernel.EffectUncertain, ago(59*time.Minute)), b.RunFailed(ago(58*time.Minute)))
+	return s.Key()
 }
 
 // newTestServer serves h on 127.0.0.1 for the test and returns its URL.
@@ -87,12 +116,12 @@ func call(t *testing.T, method, u, token, body string, hdr ...string) reply {
 
 func TestHTTPEndpoints(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, nil)
+	e := newEnv(t)
 	_, ts := newAPI(t, e)
 	uncertainOp(e, "acme", "run-1", "agent-x")
-	list := ts.URL + operations.PathOperations + "?project=acme"
-	rec := ts.URL + operations.PathReconcile
-	hist := ts.URL + operations.PathHistory + "?" + url.Values{"project": {"acme"}, "run_id": {"run-1"}, "operation_id": {"op-1"}}.Encode()
+	list := ts.URL + httpapi.PathOperations + "?project=acme"
+	rec := ts.URL + httpapi.PathReconcile
+	hist := ts.URL + httpapi.PathHistory + "?" + url.Values{"project": {"acme"}, "run_id": {"run-1"}, "operation_id": {"op-1"}}.Encode()
 	good := `{"project":"acme","run_id":"run-1","operation_id":"op-1","effect":"occurred","note":"drill-proof.txt is there","evidence":{"workspace_file":"drill-proof.txt"}}`
 
 	cases := []struct {
@@ -103,7 +132,7 @@ func TestHTTPEndpoints(t *testing.T) {
 		{"list without token", "GET", list, "", "", 401, "bearer"},
 		{"list with unknown token", "GET", list, "nope-nope-nope", "", 401, "unknown token"},
 		{"list as agent", "GET", list, agentTok, "", 403, "reader"},
-		{"list without project", "GET", ts.URL + operations.PathOperations, readerTok, "", 400, "project"},
+		{"list without project", "GET", ts.URL + httpapi.PathOperations, readerTok, "", 400, "project"},
 		{"list with bad limit", "GET", list + "&limit=abc", readerTok, "", 400, "limit"},
 		{"list with bad cursor", "GET", list + "&cursor=xyz", readerTok, "", 400, "cursor"},
 		{"reconcile without token", "POST", rec, "", good, 401, "bearer"},
@@ -119,7 +148,7 @@ func TestHTTPEndpoints(t *testing.T) {
 		{"reconcile unknown operation", "POST", rec, operatorTok, strings.Replace(good, `"op-1"`, `"op-404"`, 1), 404, "tool.started"},
 		{"history without token", "GET", hist, "", "", 401, "bearer"},
 		{"history as agent", "GET", hist, agentTok, "", 403, "reader"},
-		{"history missing run_id", "GET", ts.URL + operations.PathHistory + "?project=acme&operation_id=op-1", readerTok, "", 400, "run_id"},
+		{"history missing run_id", "GET", ts.URL + httpapi.PathHistory + "?project=acme&operation_id=op-1", readerTok, "", 400, "run_id"},
 		{"history unknown operation", "GET", strings.Replace(hist, "op-1", "op-404", 1), readerTok, "", 404, "op-404"},
 	}
 	for _, c := range cases {
@@ -145,7 +174,7 @@ func TestHTTPEndpoints(t *testing.T) {
 	}
 
 	// Reconcile, repeat with the same key, and with the same body.
-	r1 := call(t, "POST", rec, operatorTok, good, operations.IdempotencyKeyHeader, "abc")
+	r1 := call(t, "POST", rec, operatorTok, good, httpapi.IdempotencyKeyHeader, "abc")
 	if r1.status != 201 || r1.body["type"] != "operation.reconciled" || r1.body["actor"] != "operator:ann" || r1.body["source_id"] != "kernel" {
 		t.Fatalf("reconcile: %d %s", r1.status, r1.raw)
 	}
@@ -153,18 +182,18 @@ func TestHTTPEndpoints(t *testing.T) {
 	if data["basis"] != "operator" || data["effect"] != "occurred" || data["evidence"] == nil {
 		t.Fatalf("reconcile data: %s", r1.raw)
 	}
-	r2 := call(t, "POST", rec, operatorTok, good, operations.IdempotencyKeyHeader, "abc")
+	r2 := call(t, "POST", rec, operatorTok, good, httpapi.IdempotencyKeyHeader, "abc")
 	c1, _ := json.Marshal(r1.body)
 	c2, _ := json.Marshal(r2.body) // maps marshal with sorted keys: a canonical comparison
-	if r2.status != 201 || !bytes.Equal(c1, c2) || r2.header.Get(operations.ReplayedHeader) != "true" {
+	if r2.status != 201 || !bytes.Equal(c1, c2) || r2.header.Get(httpapi.ReplayedHeader) != "true" {
 		t.Fatalf("keyed repeat: %d %s vs %s", r2.status, r2.raw, r1.raw)
 	}
-	e.clock.Set(t0.Add(time.Minute))
+	e.Clock.Set(t0.Add(time.Minute))
 	r3 := call(t, "POST", rec, operatorTok, good)
-	if r3.status != 201 || r3.body["event_id"] != r1.body["event_id"] || r3.header.Get(operations.ReplayedHeader) != "true" {
+	if r3.status != 201 || r3.body["event_id"] != r1.body["event_id"] || r3.header.Get(httpapi.ReplayedHeader) != "true" {
 		t.Fatalf("body repeat: %d %s", r3.status, r3.raw)
 	}
-	e.drain()
+	e.Drain()
 	if r := call(t, "GET", list, readerTok, ""); len(r.body["operations"].([]any)) != 0 {
 		t.Fatalf("listing after reconcile: %s", r.raw)
 	}
@@ -179,7 +208,7 @@ func TestHTTPEndpoints(t *testing.T) {
 // reader.
 func history(t *testing.T, base, project, run, op string) []kernel.Event {
 	t.Helper()
-	r := call(t, "GET", base+operations.PathHistory+"?"+url.Values{"project": {project}, "run_id": {run}, "operation_id": {op}}.Encode(), readerTok, "")
+	r := call(t, "GET", base+httpapi.PathHistory+"?"+url.Values{"project": {project}, "run_id": {run}, "operation_id": {op}}.Encode(), readerTok, "")
 	var h struct {
 		Events []kernel.Event `json:"events"`
 	}
@@ -189,16 +218,13 @@ func history(t *testing.T, base, project, run, op string) []kernel.Event {
 	return h.Events
 }
 
-// TestOpenAPIMatchesRoutes checks the served document against the routes
-// of the whole API — foundation (health, metrics, ingest), runner (runs),
-// this package and the pipeline (verdicts) — in both directions and with
-// the roles each enforces.
+// TestOpenAPIMatchesRoutes checks the served document against the route
+// table — every route, whatever services are configured — in both
+// directions and with the roles each enforces.
 func TestOpenAPIMatchesRoutes(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, nil)
+	e := newEnv(t)
 	srv, ts := newAPI(t, e)
-	sweep.MountVerdicts(srv, e.j, e.svc)
-	runner.Mount(srv, &runner.Starter{}) // routes only; no run is started here
 	r := call(t, "GET", ts.URL+"/openapi.json", "", "")
 	if r.status != 200 || r.body["openapi"] != "3.1.0" {
 		t.Fatalf("/openapi.json: %d", r.status)
@@ -216,11 +242,11 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 	// The checker itself catches drift in both directions.
 	bad, err := checkOpenAPI(r.raw, append(srv.Routes(),
 		httpapi.Route{Method: "GET", Pattern: "/v1/secret"},
-		httpapi.Route{Method: "DELETE", Pattern: operations.PathOperations, Roles: []string{auth.RoleOperator}}))
+		httpapi.Route{Method: "DELETE", Pattern: httpapi.PathOperations, Roles: []string{auth.RoleOperator}}))
 	if err != nil || len(bad.Undocumented) != 2 {
 		t.Fatalf("checker missed undocumented routes: %+v %v", bad, err)
 	}
-	wrongRoles := []httpapi.Route{{Method: "GET", Pattern: operations.PathOperations, Roles: []string{auth.RoleOperator}}}
+	wrongRoles := []httpapi.Route{{Method: "GET", Pattern: httpapi.PathOperations, Roles: []string{auth.RoleOperator}}}
 	if bad, _ := checkOpenAPI(r.raw, wrongRoles); len(bad.Undocumented) != 1 || len(bad.Unserved) == 0 {
 		t.Fatalf("checker missed a role mismatch or unserved routes: %+v", bad)
 	}
@@ -231,7 +257,7 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 // one whose operations are all settled (its queue may still be full).
 func TestWhoamiAndProjects(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, nil)
+	e := newEnv(t)
 	_, ts := newAPI(t, e)
 	for tok, want := range map[string]string{agentTok: "bot agent", readerTok: "rita reader", operatorTok: "ann operator"} {
 		r := call(t, "GET", ts.URL+httpapi.PathWhoami, tok, "")
@@ -246,15 +272,15 @@ func TestWhoamiAndProjects(t *testing.T) {
 		t.Errorf("whoami without a token: %d %s", r.status, r.raw)
 	}
 
-	projects := ts.URL + operations.PathProjects
+	projects := ts.URL + httpapi.PathProjects
 	if r := call(t, "GET", projects, readerTok, ""); r.status != 200 || string(r.raw) != "{\"projects\":[],\"truncated\":false}\n" {
 		t.Fatalf("projects of an empty journal: %d %s", r.status, r.raw)
 	}
 	uncertainOp(e, "zeta", "run-z", "agent-x")
 	uncertainOp(e, "acme", "run-1", "agent-x")
 	uncertainOp(e, "acme", "run-2", "agent-x")
-	settled := evb{project: "beta", run: "run-9", source: "agent-x"}
-	e.ingest(settled.runStarted(ago(time.Hour)), settled.started("op-1", "t", ago(time.Hour)), settled.completed("op-1", ago(time.Hour)))
+	settled := reckontest.Run{Project: "beta", RunID: "run-9", Source: "agent-x"}
+	e.Ingest(settled.RunStarted(ago(time.Hour)), settled.Started("op-1", "t", ago(time.Hour)), settled.Completed("op-1", ago(time.Hour)))
 	r := call(t, "GET", projects, readerTok, "")
 	if r.status != 200 || fmt.Sprint(r.body["projects"]) != "[acme beta zeta]" || r.body["truncated"] != false {
 		t.Fatalf("projects: %d %s", r.status, r.raw)

@@ -1,4 +1,4 @@
-package operations_test
+package httpapi_test
 
 import (
 	"encoding/json"
@@ -6,7 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seed-7bc021c3/reckon/internal/reckontest"
 	"github.com/seed-7bc021c3/reckon/kernel"
+	"github.com/seed-7bc021c3/reckon/kernel/httpapi"
 	"github.com/seed-7bc021c3/reckon/kernel/operations"
 	"github.com/seed-7bc021c3/reckon/pipeline/sweep"
 )
@@ -22,7 +24,7 @@ func attention(t *testing.T, base, project string, limit int) []operations.Atten
 		if cursor != "" {
 			q.Set("cursor", cursor)
 		}
-		r := call(t, "GET", base+operations.PathAttention+"?"+q.Encode(), readerTok, "")
+		r := call(t, "GET", base+httpapi.PathAttention+"?"+q.Encode(), readerTok, "")
 		var p struct {
 			Operations []operations.AttentionItem `json:"operations"`
 			NextCursor *string                    `json:"next_cursor"`
@@ -55,7 +57,7 @@ func itoa(n int) string {
 // outbox) and for good; agents may not read it; the window bounds it.
 func TestAttentionQueue(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, nil)
+	e := newEnv(t)
 	_, ts := newAPI(t, e)
 	// run-1: an agent's uncertain failure (nothing proves it: unknown).
 	uncertainOp(e, "acme", "run-1", "agent-x")
@@ -64,21 +66,21 @@ func TestAttentionQueue(t *testing.T) {
 	// attention; run-3: only a kernel pre-boundary failure (settled none,
 	// nothing asks for attention).
 	for _, run := range []string{"run-2", "run-3"} {
-		b := evb{project: "acme", run: run, source: kernel.SourceKernel}
-		evs := []kernel.Event{b.runStarted(ago(2 * time.Hour))}
+		b := reckontest.Run{Project: "acme", RunID: run, Source: kernel.SourceKernel}
+		evs := []kernel.Event{b.RunStarted(ago(2 * time.Hour))}
 		if run == "run-2" {
-			evs = append(evs, b.started("op-1", "run_command", ago(time.Hour)), b.failed("op-1", kernel.EffectUncertain, ago(59*time.Minute)))
+			evs = append(evs, b.Started("op-1", "run_command", ago(time.Hour)), b.Failed("op-1", kernel.EffectUncertain, ago(59*time.Minute)))
 		}
-		evs = append(evs, b.started("op-2", "run_command", ago(50*time.Minute)),
-			b.ev("op-2/failed", kernel.TypeToolFailed, ago(49*time.Minute), map[string]any{"operation_id": "op-2", "error_type": kernel.ErrorTypeValidation, "error": "bad args"}),
-			b.runFailed(ago(48*time.Minute)))
-		e.ingest(evs...)
+		evs = append(evs, b.Started("op-2", "run_command", ago(50*time.Minute)),
+			b.Event("op-2/failed", kernel.TypeToolFailed, ago(49*time.Minute), map[string]any{"operation_id": "op-2", "error_type": kernel.ErrorTypeValidation, "error": "bad args"}),
+			b.RunFailed(ago(48*time.Minute)))
+		e.Ingest(evs...)
 	}
-	sw := sweep.New(e.s.Pool, e.svc, e.j, sweep.Config{Now: e.clock.Now})
-	if rep, err := sw.Sweep(e.ctx, sweep.Options{Project: "acme"}); err != nil || rep.Journaled != 3 {
+	sw := sweep.New(e.Schema.Pool, e.Ops, e.Journal, sweep.Config{Now: e.Clock.Now})
+	if rep, err := sw.Sweep(e.Ctx, sweep.Options{Project: "acme"}); err != nil || rep.Journaled != 3 {
 		t.Fatalf("sweep: %+v %v", rep, err)
 	}
-	e.drain()
+	e.Drain()
 
 	items := attention(t, ts.URL, "acme", 1)
 	got := map[string]operations.AttentionItem{}
@@ -110,7 +112,7 @@ func TestAttentionQueue(t *testing.T) {
 	}
 
 	// Who may read it, and bad input.
-	q := ts.URL + operations.PathAttention + "?project=acme"
+	q := ts.URL + httpapi.PathAttention + "?project=acme"
 	for _, c := range []struct {
 		name, url, token string
 		status           int
@@ -118,7 +120,7 @@ func TestAttentionQueue(t *testing.T) {
 		{"agent", q, agentTok, 403},
 		{"no token", q, "", 401},
 		{"operator", q, operatorTok, 200},
-		{"no project", ts.URL + operations.PathAttention, readerTok, 400},
+		{"no project", ts.URL + httpapi.PathAttention, readerTok, 400},
 		{"bad limit", q + "&limit=0", readerTok, 400},
 		{"listing cursor", q + "&cursor=" + listingCursor(t, e), readerTok, 400},
 	} {
@@ -130,18 +132,18 @@ func TestAttentionQueue(t *testing.T) {
 	// An operator decides run-1/op-1: off the queue while the decision is
 	// still in the outbox, and after it is journaled.
 	body := `{"project":"acme","run_id":"run-1","operation_id":"op-1","effect":"occurred","note":"the file is there"}`
-	if r := call(t, "POST", ts.URL+operations.PathReconcile, operatorTok, body); r.status != 201 {
+	if r := call(t, "POST", ts.URL+httpapi.PathReconcile, operatorTok, body); r.status != 201 {
 		t.Fatalf("reconcile: %d %s", r.status, r.raw)
 	}
 	if items := attention(t, ts.URL, "acme", 100); len(items) != 2 || hasOp(items, "run-1", "op-1") {
 		t.Fatalf("decided operation still queued (pending): %+v", items)
 	}
-	e.drain()
+	e.Drain()
 	if items := attention(t, ts.URL, "acme", 100); len(items) != 2 || hasOp(items, "run-1", "op-1") {
 		t.Fatalf("decided operation still queued: %+v", items)
 	}
 	// Past the window the supervisor's decisions leave the queue.
-	e.clock.Set(t0.Add(169 * time.Hour))
+	e.Clock.Set(t0.Add(169 * time.Hour))
 	if items := attention(t, ts.URL, "acme", 100); len(items) != 0 {
 		t.Fatalf("queue outside the window: %+v", items)
 	}
@@ -158,12 +160,12 @@ func hasOp(items []operations.AttentionItem, run, op string) bool {
 
 // listingCursor returns a cursor the listing issued, which the queue must
 // refuse.
-func listingCursor(t *testing.T, e *env) string {
+func listingCursor(t *testing.T, e *reckontest.Bundle) string {
 	t.Helper()
-	b := evb{project: "cursors", run: "run-c", source: "agent-x"}
-	e.ingest(b.runStarted(ago(3*time.Hour)), b.started("op-1", "x", ago(2*time.Hour)), b.failed("op-1", "uncertain", ago(2*time.Hour)),
-		b.started("op-2", "x", ago(2*time.Hour)), b.failed("op-2", "uncertain", ago(2*time.Hour)), b.runFailed(ago(time.Hour)))
-	p, err := e.svc.List(e.ctx, operations.ListParams{Project: "cursors", Limit: 1})
+	b := reckontest.Run{Project: "cursors", RunID: "run-c", Source: "agent-x"}
+	e.Ingest(b.RunStarted(ago(3*time.Hour)), b.Started("op-1", "x", ago(2*time.Hour)), b.Failed("op-1", "uncertain", ago(2*time.Hour)),
+		b.Started("op-2", "x", ago(2*time.Hour)), b.Failed("op-2", "uncertain", ago(2*time.Hour)), b.RunFailed(ago(time.Hour)))
+	p, err := e.Ops.List(e.Ctx, operations.ListParams{Project: "cursors", Limit: 1})
 	if err != nil || p.NextCursor == "" {
 		t.Fatalf("listing: %+v %v", p, err)
 	}

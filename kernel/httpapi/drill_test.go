@@ -1,4 +1,4 @@
-package operations_test
+package httpapi_test
 
 import (
 	"crypto/sha256"
@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/seed-7bc021c3/reckon/kernel"
+	"github.com/seed-7bc021c3/reckon/kernel/httpapi"
 	"github.com/seed-7bc021c3/reckon/kernel/operations"
 	"github.com/seed-7bc021c3/reckon/kernel/outbox"
 )
@@ -24,8 +25,7 @@ import (
 // HTTP; the listing clears and the history shows the chain.
 func TestDrillChainFromKernelEvents(t *testing.T) {
 	t.Parallel()
-	live := &fakeLiveness{running: map[string]bool{}} // the workflow has ended
-	e := newEnv(t, live)
+	e := newEnv(t)
 	_, ts := newAPI(t, e)
 
 	const project, run = "acme", "drill-1"
@@ -45,7 +45,7 @@ func TestDrillChainFromKernelEvents(t *testing.T) {
 		return ev
 	}
 	at := t0.Add(-5 * time.Minute)
-	if err := outbox.Enqueue(e.ctx, e.s.Pool,
+	if err := outbox.Enqueue(e.Ctx, e.Schema.Pool,
 		k("run/started", kernel.TypeRunStarted, at, map[string]any{"plan_summary": "run_command", "workspace": ws}),
 		k("op-1/started", kernel.TypeToolStarted, at.Add(time.Second), map[string]any{
 			"operation_id": "op-1", "tool": "run_command", "attempt": 1,
@@ -57,9 +57,9 @@ func TestDrillChainFromKernelEvents(t *testing.T) {
 	); err != nil {
 		t.Fatal(err)
 	}
-	e.drain()
+	e.Drain()
 
-	r := call(t, "GET", ts.URL+operations.PathOperations+"?project="+project, readerTok, "")
+	r := call(t, "GET", ts.URL+httpapi.PathOperations+"?project="+project, readerTok, "")
 	var page struct {
 		Operations []operations.Item `json:"operations"`
 	}
@@ -83,12 +83,12 @@ func TestDrillChainFromKernelEvents(t *testing.T) {
 		"note":     "drill-proof.txt exists in the run's workspace with the command's output",
 		"evidence": map[string]any{"workspace_file": filepath.Join(ws, "drill-proof.txt"), "sha256": hex.EncodeToString(sum[:])},
 	})
-	r = call(t, "POST", ts.URL+operations.PathReconcile, operatorTok, string(body))
+	r = call(t, "POST", ts.URL+httpapi.PathReconcile, operatorTok, string(body))
 	if r.status != 201 {
 		t.Fatalf("reconcile: %d %s", r.status, r.raw)
 	}
-	e.drain()
-	r = call(t, "GET", ts.URL+operations.PathOperations+"?project="+project, readerTok, "")
+	e.Drain()
+	r = call(t, "GET", ts.URL+httpapi.PathOperations+"?project="+project, readerTok, "")
 	if !strings.Contains(string(r.raw), `"operations":[]`) {
 		t.Fatalf("listing after the verdict: %s", r.raw)
 	}

@@ -1,4 +1,4 @@
-package operations_test
+package httpapi_test
 
 import (
 	"encoding/json"

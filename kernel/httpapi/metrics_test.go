@@ -1,6 +1,8 @@
-package operations_test
+package httpapi_test
 
 import (
+	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -8,7 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
-	"github.com/seed-7bc021c3/reckon/kernel/auth"
+	"github.com/seed-7bc021c3/reckon/internal/reckontest"
 	"github.com/seed-7bc021c3/reckon/kernel/httpapi"
 	"github.com/seed-7bc021c3/reckon/kernel/operations"
 )
@@ -17,36 +19,31 @@ import (
 // and reads the figures back from GET /metrics, as a dashboard would.
 func TestMetricsThroughAPI(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, nil)
+	e := newEnv(t)
 	reg := prometheus.NewRegistry()
-	svc := operations.New(e.s.Pool, operations.Options{
-		Window: 168 * time.Hour, StaleAfter: 10 * time.Minute, Now: e.clock.Now,
+	svc := operations.New(e.Schema.Pool, operations.Config{
+		Window: 168 * time.Hour, StaleAfter: 10 * time.Minute, Now: e.Clock.Now,
 		Metrics: operations.NewMetrics(reg),
 		// A liveness that always fails: listings that need it answer degraded.
-		Liveness: &fakeLiveness{failAll: true},
+		Liveness: failingLiveness{},
 	})
-	toks, err := auth.Parse("rita:reader:" + readerTok + ",ann:operator:" + operatorTok)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httpapi.New(httpapi.Options{Tokens: toks, Log: zerolog.Nop(), Registry: reg})
-	svc.Mount(srv)
+	srv := httpapi.New(httpapi.Config{Tokens: testTokens(t), Log: zerolog.Nop(), Registry: reg, Operations: svc})
 	url := newTestServer(t, srv)
 
 	uncertainOp(e, "acme", "run-1", "kernel")
 	// A kernel run still going, whose liveness the listing must ask.
-	b := evb{project: "acme", run: "run-2", source: "kernel"}
-	e.ingest(b.runStarted(ago(time.Hour)), b.started("op-1", "run_command", ago(30*time.Minute)))
-	list := url + operations.PathOperations + "?project=acme"
+	b := reckontest.Run{Project: "acme", RunID: "run-2", Source: "kernel"}
+	e.Ingest(b.RunStarted(ago(time.Hour)), b.Started("op-1", "run_command", ago(30*time.Minute)))
+	list := url + httpapi.PathOperations + "?project=acme"
 	for range 2 {
 		if r := call(t, "GET", list, readerTok, ""); r.status != 200 {
 			t.Fatalf("list: %d %s", r.status, r.raw)
 		}
 	}
-	if r := call(t, "GET", url+operations.PathOperations, readerTok, ""); r.status != 400 {
+	if r := call(t, "GET", url+httpapi.PathOperations, readerTok, ""); r.status != 400 {
 		t.Fatalf("list without project: %d", r.status)
 	}
-	rec := url + operations.PathReconcile
+	rec := url + httpapi.PathReconcile
 	good := `{"project":"acme","run_id":"run-1","operation_id":"op-1","effect":"occurred","note":"checked by hand"}`
 	for i, want := range []int{201, 201, 404, 400} {
 		body := good
@@ -77,4 +74,11 @@ func TestMetricsThroughAPI(t *testing.T) {
 	if strings.Contains(m, `outcome="error"`) {
 		t.Errorf("a malformed listing was counted as a listing:\n%s", m)
 	}
+}
+
+// failingLiveness is a Temporal that never answers.
+type failingLiveness struct{}
+
+func (failingLiveness) Running(context.Context, string, string) (bool, error) {
+	return false, errors.New("temporal unavailable")
 }
