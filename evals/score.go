@@ -352,7 +352,7 @@ func runCase(ctx context.Context, sup pipeline.Supervisor, f *Fixture, opt Optio
 	na := d.NeedsAttention
 	c.NeedsAttention = &na
 	c.Causes = d.Causes
-	verdicts := make(map[string]pipeline.OperationVerdict, len(d.Operations))
+	verdicts := make(map[string]pipeline.EffectAnswer, len(d.Operations))
 	for _, v := range d.Operations {
 		verdicts[v.OperationID] = v
 	}

@@ -79,16 +79,16 @@ func (f decideFunc) Decide(ctx context.Context, w pipeline.Wall) (pipeline.Decis
 	return f(ctx, w)
 }
 
-func v(id, effect, basis string) pipeline.OperationVerdict {
-	return pipeline.OperationVerdict{OperationID: id, Effect: effect, Basis: basis, Note: "scripted " + effect}
+func v(id, effect, basis string) pipeline.EffectAnswer {
+	return pipeline.EffectAnswer{OperationID: id, Effect: effect, Basis: basis, Note: "scripted " + effect}
 }
 
-func attention(ops ...pipeline.OperationVerdict) pipeline.Decision {
+func attention(ops ...pipeline.EffectAnswer) pipeline.Decision {
 	return pipeline.Decision{NeedsAttention: true, Causes: []string{"c"}, Remedies: []string{"r"}, Lesson: "l",
 		Operations: ops, Supervisor: "scripted", Model: "m-1", PromptVersion: "v9"}
 }
 
-func calm(ops ...pipeline.OperationVerdict) pipeline.Decision {
+func calm(ops ...pipeline.EffectAnswer) pipeline.Decision {
 	return pipeline.Decision{Operations: ops, Supervisor: "scripted", Model: "m-1", PromptVersion: "v9"}
 }
 

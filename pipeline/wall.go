@@ -1,7 +1,8 @@
-// Package pipeline holds the types of the supervisor wall pass: the wall a
-// supervisor sees (one run's pile of unsettled operations with their
-// evidence), the decision it returns, and the Supervisor interface. The
-// sweep, the supervisors and the probes live in sub-packages.
+// Package pipeline holds the types of triage: the wall a supervisor sees
+// (one run's pile of unsettled operations with their evidence), the
+// decision it returns (its effect answers, one per operation), and the
+// Supervisor interface. The triage sweep (pipeline/triage), the
+// supervisors and the probes live in sub-packages.
 package pipeline
 
 import (
@@ -167,8 +168,11 @@ type EarlierVerdict struct {
 	Verdict kernel.Verdict  `json:"verdict"`
 }
 
-// OperationVerdict is the supervisor's effect verdict on one operation.
-type OperationVerdict struct {
+// EffectAnswer is the supervisor's answer about one operation's effect, one
+// per operation of a Decision; the sweep journals it as that operation's
+// operation.reconciled (a kernel.Reconciliation). The integrated decision
+// is journaled as supervisor.verdict (a kernel.Verdict).
+type EffectAnswer struct {
 	OperationID string `json:"operation_id"`
 	Effect      string `json:"effect"` // none | occurred | unknown
 	Note        string `json:"note"`
@@ -189,15 +193,15 @@ type Usage struct {
 
 // Decision is a supervisor's integrated conclusion on one wall.
 type Decision struct {
-	NeedsAttention bool               `json:"needs_attention"`
-	Causes         []string           `json:"causes"`
-	Remedies       []string           `json:"remedies"`
-	Lesson         string             `json:"lesson"`
-	Operations     []OperationVerdict `json:"operations"`
-	Supervisor     string             `json:"supervisor"`
-	Model          string             `json:"model"`
-	PromptVersion  string             `json:"prompt_version"`
-	Usage          Usage              `json:"usage"`
+	NeedsAttention bool           `json:"needs_attention"`
+	Causes         []string       `json:"causes"`
+	Remedies       []string       `json:"remedies"`
+	Lesson         string         `json:"lesson"`
+	Operations     []EffectAnswer `json:"operations"`
+	Supervisor     string         `json:"supervisor"`
+	Model          string         `json:"model"`
+	PromptVersion  string         `json:"prompt_version"`
+	Usage          Usage          `json:"usage"`
 	// SettlePolicy is the settlement policy applied to the decision
 	// (supervisor.Settle); empty on a decision as the supervisor made it.
 	SettlePolicy string `json:"settle_policy,omitempty"`

@@ -7,7 +7,7 @@ import (
 
 	"github.com/seed-7bc021c3/reckon/kernel/operations"
 	"github.com/seed-7bc021c3/reckon/kernel/outbox"
-	"github.com/seed-7bc021c3/reckon/pipeline/sweep"
+	"github.com/seed-7bc021c3/reckon/pipeline/triage"
 )
 
 func init() {
@@ -31,7 +31,7 @@ func demoTriage(ctx context.Context, d *demoEnv) error {
 	if err != nil {
 		return err
 	}
-	rep, err := sw.Sweep(ctx, sweep.Options{Project: d.Project})
+	rep, err := sw.Sweep(ctx, triage.SweepParams{Project: d.Project})
 	if err != nil {
 		return err
 	}
@@ -39,7 +39,7 @@ func demoTriage(ctx context.Context, d *demoEnv) error {
 	defer cancel()
 	for _, w := range rep.Walls {
 		if w.Verdict == nil {
-			if w.Outcome == sweep.OutcomeFailed {
+			if w.Outcome == triage.OutcomeFailed {
 				fmt.Fprintf(d.Out, "wall %s/%s failed: %s\n", w.Project, w.RunID, w.Error)
 			}
 			continue
@@ -48,7 +48,7 @@ func demoTriage(ctx context.Context, d *demoEnv) error {
 		if err := outbox.WaitDelivered(wctx, d.Stack.Pool, w.Project, w.RunID, 20*time.Millisecond); err != nil {
 			return err
 		}
-		if err := sweep.RenderCard(d.Out, *w.Verdict, w.Reconciled); err != nil {
+		if err := triage.RenderCard(d.Out, *w.Verdict, w.Reconciled); err != nil {
 			return err
 		}
 	}

@@ -20,7 +20,7 @@ import (
 	"github.com/seed-7bc021c3/reckon/kernel/httpapi"
 	"github.com/seed-7bc021c3/reckon/kernel/operations"
 	"github.com/seed-7bc021c3/reckon/kernel/outbox"
-	"github.com/seed-7bc021c3/reckon/pipeline/sweep"
+	"github.com/seed-7bc021c3/reckon/pipeline/triage"
 )
 
 // TestOpsCLI drives `reckon ops` against the real operations API.
@@ -159,7 +159,7 @@ func TestOpsAttentionCLI(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if rep, err := sweep.New(s.Pool, svc, j, sweep.Config{}).Sweep(ctx, sweep.Options{}); err != nil || rep.Journaled != 2 {
+	if rep, err := triage.New(s.Pool, svc, j, triage.Config{}).Sweep(ctx, triage.SweepParams{}); err != nil || rep.Journaled != 2 {
 		t.Fatalf("sweep: %+v %v", rep, err)
 	}
 	if err := pub.Drain(ctx); err != nil {

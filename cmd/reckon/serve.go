@@ -13,7 +13,7 @@ import (
 	"github.com/seed-7bc021c3/reckon/kernel/config"
 	"github.com/seed-7bc021c3/reckon/kernel/operations"
 	"github.com/seed-7bc021c3/reckon/kernel/outbox"
-	"github.com/seed-7bc021c3/reckon/pipeline/sweep"
+	"github.com/seed-7bc021c3/reckon/pipeline/triage"
 )
 
 func init() {
@@ -111,7 +111,7 @@ func runServe(ctx context.Context, args []string) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := sw.RunSchedule(ctx, cfg.TriageSchedule, sweep.Options{}); err != nil && !errors.Is(err, context.Canceled) {
+			if err := sw.RunSchedule(ctx, cfg.TriageSchedule, triage.SweepParams{}); err != nil && !errors.Is(err, context.Canceled) {
 				errc <- fmt.Errorf("pipeline: %w", err)
 			}
 		}()

@@ -15,7 +15,7 @@ import (
 	"github.com/seed-7bc021c3/reckon/kernel/config"
 	"github.com/seed-7bc021c3/reckon/kernel/outbox"
 	"github.com/seed-7bc021c3/reckon/kernel/temporalx"
-	"github.com/seed-7bc021c3/reckon/pipeline/sweep"
+	"github.com/seed-7bc021c3/reckon/pipeline/triage"
 )
 
 func init() {
@@ -63,13 +63,13 @@ func runTriage(ctx context.Context, args []string) error {
 		}
 		defer tc.Close()
 	}
-	sw, err := core.NewSweeper(core.OperationsService(tc), func(c *sweep.Config) {
+	sw, err := core.NewSweeper(core.OperationsService(tc), func(c *triage.Config) {
 		c.MaxWalls, c.MaxTokens, c.Concurrency = *maxWalls, *maxTokens, *concurrency
 	})
 	if err != nil {
 		return err
 	}
-	rep, err := sw.Sweep(ctx, sweep.Options{Project: *project, RunID: *run, DryRun: *dry})
+	rep, err := sw.Sweep(ctx, triage.SweepParams{Project: *project, RunID: *run, DryRun: *dry})
 	if err != nil {
 		return err
 	}
@@ -96,22 +96,22 @@ func runTriage(ctx context.Context, args []string) error {
 	return nil
 }
 
-func printReport(rep sweep.Report) {
+func printReport(rep triage.Report) {
 	for _, w := range rep.Walls {
 		switch {
 		case w.Verdict != nil:
-			_ = sweep.RenderCard(os.Stdout, *w.Verdict, w.Reconciled)
-		case w.Outcome == sweep.OutcomeDryRun && w.Decision != nil:
+			_ = triage.RenderCard(os.Stdout, *w.Verdict, w.Reconciled)
+		case w.Outcome == triage.OutcomeDryRun && w.Decision != nil:
 			fmt.Printf("dry run %s/%s part %d/%d: %d operations, needs_attention=%v\n", w.Project, w.RunID, w.Part, w.Parts, len(w.Operations), w.Decision.NeedsAttention)
 			for _, v := range w.Decision.Operations {
 				fmt.Printf("  %-16s %-9s %-10s %s\n", v.OperationID, v.Effect, v.Basis, v.Note)
 			}
-		case w.Outcome == sweep.OutcomeFailed:
+		case w.Outcome == triage.OutcomeFailed:
 			fmt.Printf("FAILED %s/%s: %s\n", w.Project, w.RunID, w.Error)
-		case w.Outcome == sweep.OutcomeDeferred:
+		case w.Outcome == triage.OutcomeDeferred:
 			fmt.Printf("deferred %s/%s: %s — a probe can tell only later; a later sweep takes them\n", w.Project, w.RunID, strings.Join(w.Operations, ", "))
 		}
 	}
 	fmt.Printf("triage: %d project(s), %d run(s), %d journaled, %d failed, %d locked by another sweep, %d left for the next sweep (budget), %d run(s) with operations deferred, %s\n",
-		rep.Projects, rep.Runs, rep.Journaled, rep.Failed, rep.Count(sweep.OutcomeLocked), rep.Count(sweep.OutcomeBudget), rep.Count(sweep.OutcomeDeferred), rep.Duration.Round(time.Millisecond))
+		rep.Projects, rep.Runs, rep.Journaled, rep.Failed, rep.Count(triage.OutcomeLocked), rep.Count(triage.OutcomeBudget), rep.Count(triage.OutcomeDeferred), rep.Duration.Round(time.Millisecond))
 }

@@ -24,7 +24,7 @@ import (
 	"github.com/seed-7bc021c3/reckon/pipeline"
 	"github.com/seed-7bc021c3/reckon/pipeline/probe"
 	"github.com/seed-7bc021c3/reckon/pipeline/supervisor"
-	"github.com/seed-7bc021c3/reckon/pipeline/sweep"
+	"github.com/seed-7bc021c3/reckon/pipeline/triage"
 )
 
 // KindDelegateChild is the scenario of a fixture recorded from the child
@@ -318,7 +318,7 @@ func (c *capture) Decide(ctx context.Context, w pipeline.Wall) (pipeline.Decisio
 func (st *Stack) buildWall(ctx context.Context, project, runID string, delay time.Duration) (pipeline.Wall, error) {
 	now := func() time.Time { return time.Now().Add(delay) }
 	c := &capture{}
-	sw, err := st.Core.NewSweeper(st.Ops, func(sc *sweep.Config) {
+	sw, err := st.Core.NewSweeper(st.Ops, func(sc *triage.Config) {
 		sc.Supervisor = c
 		sc.Now = now
 		sc.Concurrency = 1
@@ -339,12 +339,12 @@ func (st *Stack) buildWall(ctx context.Context, project, runID string, delay tim
 	if err != nil {
 		return pipeline.Wall{}, err
 	}
-	rep, err := sw.Sweep(ctx, sweep.Options{Project: project, RunID: runID, DryRun: true})
+	rep, err := sw.Sweep(ctx, triage.SweepParams{Project: project, RunID: runID, DryRun: true})
 	if err != nil {
 		return pipeline.Wall{}, fmt.Errorf("sweep %s: %w", runID, err)
 	}
 	for _, wr := range rep.Walls {
-		if wr.Outcome != sweep.OutcomeDryRun {
+		if wr.Outcome != triage.OutcomeDryRun {
 			return pipeline.Wall{}, fmt.Errorf("sweep %s: wall outcome %s: %s", runID, wr.Outcome, wr.Error)
 		}
 	}

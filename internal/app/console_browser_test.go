@@ -24,7 +24,7 @@ import (
 	"github.com/seed-7bc021c3/reckon/kernel/fault"
 	"github.com/seed-7bc021c3/reckon/kernel/outbox"
 	"github.com/seed-7bc021c3/reckon/kernel/runner"
-	"github.com/seed-7bc021c3/reckon/pipeline/sweep"
+	"github.com/seed-7bc021c3/reckon/pipeline/triage"
 )
 
 // The operator console in a real browser (`make test-browser`): a dev stack
@@ -177,7 +177,7 @@ func consoleControl(ctx context.Context, t *testing.T, st *Stack) string {
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /sweep", func(w http.ResponseWriter, r *http.Request) {
-		rep, err := sw.Sweep(ctx, sweep.Options{Project: consoleProject})
+		rep, err := sw.Sweep(ctx, triage.SweepParams{Project: consoleProject})
 		if err == nil {
 			for _, wl := range rep.Walls {
 				if err = outbox.WaitDelivered(ctx, st.Pool, wl.Project, wl.RunID, 20*time.Millisecond); err != nil {

@@ -11,14 +11,14 @@ import (
 	"github.com/seed-7bc021c3/reckon/pipeline"
 	"github.com/seed-7bc021c3/reckon/pipeline/probe"
 	"github.com/seed-7bc021c3/reckon/pipeline/supervisor"
-	"github.com/seed-7bc021c3/reckon/pipeline/sweep"
+	"github.com/seed-7bc021c3/reckon/pipeline/triage"
 )
 
 // NewSupervisor returns the supervisor the configuration selects: the
 // OpenAI-compatible model when RECKON_SUPERVISOR_BASE_URL and
 // RECKON_SUPERVISOR_MODEL are set, the built-in evidence-based one
 // otherwise. m, when not nil, receives model latency and invalid outputs.
-func NewSupervisor(cfg config.Config, m *sweep.Metrics) (pipeline.Supervisor, error) {
+func NewSupervisor(cfg config.Config, m *triage.Metrics) (pipeline.Supervisor, error) {
 	if cfg.SupervisorBaseURL == "" || cfg.SupervisorModel == "" {
 		return supervisor.Builtin{}, nil
 	}
@@ -56,8 +56,8 @@ func (c *Core) NewProbes() (probe.Set, error) {
 // probes) over ops, with its metrics on c.Registry (shared by every sweeper
 // of the process). tune, when given, adjusts the sweep configuration
 // (budget, concurrency) before use.
-func (c *Core) NewSweeper(ops sweep.Operations, tune ...func(*sweep.Config)) (*sweep.Sweeper, error) {
-	m := sweep.NewMetrics(c.Registry)
+func (c *Core) NewSweeper(ops triage.Operations, tune ...func(*triage.Config)) (*triage.Sweeper, error) {
+	m := triage.NewMetrics(c.Registry)
 	sup, err := NewSupervisor(c.Cfg, m)
 	if err != nil {
 		return nil, err
@@ -66,19 +66,19 @@ func (c *Core) NewSweeper(ops sweep.Operations, tune ...func(*sweep.Config)) (*s
 	if err != nil {
 		return nil, err
 	}
-	sc := sweep.Config{
+	sc := triage.Config{
 		Supervisor: sup, Probes: probes, Metrics: m, SettlePolicy: c.Cfg.SupervisorSettle,
 		Log: c.Log.With().Str("component", "triage").Logger(),
 	}
 	for _, f := range tune {
 		f(&sc)
 	}
-	return sweep.New(c.Pool, ops, c.Journal, sc), nil
+	return triage.New(c.Pool, ops, c.Journal, sc), nil
 }
 
 // StartPipeline runs the cron-driven triage sweep (RECKON_TRIAGE_SCHEDULE)
 // in the stack's lifetime over ops (nil: journal-liveness operations).
-func (s *Stack) StartPipeline(ops sweep.Operations) error {
+func (s *Stack) StartPipeline(ops triage.Operations) error {
 	if ops == nil {
 		ops = s.OperationsService(nil)
 	}
@@ -88,7 +88,7 @@ func (s *Stack) StartPipeline(ops sweep.Operations) error {
 	}
 	spec := s.Cfg.TriageSchedule
 	s.Go(func(ctx context.Context) {
-		if err := sw.RunSchedule(ctx, spec, sweep.Options{}); err != nil {
+		if err := sw.RunSchedule(ctx, spec, triage.SweepParams{}); err != nil {
 			s.Log.Error().Err(err).Msg("triage schedule stopped")
 		}
 	})

@@ -10,7 +10,7 @@ import (
 	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/httpapi"
 	"github.com/seed-7bc021c3/reckon/kernel/operations"
-	"github.com/seed-7bc021c3/reckon/pipeline/sweep"
+	"github.com/seed-7bc021c3/reckon/pipeline/triage"
 )
 
 // attention reads every page of the operator's queue through the API, as
@@ -76,8 +76,8 @@ func TestAttentionQueue(t *testing.T) {
 			b.RunFailed(ago(48*time.Minute)))
 		e.Ingest(evs...)
 	}
-	sw := sweep.New(e.Schema.Pool, e.Ops, e.Journal, sweep.Config{Now: e.Clock.Now})
-	if rep, err := sw.Sweep(e.Ctx, sweep.Options{Project: "acme"}); err != nil || rep.Journaled != 3 {
+	sw := triage.New(e.Schema.Pool, e.Ops, e.Journal, triage.Config{Now: e.Clock.Now})
+	if rep, err := sw.Sweep(e.Ctx, triage.SweepParams{Project: "acme"}); err != nil || rep.Journaled != 3 {
 		t.Fatalf("sweep: %+v %v", rep, err)
 	}
 	e.Drain()

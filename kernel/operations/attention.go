@@ -4,7 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-		"time"
+	"time"
 
 	"github.com/seed-7bc021c3/reckon/kernel"
 )

@@ -124,7 +124,7 @@ func TestValidateRejects(t *testing.T) {
 	}
 	for name, c := range cases {
 		d := good
-		d.Operations = append([]pipeline.OperationVerdict(nil), good.Operations...)
+		d.Operations = append([]pipeline.EffectAnswer(nil), good.Operations...)
 		d.Causes = append([]string(nil), good.Causes...)
 		d.Remedies = append([]string(nil), good.Remedies...)
 		c.mut(&d)

@@ -1,4 +1,4 @@
-package sweep
+package triage
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 // "@every 5m" or "*/5 * * * *") until ctx ends. A sweep still running when
 // the next is due is not overlapped: the due one is skipped. Sweep errors
 // are logged; the schedule goes on.
-func (s *Sweeper) RunSchedule(ctx context.Context, spec string, o Options) error {
+func (s *Sweeper) RunSchedule(ctx context.Context, spec string, p SweepParams) error {
 	sched, err := cron.ParseStandard(spec)
 	if err != nil {
 		return fmt.Errorf("RECKON_TRIAGE_SCHEDULE %q: %w", spec, err)
@@ -20,7 +20,7 @@ func (s *Sweeper) RunSchedule(ctx context.Context, spec string, o Options) error
 	log := s.cfg.Log // the caller names the component (app: "triage")
 	c := cron.New(cron.WithChain(cron.SkipIfStillRunning(cronLogger{log})), cron.WithLogger(cronLogger{log}))
 	c.Schedule(sched, cron.FuncJob(func() {
-		if _, err := s.Sweep(ctx, o); err != nil && ctx.Err() == nil {
+		if _, err := s.Sweep(ctx, p); err != nil && ctx.Err() == nil {
 			log.Error().Err(err).Msg("triage sweep failed")
 		}
 	}))

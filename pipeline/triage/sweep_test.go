@@ -1,4 +1,4 @@
-package sweep
+package triage
 
 import (
 	"bytes"
@@ -37,7 +37,7 @@ func TestSweepJournalsOneVerdictPerWall(t *testing.T) {
 	e.seedRun("run-2", opSpec{id: "op-1", outcome: "uncertain", errorType: kernel.ErrorTypeValidation})
 	e.seedRun("run-3", opSpec{id: "op-1", outcome: "completed"}, opSpec{id: "op-2", outcome: "rejected"})
 
-	rep, err := e.sweeper(Config{}).Sweep(context.Background(), Options{})
+	rep, err := e.sweeper(Config{}).Sweep(context.Background(), SweepParams{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +92,7 @@ func TestSweepJournalsOneVerdictPerWall(t *testing.T) {
 	}
 	// A sweep with nothing unsettled writes nothing.
 	before := e.outboxRows()
-	rep, err = e.sweeper(Config{}).Sweep(context.Background(), Options{})
+	rep, err = e.sweeper(Config{}).Sweep(context.Background(), SweepParams{})
 	if err != nil || rep.Runs != 0 || len(rep.Walls) != 0 || e.outboxRows() != before {
 		t.Fatalf("idle sweep: %+v %v", rep, err)
 	}
@@ -105,7 +105,7 @@ func TestRetriageFreshOperations(t *testing.T) {
 	e := newEnv(t)
 	e.seedRun("run-1", opSpec{id: "op-1", outcome: "uncertain"})
 	sw := e.sweeper(Config{})
-	if rep, err := sw.Sweep(context.Background(), Options{}); err != nil || rep.Journaled != 1 {
+	if rep, err := sw.Sweep(context.Background(), SweepParams{}); err != nil || rep.Journaled != 1 {
 		t.Fatalf("first sweep: %+v %v", rep, err)
 	}
 	e.drain()
@@ -115,7 +115,7 @@ func TestRetriageFreshOperations(t *testing.T) {
 	if got := e.unsettled("run-1"); !reflect.DeepEqual(got, []string{"op-7", "op-8"}) {
 		t.Fatalf("listing: %v", got)
 	}
-	rep, err := sw.Sweep(context.Background(), Options{Project: "acme"})
+	rep, err := sw.Sweep(context.Background(), SweepParams{Project: "acme"})
 	if err != nil || rep.Journaled != 1 {
 		t.Fatalf("second sweep: %+v %v", rep, err)
 	}
@@ -143,11 +143,11 @@ func TestNoSecondVerdictBeforePublishing(t *testing.T) {
 	e := newEnv(t)
 	e.seedRun("run-1", opSpec{id: "op-1", outcome: "uncertain"}, opSpec{id: "op-2", outcome: "crash"})
 	sw := e.sweeper(Config{})
-	if rep, err := sw.Sweep(context.Background(), Options{}); err != nil || rep.Journaled != 1 {
+	if rep, err := sw.Sweep(context.Background(), SweepParams{}); err != nil || rep.Journaled != 1 {
 		t.Fatalf("first sweep: %+v %v", rep, err)
 	}
 	rows := e.outboxRows()
-	rep, err := sw.Sweep(context.Background(), Options{})
+	rep, err := sw.Sweep(context.Background(), SweepParams{})
 	if err != nil || rep.Journaled != 0 || rep.Count(OutcomeSettled) != 1 || e.outboxRows() != rows {
 		t.Fatalf("second sweep before publishing: %+v %v (rows %d → %d)", rep, err, rows, e.outboxRows())
 	}
@@ -171,7 +171,7 @@ func TestHumanVerdictsNeverInAWall(t *testing.T) {
 		seen = append(seen, w.OperationIDs())
 		return supervisor.Builtin{}.Decide(ctx, w)
 	}}
-	rep, err := e.sweeper(Config{Supervisor: sup}).Sweep(context.Background(), Options{})
+	rep, err := e.sweeper(Config{Supervisor: sup}).Sweep(context.Background(), SweepParams{})
 	if err != nil || rep.Journaled != 1 {
 		t.Fatalf("sweep: %+v %v", rep, err)
 	}
@@ -202,7 +202,7 @@ func TestHumanVerdictMidWall(t *testing.T) {
 		}
 		return supervisor.Builtin{}.Decide(ctx, w)
 	}}
-	rep, err := e.sweeper(Config{Supervisor: sup}).Sweep(context.Background(), Options{})
+	rep, err := e.sweeper(Config{Supervisor: sup}).Sweep(context.Background(), SweepParams{})
 	if err != nil || rep.Journaled != 1 || rep.Failed != 0 {
 		t.Fatalf("sweep: %+v %v", rep, err)
 	}
@@ -228,7 +228,7 @@ func TestOversizedPileIsSplit(t *testing.T) {
 	e.seedRun("run-1", uncertainOps(5)...)
 	var dry []string
 	sw := e.sweeper(Config{MaxOpsPerWall: 2})
-	rep, err := sw.Sweep(context.Background(), Options{DryRun: true})
+	rep, err := sw.Sweep(context.Background(), SweepParams{DryRun: true})
 	if err != nil || rep.Count(OutcomeDryRun) != 3 || e.outboxRows() != 0 {
 		t.Fatalf("dry run: %+v %v", rep, err)
 	}
@@ -242,7 +242,7 @@ func TestOversizedPileIsSplit(t *testing.T) {
 	if err != nil || len(walls) != 3 || walls[2].Part != 3 || walls[2].Parts != 3 || walls[2].Digest == "" {
 		t.Fatalf("Walls: %+v %v", walls, err)
 	}
-	rep, err = sw.Sweep(context.Background(), Options{})
+	rep, err = sw.Sweep(context.Background(), SweepParams{})
 	if err != nil || rep.Journaled != 3 {
 		t.Fatalf("sweep: %+v %v", rep, err)
 	}
@@ -273,12 +273,12 @@ func TestBudgetLeavesRunsForTheNextSweep(t *testing.T) {
 	for _, r := range ids("run-", 3) {
 		e.seedRun(r, opSpec{id: "op-1", outcome: "uncertain"})
 	}
-	rep, err := e.sweeper(Config{MaxWalls: 1, Concurrency: 1}).Sweep(context.Background(), Options{})
+	rep, err := e.sweeper(Config{MaxWalls: 1, Concurrency: 1}).Sweep(context.Background(), SweepParams{})
 	if err != nil || rep.Journaled != 1 || rep.Count(OutcomeBudget) != 2 {
 		t.Fatalf("sweep: %+v %v", rep, err)
 	}
 	e.drain()
-	rep, err = e.sweeper(Config{}).Sweep(context.Background(), Options{})
+	rep, err = e.sweeper(Config{}).Sweep(context.Background(), SweepParams{})
 	if err != nil || rep.Journaled != 2 {
 		t.Fatalf("next sweep: %+v %v", rep, err)
 	}
@@ -292,7 +292,7 @@ func TestBudgetLeavesRunsForTheNextSweep(t *testing.T) {
 		d.Usage.PromptTokens = 100
 		return d, err
 	}}
-	rep, err = e2.sweeper(Config{Supervisor: spender, MaxTokens: 150, Concurrency: 1}).Sweep(context.Background(), Options{})
+	rep, err = e2.sweeper(Config{Supervisor: spender, MaxTokens: 150, Concurrency: 1}).Sweep(context.Background(), SweepParams{})
 	if err != nil || rep.Journaled != 2 || rep.Count(OutcomeBudget) != 2 || rep.Tokens != 200 {
 		t.Fatalf("token budget: %+v %v", rep, err)
 	}
@@ -311,7 +311,7 @@ func TestProbeEvidenceBecomesProbeBasis(t *testing.T) {
 		opSpec{id: "op-1", outcome: "uncertain", postcondition: map[string]string{"path": "proof.txt", "sha256": hex.EncodeToString(sum[:])}},
 		opSpec{id: "op-2", outcome: "uncertain", postcondition: map[string]string{"path": "never.txt"}})
 	sw := e.sweeper(Config{Probes: probe.Set{probe.Workspace{Root: root, Owners: runner.Owners{Pool: e.s.Pool}}, probe.Child{Journal: e.j}}})
-	rep, err := sw.Sweep(context.Background(), Options{Project: "acme", RunID: "run-1"})
+	rep, err := sw.Sweep(context.Background(), SweepParams{Project: "acme", RunID: "run-1"})
 	if err != nil || rep.Journaled != 1 {
 		t.Fatalf("sweep: %+v %v", rep, err)
 	}
@@ -345,7 +345,7 @@ func TestInvalidSupervisorOutputWritesNothing(t *testing.T) {
 		return d, nil
 	}}
 	m := NewMetrics(nil)
-	rep, err := e.sweeper(Config{Supervisor: bad, Metrics: m}).Sweep(context.Background(), Options{})
+	rep, err := e.sweeper(Config{Supervisor: bad, Metrics: m}).Sweep(context.Background(), SweepParams{})
 	if err != nil || rep.Failed != 1 || rep.Journaled != 0 {
 		t.Fatalf("sweep: %+v %v", rep, err)
 	}
@@ -367,7 +367,7 @@ func TestRenderCard(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	e.seedRun("run-1", opSpec{id: "op-1", outcome: "uncertain"}, opSpec{id: "op-2", outcome: "uncertain", errorType: kernel.ErrorTypeValidation})
-	rep, err := e.sweeper(Config{}).Sweep(context.Background(), Options{})
+	rep, err := e.sweeper(Config{}).Sweep(context.Background(), SweepParams{})
 	if err != nil || rep.Journaled != 1 {
 		t.Fatalf("sweep: %+v %v", rep, err)
 	}
@@ -399,7 +399,7 @@ func TestWallTimeoutFailsTheWallOnly(t *testing.T) {
 		}
 		return supervisor.Builtin{}.Decide(ctx, w)
 	}}
-	rep, err := e.sweeper(Config{Supervisor: stuck, WallTimeout: 100 * time.Millisecond}).Sweep(context.Background(), Options{})
+	rep, err := e.sweeper(Config{Supervisor: stuck, WallTimeout: 100 * time.Millisecond}).Sweep(context.Background(), SweepParams{})
 	if err != nil || rep.Failed != 1 || rep.Journaled != 1 || !strings.Contains(rep.Walls[0].Error+rep.Walls[1].Error, "deadline exceeded") {
 		t.Fatalf("sweep: %+v %v", rep, err)
 	}
@@ -431,7 +431,7 @@ func TestLivenessUnknownWaits(t *testing.T) {
 	e.seedRun("run-1", opSpec{id: "op-1", outcome: "crash"})
 	e.seedRun("run-2", opSpec{id: "op-1", outcome: "crash"})
 	sw := New(e.s.Pool, livenessUnknown{e.ops, "run-2"}, e.j, Config{})
-	rep, err := sw.Sweep(context.Background(), Options{})
+	rep, err := sw.Sweep(context.Background(), SweepParams{})
 	if err != nil || rep.Journaled != 1 || rep.Walls[0].RunID != "run-1" || !rep.Degraded {
 		t.Fatalf("sweep: %+v %v", rep, err)
 	}
@@ -445,7 +445,7 @@ func TestOneLogLinePerWall(t *testing.T) {
 	e.seedRun("run-2", opSpec{id: "op-1", outcome: "crash"})
 	var buf bytes.Buffer
 	sw := e.sweeper(Config{MaxOpsPerWall: 2, Log: zerolog.New(&buf)})
-	rep, err := sw.Sweep(context.Background(), Options{})
+	rep, err := sw.Sweep(context.Background(), SweepParams{})
 	if err != nil || rep.Journaled != 3 {
 		t.Fatalf("sweep: %+v %v", rep, err)
 	}
@@ -489,7 +489,7 @@ func TestDeferredUntilProbeCanTell(t *testing.T) {
 		now := func() time.Time { return at }
 		m := NewMetrics(nil)
 		sw := e.sweeper(Config{Now: now, Metrics: m, Probes: probe.Set{probe.Workspace{Root: root, Owners: runner.Owners{Pool: e.s.Pool}, Now: now}}})
-		rep, err := sw.Sweep(context.Background(), Options{Project: "acme", RunID: "run-1"})
+		rep, err := sw.Sweep(context.Background(), SweepParams{Project: "acme", RunID: "run-1"})
 		if err != nil {
 			t.Fatal(err)
 		}

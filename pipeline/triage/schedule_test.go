@@ -1,4 +1,4 @@
-package sweep
+package triage
 
 import (
 	"context"
@@ -13,7 +13,7 @@ func TestRunScheduleSweeps(t *testing.T) {
 	sw := e.sweeper(Config{})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- sw.RunSchedule(ctx, "@every 1s", Options{}) }()
+	go func() { done <- sw.RunSchedule(ctx, "@every 1s", SweepParams{}) }()
 	deadline := time.Now().Add(10 * time.Second)
 	for e.outboxRows() == 0 && time.Now().Before(deadline) {
 		time.Sleep(50 * time.Millisecond)
@@ -26,7 +26,7 @@ func TestRunScheduleSweeps(t *testing.T) {
 	if vs := e.runVerdicts("run-1"); len(vs) != 1 {
 		t.Fatalf("scheduled sweep verdicts: %d", len(vs))
 	}
-	if err := sw.RunSchedule(context.Background(), "not a spec", Options{}); err == nil {
+	if err := sw.RunSchedule(context.Background(), "not a spec", SweepParams{}); err == nil {
 		t.Fatal("a bad spec must be an error")
 	}
 }

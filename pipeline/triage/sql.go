@@ -1,4 +1,4 @@
-package sweep
+package triage
 
 // All of the sweep's own SQL, in one reviewed place.
 

@@ -1,4 +1,4 @@
-package sweep
+package triage
 
 import (
 	"context"
@@ -85,7 +85,7 @@ func BenchmarkSweep(b *testing.B) {
 				sw := e.sweeper(Config{Supervisor: sup, Concurrency: 8, MaxWalls: 10 * runs})
 				b.StartTimer()
 				start := time.Now()
-				rep, err := sw.Sweep(context.Background(), Options{})
+				rep, err := sw.Sweep(context.Background(), SweepParams{})
 				elapsed := time.Since(start)
 				b.StopTimer()
 				if err != nil {

@@ -1,4 +1,4 @@
-package sweep
+package triage
 
 import (
 	"context"
@@ -62,7 +62,7 @@ func TestSweepWithFakeOpenAI(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			rep, err := e.sweeper(Config{Supervisor: model, Metrics: m}).Sweep(context.Background(), Options{})
+			rep, err := e.sweeper(Config{Supervisor: model, Metrics: m}).Sweep(context.Background(), SweepParams{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -117,7 +117,7 @@ func TestVerdictsAPI(t *testing.T) {
 	e := newEnv(t)
 	e.seedRun("run-1", opSpec{id: "op-1", outcome: "uncertain"})
 	e.seedRun("run-2", opSpec{id: "op-1", outcome: "uncertain"})
-	if rep, err := e.sweeper(Config{}).Sweep(context.Background(), Options{}); err != nil || rep.Journaled != 2 {
+	if rep, err := e.sweeper(Config{}).Sweep(context.Background(), SweepParams{}); err != nil || rep.Journaled != 2 {
 		t.Fatalf("sweep: %+v %v", rep, err)
 	}
 	e.drain()

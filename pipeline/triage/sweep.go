@@ -1,16 +1,17 @@
-// Package sweep is the supervisor wall pass: it lists each project's
-// unsettled operations, groups them by run, builds each run's pile into a
-// bounded wall with its evidence, has the supervisor decide it, validates
-// the decision, and journals supervisor.verdict plus one
-// operation.reconciled per operation — through the operations service's
-// ReconcileTx, the code path a human verdict takes — in one transaction.
+// Package triage is the scheduled triage of unsettled operations. One
+// triage sweep lists each project's unsettled operations, groups them by
+// run, builds each run's pile into a bounded wall with its evidence, has
+// the supervisor decide it, validates the decision, and journals
+// supervisor.verdict plus one operation.reconciled per operation — through
+// the operations service's ReconcileTx, the code path an operator's ruling
+// takes — in one transaction.
 //
 // The wall is the dedup: settled operations leave the listing, so a run is
 // triaged again exactly while unsettled operations remain, fresh ones
 // included. Two sweeps never triage one run at once: a PostgreSQL advisory
 // lock per (project, run) is held on a dedicated connection for the whole
 // wall.
-package sweep
+package triage
 
 import (
 	"context"
@@ -133,8 +134,8 @@ func New(pool *pgxpool.Pool, ops Operations, j probe.RunEvents, cfg Config) *Swe
 	return &Sweeper{pool: pool, ops: ops, journal: j, cfg: cfg.withDefaults()}
 }
 
-// Options selects what one sweep triages.
-type Options struct {
+// SweepParams selects what one sweep triages.
+type SweepParams struct {
 	Project string // empty: every project with unsettled operations
 	RunID   string // empty: every run (requires Project)
 	// DryRun builds and decides walls but writes nothing and takes no
@@ -212,18 +213,18 @@ type runPile struct {
 
 // Sweep triages once. Failures of single walls are reported in the Report,
 // not returned; the error is for a sweep that could not run at all.
-func (s *Sweeper) Sweep(ctx context.Context, o Options) (rep Report, err error) {
+func (s *Sweeper) Sweep(ctx context.Context, p SweepParams) (rep Report, err error) {
 	start := s.cfg.Now()
 	rep = Report{Started: start.UTC()}
 	defer func() {
 		rep.Duration = s.cfg.Now().Sub(start)
 		s.cfg.Metrics.sweeps.Observe(rep.Duration.Seconds())
 	}()
-	if o.RunID != "" && o.Project == "" {
+	if p.RunID != "" && p.Project == "" {
 		return rep, kernel.Errorf(kernel.EInvalid, "triage: --run needs --project")
 	}
-	projects := []string{o.Project}
-	if o.Project == "" {
+	projects := []string{p.Project}
+	if p.Project == "" {
 		ps, err := s.ops.Projects(ctx)
 		if err != nil {
 			return rep, fmt.Errorf("triage: projects: %w", err)
@@ -232,8 +233,8 @@ func (s *Sweeper) Sweep(ctx context.Context, o Options) (rep Report, err error) 
 	}
 	rep.Projects = len(projects)
 	var runs []runPile
-	for _, p := range projects {
-		piles, degraded, err := s.unsettledRuns(ctx, p, o.RunID)
+	for _, project := range projects {
+		piles, degraded, err := s.unsettledRuns(ctx, project, p.RunID)
 		if err != nil {
 			return rep, err
 		}
@@ -243,7 +244,7 @@ func (s *Sweeper) Sweep(ctx context.Context, o Options) (rep Report, err error) 
 	rep.Runs = len(runs)
 
 	var locks *pgxpool.Pool
-	if !o.DryRun && len(runs) > 0 {
+	if !p.DryRun && len(runs) > 0 {
 		if locks, err = s.lockPool(ctx); err != nil {
 			return rep, err
 		}
@@ -286,7 +287,7 @@ func (s *Sweeper) Sweep(ctx context.Context, o Options) (rep Report, err error) 
 		go func(i int, rk runPile) {
 			defer wg.Done()
 			defer func() { <-sem }()
-			res := s.triageRun(ctx, locks, rk, o.DryRun, func(n, t int) {
+			res := s.triageRun(ctx, locks, rk, p.DryRun, func(n, t int) {
 				mu.Lock()
 				walls += n
 				tokens += t
@@ -315,7 +316,7 @@ func (s *Sweeper) Sweep(ctx context.Context, o Options) (rep Report, err error) 
 	}
 	done.Int("projects", rep.Projects).Int("runs", rep.Runs).Int("journaled", rep.Journaled).
 		Int("failed", rep.Failed).Int("locked", rep.Count(OutcomeLocked)).Int("budget", rep.Count(OutcomeBudget)).
-		Int("tokens", tokens).Dur("duration", s.cfg.Now().Sub(start)).Bool("dry_run", o.DryRun).Msg("triage sweep done")
+		Int("tokens", tokens).Dur("duration", s.cfg.Now().Sub(start)).Bool("dry_run", p.DryRun).Msg("triage sweep done")
 	return rep, nil
 }
 

@@ -1,4 +1,4 @@
-package sweep
+package triage
 
 import (
 	"context"
@@ -86,7 +86,7 @@ func TestSweepJournalsOnlyWhatEvidenceProves(t *testing.T) {
 				}
 				cfg.Supervisor = model
 			}
-			if _, err := e.sweeper(cfg).Sweep(context.Background(), Options{}); err != nil {
+			if _, err := e.sweeper(cfg).Sweep(context.Background(), SweepParams{}); err != nil {
 				t.Fatal(err)
 			}
 			e.drain()
