@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/seed-7bc021c3/reckon/kernel"
+	"github.com/seed-7bc021c3/reckon/kernel/outbox"
 )
 
 // Why an operation is in the operator's queue.
@@ -95,7 +96,17 @@ func (s *Service) Attention(ctx context.Context, p AttentionParams) (AttentionPa
 		}
 		start = position{ts: c.ts, seq: c.seq + 1}
 	}
-	rows, err := s.pool.Query(ctx, attentionSQL, p.Project, since, p.RunID, start.ts, start.seq, limit+1)
+	// Rulings on their way count as decided; read before the journal (see
+	// outbox.Pending).
+	pending, err := outbox.Pending(ctx, s.pool, outbox.PendingFilter{Project: p.Project, RunID: p.RunID, Types: []string{kernel.TypeOperationReconciled}})
+	if err != nil {
+		return AttentionPage{}, fmt.Errorf("attention queue of %s: %w", p.Project, err)
+	}
+	pendRuns, pendOps := []string{}, []string{}
+	for _, ev := range pending {
+		pendRuns, pendOps = append(pendRuns, ev.RunID), append(pendOps, ev.OperationID())
+	}
+	rows, err := s.pool.Query(ctx, attentionSQL, p.Project, since, p.RunID, start.ts, start.seq, limit+1, pendRuns, pendOps)
 	if err != nil {
 		return AttentionPage{}, fmt.Errorf("attention queue of %s: %w", p.Project, err)
 	}

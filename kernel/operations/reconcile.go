@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -152,7 +153,7 @@ func (s *Service) ReconcileTx(ctx context.Context, tx pgx.Tx, p ReconcileParams)
 	if _, err := tx.Exec(ctx, lockOperationSQL, lockKey(req.Project, req.RunID, req.OperationID)); err != nil {
 		return Recorded{}, fmt.Errorf("reconcile: lock operation: %w", err)
 	}
-	evs, err := queryEvents(ctx, tx, operationEventsSQL, req.Project, req.RunID, req.OperationID)
+	evs, err := operationEvents(ctx, tx, req.Project, req.RunID, req.OperationID)
 	if err != nil {
 		return Recorded{}, fmt.Errorf("reconcile: read operation %s/%s/%s: %w", req.Project, req.RunID, req.OperationID, err)
 	}
@@ -316,46 +317,72 @@ func (s *Service) History(ctx context.Context, project, runID, operationID strin
 			return nil, kernel.Errorf(kernel.EInvalid, "%s is required", f.name)
 		}
 	}
-	ops, err := queryEvents(ctx, s.pool, operationEventsSQL, project, runID, operationID)
+	ops, err := operationEvents(ctx, s.pool, project, runID, operationID)
 	if err != nil {
 		return nil, fmt.Errorf("history of %s/%s/%s: %w", project, runID, operationID, err)
 	}
 	if len(ops) == 0 {
 		return nil, kernel.Errorf(kernel.ENotFound, "no events for operation %q of run %q in project %q", operationID, runID, project)
 	}
-	verdicts, err := queryEvents(ctx, s.pool, verdictEventsSQL, project, runID, operationID)
+	verdicts, err := verdictEvents(ctx, s.pool, project, runID, operationID)
 	if err != nil {
 		return nil, fmt.Errorf("history of %s/%s/%s: verdicts: %w", project, runID, operationID, err)
 	}
 	return mergeEvents(ops, verdicts), nil
 }
 
-// querier is a pool or a transaction.
-type querier interface {
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+// operationEvents returns every event of one operation — in the journal,
+// and still on its way in the outbox, so decisions never miss a
+// reconciliation that is pending — deduplicated by key (the journal's copy
+// wins) in event-time order. The outbox is read first (see
+// outbox.Pending).
+func operationEvents(ctx context.Context, q outbox.DBTX, project, runID, operationID string) ([]kernel.Event, error) {
+	pending, err := outbox.Pending(ctx, q, outbox.PendingFilter{Project: project, RunID: runID, OperationID: operationID})
+	if err != nil {
+		return nil, err
+	}
+	journaled, err := journalEvents(ctx, q, operationEventsSQL, project, runID, operationID)
+	if err != nil {
+		return nil, err
+	}
+	return mergePending(journaled, pending), nil
 }
 
-// orderedEvent is an event with where it was read from.
-type orderedEvent struct {
-	ev      kernel.Event
-	pending bool
-	ord     int64
+// verdictEvents returns the supervisor.verdict events of a run that name
+// the operation, journaled or pending.
+func verdictEvents(ctx context.Context, q outbox.DBTX, project, runID, operationID string) ([]kernel.Event, error) {
+	pending, err := outbox.Pending(ctx, q, outbox.PendingFilter{Project: project, RunID: runID, Types: []string{kernel.TypeSupervisorVerdict}})
+	if err != nil {
+		return nil, err
+	}
+	named := pending[:0]
+	for _, ev := range pending {
+		var v kernel.Verdict
+		if ev.DecodeData(&v) == nil && slices.Contains(v.OperationIDs, operationID) {
+			named = append(named, ev)
+		}
+	}
+	journaled, err := journalEvents(ctx, q, verdictEventsSQL, project, runID, operationID)
+	if err != nil {
+		return nil, err
+	}
+	return mergePending(journaled, named), nil
 }
 
-// queryEvents runs one of the journal+outbox statements and returns its
-// events deduplicated by key (the journal's copy wins) in event-time order.
-func queryEvents(ctx context.Context, q querier, sql string, args ...any) ([]kernel.Event, error) {
+// journalEvents runs one of the journal statements (journalColumns) and
+// returns its events in journal order.
+func journalEvents(ctx context.Context, q outbox.DBTX, sql string, args ...any) ([]kernel.Event, error) {
 	rows, err := q.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var out []orderedEvent
+	var out []kernel.Event
 	for rows.Next() {
-		var o orderedEvent
+		var e kernel.Event
+		var seq int64
 		var psrc, pid *string
-		e := &o.ev
-		if err := rows.Scan(&o.pending, &o.ord, &e.SourceID, &e.EventID, &e.Project, &e.RunID, &e.Type,
+		if err := rows.Scan(&seq, &e.SourceID, &e.EventID, &e.Project, &e.RunID, &e.Type,
 			&e.TS, &e.Actor, &psrc, &pid, &e.Data); err != nil {
 			return nil, fmt.Errorf("scan event: %w", err)
 		}
@@ -363,42 +390,27 @@ func queryEvents(ctx context.Context, q querier, sql string, args ...any) ([]ker
 		if psrc != nil && pid != nil {
 			e.ParentEventID = &kernel.EventKey{SourceID: *psrc, EventID: *pid}
 		}
-		out = append(out, o)
+		out = append(out, e)
 	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return sortEvents(out), nil
+	return out, rows.Err()
 }
 
-func sortEvents(in []orderedEvent) []kernel.Event {
-	journaled := map[kernel.EventKey]bool{}
-	for _, o := range in {
-		if !o.pending {
-			journaled[o.ev.Key()] = true
+// mergePending merges journaled events (in journal order) with pending
+// ones (in enqueue order), dropping a pending copy of a journaled key, in
+// event-time order: journaled before pending at the same instant, each
+// side keeping its own order.
+func mergePending(journaled, pending []kernel.Event) []kernel.Event {
+	seen := make(map[kernel.EventKey]bool, len(journaled))
+	for _, e := range journaled {
+		seen[e.Key()] = true
+	}
+	out := append([]kernel.Event(nil), journaled...)
+	for _, e := range pending {
+		if !seen[e.Key()] {
+			out = append(out, e)
 		}
 	}
-	kept := in[:0]
-	for _, o := range in {
-		if o.pending && journaled[o.ev.Key()] {
-			continue
-		}
-		kept = append(kept, o)
-	}
-	sort.SliceStable(kept, func(i, j int) bool {
-		a, b := kept[i], kept[j]
-		if !a.ev.TS.Equal(b.ev.TS) {
-			return a.ev.TS.Before(b.ev.TS)
-		}
-		if a.pending != b.pending {
-			return !a.pending
-		}
-		return a.ord < b.ord
-	})
-	out := make([]kernel.Event, len(kept))
-	for i, o := range kept {
-		out[i] = o.ev
-	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].TS.Before(out[j].TS) })
 	return out
 }
 

@@ -487,3 +487,28 @@ func TestRejectedBatchIsDeliveredOneByOne(t *testing.T) {
 		}
 	}
 }
+
+// Pending reads what is on its way by the event's own fields, and nothing
+// delivered.
+func TestPendingFiltersByRunOperationAndType(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := pgtest.New(t)
+	a, b := events("run-a", 3), events("run-b", 2)
+	enqueue(t, s, a[0])
+	drain(t, outbox.NewPublisher(s.Pool, journal.New(s.Pool, nil), fastCfg(), nil, zerolog.Nop()))
+	enqueue(t, s, append(a[1:], b...)...)
+	all, err := outbox.Pending(ctx, s.Pool, outbox.PendingFilter{Project: a[0].Project})
+	if err != nil || len(all) != 4 || all[0].Key() != a[1].Key() {
+		t.Fatalf("pending of the project: %v %v", all, err)
+	}
+	run, _ := outbox.Pending(ctx, s.Pool, outbox.PendingFilter{Project: a[0].Project, RunID: "run-b"})
+	op, _ := outbox.Pending(ctx, s.Pool, outbox.PendingFilter{Project: a[0].Project, RunID: "run-a", OperationID: a[2].OperationID()})
+	typ, _ := outbox.Pending(ctx, s.Pool, outbox.PendingFilter{Project: a[0].Project, Types: []string{kernel.TypeSupervisorVerdict}})
+	if len(run) != 2 || len(op) != 1 || op[0].Key() != a[2].Key() || len(typ) != 0 {
+		t.Fatalf("filters: run %d, operation %v, type %d", len(run), op, len(typ))
+	}
+	if _, err := outbox.Pending(ctx, s.Pool, outbox.PendingFilter{}); err == nil {
+		t.Fatal("a filter without a project was accepted")
+	}
+}

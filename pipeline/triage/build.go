@@ -9,6 +9,7 @@ import (
 	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/journal"
 	"github.com/seed-7bc021c3/reckon/kernel/operations"
+	"github.com/seed-7bc021c3/reckon/kernel/outbox"
 	"github.com/seed-7bc021c3/reckon/pipeline"
 	"github.com/seed-7bc021c3/reckon/pipeline/probe"
 )
@@ -26,7 +27,7 @@ import (
 // that a premature unknown does not settle what a probe will prove.
 func (s *Sweeper) buildWalls(ctx context.Context, pile runPile) ([]pipeline.Wall, []string, error) {
 	rk := pile.runKey
-	// Pending verdicts first, then the journal: see pendingVerdictsSQL.
+	// Pending reconciliations first, then the journal: see pendingVerdicts.
 	pending, err := s.pendingVerdicts(ctx, rk)
 	if err != nil {
 		return nil, nil, err
@@ -97,23 +98,20 @@ func recheckLater(evs []pipeline.Evidence, now time.Time) bool {
 	return false
 }
 
+// pendingVerdicts lists operations of a run whose operation.reconciled is
+// enqueued but not yet delivered to the journal: the listing (over the
+// journal) still shows them unsettled, yet they are settled. Read BEFORE
+// the journal (outbox.Pending says why).
 func (s *Sweeper) pendingVerdicts(ctx context.Context, rk runKey) (map[string]bool, error) {
-	rows, err := s.pool.Query(ctx, pendingVerdictsSQL, rk.project, rk.runID)
+	evs, err := outbox.Pending(ctx, s.pool, outbox.PendingFilter{Project: rk.project, RunID: rk.runID, Types: []string{kernel.TypeOperationReconciled}})
 	if err != nil {
 		return nil, fmt.Errorf("triage: pending verdicts of %s/%s: %w", rk.project, rk.runID, err)
 	}
-	defer rows.Close()
 	out := map[string]bool{}
-	for rows.Next() {
-		var id *string
-		if err := rows.Scan(&id); err != nil {
-			return nil, fmt.Errorf("triage: pending verdicts: %w", err)
-		}
-		if id != nil {
-			out[*id] = true
-		}
+	for _, ev := range evs {
+		out[ev.OperationID()] = true
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 func (s *Sweeper) wallOperation(it operations.Item, now time.Time) pipeline.WallOperation {

@@ -13,14 +13,3 @@ const unlockSQL = `SELECT pg_advisory_unlock($1::int4, hashtext(current_schema()
 
 // triageLockClass is the advisory-lock classid of triage locks ("rkn1").
 const triageLockClass = 0x726b6e31
-
-// pendingVerdictsSQL lists operations of a run whose operation.reconciled is
-// enqueued but not yet delivered to the journal: the listing (over the
-// journal) still shows them unsettled, yet they are settled. Read BEFORE the
-// listing: a row delivered in between is then visible in the journal, since
-// the publisher marks a row delivered only after the journal committed it.
-const pendingVerdictsSQL = `
-SELECT DISTINCT event->'data'->>'operation_id' FROM kernel_event_outbox
-WHERE delivered_at IS NULL AND parked_at IS NULL
-  AND event->>'type' = 'operation.reconciled'
-  AND event->>'project' = $1 AND event->>'run_id' = $2`
