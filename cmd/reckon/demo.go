@@ -9,13 +9,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"sort"
 	"strings"
 	"time"
 
 	"github.com/seed-7bc021c3/reckon/internal/app"
 	"github.com/seed-7bc021c3/reckon/kernel"
-	"github.com/seed-7bc021c3/reckon/kernel/config"
 	"github.com/seed-7bc021c3/reckon/kernel/fault"
 	"github.com/seed-7bc021c3/reckon/kernel/outbox"
 	"github.com/seed-7bc021c3/reckon/kernel/runner"
@@ -36,42 +34,38 @@ type demoEnv struct {
 	Runs []string
 }
 
-// demoStep is one step of the demo. Steps run in ascending order; other
-// files add theirs with addDemoStep from their own init().
+// demoStep is one step of the demo.
 type demoStep struct {
-	order int
-	name  string
-	run   func(ctx context.Context, d *demoEnv) error
+	name string
+	run  func(ctx context.Context, d *demoEnv) error
 }
 
-var demoSteps []demoStep
+// demoSteps is the demo, in the order it runs: the story of README's "What
+// `make demo` shows". The steps' functions live beside the part of the
+// system they show (demo_api.go, demo_triage.go); the order lives here.
+var demoSteps = []demoStep{
+	{"run a plan whose first run_command faults after its effect", demoDrillRun},
+	{"a second run: its only step writes report.txt, then the worker crashes (no re-issue: the run fails)", demoFailingRun},
+	{"the operations listing, through the HTTP API (GET /v1/agent/operations)", demoListing},
+	{"triage: one supervisor sweep over the project's uncertain operations", demoTriage},
+	{"the operator's queue: what the supervisor left for a person (GET /v1/agent/operations/attention)", demoAttention},
+	{"an operator overrides the supervisor's `unknown` with evidence (POST /v1/agent/operations/reconcile), then reads the history", demoOverride},
+	{"eval: the built-in supervisor scored on the committed drill fixtures", demoEval},
+}
 
 // demoOut is where the demo prints (tests capture it).
 var demoOut io.Writer = os.Stdout
-
-// addDemoStep registers a demo step. The kernel's steps use orders 100-199;
-// leave gaps for listing (200s), triage (300s) and evals (400s).
-func addDemoStep(order int, name string, run func(ctx context.Context, d *demoEnv) error) {
-	demoSteps = append(demoSteps, demoStep{order: order, name: name, run: run})
-}
-
-func init() {
-	addDemoStep(100, "run a plan whose first run_command faults after its effect", demoDrillRun)
-}
 
 // demoFault is the in-process fault the demo runs with: the first
 // run_command of every run commits its effect, then its worker "crashes".
 var demoFault = fault.Config{AfterEffect: kernel.ToolRunCommand}
 
 func runDemo(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	cfg, err := config.Load()
+	s, err := prologue(flag.NewFlagSet("demo", flag.ContinueOnError), args)
 	if err != nil {
 		return err
 	}
+	cfg := s.cfg
 	// A free port: a running `reckon dev` keeps its own. The demo talks to
 	// its own API with a token it generates, whatever RECKON_TOKENS says.
 	cfg.HTTPAddr = "127.0.0.1:0"
@@ -99,12 +93,10 @@ func runDemo(ctx context.Context, args []string) error {
 	fmt.Fprintf(d.Out, "reckon demo: dev stack up (API http://%s, embedded Temporal %s, data dir %s)\n",
 		stack.APIAddr, stack.Kernel.Conn.Embedded.HostPort(), cfg.DataDir)
 
-	steps := append([]demoStep(nil), demoSteps...)
-	sort.SliceStable(steps, func(i, j int) bool { return steps[i].order < steps[j].order })
-	for i, s := range steps {
-		fmt.Fprintf(d.Out, "\n== %d. %s\n", i+1, s.name)
-		if err := s.run(ctx, d); err != nil {
-			return fmt.Errorf("demo step %q: %w", s.name, err)
+	for i, step := range demoSteps {
+		fmt.Fprintf(d.Out, "\n== %d. %s\n", i+1, step.name)
+		if err := step.run(ctx, d); err != nil {
+			return fmt.Errorf("demo step %q: %w", step.name, err)
 		}
 	}
 	fmt.Fprintln(d.Out, "\nreckon demo: done")

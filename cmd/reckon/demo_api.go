@@ -22,14 +22,6 @@ import (
 	"github.com/seed-7bc021c3/reckon/pipeline/supervisor"
 )
 
-func init() {
-	addDemoStep(110, "a second run: its only step writes report.txt, then the worker crashes (no re-issue: the run fails)", demoFailingRun)
-	addDemoStep(200, "the operations listing, through the HTTP API (GET /v1/agent/operations)", demoListing)
-	addDemoStep(340, "the operator's queue: what the supervisor left for a person (GET /v1/agent/operations/attention)", demoAttention)
-	addDemoStep(350, "an operator overrides the supervisor's `unknown` with evidence (POST /v1/agent/operations/reconcile), then reads the history", demoOverride)
-	addDemoStep(400, "eval: the built-in supervisor scored on the committed drill fixtures", demoEval)
-}
-
 // demoFailingRun starts a run whose only consequential step is faulted
 // after its effect, without on_uncertain: the run stops, and the declared
 // postcondition lets the supervisor's workspace probe prove the effect.

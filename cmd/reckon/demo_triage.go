@@ -10,10 +10,6 @@ import (
 	"github.com/seed-7bc021c3/reckon/pipeline/triage"
 )
 
-func init() {
-	addDemoStep(300, "triage: one supervisor sweep over the project's uncertain operations", demoTriage)
-}
-
 // demoTriage runs one sweep now (the stack's schedule would run it every
 // RECKON_TRIAGE_SCHEDULE), waits for the verdicts to reach the journal,
 // prints each verdict card and the listing afterwards.

@@ -7,7 +7,6 @@ import (
 	"os"
 
 	"github.com/seed-7bc021c3/reckon/internal/app"
-	"github.com/seed-7bc021c3/reckon/kernel/config"
 )
 
 func init() {
@@ -17,13 +16,11 @@ func init() {
 func runDev(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("dev", flag.ContinueOnError)
 	noWorker := fs.Bool("no-worker", false, "run no run worker in this process: runs wait for a separate `reckon worker` (TEMPORAL_ADDRESS = the embedded server printed at start)")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	cfg, err := config.Load()
+	s, err := prologue(fs, args)
 	if err != nil {
 		return err
 	}
+	cfg := s.cfg
 	stack, err := app.StartDev(ctx, cfg, app.DevConfig{Kernel: app.KernelConfig{NoWorker: *noWorker}})
 	if err != nil {
 		return err

@@ -34,19 +34,14 @@ func runDrill(ctx context.Context, args []string) error {
 	sweepDelay := fset.Duration("sweep-delay", 6*time.Minute, "walls are built as a sweep this long after each run would build them (past the MCP probe's grace)")
 	fsServer := fset.String("filesystem-server", "", "path of @modelcontextprotocol/server-filesystem's dist/index.js (default: found under testdata/npm)")
 	keep := fset.Bool("keep", false, "keep the drill's database schema and data directory for inspection")
-	if err := fset.Parse(args); err != nil {
+	s, err := prologue(fset, args)
+	if err != nil {
 		return err
-	}
-	if fset.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q", fset.Args())
 	}
 	if *count < 1 {
 		return fmt.Errorf("--count: must be at least 1")
 	}
-	cfg, err := config.Load()
-	if err != nil {
-		return err
-	}
+	cfg := s.cfg
 	if *fsServer == "" {
 		wd, _ := os.Getwd()
 		*fsServer = drill.FindFilesystemServer(wd)

@@ -33,19 +33,14 @@ func runEval(ctx context.Context, args []string) error {
 	writeBaseline := fset.String("write-baseline", "", "record this run's accuracy and coverage as the new baseline file (refused if the run has unsafe verdicts)")
 	quiet := fset.Bool("quiet", false, "no per-case progress lines")
 	settle := fset.String("settle", "", "settlement policy to score under: evidence | inference (default RECKON_SUPERVISOR_SETTLE, itself evidence by default)")
-	if err := fset.Parse(args); err != nil {
+	s, err := prologue(fset, args)
+	if err != nil {
 		return err
-	}
-	if fset.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q", fset.Args())
 	}
 	if *supName != supervisor.BuiltinName && *supName != supervisor.OpenAIName {
 		return fmt.Errorf("--supervisor: %q is not builtin or openai", *supName)
 	}
-	cfg, err := config.Load()
-	if err != nil {
-		return err
-	}
+	cfg := s.cfg
 	var rejected atomic.Int64
 	sup, err := buildSupervisor(*supName, cfg, func(error) { rejected.Add(1) })
 	if err != nil {

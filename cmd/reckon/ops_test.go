@@ -28,13 +28,12 @@ func TestOpsCLI(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	b := reckontest.Setup(t)
-	s, j, svc, now := b.Schema, b.Journal, b.Ops, b.Clock.Now()
+	s, j, now := b.Schema, b.Journal, b.Clock.Now()
 	ts := opsAPI(t, b)
 	verdict, _ := kernel.NewEvent(kernel.SourceKernel, "run-1/verdict/1", "acme", "run-1", kernel.TypeSupervisorVerdict, kernel.ActorSupervisor, now,
 		kernel.Verdict{Kind: kernel.VerdictKindReconciliation, OperationIDs: []string{"op-1"}, Supervisor: "builtin", Lesson: "check the workspace first",
 			Causes: []string{}, Remedies: []string{}})
 	b.Ingest(verdict)
-	_ = svc
 
 	ev := func(id, typ, data string) kernel.Event {
 		return kernel.Event{SourceID: "agent-x", EventID: id, Project: "acme", RunID: "run-1", Type: typ, TS: now.Add(-time.Hour), Actor: "agent", Data: []byte(data)}

@@ -30,25 +30,25 @@ func runServe(ctx context.Context, args []string) error {
 	wrk := fs.Bool("worker", false, "execute runs from the Temporal task queue")
 	pub := fs.Bool("publisher", false, "drain the outbox into the journal")
 	pipe := fs.Bool("pipeline", false, "run the triage sweep on RECKON_TRIAGE_SCHEDULE")
-	if err := fs.Parse(args); err != nil {
-		return err
+	roleChecks := func(c *config.Config) error {
+		if !*api && !*wrk && !*pub && !*pipe {
+			*api, *wrk, *pub, *pipe = true, true, true, true
+		}
+		if *api || *wrk || *pipe {
+			return needTemporal("is required by serve --api/--worker/--pipeline (use `reckon dev` for the embedded server)")(c)
+		}
+		return nil
 	}
-	if !*api && !*wrk && !*pub && !*pipe {
-		*api, *wrk, *pub, *pipe = true, true, true, true
-	}
-	cfg, err := config.Load()
+	s, err := prologue(fs, args, roleChecks)
 	if err != nil {
 		return err
 	}
+	if err := s.openCore(ctx); err != nil {
+		return err
+	}
+	defer s.close()
+	cfg, core := s.cfg, s.core
 	needsTemporal := *api || *wrk || *pipe
-	if needsTemporal && cfg.TemporalAddress == "" {
-		return &config.Error{Var: "TEMPORAL_ADDRESS", Problem: "is required by serve --api/--worker/--pipeline (use `reckon dev` for the embedded server)"}
-	}
-	core, err := app.NewCore(ctx, cfg, false)
-	if err != nil {
-		return err
-	}
-	defer core.Close()
 	if *api && core.Tokens.Len() == 0 {
 		return &config.Error{Var: "RECKON_TOKENS", Problem: "(or RECKON_TOKENS_FILE) must name at least one token for serve --api; nobody could call the API otherwise"}
 	}

@@ -11,8 +11,6 @@ import (
 
 	"go.temporal.io/sdk/client"
 
-	"github.com/seed-7bc021c3/reckon/internal/app"
-	"github.com/seed-7bc021c3/reckon/kernel/config"
 	"github.com/seed-7bc021c3/reckon/kernel/outbox"
 	"github.com/seed-7bc021c3/reckon/kernel/temporalx"
 	"github.com/seed-7bc021c3/reckon/pipeline/triage"
@@ -32,11 +30,9 @@ func runTriage(ctx context.Context, args []string) error {
 	maxWalls := fs.Int("max-walls", 1000, "per-sweep budget: walls decided at most; the rest wait for the next sweep")
 	maxTokens := fs.Int("max-tokens", 0, "per-sweep budget: model tokens (prompt+completion) at most; 0 = unbounded")
 	concurrency := fs.Int("concurrency", 8, "runs triaged (and model calls in flight) at once")
-	if err := fs.Parse(args); err != nil {
+	s, err := prologue(fs, args)
+	if err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	if *run != "" && *project == "" {
 		return fmt.Errorf("--run needs --project")
@@ -44,15 +40,11 @@ func runTriage(ctx context.Context, args []string) error {
 	if *maxWalls < 1 || *concurrency < 1 || *maxTokens < 0 {
 		return fmt.Errorf("--max-walls and --concurrency must be at least 1, --max-tokens at least 0")
 	}
-	cfg, err := config.Load()
-	if err != nil {
+	if err := s.openCore(ctx); err != nil {
 		return err
 	}
-	core, err := app.NewCore(ctx, cfg, false)
-	if err != nil {
-		return err
-	}
-	defer core.Close()
+	defer s.close()
+	cfg, core := s.cfg, s.core
 
 	// Run liveness: Temporal for the kernel's own runs when a cluster is
 	// configured; otherwise the journal says which runs are over.
