@@ -220,14 +220,35 @@ func (s *Sweeper) Sweep(ctx context.Context, p SweepParams) (rep Report, err err
 		rep.Duration = s.cfg.Now().Sub(start)
 		s.cfg.Metrics.sweeps.Observe(rep.Duration.Seconds())
 	}()
+	runs, err := s.collect(ctx, p, &rep)
+	if err != nil {
+		return rep, err
+	}
+	var locks *pgxpool.Pool
+	if !p.DryRun && len(runs) > 0 {
+		if locks, err = s.lockPool(ctx); err != nil {
+			return rep, err
+		}
+		defer locks.Close()
+	}
+	results, tokens := s.triageRuns(ctx, locks, runs, p.DryRun)
+	s.tally(&rep, results)
+	rep.Tokens = tokens
+	s.logSweep(rep, start, p.DryRun)
+	return rep, nil
+}
+
+// collect lists the unsettled operations of the params' projects (every
+// project with some, when none is named) and groups them into run piles.
+func (s *Sweeper) collect(ctx context.Context, p SweepParams, rep *Report) ([]runPile, error) {
 	if p.RunID != "" && p.Project == "" {
-		return rep, kernel.Errorf(kernel.EInvalid, "triage: --run needs --project")
+		return nil, kernel.Errorf(kernel.EInvalid, "triage: --run needs --project")
 	}
 	projects := []string{p.Project}
 	if p.Project == "" {
 		ps, err := s.ops.Projects(ctx)
 		if err != nil {
-			return rep, fmt.Errorf("triage: projects: %w", err)
+			return nil, fmt.Errorf("triage: projects: %w", err)
 		}
 		projects = ps
 	}
@@ -236,21 +257,19 @@ func (s *Sweeper) Sweep(ctx context.Context, p SweepParams) (rep Report, err err
 	for _, project := range projects {
 		piles, degraded, err := s.unsettledRuns(ctx, project, p.RunID)
 		if err != nil {
-			return rep, err
+			return nil, err
 		}
 		rep.Degraded = rep.Degraded || degraded
 		runs = append(runs, piles...)
 	}
 	rep.Runs = len(runs)
+	return runs, nil
+}
 
-	var locks *pgxpool.Pool
-	if !p.DryRun && len(runs) > 0 {
-		if locks, err = s.lockPool(ctx); err != nil {
-			return rep, err
-		}
-		defer locks.Close()
-	}
-
+// triageRuns triages the piles, Concurrency at a time, within the
+// per-sweep budget, and returns each run's wall results (in pile order)
+// and the tokens spent.
+func (s *Sweeper) triageRuns(ctx context.Context, locks *pgxpool.Pool, runs []runPile, dry bool) ([][]WallResult, int) {
 	var (
 		mu     sync.Mutex
 		walls  int
@@ -287,16 +306,20 @@ func (s *Sweeper) Sweep(ctx context.Context, p SweepParams) (rep Report, err err
 		go func(i int, rk runPile) {
 			defer wg.Done()
 			defer func() { <-sem }()
-			res := s.triageRun(ctx, locks, rk, p.DryRun, func(n, t int) {
+			results[i] = s.triageRun(ctx, locks, rk, dry, func(n, t int) {
 				mu.Lock()
 				walls += n
 				tokens += t
 				mu.Unlock()
 			})
-			results[i] = res
 		}(i, rk)
 	}
 	wg.Wait()
+	return results, tokens
+}
+
+// tally adds the wall results to the report and the metrics.
+func (s *Sweeper) tally(rep *Report, results [][]WallResult) {
 	for _, rs := range results {
 		for _, r := range rs {
 			s.cfg.Metrics.walls.WithLabelValues(r.Outcome).Inc()
@@ -309,15 +332,17 @@ func (s *Sweeper) Sweep(ctx context.Context, p SweepParams) (rep Report, err err
 			rep.Walls = append(rep.Walls, r)
 		}
 	}
-	rep.Tokens = tokens
+}
+
+// logSweep logs the sweep's figures; an idle scheduled sweep is not news.
+func (s *Sweeper) logSweep(rep Report, start time.Time, dry bool) {
 	done := s.cfg.Log.Info()
 	if rep.Runs == 0 {
-		done = s.cfg.Log.Debug() // an idle scheduled sweep is not news
+		done = s.cfg.Log.Debug()
 	}
 	done.Int("projects", rep.Projects).Int("runs", rep.Runs).Int("journaled", rep.Journaled).
 		Int("failed", rep.Failed).Int("locked", rep.Count(OutcomeLocked)).Int("budget", rep.Count(OutcomeBudget)).
-		Int("tokens", tokens).Dur("duration", s.cfg.Now().Sub(start)).Bool("dry_run", p.DryRun).Msg("triage sweep done")
-	return rep, nil
+		Int("tokens", rep.Tokens).Dur("duration", s.cfg.Now().Sub(start)).Bool("dry_run", dry).Msg("triage sweep done")
 }
 
 // lockPool opens the dedicated connections that hold triage locks: separate
