@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"go.uber.org/goleak"
 
 	"github.com/seed-7bc021c3/reckon/internal/pgtest"
 	"github.com/seed-7bc021c3/reckon/kernel"
@@ -258,4 +259,61 @@ func (b *Bundle) List(project string) (map[string]operations.Item, bool) {
 		}
 		cursor = p.NextCursor
 	}
+}
+
+// Main runs a package's tests and then fails them if goroutines the tests
+// started are still running (goleak): a publisher, sweeper, listener or
+// liveness call the package forgot to stop. Use it as TestMain in every
+// package whose code starts goroutines; packages that start the embedded
+// Temporal server pass TemporalLeaks().
+func Main(m *testing.M, opts ...goleak.Option) {
+	goleak.VerifyTestMain(m, append(leakIgnores, opts...)...)
+}
+
+// FindLeaks is Main's check for a TestMain that has more to do after the
+// tests ran (closing a shared server first).
+func FindLeaks(opts ...goleak.Option) error {
+	return goleak.Find(append(leakIgnores, opts...)...)
+}
+
+// leakIgnores are goroutines of libraries that outlive their callers by
+// design: idle connection readers between tests.
+var leakIgnores = []goleak.Option{
+	goleak.IgnoreTopFunction("internal/poll.runtime_pollWait"),
+	goleak.IgnoreAnyFunction("net/http.(*persistConn).writeLoop"),
+	goleak.IgnoreAnyFunction("net/http.(*persistConn).readLoop"),
+}
+
+// embeddedTemporalFrames are what the embedded Temporal server (and the
+// SDK workers of its own system namespace) leave running after Stop: their
+// pollers, gRPC callback serializers, ringpop timers, its SQLite pool and
+// metrics ticker; and the coroutines of workflows the SDK keeps in its
+// process-wide sticky cache (purged only when no worker of the process
+// runs). None of them is reckon's; reckon's own workers are stopped before
+// the server.
+var embeddedTemporalFrames = []string{
+	"go.temporal.io/sdk/internal.(*baseWorker).runPoller",
+	"go.temporal.io/sdk/internal.(*baseWorker).runTaskDispatcher",
+	"go.temporal.io/sdk/internal.(*baseWorker).runEagerTaskDispatcher",
+	"go.temporal.io/sdk/internal.(*baseWorker).Start.func2",
+	"go.temporal.io/sdk/internal.(*sharedNamespaceWorker).run",
+	"google.golang.org/grpc/internal/grpcsync.(*CallbackSerializer).run",
+	"google.golang.org/grpc.(*addrConn).connect",
+	"google.golang.org/grpc.(*addrConn).resetTransportAndUnlock",
+	"github.com/temporalio/ringpop-go.(*Ringpop).startTimers.func1",
+	"github.com/temporalio/ringpop-go.(*Ringpop).startTimers.func2",
+	"go.temporal.io/server/common/membership/ringpop.(*monitor).startHeartbeatUpsertLoop.func1",
+	"database/sql.(*DB).connectionOpener",
+	"github.com/rcrowley/go-metrics.(*meterArbiter).tick",
+	"go.temporal.io/sdk/internal.(*coroutineState).initialYield",
+}
+
+// TemporalLeaks are the goleak options of a package that starts the
+// embedded Temporal server.
+func TemporalLeaks() []goleak.Option {
+	out := make([]goleak.Option, len(embeddedTemporalFrames))
+	for i, f := range embeddedTemporalFrames {
+		out[i] = goleak.IgnoreAnyFunction(f)
+	}
+	return out
 }
