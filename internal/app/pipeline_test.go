@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/seed-7bc021c3/reckon/internal/pgtest"
+	"github.com/seed-7bc021c3/reckon/internal/reckontest"
 	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/config"
 	"github.com/seed-7bc021c3/reckon/kernel/outbox"
@@ -84,8 +85,7 @@ func TestStartPipeline(t *testing.T) {
 		t.Fatal(err)
 	}
 	pub := core.NewPublisher(outbox.Config{})
-	deadline := time.Now().Add(15 * time.Second)
-	for {
+	reckontest.Eventually(t, 15*time.Second, "a verdict from the scheduled sweep", func() bool {
 		if err := pub.Drain(context.Background()); err != nil {
 			t.Fatal(err)
 		}
@@ -93,14 +93,8 @@ func TestStartPipeline(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(evs) == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no verdict from the scheduled sweep")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return len(evs) == 1
+	})
 	hs := httptest.NewServer(core.NewAPI(nil, core.OperationsService(nil)))
 	defer hs.Close()
 	req, _ := http.NewRequest(http.MethodGet, hs.URL+"/v1/supervisor/verdicts?project=acme", nil)

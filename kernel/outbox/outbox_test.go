@@ -16,6 +16,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/seed-7bc021c3/reckon/internal/pgtest"
+	"github.com/seed-7bc021c3/reckon/internal/reckontest"
 	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/auth"
 	"github.com/seed-7bc021c3/reckon/kernel/httpapi"
@@ -63,6 +64,15 @@ func exec(t *testing.T, s *pgtest.Schema, sql string) {
 	if _, err := s.Pool.Exec(context.Background(), sql); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// waitDue waits until every undelivered, unparked row is due again (past
+// its retry backoff), so that a drain will claim them.
+func waitDue(t *testing.T, s *pgtest.Schema) {
+	t.Helper()
+	reckontest.Eventually(t, 10*time.Second, "retried rows to fall due", func() bool {
+		return count(t, s, "SELECT count(*) FROM kernel_event_outbox WHERE delivered_at IS NULL AND parked_at IS NULL AND next_attempt_at > now()") == 0
+	})
 }
 
 func fastCfg() outbox.Config {
@@ -252,13 +262,9 @@ func TestTwoPublishersDeliverEachRowOnce(t *testing.T) {
 	for b := 0; b < n/100; b++ {
 		enqueue(t, s, events(fmt.Sprintf("r%d", b), 100)...)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for count(t, s, "SELECT count(*) FROM kernel_event_outbox WHERE delivered_at IS NULL") > 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("not drained")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	reckontest.Eventually(t, 30*time.Second, "the outbox to drain", func() bool {
+		return count(t, s, "SELECT count(*) FROM kernel_event_outbox WHERE delivered_at IS NULL") == 0
+	})
 	cancel()
 	wg.Wait()
 	if got := count(t, s, "SELECT count(*) FROM journal_events"); got != n {
@@ -305,7 +311,7 @@ func TestPublisherThroughHTTPIngestAPI(t *testing.T) {
 	if n := count(t, s, "SELECT count(*) FROM journal_events"); n != 0 {
 		t.Fatalf("%d journal rows after forbidden delivery", n)
 	}
-	time.Sleep(10 * time.Millisecond) // past the retry backoff
+	waitDue(t, s)
 	p := outbox.NewPublisher(s.Pool, httpapi.NewJournalClient(srv.URL, "publisher-secret"), fastCfg(), nil, zerolog.Nop())
 	drain(t, p)
 	if n := count(t, s, "SELECT count(*) FROM journal_events"); n != 120 {
@@ -329,7 +335,7 @@ func TestPublisherThroughHTTPIngestAPI(t *testing.T) {
 		t.Fatalf("%d kernel rows reached the journal over HTTP", n)
 	}
 	in := outbox.NewPublisher(s.Pool, journal.New(s.Pool, nil), fastCfg(), nil, zerolog.Nop())
-	time.Sleep(10 * time.Millisecond)
+	waitDue(t, s)
 	drain(t, in)
 	if n := count(t, s, "SELECT count(*) FROM journal_events WHERE source_id = 'kernel'"); n != 1 {
 		t.Fatalf("in-process delivery: %d kernel rows, want 1", n)
@@ -397,7 +403,7 @@ CREATE TRIGGER refuse BEFORE INSERT ON journal_events FOR EACH ROW EXECUTE FUNCT
 		t.Fatalf("%d journal rows survived the rolled-back savepoint", n)
 	}
 	exec(t, s, "DROP TRIGGER refuse ON journal_events")
-	time.Sleep(10 * time.Millisecond) // past the retry backoff
+	waitDue(t, s)
 	drain(t, p)
 	if n := count(t, s, "SELECT count(*) FROM journal_events"); n != 5 {
 		t.Fatalf("%d journal rows, want 5", n)

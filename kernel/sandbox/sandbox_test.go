@@ -15,6 +15,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/seed-7bc021c3/reckon/internal/reckontest"
 	"github.com/seed-7bc021c3/reckon/internal/sandboxtest"
 	"github.com/seed-7bc021c3/reckon/kernel"
 )
@@ -190,9 +191,18 @@ func TestNetworkUnreachable(t *testing.T) {
 	if !strings.Contains(out.Stderr, "Connection refused") && !strings.Contains(out.Stderr, "unreachable") {
 		t.Fatalf("stderr = %q", out.Stderr)
 	}
-	time.Sleep(50 * time.Millisecond)
-	if got := accepted.Load(); got != before {
-		t.Fatalf("listener accepted %d connections from the sandbox", got-before)
+	// A marker connection from outside, after the command: the listener
+	// accepts in arrival order, so once the marker is counted, anything the
+	// sandbox got through would have been counted before it. A condition
+	// wait, not a guess at how long an accept takes.
+	marker, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	marker.Close()
+	reckontest.Eventually(t, 5*time.Second, "the marker connection", func() bool { return accepted.Load() > before })
+	if got := accepted.Load(); got != before+1 {
+		t.Fatalf("listener accepted %d connections from the sandbox", got-before-1)
 	}
 	// No interface but loopback exists in the sandbox's network namespace.
 	out, _, err = run(t, tool, call(t, wsDir(t), map[string]any{"command": "tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '"}))

@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/seed-7bc021c3/reckon/internal/reckontest"
 )
 
 func TestRunScheduleSweeps(t *testing.T) {
@@ -14,10 +16,7 @@ func TestRunScheduleSweeps(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- sw.RunSchedule(ctx, "@every 1s", SweepParams{}) }()
-	deadline := time.Now().Add(10 * time.Second)
-	for e.outboxRows() == 0 && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
-	}
+	reckontest.Eventually(t, 10*time.Second, "the scheduled sweep's verdict", func() bool { return e.outboxRows() > 0 })
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)

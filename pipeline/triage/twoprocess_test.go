@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seed-7bc021c3/reckon/internal/reckontest"
 	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/mcpserver"
 	"github.com/seed-7bc021c3/reckon/kernel/mcptool"
@@ -50,19 +51,22 @@ func reckonBinary(t *testing.T) string {
 
 // Two `reckon triage` processes against one database never triage the same
 // run twice: each run gets exactly one verdict, and the model is asked
-// exactly once per run.
+// exactly once per run. The two are forced to contend: the model holds
+// every answer until the second process has tried the runs the first one
+// holds (a barrier), so the test fails if the per-run lock does not keep
+// the second off them.
 func TestTwoProcessesNeverTriageOneRunTwice(t *testing.T) {
 	t.Parallel()
 	bin := reckonBinary(t)
 	e := newEnv(t)
-	const runs = 24
+	const runs, concurrency = 24, 4
 	for _, r := range ids("run-", runs) {
 		e.seedRun(r, opSpec{id: "op-1", outcome: "uncertain"}, opSpec{id: "op-2", tool: "mcp__create_issue", outcome: "crash"})
 	}
-	// A slow model keeps both sweeps busy at the same time.
 	f := fakeopenai.New()
 	defer f.Close()
-	f.SetLatency(100 * time.Millisecond)
+	release := f.Hold()
+	defer release()
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -80,11 +84,11 @@ func TestTwoProcessesNeverTriageOneRunTwice(t *testing.T) {
 	}
 	results := make([]result, 2)
 	var wg sync.WaitGroup
-	for i := range results {
+	start := func(i int) {
 		wg.Add(1)
-		go func(i int) {
+		go func() {
 			defer wg.Done()
-			cmd := exec.CommandContext(ctx, bin, "triage", "--json")
+			cmd := exec.CommandContext(ctx, bin, "triage", "--json", "--concurrency", fmt.Sprint(concurrency))
 			cmd.Env = env
 			var out, errb bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &out, &errb
@@ -93,23 +97,33 @@ func TestTwoProcessesNeverTriageOneRunTwice(t *testing.T) {
 			if results[i].err == nil {
 				results[i].err = json.Unmarshal(out.Bytes(), &results[i].rep)
 			}
-		}(i)
+		}()
 	}
+	// The first process takes the locks of its first runs and waits inside
+	// the model call for each.
+	start(0)
+	reckontest.Eventually(t, time.Minute, "the first sweep's model calls", func() bool { return f.InFlight() == concurrency })
+	// The second lists the same runs in the same order: it meets the
+	// first's locks before any run of its own, so once it too waits in the
+	// model with a full slate, it has tried (and been refused) those runs.
+	start(1)
+	reckontest.Eventually(t, time.Minute, "the second sweep's model calls", func() bool { return f.InFlight() == 2*concurrency })
+	release()
 	wg.Wait()
-	journaled, contended := 0, 0
+	journaled, locked := 0, 0
 	for i, r := range results {
 		if r.err != nil {
 			t.Fatalf("process %d: %v\n%s", i, r.err, r.stderr)
 		}
 		journaled += r.rep.Journaled
-		contended += r.rep.Count(OutcomeLocked) + r.rep.Count(OutcomeSettled)
+		locked += r.rep.Count(OutcomeLocked)
 		t.Logf("process %d: %d journaled, %d locked, %d settled, %s", i, r.rep.Journaled, r.rep.Count(OutcomeLocked), r.rep.Count(OutcomeSettled), r.rep.Duration)
 	}
 	if journaled != runs {
 		t.Fatalf("journaled %d walls for %d runs", journaled, runs)
 	}
-	if contended == 0 {
-		t.Logf("note: the two sweeps did not contend this time")
+	if locked < concurrency {
+		t.Fatalf("the second sweep was refused %d runs; it must have met the first's %d locks", locked, concurrency)
 	}
 	e.drain()
 	for _, r := range ids("run-", runs) {
