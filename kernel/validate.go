@@ -138,7 +138,10 @@ func validateData(e Event, m map[string]any) error {
 	if err := decodeFields(e, m, d); err != nil {
 		return err
 	}
-	return d.check(e, func(f string) bool { _, ok := m[f]; return ok })
+	if r, ok := d.(dataRules); ok {
+		return r.check(e, func(f string) bool { _, ok := m[f]; return ok })
+	}
+	return nil
 }
 
 // fieldSpec is one field of a data type, as decodeFields reads it.

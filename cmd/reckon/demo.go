@@ -20,10 +20,6 @@ import (
 	"github.com/seed-7bc021c3/reckon/kernel/sandbox"
 )
 
-func init() {
-	register("demo", "start the dev stack, run drills, show the listing, triage, an operator override and the eval score, exit 0", runDemo)
-}
-
 // demoEnv is what demo steps share: the running stack and what earlier
 // steps produced.
 type demoEnv struct {

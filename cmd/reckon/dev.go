@@ -9,10 +9,6 @@ import (
 	"github.com/seed-7bc021c3/reckon/internal/app"
 )
 
-func init() {
-	register("dev", "everything in one process on embedded defaults (creates the database, migrates)", runDev)
-}
-
 func runDev(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("dev", flag.ContinueOnError)
 	noWorker := fs.Bool("no-worker", false, "run no run worker in this process: runs wait for a separate `reckon worker` (TEMPORAL_ADDRESS = the embedded server printed at start)")

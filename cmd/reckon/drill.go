@@ -21,10 +21,6 @@ import (
 	"github.com/seed-7bc021c3/reckon/kernel/config"
 )
 
-func init() {
-	register("drill", "run seeded drill scenarios live with injected faults and record eval fixtures (walls + ground truth)", runDrill)
-}
-
 func runDrill(ctx context.Context, args []string) error {
 	fset := flag.NewFlagSet("drill", flag.ContinueOnError)
 	seed := fset.Uint64("seed", 1, "generator seed: the same seed drills the same scenarios")

@@ -18,10 +18,6 @@ import (
 	"github.com/seed-7bc021c3/reckon/pipeline/supervisor"
 )
 
-func init() {
-	register("eval", "score a supervisor on drill fixtures (accuracy, coverage, unsafe verdicts); writes report.md, report.json, confusion.svg", runEval)
-}
-
 func runEval(ctx context.Context, args []string) error {
 	fset := flag.NewFlagSet("eval", flag.ContinueOnError)
 	supName := fset.String("supervisor", "builtin", "supervisor to score: builtin | openai (openai reads RECKON_SUPERVISOR_BASE_URL, _API_KEY, _MODEL)")

@@ -13,9 +13,6 @@ import (
 	"github.com/seed-7bc021c3/reckon/kernel/outbox"
 )
 
-func init() {
-	register("mcp-gateway", "MCP server in front of RECKON_MCP_SERVERS: every tools/call of any MCP client becomes a reconcilable operation (stdio, or --http ADDR)", runMCPGateway)
-}
 
 // runMCPGateway is `reckon mcp-gateway` (see gateway.ParseCommand and
 // README "MCP gateway"). In stdio mode stdout belongs to the MCP session:

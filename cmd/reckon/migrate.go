@@ -8,10 +8,6 @@ import (
 	"github.com/seed-7bc021c3/reckon/migrations"
 )
 
-func init() {
-	register("migrate", "apply database migrations (safe to run twice, or from two processes)", runMigrate)
-}
-
 func runMigrate(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
 	create := fs.Bool("create-db", false, "create the database when it is missing")

@@ -20,10 +20,6 @@ import (
 	"github.com/seed-7bc021c3/reckon/kernel/operations"
 )
 
-func init() {
-	register("ops", "operations API client: list, attention, history, reconcile, verdicts (RECKON_URL, RECKON_TOKEN)", runOps)
-}
-
 // defaultAPIURL is the API the client talks to without RECKON_URL.
 const defaultAPIURL = "http://127.0.0.1:8080"
 

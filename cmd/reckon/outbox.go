@@ -11,10 +11,6 @@ import (
 	"github.com/seed-7bc021c3/reckon/kernel/outbox"
 )
 
-func init() {
-	register("outbox", "operator view of the outbox: `outbox parked` lists rows parked on a journal conflict, with the reason", runOutbox)
-}
-
 // runOutbox lists parked outbox rows straight from DATABASE_URL: a parked
 // row never reaches the journal, so the API cannot show it.
 func runOutbox(ctx context.Context, args []string) error {

@@ -16,10 +16,6 @@ import (
 	"github.com/seed-7bc021c3/reckon/pipeline/triage"
 )
 
-func init() {
-	register("serve", "production roles (--api --worker --publisher --pipeline; default all) on external Temporal and PostgreSQL", runServe)
-}
-
 // runServe runs the chosen roles against TEMPORAL_ADDRESS and DATABASE_URL.
 // Each role scales on its own: several publishers, workers and sweepers may
 // run in separate processes (publishers claim with SKIP LOCKED, sweeps lock

@@ -16,10 +16,6 @@ import (
 	"github.com/seed-7bc021c3/reckon/pipeline/triage"
 )
 
-func init() {
-	register("triage", "run one supervisor sweep now: walls of unsettled operations → verdicts (--project P --run R --dry-run)", runTriage)
-}
-
 func runTriage(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("triage", flag.ContinueOnError)
 	project := fs.String("project", "", "only this project (default: every project with unsettled operations)")

@@ -9,10 +9,6 @@ import (
 	"github.com/seed-7bc021c3/reckon/internal/app"
 )
 
-func init() {
-	register("worker", "run worker only: executes runs from TEMPORAL_ADDRESS's task queue (no API, no publisher)", runWorker)
-}
-
 // runWorker runs the run workflow and its activities against an external
 // (or another process's embedded) Temporal frontend. Events go to the
 // outbox in DATABASE_URL; a publisher elsewhere delivers them.

@@ -15,10 +15,9 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/seed-7bc021c3/reckon/internal/pgtest"
+	"github.com/seed-7bc021c3/reckon/internal/reckontest"
 	"github.com/seed-7bc021c3/reckon/internal/sandboxtest"
 	"github.com/seed-7bc021c3/reckon/kernel"
-	"github.com/seed-7bc021c3/reckon/kernel/journal"
 	"github.com/seed-7bc021c3/reckon/kernel/outbox"
 	"github.com/seed-7bc021c3/reckon/kernel/runner"
 	"github.com/seed-7bc021c3/reckon/kernel/sandbox"
@@ -56,8 +55,8 @@ func TestWorkerSIGKILLDuringRunCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	s := pgtest.New(t)
-	j := journal.New(s.Pool, nil)
+	b := reckontest.Setup(t, reckontest.Config{RealClock: true})
+	s, j := b.Schema, b.Journal
 	pubCtx, stopPub := context.WithCancel(ctx)
 	pubDone := make(chan struct{})
 	go func() {

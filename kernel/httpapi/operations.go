@@ -37,14 +37,11 @@ func (s *Server) listOperations(w http.ResponseWriter, r *http.Request) error {
 	if s.cfg.Operations == nil {
 		return unserved("operations")
 	}
-	q := r.URL.Query()
-	limit, err := limitParamUnbounded(q.Get("limit"))
+	p, err := pageQuery(r)
 	if err != nil {
 		return err
 	}
-	page, err := s.cfg.Operations.List(r.Context(), operations.ListParams{
-		Project: q.Get("project"), RunID: q.Get("run_id"), Cursor: q.Get("cursor"), Limit: limit,
-	})
+	page, err := s.cfg.Operations.List(r.Context(), operations.ListParams(p))
 	if err != nil {
 		return err
 	}
@@ -60,14 +57,11 @@ func (s *Server) attention(w http.ResponseWriter, r *http.Request) error {
 	if s.cfg.Operations == nil {
 		return unserved("operations")
 	}
-	q := r.URL.Query()
-	limit, err := limitParamUnbounded(q.Get("limit"))
+	p, err := pageQuery(r)
 	if err != nil {
 		return err
 	}
-	page, err := s.cfg.Operations.Attention(r.Context(), operations.AttentionParams{
-		Project: q.Get("project"), RunID: q.Get("run_id"), Cursor: q.Get("cursor"), Limit: limit,
-	})
+	page, err := s.cfg.Operations.Attention(r.Context(), operations.AttentionParams(p))
 	if err != nil {
 		return err
 	}
@@ -75,17 +69,20 @@ func (s *Server) attention(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// limitParamUnbounded reads a page limit whose upper bound the service
-// checks (operations.MaxLimit, named in its error).
-func limitParamUnbounded(v string) (int, error) {
-	if v == "" {
-		return 0, nil
+// pageQuery reads the query of a paged operations route: project, run_id,
+// cursor and limit (its upper bound the service checks, naming
+// operations.MaxLimit).
+func pageQuery(r *http.Request) (operations.ListParams, error) {
+	q := r.URL.Query()
+	p := operations.ListParams{Project: q.Get("project"), RunID: q.Get("run_id"), Cursor: q.Get("cursor")}
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return p, kernel.Errorf(kernel.EInvalid, "limit must be an integer between 1 and %d, got %q", operations.MaxLimit, v)
+		}
+		p.Limit = n
 	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 1 {
-		return 0, kernel.Errorf(kernel.EInvalid, "limit must be an integer between 1 and %d, got %q", operations.MaxLimit, v)
-	}
-	return n, nil
+	return p, nil
 }
 
 // reconcileBody is the reconcile request as the API accepts it; unknown

@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/seed-7bc021c3/reckon/kernel"
+	"github.com/seed-7bc021c3/reckon/kernel/journal"
 	"github.com/seed-7bc021c3/reckon/kernel/outbox"
 )
 
@@ -341,7 +342,7 @@ func operationEvents(ctx context.Context, q outbox.DBTX, project, runID, operati
 	if err != nil {
 		return nil, err
 	}
-	journaled, err := journalEvents(ctx, q, operationEventsSQL, project, runID, operationID)
+	journaled, err := journal.OperationEvents(ctx, q, project, runID, operationID)
 	if err != nil {
 		return nil, err
 	}
@@ -362,49 +363,24 @@ func verdictEvents(ctx context.Context, q outbox.DBTX, project, runID, operation
 			named = append(named, ev)
 		}
 	}
-	journaled, err := journalEvents(ctx, q, verdictEventsSQL, project, runID, operationID)
+	journaled, err := journal.VerdictsNaming(ctx, q, project, runID, operationID)
 	if err != nil {
 		return nil, err
 	}
 	return mergePending(journaled, named), nil
 }
 
-// journalEvents runs one of the journal statements (journalColumns) and
-// returns its events in journal order.
-func journalEvents(ctx context.Context, q outbox.DBTX, sql string, args ...any) ([]kernel.Event, error) {
-	rows, err := q.Query(ctx, sql, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []kernel.Event
-	for rows.Next() {
-		var e kernel.Event
-		var seq int64
-		var psrc, pid *string
-		if err := rows.Scan(&seq, &e.SourceID, &e.EventID, &e.Project, &e.RunID, &e.Type,
-			&e.TS, &e.Actor, &psrc, &pid, &e.Data); err != nil {
-			return nil, fmt.Errorf("scan event: %w", err)
-		}
-		e.TS = e.TS.UTC()
-		if psrc != nil && pid != nil {
-			e.ParentEventID = &kernel.EventKey{SourceID: *psrc, EventID: *pid}
-		}
-		out = append(out, e)
-	}
-	return out, rows.Err()
-}
-
 // mergePending merges journaled events (in journal order) with pending
 // ones (in enqueue order), dropping a pending copy of a journaled key, in
 // event-time order: journaled before pending at the same instant, each
 // side keeping its own order.
-func mergePending(journaled, pending []kernel.Event) []kernel.Event {
+func mergePending(journaled []journal.StoredEvent, pending []kernel.Event) []kernel.Event {
 	seen := make(map[kernel.EventKey]bool, len(journaled))
+	out := make([]kernel.Event, 0, len(journaled)+len(pending))
 	for _, e := range journaled {
 		seen[e.Key()] = true
+		out = append(out, e.Event)
 	}
-	out := append([]kernel.Event(nil), journaled...)
 	for _, e := range pending {
 		if !seen[e.Key()] {
 			out = append(out, e)

@@ -83,24 +83,6 @@ WITH RECURSIVE p(project) AS (
 )
 SELECT project FROM p WHERE project IS NOT NULL LIMIT $1`
 
-const journalColumns = `seq, source_id, event_id, project, run_id, type, ts, actor,
-    parent_source_id, parent_event_id, data`
-
-// operationEventsSQL returns every journal event of one operation (its
-// events still in the outbox come from outbox.Pending, read first).
-const operationEventsSQL = `
-SELECT ` + journalColumns + ` FROM journal_events
-WHERE project = $1 AND run_id = $2 AND operation_id = $3
-ORDER BY seq`
-
-// verdictEventsSQL returns the supervisor.verdict events of a run in the
-// journal that name the operation.
-const verdictEventsSQL = `
-SELECT ` + journalColumns + ` FROM journal_events
-WHERE project = $1 AND run_id = $2 AND type = 'supervisor.verdict'
-  AND data->'operation_ids' @> jsonb_build_array($3::text)
-ORDER BY seq`
-
 // lockOperationSQL serializes reconciles of one operation until the end of
 // the caller's transaction.
 const lockOperationSQL = `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`

@@ -156,8 +156,8 @@ func (f *flaky) Ingest(ctx context.Context, evs []kernel.Event) ([]kernel.Ingest
 func TestPublisherDeliversEverythingOnceThroughIntermittentFailures(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s := pgtest.New(t)
-	j := journal.New(s.Pool, nil)
+	b := reckontest.Setup(t, reckontest.Config{RealClock: true})
+	s, j := b.Schema, b.Journal
 	enqueue(t, s, events("r", 400)...)
 	f := &flaky{j: j}
 	p := outbox.NewPublisher(s.Pool, f, fastCfg(), nil, zerolog.Nop())

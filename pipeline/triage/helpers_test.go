@@ -8,55 +8,37 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
-
 	"github.com/seed-7bc021c3/reckon/internal/pgtest"
+	"github.com/seed-7bc021c3/reckon/internal/reckontest"
 	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/journal"
 	"github.com/seed-7bc021c3/reckon/kernel/operations"
-	"github.com/seed-7bc021c3/reckon/kernel/outbox"
 	"github.com/seed-7bc021c3/reckon/pipeline"
 )
 
-// env is one test's database with the real journal, operations service
-// and an in-process publisher.
+// env is one test's bundle (reckontest) on the real clock, with the
+// sweep's own helpers.
 type env struct {
+	*reckontest.Bundle
 	t   testing.TB
 	s   *pgtest.Schema
 	j   *journal.Store
 	ops *operations.Service
-	pub *outbox.Publisher
 	t0  time.Time
 }
 
 func newEnv(t testing.TB) *env {
 	t.Helper()
-	s := pgtest.New(t)
-	j := journal.New(s.Pool, nil)
-	return &env{
-		t: t, s: s, j: j,
-		ops: operations.New(s.Pool, operations.Config{}),
-		pub: outbox.NewPublisher(s.Pool, j, outbox.Config{}, nil, zerolog.Nop()),
-		t0:  time.Now().UTC().Add(-time.Hour).Truncate(time.Second),
-	}
+	b := reckontest.Setup(t, reckontest.Config{RealClock: true})
+	return &env{Bundle: b, t: t, s: b.Schema, j: b.Journal, ops: b.Ops,
+		t0: time.Now().UTC().Add(-time.Hour).Truncate(time.Second)}
 }
 
 func (e *env) sweeper(cfg Config) *Sweeper {
 	return New(e.s.Pool, e.ops, e.j, cfg)
 }
 
-func (e *env) ingest(evs ...kernel.Event) {
-	e.t.Helper()
-	res, err := e.j.Ingest(context.Background(), evs)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	for _, r := range res {
-		if r.Status != kernel.StatusAccepted {
-			e.t.Fatalf("ingest %s: %s %s", r.EventID, r.Status, r.Reason)
-		}
-	}
-}
+func (e *env) ingest(evs ...kernel.Event) { e.t.Helper(); e.Ingest(evs...) }
 
 func (e *env) event(run, id, typ string, ts time.Time, data any) kernel.Event {
 	e.t.Helper()
@@ -137,12 +119,7 @@ func (e *env) opEvents(run string, ts time.Time, ops ...opSpec) []kernel.Event {
 	return evs
 }
 
-func (e *env) drain() {
-	e.t.Helper()
-	if err := e.pub.Drain(context.Background()); err != nil {
-		e.t.Fatal(err)
-	}
-}
+func (e *env) drain() { e.t.Helper(); e.Drain() }
 
 // unsettled lists the run's unsettled operation ids (project acme).
 func (e *env) unsettled(run string) []string {
