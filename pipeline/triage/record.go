@@ -34,7 +34,7 @@ func wallKey(w pipeline.Wall) string {
 }
 
 // record enqueues supervisor.verdict and one operation.reconciled per
-// operation (via ReconcileTx, the human path) in ONE transaction: either
+// operation (via ReconcileTx, the path an operator's ruling takes) in ONE transaction: either
 // the whole wall is journaled or nothing is.
 func (s *Sweeper) record(ctx context.Context, w pipeline.Wall, d pipeline.Decision) (kernel.Event, []kernel.Event, error) {
 	key := wallKey(w)
@@ -90,8 +90,8 @@ func (s *Sweeper) record(ctx context.Context, w pipeline.Wall, d pipeline.Decisi
 		})
 		if err != nil {
 			if kernel.ErrorCode(err) == kernel.EConflict {
-				// A human verdict (a supervisor never overrides one) or
-				// another verdict landed since the listing: roll back the
+				// An operator's ruling (a supervisor never overrides one) or
+				// another reconciliation landed since the listing: roll back the
 				// whole wall and rebuild it without that operation.
 				return kernel.Event{}, nil, fmt.Errorf("%w: %s: %v", errSettledMeanwhile, v.OperationID, err)
 			}

@@ -72,8 +72,8 @@ type Config struct {
 	// WallTimeout bounds one supervisor decision, retries included, so a
 	// stuck model cannot hold a run's lock (and a sweep) forever. Default 5m.
 	WallTimeout time.Duration
-	// LockAttempts bounds the rebuilds of a run's walls when a human
-	// verdict lands mid-wall. Default 3.
+	// LockAttempts bounds the rebuilds of a run's walls when an operator's
+	// ruling lands mid-wall. Default 3.
 	LockAttempts int
 	Now          func() time.Time
 	Log          zerolog.Logger
@@ -408,9 +408,9 @@ func (s *Sweeper) list(ctx context.Context, project, runID string) ([]operations
 	return out, degraded, nil
 }
 
-// errSettledMeanwhile says a human verdict landed on an operation of the wall
+// errSettledMeanwhile says an operator's ruling landed on an operation of the wall
 // while it was being decided; the wall is rebuilt without it.
-var errSettledMeanwhile = errors.New("an operation of the wall was settled meanwhile (a human verdict, or another verdict)")
+var errSettledMeanwhile = errors.New("an operation of the wall was settled meanwhile (an operator's ruling, or another reconciliation)")
 
 // triageRun triages one run under its lock. account reports walls started
 // and tokens spent to the sweep's budget.
@@ -464,7 +464,7 @@ func (s *Sweeper) triageRun(ctx context.Context, locks *pgxpool.Pool, pile runPi
 			}
 			r := s.triageWall(ctx, w, dry, account)
 			if errors.Is(r.err, errSettledMeanwhile) && attempt < s.cfg.LockAttempts {
-				s.cfg.Log.Info().Str("project", w.Project).Str("run_id", w.RunID).Msg("a human settled an operation mid-wall; rebuilding the run's walls")
+				s.cfg.Log.Info().Str("project", w.Project).Str("run_id", w.RunID).Msg("an operator settled an operation mid-wall; rebuilding the run's walls")
 				rebuild = true
 				break
 			}
