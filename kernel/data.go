@@ -16,8 +16,10 @@ import (
 // a string to MaxKeyLen; numbers are non-negative integers. Every field
 // declared here is checked at ingest, including the conventions beyond
 // DESIGN.md's list (workspace, reissue_of, postcondition, child_run_id,
-// part/parts): readers decode events into these types, so a value of the
-// wrong type must be refused at the boundary rather than break a listing.
+// part/parts, the MCP gateway's server/upstream_tool and run_kind/
+// gateway_instance/mcp_client): readers decode events into these types,
+// so a value of the wrong type must be refused at the boundary rather than
+// break a listing.
 
 // RunStarted is the data of run.started.
 type RunStarted struct {
@@ -27,6 +29,13 @@ type RunStarted struct {
 	// never read it from here (an event is a report, the kernel's own
 	// layout is the fact: see pipeline/probe.Workspaces).
 	Workspace string `json:"workspace,omitempty"`
+	// RunKind, GatewayInstance and MCPClient describe a run the MCP
+	// gateway (kernel/gateway) recorded: session or client-named, which
+	// gateway instance, and the MCP client's implementation as it
+	// introduced itself ({"name", "version", ...}).
+	RunKind         string          `json:"run_kind,omitempty"`
+	GatewayInstance string          `json:"gateway_instance,omitempty"`
+	MCPClient       json.RawMessage `json:"mcp_client,omitempty"`
 }
 
 // RunFailed is the data of run.failed.
@@ -49,6 +58,11 @@ type ToolStarted struct {
 	Postcondition json.RawMessage `json:"postcondition,omitempty"`
 	// ChildRunID names the child run of a delegation (ChildRunID).
 	ChildRunID string `json:"child_run_id,omitempty"`
+	// Server and UpstreamTool name where the MCP gateway sent the call:
+	// the upstream server and its own name for the tool (Tool is
+	// mcp__<tool>, as the kernel names MCP tools).
+	Server       string `json:"server,omitempty"`
+	UpstreamTool string `json:"upstream_tool,omitempty"`
 }
 
 // ToolCompleted is the data of tool.completed.

@@ -24,15 +24,18 @@ type session struct {
 	pool *pgxpool.Pool
 }
 
-// prologue parses args into fs (positional arguments are refused), loads
-// the configuration and applies checks to it (in order; the first error
-// stops start-up), without opening anything.
+// prologue parses args into fs (positional arguments are refused; a nil
+// fs is a command that parsed its own), loads the configuration and
+// applies checks to it (in order; the first error stops start-up),
+// without opening anything.
 func prologue(fs *flag.FlagSet, args []string, checks ...func(*config.Config) error) (*session, error) {
-	if err := fs.Parse(args); err != nil {
-		return nil, err
-	}
-	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
+	if fs != nil {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		if fs.NArg() > 0 {
+			return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
+		}
 	}
 	cfg, err := config.Load()
 	if err != nil {

@@ -50,7 +50,7 @@ func TestWorkerSIGKILLDuringRunCommand(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 
-	conn, err := temporalx.Connect(ctx, temporalx.Options{Namespace: "crash-test", Log: zerolog.Nop()})
+	conn, err := temporalx.Connect(ctx, temporalx.Config{Namespace: "crash-test", Log: zerolog.Nop()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +71,7 @@ func TestWorkerSIGKILLDuringRunCommand(t *testing.T) {
 	queue := fmt.Sprintf("crash-%d", time.Now().UnixNano())
 	starter := &runner.Starter{
 		Pool: s.Pool, Journal: j, Client: conn.Client, TaskQueue: queue, DataDir: dataDir,
-		Tools: runner.NewTools(sandbox.NewRunCommand(sandbox.Options{Unconfined: unconfined})),
+		Tools: runner.NewTools(sandbox.NewRunCommand(sandbox.Config{Unconfined: unconfined})),
 		// A killed worker stops heartbeating; the server notices within 1s.
 		Timeouts: runner.Timeouts{ToolHeartbeat: time.Second, ToolStartToClose: 30 * time.Second},
 	}

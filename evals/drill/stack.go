@@ -112,7 +112,7 @@ func OpenStack(ctx context.Context, o StackOptions) (*Stack, error) {
 		_ = pub.Run(runCtx)
 	}()
 
-	tc, err := temporalx.Connect(ctx, temporalx.Options{Address: cfg.TemporalAddress, Namespace: cfg.TemporalNamespace, Log: o.Log})
+	tc, err := temporalx.Connect(ctx, temporalx.Config{Address: cfg.TemporalAddress, Namespace: cfg.TemporalNamespace, Log: o.Log})
 	if err != nil {
 		st.Close()
 		return nil, fmt.Errorf("drill: temporal: %w", err)

@@ -47,7 +47,7 @@ func (k *Kernel) Close() {
 // (unconfined only with RECKON_SANDBOX_UNCONFINED=1), then the MCP servers
 // of RECKON_MCP_SERVERS.
 func (c *Core) KernelTools() (runner.ToolSet, error) {
-	mcp, err := mcptool.FromConfig(c.Cfg.MCPServers, mcptool.Options{})
+	mcp, err := mcptool.FromConfig(c.Cfg.MCPServers, mcptool.Config{})
 	if err != nil {
 		return nil, err // already names RECKON_MCP_SERVERS and the field
 	}
@@ -56,8 +56,8 @@ func (c *Core) KernelTools() (runner.ToolSet, error) {
 
 // SandboxOptions are run_command's options from the configuration
 // (RECKON_SANDBOX_*).
-func (c *Core) SandboxOptions() sandbox.Options {
-	return sandbox.Options{
+func (c *Core) SandboxOptions() sandbox.Config {
+	return sandbox.Config{
 		Unconfined:  c.Cfg.SandboxUnconfined,
 		MaxProcs:    c.Cfg.SandboxMaxProcs,
 		MaxMemory:   c.Cfg.SandboxMaxMemory,
@@ -70,7 +70,7 @@ func (c *Core) SandboxOptions() sandbox.Options {
 // connectTemporal connects to TEMPORAL_ADDRESS, or starts the embedded
 // server (SQLite under RECKON_DATA_DIR, or in memory).
 func (c *Core) connectTemporal(ctx context.Context, inMemory bool) (*temporalx.Conn, error) {
-	o := temporalx.Options{Address: c.Cfg.TemporalAddress, Namespace: c.Cfg.TemporalNamespace, Log: c.Log}
+	o := temporalx.Config{Address: c.Cfg.TemporalAddress, Namespace: c.Cfg.TemporalNamespace, Log: c.Log}
 	if !inMemory {
 		o.DataDir = c.Cfg.DataDir
 	}

@@ -113,7 +113,7 @@ func waitForFinish(ctx sdkworkflow.Context) error {
 // crash_window, server gone → degraded listing, never an error.
 func TestTemporalLivenessRealServer(t *testing.T) {
 	t.Parallel()
-	conn, err := temporalx.Connect(context.Background(), temporalx.Options{Namespace: "reckon-ops-test", Log: zerolog.Nop()})
+	conn, err := temporalx.Connect(context.Background(), temporalx.Config{Namespace: "reckon-ops-test", Log: zerolog.Nop()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,7 +29,7 @@ import (
 var temporalConn *temporalx.Conn
 
 func TestMain(m *testing.M) {
-	conn, err := temporalx.Connect(context.Background(), temporalx.Options{Namespace: "reckon-test", Log: zerolog.Nop()})
+	conn, err := temporalx.Connect(context.Background(), temporalx.Config{Namespace: "reckon-test", Log: zerolog.Nop()})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "start embedded temporal:", err)
 		os.Exit(1)
@@ -84,7 +84,7 @@ func newEnv(t testing.TB, o envOpts) *env {
 	s, j := b.Schema, b.Journal
 
 	unconf := o.unconfined || unconfined()
-	tools := NewTools(append([]kernel.Tool{sandbox.NewRunCommand(sandbox.Options{Unconfined: unconf})}, o.extra...)...)
+	tools := NewTools(append([]kernel.Tool{sandbox.NewRunCommand(sandbox.Config{Unconfined: unconf})}, o.extra...)...)
 	acts := &Activities{
 		Pool: s.Pool, Journal: j, Tools: tools, Fault: fault.New(s.Pool, o.fault),
 		Unconfined: unconf, DeliveryPoll: 20 * time.Millisecond, Log: zerolog.Nop(),

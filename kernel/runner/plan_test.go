@@ -11,7 +11,7 @@ import (
 )
 
 func TestPlanValidationAndDigest(t *testing.T) {
-	tools := NewTools(sandbox.NewRunCommand(sandbox.Options{Unconfined: true}))
+	tools := NewTools(sandbox.NewRunCommand(sandbox.Config{Unconfined: true}))
 	p := Plan{Steps: []Step{cmd("true"), {Tool: kernel.DelegateTool, Plan: &Plan{Steps: []Step{cmd("true")}}}}}
 	if err := p.Validate(tools); err != nil {
 		t.Fatal(err)
