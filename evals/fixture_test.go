@@ -248,7 +248,7 @@ func TestReportsAreWrittenAndReadable(t *testing.T) {
 		"b": calm(v("b1", "occurred", "probe"), v("b2", "occurred", "inference"), v("b3", "none", "inference")),
 		"c": attention(v("c1", "none", "probe"), v("c2", "unknown", "inference")),
 	}}
-	rep, err := Score(t.Context(), sup, threeWalls(), Options{Policy: "inference"})
+	rep, err := Score(t.Context(), sup, threeWalls(), ScoreParams{Policy: "inference"})
 	if err != nil {
 		t.Fatal(err)
 	}

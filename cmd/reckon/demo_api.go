@@ -173,7 +173,7 @@ func demoEval(ctx context.Context, d *demoEnv) error {
 	if err != nil {
 		return err
 	}
-	rep, err := evals.Score(ctx, supervisor.Builtin{}, fx, evals.Options{})
+	rep, err := evals.Score(ctx, supervisor.Builtin{}, fx, evals.ScoreParams{})
 	if err != nil {
 		return err
 	}

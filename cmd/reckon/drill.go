@@ -76,7 +76,7 @@ func runDrill(ctx context.Context, args []string) error {
 	fmt.Fprintf(os.Stderr, "drill: starting the embedded stack (PostgreSQL schema, Temporal, sandbox, MCP servers)…\n")
 	// The embedded Temporal server logs its own shutdown at error level;
 	// a drill that cannot run fails with its own error instead.
-	st, err := drill.OpenStack(ctx, drill.StackOptions{Config: cfg, FilesystemServer: *fsServer, Log: zerolog.Nop()})
+	st, err := drill.OpenStack(ctx, drill.StackConfig{Config: cfg, FilesystemServer: *fsServer, Log: zerolog.Nop()})
 	if err != nil {
 		return err
 	}
@@ -85,7 +85,7 @@ func runDrill(ctx context.Context, args []string) error {
 	genBy := fmt.Sprintf("reckon drill --seed %d --count %d --out %s", *seed, *count, *out)
 	fmt.Fprintf(os.Stderr, "drill: %s\n", genBy)
 	start := time.Now()
-	res, runErr := st.GenerateSuite(ctx, drill.Options{Project: *project, Seed: *seed, GeneratedBy: genBy, SweepDelay: *sweepDelay}, *count, *out,
+	res, runErr := st.GenerateSuite(ctx, drill.Params{Project: *project, Seed: *seed, GeneratedBy: genBy, SweepDelay: *sweepDelay}, *count, *out,
 		func(p drill.Progress) {
 			w := len(fmt.Sprint(p.Total))
 			line := fmt.Sprintf("[%*d/%d] %-40s ", w, p.Done, p.Total, p.Scenario.RunID)

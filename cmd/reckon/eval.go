@@ -62,7 +62,7 @@ func runEval(ctx context.Context, args []string) error {
 		return fmt.Errorf("--settle: %w", err)
 	}
 	fmt.Fprintf(os.Stderr, "eval: %d fixtures from %s, supervisor %s, settlement policy %s\n", len(fx), *fixtures, sup.Name(), policy)
-	opt := evals.Options{CaseTimeout: *caseTimeout, Concurrency: *concurrency, Policy: policy}
+	opt := evals.ScoreParams{CaseTimeout: *caseTimeout, Concurrency: *concurrency, Policy: policy}
 	if !*quiet {
 		opt.Progress = func(done, total int, c evals.CaseResult) {
 			line := fmt.Sprintf("[%*d/%d] %-44s %-7s %d ops %8.1f ms", len(fmt.Sprint(total)), done, total, c.ID, c.Status, len(c.Operations), c.LatencyMS)

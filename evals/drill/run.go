@@ -31,8 +31,8 @@ import (
 // run of a delegate_unsettled drill: the child's own wall.
 const KindDelegateChild = "delegate_child"
 
-// Options tune a drill.
-type Options struct {
+// Params tune one drill (a call's parameters).
+type Params struct {
 	Project string
 	Seed    uint64
 	// GeneratedBy is the command line recorded in every fixture.
@@ -46,7 +46,7 @@ type Options struct {
 	RunTimeout time.Duration
 }
 
-func (o Options) withDefaults() Options {
+func (o Params) withDefaults() Params {
 	if o.Project == "" {
 		o.Project = "drill"
 	}
@@ -61,7 +61,7 @@ func (o Options) withDefaults() Options {
 
 // Drill runs one scenario live and returns its fixtures: the run's wall,
 // and for delegate_unsettled the child run's wall too.
-func (st *Stack) Drill(ctx context.Context, sc Scenario, o Options) ([]*evals.Fixture, error) {
+func (st *Stack) Drill(ctx context.Context, sc Scenario, o Params) ([]*evals.Fixture, error) {
 	o = o.withDefaults()
 	if usesTool(sc.Plan, "mcp__write_file") && !st.Filesystem {
 		return nil, fmt.Errorf("scenario %s needs the filesystem MCP server (node and testdata/npm; scripts/ensure-deps.sh)", sc.RunID)
@@ -400,7 +400,7 @@ func (st *Stack) truthOf(ctx context.Context, project, runID string, w pipeline.
 }
 
 // record builds runID's wall and truth into a fixture.
-func (st *Stack) record(ctx context.Context, o Options, sc Scenario, runID, kind string) (*evals.Fixture, error) {
+func (st *Stack) record(ctx context.Context, o Params, sc Scenario, runID, kind string) (*evals.Fixture, error) {
 	w, err := st.buildWall(ctx, o.Project, runID, o.SweepDelay)
 	if err != nil {
 		return nil, err
@@ -466,7 +466,7 @@ type SuiteResult struct {
 // and the suite's manifest to out. A previous suite in out (the files its
 // manifest lists) is removed first. A scenario that fails is reported and
 // the suite goes on; the error says how many failed.
-func (st *Stack) GenerateSuite(ctx context.Context, o Options, count int, out string, progress func(Progress)) (SuiteResult, error) {
+func (st *Stack) GenerateSuite(ctx context.Context, o Params, count int, out string, progress func(Progress)) (SuiteResult, error) {
 	o = o.withDefaults()
 	res := SuiteResult{Scenarios: map[string]int{}}
 	handMade, err := removePreviousSuite(out)

@@ -51,12 +51,12 @@ func (c *Core) KernelTools() (runner.ToolSet, error) {
 	if err != nil {
 		return nil, err // already names RECKON_MCP_SERVERS and the field
 	}
-	return runner.Chain{runner.NewTools(sandbox.NewRunCommand(c.SandboxOptions())), mcp}, nil
+	return runner.Chain{runner.NewTools(sandbox.NewRunCommand(c.SandboxConfig())), mcp}, nil
 }
 
-// SandboxOptions are run_command's options from the configuration
+// SandboxConfig is run_command's configuration from the environment
 // (RECKON_SANDBOX_*).
-func (c *Core) SandboxOptions() sandbox.Config {
+func (c *Core) SandboxConfig() sandbox.Config {
 	return sandbox.Config{
 		Unconfined:  c.Cfg.SandboxUnconfined,
 		MaxProcs:    c.Cfg.SandboxMaxProcs,
@@ -113,7 +113,7 @@ func (c *Core) StartKernel(ctx context.Context, o KernelConfig) (*Kernel, error)
 		ws := filepath.Join(dataDir, "workspaces")
 		err := os.MkdirAll(ws, 0o755)
 		if err == nil {
-			err = sandbox.Check(c.SandboxOptions(), ws)
+			err = sandbox.Check(c.SandboxConfig(), ws)
 		}
 		if err != nil {
 			c.Log.Error().Err(err).Msg("run_command's sandbox cannot start on this worker: every command will be refused until this is fixed (or RECKON_SANDBOX_UNCONFINED=1 is set)")
