@@ -418,6 +418,9 @@ func TestMCPGatewaySIGKILLMidCall(t *testing.T) {
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
+		// The log reader below ends when the pipe does (goleak found it
+		// running on after the test).
+		t.Cleanup(func() { _ = pw.Close() })
 		sc := bufio.NewScanner(pr)
 		for sc.Scan() {
 			logs.Write(append(sc.Bytes(), '\n'))

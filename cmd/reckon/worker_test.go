@@ -34,7 +34,10 @@ func TestMain(m *testing.M) {
 		main()
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	// The in-process tests start the dev stack, publishers and servers;
+	// none may outlive them (the embedded Temporal server's own goroutines
+	// do, by design).
+	reckontest.Main(m, reckontest.TemporalLeaks()...)
 }
 
 // TestWorkerSIGKILLDuringRunCommand kills a separate `reckon worker`
