@@ -27,7 +27,6 @@ import (
 	"github.com/seed-7bc021c3/reckon/kernel/journal"
 	"github.com/seed-7bc021c3/reckon/kernel/operations"
 	"github.com/seed-7bc021c3/reckon/kernel/outbox"
-	"github.com/seed-7bc021c3/reckon/kernel/runner"
 	"github.com/seed-7bc021c3/reckon/migrations"
 )
 
@@ -162,7 +161,7 @@ func (c *Core) Close() { c.Pool.Close() }
 
 // NewAPI builds the HTTP API of a process, the same for `dev` and
 // `serve --api`: ingest into the core's journal (kernel runs refused, per
-// runner.Owners), runs through k's starter, the operations listing,
+// operations.Owners), runs through k's starter, the operations listing,
 // reconcile, history, queue, projects and verdicts through ops, and the
 // operator console at / (a page over the same API).
 // A nil k serves no runs (a process without Temporal).
@@ -175,7 +174,7 @@ func (c *Core) NewAPI(k *Kernel, ops *operations.Service) *httpapi.Server {
 		Tokens: c.Tokens, Log: c.Log, Registry: c.Registry,
 		Health:     func(ctx context.Context) error { return c.Pool.Ping(ctx) },
 		Journal:    c.Journal,
-		Owners:     runner.Owners{Pool: c.Pool},
+		Owners:     operations.Owners{Pool: c.Pool},
 		Runs:       runs,
 		Operations: ops,
 		Verdicts:   ops,

@@ -7,7 +7,7 @@ import (
 
 	"github.com/seed-7bc021c3/reckon/kernel/config"
 	"github.com/seed-7bc021c3/reckon/kernel/mcptool"
-	"github.com/seed-7bc021c3/reckon/kernel/runner"
+	"github.com/seed-7bc021c3/reckon/kernel/operations"
 	"github.com/seed-7bc021c3/reckon/pipeline"
 	"github.com/seed-7bc021c3/reckon/pipeline/probe"
 	"github.com/seed-7bc021c3/reckon/pipeline/supervisor"
@@ -40,7 +40,7 @@ func (c *Core) NewProbes() (probe.Set, error) {
 	if err != nil {
 		return nil, &config.Error{Var: "RECKON_DATA_DIR", Problem: fmt.Sprintf("cannot be made absolute: %v", err)}
 	}
-	owners := runner.Owners{Pool: c.Pool}
+	owners := operations.Owners{Pool: c.Pool}
 	set := probe.Set{probe.Workspace{Root: root, Owners: owners}, probe.Child{Journal: c.Journal}}
 	servers, err := mcptool.ParseConfig(c.Cfg.MCPServers)
 	if err != nil {

@@ -27,7 +27,6 @@ import (
 	"github.com/seed-7bc021c3/reckon/kernel/httpapi"
 	"github.com/seed-7bc021c3/reckon/kernel/operations"
 	"github.com/seed-7bc021c3/reckon/kernel/outbox"
-	"github.com/seed-7bc021c3/reckon/kernel/runner"
 )
 
 const (
@@ -63,7 +62,7 @@ func newAPI(t *testing.T, e *reckontest.Bundle) (*httpapi.Server, *httptest.Serv
 	t.Helper()
 	srv := httpapi.New(httpapi.Config{
 		Tokens: testTokens(t), Log: zerolog.Nop(), Registry: prometheus.NewRegistry(),
-		Journal: e.Journal, Owners: runner.Owners{Pool: e.Schema.Pool}, Operations: e.Ops, Verdicts: e.Ops,
+		Journal: e.Journal, Owners: operations.Owners{Pool: e.Schema.Pool}, Operations: e.Ops, Verdicts: e.Ops,
 	})
 	ts := httptest.NewServer(srv)
 	t.Cleanup(ts.Close)
@@ -457,4 +456,42 @@ type failingLiveness struct{}
 
 func (failingLiveness) Running(context.Context, string, string) (bool, error) {
 	return false, errors.New("temporal unavailable")
+}
+
+// GET /v1/supervisor/verdicts: the shape, the parameters and the roles (what
+// a sweep's verdicts resolve to is tested in pipeline/triage).
+func TestVerdictsRoute(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	_, ts := newAPI(t, e)
+	b := reckontest.Run{Project: "acme", RunID: "run-1", Source: kernel.SourceKernel}
+	s := b.Started("op-1", "run_command", ago(time.Hour))
+	v := b.Event("verdict/1", kernel.TypeSupervisorVerdict, ago(time.Minute), kernel.Verdict{
+		Kind: kernel.VerdictKindReconciliation, OperationIDs: []string{"op-1"}, Supervisor: "builtin", Causes: []string{}, Remedies: []string{}})
+	v.Actor = kernel.ActorSupervisor
+	e.Ingest(b.RunStarted(ago(2*time.Hour)), s, v)
+	u := ts.URL + httpapi.PathVerdicts
+	r := call(t, "GET", u+"?project=acme", readerTok, "")
+	var page operations.VerdictPage
+	if err := json.Unmarshal(r.raw, &page); r.status != 200 || err != nil || len(page.Verdicts) != 1 || len(page.Resolutions) != 1 ||
+		page.Resolutions[0].Verdict != v.Key() || page.Resolutions[0].DecidedByOperator == nil {
+		t.Fatalf("verdicts: %d %s %v", r.status, r.raw, err)
+	}
+	if r := call(t, "GET", u+"?project=nobody", readerTok, ""); r.status != 200 || !strings.Contains(string(r.raw), `"verdicts":[]`) {
+		t.Fatalf("empty: %d %s", r.status, r.raw)
+	}
+	for _, c := range []struct {
+		query, token string
+		status       int
+	}{
+		{"", readerTok, 400},
+		{"?project=acme&limit=0", readerTok, 400},
+		{"?project=acme&since=yesterday", readerTok, 400},
+		{"?project=acme", "", 401},
+		{"?project=acme", agentTok, 403},
+	} {
+		if r := call(t, "GET", u+c.query, c.token, ""); r.status != c.status {
+			t.Errorf("verdicts%s with %q: %d %s, want %d", c.query, c.token, r.status, r.raw, c.status)
+		}
+	}
 }

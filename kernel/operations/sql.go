@@ -136,3 +136,10 @@ JOIN journal_events t
   ON t.project = $1 AND t.run_id = q.run_id AND t.operation_id = q.operation_id
  AND t.type = 'operation.reconciled'
 ORDER BY q.run_id, q.operation_id, t.ts DESC, t.seq DESC`
+
+// kernelRunsSQL returns which of the candidate (project, run_id) pairs are
+// runs started through the API: index lookups on the primary key.
+const kernelRunsSQL = `
+SELECT k.project, k.run_id
+FROM unnest($1::text[], $2::text[]) AS c(project, run_id)
+JOIN kernel_runs k ON k.project = c.project AND k.run_id = c.run_id`

@@ -140,7 +140,7 @@ func (s *Starter) start(ctx context.Context, req StartParams) (string, bool, err
 // refuseClaimed refuses a new run whose id, or the id of a child run its
 // plan may start, already has events that the kernel did not write: a
 // caller who wrote them first would have them read as the kernel's run.
-// Once the run is recorded, ingest refuses such writes (Owners); a write
+// Once the run is recorded, ingest refuses such writes (operations.Owners); a write
 // racing this check within the same instant is not caught.
 func (s *Starter) refuseClaimed(ctx context.Context, req StartParams) error {
 	var exists bool

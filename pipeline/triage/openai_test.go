@@ -2,9 +2,6 @@ package triage
 
 import (
 	"context"
-	"encoding/json"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -12,8 +9,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/seed-7bc021c3/reckon/kernel"
-	"github.com/seed-7bc021c3/reckon/kernel/auth"
-	"github.com/seed-7bc021c3/reckon/kernel/httpapi"
 	"github.com/seed-7bc021c3/reckon/kernel/operations"
 	"github.com/seed-7bc021c3/reckon/pipeline/supervisor"
 	"github.com/seed-7bc021c3/reckon/pipeline/supervisor/fakeopenai"
@@ -112,76 +107,42 @@ func repeat(s fakeopenai.Step, n int) []fakeopenai.Step {
 	return out
 }
 
-func TestVerdictsAPI(t *testing.T) {
+// The verdicts a sweep journaled are read back with what operators have
+// ruled since (the route itself is tested in kernel/httpapi).
+func TestVerdictsAfterASweep(t *testing.T) {
 	t.Parallel()
+	ctx := context.Background()
 	e := newEnv(t)
 	e.seedRun("run-1", opSpec{id: "op-1", outcome: "uncertain"})
 	e.seedRun("run-2", opSpec{id: "op-1", outcome: "uncertain"})
-	if rep, err := e.sweeper(Config{}).Sweep(context.Background(), SweepParams{}); err != nil || rep.Journaled != 2 {
+	if rep, err := e.sweeper(Config{}).Sweep(ctx, SweepParams{}); err != nil || rep.Journaled != 2 {
 		t.Fatalf("sweep: %+v %v", rep, err)
 	}
 	e.drain()
-	tokens := &auth.Tokens{}
-	tokens.Add("r", auth.RoleReader, "reader-secret")
-	tokens.Add("a", auth.RoleAgent, "agent-secret")
-	srv := httpapi.New(httpapi.Config{Tokens: tokens, Verdicts: e.ops})
-	hs := httptest.NewServer(srv)
-	defer hs.Close()
-	get := func(path, token string) (int, map[string]json.RawMessage) {
-		req, _ := http.NewRequest(http.MethodGet, hs.URL+path, nil)
-		if token != "" {
-			req.Header.Set("Authorization", "Bearer "+token)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		var body map[string]json.RawMessage
-		_ = json.NewDecoder(resp.Body).Decode(&body)
-		return resp.StatusCode, body
+	page, err := e.ops.Verdicts(ctx, operations.VerdictParams{Project: "acme"})
+	vs, res := page.Verdicts, page.Resolutions
+	if err != nil || len(vs) != 2 || vs[0].Type != kernel.TypeSupervisorVerdict {
+		t.Fatalf("verdicts: %+v %v", vs, err)
 	}
-	code, body := get(httpapi.PathVerdicts+"?project=acme", "reader-secret")
-	var vs []kernel.Event
-	if code != 200 || json.Unmarshal(body["verdicts"], &vs) != nil || len(vs) != 2 || vs[0].Type != kernel.TypeSupervisorVerdict {
-		t.Fatalf("list: %d %s", code, body["verdicts"])
+	if len(res) != 2 || res[0].Verdict != vs[0].Key() || res[0].Resolved || len(res[0].DecidedByOperator) != 0 {
+		t.Fatalf("resolutions before any operator ruling: %+v", res)
 	}
-	var res []operations.Resolution
-	if json.Unmarshal(body["resolutions"], &res) != nil || len(res) != 2 || res[0].Verdict != vs[0].Key() || res[0].Resolved || len(res[0].DecidedByOperator) != 0 {
-		t.Fatalf("resolutions before any operator decision: %s", body["resolutions"])
-	}
-	// An operator decides run-1's operation: its verdict is resolved, the
+	// An operator rules on run-1's operation: its verdict is resolved, the
 	// other one is not.
 	e.humanReconcile("run-1", "op-1", kernel.EffectOccurred)
 	e.drain()
-	_, body = get(httpapi.PathVerdicts+"?project=acme", "reader-secret")
-	if json.Unmarshal(body["resolutions"], &res) != nil || len(res) != 2 {
-		t.Fatalf("resolutions: %s", body["resolutions"])
+	page, err = e.ops.Verdicts(ctx, operations.VerdictParams{Project: "acme"})
+	if err != nil || len(page.Resolutions) != 2 {
+		t.Fatalf("resolutions: %+v %v", page.Resolutions, err)
 	}
-	for i, r := range res {
-		want := vs[i].RunID == "run-1"
+	for i, r := range page.Resolutions {
+		want := page.Verdicts[i].RunID == "run-1"
 		if r.Resolved != want || (want && (len(r.DecidedByOperator) != 1 || r.DecidedByOperator[0].Actor != "operator:alice" || r.DecidedByOperator[0].Effect != kernel.EffectOccurred)) {
-			t.Fatalf("resolution of %s: %+v", vs[i].RunID, r)
+			t.Fatalf("resolution of %s: %+v", page.Verdicts[i].RunID, r)
 		}
 	}
-	code, body = get(httpapi.PathVerdicts+"?project=acme&run_id=run-2", "reader-secret")
-	if code != 200 || json.Unmarshal(body["verdicts"], &vs) != nil || len(vs) != 1 || vs[0].RunID != "run-2" {
-		t.Fatalf("run filter: %d %s", code, body["verdicts"])
-	}
-	code, body = get(httpapi.PathVerdicts+"?project=nobody", "reader-secret")
-	if code != 200 || string(body["verdicts"]) != "[]" {
-		t.Fatalf("empty: %d %s", code, body["verdicts"])
-	}
-	if code, _ := get(httpapi.PathVerdicts, "reader-secret"); code != 400 {
-		t.Fatalf("missing project: %d", code)
-	}
-	if code, _ := get(httpapi.PathVerdicts+"?project=acme&limit=0", "reader-secret"); code != 400 {
-		t.Fatalf("bad limit: %d", code)
-	}
-	if code, _ := get(httpapi.PathVerdicts+"?project=acme", ""); code != 401 {
-		t.Fatalf("no token: %d", code)
-	}
-	if code, _ := get(httpapi.PathVerdicts+"?project=acme", "agent-secret"); code != 403 {
-		t.Fatalf("agent token: %d", code)
+	page, err = e.ops.Verdicts(ctx, operations.VerdictParams{Project: "acme", RunID: "run-2"})
+	if err != nil || len(page.Verdicts) != 1 || page.Verdicts[0].RunID != "run-2" {
+		t.Fatalf("run filter: %+v %v", page.Verdicts, err)
 	}
 }

@@ -22,7 +22,6 @@ import (
 	"github.com/seed-7bc021c3/reckon/internal/reckontest"
 	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/operations"
-	"github.com/seed-7bc021c3/reckon/kernel/runner"
 	"github.com/seed-7bc021c3/reckon/pipeline"
 	"github.com/seed-7bc021c3/reckon/pipeline/probe"
 	"github.com/seed-7bc021c3/reckon/pipeline/supervisor"
@@ -311,7 +310,7 @@ func TestProbeEvidenceBecomesProbeBasis(t *testing.T) {
 	e.seedRunWorkspace("run-1", ws,
 		opSpec{id: "op-1", outcome: "uncertain", postcondition: map[string]string{"path": "proof.txt", "sha256": hex.EncodeToString(sum[:])}},
 		opSpec{id: "op-2", outcome: "uncertain", postcondition: map[string]string{"path": "never.txt"}})
-	sw := e.sweeper(Config{Probes: probe.Set{probe.Workspace{Root: root, Owners: runner.Owners{Pool: e.s.Pool}}, probe.Child{Journal: e.j}}})
+	sw := e.sweeper(Config{Probes: probe.Set{probe.Workspace{Root: root, Owners: operations.Owners{Pool: e.s.Pool}}, probe.Child{Journal: e.j}}})
 	rep, err := sw.Sweep(context.Background(), SweepParams{Project: "acme", RunID: "run-1"})
 	if err != nil || rep.Journaled != 1 {
 		t.Fatalf("sweep: %+v %v", rep, err)
@@ -489,7 +488,7 @@ func TestDeferredUntilProbeCanTell(t *testing.T) {
 		t.Helper()
 		now := func() time.Time { return at }
 		m := NewMetrics(nil)
-		sw := e.sweeper(Config{Now: now, Metrics: m, Probes: probe.Set{probe.Workspace{Root: root, Owners: runner.Owners{Pool: e.s.Pool}, Now: now}}})
+		sw := e.sweeper(Config{Now: now, Metrics: m, Probes: probe.Set{probe.Workspace{Root: root, Owners: operations.Owners{Pool: e.s.Pool}, Now: now}}})
 		rep, err := sw.Sweep(context.Background(), SweepParams{Project: "acme", RunID: "run-1"})
 		if err != nil {
 			t.Fatal(err)

@@ -1,4 +1,4 @@
-package runner
+package operations
 
 import (
 	"context"
@@ -9,10 +9,12 @@ import (
 	"github.com/seed-7bc021c3/reckon/kernel"
 )
 
-// Owners implements kernel.RunOwners over kernel_runs: a run is the
-// kernel's when kernel_runs holds it, or holds the run its id descends from
-// (every prefix ending before a kernel.ChildSeparator), since only the kernel
-// starts child runs and their ids extend their parent's.
+// Owners implements kernel.RunOwners over kernel_runs (written by the run
+// starter, kernel/runner): a run is the kernel's when kernel_runs holds it,
+// or holds the run its id descends from (every prefix ending before a
+// kernel.ChildSeparator), since only the kernel starts child runs and their
+// ids extend their parent's. Ingest refuses writes into such runs; the
+// workspace probe finds only their workspaces.
 type Owners struct {
 	Pool *pgxpool.Pool
 }
