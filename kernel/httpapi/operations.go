@@ -97,9 +97,9 @@ type reconcileBody struct {
 	Evidence    json.RawMessage `json:"evidence"`
 }
 
-// reconcile serves POST /v1/agent/operations/reconcile (operator): an
+// postReconcile serves POST /v1/agent/operations/reconcile (operator): an
 // operator's ruling, recorded as operation.reconciled with basis operator.
-func (s *Server) reconcile(w http.ResponseWriter, r *http.Request) error {
+func (s *Server) postReconcile(w http.ResponseWriter, r *http.Request) error {
 	if s.cfg.Operations == nil {
 		return unserved("operations")
 	}

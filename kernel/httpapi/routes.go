@@ -65,7 +65,7 @@ func (s *Server) table() []route {
 		{Route{http.MethodPost, PathRuns, operator}, s.startRun},
 		{Route{http.MethodGet, PathRun, reader}, s.getRun},
 		{Route{http.MethodGet, PathOperations, reader}, s.listOperations},
-		{Route{http.MethodPost, PathReconcile, operator}, s.reconcile},
+		{Route{http.MethodPost, PathReconcile, operator}, s.postReconcile},
 		{Route{http.MethodGet, PathHistory, reader}, s.history},
 		{Route{http.MethodGet, PathAttention, reader}, s.attention},
 		{Route{http.MethodGet, PathVerdicts, reader}, s.verdicts},

@@ -146,8 +146,7 @@ func (s *Service) Reconcile(ctx context.Context, p ReconcileParams) (rec Recorde
 // advisory lock, and the checks include reconciliations still pending in
 // the outbox, so the rules hold before the publisher has delivered
 // anything.
-func (s *Service) ReconcileTx(ctx context.Context, tx pgx.Tx, p ReconcileParams) (Recorded, error) {
-	req := p
+func (s *Service) ReconcileTx(ctx context.Context, tx pgx.Tx, req ReconcileParams) (Recorded, error) {
 	if err := req.validate(); err != nil {
 		return Recorded{}, err
 	}
