@@ -1,8 +1,13 @@
-// Package operations is the operations projection and reconciliation: the
-// listing of every unresolved operation (crash_window, stale_in_flight,
-// failed_uncertain) computed from the journal on demand, run liveness, the
-// one code path that records a verdict (human or supervisor) as
-// operation.reconciled, an operation's history, and their HTTP endpoints.
+// Package operations is the read side of the journal and the one
+// reconciliation path: the listing of every unresolved operation
+// (crash_window, stale_in_flight, failed_uncertain) computed from the
+// journal on demand, run liveness, the one code path that records a
+// reconciliation (an operator's ruling or the supervisor's) as
+// operation.reconciled (Reconcile, ReconcileTx), an operation's history,
+// the operator's queue, the supervisor's verdicts with the rulings since,
+// the projects, and which runs are the kernel's (Owners). It knows nothing
+// of HTTP: kernel/httpapi serves it through httpapi.OperationService and
+// httpapi.VerdictService.
 //
 // Operation state is never stored: it is a projection over journal events
 // matched by (project, run_id, operation_id), never by source.

@@ -1,6 +1,7 @@
 // Package runner executes agent runs as Temporal workflows: the run
 // workflow, its activities (RecordEvent, RunTool, SummarizeChildRun), the
-// starter that makes POST /v1/runs idempotent, and the runs HTTP API.
+// starter that makes a run's start idempotent (served as POST /v1/runs by
+// kernel/httpapi through httpapi.RunService).
 //
 // For every plan step the workflow records tool.started through the outbox
 // before the tool is scheduled, runs the tool in exactly one attempt, and
