@@ -89,7 +89,7 @@ func adversarialFixtures() []*Fixture {
 				Failure: &pipeline.WallFailure{ErrorType: kernel.ErrorTypeDelegationFail, Error: "child run failed after 2 of 2 operations settled",
 					Effect: kernel.EffectUncertain, ReportedBy: "agent-x", AgentReported: true},
 				ChildRunID: r2 + ".call-3",
-				ChildOps:   &pipeline.ChildSummary{Total: 2, Unresolved: 0, ReportedBy: "agent-x", AgentReported: true},
+				ChildOps:   &pipeline.ChildSummary{ChildSummary: kernel.ChildSummary{Total: 2, Unresolved: 0}, ReportedBy: "agent-x", AgentReported: true},
 				Evidence: []pipeline.Evidence{{Probe: "journal.child_run", Finding: pipeline.FindingInconclusive,
 					Detail:     "child run " + r2 + ".call-3 has no run.started in the journal: it may never have started, or its events are not yet published",
 					Provenance: raw(map[string]any{"child_run_id": r2 + ".call-3", "events": 0, "last_seq": 0, "child_ops_total": 0, "child_ops_unresolved": 0, "ended": false}),
@@ -166,7 +166,7 @@ func adversarialFixtures() []*Fixture {
 				pipeline.WallOperation{OperationID: "op-2", Tool: "delegate", State: "failed_uncertain", StartedKey: kern(r6, "op-2"),
 					Failure: &pipeline.WallFailure{ErrorType: kernel.ErrorTypeDelegationFail, Error: "child run " + r6 + ".op-2 failed",
 						Effect: kernel.EffectUncertain, ReportedBy: "kernel"},
-					ChildRunID: r6 + ".op-2", ChildOps: &pipeline.ChildSummary{Total: 2, Unresolved: 0, ReportedBy: "kernel"}}),
+					ChildRunID: r6 + ".op-2", ChildOps: &pipeline.ChildSummary{ChildSummary: kernel.ChildSummary{Total: 2, Unresolved: 0}, ReportedBy: "kernel"}}),
 			map[string]string{"op-1": TruthNone, "op-2": TruthOccurred}),
 	}
 }

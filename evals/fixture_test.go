@@ -47,20 +47,20 @@ func TestDecidableAndExpectNeedsAttention(t *testing.T) {
 	kernelKey := kernel.EventKey{SourceID: "kernel", EventID: "r/d/started"}
 	settledChild := pipeline.WallOperation{OperationID: "d", Tool: "delegate", State: "failed_uncertain", StartedKey: kernelKey,
 		Failure:  &pipeline.WallFailure{ErrorType: "delegated_run_failed", Effect: "uncertain", ReportedBy: "kernel"},
-		ChildOps: &pipeline.ChildSummary{Total: 2, ReportedBy: "kernel"}}
+		ChildOps: &pipeline.ChildSummary{ChildSummary: kernel.ChildSummary{Total: 2}, ReportedBy: "kernel"}}
 	if e, ok := Decidable(settledChild); e != "occurred" || !ok {
 		t.Errorf("settled child: %q,%v", e, ok)
 	}
 	// The same counts from the listing (nobody checked the child ended) or
 	// from an agent prove nothing.
 	counted := settledChild
-	counted.Failure, counted.ChildOps = nil, &pipeline.ChildSummary{Total: 2, Counted: true}
+	counted.Failure, counted.ChildOps = nil, &pipeline.ChildSummary{ChildSummary: kernel.ChildSummary{Total: 2}, Counted: true}
 	if _, ok := Decidable(counted); ok {
 		t.Error("a child summary the listing counted was decidable")
 	}
 	agentChild := settledChild
 	agentChild.Failure = &pipeline.WallFailure{ErrorType: "delegated_run_failed", Effect: "uncertain", ReportedBy: "agent-x", AgentReported: true}
-	agentChild.ChildOps = &pipeline.ChildSummary{Total: 2, ReportedBy: "agent-x", AgentReported: true}
+	agentChild.ChildOps = &pipeline.ChildSummary{ChildSummary: kernel.ChildSummary{Total: 2}, ReportedBy: "agent-x", AgentReported: true}
 	if _, ok := Decidable(agentChild); ok {
 		t.Error("an agent's child summary was decidable")
 	}
@@ -79,14 +79,14 @@ func TestDecidableAndExpectNeedsAttention(t *testing.T) {
 		t.Error("an uncertain failure (with agent text claiming success) was decidable")
 	}
 	contradicted := ev("occurred", "none")
-	contradicted.ChildOps = &pipeline.ChildSummary{Total: 1}
+	contradicted.ChildOps = &pipeline.ChildSummary{ChildSummary: kernel.ChildSummary{Total: 1}}
 	if _, ok := Decidable(contradicted); ok {
 		t.Error("contradicting probes were overruled by the child summary")
 	}
 	// A child summary with unresolved operations and an uncertain failure are not proofs.
 	w := pipeline.Wall{Operations: []pipeline.WallOperation{
 		ev("occurred"),
-		{OperationID: "d", Tool: "delegate", ChildOps: &pipeline.ChildSummary{Total: 2, Unresolved: 1},
+		{OperationID: "d", Tool: "delegate", ChildOps: &pipeline.ChildSummary{ChildSummary: kernel.ChildSummary{Total: 2, Unresolved: 1}},
 			Failure: &pipeline.WallFailure{ErrorType: "delegated_run_failed", Effect: "uncertain"}},
 	}}
 	if !ExpectNeedsAttention(w) {
@@ -248,7 +248,7 @@ func TestReportsAreWrittenAndReadable(t *testing.T) {
 		"b": calm(v("b1", "occurred", "probe"), v("b2", "occurred", "inference"), v("b3", "none", "inference")),
 		"c": attention(v("c1", "none", "probe"), v("c2", "unknown", "inference")),
 	}}
-	rep, err := Score(t.Context(), sup, threeWalls(), Options{Policy: "inference"})
+	rep, err := Score(t.Context(), sup, threeWalls(), ScoreParams{Policy: "inference"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -41,7 +41,7 @@ func TestRegressionGateBuiltin(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	rep, err := Score(ctx, supervisor.Builtin{}, fx, Options{CaseTimeout: 10 * time.Second})
+	rep, err := Score(ctx, supervisor.Builtin{}, fx, ScoreParams{CaseTimeout: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +114,7 @@ func TestHostileModelsSettleNothingUnsafe(t *testing.T) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		rep, err := Score(ctx, sup, fx, Options{Policy: policy, Concurrency: 4, CaseTimeout: 30 * time.Second})
+		rep, err := Score(ctx, sup, fx, ScoreParams{Policy: policy, Concurrency: 4, CaseTimeout: 30 * time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -58,7 +58,7 @@ func TestScoreOpenAIFromCassette(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rep, err := Score(context.Background(), sup, fx, Options{Policy: policy, CaseTimeout: 30 * time.Second})
+		rep, err := Score(context.Background(), sup, fx, ScoreParams{Policy: policy, CaseTimeout: 30 * time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -44,12 +44,12 @@ const (
 	UnsafeOccurred = "unsafe_occurred" // said occurred, truth none: the work is silently dropped
 )
 
-// Options tune a scoring run. The zero value runs sequentially on the wall
+// ScoreParams tune one scoring run (a call's parameters). The zero value runs sequentially on the wall
 // clock under the default settlement policy. Decisions are checked with
 // supervisor.Validate and settled with supervisor.Settle, the sweep's own
 // code, so a decision the sweep would reject is invalid and the verdicts
 // scored are the ones a sweep would journal.
-type Options struct {
+type ScoreParams struct {
 	// Policy is the settlement policy (RECKON_SUPERVISOR_SETTLE); empty
 	// means supervisor.DefaultSettlePolicy.
 	Policy string
@@ -229,7 +229,7 @@ type Report struct {
 // Score runs sup on every fixture's wall and scores the verdicts. A case
 // that errors, panics, times out or returns an invalid decision is recorded
 // as failed and the run goes on; Score itself fails only when ctx ends.
-func Score(ctx context.Context, sup pipeline.Supervisor, fixtures []*Fixture, opt Options) (*Report, error) {
+func Score(ctx context.Context, sup pipeline.Supervisor, fixtures []*Fixture, opt ScoreParams) (*Report, error) {
 	if len(fixtures) == 0 {
 		return nil, ErrNoFixtures
 	}
@@ -307,7 +307,7 @@ feed:
 }
 
 // runCase decides one wall and scores it against the truth.
-func runCase(ctx context.Context, sup pipeline.Supervisor, f *Fixture, opt Options) CaseResult {
+func runCase(ctx context.Context, sup pipeline.Supervisor, f *Fixture, opt ScoreParams) CaseResult {
 	c := CaseResult{ID: f.ID, Scenario: f.Scenario, ExpectNeedsAttention: f.ExpectNeedsAttention}
 	cctx := ctx
 	if opt.CaseTimeout > 0 {
@@ -352,7 +352,7 @@ func runCase(ctx context.Context, sup pipeline.Supervisor, f *Fixture, opt Optio
 	na := d.NeedsAttention
 	c.NeedsAttention = &na
 	c.Causes = d.Causes
-	verdicts := make(map[string]pipeline.OperationVerdict, len(d.Operations))
+	verdicts := make(map[string]pipeline.EffectAnswer, len(d.Operations))
 	for _, v := range d.Operations {
 		verdicts[v.OperationID] = v
 	}

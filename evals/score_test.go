@@ -79,16 +79,16 @@ func (f decideFunc) Decide(ctx context.Context, w pipeline.Wall) (pipeline.Decis
 	return f(ctx, w)
 }
 
-func v(id, effect, basis string) pipeline.OperationVerdict {
-	return pipeline.OperationVerdict{OperationID: id, Effect: effect, Basis: basis, Note: "scripted " + effect}
+func v(id, effect, basis string) pipeline.EffectAnswer {
+	return pipeline.EffectAnswer{OperationID: id, Effect: effect, Basis: basis, Note: "scripted " + effect}
 }
 
-func attention(ops ...pipeline.OperationVerdict) pipeline.Decision {
+func attention(ops ...pipeline.EffectAnswer) pipeline.Decision {
 	return pipeline.Decision{NeedsAttention: true, Causes: []string{"c"}, Remedies: []string{"r"}, Lesson: "l",
 		Operations: ops, Supervisor: "scripted", Model: "m-1", PromptVersion: "v9"}
 }
 
-func calm(ops ...pipeline.OperationVerdict) pipeline.Decision {
+func calm(ops ...pipeline.EffectAnswer) pipeline.Decision {
 	return pipeline.Decision{Operations: ops, Supervisor: "scripted", Model: "m-1", PromptVersion: "v9"}
 }
 
@@ -149,7 +149,7 @@ func TestScoreHandComputed(t *testing.T) {
 	}
 	var progress []string
 	// Under the inference policy every valid verdict settles as given.
-	rep, err := Score(context.Background(), sup, fx, Options{Policy: "inference", Now: sup.clock, Progress: func(done, total int, c CaseResult) {
+	rep, err := Score(context.Background(), sup, fx, ScoreParams{Policy: "inference", Now: sup.clock, Progress: func(done, total int, c CaseResult) {
 		progress = append(progress, c.ID)
 		eq(t, "progress total", total, 3)
 	}})
@@ -230,7 +230,7 @@ func TestScoreHandComputed(t *testing.T) {
 	// proposals, b's wall now asks for attention, nothing unsafe is
 	// journaled, and the proposed counts still show the model's two errors.
 	sup.now = time.Date(2026, 11, 30, 1, 0, 0, 0, time.UTC)
-	ev, err := Score(context.Background(), sup, fx, Options{Now: sup.clock})
+	ev, err := Score(context.Background(), sup, fx, ScoreParams{Now: sup.clock})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,7 +253,7 @@ func TestScoreHandComputed(t *testing.T) {
 	eq(t, "b2 unsafe", eb[1].Unsafe, "")
 	eq(t, "a2 proposed unsafe", ev.Cases[0].Operations[1].ProposedUnsafe, "")
 
-	if _, err := Score(context.Background(), sup, fx, Options{Policy: "trust"}); err == nil || !strings.Contains(err.Error(), "evidence or inference") {
+	if _, err := Score(context.Background(), sup, fx, ScoreParams{Policy: "trust"}); err == nil || !strings.Contains(err.Error(), "evidence or inference") {
 		t.Fatalf("a bad policy was accepted: %v", err)
 	}
 }
@@ -276,7 +276,7 @@ func TestScoreFailedCasesAreRecordedAndTheRunGoesOn(t *testing.T) {
 		panics: map[string]bool{"f-panic": true},
 		blocks: map[string]bool{"g-timeout": true},
 	}
-	rep, err := Score(context.Background(), sup, fx, Options{CaseTimeout: 50 * time.Millisecond})
+	rep, err := Score(context.Background(), sup, fx, ScoreParams{CaseTimeout: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -344,7 +344,7 @@ func TestScoreConcurrentKeepsFixtureOrder(t *testing.T) {
 		return sup.Decide(ctx, w)
 	})
 	var finished []string
-	rep, err := Score(context.Background(), ordered, fx, Options{Concurrency: 3, CaseTimeout: 10 * time.Second,
+	rep, err := Score(context.Background(), ordered, fx, ScoreParams{Concurrency: 3, CaseTimeout: 10 * time.Second,
 		Progress: func(_, _ int, c CaseResult) { finished = append(finished, c.ID) }})
 	if err != nil {
 		t.Fatal(err)
@@ -367,10 +367,10 @@ func TestScoreStopsWhenContextEnds(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := Score(ctx, &scripted{}, threeWalls(), Options{}); !errors.Is(err, context.Canceled) {
+	if _, err := Score(ctx, &scripted{}, threeWalls(), ScoreParams{}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Score on a cancelled context = %v, want context.Canceled", err)
 	}
-	if _, err := Score(context.Background(), &scripted{}, nil, Options{}); !errors.Is(err, ErrNoFixtures) {
+	if _, err := Score(context.Background(), &scripted{}, nil, ScoreParams{}); !errors.Is(err, ErrNoFixtures) {
 		t.Fatalf("Score on no fixtures = %v, want ErrNoFixtures", err)
 	}
 }
@@ -386,7 +386,7 @@ func TestScoreUsesTheSweepsValidation(t *testing.T) {
 		// An invented id.
 		"c": calm(v("c1", "none", "probe"), v("c2", "occurred", "probe"), v("c9", "none", "inference")),
 	}}
-	rep, err := Score(context.Background(), sup, fx, Options{})
+	rep, err := Score(context.Background(), sup, fx, ScoreParams{})
 	if err != nil {
 		t.Fatal(err)
 	}

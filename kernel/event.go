@@ -33,9 +33,9 @@ var KnownTypes = []string{
 	TypeOperationReconciled, TypeSupervisorVerdict,
 }
 
-// KernelSource is the source_id under which the kernel reports its own events
-// and every reconciliation, human or supervisor.
-const KernelSource = "kernel"
+// SourceKernel is the source_id under which the kernel reports its own events
+// and every reconciliation, an operator's ruling or the supervisor's.
+const SourceKernel = "kernel"
 
 // Effects of a failed tool call (tool.failed.data.effect).
 const (
@@ -54,8 +54,22 @@ const (
 	BasisProbe     = "probe"
 )
 
-// ActorSupervisor is the actor of supervisor-written events.
-const ActorSupervisor = "supervisor"
+// Actors: who wrote an event (the envelope's actor).
+const (
+	ActorKernel     = "kernel"
+	ActorAgent      = "agent"
+	ActorSupervisor = "supervisor"
+	// ActorOperatorPrefix starts an operator's actor, operator:<name>.
+	ActorOperatorPrefix = "operator:"
+)
+
+// OperatorActor is the actor of an operator's ruling: operator:<name>.
+func OperatorActor(name string) string { return ActorOperatorPrefix + name }
+
+// IsOperator reports whether actor names an operator (operator:<name>).
+func IsOperator(actor string) bool {
+	return strings.HasPrefix(actor, ActorOperatorPrefix) && len(actor) > len(ActorOperatorPrefix)
+}
 
 // MaxNoteBytes bounds operation.reconciled.data.note.
 const MaxNoteBytes = 2000
@@ -137,7 +151,8 @@ func (e Event) Settles() bool {
 }
 
 // settles is the one rule of which events settle their operation; effect
-// matters only for tool.failed.
+// matters only for tool.failed. The operations listing's SQL reads the
+// journal's settles column, which ingest fills from this rule.
 func settles(typ, effect string) bool {
 	switch typ {
 	case TypeToolCompleted, TypeToolBlocked, TypeOperationReconciled:
@@ -147,105 +162,6 @@ func settles(typ, effect string) bool {
 	}
 	return false
 }
-
-// ToolStarted is the data of tool.started.
-type ToolStarted struct {
-	OperationID string          `json:"operation_id"`
-	Tool        string          `json:"tool"`
-	Args        json.RawMessage `json:"args,omitempty"`
-	Attempt     int             `json:"attempt,omitempty"`
-	ReissueOf   string          `json:"reissue_of,omitempty"`
-}
-
-// ToolCompleted is the data of tool.completed.
-type ToolCompleted struct {
-	OperationID   string `json:"operation_id"`
-	ResultSummary string `json:"result_summary,omitempty"`
-}
-
-// ToolFailed is the data of tool.failed.
-type ToolFailed struct {
-	OperationID        string `json:"operation_id"`
-	ErrorType          string `json:"error_type"`
-	Error              string `json:"error"`
-	Effect             string `json:"effect,omitempty"`
-	ChildRunID         string `json:"child_run_id,omitempty"`
-	ChildOpsTotal      *int   `json:"child_ops_total,omitempty"`
-	ChildOpsUnresolved *int   `json:"child_ops_unresolved,omitempty"`
-}
-
-// EffectiveEffect applies the legacy rule: a tool.failed without an effect
-// but with error_type=activity_failed counts as uncertain. Any other missing
-// effect is also read as uncertain: an unclassified failure proves nothing.
-func (f ToolFailed) EffectiveEffect() string {
-	if f.Effect == "" {
-		return EffectUncertain
-	}
-	return f.Effect
-}
-
-// Settles reports whether this failure settles its operation.
-func (f ToolFailed) Settles() bool {
-	e := f.EffectiveEffect()
-	return e == EffectNone || e == EffectOccurred
-}
-
-// ToolBlocked is the data of tool.blocked.
-type ToolBlocked struct {
-	OperationID string `json:"operation_id"`
-	Reason      string `json:"reason"`
-}
-
-// RunStarted is the data of run.started.
-type RunStarted struct {
-	PlanSummary string `json:"plan_summary,omitempty"`
-	ParentRunID string `json:"parent_run_id,omitempty"`
-}
-
-// RunFailed is the data of run.failed.
-type RunFailed struct {
-	Error string `json:"error"`
-}
-
-// Reconciled is the data of operation.reconciled.
-type Reconciled struct {
-	OperationID string          `json:"operation_id"`
-	Effect      string          `json:"effect"`
-	Note        string          `json:"note"`
-	Basis       string          `json:"basis"`
-	Supersedes  *EventKey       `json:"supersedes,omitempty"`
-	Evidence    json.RawMessage `json:"evidence,omitempty"`
-	// ProposedEffect, on a supervisor's unknown, is the occurred or none the
-	// supervisor proposed by inference and the settlement policy did not
-	// let settle (RECKON_SUPERVISOR_SETTLE=evidence): a hint for the
-	// operator who decides, never a verdict.
-	ProposedEffect string `json:"proposed_effect,omitempty"`
-}
-
-// Verdict is the data of supervisor.verdict.
-type Verdict struct {
-	Kind           string   `json:"kind"`
-	NeedsAttention bool     `json:"needs_attention"`
-	Causes         []string `json:"causes"`
-	Remedies       []string `json:"remedies"`
-	Lesson         string   `json:"lesson"`
-	OperationIDs   []string `json:"operation_ids"`
-	Supervisor     string   `json:"supervisor"`
-	Model          string   `json:"model"`
-	PromptVersion  string   `json:"prompt_version"`
-	WallDigest     string   `json:"wall_digest"`
-	// Part and Parts say which slice of an oversized pile this verdict
-	// covers; both are 1 for an ordinary wall.
-	Part  int `json:"part,omitempty"`
-	Parts int `json:"parts,omitempty"`
-	// SettlePolicy is the settlement policy the sweep applied to the
-	// supervisor's decision (evidence or inference); absent on verdicts
-	// recorded before the policy existed, which settled as inference does.
-	SettlePolicy string `json:"settle_policy,omitempty"`
-}
-
-// VerdictKindReconciliation is the only supervisor.verdict kind so far.
-const VerdictKindReconciliation = "reconciliation"
 
 // ValidToolFailedEffect reports whether s is a tool.failed effect.
 func ValidToolFailedEffect(s string) bool {
@@ -265,10 +181,10 @@ func ValidBasis(s string) bool {
 // validActor accepts kernel, agent, supervisor and operator:<name>.
 func validActor(s string) bool {
 	switch s {
-	case "kernel", "agent", ActorSupervisor:
+	case ActorKernel, ActorAgent, ActorSupervisor:
 		return true
 	}
-	return strings.HasPrefix(s, "operator:") && len(s) > len("operator:")
+	return IsOperator(s)
 }
 
 // Ingest statuses: what the journal answers per event.

@@ -90,6 +90,17 @@ func TestDecodeEventNamesTheField(t *testing.T) {
 		{"reconciled proposal outside the vocabulary", `{` + base + `,"type":"operation.reconciled","parent_event_id":{"source_id":"s","event_id":"x"},"data":{"operation_id":"op-1","effect":"unknown","proposed_effect":"unknown","basis":"inference","note":"n"}}`, `"data.proposed_effect"`},
 		{"data not object", `{` + base + `,"type":"run.completed","data":[1]}`, `"data"`},
 		{"run.failed without error", `{` + base + `,"type":"run.failed","data":{}}`, `"data.error"`},
+		// Fields readers decode are typed at the boundary, or one agent's
+		// event could break a listing.
+		{"tool.started child_run_id not a string", `{` + base + `,"type":"tool.started","data":{"operation_id":"op-1","tool":"delegate","child_run_id":5}}`, `"data.child_run_id"`},
+		{"tool.started reissue_of not a string", `{` + base + `,"type":"tool.started","data":{"operation_id":"op-1","tool":"x","reissue_of":["op-0"]}}`, `"data.reissue_of"`},
+		{"tool.started negative attempt", `{` + base + `,"type":"tool.started","data":{"operation_id":"op-1","tool":"x","attempt":-1}}`, `"data.attempt"`},
+		{"tool.started fractional attempt", `{` + base + `,"type":"tool.started","data":{"operation_id":"op-1","tool":"x","attempt":1.5}}`, `"data.attempt"`},
+		{"tool.started empty tool", `{` + base + `,"type":"tool.started","data":{"operation_id":"op-1","tool":null}}`, `"data.tool" must not be empty`},
+		{"run.started workspace not a string", `{` + base + `,"type":"run.started","data":{"workspace":{"path":"/"}}}`, `"data.workspace"`},
+		{"verdict without operations", `{` + base + `,"type":"supervisor.verdict","data":{"kind":"reconciliation","supervisor":"s","operation_ids":[]}}`, `"data.operation_ids" must list at least one entry`},
+		{"verdict needs_attention not a bool", `{` + base + `,"type":"supervisor.verdict","data":{"kind":"reconciliation","supervisor":"s","operation_ids":["a"],"needs_attention":"yes"}}`, `"data.needs_attention"`},
+		{"reconciled bad supersedes", `{` + base + `,"type":"operation.reconciled","parent_event_id":{"source_id":"s","event_id":"x"},"data":{"operation_id":"op-1","effect":"none","basis":"operator","note":"n","supersedes":{"event_id":"x"}}}`, `"data.supersedes"`},
 	}
 	for _, c := range cases {
 		_, err := DecodeEvent([]byte(c.json))
@@ -111,7 +122,7 @@ func TestDecodeEventAcceptsAProposalOnUnknown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var d Reconciled
+	var d Reconciliation
 	if err := ev.DecodeData(&d); err != nil || d.ProposedEffect != EffectOccurred {
 		t.Fatalf("proposed_effect not read: %+v %v", d, err)
 	}

@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"reflect"
+	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 )
@@ -123,191 +126,156 @@ func (e Event) validate() (map[string]any, error) {
 	return m, validateData(e, m)
 }
 
+// validateData checks data against the event type's declared data type
+// (data.go): it decodes the already-decoded object m into that type field
+// by field, with exact key matches, naming the first bad field, then
+// applies the type's own rules.
 func validateData(e Event, m map[string]any) error {
-	optStr := func(name string) (string, error) {
-		v, ok := m[name]
-		if !ok || v == nil {
-			return "", nil
-		}
-		s, ok := v.(string)
-		if !ok {
-			return "", fieldErr(e, "data."+name, "must be a string")
-		}
-		return s, nil
-	}
-	needStr := func(name string) (string, error) {
-		if _, ok := m[name]; !ok {
-			return "", fieldErr(e, "data."+name, "is required for %s", e.Type)
-		}
-		s, err := optStr(name)
-		if err != nil {
-			return "", err
-		}
-		if s == "" {
-			return "", fieldErr(e, "data."+name, "must not be empty")
-		}
-		return s, nil
-	}
-	optInt := func(name string) error {
-		v, ok := m[name]
-		if !ok || v == nil {
-			return nil
-		}
-		n, ok := v.(json.Number)
-		if !ok {
-			return fieldErr(e, "data."+name, "must be a non-negative integer")
-		}
-		if i, err := n.Int64(); err != nil || i < 0 {
-			return fieldErr(e, "data."+name, "must be a non-negative integer")
-		}
-		return nil
-	}
-	strList := func(name string, required bool) error {
-		v, ok := m[name]
-		if !ok || v == nil {
-			if required {
-				return fieldErr(e, "data."+name, "is required for %s", e.Type)
-			}
-			return nil
-		}
-		list, ok := v.([]any)
-		if !ok {
-			return fieldErr(e, "data."+name, "must be a list of strings")
-		}
-		for _, el := range list {
-			if _, ok := el.(string); !ok {
-				return fieldErr(e, "data."+name, "must be a list of strings")
-			}
-		}
-		if required && len(list) == 0 {
-			return fieldErr(e, "data."+name, "must list at least one entry")
-		}
-		return nil
-	}
-	eventKey := func(name string) error {
-		v, ok := m[name]
-		if !ok || v == nil {
-			return nil
-		}
-		k, ok := v.(map[string]any)
-		src, _ := k["source_id"].(string)
-		id, _ := k["event_id"].(string)
-		if !ok || src == "" || id == "" {
-			return fieldErr(e, "data."+name, "must be {\"source_id\": ..., \"event_id\": ...}")
-		}
-		return nil
-	}
-	opID := func() error {
-		id, err := needStr("operation_id")
-		if err == nil && len(id) > MaxKeyLen {
-			return fieldErr(e, "data.operation_id", "is longer than %d bytes", MaxKeyLen)
-		}
-		return err
-	}
-	firstErr := func(errs ...error) error {
-		for _, err := range errs {
-			if err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	str := func(name string, required bool) error {
-		if required {
-			_, err := needStr(name)
-			return err
-		}
-		_, err := optStr(name)
-		return err
-	}
-
-	switch e.Type {
-	case TypeRunStarted:
-		return firstErr(str("plan_summary", false), str("parent_run_id", false))
-	case TypeRunCompleted:
-		return nil
-	case TypeRunFailed:
-		return str("error", true)
-	case TypeToolStarted:
-		return firstErr(opID(), str("tool", true), optInt("attempt"))
-	case TypeToolCompleted:
-		return firstErr(opID(), str("result_summary", false))
-	case TypeToolFailed:
-		if err := firstErr(opID(), str("error_type", true), str("error", false), str("child_run_id", false),
-			optInt("child_ops_total"), optInt("child_ops_unresolved")); err != nil {
-			return err
-		}
-		eff, err := optStr("effect")
-		if err != nil {
-			return err
-		}
-		if _, present := m["effect"]; present && !ValidToolFailedEffect(eff) {
-			return fieldErr(e, "data.effect", "must be none, uncertain or occurred, got %q", eff)
-		}
-		return nil
-	case TypeToolBlocked:
-		return firstErr(opID(), str("reason", true))
-	case TypeOperationReconciled:
-		if err := opID(); err != nil {
-			return err
-		}
-		eff, err := needStr("effect")
-		if err != nil {
-			return err
-		}
-		if !ValidReconciledEffect(eff) {
-			return fieldErr(e, "data.effect", "must be none, occurred or unknown, got %q", eff)
-		}
-		note, err := optStr("note")
-		if err != nil {
-			return err
-		}
-		if len(note) > MaxNoteBytes {
-			return fieldErr(e, "data.note", "is %d bytes; at most %d are allowed", len(note), MaxNoteBytes)
-		}
-		basis, err := needStr("basis")
-		if err != nil {
-			return err
-		}
-		if !ValidBasis(basis) {
-			return fieldErr(e, "data.basis", "must be operator, inference or probe, got %q", basis)
-		}
-		if err := eventKey("supersedes"); err != nil {
-			return err
-		}
-		proposed, err := optStr("proposed_effect")
-		if err != nil {
-			return err
-		}
-		if _, present := m["proposed_effect"]; present {
-			if proposed != EffectNone && proposed != EffectOccurred {
-				return fieldErr(e, "data.proposed_effect", "must be none or occurred, got %q", proposed)
-			}
-			if eff != EffectUnknown {
-				return fieldErr(e, "data.proposed_effect", "is only allowed with effect unknown (a proposal that did not settle), got effect %q", eff)
-			}
-		}
-		if e.ParentEventID == nil {
-			return fieldErr(e, "parent_event_id", "is required for operation.reconciled (the operation's tool.started key)")
-		}
-		return nil
-	case TypeSupervisorVerdict:
-		kind, err := needStr("kind")
-		if err != nil {
-			return err
-		}
-		if kind != VerdictKindReconciliation {
-			return fieldErr(e, "data.kind", "must be %q, got %q", VerdictKindReconciliation, kind)
-		}
-		if v, ok := m["needs_attention"]; ok {
-			if _, isBool := v.(bool); !isBool {
-				return fieldErr(e, "data.needs_attention", "must be true or false")
-			}
-		}
-		return firstErr(strList("operation_ids", true), strList("causes", false), strList("remedies", false),
-			str("lesson", false), str("supervisor", true), str("model", false), str("prompt_version", false), str("wall_digest", false),
-			str("settle_policy", false))
-	default:
+	d := newData(e.Type)
+	if d == nil {
 		return fieldErr(e, "type", "is not a known event type (%v), got %q", KnownTypes, e.Type)
 	}
+	if err := decodeFields(e, m, d); err != nil {
+		return err
+	}
+	if r, ok := d.(dataRules); ok {
+		return r.check(e, func(f string) bool { _, ok := m[f]; return ok })
+	}
+	return nil
+}
+
+// fieldSpec is one field of a data type, as decodeFields reads it.
+type fieldSpec struct {
+	name     string // JSON name
+	index    int
+	kind     reflect.Kind // of the field, or of the element behind a pointer
+	ptr      bool
+	required bool
+	key      bool // bounded by MaxKeyLen
+	raw      bool // json.RawMessage: any JSON, left unset
+	eventKey bool // *EventKey
+}
+
+var fieldSpecs sync.Map // reflect.Type → []fieldSpec
+
+var (
+	rawType = reflect.TypeOf(json.RawMessage(nil))
+	keyType = reflect.TypeOf(EventKey{})
+)
+
+func specsOf(t reflect.Type) []fieldSpec {
+	if v, ok := fieldSpecs.Load(t); ok {
+		return v.([]fieldSpec)
+	}
+	var out []fieldSpec
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "" || name == "-" {
+			continue
+		}
+		s := fieldSpec{name: name, index: i, kind: f.Type.Kind()}
+		for _, opt := range strings.Split(f.Tag.Get("reckon"), ",") {
+			switch opt {
+			case "required":
+				s.required = true
+			case "key":
+				s.key = true
+			}
+		}
+		switch {
+		case f.Type == rawType:
+			s.raw = true
+		case f.Type.Kind() == reflect.Pointer && f.Type.Elem() == keyType:
+			s.eventKey = true
+		case f.Type.Kind() == reflect.Pointer:
+			s.ptr, s.kind = true, f.Type.Elem().Kind()
+		}
+		out = append(out, s)
+	}
+	fieldSpecs.Store(t, out)
+	return out
+}
+
+// decodeFields fills dst (a pointer to a data struct) from m. Strings must
+// be strings, numbers non-negative integers, bools true or false, lists
+// lists of strings, event keys {"source_id", "event_id"}; null is absent.
+// Unknown fields of m are ignored here and kept in the journal.
+func decodeFields(e Event, m map[string]any, dst any) error {
+	v := reflect.ValueOf(dst).Elem()
+	for _, s := range specsOf(v.Type()) {
+		if s.raw {
+			continue
+		}
+		field := "data." + s.name
+		raw, present := m[s.name]
+		if raw == nil {
+			switch {
+			case s.required && present && s.kind == reflect.String:
+				return fieldErr(e, field, "must not be empty")
+			case s.required:
+				return fieldErr(e, field, "is required for %s", e.Type)
+			}
+			continue
+		}
+		fv := v.Field(s.index)
+		switch {
+		case s.eventKey:
+			k, ok := raw.(map[string]any)
+			src, _ := k["source_id"].(string)
+			id, _ := k["event_id"].(string)
+			if !ok || src == "" || id == "" {
+				return fieldErr(e, field, "must be {\"source_id\": ..., \"event_id\": ...}")
+			}
+			fv.Set(reflect.ValueOf(&EventKey{SourceID: src, EventID: id}))
+		case s.kind == reflect.String:
+			str, ok := raw.(string)
+			if !ok {
+				return fieldErr(e, field, "must be a string")
+			}
+			if s.required && str == "" {
+				return fieldErr(e, field, "must not be empty")
+			}
+			if s.key && len(str) > MaxKeyLen {
+				return fieldErr(e, field, "is longer than %d bytes", MaxKeyLen)
+			}
+			fv.SetString(str)
+		case s.kind == reflect.Int:
+			n, ok := raw.(json.Number)
+			i, err := n.Int64()
+			if !ok || err != nil || i < 0 {
+				return fieldErr(e, field, "must be a non-negative integer")
+			}
+			if s.ptr {
+				x := int(i)
+				fv.Set(reflect.ValueOf(&x))
+			} else {
+				fv.SetInt(i)
+			}
+		case s.kind == reflect.Bool:
+			b, ok := raw.(bool)
+			if !ok {
+				return fieldErr(e, field, "must be true or false")
+			}
+			fv.SetBool(b)
+		case s.kind == reflect.Slice:
+			list, ok := raw.([]any)
+			if !ok {
+				return fieldErr(e, field, "must be a list of strings")
+			}
+			strs := make([]string, len(list))
+			for i, el := range list {
+				if strs[i], ok = el.(string); !ok {
+					return fieldErr(e, field, "must be a list of strings")
+				}
+			}
+			if s.required && len(strs) == 0 {
+				return fieldErr(e, field, "must list at least one entry")
+			}
+			fv.Set(reflect.ValueOf(strs))
+		default:
+			panic(fmt.Sprintf("kernel: data field %s of kind %s has no decoding rule", s.name, s.kind))
+		}
+	}
+	return nil
 }

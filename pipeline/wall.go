@@ -1,7 +1,8 @@
-// Package pipeline holds the types of the supervisor wall pass: the wall a
-// supervisor sees (one run's pile of unsettled operations with their
-// evidence), the decision it returns, and the Supervisor interface. The
-// sweep, the supervisors and the probes live in sub-packages.
+// Package pipeline holds the types of triage: the wall a supervisor sees
+// (one run's pile of unsettled operations with their evidence), the
+// decision it returns (its effect answers, one per operation), and the
+// Supervisor interface. The triage sweep (pipeline/triage), the
+// supervisors and the probes live in sub-packages.
 package pipeline
 
 import (
@@ -73,10 +74,10 @@ type WallFailure struct {
 	AgentReported bool `json:"agent_reported,omitempty"`
 }
 
-// ChildSummary summarises a delegated child run's operations.
+// ChildSummary is a delegated child run's counts (kernel.ChildSummary) with
+// who reported them.
 type ChildSummary struct {
-	Total      int `json:"total"`
-	Unresolved int `json:"unresolved"`
+	kernel.ChildSummary
 	// ReportedBy is the source_id of the tool.failed that carried the
 	// counts. Empty with Counted (the listing counted the child run's
 	// events itself) and in walls recorded before this field (Source then
@@ -123,7 +124,7 @@ func (op WallOperation) ChildSummarySource() string {
 // it — a fact — and nil when there is none or an agent reported it (a
 // claim).
 func (op WallOperation) KernelFailure() *WallFailure {
-	if op.FailureSource() == kernel.KernelSource {
+	if op.FailureSource() == kernel.SourceKernel {
 		return op.Failure
 	}
 	return nil
@@ -132,7 +133,7 @@ func (op WallOperation) KernelFailure() *WallFailure {
 // KernelChildSummary returns the child summary when the kernel reported it
 // with its failure, nil otherwise.
 func (op WallOperation) KernelChildSummary() *ChildSummary {
-	if op.ChildSummarySource() == kernel.KernelSource {
+	if op.ChildSummarySource() == kernel.SourceKernel {
 		return op.ChildOps
 	}
 	return nil
@@ -167,8 +168,11 @@ type EarlierVerdict struct {
 	Verdict kernel.Verdict  `json:"verdict"`
 }
 
-// OperationVerdict is the supervisor's effect verdict on one operation.
-type OperationVerdict struct {
+// EffectAnswer is the supervisor's answer about one operation's effect, one
+// per operation of a Decision; the sweep journals it as that operation's
+// operation.reconciled (a kernel.Reconciliation). The integrated decision
+// is journaled as supervisor.verdict (a kernel.Verdict).
+type EffectAnswer struct {
 	OperationID string `json:"operation_id"`
 	Effect      string `json:"effect"` // none | occurred | unknown
 	Note        string `json:"note"`
@@ -189,15 +193,15 @@ type Usage struct {
 
 // Decision is a supervisor's integrated conclusion on one wall.
 type Decision struct {
-	NeedsAttention bool               `json:"needs_attention"`
-	Causes         []string           `json:"causes"`
-	Remedies       []string           `json:"remedies"`
-	Lesson         string             `json:"lesson"`
-	Operations     []OperationVerdict `json:"operations"`
-	Supervisor     string             `json:"supervisor"`
-	Model          string             `json:"model"`
-	PromptVersion  string             `json:"prompt_version"`
-	Usage          Usage              `json:"usage"`
+	NeedsAttention bool           `json:"needs_attention"`
+	Causes         []string       `json:"causes"`
+	Remedies       []string       `json:"remedies"`
+	Lesson         string         `json:"lesson"`
+	Operations     []EffectAnswer `json:"operations"`
+	Supervisor     string         `json:"supervisor"`
+	Model          string         `json:"model"`
+	PromptVersion  string         `json:"prompt_version"`
+	Usage          Usage          `json:"usage"`
 	// SettlePolicy is the settlement policy applied to the decision
 	// (supervisor.Settle); empty on a decision as the supervisor made it.
 	SettlePolicy string `json:"settle_policy,omitempty"`

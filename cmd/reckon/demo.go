@@ -9,22 +9,16 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"sort"
 	"strings"
 	"time"
 
 	"github.com/seed-7bc021c3/reckon/internal/app"
 	"github.com/seed-7bc021c3/reckon/kernel"
-	"github.com/seed-7bc021c3/reckon/kernel/config"
 	"github.com/seed-7bc021c3/reckon/kernel/fault"
 	"github.com/seed-7bc021c3/reckon/kernel/outbox"
 	"github.com/seed-7bc021c3/reckon/kernel/runner"
 	"github.com/seed-7bc021c3/reckon/kernel/sandbox"
 )
-
-func init() {
-	register("demo", "start the dev stack, run drills, show the listing, triage, an operator override and the eval score, exit 0", runDemo)
-}
 
 // demoEnv is what demo steps share: the running stack and what earlier
 // steps produced.
@@ -36,42 +30,38 @@ type demoEnv struct {
 	Runs []string
 }
 
-// demoStep is one step of the demo. Steps run in ascending order; other
-// files add theirs with addDemoStep from their own init().
+// demoStep is one step of the demo.
 type demoStep struct {
-	order int
-	name  string
-	run   func(ctx context.Context, d *demoEnv) error
+	name string
+	run  func(ctx context.Context, d *demoEnv) error
 }
 
-var demoSteps []demoStep
+// demoSteps is the demo, in the order it runs: the story of README's "What
+// `make demo` shows". The steps' functions live beside the part of the
+// system they show (demo_api.go, demo_triage.go); the order lives here.
+var demoSteps = []demoStep{
+	{"run a plan whose first run_command faults after its effect", demoDrillRun},
+	{"a second run: its only step writes report.txt, then the worker crashes (no re-issue: the run fails)", demoFailingRun},
+	{"the operations listing, through the HTTP API (GET /v1/agent/operations)", demoListing},
+	{"triage: one supervisor sweep over the project's uncertain operations", demoTriage},
+	{"the operator's queue: what the supervisor left for a person (GET /v1/agent/operations/attention)", demoAttention},
+	{"an operator overrides the supervisor's `unknown` with evidence (POST /v1/agent/operations/reconcile), then reads the history", demoOverride},
+	{"eval: the built-in supervisor scored on the committed drill fixtures", demoEval},
+}
 
 // demoOut is where the demo prints (tests capture it).
 var demoOut io.Writer = os.Stdout
 
-// addDemoStep registers a demo step. The kernel's steps use orders 100-199;
-// leave gaps for listing (200s), triage (300s) and evals (400s).
-func addDemoStep(order int, name string, run func(ctx context.Context, d *demoEnv) error) {
-	demoSteps = append(demoSteps, demoStep{order: order, name: name, run: run})
-}
-
-func init() {
-	addDemoStep(100, "run a plan whose first run_command faults after its effect", demoDrillRun)
-}
-
 // demoFault is the in-process fault the demo runs with: the first
 // run_command of every run commits its effect, then its worker "crashes".
-var demoFault = fault.Config{AfterEffect: sandbox.ToolName}
+var demoFault = fault.Config{AfterEffect: kernel.ToolRunCommand}
 
 func runDemo(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	cfg, err := config.Load()
+	s, err := prologue(flag.NewFlagSet("demo", flag.ContinueOnError), args)
 	if err != nil {
 		return err
 	}
+	cfg := s.cfg
 	// A free port: a running `reckon dev` keeps its own. The demo talks to
 	// its own API with a token it generates, whatever RECKON_TOKENS says.
 	cfg.HTTPAddr = "127.0.0.1:0"
@@ -86,10 +76,10 @@ func runDemo(ctx context.Context, args []string) error {
 		}
 	}
 	f := demoFault
-	stack, err := app.StartDev(ctx, cfg, app.DevOptions{
+	stack, err := app.StartDev(ctx, cfg, app.DevConfig{
 		Outbox: outbox.Config{PollInterval: 20 * time.Millisecond},
 		// In memory: a `reckon dev` may hold the SQLite file of the data dir.
-		Kernel: app.KernelOptions{InMemory: true, Fault: &f},
+		Kernel: app.KernelConfig{InMemory: true, Fault: &f},
 	})
 	if err != nil {
 		return err
@@ -99,12 +89,10 @@ func runDemo(ctx context.Context, args []string) error {
 	fmt.Fprintf(d.Out, "reckon demo: dev stack up (API http://%s, embedded Temporal %s, data dir %s)\n",
 		stack.APIAddr, stack.Kernel.Conn.Embedded.HostPort(), cfg.DataDir)
 
-	steps := append([]demoStep(nil), demoSteps...)
-	sort.SliceStable(steps, func(i, j int) bool { return steps[i].order < steps[j].order })
-	for i, s := range steps {
-		fmt.Fprintf(d.Out, "\n== %d. %s\n", i+1, s.name)
-		if err := s.run(ctx, d); err != nil {
-			return fmt.Errorf("demo step %q: %w", s.name, err)
+	for i, step := range demoSteps {
+		fmt.Fprintf(d.Out, "\n== %d. %s\n", i+1, step.name)
+		if err := step.run(ctx, d); err != nil {
+			return fmt.Errorf("demo step %q: %w", step.name, err)
 		}
 	}
 	fmt.Fprintln(d.Out, "\nreckon demo: done")
@@ -117,7 +105,7 @@ func runDemo(ctx context.Context, args []string) error {
 func demoDrillRun(ctx context.Context, d *demoEnv) error {
 	step1 := demoWriteStep("proof.txt", "hello from reckon\n")
 	step1.OnUncertain = runner.OnUncertainReissue
-	step2 := runner.Step{Tool: sandbox.ToolName, Args: mustJSON(map[string]any{"command": "wc -c proof.txt", "timeout_s": 30})}
+	step2 := runner.Step{Tool: kernel.ToolRunCommand, Args: mustJSON(map[string]any{"command": "wc -c proof.txt", "timeout_s": 30})}
 	view, runErr, err := demoRun(ctx, d, "drill-", []runner.Step{step1, step2})
 	if err != nil {
 		return err
@@ -152,7 +140,7 @@ func demoDrillRun(ctx context.Context, d *demoEnv) error {
 func demoRun(ctx context.Context, d *demoEnv, prefix string, steps []runner.Step) (view runner.RunView, runErr, err error) {
 	k := d.Stack.Kernel
 	runID := prefix + time.Now().UTC().Format("20060102-150405")
-	id, _, err := k.Starter.Start(ctx, runner.StartRequest{Project: d.Project, RunID: runID, Plan: runner.Plan{Steps: steps}})
+	id, _, err := k.Starter.Start(ctx, runner.StartParams{Project: d.Project, RunID: runID, Plan: runner.Plan{Steps: steps}})
 	if err != nil {
 		return view, nil, err
 	}
@@ -160,7 +148,7 @@ func demoRun(ctx context.Context, d *demoEnv, prefix string, steps []runner.Step
 	fmt.Fprintf(d.Out, "started run %s/%s with KERNEL_FAULT_AFTER_EFFECT=%s (set in-process)\n", d.Project, id, demoFault.AfterEffect)
 	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	runErr = k.Conn.Client.GetWorkflow(wctx, runner.WorkflowID(d.Project, id), "").Get(wctx, nil)
+	runErr = k.Conn.Client.GetWorkflow(wctx, kernel.WorkflowID(d.Project, id), "").Get(wctx, nil)
 	if err := outbox.WaitDelivered(wctx, d.Stack.Pool, d.Project, id, 20*time.Millisecond); err != nil {
 		return view, runErr, err
 	}
@@ -199,7 +187,7 @@ func printRunEvents(w io.Writer, evs []kernel.Event) {
 func demoWriteStep(path, content string) runner.Step {
 	sum := sha256.Sum256([]byte(content))
 	return runner.Step{
-		Tool:          sandbox.ToolName,
+		Tool:          kernel.ToolRunCommand,
 		Args:          mustJSON(map[string]any{"command": "printf '" + strings.ReplaceAll(content, "\n", `\n`) + "' > " + path, "timeout_s": 30}),
 		Postcondition: mustJSON(map[string]any{"path": path, "sha256": hex.EncodeToString(sum[:])}),
 	}

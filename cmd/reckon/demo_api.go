@@ -16,19 +16,11 @@ import (
 	"time"
 
 	"github.com/seed-7bc021c3/reckon/evals"
-	"github.com/seed-7bc021c3/reckon/kernel/operations"
+	"github.com/seed-7bc021c3/reckon/kernel/httpapi"
 	"github.com/seed-7bc021c3/reckon/kernel/outbox"
 	"github.com/seed-7bc021c3/reckon/kernel/runner"
 	"github.com/seed-7bc021c3/reckon/pipeline/supervisor"
 )
-
-func init() {
-	addDemoStep(110, "a second run: its only step writes report.txt, then the worker crashes (no re-issue: the run fails)", demoFailingRun)
-	addDemoStep(200, "the operations listing, through the HTTP API (GET /v1/agent/operations)", demoListing)
-	addDemoStep(340, "the operator's queue: what the supervisor left for a person (GET /v1/agent/operations/attention)", demoAttention)
-	addDemoStep(350, "an operator overrides the supervisor's `unknown` with evidence (POST /v1/agent/operations/reconcile), then reads the history", demoOverride)
-	addDemoStep(400, "eval: the built-in supervisor scored on the committed drill fixtures", demoEval)
-}
 
 // demoFailingRun starts a run whose only consequential step is faulted
 // after its effect, without on_uncertain: the run stops, and the declared
@@ -62,7 +54,7 @@ func demoAPI(ctx context.Context, d *demoEnv, method, path string, q url.Values,
 }
 
 func demoListing(ctx context.Context, d *demoEnv) error {
-	m, err := demoAPI(ctx, d, http.MethodGet, operations.PathOperations, url.Values{"project": {d.Project}}, nil)
+	m, err := demoAPI(ctx, d, http.MethodGet, httpapi.PathOperations, url.Values{"project": {d.Project}}, nil)
 	if err != nil {
 		return err
 	}
@@ -92,7 +84,7 @@ func demoAttention(ctx context.Context, d *demoEnv) error {
 
 // demoQueue reads the operator's queue, printing its items when show is set.
 func demoQueue(ctx context.Context, d *demoEnv, show bool) (int, error) {
-	m, err := demoAPI(ctx, d, http.MethodGet, operations.PathAttention, url.Values{"project": {d.Project}}, nil)
+	m, err := demoAPI(ctx, d, http.MethodGet, httpapi.PathAttention, url.Values{"project": {d.Project}}, nil)
 	if err != nil {
 		return 0, err
 	}
@@ -129,7 +121,7 @@ func demoOverride(ctx context.Context, d *demoEnv) error {
 		"note":     "proof.txt is in the run's workspace with the content op-1 was asked to write; op-1-r1 rewrote the same bytes",
 		"evidence": map[string]any{"path": filepath.Join(ws, "proof.txt"), "sha256": hex.EncodeToString(sum[:])},
 	}
-	m, err := demoAPI(ctx, d, http.MethodPost, operations.PathReconcile, nil, req)
+	m, err := demoAPI(ctx, d, http.MethodPost, httpapi.PathReconcile, nil, req)
 	if err != nil {
 		return err
 	}
@@ -140,7 +132,7 @@ func demoOverride(ctx context.Context, d *demoEnv) error {
 	if err := outbox.WaitDelivered(wctx, d.Stack.Pool, d.Project, run, 20*time.Millisecond); err != nil {
 		return err
 	}
-	m, err = demoAPI(ctx, d, http.MethodGet, operations.PathHistory,
+	m, err = demoAPI(ctx, d, http.MethodGet, httpapi.PathHistory,
 		url.Values{"project": {d.Project}, "run_id": {run}, "operation_id": {"op-1"}}, nil)
 	if err != nil {
 		return err
@@ -181,7 +173,7 @@ func demoEval(ctx context.Context, d *demoEnv) error {
 	if err != nil {
 		return err
 	}
-	rep, err := evals.Score(ctx, supervisor.Builtin{}, fx, evals.Options{})
+	rep, err := evals.Score(ctx, supervisor.Builtin{}, fx, evals.ScoreParams{})
 	if err != nil {
 		return err
 	}

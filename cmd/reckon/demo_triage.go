@@ -7,12 +7,8 @@ import (
 
 	"github.com/seed-7bc021c3/reckon/kernel/operations"
 	"github.com/seed-7bc021c3/reckon/kernel/outbox"
-	"github.com/seed-7bc021c3/reckon/pipeline/sweep"
+	"github.com/seed-7bc021c3/reckon/pipeline/triage"
 )
-
-func init() {
-	addDemoStep(300, "triage: one supervisor sweep over the project's uncertain operations", demoTriage)
-}
 
 // demoTriage runs one sweep now (the stack's schedule would run it every
 // RECKON_TRIAGE_SCHEDULE), waits for the verdicts to reach the journal,
@@ -31,7 +27,7 @@ func demoTriage(ctx context.Context, d *demoEnv) error {
 	if err != nil {
 		return err
 	}
-	rep, err := sw.Sweep(ctx, sweep.Options{Project: d.Project})
+	rep, err := sw.Sweep(ctx, triage.SweepParams{Project: d.Project})
 	if err != nil {
 		return err
 	}
@@ -39,7 +35,7 @@ func demoTriage(ctx context.Context, d *demoEnv) error {
 	defer cancel()
 	for _, w := range rep.Walls {
 		if w.Verdict == nil {
-			if w.Outcome == sweep.OutcomeFailed {
+			if w.Outcome == triage.OutcomeFailed {
 				fmt.Fprintf(d.Out, "wall %s/%s failed: %s\n", w.Project, w.RunID, w.Error)
 			}
 			continue
@@ -48,7 +44,7 @@ func demoTriage(ctx context.Context, d *demoEnv) error {
 		if err := outbox.WaitDelivered(wctx, d.Stack.Pool, w.Project, w.RunID, 20*time.Millisecond); err != nil {
 			return err
 		}
-		if err := sweep.RenderCard(d.Out, *w.Verdict, w.Reconciled); err != nil {
+		if err := triage.RenderCard(d.Out, *w.Verdict, w.Reconciled); err != nil {
 			return err
 		}
 	}

@@ -7,24 +7,17 @@ import (
 	"os"
 
 	"github.com/seed-7bc021c3/reckon/internal/app"
-	"github.com/seed-7bc021c3/reckon/kernel/config"
 )
-
-func init() {
-	register("dev", "everything in one process on embedded defaults (creates the database, migrates)", runDev)
-}
 
 func runDev(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("dev", flag.ContinueOnError)
 	noWorker := fs.Bool("no-worker", false, "run no run worker in this process: runs wait for a separate `reckon worker` (TEMPORAL_ADDRESS = the embedded server printed at start)")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	cfg, err := config.Load()
+	s, err := prologue(fs, args)
 	if err != nil {
 		return err
 	}
-	stack, err := app.StartDev(ctx, cfg, app.DevOptions{Kernel: app.KernelOptions{NoWorker: *noWorker}})
+	cfg := s.cfg
+	stack, err := app.StartDev(ctx, cfg, app.DevConfig{Kernel: app.KernelConfig{NoWorker: *noWorker}})
 	if err != nil {
 		return err
 	}

@@ -21,10 +21,6 @@ import (
 	"github.com/seed-7bc021c3/reckon/kernel/config"
 )
 
-func init() {
-	register("drill", "run seeded drill scenarios live with injected faults and record eval fixtures (walls + ground truth)", runDrill)
-}
-
 func runDrill(ctx context.Context, args []string) error {
 	fset := flag.NewFlagSet("drill", flag.ContinueOnError)
 	seed := fset.Uint64("seed", 1, "generator seed: the same seed drills the same scenarios")
@@ -34,19 +30,14 @@ func runDrill(ctx context.Context, args []string) error {
 	sweepDelay := fset.Duration("sweep-delay", 6*time.Minute, "walls are built as a sweep this long after each run would build them (past the MCP probe's grace)")
 	fsServer := fset.String("filesystem-server", "", "path of @modelcontextprotocol/server-filesystem's dist/index.js (default: found under testdata/npm)")
 	keep := fset.Bool("keep", false, "keep the drill's database schema and data directory for inspection")
-	if err := fset.Parse(args); err != nil {
+	s, err := prologue(fset, args)
+	if err != nil {
 		return err
-	}
-	if fset.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q", fset.Args())
 	}
 	if *count < 1 {
 		return fmt.Errorf("--count: must be at least 1")
 	}
-	cfg, err := config.Load()
-	if err != nil {
-		return err
-	}
+	cfg := s.cfg
 	if *fsServer == "" {
 		wd, _ := os.Getwd()
 		*fsServer = drill.FindFilesystemServer(wd)
@@ -85,7 +76,7 @@ func runDrill(ctx context.Context, args []string) error {
 	fmt.Fprintf(os.Stderr, "drill: starting the embedded stack (PostgreSQL schema, Temporal, sandbox, MCP servers)…\n")
 	// The embedded Temporal server logs its own shutdown at error level;
 	// a drill that cannot run fails with its own error instead.
-	st, err := drill.OpenStack(ctx, drill.StackOptions{Config: cfg, FilesystemServer: *fsServer, Log: zerolog.Nop()})
+	st, err := drill.OpenStack(ctx, drill.StackConfig{Config: cfg, FilesystemServer: *fsServer, Log: zerolog.Nop()})
 	if err != nil {
 		return err
 	}
@@ -94,7 +85,7 @@ func runDrill(ctx context.Context, args []string) error {
 	genBy := fmt.Sprintf("reckon drill --seed %d --count %d --out %s", *seed, *count, *out)
 	fmt.Fprintf(os.Stderr, "drill: %s\n", genBy)
 	start := time.Now()
-	res, runErr := st.GenerateSuite(ctx, drill.Options{Project: *project, Seed: *seed, GeneratedBy: genBy, SweepDelay: *sweepDelay}, *count, *out,
+	res, runErr := st.GenerateSuite(ctx, drill.Params{Project: *project, Seed: *seed, GeneratedBy: genBy, SweepDelay: *sweepDelay}, *count, *out,
 		func(p drill.Progress) {
 			w := len(fmt.Sprint(p.Total))
 			line := fmt.Sprintf("[%*d/%d] %-40s ", w, p.Done, p.Total, p.Scenario.RunID)

@@ -18,10 +18,6 @@ import (
 	"github.com/seed-7bc021c3/reckon/pipeline/supervisor"
 )
 
-func init() {
-	register("eval", "score a supervisor on drill fixtures (accuracy, coverage, unsafe verdicts); writes report.md, report.json, confusion.svg", runEval)
-}
-
 func runEval(ctx context.Context, args []string) error {
 	fset := flag.NewFlagSet("eval", flag.ContinueOnError)
 	supName := fset.String("supervisor", "builtin", "supervisor to score: builtin | openai (openai reads RECKON_SUPERVISOR_BASE_URL, _API_KEY, _MODEL)")
@@ -33,19 +29,14 @@ func runEval(ctx context.Context, args []string) error {
 	writeBaseline := fset.String("write-baseline", "", "record this run's accuracy and coverage as the new baseline file (refused if the run has unsafe verdicts)")
 	quiet := fset.Bool("quiet", false, "no per-case progress lines")
 	settle := fset.String("settle", "", "settlement policy to score under: evidence | inference (default RECKON_SUPERVISOR_SETTLE, itself evidence by default)")
-	if err := fset.Parse(args); err != nil {
+	s, err := prologue(fset, args)
+	if err != nil {
 		return err
-	}
-	if fset.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q", fset.Args())
 	}
 	if *supName != supervisor.BuiltinName && *supName != supervisor.OpenAIName {
 		return fmt.Errorf("--supervisor: %q is not builtin or openai", *supName)
 	}
-	cfg, err := config.Load()
-	if err != nil {
-		return err
-	}
+	cfg := s.cfg
 	var rejected atomic.Int64
 	sup, err := buildSupervisor(*supName, cfg, func(error) { rejected.Add(1) })
 	if err != nil {
@@ -71,7 +62,7 @@ func runEval(ctx context.Context, args []string) error {
 		return fmt.Errorf("--settle: %w", err)
 	}
 	fmt.Fprintf(os.Stderr, "eval: %d fixtures from %s, supervisor %s, settlement policy %s\n", len(fx), *fixtures, sup.Name(), policy)
-	opt := evals.Options{CaseTimeout: *caseTimeout, Concurrency: *concurrency, Policy: policy}
+	opt := evals.ScoreParams{CaseTimeout: *caseTimeout, Concurrency: *concurrency, Policy: policy}
 	if !*quiet {
 		opt.Progress = func(done, total int, c evals.CaseResult) {
 			line := fmt.Sprintf("[%*d/%d] %-44s %-7s %d ops %8.1f ms", len(fmt.Sprint(total)), done, total, c.ID, c.Status, len(c.Operations), c.LatencyMS)

@@ -7,8 +7,7 @@ import (
 	"github.com/seed-7bc021c3/reckon/kernel/mcpserver"
 )
 
-func init() {
-	register("mcp-test-server", "reckon's test MCP server (create_issue idempotent by _meta key; stdio, or --http ADDR)", func(ctx context.Context, args []string) error {
-		return mcpserver.Main(ctx, args, os.Stdin, os.Stdout, os.Stderr)
-	})
+// runMCPTestServer is reckon's test MCP server (kernel/mcpserver).
+func runMCPTestServer(ctx context.Context, args []string) error {
+	return mcpserver.Main(ctx, args, os.Stdin, os.Stdout, os.Stderr)
 }

@@ -7,15 +7,9 @@ import (
 	"os"
 	"time"
 
-	"github.com/seed-7bc021c3/reckon/internal/app"
-	"github.com/seed-7bc021c3/reckon/kernel/config"
 	"github.com/seed-7bc021c3/reckon/kernel/gateway"
 	"github.com/seed-7bc021c3/reckon/kernel/outbox"
 )
-
-func init() {
-	register("mcp-gateway", "MCP server in front of RECKON_MCP_SERVERS: every tools/call of any MCP client becomes a reconcilable operation (stdio, or --http ADDR)", runMCPGateway)
-}
 
 // runMCPGateway is `reckon mcp-gateway` (see gateway.ParseCommand and
 // README "MCP gateway"). In stdio mode stdout belongs to the MCP session:
@@ -28,17 +22,17 @@ func runMCPGateway(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	cfg, err := config.Load()
+	s, err := prologue(nil, nil) // gateway.ParseCommand parsed the flags
 	if err != nil {
 		return err
 	}
-	core, err := app.NewCore(ctx, cfg, false)
-	if err != nil {
+	if err := s.openCore(ctx); err != nil {
 		return err
 	}
-	defer core.Close()
+	defer s.close()
+	core := s.core
 	c.Log = core.Log.With().Str("component", "mcp-gateway").Logger()
-	g, err := gateway.New(ctx, core.Pool, c.Options)
+	g, err := gateway.New(ctx, core.Pool, c.Config)
 	if err != nil {
 		return err
 	}

@@ -418,6 +418,9 @@ func TestMCPGatewaySIGKILLMidCall(t *testing.T) {
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
+		// The log reader below ends when the pipe does (goleak found it
+		// running on after the test).
+		t.Cleanup(func() { _ = pw.Close() })
 		sc := bufio.NewScanner(pr)
 		for sc.Scan() {
 			logs.Write(append(sc.Bytes(), '\n'))
@@ -489,7 +492,7 @@ func TestMCPGatewaySIGKILLMidCall(t *testing.T) {
 	}
 	time.Sleep(2 * time.Second) // RECKON_STALE_AFTER for host-run-b's operation
 
-	svc := operations.New(s.Pool, operations.Options{StaleAfter: 2 * time.Second})
+	svc := operations.New(s.Pool, operations.Config{StaleAfter: 2 * time.Second})
 	page, err := svc.List(ctx, operations.ListParams{Project: "crash"})
 	if err != nil {
 		t.Fatal(err)
@@ -515,7 +518,7 @@ func TestMCPGatewaySIGKILLMidCall(t *testing.T) {
 		if e.Type != kernel.TypeOperationReconciled {
 			continue
 		}
-		var r kernel.Reconciled
+		var r kernel.Reconciliation
 		_ = e.DecodeData(&r)
 		verdicts = append(verdicts, e.RunID+"/"+r.OperationID+" "+r.Effect+" "+r.Basis)
 	}

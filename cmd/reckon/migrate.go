@@ -5,31 +5,21 @@ import (
 	"flag"
 	"fmt"
 
-	"github.com/seed-7bc021c3/reckon/internal/app"
-	"github.com/seed-7bc021c3/reckon/kernel/config"
 	"github.com/seed-7bc021c3/reckon/migrations"
 )
-
-func init() {
-	register("migrate", "apply database migrations (safe to run twice, or from two processes)", runMigrate)
-}
 
 func runMigrate(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
 	create := fs.Bool("create-db", false, "create the database when it is missing")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	cfg, err := config.Load()
+	s, err := prologue(fs, args)
 	if err != nil {
 		return err
 	}
-	pool, err := app.OpenPool(ctx, cfg.DatabaseURL, *create)
-	if err != nil {
+	if err := s.openPool(ctx, *create); err != nil {
 		return err
 	}
-	defer pool.Close()
-	applied, err := migrations.Apply(ctx, pool)
+	defer s.close()
+	applied, err := migrations.Apply(ctx, s.pool)
 	if err != nil {
 		return err
 	}

@@ -16,13 +16,9 @@ import (
 	"time"
 
 	"github.com/seed-7bc021c3/reckon/kernel"
+	"github.com/seed-7bc021c3/reckon/kernel/httpapi"
 	"github.com/seed-7bc021c3/reckon/kernel/operations"
-	"github.com/seed-7bc021c3/reckon/pipeline/sweep"
 )
-
-func init() {
-	register("ops", "operations API client: list, attention, history, reconcile, verdicts (RECKON_URL, RECKON_TOKEN)", runOps)
-}
 
 // defaultAPIURL is the API the client talks to without RECKON_URL.
 const defaultAPIURL = "http://127.0.0.1:8080"
@@ -116,153 +112,188 @@ func opsMain(ctx context.Context, args []string, stdout, stderr io.Writer, geten
 		fmt.Fprintln(stderr, opsUsage)
 		return errors.New("missing subcommand")
 	}
+	sub, ok := opsSubcommands[args[0]]
+	if !ok {
+		fmt.Fprintln(stderr, opsUsage)
+		return fmt.Errorf("unknown subcommand %q", args[0])
+	}
 	base := strings.TrimRight(getenv("RECKON_URL"), "/")
 	if base == "" {
 		base = defaultAPIURL
 	}
-	c := &opsClient{base: base, token: getenv("RECKON_TOKEN"), http: &http.Client{Timeout: 60 * time.Second}}
-	sub, rest := args[0], args[1:]
-	fs := flag.NewFlagSet("ops "+sub, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	asJSON := fs.Bool("json", false, "print the API's JSON instead of a table")
-	project := fs.String("project", "", "project")
-	switch sub {
-	case "list", "attention":
-		run := fs.String("run", "", "only this run")
-		limit := fs.Int("limit", 0, "page size (default 100, at most 1000)")
-		cursor := fs.String("cursor", "", "continue from an earlier page's next cursor")
-		all := fs.Bool("all", false, "follow next_cursor through every page")
-		if err := parseFlags(fs, rest); err != nil {
-			return err
-		}
-		if err := need(map[string]string{"--project": *project}); err != nil {
-			return err
-		}
-		if sub == "attention" {
-			return opsAttention(ctx, c, stdout, *project, *run, *cursor, *limit, *all, *asJSON)
-		}
-		return opsList(ctx, c, stdout, stderr, *project, *run, *cursor, *limit, *all, *asJSON)
-	case "history":
-		run := fs.String("run", "", "run id")
-		op := fs.String("op", "", "operation id")
-		if err := parseFlags(fs, rest); err != nil {
-			return err
-		}
-		if err := need(map[string]string{"--project": *project, "--run": *run, "--op": *op}); err != nil {
-			return err
-		}
-		raw, _, err := c.do(ctx, http.MethodGet, operations.PathHistory,
-			url.Values{"project": {*project}, "run_id": {*run}, "operation_id": {*op}}, nil, nil)
-		if err != nil {
-			return err
-		}
-		if *asJSON {
-			return writeRaw(stdout, raw)
-		}
-		var h struct {
-			Events []kernel.Event `json:"events"`
-		}
-		if err := json.Unmarshal(raw, &h); err != nil {
-			return fmt.Errorf("decode history: %w", err)
-		}
-		return printEvents(stdout, h.Events)
-	case "reconcile":
-		run := fs.String("run", "", "run id")
-		op := fs.String("op", "", "operation id")
-		effect := fs.String("effect", "", "none, occurred or unknown")
-		note := fs.String("note", "", "why (at most 2000 bytes)")
-		evidence := fs.String("evidence", "", "JSON evidence, or @file to read it from a file")
-		key := fs.String("idempotency-key", "", "makes a retry of this command return the first verdict")
-		if err := parseFlags(fs, rest); err != nil {
-			return err
-		}
-		if err := need(map[string]string{"--project": *project, "--run": *run, "--op": *op, "--effect": *effect, "--note": *note}); err != nil {
-			return err
-		}
-		body := map[string]any{"project": *project, "run_id": *run, "operation_id": *op, "effect": *effect, "note": *note}
-		if *evidence != "" {
-			ev := []byte(*evidence)
-			if path, ok := strings.CutPrefix(*evidence, "@"); ok {
-				b, err := os.ReadFile(path)
-				if err != nil {
-					return fmt.Errorf("--evidence: %w", err)
-				}
-				ev = b
-			}
-			if !json.Valid(ev) {
-				return fmt.Errorf("--evidence must be JSON (e.g. '{\"workspace_file\": \"proof.txt\"}') or @file")
-			}
-			body["evidence"] = json.RawMessage(ev)
-		}
-		hdr := map[string]string{}
-		if *key != "" {
-			hdr[operations.IdempotencyKeyHeader] = *key
-		}
-		raw, h, err := c.do(ctx, http.MethodPost, operations.PathReconcile, nil, body, hdr)
-		if err != nil {
-			return err
-		}
-		if *asJSON {
-			return writeRaw(stdout, raw)
-		}
-		var ev kernel.Event
-		if err := json.Unmarshal(raw, &ev); err != nil {
-			return fmt.Errorf("decode reconcile answer: %w", err)
-		}
-		var d kernel.Reconciled
-		_ = ev.DecodeData(&d)
-		verb := "recorded"
-		if h.Get(operations.ReplayedHeader) == "true" {
-			verb = "already recorded"
-		}
-		fmt.Fprintf(stdout, "%s %s: %s/%s effect=%s basis=%s actor=%s\n", verb, ev.Key(), ev.RunID, d.OperationID, d.Effect, d.Basis, ev.Actor)
-		if d.Supersedes != nil {
-			fmt.Fprintf(stdout, "supersedes %s\n", d.Supersedes)
-		}
-		return nil
-	case "verdicts":
-		run := fs.String("run", "", "only this run")
-		since := fs.String("since", "", "only verdicts at or after this time: RFC 3339, or a Go duration back from now (24h)")
-		limit := fs.Int("limit", 0, "at most this many, newest first (default 100, at most 1000)")
-		if err := parseFlags(fs, rest); err != nil {
-			return err
-		}
-		if err := need(map[string]string{"--project": *project}); err != nil {
-			return err
-		}
-		q := url.Values{"project": {*project}}
-		if *run != "" {
-			q.Set("run_id", *run)
-		}
-		if *since != "" {
-			t, err := parseSince(*since, time.Now())
-			if err != nil {
-				return err
-			}
-			q.Set("since", t.UTC().Format(time.RFC3339))
-		}
-		if *limit != 0 {
-			q.Set("limit", fmt.Sprint(*limit))
-		}
-		raw, _, err := c.do(ctx, http.MethodGet, sweep.PathVerdicts, q, nil, nil)
-		if err != nil {
-			return err
-		}
-		if *asJSON {
-			return writeRaw(stdout, raw)
-		}
-		var v struct {
-			Verdicts    []kernel.Event     `json:"verdicts"`
-			Resolutions []sweep.Resolution `json:"resolutions"`
-		}
-		if err := json.Unmarshal(raw, &v); err != nil {
-			return fmt.Errorf("decode verdicts: %w", err)
-		}
-		return printVerdicts(stdout, v.Verdicts, v.Resolutions)
-	default:
-		fmt.Fprintln(stderr, opsUsage)
-		return fmt.Errorf("unknown subcommand %q", sub)
+	o := &opsCall{
+		name:   args[0],
+		c:      &opsClient{base: base, token: getenv("RECKON_TOKEN"), http: &http.Client{Timeout: 60 * time.Second}},
+		fs:     flag.NewFlagSet("ops "+args[0], flag.ContinueOnError),
+		stdout: stdout, stderr: stderr,
 	}
+	o.fs.SetOutput(stderr)
+	o.asJSON = o.fs.Bool("json", false, "print the API's JSON instead of a table")
+	o.project = o.fs.String("project", "", "project")
+	return sub(ctx, o, args[1:])
+}
+
+// opsCall is one `reckon ops` subcommand call: the API client, its flag
+// set with the flags every subcommand has, and where it prints.
+type opsCall struct {
+	name           string
+	c              *opsClient
+	fs             *flag.FlagSet
+	asJSON         *bool
+	project        *string
+	stdout, stderr io.Writer
+}
+
+// opsSubcommands maps each `reckon ops` subcommand to its function.
+var opsSubcommands = map[string]func(ctx context.Context, o *opsCall, args []string) error{
+	"list": opsListCmd, "attention": opsListCmd,
+	"history": opsHistoryCmd, "reconcile": opsReconcileCmd, "verdicts": opsVerdictsCmd,
+}
+
+// opsListCmd is `ops list` and `ops attention`: a page of the listing or
+// the operator's queue, or every page.
+func opsListCmd(ctx context.Context, o *opsCall, args []string) error {
+	run := o.fs.String("run", "", "only this run")
+	limit := o.fs.Int("limit", 0, "page size (default 100, at most 1000)")
+	cursor := o.fs.String("cursor", "", "continue from an earlier page's next cursor")
+	all := o.fs.Bool("all", false, "follow next_cursor through every page")
+	if err := parseFlags(o.fs, args); err != nil {
+		return err
+	}
+	if err := need(map[string]string{"--project": *o.project}); err != nil {
+		return err
+	}
+	if o.name == "attention" {
+		return opsAttention(ctx, o.c, o.stdout, *o.project, *run, *cursor, *limit, *all, *o.asJSON)
+	}
+	return opsList(ctx, o.c, o.stdout, o.stderr, *o.project, *run, *cursor, *limit, *all, *o.asJSON)
+}
+
+// opsHistoryCmd is `ops history`: an operation's events in order.
+func opsHistoryCmd(ctx context.Context, o *opsCall, args []string) error {
+	run := o.fs.String("run", "", "run id")
+	op := o.fs.String("op", "", "operation id")
+	if err := parseFlags(o.fs, args); err != nil {
+		return err
+	}
+	if err := need(map[string]string{"--project": *o.project, "--run": *run, "--op": *op}); err != nil {
+		return err
+	}
+	raw, _, err := o.c.do(ctx, http.MethodGet, httpapi.PathHistory,
+		url.Values{"project": {*o.project}, "run_id": {*run}, "operation_id": {*op}}, nil, nil)
+	if err != nil {
+		return err
+	}
+	if *o.asJSON {
+		return writeRaw(o.stdout, raw)
+	}
+	var h struct {
+		Events []kernel.Event `json:"events"`
+	}
+	if err := json.Unmarshal(raw, &h); err != nil {
+		return fmt.Errorf("decode history: %w", err)
+	}
+	return printEvents(o.stdout, h.Events)
+}
+
+// opsReconcileCmd is `ops reconcile`: an operator's ruling.
+func opsReconcileCmd(ctx context.Context, o *opsCall, args []string) error {
+	run := o.fs.String("run", "", "run id")
+	op := o.fs.String("op", "", "operation id")
+	effect := o.fs.String("effect", "", "none, occurred or unknown")
+	note := o.fs.String("note", "", "why (at most 2000 bytes)")
+	evidence := o.fs.String("evidence", "", "JSON evidence, or @file to read it from a file")
+	key := o.fs.String("idempotency-key", "", "makes a retry of this command return the first verdict")
+	if err := parseFlags(o.fs, args); err != nil {
+		return err
+	}
+	if err := need(map[string]string{"--project": *o.project, "--run": *run, "--op": *op, "--effect": *effect, "--note": *note}); err != nil {
+		return err
+	}
+	body := map[string]any{"project": *o.project, "run_id": *run, "operation_id": *op, "effect": *effect, "note": *note}
+	if *evidence != "" {
+		ev := []byte(*evidence)
+		if path, ok := strings.CutPrefix(*evidence, "@"); ok {
+			b, err := os.ReadFile(path)
+			if err != nil {
+				return fmt.Errorf("--evidence: %w", err)
+			}
+			ev = b
+		}
+		if !json.Valid(ev) {
+			return fmt.Errorf("--evidence must be JSON (e.g. '{\"workspace_file\": \"proof.txt\"}') or @file")
+		}
+		body["evidence"] = json.RawMessage(ev)
+	}
+	hdr := map[string]string{}
+	if *key != "" {
+		hdr[httpapi.IdempotencyKeyHeader] = *key
+	}
+	raw, h, err := o.c.do(ctx, http.MethodPost, httpapi.PathReconcile, nil, body, hdr)
+	if err != nil {
+		return err
+	}
+	if *o.asJSON {
+		return writeRaw(o.stdout, raw)
+	}
+	var ev kernel.Event
+	if err := json.Unmarshal(raw, &ev); err != nil {
+		return fmt.Errorf("decode reconcile answer: %w", err)
+	}
+	var d kernel.Reconciliation
+	_ = ev.DecodeData(&d)
+	verb := "recorded"
+	if h.Get(httpapi.ReplayedHeader) == "true" {
+		verb = "already recorded"
+	}
+	fmt.Fprintf(o.stdout, "%s %s: %s/%s effect=%s basis=%s actor=%s\n", verb, ev.Key(), ev.RunID, d.OperationID, d.Effect, d.Basis, ev.Actor)
+	if d.Supersedes != nil {
+		fmt.Fprintf(o.stdout, "supersedes %s\n", d.Supersedes)
+	}
+	return nil
+}
+
+// opsVerdictsCmd is `ops verdicts`: the supervisor's verdicts and what
+// operators have ruled since.
+func opsVerdictsCmd(ctx context.Context, o *opsCall, args []string) error {
+	run := o.fs.String("run", "", "only this run")
+	since := o.fs.String("since", "", "only verdicts at or after this time: RFC 3339, or a Go duration back from now (24h)")
+	limit := o.fs.Int("limit", 0, "at most this many, newest first (default 100, at most 1000)")
+	if err := parseFlags(o.fs, args); err != nil {
+		return err
+	}
+	if err := need(map[string]string{"--project": *o.project}); err != nil {
+		return err
+	}
+	q := url.Values{"project": {*o.project}}
+	if *run != "" {
+		q.Set("run_id", *run)
+	}
+	if *since != "" {
+		t, err := parseSince(*since, time.Now())
+		if err != nil {
+			return err
+		}
+		q.Set("since", t.UTC().Format(time.RFC3339))
+	}
+	if *limit != 0 {
+		q.Set("limit", fmt.Sprint(*limit))
+	}
+	raw, _, err := o.c.do(ctx, http.MethodGet, httpapi.PathVerdicts, q, nil, nil)
+	if err != nil {
+		return err
+	}
+	if *o.asJSON {
+		return writeRaw(o.stdout, raw)
+	}
+	var v struct {
+		Verdicts    []kernel.Event          `json:"verdicts"`
+		Resolutions []operations.Resolution `json:"resolutions"`
+	}
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return fmt.Errorf("decode verdicts: %w", err)
+	}
+	return printVerdicts(o.stdout, v.Verdicts, v.Resolutions)
 }
 
 func parseFlags(fs *flag.FlagSet, args []string) error {
@@ -351,7 +382,7 @@ func projectQuery(project, run string) url.Values {
 func opsList(ctx context.Context, c *opsClient, stdout, stderr io.Writer, project, run, cursor string, limit int, all, asJSON bool) error {
 	var items []operations.Item
 	degraded := false
-	raws, cursor, err := pages(ctx, c, operations.PathOperations, projectQuery(project, run), cursor, limit, all, func(raw []byte) (string, error) {
+	raws, cursor, err := pages(ctx, c, httpapi.PathOperations, projectQuery(project, run), cursor, limit, all, func(raw []byte) (string, error) {
 		var p operations.Page // the API's null next_cursor decodes as ""
 		if err := json.Unmarshal(raw, &p); err != nil {
 			return "", fmt.Errorf("decode listing: %w", err)
@@ -378,8 +409,8 @@ func opsList(ctx context.Context, c *opsClient, stdout, stderr io.Writer, projec
 		}
 		if it.ChildRunID != "" {
 			s := "child " + it.ChildRunID
-			if it.ChildOpsTotal != nil && it.ChildOpsUnresolved != nil {
-				s += fmt.Sprintf(" (%d ops, %d unresolved)", *it.ChildOpsTotal, *it.ChildOpsUnresolved)
+			if c := it.ChildSummary; c != nil {
+				s += fmt.Sprintf(" (%d ops, %d unresolved)", c.Total, c.Unresolved)
 			}
 			detail = append(detail, s)
 		}
@@ -427,7 +458,7 @@ func eventDetail(ev kernel.Event) string {
 		_ = ev.DecodeData(&d)
 		return "reason: " + oneLine(d.Reason, 80)
 	case kernel.TypeOperationReconciled:
-		var d kernel.Reconciled
+		var d kernel.Reconciliation
 		_ = ev.DecodeData(&d)
 		s := fmt.Sprintf("effect=%s basis=%s note=%q", d.Effect, d.Basis, oneLine(d.Note, 80))
 		if d.Supersedes != nil {
@@ -461,8 +492,8 @@ func parseSince(v string, now time.Time) (time.Time, error) {
 // "no", "YES" while an operation waits for a person, "resolved" once an
 // operator has decided every operation of the verdict since, or "YES (k/n
 // decided)" in between.
-func printVerdicts(w io.Writer, evs []kernel.Event, res []sweep.Resolution) error {
-	byKey := map[kernel.EventKey]sweep.Resolution{}
+func printVerdicts(w io.Writer, evs []kernel.Event, res []operations.Resolution) error {
+	byKey := map[kernel.EventKey]operations.Resolution{}
 	for _, r := range res {
 		byKey[r.Verdict] = r
 	}
@@ -501,7 +532,7 @@ func printVerdicts(w io.Writer, evs []kernel.Event, res []sweep.Resolution) erro
 
 func opsAttention(ctx context.Context, c *opsClient, stdout io.Writer, project, run, cursor string, limit int, all, asJSON bool) error {
 	var items []operations.AttentionItem
-	raws, cursor, err := pages(ctx, c, operations.PathAttention, projectQuery(project, run), cursor, limit, all, func(raw []byte) (string, error) {
+	raws, cursor, err := pages(ctx, c, httpapi.PathAttention, projectQuery(project, run), cursor, limit, all, func(raw []byte) (string, error) {
 		var p operations.AttentionPage // the API's null next_cursor decodes as ""
 		if err := json.Unmarshal(raw, &p); err != nil {
 			return "", fmt.Errorf("decode attention queue: %w", err)

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -15,38 +14,26 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
-	"github.com/seed-7bc021c3/reckon/internal/pgtest"
+	"github.com/seed-7bc021c3/reckon/internal/reckontest"
 	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/auth"
 	"github.com/seed-7bc021c3/reckon/kernel/httpapi"
-	"github.com/seed-7bc021c3/reckon/kernel/journal"
 	"github.com/seed-7bc021c3/reckon/kernel/operations"
 	"github.com/seed-7bc021c3/reckon/kernel/outbox"
-	"github.com/seed-7bc021c3/reckon/pipeline/sweep"
+	"github.com/seed-7bc021c3/reckon/pipeline/triage"
 )
 
 // TestOpsCLI drives `reckon ops` against the real operations API.
 func TestOpsCLI(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s := pgtest.New(t)
-	j := journal.New(s.Pool, nil)
-	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	svc := operations.New(s.Pool, operations.Options{Now: func() time.Time { return now }})
-	toks, _ := auth.Parse("ann:operator:operator-secret,rita:reader:reader-secret")
-	srv := httpapi.New(httpapi.Options{Tokens: toks, Log: zerolog.Nop(), Registry: prometheus.NewRegistry()})
-	svc.Mount(srv)
-	verdict, _ := kernel.NewEvent(kernel.KernelSource, "run-1/verdict/1", "acme", "run-1", kernel.TypeSupervisorVerdict, kernel.ActorSupervisor, now,
+	b := reckontest.Setup(t)
+	s, j, now := b.Schema, b.Journal, b.Clock.Now()
+	ts := opsAPI(t, b)
+	verdict, _ := kernel.NewEvent(kernel.SourceKernel, "run-1/verdict/1", "acme", "run-1", kernel.TypeSupervisorVerdict, kernel.ActorSupervisor, now,
 		kernel.Verdict{Kind: kernel.VerdictKindReconciliation, OperationIDs: []string{"op-1"}, Supervisor: "builtin", Lesson: "check the workspace first",
 			Causes: []string{}, Remedies: []string{}})
-	// The verdicts route belongs to the pipeline; the client only needs its
-	// documented shape.
-	srv.Handle(http.MethodGet, "/v1/supervisor/verdicts", []string{auth.RoleReader}, func(w http.ResponseWriter, r *http.Request) error {
-		httpapi.WriteJSON(w, 200, map[string]any{"verdicts": []kernel.Event{verdict}})
-		return nil
-	})
-	ts := httptest.NewServer(srv)
-	defer ts.Close()
+	b.Ingest(verdict)
 
 	ev := func(id, typ, data string) kernel.Event {
 		return kernel.Event{SourceID: "agent-x", EventID: id, Project: "acme", RunID: "run-1", Type: typ, TS: now.Add(-time.Hour), Actor: "agent", Data: []byte(data)}
@@ -152,15 +139,9 @@ func TestOpsCLI(t *testing.T) {
 func TestOpsAttentionCLI(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s := pgtest.New(t)
-	j := journal.New(s.Pool, nil)
-	svc := operations.New(s.Pool, operations.Options{})
-	toks, _ := auth.Parse("ann:operator:operator-secret,rita:reader:reader-secret,bot:agent:agent-secret")
-	srv := httpapi.New(httpapi.Options{Tokens: toks, Log: zerolog.Nop(), Registry: prometheus.NewRegistry()})
-	svc.Mount(srv)
-	sweep.MountVerdicts(srv, j, svc)
-	ts := httptest.NewServer(srv)
-	defer ts.Close()
+	b := reckontest.Setup(t, reckontest.Config{RealClock: true})
+	s, j, svc := b.Schema, b.Journal, b.Ops
+	ts := opsAPI(t, b)
 	pub := outbox.NewPublisher(s.Pool, j, outbox.Config{}, nil, zerolog.Nop())
 
 	t0 := time.Now().UTC().Add(-time.Hour)
@@ -177,7 +158,7 @@ func TestOpsAttentionCLI(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if rep, err := sweep.New(s.Pool, svc, j, sweep.Config{}).Sweep(ctx, sweep.Options{}); err != nil || rep.Journaled != 2 {
+	if rep, err := triage.New(s.Pool, svc, j, triage.Config{}).Sweep(ctx, triage.SweepParams{}); err != nil || rep.Journaled != 2 {
 		t.Fatalf("sweep: %+v %v", rep, err)
 	}
 	if err := pub.Drain(ctx); err != nil {
@@ -237,4 +218,16 @@ func TestOpsAttentionCLI(t *testing.T) {
 	if _, err := run("reader-secret", "verdicts", "--project", "acme", "--since", "yesterday"); err == nil || !strings.Contains(err.Error(), "--since") {
 		t.Fatalf("bad --since: %v", err)
 	}
+}
+
+// opsAPI serves the API over the bundle's journal and operations service
+// for the client under test.
+func opsAPI(t *testing.T, b *reckontest.Bundle) *httptest.Server {
+	t.Helper()
+	toks, _ := auth.Parse("ann:operator:operator-secret,rita:reader:reader-secret,bot:agent:agent-secret")
+	srv := httpapi.New(httpapi.Config{Tokens: toks, Log: zerolog.Nop(), Registry: prometheus.NewRegistry(),
+		Journal: b.Journal, Operations: b.Ops, Verdicts: b.Ops})
+	ts := httptest.NewServer(srv)
+	t.Cleanup(ts.Close)
+	return ts
 }

@@ -8,14 +8,8 @@ import (
 	"os"
 	"text/tabwriter"
 
-	"github.com/seed-7bc021c3/reckon/internal/app"
-	"github.com/seed-7bc021c3/reckon/kernel/config"
 	"github.com/seed-7bc021c3/reckon/kernel/outbox"
 )
-
-func init() {
-	register("outbox", "operator view of the outbox: `outbox parked` lists rows parked on a journal conflict, with the reason", runOutbox)
-}
 
 // runOutbox lists parked outbox rows straight from DATABASE_URL: a parked
 // row never reaches the journal, so the API cannot show it.
@@ -26,22 +20,18 @@ func runOutbox(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("outbox parked", flag.ContinueOnError)
 	limit := fs.Int("limit", 50, "at most this many rows, newest first")
 	asJSON := fs.Bool("json", false, "print JSON instead of a table")
-	if err := fs.Parse(args[1:]); err != nil {
+	s, err := prologue(fs, args[1:])
+	if err != nil {
 		return err
 	}
 	if *limit <= 0 {
 		return fmt.Errorf("--limit must be positive, got %d", *limit)
 	}
-	cfg, err := config.Load()
-	if err != nil {
+	if err := s.openPool(ctx, false); err != nil {
 		return err
 	}
-	pool, err := app.OpenPool(ctx, cfg.DatabaseURL, false)
-	if err != nil {
-		return err
-	}
-	defer pool.Close()
-	rows, err := outbox.ListParked(ctx, pool, *limit)
+	defer s.close()
+	rows, err := outbox.ListParked(ctx, s.pool, *limit)
 	if err != nil {
 		return err
 	}

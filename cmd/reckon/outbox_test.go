@@ -10,9 +10,8 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/seed-7bc021c3/reckon/internal/pgtest"
+	"github.com/seed-7bc021c3/reckon/internal/reckontest"
 	"github.com/seed-7bc021c3/reckon/kernel"
-	"github.com/seed-7bc021c3/reckon/kernel/journal"
 	"github.com/seed-7bc021c3/reckon/kernel/outbox"
 )
 
@@ -21,8 +20,8 @@ import (
 func TestOutboxParked(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s := pgtest.New(t)
-	j := journal.New(s.Pool, nil)
+	b := reckontest.Setup(t, reckontest.Config{RealClock: true})
+	s, j := b.Schema, b.Journal
 	ev := kernel.Event{SourceID: "agent-x", EventID: "r1/op-1/started", Project: "acme", RunID: "r1",
 		Type: kernel.TypeToolStarted, TS: time.Now().UTC(), Actor: "agent", Data: []byte(`{"operation_id":"op-1","tool":"a"}`)}
 	other := ev

@@ -13,13 +13,8 @@ import (
 	"github.com/seed-7bc021c3/reckon/kernel/config"
 	"github.com/seed-7bc021c3/reckon/kernel/operations"
 	"github.com/seed-7bc021c3/reckon/kernel/outbox"
-	"github.com/seed-7bc021c3/reckon/kernel/runner"
-	"github.com/seed-7bc021c3/reckon/pipeline/sweep"
+	"github.com/seed-7bc021c3/reckon/pipeline/triage"
 )
-
-func init() {
-	register("serve", "production roles (--api --worker --publisher --pipeline; default all) on external Temporal and PostgreSQL", runServe)
-}
 
 // runServe runs the chosen roles against TEMPORAL_ADDRESS and DATABASE_URL.
 // Each role scales on its own: several publishers, workers and sweepers may
@@ -31,25 +26,25 @@ func runServe(ctx context.Context, args []string) error {
 	wrk := fs.Bool("worker", false, "execute runs from the Temporal task queue")
 	pub := fs.Bool("publisher", false, "drain the outbox into the journal")
 	pipe := fs.Bool("pipeline", false, "run the triage sweep on RECKON_TRIAGE_SCHEDULE")
-	if err := fs.Parse(args); err != nil {
-		return err
+	roleChecks := func(c *config.Config) error {
+		if !*api && !*wrk && !*pub && !*pipe {
+			*api, *wrk, *pub, *pipe = true, true, true, true
+		}
+		if *api || *wrk || *pipe {
+			return needTemporal("is required by serve --api/--worker/--pipeline (use `reckon dev` for the embedded server)")(c)
+		}
+		return nil
 	}
-	if !*api && !*wrk && !*pub && !*pipe {
-		*api, *wrk, *pub, *pipe = true, true, true, true
-	}
-	cfg, err := config.Load()
+	s, err := prologue(fs, args, roleChecks)
 	if err != nil {
 		return err
 	}
+	if err := s.openCore(ctx); err != nil {
+		return err
+	}
+	defer s.close()
+	cfg, core := s.cfg, s.core
 	needsTemporal := *api || *wrk || *pipe
-	if needsTemporal && cfg.TemporalAddress == "" {
-		return &config.Error{Var: "TEMPORAL_ADDRESS", Problem: "is required by serve --api/--worker/--pipeline (use `reckon dev` for the embedded server)"}
-	}
-	core, err := app.NewCore(ctx, cfg, false)
-	if err != nil {
-		return err
-	}
-	defer core.Close()
 	if *api && core.Tokens.Len() == 0 {
 		return &config.Error{Var: "RECKON_TOKENS", Problem: "(or RECKON_TOKENS_FILE) must name at least one token for serve --api; nobody could call the API otherwise"}
 	}
@@ -58,7 +53,7 @@ func runServe(ctx context.Context, args []string) error {
 	var kernel *app.Kernel
 	var ops *operations.Service // one service, so API and sweep share liveness caches
 	if needsTemporal {
-		kernel, err = core.StartKernel(ctx, app.KernelOptions{NoWorker: !*wrk})
+		kernel, err = core.StartKernel(ctx, app.KernelConfig{NoWorker: !*wrk})
 		if err != nil {
 			return fmt.Errorf("kernel: %w", err)
 		}
@@ -73,10 +68,8 @@ func runServe(ctx context.Context, args []string) error {
 	var wg sync.WaitGroup
 	errc := make(chan error, 4)
 	if *api {
-		srv := core.NewAPI()
-		runner.Mount(srv, kernel.Starter)
-		ops = core.MountOperations(srv, kernel.Conn.Client)
-		core.MountVerdicts(srv)
+		ops = core.OperationsService(kernel.Conn.Client)
+		srv := core.NewAPI(kernel, ops)
 		bound := make(chan string, 1)
 		wg.Add(1)
 		go func() {
@@ -114,7 +107,7 @@ func runServe(ctx context.Context, args []string) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := sw.RunSchedule(ctx, cfg.TriageSchedule, sweep.Options{}); err != nil && !errors.Is(err, context.Canceled) {
+			if err := sw.RunSchedule(ctx, cfg.TriageSchedule, triage.SweepParams{}); err != nil && !errors.Is(err, context.Canceled) {
 				errc <- fmt.Errorf("pipeline: %w", err)
 			}
 		}()

@@ -31,7 +31,7 @@ func TestServeAllRoles(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	conn, err := temporalx.Connect(ctx, temporalx.Options{Namespace: "serve-test", Log: zerolog.Nop()})
+	conn, err := temporalx.Connect(ctx, temporalx.Config{Namespace: "serve-test", Log: zerolog.Nop()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,10 +14,6 @@ import (
 	"github.com/seed-7bc021c3/reckon/internal/soak"
 )
 
-func init() {
-	register("soak", "fault soak: kill -9 dev, worker and triage, restart a private PostgreSQL, prove nothing is lost (SOAK_ROUNDS, SOAK_TIMEOUT)", runSoak)
-}
-
 // runSoak runs the fault soak. Its last line of output is the verdict in
 // a fixed format; it exits 1 when anything was lost, duplicated,
 // spuriously conflicting or re-executed, or a check could not be made.

@@ -11,16 +11,10 @@ import (
 
 	"go.temporal.io/sdk/client"
 
-	"github.com/seed-7bc021c3/reckon/internal/app"
-	"github.com/seed-7bc021c3/reckon/kernel/config"
 	"github.com/seed-7bc021c3/reckon/kernel/outbox"
 	"github.com/seed-7bc021c3/reckon/kernel/temporalx"
-	"github.com/seed-7bc021c3/reckon/pipeline/sweep"
+	"github.com/seed-7bc021c3/reckon/pipeline/triage"
 )
-
-func init() {
-	register("triage", "run one supervisor sweep now: walls of unsettled operations → verdicts (--project P --run R --dry-run)", runTriage)
-}
 
 func runTriage(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("triage", flag.ContinueOnError)
@@ -32,11 +26,9 @@ func runTriage(ctx context.Context, args []string) error {
 	maxWalls := fs.Int("max-walls", 1000, "per-sweep budget: walls decided at most; the rest wait for the next sweep")
 	maxTokens := fs.Int("max-tokens", 0, "per-sweep budget: model tokens (prompt+completion) at most; 0 = unbounded")
 	concurrency := fs.Int("concurrency", 8, "runs triaged (and model calls in flight) at once")
-	if err := fs.Parse(args); err != nil {
+	s, err := prologue(fs, args)
+	if err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	if *run != "" && *project == "" {
 		return fmt.Errorf("--run needs --project")
@@ -44,15 +36,11 @@ func runTriage(ctx context.Context, args []string) error {
 	if *maxWalls < 1 || *concurrency < 1 || *maxTokens < 0 {
 		return fmt.Errorf("--max-walls and --concurrency must be at least 1, --max-tokens at least 0")
 	}
-	cfg, err := config.Load()
-	if err != nil {
+	if err := s.openCore(ctx); err != nil {
 		return err
 	}
-	core, err := app.NewCore(ctx, cfg, false)
-	if err != nil {
-		return err
-	}
-	defer core.Close()
+	defer s.close()
+	cfg, core := s.cfg, s.core
 
 	// Run liveness: Temporal for the kernel's own runs when a cluster is
 	// configured; otherwise the journal says which runs are over.
@@ -63,13 +51,13 @@ func runTriage(ctx context.Context, args []string) error {
 		}
 		defer tc.Close()
 	}
-	sw, err := core.NewSweeper(core.OperationsService(tc), func(c *sweep.Config) {
+	sw, err := core.NewSweeper(core.OperationsService(tc), func(c *triage.Config) {
 		c.MaxWalls, c.MaxTokens, c.Concurrency = *maxWalls, *maxTokens, *concurrency
 	})
 	if err != nil {
 		return err
 	}
-	rep, err := sw.Sweep(ctx, sweep.Options{Project: *project, RunID: *run, DryRun: *dry})
+	rep, err := sw.Sweep(ctx, triage.SweepParams{Project: *project, RunID: *run, DryRun: *dry})
 	if err != nil {
 		return err
 	}
@@ -96,22 +84,22 @@ func runTriage(ctx context.Context, args []string) error {
 	return nil
 }
 
-func printReport(rep sweep.Report) {
+func printReport(rep triage.Report) {
 	for _, w := range rep.Walls {
 		switch {
 		case w.Verdict != nil:
-			_ = sweep.RenderCard(os.Stdout, *w.Verdict, w.Reconciled)
-		case w.Outcome == sweep.OutcomeDryRun && w.Decision != nil:
+			_ = triage.RenderCard(os.Stdout, *w.Verdict, w.Reconciled)
+		case w.Outcome == triage.OutcomeDryRun && w.Decision != nil:
 			fmt.Printf("dry run %s/%s part %d/%d: %d operations, needs_attention=%v\n", w.Project, w.RunID, w.Part, w.Parts, len(w.Operations), w.Decision.NeedsAttention)
 			for _, v := range w.Decision.Operations {
 				fmt.Printf("  %-16s %-9s %-10s %s\n", v.OperationID, v.Effect, v.Basis, v.Note)
 			}
-		case w.Outcome == sweep.OutcomeFailed:
+		case w.Outcome == triage.OutcomeFailed:
 			fmt.Printf("FAILED %s/%s: %s\n", w.Project, w.RunID, w.Error)
-		case w.Outcome == sweep.OutcomeDeferred:
+		case w.Outcome == triage.OutcomeDeferred:
 			fmt.Printf("deferred %s/%s: %s — a probe can tell only later; a later sweep takes them\n", w.Project, w.RunID, strings.Join(w.Operations, ", "))
 		}
 	}
 	fmt.Printf("triage: %d project(s), %d run(s), %d journaled, %d failed, %d locked by another sweep, %d left for the next sweep (budget), %d run(s) with operations deferred, %s\n",
-		rep.Projects, rep.Runs, rep.Journaled, rep.Failed, rep.Count(sweep.OutcomeLocked), rep.Count(sweep.OutcomeBudget), rep.Count(sweep.OutcomeDeferred), rep.Duration.Round(time.Millisecond))
+		rep.Projects, rep.Runs, rep.Journaled, rep.Failed, rep.Count(triage.OutcomeLocked), rep.Count(triage.OutcomeBudget), rep.Count(triage.OutcomeDeferred), rep.Duration.Round(time.Millisecond))
 }

@@ -15,10 +15,9 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/seed-7bc021c3/reckon/internal/pgtest"
+	"github.com/seed-7bc021c3/reckon/internal/reckontest"
 	"github.com/seed-7bc021c3/reckon/internal/sandboxtest"
 	"github.com/seed-7bc021c3/reckon/kernel"
-	"github.com/seed-7bc021c3/reckon/kernel/journal"
 	"github.com/seed-7bc021c3/reckon/kernel/outbox"
 	"github.com/seed-7bc021c3/reckon/kernel/runner"
 	"github.com/seed-7bc021c3/reckon/kernel/sandbox"
@@ -35,7 +34,10 @@ func TestMain(m *testing.M) {
 		main()
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	// The in-process tests start the dev stack, publishers and servers;
+	// none may outlive them (the embedded Temporal server's own goroutines
+	// do, by design).
+	reckontest.Main(m, reckontest.TemporalLeaks()...)
 }
 
 // TestWorkerSIGKILLDuringRunCommand kills a separate `reckon worker`
@@ -51,13 +53,13 @@ func TestWorkerSIGKILLDuringRunCommand(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 
-	conn, err := temporalx.Connect(ctx, temporalx.Options{Namespace: "crash-test", Log: zerolog.Nop()})
+	conn, err := temporalx.Connect(ctx, temporalx.Config{Namespace: "crash-test", Log: zerolog.Nop()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	s := pgtest.New(t)
-	j := journal.New(s.Pool, nil)
+	b := reckontest.Setup(t, reckontest.Config{RealClock: true})
+	s, j := b.Schema, b.Journal
 	pubCtx, stopPub := context.WithCancel(ctx)
 	pubDone := make(chan struct{})
 	go func() {
@@ -72,7 +74,7 @@ func TestWorkerSIGKILLDuringRunCommand(t *testing.T) {
 	queue := fmt.Sprintf("crash-%d", time.Now().UnixNano())
 	starter := &runner.Starter{
 		Pool: s.Pool, Journal: j, Client: conn.Client, TaskQueue: queue, DataDir: dataDir,
-		Tools: runner.NewTools(sandbox.NewRunCommand(sandbox.Options{Unconfined: unconfined})),
+		Tools: runner.NewTools(sandbox.NewRunCommand(sandbox.Config{Unconfined: unconfined})),
 		// A killed worker stops heartbeating; the server notices within 1s.
 		Timeouts: runner.Timeouts{ToolHeartbeat: time.Second, ToolStartToClose: 30 * time.Second},
 	}
@@ -109,13 +111,13 @@ func TestWorkerSIGKILLDuringRunCommand(t *testing.T) {
 
 	// begin → 0.2s → effect → 0.3s → exit: kills 0-540ms after begin land
 	// before the effect, between effect and exit, and after the command.
-	plan := runner.Plan{Steps: []runner.Step{{Tool: sandbox.ToolName, Args: []byte(
+	plan := runner.Plan{Steps: []runner.Step{{Tool: kernel.ToolRunCommand, Args: []byte(
 		`{"command": "echo begin >> marker.txt; sleep 0.2; echo \"$RECKON_OPERATION_ID\" >> effects.txt; sleep 0.3", "timeout_s": 20}`)}}}
 	runs := make([]string, kills)
 	for i := range kills {
 		w := startWorker()
 		runs[i] = fmt.Sprintf("crash-%02d", i)
-		if _, _, err := starter.Start(ctx, runner.StartRequest{Project: "crash", RunID: runs[i], Plan: plan}); err != nil {
+		if _, _, err := starter.Start(ctx, runner.StartParams{Project: "crash", RunID: runs[i], Plan: plan}); err != nil {
 			t.Fatal(err)
 		}
 		ws, _ := starter.Workspace("crash", runs[i])
@@ -145,7 +147,7 @@ func TestWorkerSIGKILLDuringRunCommand(t *testing.T) {
 	var effects, completed int
 	for _, id := range runs {
 		wctx, wcancel := context.WithTimeout(ctx, 60*time.Second)
-		runErr := conn.Client.GetWorkflow(wctx, runner.WorkflowID("crash", id), "").Get(wctx, nil)
+		runErr := conn.Client.GetWorkflow(wctx, kernel.WorkflowID("crash", id), "").Get(wctx, nil)
 		if err := outbox.WaitDelivered(wctx, s.Pool, "crash", id, 20*time.Millisecond); err != nil {
 			t.Fatal(err)
 		}

@@ -66,7 +66,7 @@ func openTestStack(ctx context.Context, t *testing.T) (*Stack, string) {
 			t.Fatal("node is installed but @modelcontextprotocol/server-filesystem is not: run scripts/ensure-deps.sh")
 		}
 	}
-	st, err := OpenStack(ctx, StackOptions{Config: cfg, FilesystemServer: fs, Log: zerolog.Nop()})
+	st, err := OpenStack(ctx, StackConfig{Config: cfg, FilesystemServer: fs, Log: zerolog.Nop()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +107,7 @@ func TestDrillLive(t *testing.T) {
 		KindClaimsSuccess:      {1, "none", false}, // decidable when the claim sits on an MCP call the lookup can answer
 		KindFSWriteAfter:       {1, "occurred", false},
 	}
-	o := Options{Seed: 7, GeneratedBy: "go test ./evals/drill"}
+	o := Params{Seed: 7, GeneratedBy: "go test ./evals/drill"}
 	var all []*evals.Fixture
 	for _, sc := range pickKinds(7, kinds...) {
 		t0 := time.Now()
@@ -152,7 +152,7 @@ func TestDrillLive(t *testing.T) {
 		dir := t.TempDir()
 		for _, seed := range []uint64{11, 12} {
 			calls := 0
-			res, err := st.GenerateSuite(ctx, Options{Seed: seed, GeneratedBy: "test"}, 3, dir, func(p Progress) {
+			res, err := st.GenerateSuite(ctx, Params{Seed: seed, GeneratedBy: "test"}, 3, dir, func(p Progress) {
 				calls++
 				if p.Total != 3 || p.Done != calls {
 					t.Errorf("progress %d/%d at call %d", p.Done, p.Total, calls)
@@ -181,7 +181,7 @@ func TestDrillLive(t *testing.T) {
 			}
 		}
 	}
-	rep, err := evals.Score(ctx, supervisor.Builtin{}, all, evals.Options{})
+	rep, err := evals.Score(ctx, supervisor.Builtin{}, all, evals.ScoreParams{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,7 +225,7 @@ func TestDrillCrashWindow(t *testing.T) {
 	}
 	var all []*evals.Fixture
 	for _, sc := range picked {
-		fx, err := st.Drill(ctx, sc, Options{Seed: 3, GeneratedBy: "go test ./evals/drill"})
+		fx, err := st.Drill(ctx, sc, Params{Seed: 3, GeneratedBy: "go test ./evals/drill"})
 		if err != nil {
 			t.Fatalf("%s: %v", sc.RunID, err)
 		}
@@ -253,7 +253,7 @@ func TestDrillCrashWindow(t *testing.T) {
 			t.Errorf("%s: fault records %+v (%v), want one %s record", sc.RunID, recs, err, fault.Lost)
 		}
 	}
-	rep, err := evals.Score(ctx, supervisor.Builtin{}, all, evals.Options{})
+	rep, err := evals.Score(ctx, supervisor.Builtin{}, all, evals.ScoreParams{})
 	if err != nil {
 		t.Fatal(err)
 	}

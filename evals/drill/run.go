@@ -24,15 +24,15 @@ import (
 	"github.com/seed-7bc021c3/reckon/pipeline"
 	"github.com/seed-7bc021c3/reckon/pipeline/probe"
 	"github.com/seed-7bc021c3/reckon/pipeline/supervisor"
-	"github.com/seed-7bc021c3/reckon/pipeline/sweep"
+	"github.com/seed-7bc021c3/reckon/pipeline/triage"
 )
 
 // KindDelegateChild is the scenario of a fixture recorded from the child
 // run of a delegate_unsettled drill: the child's own wall.
 const KindDelegateChild = "delegate_child"
 
-// Options tune a drill.
-type Options struct {
+// Params tune one drill (a call's parameters).
+type Params struct {
 	Project string
 	Seed    uint64
 	// GeneratedBy is the command line recorded in every fixture.
@@ -46,7 +46,7 @@ type Options struct {
 	RunTimeout time.Duration
 }
 
-func (o Options) withDefaults() Options {
+func (o Params) withDefaults() Params {
 	if o.Project == "" {
 		o.Project = "drill"
 	}
@@ -61,7 +61,7 @@ func (o Options) withDefaults() Options {
 
 // Drill runs one scenario live and returns its fixtures: the run's wall,
 // and for delegate_unsettled the child run's wall too.
-func (st *Stack) Drill(ctx context.Context, sc Scenario, o Options) ([]*evals.Fixture, error) {
+func (st *Stack) Drill(ctx context.Context, sc Scenario, o Params) ([]*evals.Fixture, error) {
 	o = o.withDefaults()
 	if usesTool(sc.Plan, "mcp__write_file") && !st.Filesystem {
 		return nil, fmt.Errorf("scenario %s needs the filesystem MCP server (node and testdata/npm; scripts/ensure-deps.sh)", sc.RunID)
@@ -92,7 +92,7 @@ func (st *Stack) Drill(ctx context.Context, sc Scenario, o Options) ([]*evals.Fi
 	}
 	rctx, cancel := context.WithTimeout(ctx, o.RunTimeout)
 	defer cancel()
-	if _, _, err := starter.Start(rctx, runner.StartRequest{Project: o.Project, RunID: sc.RunID, Plan: plan}); err != nil {
+	if _, _, err := starter.Start(rctx, runner.StartParams{Project: o.Project, RunID: sc.RunID, Plan: plan}); err != nil {
 		return nil, fmt.Errorf("start run: %w", err)
 	}
 	if sc.Lose != nil {
@@ -103,7 +103,7 @@ func (st *Stack) Drill(ctx context.Context, sc Scenario, o Options) ([]*evals.Fi
 	// The run's own outcome does not matter (a faulted run fails, a lost
 	// one is terminated); only that it ended. The parent waits for its
 	// children.
-	if err := client.GetWorkflow(rctx, runner.WorkflowID(o.Project, sc.RunID), "").Get(rctx, nil); err != nil && rctx.Err() != nil {
+	if err := client.GetWorkflow(rctx, kernel.WorkflowID(o.Project, sc.RunID), "").Get(rctx, nil); err != nil && rctx.Err() != nil {
 		return nil, fmt.Errorf("run %s did not end within %s: %w", sc.RunID, o.RunTimeout, rctx.Err())
 	}
 	children, err := st.childRuns(rctx, o.Project, sc.RunID, sc.Plan)
@@ -155,7 +155,7 @@ func (st *Stack) lose(ctx context.Context, project string, sc Scenario, ws strin
 	}); err != nil {
 		return fmt.Errorf("run %s: the command of %s never got under way: %w", sc.RunID, l.OperationID, err)
 	}
-	if err := st.Temporal.Client.TerminateWorkflow(ctx, runner.WorkflowID(project, sc.RunID), "",
+	if err := st.Temporal.Client.TerminateWorkflow(ctx, kernel.WorkflowID(project, sc.RunID), "",
 		"drill: the run's workflow and worker were lost mid-step"); err != nil {
 		return fmt.Errorf("terminate run %s: %w", sc.RunID, err)
 	}
@@ -244,16 +244,16 @@ func usesTool(p Plan, tool string) bool {
 func (st *Stack) childRuns(ctx context.Context, project, runID string, p Plan) ([]string, error) {
 	var out []string
 	for i, s := range p.Steps {
-		if s.Tool != runner.DelegateTool {
+		if s.Tool != kernel.DelegateTool {
 			continue
 		}
-		child := runner.ChildRunID(runID, fmt.Sprintf("op-%d", i+1))
+		child := kernel.ChildRunID(runID, fmt.Sprintf("op-%d", i+1))
 		started, err := st.workflowExists(ctx, project, child)
 		if err != nil {
 			return nil, err
 		}
 		if started {
-			if err := st.Temporal.Client.GetWorkflow(ctx, runner.WorkflowID(project, child), "").Get(ctx, nil); err != nil && ctx.Err() != nil {
+			if err := st.Temporal.Client.GetWorkflow(ctx, kernel.WorkflowID(project, child), "").Get(ctx, nil); err != nil && ctx.Err() != nil {
 				return nil, fmt.Errorf("child run %s did not end: %w", child, ctx.Err())
 			}
 			out = append(out, child)
@@ -263,7 +263,7 @@ func (st *Stack) childRuns(ctx context.Context, project, runID string, p Plan) (
 }
 
 func (st *Stack) workflowExists(ctx context.Context, project, runID string) (bool, error) {
-	_, err := st.Temporal.Client.DescribeWorkflowExecution(ctx, runner.WorkflowID(project, runID), "")
+	_, err := st.Temporal.Client.DescribeWorkflowExecution(ctx, kernel.WorkflowID(project, runID), "")
 	var nf *serviceerror.NotFound
 	switch {
 	case err == nil:
@@ -284,7 +284,7 @@ func (st *Stack) reconcileAsOperator(ctx context.Context, project, runID string)
 		return err
 	}
 	for _, r := range recs {
-		_, err := st.Ops.Reconcile(ctx, operations.ReconcileRequest{
+		_, err := st.Ops.Reconcile(ctx, operations.ReconcileParams{
 			Project: project, RunID: runID, OperationID: r.OperationID, Effect: r.Truth,
 			Note:  fmt.Sprintf("drill operator: checked the downstream state of %s; the effect %s", r.OperationID, map[string]string{"occurred": "landed", "none": "never happened"}[r.Truth]),
 			Basis: kernel.BasisOperator, Actor: "operator:drill",
@@ -318,7 +318,7 @@ func (c *capture) Decide(ctx context.Context, w pipeline.Wall) (pipeline.Decisio
 func (st *Stack) buildWall(ctx context.Context, project, runID string, delay time.Duration) (pipeline.Wall, error) {
 	now := func() time.Time { return time.Now().Add(delay) }
 	c := &capture{}
-	sw, err := st.Core.NewSweeper(st.Ops, func(sc *sweep.Config) {
+	sw, err := st.Core.NewSweeper(st.Ops, func(sc *triage.Config) {
 		sc.Supervisor = c
 		sc.Now = now
 		sc.Concurrency = 1
@@ -339,12 +339,12 @@ func (st *Stack) buildWall(ctx context.Context, project, runID string, delay tim
 	if err != nil {
 		return pipeline.Wall{}, err
 	}
-	rep, err := sw.Sweep(ctx, sweep.Options{Project: project, RunID: runID, DryRun: true})
+	rep, err := sw.Sweep(ctx, triage.SweepParams{Project: project, RunID: runID, DryRun: true})
 	if err != nil {
 		return pipeline.Wall{}, fmt.Errorf("sweep %s: %w", runID, err)
 	}
 	for _, wr := range rep.Walls {
-		if wr.Outcome != sweep.OutcomeDryRun {
+		if wr.Outcome != triage.OutcomeDryRun {
 			return pipeline.Wall{}, fmt.Errorf("sweep %s: wall outcome %s: %s", runID, wr.Outcome, wr.Error)
 		}
 	}
@@ -378,10 +378,10 @@ func (st *Stack) truthOf(ctx context.Context, project, runID string, w pipeline.
 			truth[op.OperationID] = t
 			continue
 		}
-		if op.Tool == runner.DelegateTool {
+		if op.Tool == kernel.DelegateTool {
 			child := op.ChildRunID
 			if child == "" {
-				child = runner.ChildRunID(runID, op.OperationID)
+				child = kernel.ChildRunID(runID, op.OperationID)
 			}
 			started, err := st.workflowExists(ctx, project, child)
 			if err != nil {
@@ -400,7 +400,7 @@ func (st *Stack) truthOf(ctx context.Context, project, runID string, w pipeline.
 }
 
 // record builds runID's wall and truth into a fixture.
-func (st *Stack) record(ctx context.Context, o Options, sc Scenario, runID, kind string) (*evals.Fixture, error) {
+func (st *Stack) record(ctx context.Context, o Params, sc Scenario, runID, kind string) (*evals.Fixture, error) {
 	w, err := st.buildWall(ctx, o.Project, runID, o.SweepDelay)
 	if err != nil {
 		return nil, err
@@ -466,7 +466,7 @@ type SuiteResult struct {
 // and the suite's manifest to out. A previous suite in out (the files its
 // manifest lists) is removed first. A scenario that fails is reported and
 // the suite goes on; the error says how many failed.
-func (st *Stack) GenerateSuite(ctx context.Context, o Options, count int, out string, progress func(Progress)) (SuiteResult, error) {
+func (st *Stack) GenerateSuite(ctx context.Context, o Params, count int, out string, progress func(Progress)) (SuiteResult, error) {
 	o = o.withDefaults()
 	res := SuiteResult{Scenarios: map[string]int{}}
 	handMade, err := removePreviousSuite(out)

@@ -25,8 +25,8 @@ import (
 	"github.com/seed-7bc021c3/reckon/kernel/temporalx"
 )
 
-// StackOptions configure the live stack drills run on.
-type StackOptions struct {
+// StackConfig configures the live stack drills run on.
+type StackConfig struct {
 	// Config is the process configuration; DatabaseURL should name a
 	// database (or schema) of the drill's own, and DataDir holds the
 	// workspaces and the test MCP server's store. RECKON_MCP_SERVERS is
@@ -59,7 +59,7 @@ type Stack struct {
 }
 
 // OpenStack starts everything a drill needs. Close stops it.
-func OpenStack(ctx context.Context, o StackOptions) (*Stack, error) {
+func OpenStack(ctx context.Context, o StackConfig) (*Stack, error) {
 	cfg := o.Config
 	st := &Stack{}
 	if err := sandbox.Available(""); err != nil && !cfg.SandboxUnconfined {
@@ -112,7 +112,7 @@ func OpenStack(ctx context.Context, o StackOptions) (*Stack, error) {
 		_ = pub.Run(runCtx)
 	}()
 
-	tc, err := temporalx.Connect(ctx, temporalx.Options{Address: cfg.TemporalAddress, Namespace: cfg.TemporalNamespace, Log: o.Log})
+	tc, err := temporalx.Connect(ctx, temporalx.Config{Address: cfg.TemporalAddress, Namespace: cfg.TemporalNamespace, Log: o.Log})
 	if err != nil {
 		st.Close()
 		return nil, fmt.Errorf("drill: temporal: %w", err)

@@ -27,7 +27,6 @@ import (
 	"github.com/seed-7bc021c3/reckon/kernel/journal"
 	"github.com/seed-7bc021c3/reckon/kernel/operations"
 	"github.com/seed-7bc021c3/reckon/kernel/outbox"
-	"github.com/seed-7bc021c3/reckon/kernel/runner"
 	"github.com/seed-7bc021c3/reckon/migrations"
 )
 
@@ -124,10 +123,12 @@ type Core struct {
 	Journal  *journal.Store
 	Registry *prometheus.Registry
 	Tokens   *auth.Tokens
-	Outbox   *outbox.Metrics
-	// Ops is shared by every operations service the process builds (the
-	// API's and the sweep's), so their figures land in one series.
-	Ops *operations.Metrics
+	// OutboxMetrics is shared by every publisher of the process.
+	OutboxMetrics *outbox.Metrics
+	// OperationsMetrics is shared by every operations service the process
+	// builds (the API's and the sweep's), so their figures land in one
+	// series.
+	OperationsMetrics *operations.Metrics
 }
 
 // NewCore connects and migrates. createDB creates a missing database (dev).
@@ -149,33 +150,41 @@ func NewCore(ctx context.Context, cfg config.Config, createDB bool) (*Core, erro
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return &Core{
 		Cfg: cfg, Log: log, Pool: pool, Registry: reg, Tokens: tokens,
-		Journal: journal.New(pool, reg),
-		Outbox:  outbox.NewMetrics(reg, pool),
-		Ops:     operations.NewMetrics(reg),
+		Journal:           journal.New(pool, reg),
+		OutboxMetrics:     outbox.NewMetrics(reg, pool),
+		OperationsMetrics: operations.NewMetrics(reg),
 	}, nil
 }
 
 // Close releases the pool.
 func (c *Core) Close() { c.Pool.Close() }
 
-// NewAPI returns the HTTP API server with ingest mounted, and the operator
-// console at / (a page over the same API: `reckon dev` and `reckon serve
-// --api` both serve it).
-func (c *Core) NewAPI() *httpapi.Server {
-	s := httpapi.New(httpapi.Options{
+// NewAPI builds the HTTP API of a process, the same for `dev` and
+// `serve --api`: ingest into the core's journal (kernel runs refused, per
+// operations.Owners), runs through k's starter, the operations listing,
+// reconcile, history, queue, projects and verdicts through ops, and the
+// operator console at / (a page over the same API).
+// A nil k serves no runs (a process without Temporal).
+func (c *Core) NewAPI(k *Kernel, ops *operations.Service) *httpapi.Server {
+	var runs httpapi.RunService
+	if k != nil {
+		runs = k.Starter
+	}
+	return httpapi.New(httpapi.Config{
 		Tokens: c.Tokens, Log: c.Log, Registry: c.Registry,
-		Health: func(ctx context.Context) error { return c.Pool.Ping(ctx) },
+		Health:     func(ctx context.Context) error { return c.Pool.Ping(ctx) },
+		Journal:    c.Journal,
+		Owners:     operations.Owners{Pool: c.Pool},
+		Runs:       runs,
+		Operations: ops,
+		Verdicts:   ops,
+		Console:    console.Handler(),
 	})
-	s.MountIngest(c.Journal, runner.Owners{Pool: c.Pool})
-	page := console.Handler()
-	s.Page("/", page)
-	s.Page(console.AssetPrefix+"*", page)
-	return s
 }
 
 // NewPublisher returns an in-process publisher from the outbox to the
 // journal, with the journal's open-hint repair in its maintenance loop.
 func (c *Core) NewPublisher(cfg outbox.Config) *outbox.Publisher {
-	return outbox.NewPublisher(c.Pool, c.Journal, cfg, c.Outbox, c.Log.With().Str("component", "publisher").Logger()).
+	return outbox.NewPublisher(c.Pool, c.Journal, cfg, c.OutboxMetrics, c.Log.With().Str("component", "publisher").Logger()).
 		WithMaintenance(c.Journal.RepairOpenHints)
 }

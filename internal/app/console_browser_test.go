@@ -20,11 +20,11 @@ import (
 
 	"github.com/seed-7bc021c3/reckon/internal/pgtest"
 	"github.com/seed-7bc021c3/reckon/internal/sandboxtest"
+	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/fault"
 	"github.com/seed-7bc021c3/reckon/kernel/outbox"
 	"github.com/seed-7bc021c3/reckon/kernel/runner"
-	"github.com/seed-7bc021c3/reckon/kernel/sandbox"
-	"github.com/seed-7bc021c3/reckon/pipeline/sweep"
+	"github.com/seed-7bc021c3/reckon/pipeline/triage"
 )
 
 // The operator console in a real browser (`make test-browser`): a dev stack
@@ -81,8 +81,8 @@ func TestConsoleInBrowser(t *testing.T) {
 		"RECKON_TRIAGE_SCHEDULE": "@every 1000h",
 	})
 	cfg.LogLevel = "disabled" // the drilled crashes log errors by design
-	st, err := StartDev(ctx, cfg, DevOptions{
-		Kernel: KernelOptions{InMemory: true, Fault: &fault.Config{AfterEffect: sandbox.ToolName}},
+	st, err := StartDev(ctx, cfg, DevConfig{
+		Kernel: KernelConfig{InMemory: true, Fault: &fault.Config{AfterEffect: kernel.ToolRunCommand}},
 		Outbox: outbox.Config{PollInterval: 20 * time.Millisecond},
 	})
 	if err != nil {
@@ -121,20 +121,20 @@ func drillConsoleRuns(ctx context.Context, t *testing.T, st *Stack, base string)
 	sum := sha256.Sum256([]byte(report))
 	cmd := func(c string) json.RawMessage { return mustRaw(t, map[string]any{"command": c, "timeout_s": 30}) }
 	plans := map[string][]runner.Step{
-		"deploy-42": {{Tool: sandbox.ToolName, Args: cmd("echo v2.4.1 > release.txt")}},
-		"report-7": {{Tool: sandbox.ToolName, Args: cmd("printf 'quarterly report\\n' > report.txt"),
+		"deploy-42": {{Tool: kernel.ToolRunCommand, Args: cmd("echo v2.4.1 > release.txt")}},
+		"report-7": {{Tool: kernel.ToolRunCommand, Args: cmd("printf 'quarterly report\\n' > report.txt"),
 			Postcondition: mustRaw(t, map[string]any{"path": "report.txt", "sha256": hex.EncodeToString(sum[:])})}},
-		"nightly-3": {{Tool: runner.DelegateTool, Plan: &runner.Plan{Steps: []runner.Step{
-			{Tool: sandbox.ToolName, Args: cmd("echo rotated > keys.txt")}}}}},
+		"nightly-3": {{Tool: kernel.DelegateTool, Plan: &runner.Plan{Steps: []runner.Step{
+			{Tool: kernel.ToolRunCommand, Args: cmd("echo rotated > keys.txt")}}}}},
 	}
 	k := st.Kernel
 	for _, id := range []string{"deploy-42", "report-7", "nightly-3"} {
-		if _, _, err := k.Starter.Start(ctx, runner.StartRequest{Project: consoleProject, RunID: id, Plan: runner.Plan{Steps: plans[id]}}); err != nil {
+		if _, _, err := k.Starter.Start(ctx, runner.StartParams{Project: consoleProject, RunID: id, Plan: runner.Plan{Steps: plans[id]}}); err != nil {
 			t.Fatalf("start %s: %v", id, err)
 		}
 	}
 	for _, id := range []string{"deploy-42", "report-7", "nightly-3", "nightly-3.op-1"} {
-		if err := k.Conn.Client.GetWorkflow(ctx, runner.WorkflowID(consoleProject, id), "").Get(ctx, nil); err == nil {
+		if err := k.Conn.Client.GetWorkflow(ctx, kernel.WorkflowID(consoleProject, id), "").Get(ctx, nil); err == nil {
 			t.Fatalf("run %s completed; the fault should have stopped it", id)
 		}
 		if err := outbox.WaitDelivered(ctx, st.Pool, consoleProject, id, 20*time.Millisecond); err != nil {
@@ -177,7 +177,7 @@ func consoleControl(ctx context.Context, t *testing.T, st *Stack) string {
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /sweep", func(w http.ResponseWriter, r *http.Request) {
-		rep, err := sw.Sweep(ctx, sweep.Options{Project: consoleProject})
+		rep, err := sw.Sweep(ctx, triage.SweepParams{Project: consoleProject})
 		if err == nil {
 			for _, wl := range rep.Walls {
 				if err = outbox.WaitDelivered(ctx, st.Pool, wl.Project, wl.RunID, 20*time.Millisecond); err != nil {

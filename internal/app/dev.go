@@ -10,15 +10,14 @@ import (
 	"github.com/seed-7bc021c3/reckon/kernel/httpapi"
 	"github.com/seed-7bc021c3/reckon/kernel/operations"
 	"github.com/seed-7bc021c3/reckon/kernel/outbox"
-	"github.com/seed-7bc021c3/reckon/kernel/runner"
 )
 
-// DevOptions tunes StartDev.
-type DevOptions struct {
+// DevConfig configures StartDev.
+type DevConfig struct {
 	// Outbox tunes the stack's outbox publisher.
 	Outbox outbox.Config
 	// Kernel tunes Temporal and the run worker.
-	Kernel KernelOptions
+	Kernel KernelConfig
 }
 
 // Stack is a running dev stack: API, outbox publisher, Temporal (embedded unless
@@ -46,7 +45,7 @@ type Stack struct {
 // run worker, the API (runs, operations and verdicts mounted) and the
 // outbox publisher.
 // Without configured tokens it generates an operator token.
-func StartDev(ctx context.Context, cfg config.Config, o DevOptions) (*Stack, error) {
+func StartDev(ctx context.Context, cfg config.Config, o DevConfig) (*Stack, error) {
 	core, err := NewCore(ctx, cfg, true)
 	if err != nil {
 		return nil, err
@@ -59,8 +58,6 @@ func StartDev(ctx context.Context, cfg config.Config, o DevOptions) (*Stack, err
 	runCtx, cancel := context.WithCancel(context.Background())
 	s.ctx, s.cancel = runCtx, cancel
 
-	s.API = core.NewAPI()
-	// Every route is mounted before the API serves.
 	k, err := core.StartKernel(ctx, o.Kernel)
 	if err != nil {
 		cancel()
@@ -69,9 +66,8 @@ func StartDev(ctx context.Context, cfg config.Config, o DevOptions) (*Stack, err
 	}
 	s.Kernel = k
 	s.OnClose(k.Close)
-	runner.Mount(s.API, k.Starter)
-	s.Operations = core.MountOperations(s.API, k.Conn.Client)
-	core.MountVerdicts(s.API)
+	s.Operations = core.OperationsService(k.Conn.Client)
+	s.API = core.NewAPI(k, s.Operations)
 
 	bound := make(chan string, 1)
 	errc := make(chan error, 1)

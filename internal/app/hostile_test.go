@@ -22,7 +22,7 @@ import (
 	"github.com/seed-7bc021c3/reckon/kernel/outbox"
 	"github.com/seed-7bc021c3/reckon/pipeline"
 	"github.com/seed-7bc021c3/reckon/pipeline/supervisor"
-	"github.com/seed-7bc021c3/reckon/pipeline/sweep"
+	"github.com/seed-7bc021c3/reckon/pipeline/triage"
 )
 
 // The hostile-caller suite: the whole dev stack (API, embedded Temporal,
@@ -50,8 +50,8 @@ func startHostile(t *testing.T) *hostile {
 		"RECKON_TOKENS":    "bot:agent:" + botTok + ",bot2:agent:" + bot2Tok + ",ann:operator:" + annTok,
 		"RECKON_LOG_LEVEL": "error",
 	})
-	st, err := StartDev(context.Background(), cfg, DevOptions{
-		Kernel: KernelOptions{InMemory: true},
+	st, err := StartDev(context.Background(), cfg, DevConfig{
+		Kernel: KernelConfig{InMemory: true},
 		Outbox: outbox.Config{PollInterval: 20 * time.Millisecond},
 	})
 	if err != nil {
@@ -327,11 +327,11 @@ func TestHostileCallers(t *testing.T) {
 func (h *hostile) walls() []pipeline.Wall {
 	h.t.Helper()
 	c := &captureWalls{}
-	sw, err := h.st.NewSweeper(h.st.Operations, func(sc *sweep.Config) { sc.Supervisor = c })
+	sw, err := h.st.NewSweeper(h.st.Operations, func(sc *triage.Config) { sc.Supervisor = c })
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	if _, err := sw.Sweep(context.Background(), sweep.Options{Project: "acme", DryRun: true}); err != nil {
+	if _, err := sw.Sweep(context.Background(), triage.SweepParams{Project: "acme", DryRun: true}); err != nil {
 		h.t.Fatal(err)
 	}
 	return c.walls

@@ -3,7 +3,6 @@ package app
 import (
 	"go.temporal.io/sdk/client"
 
-	"github.com/seed-7bc021c3/reckon/kernel/httpapi"
 	"github.com/seed-7bc021c3/reckon/kernel/operations"
 )
 
@@ -13,20 +12,9 @@ import (
 // (DescribeWorkflowExecution, cached briefly, a bounded number of calls per
 // listing); with tc nil every run's liveness comes from the journal.
 func (c *Core) OperationsService(tc client.Client) *operations.Service {
-	o := operations.Options{Window: c.Cfg.OperationsWindow, StaleAfter: c.Cfg.StaleAfter, Metrics: c.Ops}
+	o := operations.Config{Window: c.Cfg.OperationsWindow, StaleAfter: c.Cfg.StaleAfter, Metrics: c.OperationsMetrics}
 	if tc != nil {
 		o.Liveness = operations.NewTemporalLiveness(tc)
 	}
 	return operations.New(c.Pool, o)
-}
-
-// MountOperations builds the service and serves GET /v1/agent/operations,
-// POST /v1/agent/operations/reconcile and GET /v1/agent/operations/history
-// on api. Hand the returned service to StartPipeline too, so that the sweep
-// lists with the same liveness and human and supervisor verdicts take the
-// same code path.
-func (c *Core) MountOperations(api *httpapi.Server, tc client.Client) *operations.Service {
-	svc := c.OperationsService(tc)
-	svc.Mount(api)
-	return svc
 }

@@ -6,20 +6,19 @@ import (
 	"path/filepath"
 
 	"github.com/seed-7bc021c3/reckon/kernel/config"
-	"github.com/seed-7bc021c3/reckon/kernel/httpapi"
 	"github.com/seed-7bc021c3/reckon/kernel/mcptool"
-	"github.com/seed-7bc021c3/reckon/kernel/runner"
+	"github.com/seed-7bc021c3/reckon/kernel/operations"
 	"github.com/seed-7bc021c3/reckon/pipeline"
 	"github.com/seed-7bc021c3/reckon/pipeline/probe"
 	"github.com/seed-7bc021c3/reckon/pipeline/supervisor"
-	"github.com/seed-7bc021c3/reckon/pipeline/sweep"
+	"github.com/seed-7bc021c3/reckon/pipeline/triage"
 )
 
 // NewSupervisor returns the supervisor the configuration selects: the
 // OpenAI-compatible model when RECKON_SUPERVISOR_BASE_URL and
 // RECKON_SUPERVISOR_MODEL are set, the built-in evidence-based one
 // otherwise. m, when not nil, receives model latency and invalid outputs.
-func NewSupervisor(cfg config.Config, m *sweep.Metrics) (pipeline.Supervisor, error) {
+func NewSupervisor(cfg config.Config, m *triage.Metrics) (pipeline.Supervisor, error) {
 	if cfg.SupervisorBaseURL == "" || cfg.SupervisorModel == "" {
 		return supervisor.Builtin{}, nil
 	}
@@ -41,7 +40,7 @@ func (c *Core) NewProbes() (probe.Set, error) {
 	if err != nil {
 		return nil, &config.Error{Var: "RECKON_DATA_DIR", Problem: fmt.Sprintf("cannot be made absolute: %v", err)}
 	}
-	owners := runner.Owners{Pool: c.Pool}
+	owners := operations.Owners{Pool: c.Pool}
 	set := probe.Set{probe.Workspace{Root: root, Owners: owners}, probe.Child{Journal: c.Journal}}
 	servers, err := mcptool.ParseConfig(c.Cfg.MCPServers)
 	if err != nil {
@@ -57,8 +56,8 @@ func (c *Core) NewProbes() (probe.Set, error) {
 // probes) over ops, with its metrics on c.Registry (shared by every sweeper
 // of the process). tune, when given, adjusts the sweep configuration
 // (budget, concurrency) before use.
-func (c *Core) NewSweeper(ops sweep.Operations, tune ...func(*sweep.Config)) (*sweep.Sweeper, error) {
-	m := sweep.NewMetrics(c.Registry)
+func (c *Core) NewSweeper(ops triage.Operations, tune ...func(*triage.Config)) (*triage.Sweeper, error) {
+	m := triage.NewMetrics(c.Registry)
 	sup, err := NewSupervisor(c.Cfg, m)
 	if err != nil {
 		return nil, err
@@ -67,28 +66,19 @@ func (c *Core) NewSweeper(ops sweep.Operations, tune ...func(*sweep.Config)) (*s
 	if err != nil {
 		return nil, err
 	}
-	sc := sweep.Config{
+	sc := triage.Config{
 		Supervisor: sup, Probes: probes, Metrics: m, SettlePolicy: c.Cfg.SupervisorSettle,
 		Log: c.Log.With().Str("component", "triage").Logger(),
 	}
 	for _, f := range tune {
 		f(&sc)
 	}
-	return sweep.New(c.Pool, ops, c.Journal, sc), nil
-}
-
-// MountVerdicts serves GET /v1/supervisor/verdicts on api (reader), with
-// what operators have decided since each verdict. Call it while building
-// the API, before it serves.
-func (c *Core) MountVerdicts(api *httpapi.Server) {
-	sweep.MountVerdicts(api, c.Journal, c.OperationsService(nil))
+	return triage.New(c.Pool, ops, c.Journal, sc), nil
 }
 
 // StartPipeline runs the cron-driven triage sweep (RECKON_TRIAGE_SCHEDULE)
-// in the stack's lifetime over ops (nil: journal-liveness operations). The
-// verdicts endpoint is not mounted here: routes must be mounted before the
-// API serves, so whoever builds the API calls MountVerdicts first.
-func (s *Stack) StartPipeline(ops sweep.Operations) error {
+// in the stack's lifetime over ops (nil: journal-liveness operations).
+func (s *Stack) StartPipeline(ops triage.Operations) error {
 	if ops == nil {
 		ops = s.OperationsService(nil)
 	}
@@ -98,7 +88,7 @@ func (s *Stack) StartPipeline(ops sweep.Operations) error {
 	}
 	spec := s.Cfg.TriageSchedule
 	s.Go(func(ctx context.Context) {
-		if err := sw.RunSchedule(ctx, spec, sweep.Options{}); err != nil {
+		if err := sw.RunSchedule(ctx, spec, triage.SweepParams{}); err != nil {
 			s.Log.Error().Err(err).Msg("triage schedule stopped")
 		}
 	})

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/seed-7bc021c3/reckon/internal/pgtest"
+	"github.com/seed-7bc021c3/reckon/internal/reckontest"
 	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/config"
 	"github.com/seed-7bc021c3/reckon/kernel/outbox"
@@ -62,13 +63,12 @@ func TestStartPipeline(t *testing.T) {
 		t.Fatalf("third probe: %T", probes[2])
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	st := &Stack{Core: core, API: core.NewAPI(), ctx: ctx, cancel: cancel}
+	st := &Stack{Core: core, ctx: ctx, cancel: cancel}
 	defer st.Close()
-	core.MountVerdicts(st.API)
 
 	t0 := time.Now().UTC().Add(-time.Hour)
 	mk := func(id, typ string, data any) kernel.Event {
-		ev, err := kernel.NewEvent(kernel.KernelSource, id, "acme", "run-1", typ, "kernel", t0, data)
+		ev, err := kernel.NewEvent(kernel.SourceKernel, id, "acme", "run-1", typ, "kernel", t0, data)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -85,8 +85,7 @@ func TestStartPipeline(t *testing.T) {
 		t.Fatal(err)
 	}
 	pub := core.NewPublisher(outbox.Config{})
-	deadline := time.Now().Add(15 * time.Second)
-	for {
+	reckontest.Eventually(t, 15*time.Second, "a verdict from the scheduled sweep", func() bool {
 		if err := pub.Drain(context.Background()); err != nil {
 			t.Fatal(err)
 		}
@@ -94,15 +93,9 @@ func TestStartPipeline(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(evs) == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no verdict from the scheduled sweep")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	hs := httptest.NewServer(st.API)
+		return len(evs) == 1
+	})
+	hs := httptest.NewServer(core.NewAPI(nil, core.OperationsService(nil)))
 	defer hs.Close()
 	req, _ := http.NewRequest(http.MethodGet, hs.URL+"/v1/supervisor/verdicts?project=acme", nil)
 	req.Header.Set("Authorization", "Bearer secret-reader")

@@ -15,8 +15,8 @@ import (
 	"github.com/seed-7bc021c3/reckon/kernel/temporalx"
 )
 
-// KernelOptions tunes the kernel: Temporal connection and run worker.
-type KernelOptions struct {
+// KernelConfig configures the kernel: Temporal connection and run worker.
+type KernelConfig struct {
 	// Fault overrides KERNEL_FAULT_AFTER_EFFECT / KERNEL_FAULT_BEFORE_EFFECT
 	// when set (demo sets it in-process).
 	Fault *fault.Config
@@ -47,17 +47,17 @@ func (k *Kernel) Close() {
 // (unconfined only with RECKON_SANDBOX_UNCONFINED=1), then the MCP servers
 // of RECKON_MCP_SERVERS.
 func (c *Core) KernelTools() (runner.ToolSet, error) {
-	mcp, err := mcptool.FromConfig(c.Cfg.MCPServers, mcptool.Options{})
+	mcp, err := mcptool.FromConfig(c.Cfg.MCPServers, mcptool.Config{})
 	if err != nil {
 		return nil, err // already names RECKON_MCP_SERVERS and the field
 	}
-	return runner.Chain{runner.NewTools(sandbox.NewRunCommand(c.SandboxOptions())), mcp}, nil
+	return runner.Chain{runner.NewTools(sandbox.NewRunCommand(c.SandboxConfig())), mcp}, nil
 }
 
-// SandboxOptions are run_command's options from the configuration
+// SandboxConfig is run_command's configuration from the environment
 // (RECKON_SANDBOX_*).
-func (c *Core) SandboxOptions() sandbox.Options {
-	return sandbox.Options{
+func (c *Core) SandboxConfig() sandbox.Config {
+	return sandbox.Config{
 		Unconfined:  c.Cfg.SandboxUnconfined,
 		MaxProcs:    c.Cfg.SandboxMaxProcs,
 		MaxMemory:   c.Cfg.SandboxMaxMemory,
@@ -70,7 +70,7 @@ func (c *Core) SandboxOptions() sandbox.Options {
 // connectTemporal connects to TEMPORAL_ADDRESS, or starts the embedded
 // server (SQLite under RECKON_DATA_DIR, or in memory).
 func (c *Core) connectTemporal(ctx context.Context, inMemory bool) (*temporalx.Conn, error) {
-	o := temporalx.Options{Address: c.Cfg.TemporalAddress, Namespace: c.Cfg.TemporalNamespace, Log: c.Log}
+	o := temporalx.Config{Address: c.Cfg.TemporalAddress, Namespace: c.Cfg.TemporalNamespace, Log: c.Log}
 	if !inMemory {
 		o.DataDir = c.Cfg.DataDir
 	}
@@ -79,7 +79,7 @@ func (c *Core) connectTemporal(ctx context.Context, inMemory bool) (*temporalx.C
 
 // StartKernel connects to Temporal and starts the run worker on
 // RECKON_TASK_QUEUE.
-func (c *Core) StartKernel(ctx context.Context, o KernelOptions) (*Kernel, error) {
+func (c *Core) StartKernel(ctx context.Context, o KernelConfig) (*Kernel, error) {
 	tools, err := c.KernelTools()
 	if err != nil {
 		return nil, err
@@ -113,7 +113,7 @@ func (c *Core) StartKernel(ctx context.Context, o KernelOptions) (*Kernel, error
 		ws := filepath.Join(dataDir, "workspaces")
 		err := os.MkdirAll(ws, 0o755)
 		if err == nil {
-			err = sandbox.Check(c.SandboxOptions(), ws)
+			err = sandbox.Check(c.SandboxConfig(), ws)
 		}
 		if err != nil {
 			c.Log.Error().Err(err).Msg("run_command's sandbox cannot start on this worker: every command will be refused until this is fixed (or RECKON_SANDBOX_UNCONFINED=1 is set)")

@@ -23,15 +23,15 @@ func mustEvent(t *testing.T, source, id, run, typ, actor string, data any) kerne
 }
 
 func verdictEvent(t *testing.T, id, run string, ops ...string) kernel.Event {
-	return mustEvent(t, kernel.KernelSource, id, run, kernel.TypeSupervisorVerdict, kernel.ActorSupervisor, kernel.Verdict{
+	return mustEvent(t, kernel.SourceKernel, id, run, kernel.TypeSupervisorVerdict, kernel.ActorSupervisor, kernel.Verdict{
 		Kind: kernel.VerdictKindReconciliation, Causes: []string{}, Remedies: []string{}, OperationIDs: ops, Supervisor: "builtin",
 	})
 }
 
 func recEvent(t *testing.T, id, run, op, verdictID string) kernel.Event {
-	ev := mustEvent(t, kernel.KernelSource, id, run, kernel.TypeOperationReconciled, kernel.ActorSupervisor, map[string]any{
+	ev := mustEvent(t, kernel.SourceKernel, id, run, kernel.TypeOperationReconciled, kernel.ActorSupervisor, map[string]any{
 		"operation_id": op, "effect": "unknown", "note": "n", "basis": "inference",
-		"evidence": map[string]any{"verdict": kernel.EventKey{SourceID: kernel.KernelSource, EventID: verdictID}},
+		"evidence": map[string]any{"verdict": kernel.EventKey{SourceID: kernel.SourceKernel, EventID: verdictID}},
 	})
 	ev.ParentEventID = &kernel.EventKey{SourceID: "agent", EventID: run + "/" + op + "/started"}
 	return ev
@@ -91,7 +91,7 @@ func TestOutboxCheck(t *testing.T) {
 	s := pgtest.New(t)
 	var evs []kernel.Event
 	for _, id := range []string{"a", "b", "c", "d"} {
-		evs = append(evs, mustEvent(t, kernel.KernelSource, "r/"+id, "r", kernel.TypeRunStarted, "kernel", map[string]any{}))
+		evs = append(evs, mustEvent(t, kernel.SourceKernel, "r/"+id, "r", kernel.TypeRunStarted, "kernel", map[string]any{}))
 	}
 	if err := outbox.Enqueue(ctx, s.Pool, evs...); err != nil {
 		t.Fatal(err)

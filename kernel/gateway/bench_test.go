@@ -52,7 +52,7 @@ func BenchmarkGatewayOverhead(b *testing.B) {
 	}()
 	defer func() { stopPub(); <-pubDone }()
 
-	g, err := New(ctx, pool, Options{Project: "bench", Servers: []mcptool.ServerConfig{up}})
+	g, err := New(ctx, pool, Config{Project: "bench", Servers: []mcptool.ServerConfig{up}})
 	if err != nil {
 		b.Fatal(err)
 	}

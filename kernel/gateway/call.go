@@ -15,16 +15,6 @@ import (
 	"github.com/seed-7bc021c3/reckon/kernel/mcptool"
 )
 
-// startedData is the data of the gateway's tool.started: the kernel's
-// fields, the tool named as the kernel names MCP tools (mcp__<tool>, so
-// probes and supervisors treat gateway operations like the kernel's), and
-// which upstream server and tool the call went to.
-type startedData struct {
-	kernel.ToolStarted
-	Server       string `json:"server"`
-	UpstreamTool string `json:"upstream_tool"`
-}
-
 // runRef names the run a call belongs to.
 type runRef struct {
 	project, runID, source, kind, instance string
@@ -64,9 +54,11 @@ func (g *Gateway) call(ctx context.Context, req *mcp.CallToolRequest, t *tool) (
 	}
 	bctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	opID, err := g.st.beginCall(bctx, run, runStarted, func(opID string) (kernel.Event, error) {
-		return g.event(run.runID, kernel.TypeToolStarted, opID+"/started", startedData{
-			ToolStarted: kernel.ToolStarted{OperationID: opID, Tool: served, Args: args},
-			Server:      t.up.cfg.Name, UpstreamTool: t.def.Name,
+		// The tool named as the kernel names MCP tools (mcp__<tool>), so
+		// probes and supervisors treat gateway operations like the
+		// kernel's, and which upstream server and tool the call went to.
+		return g.event(run.runID, kernel.TypeToolStarted, opID+"/started", kernel.ToolStarted{
+			OperationID: opID, Tool: served, Args: args, Server: t.up.cfg.Name, UpstreamTool: t.def.Name,
 		})
 	})
 	cancel()

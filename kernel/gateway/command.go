@@ -14,7 +14,7 @@ import (
 
 // Command is the parsed command line of `reckon mcp-gateway`.
 type Command struct {
-	Options
+	Config
 	// HTTPAddr serves streamable HTTP at http://HTTPAddr/mcp; empty: stdio.
 	HTTPAddr string
 	// Publisher runs an outbox publisher in the gateway's process.

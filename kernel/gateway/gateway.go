@@ -58,7 +58,7 @@ import (
 	"github.com/seed-7bc021c3/reckon/kernel/mcptool"
 )
 
-// Defaults of Options.
+// Defaults of Config.
 const (
 	DefaultProject       = "default"
 	DefaultSource        = "mcp-gateway"
@@ -83,8 +83,8 @@ const (
 	kindClient  = "client"
 )
 
-// Options configure a Gateway.
-type Options struct {
+// Config configure a Gateway.
+type Config struct {
 	// Project of every run (RECKON_GATEWAY_PROJECT); DefaultProject when empty.
 	Project string
 	// Source is the source_id of the gateway's events (RECKON_GATEWAY_SOURCE);
@@ -93,7 +93,7 @@ type Options struct {
 	// Servers are the upstream MCP servers.
 	Servers []mcptool.ServerConfig
 	// MCP tunes the upstream client (per-call timeout, stdio environment).
-	MCP mcptool.Options
+	MCP mcptool.Config
 	// Lease is how long after its last heartbeat an instance counts as dead
 	// (DefaultLease when zero); heartbeats come every Lease/3.
 	Lease time.Duration
@@ -116,7 +116,7 @@ var (
 	runIDRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$`)
 )
 
-func (o Options) withDefaults() Options {
+func (o Config) withDefaults() Config {
 	if o.Project == "" {
 		o.Project = DefaultProject
 	}
@@ -140,7 +140,7 @@ func (o Options) withDefaults() Options {
 
 // Validate checks the options; errors name the setting (variable and flag)
 // and what is wrong, in one line.
-func (o Options) Validate() error {
+func (o Config) Validate() error {
 	o = o.withDefaults()
 	if !projectRE.MatchString(o.Project) || strings.Contains(o.Project, "..") {
 		return fmt.Errorf("configuration: RECKON_GATEWAY_PROJECT (--project) must be 1-128 characters of A-Z a-z 0-9 . _ - starting with a letter or digit, got %q", o.Project)
@@ -169,7 +169,7 @@ func CheckSource(src string) error {
 	switch {
 	case src == "":
 		return errors.New("configuration: RECKON_GATEWAY_SOURCE (--source) must not be empty")
-	case src == kernel.KernelSource || src == kernel.ActorSupervisor || strings.HasPrefix(src, "operator"):
+	case src == kernel.SourceKernel || src == kernel.ActorSupervisor || strings.HasPrefix(src, "operator"):
 		return fmt.Errorf("configuration: RECKON_GATEWAY_SOURCE (--source) %q is reserved (kernel, supervisor and operator… are never an agent's source); use e.g. %q", src, DefaultSource)
 	case len(src) > 128 || strings.ContainsAny(src, " \t\n/"):
 		return fmt.Errorf("configuration: RECKON_GATEWAY_SOURCE (--source) must be at most 128 characters without spaces or \"/\", got %q", src)
@@ -192,7 +192,7 @@ type tool struct {
 // Gateway is the MCP gateway: build it with New, serve it with ServeStdio
 // or Handler, stop it with Close.
 type Gateway struct {
-	o        Options
+	o        Config
 	st       store
 	log      zerolog.Logger
 	instance string
@@ -228,7 +228,7 @@ type spare struct {
 // collisions, schemas the protocol forbids, and tools named in a server's
 // "tools" list it does not offer), registers the instance's lease and
 // starts renewing it. Close releases it all.
-func New(ctx context.Context, pool *pgxpool.Pool, o Options) (*Gateway, error) {
+func New(ctx context.Context, pool *pgxpool.Pool, o Config) (*Gateway, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
@@ -438,15 +438,7 @@ func newID(prefix string) string {
 // event builds one gateway event; its id is <project>/<run_id>/<suffix>
 // (project included: run ids are unique per project only).
 func (g *Gateway) event(runID, typ, suffix string, data any) (kernel.Event, error) {
-	return kernel.NewEvent(g.o.Source, g.o.Project+"/"+runID+"/"+suffix, g.o.Project, runID, typ, Actor, g.o.Now(), data)
-}
-
-// runStarted is the data of the gateway's run.started.
-type runStarted struct {
-	kernel.RunStarted
-	Kind     string              `json:"run_kind"`
-	Instance string              `json:"gateway_instance"`
-	Client   *mcp.Implementation `json:"mcp_client,omitempty"`
+	return kernel.NewEvent(g.o.Source, kernel.EventID(g.o.Project, runID, suffix), g.o.Project, runID, typ, Actor, g.o.Now(), data)
 }
 
 func (g *Gateway) runStartedEvent(runID, kind string, client *mcp.Implementation) (kernel.Event, error) {
@@ -457,9 +449,15 @@ func (g *Gateway) runStartedEvent(runID, kind string, client *mcp.Implementation
 	if client != nil && client.Name != "" {
 		summary += " (client " + strings.TrimSpace(client.Name+" "+client.Version) + ")"
 	}
-	return g.event(runID, kernel.TypeRunStarted, "run/started", runStarted{
-		RunStarted: kernel.RunStarted{PlanSummary: summary}, Kind: kind, Instance: g.instance, Client: client,
-	})
+	d := kernel.RunStarted{PlanSummary: summary, RunKind: kind, GatewayInstance: g.instance}
+	if client != nil {
+		raw, err := json.Marshal(client)
+		if err != nil {
+			return kernel.Event{}, fmt.Errorf("mcp-gateway: mcp client: %w", err)
+		}
+		d.MCPClient = raw
+	}
+	return g.event(runID, kernel.TypeRunStarted, "run/started", d)
 }
 
 // jsonArgs returns the call's raw arguments, {} when absent.

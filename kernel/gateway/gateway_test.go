@@ -24,7 +24,7 @@ import (
 func TestCallRecordedAroundUpstream(t *testing.T) {
 	t.Parallel()
 	up := newHTTPIssues(t)
-	f := newFixture(t, newSchema(t), Options{Project: "acme", Servers: []mcptool.ServerConfig{up.config("issues")}})
+	f := newFixture(t, newSchema(t), Config{Project: "acme", Servers: []mcptool.ServerConfig{up.config("issues")}})
 	cs := f.client()
 
 	tools, err := cs.ListTools(context.Background(), nil)
@@ -60,7 +60,7 @@ func TestCallRecordedAroundUpstream(t *testing.T) {
 			t.Fatalf("event %+v: want source mcp-gateway, actor agent, id acme/<run>/…", r.Event)
 		}
 	}
-	var started startedData
+	var started kernel.ToolStarted
 	if err := rows[1].DecodeData(&started); err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +114,7 @@ func TestStartedDurableBeforeUpstreamSeesCall(t *testing.T) {
 	t.Parallel()
 	up := newHTTPIssues(t)
 	pool := newSchema(t)
-	f := newFixture(t, pool, Options{Project: "acme", Servers: []mcptool.ServerConfig{up.config("issues")}})
+	f := newFixture(t, pool, Config{Project: "acme", Servers: []mcptool.ServerConfig{up.config("issues")}})
 	cs := f.client()
 	runID := "host-run-1"
 
@@ -166,7 +166,7 @@ func TestFailureClassification(t *testing.T) {
 	pool := newSchema(t)
 	slow := up.config("issues")
 	slow.Timeout = "400ms"
-	f := newFixture(t, pool, Options{Project: "acme", Servers: []mcptool.ServerConfig{slow}})
+	f := newFixture(t, pool, Config{Project: "acme", Servers: []mcptool.ServerConfig{slow}})
 	cs := f.client()
 
 	// Arguments failing the input schema: rejected, never sent.
@@ -220,7 +220,7 @@ func TestUnreachableUpstreamIsNone(t *testing.T) {
 	t.Parallel()
 	up := newHTTPIssues(t)
 	pool := newSchema(t)
-	f := newFixture(t, pool, Options{Project: "acme", Servers: []mcptool.ServerConfig{up.config("issues")}})
+	f := newFixture(t, pool, Config{Project: "acme", Servers: []mcptool.ServerConfig{up.config("issues")}})
 	first := f.client()
 	callTool(t, first, "get_issue", map[string]any{"id": "ISS-1"}, nil) // adopts the discovery session
 	up.srv.Close()
@@ -248,7 +248,7 @@ func TestClientRunIDAcrossRestarts(t *testing.T) {
 	t.Parallel()
 	store := t.TempDir() + "/issues.json"
 	pool := newSchema(t)
-	o := Options{Project: "acme", Servers: []mcptool.ServerConfig{stdioIssues("issues", store)}}
+	o := Config{Project: "acme", Servers: []mcptool.ServerConfig{stdioIssues("issues", store)}}
 	meta := mcp.Meta{RunIDMeta: "host-7"}
 
 	g1 := newFixture(t, pool, o)
@@ -305,7 +305,7 @@ func TestDeadInstanceSessionRunsFail(t *testing.T) {
 	t.Parallel()
 	up := newHTTPIssues(t)
 	pool := newSchema(t)
-	o := Options{Project: "acme", Servers: []mcptool.ServerConfig{up.config("issues")}, Lease: 600 * time.Millisecond}
+	o := Config{Project: "acme", Servers: []mcptool.ServerConfig{up.config("issues")}, Lease: 600 * time.Millisecond}
 	dead := newFixture(t, pool, o)
 	cs := dead.client()
 	callTool(t, cs, "create_issue", map[string]any{"title": "before the crash"}, nil)
@@ -345,7 +345,7 @@ func TestShutdownCutsLongCall(t *testing.T) {
 	t.Parallel()
 	up := newHTTPIssues(t)
 	pool := newSchema(t)
-	f := newFixture(t, pool, Options{Project: "acme", Servers: []mcptool.ServerConfig{up.config("issues")}, ShutdownGrace: 300 * time.Millisecond})
+	f := newFixture(t, pool, Config{Project: "acme", Servers: []mcptool.ServerConfig{up.config("issues")}, ShutdownGrace: 300 * time.Millisecond})
 	cs := f.client()
 	errc := make(chan error, 1)
 	go func() {
@@ -380,7 +380,7 @@ func TestStdioSession(t *testing.T) {
 	pool := newSchema(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	g, err := New(ctx, pool, Options{Servers: []mcptool.ServerConfig{stdioIssues("issues", t.TempDir()+"/i.json")}})
+	g, err := New(ctx, pool, Config{Servers: []mcptool.ServerConfig{stdioIssues("issues", t.TempDir()+"/i.json")}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -405,32 +405,32 @@ func TestStartupRefusals(t *testing.T) {
 	pool := newSchema(t)
 	a, b := newHTTPIssues(t), newHTTPIssues(t)
 	ctx := context.Background()
-	_, err := New(ctx, pool, Options{Servers: []mcptool.ServerConfig{a.config("a"), b.config("b")}})
+	_, err := New(ctx, pool, Config{Servers: []mcptool.ServerConfig{a.config("a"), b.config("b")}})
 	if err == nil || !strings.Contains(err.Error(), `tool "create_issue" is offered by upstream "a" and by upstream "b"`) {
 		t.Fatalf("collision: %v", err)
 	}
 	only := b.config("b")
 	only.Tools = []string{"get_issue"}
-	g, err := New(ctx, pool, Options{Servers: []mcptool.ServerConfig{a.config("a"), only}})
+	g, err := New(ctx, pool, Config{Servers: []mcptool.ServerConfig{a.config("a"), only}})
 	if err == nil || !strings.Contains(err.Error(), "get_issue") {
 		t.Fatalf("collision on the allowed tool: %v (%v)", err, g)
 	}
 	only.Tools = []string{"no_such_tool"}
-	if _, err := New(ctx, pool, Options{Servers: []mcptool.ServerConfig{only}}); err == nil || !strings.Contains(err.Error(), `has no tool "no_such_tool"`) {
+	if _, err := New(ctx, pool, Config{Servers: []mcptool.ServerConfig{only}}); err == nil || !strings.Contains(err.Error(), `has no tool "no_such_tool"`) {
 		t.Fatalf("unknown allowed tool: %v", err)
 	}
 	ws := a.config("ws")
 	ws.URL += "?root={workspace}"
-	if _, err := New(ctx, pool, Options{Servers: []mcptool.ServerConfig{ws}}); err == nil || !strings.Contains(err.Error(), "{workspace}") {
+	if _, err := New(ctx, pool, Config{Servers: []mcptool.ServerConfig{ws}}); err == nil || !strings.Contains(err.Error(), "{workspace}") {
 		t.Fatalf("{workspace}: %v", err)
 	}
 	for _, src := range []string{"kernel", "supervisor", "operator", "operator:alice"} {
-		if _, err := New(ctx, pool, Options{Source: src, Servers: []mcptool.ServerConfig{a.config("a")}}); err == nil || !strings.Contains(err.Error(), "RECKON_GATEWAY_SOURCE") {
+		if _, err := New(ctx, pool, Config{Source: src, Servers: []mcptool.ServerConfig{a.config("a")}}); err == nil || !strings.Contains(err.Error(), "RECKON_GATEWAY_SOURCE") {
 			t.Fatalf("source %q: %v", src, err)
 		}
 	}
 	down := mcptool.ServerConfig{Name: "down", Command: []string{"/nonexistent/mcp-server"}}
-	if _, err := New(ctx, pool, Options{Servers: []mcptool.ServerConfig{down}}); err == nil || !strings.Contains(err.Error(), `upstream "down"`) {
+	if _, err := New(ctx, pool, Config{Servers: []mcptool.ServerConfig{down}}); err == nil || !strings.Contains(err.Error(), `upstream "down"`) {
 		t.Fatalf("unreachable upstream at start-up: %v", err)
 	}
 }
@@ -475,7 +475,7 @@ func TestParseCommand(t *testing.T) {
 func TestHTTPToken(t *testing.T) {
 	t.Parallel()
 	up := newHTTPIssues(t)
-	f := newFixture(t, newSchema(t), Options{Servers: []mcptool.ServerConfig{up.config("issues")}, Token: "s3cret"})
+	f := newFixture(t, newSchema(t), Config{Servers: []mcptool.ServerConfig{up.config("issues")}, Token: "s3cret"})
 	if _, err := mcp.NewClient(&mcp.Implementation{Name: "x"}, nil).Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: f.url, MaxRetries: -1}, nil); err == nil {
 		t.Fatal("a client without the token connected")
 	}
@@ -518,7 +518,7 @@ func TestMetaAndProgressPassThrough(t *testing.T) {
 	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
 	defer hs.Close()
 	pool := newSchema(t)
-	f := newFixture(t, pool, Options{Project: "acme", Servers: []mcptool.ServerConfig{{Name: "echo", URL: hs.URL}}})
+	f := newFixture(t, pool, Config{Project: "acme", Servers: []mcptool.ServerConfig{{Name: "echo", URL: hs.URL}}})
 
 	progress := make(chan float64, 4)
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "host"}, &mcp.ClientOptions{

@@ -96,7 +96,7 @@ type fixture struct {
 	url  string // the gateway's streamable HTTP endpoint
 }
 
-func newFixture(t *testing.T, pool *pgxpool.Pool, o Options) *fixture {
+func newFixture(t *testing.T, pool *pgxpool.Pool, o Config) *fixture {
 	t.Helper()
 	if os.Getenv("RECKON_TEST_LOG") != "" {
 		o.Log = zerolog.New(zerolog.ConsoleWriter{Out: os.Stderr}).With().Timestamp().Logger()

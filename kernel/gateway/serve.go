@@ -41,7 +41,7 @@ func (g *Gateway) ServeStdio(ctx context.Context, in io.ReadCloser, out io.Write
 }
 
 // Handler serves streamable HTTP at HTTPPath, each MCP session a run.
-// With Options.Token set, requests must carry "Authorization: Bearer
+// With Config.Token set, requests must carry "Authorization: Bearer
 // <token>".
 func (g *Gateway) Handler() http.Handler {
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return g.server },

@@ -44,15 +44,9 @@ UPDATE gateway_runs SET last_op = last_op + 1
 WHERE project = $1 AND run_id = $2
 RETURNING last_op, ended_at IS NOT NULL`
 
-// runUsedSQL tells whether anyone (the kernel, an agent, an earlier
-// gateway run whose row is gone) has events of the run, journaled or still
-// in the outbox: a client-named run id must be new to the gateway's
-// bookkeeping and to the journal alike, or op-1 could be issued twice.
-const runUsedSQL = `
-SELECT EXISTS (SELECT 1 FROM journal_events WHERE project = $1 AND run_id = $2)
-    OR EXISTS (SELECT 1 FROM kernel_event_outbox
-               WHERE delivered_at IS NULL AND parked_at IS NULL
-                 AND event->>'project' = $1 AND event->>'run_id' = $2)`
+// runJournaledSQL tells whether the journal has events of the run (its
+// events still in the outbox come from outbox.Pending, read first).
+const runJournaledSQL = `SELECT EXISTS (SELECT 1 FROM journal_events WHERE project = $1 AND run_id = $2)`
 
 const asyncCommitSQL = `SET LOCAL synchronous_commit TO off`
 
@@ -154,9 +148,9 @@ func (s store) beginCall(ctx context.Context, r runRef, runStarted kernel.Event,
 		n, ended, err := nextOp(ctx, tx, r)
 		if errors.Is(err, pgx.ErrNoRows) {
 			if r.kind == kindClient {
-				var used bool
-				if err := tx.QueryRow(ctx, runUsedSQL, r.project, r.runID).Scan(&used); err != nil {
-					return fmt.Errorf("check run %s/%s: %w", r.project, r.runID, err)
+				used, err := runUsed(ctx, tx, r.project, r.runID)
+				if err != nil {
+					return err
 				}
 				if used {
 					return errRunUsed
@@ -280,4 +274,23 @@ func (s store) reap(ctx context.Context, self string, failed func(reaped) (kerne
 		return nil, err
 	}
 	return out, nil
+}
+
+// runUsed tells whether anyone (the kernel, an agent, an earlier gateway
+// run whose row is gone) has events of the run, still in the outbox or
+// journaled: a client-named run id must be new to the gateway's bookkeeping
+// and to the journal alike, or op-1 could be issued twice.
+func runUsed(ctx context.Context, tx pgx.Tx, project, runID string) (bool, error) {
+	pending, err := outbox.Pending(ctx, tx, outbox.PendingFilter{Project: project, RunID: runID})
+	if err != nil {
+		return false, fmt.Errorf("check run %s/%s: %w", project, runID, err)
+	}
+	if len(pending) > 0 {
+		return true, nil
+	}
+	var used bool
+	if err := tx.QueryRow(ctx, runJournaledSQL, project, runID).Scan(&used); err != nil {
+		return false, fmt.Errorf("check run %s/%s: %w", project, runID, err)
+	}
+	return used, nil
 }

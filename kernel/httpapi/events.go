@@ -13,54 +13,55 @@ import (
 // MaxBatch bounds the events of one ingest request.
 const MaxBatch = 1000
 
-// MountIngest serves POST /v1/events into j. Every event of the batch is
-// validated and authorized before anything is written, so nothing is
+// ingest serves POST /v1/events into the Journal. Every event of the batch
+// is validated and authorized before anything is written, so nothing is
 // half-written: a malformed event rejects the batch with a 400 naming the
 // event and field, an event the token may not write with a 403 naming the
-// event, the field and the rule (Authorize). owners, when not nil, tells the
-// kernel's own runs, into which no caller may write; production always
-// passes it (nil only in tests of other rules).
-func (s *Server) MountIngest(j kernel.Journal, owners kernel.RunOwners) {
-	s.Handle(http.MethodPost, "/v1/events", []string{auth.RoleAgent, auth.RoleOperator}, func(w http.ResponseWriter, r *http.Request) error {
-		var req struct {
-			Events []json.RawMessage `json:"events"`
-		}
-		if err := ReadJSON(r, &req); err != nil {
-			return err
-		}
-		if req.Events == nil {
-			return kernel.Errorf(kernel.EInvalid, "field \"events\" is required: {\"events\": [...]}")
-		}
-		if len(req.Events) > MaxBatch {
-			return kernel.Errorf(kernel.ETooLarge, "batch has %d events; at most %d per request", len(req.Events), MaxBatch)
-		}
-		events := make([]kernel.Event, len(req.Events))
-		for i, raw := range req.Events {
-			ev, err := kernel.DecodeEvent(raw)
-			if err != nil {
-				return kernel.Errorf(kernel.EInvalid, "events[%d]: %s", i, kernel.ErrorMessage(err))
-			}
-			events[i] = ev
-		}
-		p, _ := PrincipalFrom(r.Context())
-		for i, ev := range events {
-			if err := Authorize(p, ev); err != nil {
-				return kernel.Errorf(kernel.EForbidden, "events[%d]: %s", i, kernel.ErrorMessage(err))
-			}
-		}
-		if err := kernelRunsRefused(r, owners, events); err != nil {
-			return err
-		}
-		results, err := j.Ingest(r.Context(), events)
+// event, the field and the rule (Authorize). Owners, when set, tells the
+// kernel's own runs, into which no caller may write; production always sets
+// it (nil only in tests of other rules).
+func (s *Server) ingest(w http.ResponseWriter, r *http.Request) error {
+	if s.cfg.Journal == nil {
+		return unserved("ingest")
+	}
+	var req struct {
+		Events []json.RawMessage `json:"events"`
+	}
+	if err := ReadJSON(r, &req); err != nil {
+		return err
+	}
+	if req.Events == nil {
+		return kernel.Errorf(kernel.EInvalid, "field \"events\" is required: {\"events\": [...]}")
+	}
+	if len(req.Events) > MaxBatch {
+		return kernel.Errorf(kernel.ETooLarge, "batch has %d events; at most %d per request", len(req.Events), MaxBatch)
+	}
+	events := make([]kernel.Event, len(req.Events))
+	for i, raw := range req.Events {
+		ev, err := kernel.DecodeEvent(raw)
 		if err != nil {
-			return fmt.Errorf("ingest: %w", err)
+			return kernel.Errorf(kernel.EInvalid, "events[%d]: %s", i, kernel.ErrorMessage(err))
 		}
-		if results == nil {
-			results = []kernel.IngestResult{}
+		events[i] = ev
+	}
+	p, _ := PrincipalFrom(r.Context())
+	for i, ev := range events {
+		if err := Authorize(p, ev); err != nil {
+			return kernel.Errorf(kernel.EForbidden, "events[%d]: %s", i, kernel.ErrorMessage(err))
 		}
-		WriteJSON(w, http.StatusOK, map[string]any{"results": results})
-		return nil
-	})
+	}
+	if err := kernelRunsRefused(r, s.cfg.Owners, events); err != nil {
+		return err
+	}
+	results, err := s.cfg.Journal.Ingest(r.Context(), events)
+	if err != nil {
+		return fmt.Errorf("ingest: %w", err)
+	}
+	if results == nil {
+		results = []kernel.IngestResult{}
+	}
+	WriteJSON(w, http.StatusOK, map[string]any{"results": results})
+	return nil
 }
 
 // Authorize applies the ingest endpoint's provenance rules to one event

@@ -17,7 +17,7 @@ import (
 	"github.com/seed-7bc021c3/reckon/kernel/auth"
 	"github.com/seed-7bc021c3/reckon/kernel/httpapi"
 	"github.com/seed-7bc021c3/reckon/kernel/journal"
-	"github.com/seed-7bc021c3/reckon/kernel/runner"
+	"github.com/seed-7bc021c3/reckon/kernel/operations"
 )
 
 func newServer(t *testing.T) *httptest.Server {
@@ -34,8 +34,8 @@ func newServerPool(t *testing.T) (*httptest.Server, *pgxpool.Pool) {
 		t.Fatal(err)
 	}
 	reg := prometheus.NewRegistry()
-	api := httpapi.New(httpapi.Options{Tokens: tokens, Log: zerolog.Nop(), Registry: reg})
-	api.MountIngest(journal.New(s.Pool, reg), runner.Owners{Pool: s.Pool})
+	api := httpapi.New(httpapi.Config{Tokens: tokens, Log: zerolog.Nop(), Registry: reg,
+		Journal: journal.New(s.Pool, reg), Owners: operations.Owners{Pool: s.Pool}})
 	srv := httptest.NewServer(api)
 	t.Cleanup(srv.Close)
 	return srv, s.Pool

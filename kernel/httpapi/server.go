@@ -1,6 +1,9 @@
-// Package httpapi is reckon's JSON-over-HTTP API: routing, bearer-token
-// auth, the single mapping of kernel.Error codes to status codes, and the
-// ingest endpoint. Other packages add their routes through Server.Handle.
+// Package httpapi is reckon's JSON-over-HTTP API, all of it: the one route
+// table (routes.go) with every route, its method and its roles, the
+// handlers over small service interfaces that the domain packages implement
+// (services.go), bearer-token auth, the single mapping of kernel.Error codes
+// to status codes, and the HTTP journal client. No other package registers
+// a route.
 package httpapi
 
 import (
@@ -13,7 +16,6 @@ import (
 	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -28,44 +30,57 @@ import (
 // MaxBodyBytes bounds every request body.
 const MaxBodyBytes = 8 << 20
 
-// HandlerFunc is an API handler; a returned error is written by Error.
-type HandlerFunc func(w http.ResponseWriter, r *http.Request) error
+// handlerFunc is an API handler; a returned error is written by Error.
+type handlerFunc func(w http.ResponseWriter, r *http.Request) error
 
-// Route describes one served route, for the OpenAPI cross-check.
-type Route struct {
-	Method, Pattern string
-	Roles           []string
-}
-
-// Options configures a Server.
-type Options struct {
+// Config configures a Server: its plumbing and the services behind its
+// routes. A nil service makes its routes answer 503 (this process does not
+// serve them), so a test can build the API over the services it has.
+type Config struct {
 	Tokens   *auth.Tokens
 	Log      zerolog.Logger
 	Registry *prometheus.Registry // served at /metrics; may be nil
 	// Health is checked by /healthz; nil means always healthy.
 	Health func(ctx context.Context) error
+
+	// Journal ingests POST /v1/events; Owners tells the kernel's own
+	// runs, into which no caller may write (production always sets it).
+	Journal kernel.Journal
+	Owners  kernel.RunOwners
+	// Runs starts and shows runs (*runner.Starter).
+	Runs RunService
+	// Operations is the listing, reconcile, history and the operator's
+	// queue; Verdicts the supervisor's verdicts (*operations.Service
+	// implements both).
+	Operations OperationService
+	Verdicts   VerdictService
+	// Console, when set, is the operator console (kernel/console), served
+	// as pages at / and under console.AssetPrefix.
+	Console http.Handler
 }
 
-// Server is the API's router and shared plumbing.
+// Server is the API: the route table (routes.go) over the services of its
+// Config, with authentication, the error mapping and request metrics.
 type Server struct {
 	mux    chi.Router
-	o      Options
-	mu     sync.Mutex
+	cfg    Config
 	routes []Route
 	reqs   *prometheus.CounterVec
+	prom   http.Handler // the registry's /metrics, nil without one
 }
 
-// New returns a server with /healthz, /metrics and /openapi.json mounted.
-func New(o Options) *Server {
-	if o.Tokens == nil {
-		o.Tokens = &auth.Tokens{}
+// New returns the API server with every route of the route table mounted.
+func New(cfg Config) *Server {
+	if cfg.Tokens == nil {
+		cfg.Tokens = &auth.Tokens{}
 	}
-	s := &Server{mux: chi.NewRouter(), o: o}
+	s := &Server{mux: chi.NewRouter(), cfg: cfg}
 	s.reqs = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "reckon_http_requests_total", Help: "API requests by route and status code.",
 	}, []string{"route", "code"})
-	if o.Registry != nil {
-		o.Registry.MustRegister(s.reqs)
+	if cfg.Registry != nil {
+		cfg.Registry.MustRegister(s.reqs)
+		s.prom = promhttp.HandlerFor(cfg.Registry, promhttp.HandlerOpts{})
 	}
 	s.mux.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		Error(w, r, kernel.Errorf(kernel.ENotFound, "no route %s %s; see /openapi.json", r.Method, r.URL.Path))
@@ -73,46 +88,20 @@ func New(o Options) *Server {
 	s.mux.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
 		WriteJSON(w, http.StatusMethodNotAllowed, map[string]string{"error": fmt.Sprintf("method %s is not allowed on %s; see /openapi.json", r.Method, r.URL.Path)})
 	})
-	s.Handle(http.MethodGet, "/healthz", nil, func(w http.ResponseWriter, r *http.Request) error {
-		if o.Health != nil {
-			if err := o.Health(r.Context()); err != nil {
-				return kernel.Errorf(kernel.EUnavailable, "unhealthy: %v", err)
-			}
-		}
-		WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
-		return nil
-	})
-	if o.Registry != nil {
-		h := promhttp.HandlerFor(o.Registry, promhttp.HandlerOpts{})
-		s.Handle(http.MethodGet, "/metrics", nil, func(w http.ResponseWriter, r *http.Request) error {
-			h.ServeHTTP(w, r)
-			return nil
-		})
+	for _, rt := range s.table() {
+		s.handle(rt)
 	}
-	s.Handle(http.MethodGet, "/openapi.json", nil, func(w http.ResponseWriter, r *http.Request) error {
-		w.Header().Set("Content-Type", "application/json")
-		_, err := w.Write(OpenAPI)
-		return err
-	})
-	// Any known token may ask who it is: a client (the operator console)
-	// tells an agent token from a reader's or an operator's without trying
-	// an endpoint, and a bad token from a good one.
-	s.Handle(http.MethodGet, PathWhoami, []string{auth.RoleAgent, auth.RoleReader}, func(w http.ResponseWriter, r *http.Request) error {
-		p, _ := PrincipalFrom(r.Context())
-		WriteJSON(w, http.StatusOK, map[string]string{"name": p.Name, "role": p.Role})
-		return nil
-	})
+	for _, pg := range s.pages() {
+		s.page(pg.pattern, pg.handler)
+	}
 	return s
 }
 
-// PathWhoami answers {name, role} for the caller's token.
-const PathWhoami = "/v1/whoami"
-
-// Page serves h at pattern (chi syntax): a page for people, such as the
+// page serves h at pattern (chi syntax): a page for people, such as the
 // operator console, rather than an operation of the JSON API. Pages are not
 // listed by Routes nor described in /openapi.json; h sets its own headers
 // and answers its own methods.
-func (s *Server) Page(pattern string, h http.Handler) {
+func (s *Server) page(pattern string, h http.Handler) {
 	s.mux.Handle(pattern, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		sw := &statusWriter{ResponseWriter: w, code: http.StatusOK}
 		defer func() { s.reqs.WithLabelValues("page "+pattern, fmt.Sprint(sw.code)).Inc() }()
@@ -120,12 +109,11 @@ func (s *Server) Page(pattern string, h http.Handler) {
 	}))
 }
 
-// Handle mounts h at method+pattern. roles lists the roles that may call it
-// (operator satisfies reader); nil roles make the route public.
-func (s *Server) Handle(method, pattern string, roles []string, h HandlerFunc) {
-	s.mu.Lock()
-	s.routes = append(s.routes, Route{Method: method, Pattern: pattern, Roles: roles})
-	s.mu.Unlock()
+// handle mounts one route of the table: request metrics, the body bound,
+// authentication against its roles (nil roles: public), the error mapping.
+func (s *Server) handle(rt route) {
+	s.routes = append(s.routes, rt.Route)
+	method, pattern, roles, h := rt.Method, rt.Pattern, rt.Roles, rt.handler
 	s.mux.Method(method, pattern, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		sw := &statusWriter{ResponseWriter: w, code: http.StatusOK}
 		defer func() { s.reqs.WithLabelValues(method+" "+pattern, fmt.Sprint(sw.code)).Inc() }()
@@ -140,19 +128,15 @@ func (s *Server) Handle(method, pattern string, roles []string, h HandlerFunc) {
 		}
 		if err := h(sw, r); err != nil {
 			if kernel.ErrorCode(err) == kernel.EInternal {
-				s.o.Log.Error().Err(err).Str("route", method+" "+pattern).Msg("request failed")
+				s.cfg.Log.Error().Err(err).Str("route", method+" "+pattern).Msg("request failed")
 			}
 			Error(sw, r, err)
 		}
 	}))
 }
 
-// Routes lists the routes mounted so far.
-func (s *Server) Routes() []Route {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]Route(nil), s.routes...)
-}
+// Routes lists every route the server serves, in table order.
+func (s *Server) Routes() []Route { return append([]Route(nil), s.routes...) }
 
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
@@ -163,7 +147,7 @@ func (s *Server) authenticate(r *http.Request, roles []string) (auth.Principal, 
 	if !ok || strings.TrimSpace(secret) == "" {
 		return auth.Principal{}, kernel.Errorf(kernel.EUnauthorized, "missing bearer token: send Authorization: Bearer <token>")
 	}
-	p, ok := s.o.Tokens.Authenticate(strings.TrimSpace(secret))
+	p, ok := s.cfg.Tokens.Authenticate(strings.TrimSpace(secret))
 	if !ok {
 		return auth.Principal{}, kernel.Errorf(kernel.EUnauthorized, "unknown token")
 	}

@@ -262,6 +262,32 @@ func (s *Store) EventsOfType(ctx context.Context, project, typ string, since tim
 	return scanEvents(rows)
 }
 
+// Querier is a pool or a transaction: the journal's reads that must see
+// the caller's transaction (the reconcile rules) take one.
+type Querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+// OperationEvents returns one operation's events in journal order, read
+// through q (the pool or the caller's transaction).
+func OperationEvents(ctx context.Context, q Querier, project, runID, operationID string) ([]StoredEvent, error) {
+	rows, err := q.Query(ctx, operationEventsSQL, project, runID, operationID)
+	if err != nil {
+		return nil, fmt.Errorf("events of operation %s/%s/%s: %w", project, runID, operationID, err)
+	}
+	return scanEvents(rows)
+}
+
+// VerdictsNaming returns a run's supervisor.verdict events that name the
+// operation, in journal order, read through q.
+func VerdictsNaming(ctx context.Context, q Querier, project, runID, operationID string) ([]StoredEvent, error) {
+	rows, err := q.Query(ctx, verdictsNamingSQL, project, runID, operationID)
+	if err != nil {
+		return nil, fmt.Errorf("verdicts naming %s/%s/%s: %w", project, runID, operationID, err)
+	}
+	return scanEvents(rows)
+}
+
 // Event reads one event by key; kernel ENotFound when absent.
 func (s *Store) Event(ctx context.Context, key kernel.EventKey) (StoredEvent, error) {
 	rows, err := s.pool.Query(ctx, eventSQL, key.SourceID, key.EventID)

@@ -191,7 +191,7 @@ func TestOpenHintFollowsSettlingEvents(t *testing.T) {
 	if !open("b") {
 		t.Fatal("b should stay open after an uncertain failure")
 	}
-	rec := ev(kernel.KernelSource, "b/reconciled", kernel.TypeOperationReconciled, `{"operation_id":"b","effect":"unknown","note":"n","basis":"operator"}`)
+	rec := ev(kernel.SourceKernel, "b/reconciled", kernel.TypeOperationReconciled, `{"operation_id":"b","effect":"unknown","note":"n","basis":"operator"}`)
 	rec.Actor = "operator:alice"
 	rec.ParentEventID = &kernel.EventKey{SourceID: "agent", EventID: "b/started"}
 	must(rec)

@@ -76,3 +76,15 @@ WHERE s.type = 'tool.started' AND s.open AND EXISTS (
     SELECT 1 FROM journal_events t
     WHERE t.project = s.project AND t.run_id = s.run_id
       AND t.operation_id = s.operation_id AND t.settles)`
+
+// operationEventsSQL lists one operation's events in journal order (index
+// on project, run_id, operation_id).
+const operationEventsSQL = `SELECT ` + eventColumns + ` FROM journal_events
+WHERE project = $1 AND run_id = $2 AND operation_id = $3 ORDER BY seq`
+
+// verdictsNamingSQL lists a run's supervisor.verdict events that name the
+// operation $3, in journal order.
+const verdictsNamingSQL = `SELECT ` + eventColumns + ` FROM journal_events
+WHERE project = $1 AND run_id = $2 AND type = 'supervisor.verdict'
+  AND data->'operation_ids' @> jsonb_build_array($3::text)
+ORDER BY seq`

@@ -49,7 +49,7 @@ func (c ServerConfig) RunScoped() []string {
 // Dial opens a session with the server cfg, {project} in its configuration
 // replaced by project. copts (may be nil) sets client handlers, e.g. for
 // progress notifications.
-func Dial(ctx context.Context, cfg ServerConfig, opts Options, project string, copts *mcp.ClientOptions) (*Conn, error) {
+func Dial(ctx context.Context, cfg ServerConfig, opts Config, project string, copts *mcp.ClientOptions) (*Conn, error) {
 	if err := Check([]ServerConfig{cfg}); err != nil {
 		return nil, fmt.Errorf("mcp server%v", err)
 	}

@@ -32,7 +32,7 @@ func filesystemServer(t *testing.T) ServerConfig {
 // run's workspace.
 func TestFilesystemServerPeer(t *testing.T) {
 	t.Parallel()
-	ts, err := New([]ServerConfig{filesystemServer(t)}, Options{})
+	ts, err := New([]ServerConfig{filesystemServer(t)}, Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

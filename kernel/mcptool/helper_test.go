@@ -11,6 +11,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/seed-7bc021c3/reckon/internal/reckontest"
 	"github.com/seed-7bc021c3/reckon/kernel/mcpserver"
 )
 
@@ -21,7 +22,8 @@ const helperEnv = "RECKON_MCPTOOL_TEST_HELPER"
 func TestMain(m *testing.M) {
 	switch os.Getenv(helperEnv) {
 	case "":
-		os.Exit(m.Run())
+		// Connections and their readers must not outlive the tests.
+		reckontest.Main(m)
 	case "issues":
 		// reckon mcp-test-server, run from the test binary.
 		if err := mcpserver.Main(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr); err != nil {

@@ -77,12 +77,12 @@ const (
 	ErrorTypeTimeout       = "mcp_timeout"
 )
 
-// DefaultTimeout bounds one call when neither the server entry nor Options
+// DefaultTimeout bounds one call when neither the server entry nor Config
 // say otherwise.
 const DefaultTimeout = 60 * time.Second
 
-// Options tune a ToolSet.
-type Options struct {
+// Config tune a ToolSet.
+type Config struct {
 	// Timeout is the default per-call timeout (DefaultTimeout when zero).
 	Timeout time.Duration
 	// DiscoveryTimeout bounds tools/list discovery in Lookup (10s when zero).
@@ -94,7 +94,7 @@ type Options struct {
 	TerminateGrace time.Duration
 }
 
-func (o Options) withDefaults() Options {
+func (o Config) withDefaults() Config {
 	if o.Timeout <= 0 {
 		o.Timeout = DefaultTimeout
 	}
@@ -111,13 +111,13 @@ func (o Options) withDefaults() Options {
 // tools of the configured servers. It is safe for concurrent use.
 type ToolSet struct {
 	servers []*server
-	opts    Options
+	opts    Config
 }
 
 // server is one configured server and its discovered tool list.
 type server struct {
 	cfg  ServerConfig
-	opts *Options
+	opts *Config
 
 	mu    sync.Mutex
 	tools map[string]*mcp.Tool // nil until discovered or configured
@@ -125,7 +125,7 @@ type server struct {
 
 // New returns a tool set over servers (already checked by ParseConfig, or
 // checked here).
-func New(servers []ServerConfig, opts Options) (*ToolSet, error) {
+func New(servers []ServerConfig, opts Config) (*ToolSet, error) {
 	if err := Check(servers); err != nil {
 		return nil, fmt.Errorf("mcp servers%v", err)
 	}
@@ -145,7 +145,7 @@ func New(servers []ServerConfig, opts Options) (*ToolSet, error) {
 
 // FromConfig parses RECKON_MCP_SERVERS (config.Config.MCPServers) and returns
 // the tool set; an empty value gives an empty set.
-func FromConfig(value string, opts Options) (*ToolSet, error) {
+func FromConfig(value string, opts Config) (*ToolSet, error) {
 	servers, err := ParseConfig(value)
 	if err != nil {
 		return nil, err

@@ -26,7 +26,7 @@ func helperServer(t *testing.T, name, mode string, args ...string) ServerConfig 
 func issuesSet(t *testing.T) (*ToolSet, *mcpserver.Store) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "issues.json")
-	ts, err := New([]ServerConfig{helperServer(t, "issues", "issues", "--store", path)}, Options{})
+	ts, err := New([]ServerConfig{helperServer(t, "issues", "issues", "--store", path)}, Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,7 +208,7 @@ func TestValidationRejectsBeforeSending(t *testing.T) {
 	// when the call compares it with the server's tools/list.
 	cfg := helperServer(t, "issues", "issues", "--store", filepath.Join(t.TempDir(), "x.json"))
 	cfg.Tools = []string{"create_issue", "delete_everything"}
-	ts2, err := New([]ServerConfig{cfg}, Options{})
+	ts2, err := New([]ServerConfig{cfg}, Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,7 +236,7 @@ func TestConnectFailureIsEffectNone(t *testing.T) {
 		{Name: "http", URL: "http://127.0.0.1:1/mcp", Tools: []string{"create_issue"}},
 	}
 	for _, c := range cases {
-		ts, err := New([]ServerConfig{c}, Options{})
+		ts, err := New([]ServerConfig{c}, Config{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -260,7 +260,7 @@ func TestHangingServerTimesOutUncertain(t *testing.T) {
 	cfg := helperServer(t, "peer", "peer")
 	cfg.Env["PEER_MARK"] = mark
 	cfg.Timeout = "700ms"
-	ts, err := New([]ServerConfig{cfg}, Options{})
+	ts, err := New([]ServerConfig{cfg}, Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -278,7 +278,7 @@ func TestHangingServerTimesOutUncertain(t *testing.T) {
 
 func TestErrorResultIsUncertain(t *testing.T) {
 	t.Parallel()
-	ts, err := New([]ServerConfig{helperServer(t, "peer", "peer")}, Options{})
+	ts, err := New([]ServerConfig{helperServer(t, "peer", "peer")}, Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -295,7 +295,7 @@ func TestMetaAndPlaceholders(t *testing.T) {
 	cfg := helperServer(t, "peer", "peer", "--root={workspace}", "{project}/{run_id}")
 	cfg.Env["PEER_VAR"] = "ws={workspace}"
 	cfg.Dir = "{workspace}"
-	ts, err := New([]ServerConfig{cfg}, Options{})
+	ts, err := New([]ServerConfig{cfg}, Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -354,7 +354,7 @@ func TestHTTPTransport(t *testing.T) {
 		h.ServeHTTP(w, r)
 	}))
 	defer hs.Close()
-	ts, err := New([]ServerConfig{{Name: "remote", URL: hs.URL + mcpserver.HTTPPath, Headers: map[string]string{"X-Team": "{project}"}}}, Options{})
+	ts, err := New([]ServerConfig{{Name: "remote", URL: hs.URL + mcpserver.HTTPPath, Headers: map[string]string{"X-Team": "{project}"}}}, Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -409,7 +409,7 @@ func TestParseConfig(t *testing.T) {
 			t.Errorf("ParseConfig(%s) = %v, want an error naming RECKON_MCP_SERVERS and %q", in, err, want)
 		}
 	}
-	if _, err := FromConfig(`[{"name":"a","command":[""]}]`, Options{}); err == nil {
+	if _, err := FromConfig(`[{"name":"a","command":[""]}]`, Config{}); err == nil {
 		t.Error("empty program accepted")
 	}
 }

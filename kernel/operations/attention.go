@@ -4,10 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/seed-7bc021c3/reckon/kernel"
+	"github.com/seed-7bc021c3/reckon/kernel/outbox"
 )
 
 // Why an operation is in the operator's queue.
@@ -87,7 +87,7 @@ func (s *Service) Attention(ctx context.Context, p AttentionParams) (AttentionPa
 	if err != nil {
 		return AttentionPage{}, err
 	}
-	since := s.now().Add(-s.o.Window)
+	since := s.now().Add(-s.cfg.Window)
 	start := position{ts: since}
 	if p.Cursor != "" {
 		c, err := decodePrefixedCursor(p.Cursor, attentionCursorPrefix)
@@ -96,7 +96,17 @@ func (s *Service) Attention(ctx context.Context, p AttentionParams) (AttentionPa
 		}
 		start = position{ts: c.ts, seq: c.seq + 1}
 	}
-	rows, err := s.pool.Query(ctx, attentionSQL, p.Project, since, p.RunID, start.ts, start.seq, limit+1)
+	// Rulings on their way count as decided; read before the journal (see
+	// outbox.Pending).
+	pending, err := outbox.Pending(ctx, s.pool, outbox.PendingFilter{Project: p.Project, RunID: p.RunID, Types: []string{kernel.TypeOperationReconciled}})
+	if err != nil {
+		return AttentionPage{}, fmt.Errorf("attention queue of %s: %w", p.Project, err)
+	}
+	pendRuns, pendOps := []string{}, []string{}
+	for _, ev := range pending {
+		pendRuns, pendOps = append(pendRuns, ev.RunID), append(pendOps, ev.OperationID())
+	}
+	rows, err := s.pool.Query(ctx, attentionSQL, p.Project, since, p.RunID, start.ts, start.seq, limit+1, pendRuns, pendOps)
 	if err != nil {
 		return AttentionPage{}, fmt.Errorf("attention queue of %s: %w", p.Project, err)
 	}
@@ -124,7 +134,7 @@ func (s *Service) Attention(ctx context.Context, p AttentionParams) (AttentionPa
 			page.NextCursor = encodePrefixedCursor(last, attentionCursorPrefix)
 			break
 		}
-		var d kernel.Reconciled
+		var d kernel.Reconciliation
 		if err := json.Unmarshal(data, &d); err != nil {
 			return AttentionPage{}, fmt.Errorf("operation.reconciled %s: decode data: %w", it.ReconciledKey, err)
 		}
@@ -168,21 +178,22 @@ type OperationRef struct {
 	OperationID string
 }
 
-// Decision is an operation's newest reconciliation: who decided what, when.
-type Decision struct {
+// LastReconciliation is an operation's newest reconciliation: who decided
+// what, when.
+type LastReconciliation struct {
 	Key    kernel.EventKey `json:"key"`
 	Actor  string          `json:"actor"`
 	Effect string          `json:"effect"`
 	TS     time.Time       `json:"ts"`
 }
 
-// ByOperator reports whether a person made the decision.
-func (d Decision) ByOperator() bool { return strings.HasPrefix(d.Actor, "operator:") }
+// IsRuling reports whether an operator made it: an operator's ruling.
+func (d LastReconciliation) IsRuling() bool { return kernel.IsOperator(d.Actor) }
 
-// NewestDecisions returns the newest reconciliation in the journal of each
-// operation of refs that has one, in one statement.
-func (s *Service) NewestDecisions(ctx context.Context, project string, refs []OperationRef) (map[OperationRef]Decision, error) {
-	out := make(map[OperationRef]Decision, len(refs))
+// LastReconciliations returns the newest reconciliation in the journal of
+// each operation of refs that has one, in one statement.
+func (s *Service) LastReconciliations(ctx context.Context, project string, refs []OperationRef) (map[OperationRef]LastReconciliation, error) {
+	out := make(map[OperationRef]LastReconciliation, len(refs))
 	if len(refs) == 0 {
 		return out, nil
 	}
@@ -193,15 +204,15 @@ func (s *Service) NewestDecisions(ctx context.Context, project string, refs []Op
 	}
 	rows, err := s.pool.Query(ctx, newestReconciledSQL, project, runs, ops)
 	if err != nil {
-		return nil, fmt.Errorf("newest decisions in %s: %w", project, err)
+		return nil, fmt.Errorf("last reconciliations in %s: %w", project, err)
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var r OperationRef
-		var d Decision
+		var d LastReconciliation
 		var effect *string
 		if err := rows.Scan(&r.RunID, &r.OperationID, &d.Key.SourceID, &d.Key.EventID, &d.Actor, &d.TS, &effect); err != nil {
-			return nil, fmt.Errorf("newest decisions in %s: scan: %w", project, err)
+			return nil, fmt.Errorf("last reconciliations in %s: scan: %w", project, err)
 		}
 		d.TS = d.TS.UTC()
 		if effect != nil {

@@ -89,7 +89,7 @@ func BenchmarkListing(b *testing.B) {
 		unsettled := benchUnsettled(b, j, now)
 		benchAppendHistory(b, sch.Pool, 0, int64(size-unsettled)/benchEventsPerRun, now)
 		x := &journalSize{size: size, build: time.Since(start), pool: sch.Pool,
-			svc: New(sch.Pool, Options{Now: func() time.Time { return now }, Liveness: benchLiveness{}})}
+			svc: New(sch.Pool, Config{Now: func() time.Time { return now }, Liveness: benchLiveness{}})}
 		if err := sch.Pool.QueryRow(ctx, `SELECT count(*) FROM journal_events`).Scan(&x.events); err != nil {
 			b.Fatal(err)
 		}
@@ -206,7 +206,7 @@ func benchUnsettled(b *testing.B, j *journal.Store, now time.Time) int {
 	var evs []kernel.Event
 	mk := func(src, id, run, typ string, ts time.Time, data string) {
 		actor := "agent"
-		if src == kernel.KernelSource {
+		if src == kernel.SourceKernel {
 			actor = "kernel"
 		}
 		evs = append(evs, kernel.Event{SourceID: src, EventID: id, Project: benchProject, RunID: run, Type: typ,
@@ -216,7 +216,7 @@ func benchUnsettled(b *testing.B, j *journal.Store, now time.Time) int {
 		run := fmt.Sprintf("u%d", r)
 		src := "agent-x"
 		if r >= 80 {
-			src = kernel.KernelSource
+			src = kernel.SourceKernel
 		}
 		base := now.Add(-72 * time.Hour).Add(time.Duration(r) * 40 * time.Minute)
 		mk(src, run+"/run/started", run, kernel.TypeRunStarted, base, `{}`)

@@ -1,8 +1,13 @@
-// Package operations is the operations projection and reconciliation: the
-// listing of every unresolved operation (crash_window, stale_in_flight,
-// failed_uncertain) computed from the journal on demand, run liveness, the
-// one code path that records a verdict (human or supervisor) as
-// operation.reconciled, an operation's history, and their HTTP endpoints.
+// Package operations is the read side of the journal and the one
+// reconciliation path: the listing of every unresolved operation
+// (crash_window, stale_in_flight, failed_uncertain) computed from the
+// journal on demand, run liveness, the one code path that records a
+// reconciliation (an operator's ruling or the supervisor's) as
+// operation.reconciled (Reconcile, ReconcileTx), an operation's history,
+// the operator's queue, the supervisor's verdicts with the rulings since,
+// the projects, and which runs are the kernel's (Owners). It knows nothing
+// of HTTP: kernel/httpapi serves it through httpapi.OperationService and
+// httpapi.VerdictService.
 //
 // Operation state is never stored: it is a projection over journal events
 // matched by (project, run_id, operation_id), never by source.
@@ -48,12 +53,12 @@ type Item struct {
 	FailureKey *kernel.EventKey `json:"failure_key,omitempty"`
 	// ChildRunID names the child run of a delegation.
 	ChildRunID string `json:"child_run_id,omitempty"`
-	// ChildOpsTotal and ChildOpsUnresolved summarise the child run; they are
-	// served nested as child_summary {total, unresolved}.
-	ChildOpsTotal      *int            `json:"-"`
-	ChildOpsUnresolved *int            `json:"-"`
-	ReissueOf          string          `json:"reissue_of,omitempty"`
-	Postcondition      json.RawMessage `json:"postcondition,omitempty"`
+	// ChildSummary counts the child run's operations: the counts its
+	// failure carried, or (a delegation without them, in the crash window
+	// for one) what the listing counted in the child run's events.
+	ChildSummary  *kernel.ChildSummary `json:"child_summary,omitempty"`
+	ReissueOf     string               `json:"reissue_of,omitempty"`
+	Postcondition json.RawMessage      `json:"postcondition,omitempty"`
 	// LivenessUnknown says the run's liveness could not be established:
 	// Temporal unreachable or the listing's budget of liveness calls spent
 	// (the page is then degraded), or an external run whose run.started the
@@ -61,41 +66,6 @@ type Item struct {
 	// operation is listed as stale_in_flight once old enough, never as
 	// crash_window.
 	LivenessUnknown bool `json:"liveness_unknown,omitempty"`
-}
-
-// ChildSummary is the served form of a delegation's child counts.
-type ChildSummary struct {
-	Total      *int `json:"total"`
-	Unresolved *int `json:"unresolved"`
-}
-
-type itemAlias Item
-
-type itemWire struct {
-	itemAlias
-	ChildSummary *ChildSummary `json:"child_summary,omitempty"`
-}
-
-// MarshalJSON nests the child counts under child_summary.
-func (it Item) MarshalJSON() ([]byte, error) {
-	w := itemWire{itemAlias: itemAlias(it)}
-	if it.ChildOpsTotal != nil || it.ChildOpsUnresolved != nil {
-		w.ChildSummary = &ChildSummary{Total: it.ChildOpsTotal, Unresolved: it.ChildOpsUnresolved}
-	}
-	return json.Marshal(w)
-}
-
-// UnmarshalJSON reads the served form back (API clients, the CLI).
-func (it *Item) UnmarshalJSON(b []byte) error {
-	var w itemWire
-	if err := json.Unmarshal(b, &w); err != nil {
-		return err
-	}
-	*it = Item(w.itemAlias)
-	if w.ChildSummary != nil {
-		it.ChildOpsTotal, it.ChildOpsUnresolved = w.ChildSummary.Total, w.ChildSummary.Unresolved
-	}
-	return nil
 }
 
 // ListParams selects a page of the listing.

@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seed-7bc021c3/reckon/internal/reckontest"
 	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/operations"
-	"github.com/seed-7bc021c3/reckon/kernel/runner"
 )
 
 func ago(d time.Duration) time.Time { return t0.Add(-d) }
@@ -31,121 +31,121 @@ func TestListingStates(t *testing.T) {
 	cases := []struct {
 		name   string
 		source string
-		events func(b evb) []kernel.Event
+		events func(b reckontest.Run) []kernel.Event
 		want   want
 	}{
-		{"ended run, no terminal → crash_window", "agent-x", func(b evb) []kernel.Event {
-			return []kernel.Event{b.runStarted(ago(time.Hour)), b.started(op, "run_command", ago(time.Hour)), b.runFailed(ago(50 * time.Minute))}
+		{"ended run, no terminal → crash_window", "agent-x", func(b reckontest.Run) []kernel.Event {
+			return []kernel.Event{b.RunStarted(ago(time.Hour)), b.Started(op, "run_command", ago(time.Hour)), b.RunFailed(ago(50 * time.Minute))}
 		}, want{state: operations.StateCrashWindow}},
-		{"completed run, no terminal → crash_window", "agent-x", func(b evb) []kernel.Event {
-			return []kernel.Event{b.runStarted(ago(time.Hour)), b.started(op, "run_command", ago(time.Hour)), b.runCompleted(ago(50 * time.Minute))}
+		{"completed run, no terminal → crash_window", "agent-x", func(b reckontest.Run) []kernel.Event {
+			return []kernel.Event{b.RunStarted(ago(time.Hour)), b.Started(op, "run_command", ago(time.Hour)), b.RunCompleted(ago(50 * time.Minute))}
 		}, want{state: operations.StateCrashWindow}},
-		{"no run.started at all, young → liveness unknown → not listed", "agent-x", func(b evb) []kernel.Event {
-			return []kernel.Event{b.started(op, "run_command", ago(time.Minute))}
+		{"no run.started at all, young → liveness unknown → not listed", "agent-x", func(b reckontest.Run) []kernel.Event {
+			return []kernel.Event{b.Started(op, "run_command", ago(time.Minute))}
 		}, want{}},
-		{"no run.started at all, old → stale_in_flight, liveness unknown (not degraded)", "agent-x", func(b evb) []kernel.Event {
-			return []kernel.Event{b.started(op, "run_command", ago(time.Hour))}
+		{"no run.started at all, old → stale_in_flight, liveness unknown (not degraded)", "agent-x", func(b reckontest.Run) []kernel.Event {
+			return []kernel.Event{b.Started(op, "run_command", ago(time.Hour))}
 		}, want{state: operations.StateStaleInFlight, livenessUnknown: true, notDegraded: true}},
-		{"no run.started but a run.failed → crash_window", "agent-x", func(b evb) []kernel.Event {
-			return []kernel.Event{b.started(op, "run_command", ago(time.Minute)), b.runFailed(ago(time.Minute))}
+		{"no run.started but a run.failed → crash_window", "agent-x", func(b reckontest.Run) []kernel.Event {
+			return []kernel.Event{b.Started(op, "run_command", ago(time.Minute)), b.RunFailed(ago(time.Minute))}
 		}, want{state: operations.StateCrashWindow}},
-		{"kernel tool.started whose run.started has not arrived: Temporal asked", kernel.KernelSource, func(b evb) []kernel.Event {
-			b.run = "k-gone-early"
-			return []kernel.Event{b.started(op, "run_command", ago(time.Minute))}
+		{"kernel tool.started whose run.started has not arrived: Temporal asked", kernel.SourceKernel, func(b reckontest.Run) []kernel.Event {
+			b.RunID = "k-gone-early"
+			return []kernel.Event{b.Started(op, "run_command", ago(time.Minute))}
 		}, want{state: operations.StateCrashWindow}},
-		{"running external run, old → stale_in_flight", "agent-x", func(b evb) []kernel.Event {
-			return []kernel.Event{b.runStarted(ago(time.Hour)), b.started(op, "run_command", ago(11*time.Minute))}
+		{"running external run, old → stale_in_flight", "agent-x", func(b reckontest.Run) []kernel.Event {
+			return []kernel.Event{b.RunStarted(ago(time.Hour)), b.Started(op, "run_command", ago(11*time.Minute))}
 		}, want{state: operations.StateStaleInFlight}},
-		{"running external run, exactly stale threshold → stale_in_flight", "agent-x", func(b evb) []kernel.Event {
-			return []kernel.Event{b.runStarted(ago(time.Hour)), b.started(op, "run_command", ago(10*time.Minute))}
+		{"running external run, exactly stale threshold → stale_in_flight", "agent-x", func(b reckontest.Run) []kernel.Event {
+			return []kernel.Event{b.RunStarted(ago(time.Hour)), b.Started(op, "run_command", ago(10*time.Minute))}
 		}, want{state: operations.StateStaleInFlight}},
-		{"running external run, young → not unresolved yet", "agent-x", func(b evb) []kernel.Event {
-			return []kernel.Event{b.runStarted(ago(time.Hour)), b.started(op, "run_command", ago(9*time.Minute))}
+		{"running external run, young → not unresolved yet", "agent-x", func(b reckontest.Run) []kernel.Event {
+			return []kernel.Event{b.RunStarted(ago(time.Hour)), b.Started(op, "run_command", ago(9*time.Minute))}
 		}, want{}},
-		{"completed → settled", "agent-x", func(b evb) []kernel.Event {
-			return []kernel.Event{b.started(op, "run_command", ago(time.Hour)), b.completed(op, ago(59*time.Minute))}
+		{"completed → settled", "agent-x", func(b reckontest.Run) []kernel.Event {
+			return []kernel.Event{b.Started(op, "run_command", ago(time.Hour)), b.Completed(op, ago(59*time.Minute))}
 		}, want{}},
-		{"blocked → settled", "agent-x", func(b evb) []kernel.Event {
-			return []kernel.Event{b.started(op, "run_command", ago(time.Hour)), b.blocked(op, ago(59*time.Minute))}
+		{"blocked → settled", "agent-x", func(b reckontest.Run) []kernel.Event {
+			return []kernel.Event{b.Started(op, "run_command", ago(time.Hour)), b.Blocked(op, ago(59*time.Minute))}
 		}, want{}},
-		{"failed effect=none → settled", "agent-x", func(b evb) []kernel.Event {
-			return []kernel.Event{b.started(op, "run_command", ago(time.Hour)), b.failed(op, kernel.EffectNone, ago(59*time.Minute))}
+		{"failed effect=none → settled", "agent-x", func(b reckontest.Run) []kernel.Event {
+			return []kernel.Event{b.Started(op, "run_command", ago(time.Hour)), b.Failed(op, kernel.EffectNone, ago(59*time.Minute))}
 		}, want{}},
-		{"failed effect=occurred → settled", "agent-x", func(b evb) []kernel.Event {
-			return []kernel.Event{b.started(op, "run_command", ago(time.Hour)), b.failed(op, kernel.EffectOccurred, ago(59*time.Minute))}
+		{"failed effect=occurred → settled", "agent-x", func(b reckontest.Run) []kernel.Event {
+			return []kernel.Event{b.Started(op, "run_command", ago(time.Hour)), b.Failed(op, kernel.EffectOccurred, ago(59*time.Minute))}
 		}, want{}},
-		{"failed effect=uncertain → failed_uncertain", "agent-x", func(b evb) []kernel.Event {
-			return []kernel.Event{b.started(op, "run_command", ago(time.Hour)), b.failed(op, kernel.EffectUncertain, ago(59*time.Minute))}
+		{"failed effect=uncertain → failed_uncertain", "agent-x", func(b reckontest.Run) []kernel.Event {
+			return []kernel.Event{b.Started(op, "run_command", ago(time.Hour)), b.Failed(op, kernel.EffectUncertain, ago(59*time.Minute))}
 		}, want{state: operations.StateFailedUncertain}},
-		{"failed uncertain in a running run, young → failed_uncertain", "agent-x", func(b evb) []kernel.Event {
-			return []kernel.Event{b.runStarted(ago(time.Hour)), b.started(op, "run_command", ago(time.Minute)), b.failed(op, kernel.EffectUncertain, ago(time.Minute))}
+		{"failed uncertain in a running run, young → failed_uncertain", "agent-x", func(b reckontest.Run) []kernel.Event {
+			return []kernel.Event{b.RunStarted(ago(time.Hour)), b.Started(op, "run_command", ago(time.Minute)), b.Failed(op, kernel.EffectUncertain, ago(time.Minute))}
 		}, want{state: operations.StateFailedUncertain}},
-		{"legacy: no effect, error_type=activity_failed → failed_uncertain", "agent-x", func(b evb) []kernel.Event {
-			return []kernel.Event{b.started(op, "run_command", ago(time.Hour)), b.failed(op, "", ago(59*time.Minute))}
+		{"legacy: no effect, error_type=activity_failed → failed_uncertain", "agent-x", func(b reckontest.Run) []kernel.Event {
+			return []kernel.Event{b.Started(op, "run_command", ago(time.Hour)), b.Failed(op, "", ago(59*time.Minute))}
 		}, want{state: operations.StateFailedUncertain}},
-		{"failed uncertain then reconciled unknown → settled", "agent-x", func(b evb) []kernel.Event {
-			s := b.started(op, "run_command", ago(time.Hour))
-			return []kernel.Event{s, b.failed(op, kernel.EffectUncertain, ago(59*time.Minute)),
-				reconciledEv(b.project, b.run, op, kernel.EffectUnknown, s.Key(), ago(30*time.Minute))}
+		{"failed uncertain then reconciled unknown → settled", "agent-x", func(b reckontest.Run) []kernel.Event {
+			s := b.Started(op, "run_command", ago(time.Hour))
+			return []kernel.Event{s, b.Failed(op, kernel.EffectUncertain, ago(59*time.Minute)),
+				ruling(b.Project, b.RunID, op, kernel.EffectUnknown, s.Key(), ago(30*time.Minute))}
 		}, want{}},
-		{"source-agnostic: agent-x tool.started settled by a kernel-source reconciliation", "agent-x", func(b evb) []kernel.Event {
-			s := b.started(op, "mcp__create_issue", ago(time.Hour))
-			return []kernel.Event{b.runStarted(ago(2 * time.Hour)), s, b.runCompleted(ago(40 * time.Minute)),
-				reconciledEv(b.project, b.run, op, kernel.EffectOccurred, s.Key(), ago(30*time.Minute))}
+		{"source-agnostic: agent-x tool.started settled by a kernel-source reconciliation", "agent-x", func(b reckontest.Run) []kernel.Event {
+			s := b.Started(op, "mcp__create_issue", ago(time.Hour))
+			return []kernel.Event{b.RunStarted(ago(2 * time.Hour)), s, b.RunCompleted(ago(40 * time.Minute)),
+				ruling(b.Project, b.RunID, op, kernel.EffectOccurred, s.Key(), ago(30*time.Minute))}
 		}, want{}},
-		{"source-agnostic: terminal event from another source settles", "agent-x", func(b evb) []kernel.Event {
+		{"source-agnostic: terminal event from another source settles", "agent-x", func(b reckontest.Run) []kernel.Event {
 			other := b
-			other.source = "agent-y"
-			return []kernel.Event{b.started(op, "run_command", ago(time.Hour)), other.completed(op, ago(59*time.Minute))}
+			other.Source = "agent-y"
+			return []kernel.Event{b.Started(op, "run_command", ago(time.Hour)), other.Completed(op, ago(59*time.Minute))}
 		}, want{}},
-		{"settling event ingested in the same batch before its tool.started", "agent-x", func(b evb) []kernel.Event {
-			return []kernel.Event{b.completed(op, ago(59*time.Minute)), b.started(op, "run_command", ago(time.Hour))}
+		{"settling event ingested in the same batch before its tool.started", "agent-x", func(b reckontest.Run) []kernel.Event {
+			return []kernel.Event{b.Completed(op, ago(59*time.Minute)), b.Started(op, "run_command", ago(time.Hour))}
 		}, want{}},
-		{"window: tool.started older than the window is not listed", "agent-x", func(b evb) []kernel.Event {
-			return []kernel.Event{b.started(op, "run_command", ago(168*time.Hour+time.Second))}
+		{"window: tool.started older than the window is not listed", "agent-x", func(b reckontest.Run) []kernel.Event {
+			return []kernel.Event{b.Started(op, "run_command", ago(168*time.Hour+time.Second))}
 		}, want{}},
-		{"window: tool.started just inside the window is listed", "agent-x", func(b evb) []kernel.Event {
-			return []kernel.Event{b.started(op, "run_command", ago(168*time.Hour-time.Second)), b.runFailed(ago(time.Hour))}
+		{"window: tool.started just inside the window is listed", "agent-x", func(b reckontest.Run) []kernel.Event {
+			return []kernel.Event{b.Started(op, "run_command", ago(168*time.Hour-time.Second)), b.RunFailed(ago(time.Hour))}
 		}, want{state: operations.StateCrashWindow}},
-		{"window: tool.started and terminal inside the window → never listed", "agent-x", func(b evb) []kernel.Event {
-			return []kernel.Event{b.started(op, "run_command", ago(167*time.Hour)), b.completed(op, ago(166*time.Hour))}
+		{"window: tool.started and terminal inside the window → never listed", "agent-x", func(b reckontest.Run) []kernel.Event {
+			return []kernel.Event{b.Started(op, "run_command", ago(167*time.Hour)), b.Completed(op, ago(166*time.Hour))}
 		}, want{}},
-		{"window: uncertain failure inside, reconciliation inside → never listed", "agent-x", func(b evb) []kernel.Event {
-			s := b.started(op, "run_command", ago(167*time.Hour))
-			return []kernel.Event{s, b.failed(op, kernel.EffectUncertain, ago(167*time.Hour)),
-				reconciledEv(b.project, b.run, op, kernel.EffectNone, s.Key(), ago(time.Hour))}
+		{"window: uncertain failure inside, reconciliation inside → never listed", "agent-x", func(b reckontest.Run) []kernel.Event {
+			s := b.Started(op, "run_command", ago(167*time.Hour))
+			return []kernel.Event{s, b.Failed(op, kernel.EffectUncertain, ago(167*time.Hour)),
+				ruling(b.Project, b.RunID, op, kernel.EffectNone, s.Key(), ago(time.Hour))}
 		}, want{}},
-		{"kernel run, Temporal says running, old → stale_in_flight", kernel.KernelSource, func(b evb) []kernel.Event {
-			b.run = "k-running"
-			return []kernel.Event{b.runStarted(ago(time.Hour)), b.started(op, "run_command", ago(20*time.Minute))}
+		{"kernel run, Temporal says running, old → stale_in_flight", kernel.SourceKernel, func(b reckontest.Run) []kernel.Event {
+			b.RunID = "k-running"
+			return []kernel.Event{b.RunStarted(ago(time.Hour)), b.Started(op, "run_command", ago(20*time.Minute))}
 		}, want{state: operations.StateStaleInFlight}},
-		{"kernel run, Temporal says running, young → not listed", kernel.KernelSource, func(b evb) []kernel.Event {
-			b.run = "k-running-young"
-			return []kernel.Event{b.runStarted(ago(time.Hour)), b.started(op, "run_command", ago(time.Minute))}
+		{"kernel run, Temporal says running, young → not listed", kernel.SourceKernel, func(b reckontest.Run) []kernel.Event {
+			b.RunID = "k-running-young"
+			return []kernel.Event{b.RunStarted(ago(time.Hour)), b.Started(op, "run_command", ago(time.Minute))}
 		}, want{}},
-		{"kernel run, Temporal says gone (journal still running) → crash_window", kernel.KernelSource, func(b evb) []kernel.Event {
-			b.run = "k-gone"
-			return []kernel.Event{b.runStarted(ago(time.Hour)), b.started(op, "run_command", ago(time.Minute))}
+		{"kernel run, Temporal says gone (journal still running) → crash_window", kernel.SourceKernel, func(b reckontest.Run) []kernel.Event {
+			b.RunID = "k-gone"
+			return []kernel.Event{b.RunStarted(ago(time.Hour)), b.Started(op, "run_command", ago(time.Minute))}
 		}, want{state: operations.StateCrashWindow}},
-		{"kernel run, Temporal down, old → stale_in_flight with liveness unknown", kernel.KernelSource, func(b evb) []kernel.Event {
-			b.run = "k-down"
-			return []kernel.Event{b.runStarted(ago(time.Hour)), b.started(op, "run_command", ago(time.Hour))}
+		{"kernel run, Temporal down, old → stale_in_flight with liveness unknown", kernel.SourceKernel, func(b reckontest.Run) []kernel.Event {
+			b.RunID = "k-down"
+			return []kernel.Event{b.RunStarted(ago(time.Hour)), b.Started(op, "run_command", ago(time.Hour))}
 		}, want{state: operations.StateStaleInFlight, livenessUnknown: true}},
-		{"kernel run, Temporal down, young → hidden (never claimed crashed)", kernel.KernelSource, func(b evb) []kernel.Event {
-			b.run = "k-down-young"
-			return []kernel.Event{b.runStarted(ago(time.Hour)), b.started(op, "run_command", ago(time.Minute))}
+		{"kernel run, Temporal down, young → hidden (never claimed crashed)", kernel.SourceKernel, func(b reckontest.Run) []kernel.Event {
+			b.RunID = "k-down-young"
+			return []kernel.Event{b.RunStarted(ago(time.Hour)), b.Started(op, "run_command", ago(time.Minute))}
 		}, want{}},
-		{"kernel run, run.failed journaled → crash_window without asking Temporal", kernel.KernelSource, func(b evb) []kernel.Event {
-			b.run = "k-running-ended" // Temporal would say running; the journal knows better
-			return []kernel.Event{b.runStarted(ago(time.Hour)), b.started(op, "run_command", ago(time.Minute)), b.runFailed(ago(time.Minute))}
+		{"kernel run, run.failed journaled → crash_window without asking Temporal", kernel.SourceKernel, func(b reckontest.Run) []kernel.Event {
+			b.RunID = "k-running-ended" // Temporal would say running; the journal knows better
+			return []kernel.Event{b.RunStarted(ago(time.Hour)), b.Started(op, "run_command", ago(time.Minute)), b.RunFailed(ago(time.Minute))}
 		}, want{state: operations.StateCrashWindow}},
 	}
 	projects := make([]string, len(cases))
 	for i, c := range cases {
-		b := evb{project: fmt.Sprintf("p%02d", i), run: fmt.Sprintf("run-%02d", i), source: c.source}
+		b := reckontest.Run{Project: fmt.Sprintf("p%02d", i), RunID: fmt.Sprintf("run-%02d", i), Source: c.source}
 		evs := c.events(b)
 		projects[i] = evs[0].Project
-		e.ingest(evs...)
+		e.Ingest(evs...)
 	}
 	t.Cleanup(func() {
 		if n := live.asked["k-running-ended"]; n != 0 {
@@ -157,7 +157,7 @@ func TestListingStates(t *testing.T) {
 	})
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			items, degraded := e.list(projects[i])
+			items, degraded := e.List(projects[i])
 			if c.want.state == "" {
 				if len(items) != 0 {
 					t.Fatalf("listed %v, want nothing", items)
@@ -189,14 +189,14 @@ func TestStateTransitions(t *testing.T) {
 	t.Parallel()
 	live := &fakeLiveness{running: map[string]bool{"run-k": true}}
 	e := newEnv(t, live)
-	b := evb{project: "acme", run: "run-k", source: kernel.KernelSource}
+	b := reckontest.Run{Project: "acme", RunID: "run-k", Source: kernel.SourceKernel}
 	start := t0
-	e.clock.Set(start)
-	s1 := b.started("op-1", "run_command", start)
-	e.ingest(b.runStarted(start), s1)
+	e.Clock.Set(start)
+	s1 := b.Started("op-1", "run_command", start)
+	e.Ingest(b.RunStarted(start), s1)
 
 	state := func() string {
-		items, _ := e.list("acme")
+		items, _ := e.List("acme")
 		it, ok := items["run-k/op-1"]
 		if !ok {
 			return ""
@@ -209,20 +209,20 @@ func TestStateTransitions(t *testing.T) {
 		want string
 	}{
 		{"in flight, young: not listed", func() {}, ""},
-		{"in flight past StaleAfter: stale_in_flight", func() { e.clock.Set(start.Add(11 * time.Minute)) }, operations.StateStaleInFlight},
+		{"in flight past StaleAfter: stale_in_flight", func() { e.Clock.Set(start.Add(11 * time.Minute)) }, operations.StateStaleInFlight},
 		{"workflow gone (worker crash): crash_window", func() { live.mu.Lock(); live.running["run-k"] = false; live.mu.Unlock() }, operations.StateCrashWindow},
 		{"tool.failed uncertain arrives late: failed_uncertain", func() {
-			e.ingest(b.failed("op-1", kernel.EffectUncertain, start.Add(12*time.Minute)))
+			e.Ingest(b.Failed("op-1", kernel.EffectUncertain, start.Add(12*time.Minute)))
 		}, operations.StateFailedUncertain},
-		{"run.failed journaled: still failed_uncertain", func() { e.ingest(b.runFailed(start.Add(12 * time.Minute))) }, operations.StateFailedUncertain},
+		{"run.failed journaled: still failed_uncertain", func() { e.Ingest(b.RunFailed(start.Add(12 * time.Minute))) }, operations.StateFailedUncertain},
 		{"operator reconciles occurred: settled", func() {
-			if _, err := e.svc.Reconcile(e.ctx, operations.ReconcileRequest{Project: "acme", RunID: "run-k", OperationID: "op-1",
+			if _, err := e.Ops.Reconcile(e.Ctx, operations.ReconcileParams{Project: "acme", RunID: "run-k", OperationID: "op-1",
 				Effect: kernel.EffectOccurred, Note: "proof.txt exists", Basis: kernel.BasisOperator, Actor: "operator:ann"}); err != nil {
 				t.Fatal(err)
 			}
-			e.drain()
+			e.Drain()
 		}, ""},
-		{"a week later: still settled", func() { e.clock.Set(start.Add(100 * time.Hour)) }, ""},
+		{"a week later: still settled", func() { e.Clock.Set(start.Add(100 * time.Hour)) }, ""},
 	}
 	for _, st := range steps {
 		st.do()
@@ -235,40 +235,40 @@ func TestStateTransitions(t *testing.T) {
 func TestListingDetails(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil)
-	b := evb{project: "acme", run: "run-1", source: kernel.KernelSource}
+	b := reckontest.Run{Project: "acme", RunID: "run-1", Source: kernel.SourceKernel}
 
 	// A delegation caught in the crash window: no failure; the child summary
 	// is computed from the child run's own events.
-	child := evb{project: "acme", run: runner.ChildRunID("run-1", "op-2"), source: kernel.KernelSource}
-	deleg := b.ev("op-2/started", kernel.TypeToolStarted, ago(time.Hour), map[string]any{
+	child := reckontest.Run{Project: "acme", RunID: kernel.ChildRunID("run-1", "op-2"), Source: kernel.SourceKernel}
+	deleg := b.Event("op-2/started", kernel.TypeToolStarted, ago(time.Hour), map[string]any{
 		"operation_id": "op-2", "tool": "delegate", "args": map[string]any{"steps": 2},
 	})
 	// A failed delegation carrying its own summary.
-	deleg3 := b.ev("op-3/started", kernel.TypeToolStarted, ago(50*time.Minute), map[string]any{
+	deleg3 := b.Event("op-3/started", kernel.TypeToolStarted, ago(50*time.Minute), map[string]any{
 		"operation_id": "op-3", "tool": "delegate"})
-	fail3 := b.ev("op-3/failed", kernel.TypeToolFailed, ago(49*time.Minute), kernel.ToolFailed{
+	fail3 := b.Event("op-3/failed", kernel.TypeToolFailed, ago(49*time.Minute), kernel.ToolFailed{
 		OperationID: "op-3", ErrorType: "delegated_run_failed", Error: "child failed", Effect: kernel.EffectUncertain,
 		ChildRunID: "run-1.op-3", ChildOpsTotal: intp(3), ChildOpsUnresolved: intp(1)})
 	// A reissue with a postcondition.
-	re := b.ev("op-4/started", kernel.TypeToolStarted, ago(40*time.Minute), map[string]any{
+	re := b.Event("op-4/started", kernel.TypeToolStarted, ago(40*time.Minute), map[string]any{
 		"operation_id": "op-4", "tool": "run_command", "reissue_of": "op-1",
 		"postcondition": map[string]any{"path": "proof.txt"}})
 	// Two tool.started rows for one operation (an external agent re-reported
 	// it under a new event id): listed once, under the first.
-	dupA := b.ev("op-5/started", kernel.TypeToolStarted, ago(30*time.Minute), map[string]any{"operation_id": "op-5", "tool": "run_command"})
+	dupA := b.Event("op-5/started", kernel.TypeToolStarted, ago(30*time.Minute), map[string]any{"operation_id": "op-5", "tool": "run_command"})
 	dupB := dupA
 	dupB.SourceID, dupB.EventID, dupB.TS = "agent-x", "again", ago(29*time.Minute)
-	e.ingest(b.runStarted(ago(2*time.Hour)), deleg, deleg3, fail3, re, dupA, dupB, b.runFailed(ago(10*time.Minute)),
-		child.runStarted(ago(time.Hour)), child.started("op-1", "run_command", ago(time.Hour)), child.completed("op-1", ago(time.Hour)),
-		child.started("op-2", "run_command", ago(time.Hour)))
+	e.Ingest(b.RunStarted(ago(2*time.Hour)), deleg, deleg3, fail3, re, dupA, dupB, b.RunFailed(ago(10*time.Minute)),
+		child.RunStarted(ago(time.Hour)), child.Started("op-1", "run_command", ago(time.Hour)), child.Completed("op-1", ago(time.Hour)),
+		child.Started("op-2", "run_command", ago(time.Hour)))
 
-	items, _ := e.list("acme")
+	items, _ := e.List("acme")
 	d := items["run-1/op-2"]
-	if d.State != operations.StateCrashWindow || d.ChildRunID != "run-1.op-2" || d.ChildOpsTotal == nil || *d.ChildOpsTotal != 2 || *d.ChildOpsUnresolved != 1 {
+	if d.State != operations.StateCrashWindow || d.ChildRunID != "run-1.op-2" || d.ChildSummary == nil || *d.ChildSummary != (kernel.ChildSummary{Total: 2, Unresolved: 1}) {
 		t.Fatalf("crash-window delegation: %+v", d)
 	}
 	f := items["run-1/op-3"]
-	if f.State != operations.StateFailedUncertain || f.ChildRunID != "run-1.op-3" || *f.ChildOpsTotal != 3 || *f.ChildOpsUnresolved != 1 || f.Failure == nil || f.Failure.ErrorType != "delegated_run_failed" {
+	if f.State != operations.StateFailedUncertain || f.ChildRunID != "run-1.op-3" || f.ChildSummary == nil || *f.ChildSummary != (kernel.ChildSummary{Total: 3, Unresolved: 1}) || f.Failure == nil || f.Failure.ErrorType != "delegated_run_failed" {
 		t.Fatalf("failed delegation: %+v", f)
 	}
 	raw, _ := json.Marshal(f)
@@ -278,7 +278,7 @@ func TestListingDetails(t *testing.T) {
 		t.Fatalf("child_summary in JSON: %s", raw)
 	}
 	var back operations.Item
-	if err := json.Unmarshal(raw, &back); err != nil || *back.ChildOpsTotal != 3 {
+	if err := json.Unmarshal(raw, &back); err != nil || back.ChildSummary == nil || back.ChildSummary.Total != 3 {
 		t.Fatalf("round trip: %v %+v", err, back)
 	}
 	r := items["run-1/op-4"]
@@ -295,16 +295,16 @@ func TestListingDetails(t *testing.T) {
 
 	// A stale open hint (a race left open=true on a settled operation) is
 	// re-verified away.
-	e.ingest(b.completed("op-4", ago(time.Minute)))
-	if _, err := e.s.Pool.Exec(e.ctx, `UPDATE journal_events SET open = true WHERE event_id = 'run-1/op-4/started'`); err != nil {
+	e.Ingest(b.Completed("op-4", ago(time.Minute)))
+	if _, err := e.Schema.Pool.Exec(e.Ctx, `UPDATE journal_events SET open = true WHERE event_id = 'run-1/op-4/started'`); err != nil {
 		t.Fatal(err)
 	}
-	items, _ = e.list("acme")
+	items, _ = e.List("acme")
 	if _, ok := items["run-1/op-4"]; ok {
 		t.Fatal("settled operation listed through a stale open hint")
 	}
 
-	projects, err := e.svc.Projects(e.ctx)
+	projects, err := e.Ops.Projects(e.Ctx)
 	if err != nil || len(projects) != 1 || projects[0] != "acme" {
 		t.Fatalf("projects %v %v", projects, err)
 	}
@@ -314,30 +314,30 @@ func TestPagination(t *testing.T) {
 	t.Parallel()
 	live := &fakeLiveness{running: map[string]bool{"young": true}}
 	e := newEnv(t, live)
-	b := evb{project: "acme", run: "run-1", source: "agent-x"}
-	y := evb{project: "acme", run: "young", source: kernel.KernelSource}
+	b := reckontest.Run{Project: "acme", RunID: "run-1", Source: "agent-x"}
+	y := reckontest.Run{Project: "acme", RunID: "young", Source: kernel.SourceKernel}
 	var evs []kernel.Event
 	for i := 0; i < 25; i++ {
 		ts := ago(time.Hour).Add(time.Duration(i) * time.Second)
-		evs = append(evs, b.started(fmt.Sprintf("op-%02d", i), "run_command", ts))
+		evs = append(evs, b.Started(fmt.Sprintf("op-%02d", i), "run_command", ts))
 	}
 	// Hidden candidates (young, running) interleaved at the end, and three
 	// operations sharing one timestamp so ordering falls back to seq.
-	evs = append(evs, y.runStarted(ago(time.Hour)))
+	evs = append(evs, y.RunStarted(ago(time.Hour)))
 	for i := 0; i < 30; i++ {
-		evs = append(evs, y.started(fmt.Sprintf("op-%02d", i), "run_command", ago(time.Minute)))
+		evs = append(evs, y.Started(fmt.Sprintf("op-%02d", i), "run_command", ago(time.Minute)))
 	}
 	for i := 0; i < 3; i++ {
-		evs = append(evs, b.started(fmt.Sprintf("same-%d", i), "run_command", ago(time.Second)))
+		evs = append(evs, b.Started(fmt.Sprintf("same-%d", i), "run_command", ago(time.Second)))
 	}
-	evs = append(evs, b.runFailed(ago(time.Second)))
-	e.ingest(evs...)
+	evs = append(evs, b.RunFailed(ago(time.Second)))
+	e.Ingest(evs...)
 
 	var got []operations.Item
 	cursor := ""
 	pages := 0
 	for {
-		p, err := e.svc.List(e.ctx, operations.ListParams{Project: "acme", Cursor: cursor, Limit: 10})
+		p, err := e.Ops.List(e.Ctx, operations.ListParams{Project: "acme", Cursor: cursor, Limit: 10})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -371,14 +371,14 @@ func TestPagination(t *testing.T) {
 		}
 	}
 	// One run only.
-	p, err := e.svc.List(e.ctx, operations.ListParams{Project: "acme", RunID: "young"})
+	p, err := e.Ops.List(e.Ctx, operations.ListParams{Project: "acme", RunID: "young"})
 	if err != nil || len(p.Operations) != 0 || p.NextCursor != "" {
 		t.Fatalf("run filter: %+v %v", p, err)
 	}
 	for _, bad := range []operations.ListParams{
 		{Project: ""}, {Project: "acme", Cursor: "garbage!"}, {Project: "acme", Limit: operations.MaxLimit + 1}, {Project: "acme", Limit: -1},
 	} {
-		if _, err := e.svc.List(e.ctx, bad); kernel.ErrorCode(err) != kernel.EInvalid {
+		if _, err := e.Ops.List(e.Ctx, bad); kernel.ErrorCode(err) != kernel.EInvalid {
 			t.Fatalf("%+v: %v, want invalid", bad, err)
 		}
 	}
@@ -388,11 +388,11 @@ func TestDegradedWhenTemporalIsDown(t *testing.T) {
 	t.Parallel()
 	live := &fakeLiveness{failAll: true}
 	e := newEnv(t, live)
-	k := evb{project: "acme", run: "k1", source: kernel.KernelSource}
-	x := evb{project: "acme", run: "x1", source: "agent-x"}
-	e.ingest(k.runStarted(ago(time.Hour)), k.started("op-1", "run_command", ago(time.Hour)),
-		x.runStarted(ago(time.Hour)), x.started("op-1", "run_command", ago(time.Hour)), x.runCompleted(ago(time.Hour)))
-	p, err := e.svc.List(e.ctx, operations.ListParams{Project: "acme"})
+	k := reckontest.Run{Project: "acme", RunID: "k1", Source: kernel.SourceKernel}
+	x := reckontest.Run{Project: "acme", RunID: "x1", Source: "agent-x"}
+	e.Ingest(k.RunStarted(ago(time.Hour)), k.Started("op-1", "run_command", ago(time.Hour)),
+		x.RunStarted(ago(time.Hour)), x.Started("op-1", "run_command", ago(time.Hour)), x.RunCompleted(ago(time.Hour)))
+	p, err := e.Ops.List(e.Ctx, operations.ListParams{Project: "acme"})
 	if err != nil {
 		t.Fatalf("Temporal outage must not fail the listing: %v", err)
 	}
@@ -417,14 +417,14 @@ func TestLivenessBudget(t *testing.T) {
 	t.Parallel()
 	live := &fakeLiveness{running: map[string]bool{}}
 	e := newEnv(t, live)
-	e.svc = operations.New(e.s.Pool, operations.Options{Liveness: live, LivenessCalls: 3, Now: e.clock.Now})
+	e.Ops = operations.New(e.Schema.Pool, operations.Config{Liveness: live, LivenessCalls: 3, Now: e.Clock.Now})
 	var evs []kernel.Event
 	for i := 0; i < 6; i++ {
-		b := evb{project: "acme", run: fmt.Sprintf("k%d", i), source: kernel.KernelSource}
-		evs = append(evs, b.runStarted(ago(time.Hour)), b.started("op-1", "run_command", ago(time.Hour)), b.started("op-2", "run_command", ago(time.Hour)))
+		b := reckontest.Run{Project: "acme", RunID: fmt.Sprintf("k%d", i), Source: kernel.SourceKernel}
+		evs = append(evs, b.RunStarted(ago(time.Hour)), b.Started("op-1", "run_command", ago(time.Hour)), b.Started("op-2", "run_command", ago(time.Hour)))
 	}
-	e.ingest(evs...)
-	p, err := e.svc.List(e.ctx, operations.ListParams{Project: "acme"})
+	e.Ingest(evs...)
+	p, err := e.Ops.List(e.Ctx, operations.ListParams{Project: "acme"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -451,11 +451,11 @@ func TestOutageCostsOneTimeout(t *testing.T) {
 	e := newEnv(t, live)
 	var evs []kernel.Event
 	for i := 0; i < 40; i++ {
-		b := evb{project: "acme", run: fmt.Sprintf("k%02d", i), source: kernel.KernelSource}
-		evs = append(evs, b.runStarted(ago(time.Hour)), b.started("op-1", "run_command", ago(time.Hour)))
+		b := reckontest.Run{Project: "acme", RunID: fmt.Sprintf("k%02d", i), Source: kernel.SourceKernel}
+		evs = append(evs, b.RunStarted(ago(time.Hour)), b.Started("op-1", "run_command", ago(time.Hour)))
 	}
-	e.ingest(evs...)
-	p, err := e.svc.List(e.ctx, operations.ListParams{Project: "acme"})
+	e.Ingest(evs...)
+	p, err := e.Ops.List(e.Ctx, operations.ListParams{Project: "acme"})
 	if err != nil || !p.Degraded || len(p.Operations) != 40 {
 		t.Fatalf("page %+v %v", p, err)
 	}

@@ -11,7 +11,7 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
-	"github.com/seed-7bc021c3/reckon/kernel/runner"
+	"github.com/seed-7bc021c3/reckon/kernel"
 )
 
 // Liveness answers whether a run is still running. An error means the
@@ -65,7 +65,7 @@ func NewTemporalLiveness(c client.Client, opts ...TemporalOption) *TemporalLiven
 // Running reports whether the run's workflow is running. A workflow Temporal
 // does not know (NotFound) is not running.
 func (l *TemporalLiveness) Running(ctx context.Context, project, runID string) (bool, error) {
-	id := runner.WorkflowID(project, runID)
+	id := kernel.WorkflowID(project, runID)
 	now := l.now()
 	l.mu.Lock()
 	if e, ok := l.cache[id]; ok && now.Sub(e.at) < l.ttl {

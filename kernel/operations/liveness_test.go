@@ -15,9 +15,9 @@ import (
 	"go.temporal.io/sdk/worker"
 	sdkworkflow "go.temporal.io/sdk/workflow"
 
+	"github.com/seed-7bc021c3/reckon/internal/reckontest"
 	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/operations"
-	"github.com/seed-7bc021c3/reckon/kernel/runner"
 	"github.com/seed-7bc021c3/reckon/kernel/temporalx"
 )
 
@@ -66,7 +66,7 @@ func TestTemporalLivenessCacheAndErrors(t *testing.T) {
 		errs:  map[string]error{"reckon/acme/r-down": serviceerror.NewUnavailable("connection refused")},
 		calls: map[string]int{},
 	}
-	c := &clock{t: t0}
+	c := reckontest.NewClock(t0)
 	l := operations.NewTemporalLiveness(fc, operations.WithCacheTTL(2*time.Second), operations.WithClock(c.Now))
 	for _, tc := range []struct {
 		run     string
@@ -113,7 +113,7 @@ func waitForFinish(ctx sdkworkflow.Context) error {
 // crash_window, server gone → degraded listing, never an error.
 func TestTemporalLivenessRealServer(t *testing.T) {
 	t.Parallel()
-	conn, err := temporalx.Connect(context.Background(), temporalx.Options{Namespace: "reckon-ops-test", Log: zerolog.Nop()})
+	conn, err := temporalx.Connect(context.Background(), temporalx.Config{Namespace: "reckon-ops-test", Log: zerolog.Nop()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +137,7 @@ func TestTemporalLivenessRealServer(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	wr, err := conn.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID: runner.WorkflowID("acme", "run-live"), TaskQueue: "ops-liveness"}, waitForFinish)
+		ID: kernel.WorkflowID("acme", "run-live"), TaskQueue: "ops-liveness"}, waitForFinish)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,10 +151,10 @@ func TestTemporalLivenessRealServer(t *testing.T) {
 	}
 
 	e := newEnv(t, live)
-	b := evb{project: "acme", run: "run-live", source: kernel.KernelSource}
-	e.ingest(b.runStarted(ago(time.Hour)), b.started("op-1", "run_command", ago(30*time.Minute)))
+	b := reckontest.Run{Project: "acme", RunID: "run-live", Source: kernel.SourceKernel}
+	e.Ingest(b.RunStarted(ago(time.Hour)), b.Started("op-1", "run_command", ago(30*time.Minute)))
 	state := func() (string, bool) {
-		p, err := e.svc.List(ctx, operations.ListParams{Project: "acme"})
+		p, err := e.Ops.List(ctx, operations.ListParams{Project: "acme"})
 		if err != nil {
 			t.Fatalf("listing: %v", err)
 		}
@@ -181,7 +181,7 @@ func TestTemporalLivenessRealServer(t *testing.T) {
 	stopped = true
 	conn.Close()
 	closed = true
-	p, err := e.svc.List(ctx, operations.ListParams{Project: "acme"})
+	p, err := e.Ops.List(ctx, operations.ListParams{Project: "acme"})
 	if err != nil {
 		t.Fatalf("listing during a Temporal outage: %v", err)
 	}

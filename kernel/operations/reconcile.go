@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -15,23 +16,24 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/seed-7bc021c3/reckon/kernel"
+	"github.com/seed-7bc021c3/reckon/kernel/journal"
 	"github.com/seed-7bc021c3/reckon/kernel/outbox"
 )
 
-// ReconcileRequest is one verdict on one operation, from a human operator
-// or the supervisor.
-type ReconcileRequest struct {
+// ReconcileParams is one reconciliation of one operation: an operator's
+// ruling (basis operator) or the supervisor's (basis inference or probe).
+type ReconcileParams struct {
 	Project     string `json:"project"`
 	RunID       string `json:"run_id"`
 	OperationID string `json:"operation_id"`
 	// Effect is none, occurred or unknown.
 	Effect string `json:"effect"`
-	// Note explains the verdict; at most kernel.MaxNoteBytes.
+	// Note explains the reconciliation; at most kernel.MaxNoteBytes.
 	Note string `json:"note"`
-	// Evidence is optional JSON backing the verdict (a workspace file, a
+	// Evidence is optional JSON backing the reconciliation (a workspace file, a
 	// probe's finding).
 	Evidence json.RawMessage `json:"evidence,omitempty"`
-	// Basis is operator for human verdicts, inference or probe for the
+	// Basis is operator for an operator's ruling, inference or probe for the
 	// supervisor's.
 	Basis string `json:"-"`
 	// ProposedEffect, on a supervisor's unknown only, is the effect the
@@ -44,10 +46,10 @@ type ReconcileRequest struct {
 	IdempotencyKey string `json:"-"`
 }
 
-func (r ReconcileRequest) human() bool { return strings.HasPrefix(r.Actor, "operator:") }
+func (r ReconcileParams) ruling() bool { return strings.HasPrefix(r.Actor, kernel.ActorOperatorPrefix) }
 
 // validate checks the request; errors are EInvalid naming the field.
-func (r *ReconcileRequest) validate() error {
+func (r *ReconcileParams) validate() error {
 	for _, f := range []struct{ name, val string }{
 		{"project", r.Project}, {"run_id", r.RunID}, {"operation_id", r.OperationID},
 		{"effect", r.Effect}, {"note", strings.TrimSpace(r.Note)},
@@ -68,16 +70,16 @@ func (r *ReconcileRequest) validate() error {
 		return kernel.Errorf(kernel.EInvalid, "field \"evidence\" must be JSON")
 	}
 	switch {
-	case r.human():
+	case r.ruling():
 		if len(r.Actor) == len("operator:") {
 			return kernel.Errorf(kernel.EInvalid, "actor %q names no operator", r.Actor)
 		}
 		if r.Basis != kernel.BasisOperator {
-			return kernel.Errorf(kernel.EInvalid, "a human verdict has basis operator, got %q", r.Basis)
+			return kernel.Errorf(kernel.EInvalid, "an operator's ruling has basis operator, got %q", r.Basis)
 		}
 	case r.Actor == kernel.ActorSupervisor:
 		if r.Basis != kernel.BasisInference && r.Basis != kernel.BasisProbe {
-			return kernel.Errorf(kernel.EInvalid, "a supervisor verdict has basis inference or probe, got %q", r.Basis)
+			return kernel.Errorf(kernel.EInvalid, "a supervisor reconciliation has basis inference or probe, got %q", r.Basis)
 		}
 	default:
 		return kernel.Errorf(kernel.EInvalid, "actor must be operator:<name> or supervisor, got %q", r.Actor)
@@ -85,7 +87,7 @@ func (r *ReconcileRequest) validate() error {
 	if r.ProposedEffect != "" {
 		switch {
 		case r.Actor != kernel.ActorSupervisor:
-			return kernel.Errorf(kernel.EInvalid, "proposed_effect is the supervisor's held proposal; a human verdict decides the effect itself")
+			return kernel.Errorf(kernel.EInvalid, "proposed_effect is the supervisor's held proposal; an operator's ruling decides the effect itself")
 		case r.Effect != kernel.EffectUnknown:
 			return kernel.Errorf(kernel.EInvalid, "proposed_effect goes with effect unknown only, got effect %q", r.Effect)
 		case r.ProposedEffect != kernel.EffectNone && r.ProposedEffect != kernel.EffectOccurred:
@@ -95,66 +97,65 @@ func (r *ReconcileRequest) validate() error {
 	return nil
 }
 
-// Reconcile records the verdict in a transaction of its own.
-func (s *Service) Reconcile(ctx context.Context, req ReconcileRequest) (kernel.Event, error) {
-	ev, _, err := s.reconcile(ctx, req)
-	return ev, err
+// Recorded is the operation.reconciled a reconcile recorded, or the earlier
+// one a repeated request returns.
+type Recorded struct {
+	kernel.Event
+	// Repeated says the request repeated an earlier one: nothing was
+	// written, Event is the earlier reconciliation.
+	Repeated bool `json:"-"`
 }
 
-func (s *Service) reconcile(ctx context.Context, req ReconcileRequest) (kernel.Event, bool, error) {
-	ev, repeated, err := s.reconcileOwnTx(ctx, req)
-	s.o.Metrics.observeReconcile(req.Basis, repeated, err)
-	return ev, repeated, err
-}
-
-func (s *Service) reconcileOwnTx(ctx context.Context, req ReconcileRequest) (kernel.Event, bool, error) {
+// Reconcile records the reconciliation in a transaction of its own (an
+// operator's ruling through the API) and counts it in the metrics. See
+// ReconcileTx for the rules.
+func (s *Service) Reconcile(ctx context.Context, p ReconcileParams) (rec Recorded, err error) {
+	defer func() { s.cfg.Metrics.observeReconcile(p.Basis, rec.Repeated, err) }()
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
-		return kernel.Event{}, false, fmt.Errorf("reconcile: begin: %w", err)
+		return Recorded{}, fmt.Errorf("reconcile: begin: %w", err)
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	ev, repeated, err := s.reconcileTx(ctx, tx, req)
+	rec, err = s.ReconcileTx(ctx, tx, p)
 	if err != nil {
-		return kernel.Event{}, false, err
+		return Recorded{}, err
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return kernel.Event{}, false, fmt.Errorf("reconcile: commit: %w", err)
+		return Recorded{}, fmt.Errorf("reconcile: commit: %w", err)
 	}
-	return ev, repeated, nil
+	return rec, nil
 }
 
-// ReconcileTx records the verdict inside the caller's transaction: THE one
-// code path for human and supervisor verdicts. It writes
-// operation.reconciled through the outbox under the kernel's source, with
-// parent_event_id = the operation's tool.started key.
+// ReconcileTx records the reconciliation inside the caller's transaction:
+// THE one code path for an operator's ruling and the supervisor's
+// reconciliations (the triage sweep journals a wall's in one transaction).
+// It writes operation.reconciled through the outbox under the kernel's
+// source, with parent_event_id = the operation's tool.started key.
 //
-// Errors: EInvalid for a malformed request, ENotFound when the operation has
-// no tool.started (journaled or pending), EConflict when a supervisor verdict
-// meets an operation that is already settled — by a human verdict above all
-// (a supervisor never overrides a human), by an earlier verdict or by a
-// terminal event — or an idempotency key is reused for a different verdict.
-// A human verdict over an earlier verdict (an override when that one was the
-// supervisor's) records supersedes = that verdict's key. A repeat of an
-// earlier request returns the earlier event and writes nothing.
+// Errors: EInvalid for malformed params, ENotFound when the operation has
+// no tool.started (journaled or pending), EConflict when a supervisor
+// reconciliation meets an operation that is already settled — by an
+// operator's ruling above all (a supervisor never overrides an operator),
+// by an earlier reconciliation or by a terminal event — or an idempotency
+// key is reused for a different reconciliation. An operator's ruling over
+// an earlier reconciliation (an override when that one was the
+// supervisor's) records supersedes = that reconciliation's key. A repeat of
+// an earlier request returns the earlier event and writes nothing.
 //
 // Concurrent reconciles of one operation are serialized with a transaction
-// advisory lock, and the checks include verdicts still pending in the
-// outbox, so the rules hold before the publisher has delivered anything.
-func (s *Service) ReconcileTx(ctx context.Context, tx pgx.Tx, req ReconcileRequest) (kernel.Event, error) {
-	ev, _, err := s.reconcileTx(ctx, tx, req)
-	return ev, err
-}
-
-func (s *Service) reconcileTx(ctx context.Context, tx pgx.Tx, req ReconcileRequest) (kernel.Event, bool, error) {
+// advisory lock, and the checks include reconciliations still pending in
+// the outbox, so the rules hold before the publisher has delivered
+// anything.
+func (s *Service) ReconcileTx(ctx context.Context, tx pgx.Tx, req ReconcileParams) (Recorded, error) {
 	if err := req.validate(); err != nil {
-		return kernel.Event{}, false, err
+		return Recorded{}, err
 	}
 	if _, err := tx.Exec(ctx, lockOperationSQL, lockKey(req.Project, req.RunID, req.OperationID)); err != nil {
-		return kernel.Event{}, false, fmt.Errorf("reconcile: lock operation: %w", err)
+		return Recorded{}, fmt.Errorf("reconcile: lock operation: %w", err)
 	}
-	evs, err := queryEvents(ctx, tx, operationEventsSQL, req.Project, req.RunID, req.OperationID)
+	evs, err := operationEvents(ctx, tx, req.Project, req.RunID, req.OperationID)
 	if err != nil {
-		return kernel.Event{}, false, fmt.Errorf("reconcile: read operation %s/%s/%s: %w", req.Project, req.RunID, req.OperationID, err)
+		return Recorded{}, fmt.Errorf("reconcile: read operation %s/%s/%s: %w", req.Project, req.RunID, req.OperationID, err)
 	}
 	var started *kernel.Event
 	var recs []kernel.Event
@@ -169,7 +170,7 @@ func (s *Service) reconcileTx(ctx context.Context, tx pgx.Tx, req ReconcileReque
 		}
 	}
 	if started == nil {
-		return kernel.Event{}, false, kernel.Errorf(kernel.ENotFound,
+		return Recorded{}, kernel.Errorf(kernel.ENotFound,
 			"no tool.started for operation %q of run %q in project %q; check the ids (GET /v1/agent/operations lists unresolved operations)",
 			req.OperationID, req.RunID, req.Project)
 	}
@@ -183,44 +184,44 @@ func (s *Service) reconcileTx(ctx context.Context, tx pgx.Tx, req ReconcileReque
 	if req.IdempotencyKey != "" {
 		eventID = keyedEventID(req)
 		for _, r := range recs {
-			if r.SourceID == kernel.KernelSource && r.EventID == eventID {
-				if sameVerdict(r, req) {
-					return r, true, nil
+			if r.SourceID == kernel.SourceKernel && r.EventID == eventID {
+				if sameReconciliation(r, req) {
+					return Recorded{Event: r, Repeated: true}, nil
 				}
-				return kernel.Event{}, false, kernel.Errorf(kernel.EConflict,
-					"idempotency key %q was already used for a different verdict on this operation (event %s); use a new key for a new verdict",
+				return Recorded{}, kernel.Errorf(kernel.EConflict,
+					"idempotency key %q was already used for a different reconciliation of this operation (event %s); use a new key for a new one",
 					req.IdempotencyKey, r.Key())
 			}
 		}
 	} else {
-		if latest != nil && sameVerdict(*latest, req) && now.Sub(latest.TS) <= s.o.Window {
-			return *latest, true, nil
+		if latest != nil && sameReconciliation(*latest, req) && now.Sub(latest.TS) <= s.cfg.Window {
+			return Recorded{Event: *latest, Repeated: true}, nil
 		}
 		eventID = bodyEventID(req, len(recs)+1)
 	}
 
-	if !req.human() {
+	if !req.ruling() {
 		// The supervisor settles unsettled operations only: it never
-		// overrides a human, and a verdict built from a listing that an
-		// earlier verdict or a late terminal event has since overtaken is
-		// refused rather than recorded over it.
+		// overrides an operator, and a reconciliation built from a listing
+		// that an earlier reconciliation or a late terminal event has since
+		// overtaken is refused rather than recorded over it.
 		for _, r := range recs {
-			if strings.HasPrefix(r.Actor, "operator:") {
-				return kernel.Event{}, false, kernel.Errorf(kernel.EConflict,
-					"operation %q of run %q is already settled by a human verdict (%s by %s); a supervisor never overrides a human",
+			if kernel.IsOperator(r.Actor) {
+				return Recorded{}, kernel.Errorf(kernel.EConflict,
+					"operation %q of run %q is already settled by an operator's ruling (%s by %s); a supervisor never overrides an operator",
 					req.OperationID, req.RunID, r.Key(), r.Actor)
 			}
 		}
 		for _, e := range evs {
 			if e.Settles() {
-				return kernel.Event{}, false, kernel.Errorf(kernel.EConflict,
+				return Recorded{}, kernel.Errorf(kernel.EConflict,
 					"operation %q of run %q is already settled by %s (%s); the supervisor only settles unresolved operations",
 					req.OperationID, req.RunID, e.Type, e.Key())
 			}
 		}
 	}
 
-	data := kernel.Reconciled{
+	data := kernel.Reconciliation{
 		OperationID: req.OperationID, Effect: req.Effect, Note: req.Note,
 		Basis: req.Basis, Evidence: req.Evidence, ProposedEffect: req.ProposedEffect,
 	}
@@ -228,17 +229,17 @@ func (s *Service) reconcileTx(ctx context.Context, tx pgx.Tx, req ReconcileReque
 		k := latest.Key()
 		data.Supersedes = &k
 	}
-	ev, err := kernel.NewEvent(kernel.KernelSource, eventID, req.Project, req.RunID,
+	ev, err := kernel.NewEvent(kernel.SourceKernel, eventID, req.Project, req.RunID,
 		kernel.TypeOperationReconciled, req.Actor, now, data)
 	if err != nil {
-		return kernel.Event{}, false, err
+		return Recorded{}, err
 	}
 	sk := started.Key()
 	ev.ParentEventID = &sk
 	if err := outbox.Enqueue(ctx, tx, ev); err != nil {
-		return kernel.Event{}, false, fmt.Errorf("reconcile: enqueue %s: %w", ev.Key(), err)
+		return Recorded{}, fmt.Errorf("reconcile: enqueue %s: %w", ev.Key(), err)
 	}
-	return ev, false, nil
+	return Recorded{Event: ev}, nil
 }
 
 // lockKey names one operation for the advisory lock, length-prefixed so
@@ -259,15 +260,15 @@ func digest(parts ...string) string {
 
 // keyedEventID derives the event id from the idempotency key, scoped to the
 // operation and the actor.
-func keyedEventID(r ReconcileRequest) string {
+func keyedEventID(r ReconcileParams) string {
 	return eventIDFor(r, "k-"+digest(r.Project, r.Actor, r.IdempotencyKey)[:24])
 }
 
 // bodyEventID derives the event id from the request and the number of
-// verdicts before it: the same body at the same point of the operation's
-// history is the same event, while the same body after another verdict is a
-// new one.
-func bodyEventID(r ReconcileRequest, n int) string {
+// reconciliations before it: the same body at the same point of the
+// operation's history is the same event, while the same body after another
+// reconciliation is a new one.
+func bodyEventID(r ReconcileParams, n int) string {
 	ev := ""
 	if r.Evidence != nil {
 		if c, err := kernel.Canonical(r.Evidence); err == nil {
@@ -278,7 +279,7 @@ func bodyEventID(r ReconcileRequest, n int) string {
 	return eventIDFor(r, strconv.Itoa(n)+"-"+d)
 }
 
-func eventIDFor(r ReconcileRequest, suffix string) string {
+func eventIDFor(r ReconcileParams, suffix string) string {
 	id := r.RunID + "/" + r.OperationID + "/reconciled/" + suffix
 	if len(id) > kernel.MaxKeyLen {
 		id = "reconciled/" + digest(r.Project, r.RunID, r.OperationID)[:32] + "/" + suffix
@@ -286,9 +287,9 @@ func eventIDFor(r ReconcileRequest, suffix string) string {
 	return id
 }
 
-// sameVerdict reports whether the recorded event says what req says.
-func sameVerdict(e kernel.Event, req ReconcileRequest) bool {
-	var d kernel.Reconciled
+// sameReconciliation reports whether the recorded event says what req says.
+func sameReconciliation(e kernel.Event, req ReconcileParams) bool {
+	var d kernel.Reconciliation
 	if e.Actor != req.Actor || e.DecodeData(&d) != nil {
 		return false
 	}
@@ -316,89 +317,75 @@ func (s *Service) History(ctx context.Context, project, runID, operationID strin
 			return nil, kernel.Errorf(kernel.EInvalid, "%s is required", f.name)
 		}
 	}
-	ops, err := queryEvents(ctx, s.pool, operationEventsSQL, project, runID, operationID)
+	ops, err := operationEvents(ctx, s.pool, project, runID, operationID)
 	if err != nil {
 		return nil, fmt.Errorf("history of %s/%s/%s: %w", project, runID, operationID, err)
 	}
 	if len(ops) == 0 {
 		return nil, kernel.Errorf(kernel.ENotFound, "no events for operation %q of run %q in project %q", operationID, runID, project)
 	}
-	verdicts, err := queryEvents(ctx, s.pool, verdictEventsSQL, project, runID, operationID)
+	verdicts, err := verdictEvents(ctx, s.pool, project, runID, operationID)
 	if err != nil {
 		return nil, fmt.Errorf("history of %s/%s/%s: verdicts: %w", project, runID, operationID, err)
 	}
 	return mergeEvents(ops, verdicts), nil
 }
 
-// querier is a pool or a transaction.
-type querier interface {
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-}
-
-// orderedEvent is an event with where it was read from.
-type orderedEvent struct {
-	ev      kernel.Event
-	pending bool
-	ord     int64
-}
-
-// queryEvents runs one of the journal+outbox statements and returns its
-// events deduplicated by key (the journal's copy wins) in event-time order.
-func queryEvents(ctx context.Context, q querier, sql string, args ...any) ([]kernel.Event, error) {
-	rows, err := q.Query(ctx, sql, args...)
+// operationEvents returns every event of one operation — in the journal,
+// and still on its way in the outbox, so decisions never miss a
+// reconciliation that is pending — deduplicated by key (the journal's copy
+// wins) in event-time order. The outbox is read first (see
+// outbox.Pending).
+func operationEvents(ctx context.Context, q outbox.DBTX, project, runID, operationID string) ([]kernel.Event, error) {
+	pending, err := outbox.Pending(ctx, q, outbox.PendingFilter{Project: project, RunID: runID, OperationID: operationID})
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var out []orderedEvent
-	for rows.Next() {
-		var o orderedEvent
-		var psrc, pid *string
-		e := &o.ev
-		if err := rows.Scan(&o.pending, &o.ord, &e.SourceID, &e.EventID, &e.Project, &e.RunID, &e.Type,
-			&e.TS, &e.Actor, &psrc, &pid, &e.Data); err != nil {
-			return nil, fmt.Errorf("scan event: %w", err)
-		}
-		e.TS = e.TS.UTC()
-		if psrc != nil && pid != nil {
-			e.ParentEventID = &kernel.EventKey{SourceID: *psrc, EventID: *pid}
-		}
-		out = append(out, o)
-	}
-	if err := rows.Err(); err != nil {
+	journaled, err := journal.OperationEvents(ctx, q, project, runID, operationID)
+	if err != nil {
 		return nil, err
 	}
-	return sortEvents(out), nil
+	return mergePending(journaled, pending), nil
 }
 
-func sortEvents(in []orderedEvent) []kernel.Event {
-	journaled := map[kernel.EventKey]bool{}
-	for _, o := range in {
-		if !o.pending {
-			journaled[o.ev.Key()] = true
+// verdictEvents returns the supervisor.verdict events of a run that name
+// the operation, journaled or pending.
+func verdictEvents(ctx context.Context, q outbox.DBTX, project, runID, operationID string) ([]kernel.Event, error) {
+	pending, err := outbox.Pending(ctx, q, outbox.PendingFilter{Project: project, RunID: runID, Types: []string{kernel.TypeSupervisorVerdict}})
+	if err != nil {
+		return nil, err
+	}
+	named := pending[:0]
+	for _, ev := range pending {
+		var v kernel.Verdict
+		if ev.DecodeData(&v) == nil && slices.Contains(v.OperationIDs, operationID) {
+			named = append(named, ev)
 		}
 	}
-	kept := in[:0]
-	for _, o := range in {
-		if o.pending && journaled[o.ev.Key()] {
-			continue
-		}
-		kept = append(kept, o)
+	journaled, err := journal.VerdictsNaming(ctx, q, project, runID, operationID)
+	if err != nil {
+		return nil, err
 	}
-	sort.SliceStable(kept, func(i, j int) bool {
-		a, b := kept[i], kept[j]
-		if !a.ev.TS.Equal(b.ev.TS) {
-			return a.ev.TS.Before(b.ev.TS)
-		}
-		if a.pending != b.pending {
-			return !a.pending
-		}
-		return a.ord < b.ord
-	})
-	out := make([]kernel.Event, len(kept))
-	for i, o := range kept {
-		out[i] = o.ev
+	return mergePending(journaled, named), nil
+}
+
+// mergePending merges journaled events (in journal order) with pending
+// ones (in enqueue order), dropping a pending copy of a journaled key, in
+// event-time order: journaled before pending at the same instant, each
+// side keeping its own order.
+func mergePending(journaled []journal.StoredEvent, pending []kernel.Event) []kernel.Event {
+	seen := make(map[kernel.EventKey]bool, len(journaled))
+	out := make([]kernel.Event, 0, len(journaled)+len(pending))
+	for _, e := range journaled {
+		seen[e.Key()] = true
+		out = append(out, e.Event)
 	}
+	for _, e := range pending {
+		if !seen[e.Key()] {
+			out = append(out, e)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].TS.Before(out[j].TS) })
 	return out
 }
 

@@ -1,12 +1,15 @@
 package operations_test
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/seed-7bc021c3/reckon/internal/reckontest"
 	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/operations"
 )
@@ -14,25 +17,25 @@ import (
 // uncertainOp journals a run whose op-1 failed uncertain and returns the
 // tool.started key.
 func uncertainOp(e *env, project, run, source string) kernel.EventKey {
-	b := evb{project: project, run: run, source: source}
-	s := b.started("op-1", "run_command", ago(time.Hour))
-	e.ingest(b.runStarted(ago(2*time.Hour)), s, b.failed("op-1", kernel.EffectUncertain, ago(59*time.Minute)), b.runFailed(ago(58*time.Minute)))
+	b := reckontest.Run{Project: project, RunID: run, Source: source}
+	s := b.Started("op-1", "run_command", ago(time.Hour))
+	e.Ingest(b.RunStarted(ago(2*time.Hour)), s, b.Failed("op-1", kernel.EffectUncertain, ago(59*time.Minute)), b.RunFailed(ago(58*time.Minute)))
 	return s.Key()
 }
 
-func human(project, run, effect, note string) operations.ReconcileRequest {
-	return operations.ReconcileRequest{Project: project, RunID: run, OperationID: "op-1", Effect: effect, Note: note,
+func human(project, run, effect, note string) operations.ReconcileParams {
+	return operations.ReconcileParams{Project: project, RunID: run, OperationID: "op-1", Effect: effect, Note: note,
 		Basis: kernel.BasisOperator, Actor: "operator:ann"}
 }
 
-func supervisor(project, run, effect string) operations.ReconcileRequest {
-	return operations.ReconcileRequest{Project: project, RunID: run, OperationID: "op-1", Effect: effect, Note: "inferred from the wall",
+func supervisor(project, run, effect string) operations.ReconcileParams {
+	return operations.ReconcileParams{Project: project, RunID: run, OperationID: "op-1", Effect: effect, Note: "inferred from the wall",
 		Basis: kernel.BasisInference, Actor: kernel.ActorSupervisor}
 }
 
-func decodeRec(t *testing.T, ev kernel.Event) kernel.Reconciled {
+func decodeRec(t *testing.T, ev interface{ DecodeData(any) error }) kernel.Reconciliation {
 	t.Helper()
-	var d kernel.Reconciled
+	var d kernel.Reconciliation
 	if err := ev.DecodeData(&d); err != nil {
 		t.Fatal(err)
 	}
@@ -40,10 +43,10 @@ func decodeRec(t *testing.T, ev kernel.Event) kernel.Reconciled {
 }
 
 func outboxRows(e *env) int {
-	e.t.Helper()
+	e.T.Helper()
 	var n int
-	if err := e.s.Pool.QueryRow(e.ctx, `SELECT count(*) FROM kernel_event_outbox WHERE event->>'type' = 'operation.reconciled'`).Scan(&n); err != nil {
-		e.t.Fatal(err)
+	if err := e.Schema.Pool.QueryRow(e.Ctx, `SELECT count(*) FROM kernel_event_outbox WHERE event->>'type' = 'operation.reconciled'`).Scan(&n); err != nil {
+		e.T.Fatal(err)
 	}
 	return n
 }
@@ -55,30 +58,30 @@ func TestReconcileValidation(t *testing.T) {
 	ok := human("acme", "run-1", kernel.EffectOccurred, "file is there")
 	cases := []struct {
 		name string
-		mod  func(r *operations.ReconcileRequest)
+		mod  func(r *operations.ReconcileParams)
 		code string
 	}{
-		{"effect uncertain is not a verdict", func(r *operations.ReconcileRequest) { r.Effect = "uncertain" }, kernel.EInvalid},
-		{"effect outside vocabulary", func(r *operations.ReconcileRequest) { r.Effect = "maybe" }, kernel.EInvalid},
-		{"note over 2000 bytes", func(r *operations.ReconcileRequest) { r.Note = strings.Repeat("x", 2001) }, kernel.EInvalid},
-		{"note missing", func(r *operations.ReconcileRequest) { r.Note = "  " }, kernel.EInvalid},
-		{"project missing", func(r *operations.ReconcileRequest) { r.Project = "" }, kernel.EInvalid},
-		{"run_id missing", func(r *operations.ReconcileRequest) { r.RunID = "" }, kernel.EInvalid},
-		{"operation_id missing", func(r *operations.ReconcileRequest) { r.OperationID = "" }, kernel.EInvalid},
-		{"effect missing", func(r *operations.ReconcileRequest) { r.Effect = "" }, kernel.EInvalid},
-		{"evidence not JSON", func(r *operations.ReconcileRequest) { r.Evidence = json.RawMessage(`{nope`) }, kernel.EInvalid},
-		{"actor missing", func(r *operations.ReconcileRequest) { r.Actor = "" }, kernel.EInvalid},
-		{"human with inference basis", func(r *operations.ReconcileRequest) { r.Basis = kernel.BasisInference }, kernel.EInvalid},
-		{"supervisor with operator basis", func(r *operations.ReconcileRequest) { r.Actor = kernel.ActorSupervisor }, kernel.EInvalid},
-		{"unknown operation", func(r *operations.ReconcileRequest) { r.OperationID = "op-9" }, kernel.ENotFound},
-		{"unknown run", func(r *operations.ReconcileRequest) { r.RunID = "run-9" }, kernel.ENotFound},
-		{"other project", func(r *operations.ReconcileRequest) { r.Project = "other" }, kernel.ENotFound},
-		{"note of exactly 2000 bytes", func(r *operations.ReconcileRequest) { r.Note = strings.Repeat("x", 2000) }, ""},
+		{"effect uncertain is not a verdict", func(r *operations.ReconcileParams) { r.Effect = "uncertain" }, kernel.EInvalid},
+		{"effect outside vocabulary", func(r *operations.ReconcileParams) { r.Effect = "maybe" }, kernel.EInvalid},
+		{"note over 2000 bytes", func(r *operations.ReconcileParams) { r.Note = strings.Repeat("x", 2001) }, kernel.EInvalid},
+		{"note missing", func(r *operations.ReconcileParams) { r.Note = "  " }, kernel.EInvalid},
+		{"project missing", func(r *operations.ReconcileParams) { r.Project = "" }, kernel.EInvalid},
+		{"run_id missing", func(r *operations.ReconcileParams) { r.RunID = "" }, kernel.EInvalid},
+		{"operation_id missing", func(r *operations.ReconcileParams) { r.OperationID = "" }, kernel.EInvalid},
+		{"effect missing", func(r *operations.ReconcileParams) { r.Effect = "" }, kernel.EInvalid},
+		{"evidence not JSON", func(r *operations.ReconcileParams) { r.Evidence = json.RawMessage(`{nope`) }, kernel.EInvalid},
+		{"actor missing", func(r *operations.ReconcileParams) { r.Actor = "" }, kernel.EInvalid},
+		{"human with inference basis", func(r *operations.ReconcileParams) { r.Basis = kernel.BasisInference }, kernel.EInvalid},
+		{"supervisor with operator basis", func(r *operations.ReconcileParams) { r.Actor = kernel.ActorSupervisor }, kernel.EInvalid},
+		{"unknown operation", func(r *operations.ReconcileParams) { r.OperationID = "op-9" }, kernel.ENotFound},
+		{"unknown run", func(r *operations.ReconcileParams) { r.RunID = "run-9" }, kernel.ENotFound},
+		{"other project", func(r *operations.ReconcileParams) { r.Project = "other" }, kernel.ENotFound},
+		{"note of exactly 2000 bytes", func(r *operations.ReconcileParams) { r.Note = strings.Repeat("x", 2000) }, ""},
 	}
 	for _, c := range cases {
 		req := ok
 		c.mod(&req)
-		_, err := e.svc.Reconcile(e.ctx, req)
+		_, err := e.Ops.Reconcile(e.Ctx, req)
 		if kernel.ErrorCode(err) != c.code {
 			t.Errorf("%s: %v (code %q), want %q", c.name, err, kernel.ErrorCode(err), c.code)
 		}
@@ -92,31 +95,31 @@ func TestReconcileWritesThroughOutbox(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil)
 	started := uncertainOp(e, "acme", "run-1", "agent-x")
-	if items, _ := e.list("acme"); items["run-1/op-1"].State != operations.StateFailedUncertain {
+	if items, _ := e.List("acme"); items["run-1/op-1"].State != operations.StateFailedUncertain {
 		t.Fatalf("before: %v", items)
 	}
 	req := human("acme", "run-1", kernel.EffectOccurred, "drill-proof.txt is in the workspace")
 	req.Evidence = json.RawMessage(`{"workspace_file": "/ws/acme/run-1/drill-proof.txt"}`)
-	ev, err := e.svc.Reconcile(e.ctx, req)
+	ev, err := e.Ops.Reconcile(e.Ctx, req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	d := decodeRec(t, ev)
-	if ev.SourceID != kernel.KernelSource || ev.Type != kernel.TypeOperationReconciled || ev.Actor != "operator:ann" ||
+	if ev.SourceID != kernel.SourceKernel || ev.Type != kernel.TypeOperationReconciled || ev.Actor != "operator:ann" ||
 		ev.ParentEventID == nil || *ev.ParentEventID != started || d.Basis != kernel.BasisOperator ||
 		d.Effect != kernel.EffectOccurred || d.Supersedes != nil || d.OperationID != "op-1" || !ev.TS.Equal(t0) {
 		t.Fatalf("event %+v data %+v", ev, d)
 	}
 	// Not yet published: the journal has not seen it, the listing still
 	// shows the operation (it clears when the event lands).
-	if items, _ := e.list("acme"); len(items) != 1 {
+	if items, _ := e.List("acme"); len(items) != 1 {
 		t.Fatalf("listing before publication: %v", items)
 	}
-	e.drain()
-	if items, _ := e.list("acme"); len(items) != 0 {
+	e.Drain()
+	if items, _ := e.List("acme"); len(items) != 0 {
 		t.Fatalf("listing after reconcile: %v", items)
 	}
-	stored, err := e.j.Event(e.ctx, ev.Key())
+	stored, err := e.Journal.Event(e.Ctx, ev.Key())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,24 +137,24 @@ func TestReconcileIdempotent(t *testing.T) {
 	// clock moved on.
 	keyed := human("acme", "run-1", kernel.EffectOccurred, "seen it")
 	keyed.IdempotencyKey = "k-123"
-	first, err := e.svc.Reconcile(e.ctx, keyed)
+	first, err := e.Ops.Reconcile(e.Ctx, keyed)
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.clock.Set(t0.Add(time.Minute))
-	again, err := e.svc.Reconcile(e.ctx, keyed)
+	e.Clock.Set(t0.Add(time.Minute))
+	again, err := e.Ops.Reconcile(e.Ctx, keyed)
 	if err != nil || again.Key() != first.Key() || !again.TS.Equal(first.TS) {
 		t.Fatalf("repeat while pending: %v %+v", err, again)
 	}
-	e.drain()
-	again, err = e.svc.Reconcile(e.ctx, keyed)
+	e.Drain()
+	again, err = e.Ops.Reconcile(e.Ctx, keyed)
 	if err != nil || again.Key() != first.Key() || !again.TS.Equal(first.TS) {
 		t.Fatalf("repeat after publication: %v %+v", err, again)
 	}
 	// The same key for a different verdict is a conflict, not a silent no-op.
 	changed := keyed
 	changed.Effect = kernel.EffectNone
-	if _, err := e.svc.Reconcile(e.ctx, changed); kernel.ErrorCode(err) != kernel.EConflict {
+	if _, err := e.Ops.Reconcile(e.Ctx, changed); kernel.ErrorCode(err) != kernel.EConflict {
 		t.Fatalf("key reuse with another body: %v", err)
 	}
 	if n := outboxRows(e); n != 1 {
@@ -161,12 +164,12 @@ func TestReconcileIdempotent(t *testing.T) {
 	// Same body without a key, within the window: same event.
 	uncertainOp(e, "acme", "run-2", "agent-x")
 	body := human("acme", "run-2", kernel.EffectNone, "never ran")
-	a, err := e.svc.Reconcile(e.ctx, body)
+	a, err := e.Ops.Reconcile(e.Ctx, body)
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.clock.Set(t0.Add(2 * time.Hour))
-	b, err := e.svc.Reconcile(e.ctx, body)
+	e.Clock.Set(t0.Add(2 * time.Hour))
+	b, err := e.Ops.Reconcile(e.Ctx, body)
 	if err != nil || b.Key() != a.Key() {
 		t.Fatalf("body repeat: %v %v vs %v", err, b.Key(), a.Key())
 	}
@@ -174,11 +177,11 @@ func TestReconcileIdempotent(t *testing.T) {
 	// supersedes the second (a repeat only counts against the latest).
 	other := body
 	other.Effect, other.Note = kernel.EffectOccurred, "found the file after all"
-	c, err := e.svc.Reconcile(e.ctx, other)
+	c, err := e.Ops.Reconcile(e.Ctx, other)
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := e.svc.Reconcile(e.ctx, body)
+	d, err := e.Ops.Reconcile(e.Ctx, body)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,15 +189,15 @@ func TestReconcileIdempotent(t *testing.T) {
 		t.Fatalf("A,B,A: %v supersedes %v", d.Key(), decodeRec(t, d).Supersedes)
 	}
 	// Beyond the window the same body is a new verdict.
-	e.clock.Set(t0.Add(2*time.Hour + 169*time.Hour))
-	f, err := e.svc.Reconcile(e.ctx, body)
+	e.Clock.Set(t0.Add(2*time.Hour + 169*time.Hour))
+	f, err := e.Ops.Reconcile(e.Ctx, body)
 	if err != nil || f.Key() == d.Key() {
 		t.Fatalf("repeat beyond the window: %v %v", err, f.Key())
 	}
 	if n := outboxRows(e); n != 5 {
 		t.Fatalf("%d rows, want 5", n)
 	}
-	e.drain()
+	e.Drain()
 }
 
 func TestOverrideAndSupervisorProtection(t *testing.T) {
@@ -203,26 +206,26 @@ func TestOverrideAndSupervisorProtection(t *testing.T) {
 
 	// Supervisor first (published), then a human: an override.
 	uncertainOp(e, "acme", "run-1", "agent-x")
-	sv, err := e.svc.Reconcile(e.ctx, supervisor("acme", "run-1", kernel.EffectNone))
+	sv, err := e.Ops.Reconcile(e.Ctx, supervisor("acme", "run-1", kernel.EffectNone))
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.drain()
-	h, err := e.svc.Reconcile(e.ctx, human("acme", "run-1", kernel.EffectOccurred, "the issue exists"))
+	e.Drain()
+	h, err := e.Ops.Reconcile(e.Ctx, human("acme", "run-1", kernel.EffectOccurred, "the issue exists"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if s := decodeRec(t, h).Supersedes; s == nil || *s != sv.Key() {
 		t.Fatalf("override supersedes %v, want %v", s, sv.Key())
 	}
-	e.drain()
+	e.Drain()
 	// A later supervisor pass never overrides the human.
-	if _, err := e.svc.Reconcile(e.ctx, supervisor("acme", "run-1", kernel.EffectUnknown)); kernel.ErrorCode(err) != kernel.EConflict {
+	if _, err := e.Ops.Reconcile(e.Ctx, supervisor("acme", "run-1", kernel.EffectUnknown)); kernel.ErrorCode(err) != kernel.EConflict {
 		t.Fatalf("supervisor over human: %v", err)
 	}
 
 	// A human may correct a human: recorded, superseding the first.
-	h2, err := e.svc.Reconcile(e.ctx, human("acme", "run-1", kernel.EffectUnknown, "not sure after all"))
+	h2, err := e.Ops.Reconcile(e.Ctx, human("acme", "run-1", kernel.EffectUnknown, "not sure after all"))
 	if err != nil || decodeRec(t, h2).Supersedes == nil || *decodeRec(t, h2).Supersedes != h.Key() {
 		t.Fatalf("human over human: %v %+v", err, h2)
 	}
@@ -230,53 +233,53 @@ func TestOverrideAndSupervisorProtection(t *testing.T) {
 	// A supervisor verdict built from a stale listing is refused: over its
 	// own earlier verdict, and over a late terminal event.
 	uncertainOp(e, "acme", "run-6", "agent-x")
-	if _, err := e.svc.Reconcile(e.ctx, supervisor("acme", "run-6", kernel.EffectNone)); err != nil {
+	if _, err := e.Ops.Reconcile(e.Ctx, supervisor("acme", "run-6", kernel.EffectNone)); err != nil {
 		t.Fatal(err)
 	}
 	second := supervisor("acme", "run-6", kernel.EffectOccurred)
-	if _, err := e.svc.Reconcile(e.ctx, second); kernel.ErrorCode(err) != kernel.EConflict {
+	if _, err := e.Ops.Reconcile(e.Ctx, second); kernel.ErrorCode(err) != kernel.EConflict {
 		t.Fatalf("supervisor over supervisor: %v", err)
 	}
-	late := evb{project: "acme", run: "run-7", source: "agent-x"}
-	e.ingest(late.started("op-1", "run_command", ago(time.Hour)), late.completed("op-1", ago(time.Minute)))
-	if _, err := e.svc.Reconcile(e.ctx, supervisor("acme", "run-7", kernel.EffectNone)); kernel.ErrorCode(err) != kernel.EConflict {
+	late := reckontest.Run{Project: "acme", RunID: "run-7", Source: "agent-x"}
+	e.Ingest(late.Started("op-1", "run_command", ago(time.Hour)), late.Completed("op-1", ago(time.Minute)))
+	if _, err := e.Ops.Reconcile(e.Ctx, supervisor("acme", "run-7", kernel.EffectNone)); kernel.ErrorCode(err) != kernel.EConflict {
 		t.Fatalf("supervisor over a completed operation: %v", err)
 	}
 
 	// The human verdict still pending in the outbox protects too.
 	uncertainOp(e, "acme", "run-2", "agent-x")
-	if _, err := e.svc.Reconcile(e.ctx, human("acme", "run-2", kernel.EffectOccurred, "checked")); err != nil {
+	if _, err := e.Ops.Reconcile(e.Ctx, human("acme", "run-2", kernel.EffectOccurred, "checked")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.svc.Reconcile(e.ctx, supervisor("acme", "run-2", kernel.EffectNone)); kernel.ErrorCode(err) != kernel.EConflict {
+	if _, err := e.Ops.Reconcile(e.Ctx, supervisor("acme", "run-2", kernel.EffectNone)); kernel.ErrorCode(err) != kernel.EConflict {
 		t.Fatalf("supervisor over pending human: %v", err)
 	}
 	// And a pending supervisor verdict is superseded by a human.
 	uncertainOp(e, "acme", "run-3", "agent-x")
-	sv3, err := e.svc.Reconcile(e.ctx, supervisor("acme", "run-3", kernel.EffectNone))
+	sv3, err := e.Ops.Reconcile(e.Ctx, supervisor("acme", "run-3", kernel.EffectNone))
 	if err != nil {
 		t.Fatal(err)
 	}
-	h3, err := e.svc.Reconcile(e.ctx, human("acme", "run-3", kernel.EffectOccurred, "checked"))
+	h3, err := e.Ops.Reconcile(e.Ctx, human("acme", "run-3", kernel.EffectOccurred, "checked"))
 	if err != nil || decodeRec(t, h3).Supersedes == nil || *decodeRec(t, h3).Supersedes != sv3.Key() {
 		t.Fatalf("human over pending supervisor: %v %+v", err, h3)
 	}
 
 	// A tool.started still pending in the outbox is found (no 404).
-	b := evb{project: "acme", run: "run-4", source: kernel.KernelSource}
-	tx, err := e.s.Pool.Begin(e.ctx)
+	b := reckontest.Run{Project: "acme", RunID: "run-4", Source: kernel.SourceKernel}
+	tx, err := e.Schema.Pool.Begin(e.Ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	pending := b.started("op-1", "run_command", ago(time.Minute))
-	if _, err := tx.Exec(e.ctx, `INSERT INTO kernel_event_outbox (source_id, event_id, event, payload_digest) VALUES ($1, $2, $3, '\x00')`,
+	pending := b.Started("op-1", "run_command", ago(time.Minute))
+	if _, err := tx.Exec(e.Ctx, `INSERT INTO kernel_event_outbox (source_id, event_id, event, payload_digest) VALUES ($1, $2, $3, '\x00')`,
 		pending.SourceID, pending.EventID, mustJSON(pending)); err != nil {
 		t.Fatal(err)
 	}
-	if err := tx.Commit(e.ctx); err != nil {
+	if err := tx.Commit(e.Ctx); err != nil {
 		t.Fatal(err)
 	}
-	ev, err := e.svc.Reconcile(e.ctx, human("acme", "run-4", kernel.EffectNone, "never started"))
+	ev, err := e.Ops.Reconcile(e.Ctx, human("acme", "run-4", kernel.EffectNone, "never started"))
 	if err != nil || *ev.ParentEventID != pending.Key() {
 		t.Fatalf("reconcile of a pending tool.started: %v %+v", err, ev)
 	}
@@ -285,14 +288,14 @@ func TestOverrideAndSupervisorProtection(t *testing.T) {
 	// written.
 	uncertainOp(e, "acme", "run-5", "agent-x")
 	before := outboxRows(e)
-	tx, err = e.s.Pool.Begin(e.ctx)
+	tx, err = e.Schema.Pool.Begin(e.Ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.svc.ReconcileTx(e.ctx, tx, supervisor("acme", "run-5", kernel.EffectNone)); err != nil {
+	if _, err := e.Ops.ReconcileTx(e.Ctx, tx, supervisor("acme", "run-5", kernel.EffectNone)); err != nil {
 		t.Fatal(err)
 	}
-	_ = tx.Rollback(e.ctx)
+	_ = tx.Rollback(e.Ctx)
 	if outboxRows(e) != before {
 		t.Fatal("rolled-back ReconcileTx left a row")
 	}
@@ -320,14 +323,14 @@ func TestConcurrentHumanAndSupervisor(t *testing.T) {
 		wg.Add(2)
 		go func() {
 			defer wg.Done()
-			_, hErr = e.svc.Reconcile(e.ctx, human("acme", run, kernel.EffectOccurred, "checked"))
+			_, hErr = e.Ops.Reconcile(e.Ctx, human("acme", run, kernel.EffectOccurred, "checked"))
 		}()
-		go func() { defer wg.Done(); _, sErr = e.svc.Reconcile(e.ctx, supervisor("acme", run, kernel.EffectNone)) }()
+		go func() { defer wg.Done(); _, sErr = e.Ops.Reconcile(e.Ctx, supervisor("acme", run, kernel.EffectNone)) }()
 		wg.Wait()
 		if hErr != nil {
 			t.Fatalf("human verdict failed: %v", hErr)
 		}
-		evs, err := e.svc.History(e.ctx, "acme", run, "op-1")
+		evs, err := e.Ops.History(e.Ctx, "acme", run, "op-1")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -350,23 +353,23 @@ func TestHistoryChain(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil)
 	started := uncertainOp(e, "acme", "run-1", "agent-x")
-	e.clock.Set(t0.Add(time.Minute))
-	sv, err := e.svc.Reconcile(e.ctx, supervisor("acme", "run-1", kernel.EffectNone))
+	e.Clock.Set(t0.Add(time.Minute))
+	sv, err := e.Ops.Reconcile(e.Ctx, supervisor("acme", "run-1", kernel.EffectNone))
 	if err != nil {
 		t.Fatal(err)
 	}
-	verdict, _ := kernel.NewEvent(kernel.KernelSource, "run-1/verdict/1", "acme", "run-1", kernel.TypeSupervisorVerdict, kernel.ActorSupervisor,
+	verdict, _ := kernel.NewEvent(kernel.SourceKernel, "run-1/verdict/1", "acme", "run-1", kernel.TypeSupervisorVerdict, kernel.ActorSupervisor,
 		t0.Add(time.Minute), kernel.Verdict{Kind: kernel.VerdictKindReconciliation, OperationIDs: []string{"op-1"}, Supervisor: "builtin",
 			Causes: []string{}, Remedies: []string{}})
-	e.ingest(verdict)
-	e.drain()
-	e.clock.Set(t0.Add(2 * time.Minute))
-	h, err := e.svc.Reconcile(e.ctx, human("acme", "run-1", kernel.EffectOccurred, "the file is there"))
+	e.Ingest(verdict)
+	e.Drain()
+	e.Clock.Set(t0.Add(2 * time.Minute))
+	h, err := e.Ops.Reconcile(e.Ctx, human("acme", "run-1", kernel.EffectOccurred, "the file is there"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	// h is still pending in the outbox: history shows it already.
-	evs, err := e.svc.History(e.ctx, "acme", "run-1", "op-1")
+	evs, err := e.Ops.History(e.Ctx, "acme", "run-1", "op-1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -384,12 +387,59 @@ func TestHistoryChain(t *testing.T) {
 	if d := decodeRec(t, evs[4]); d.Basis != kernel.BasisOperator || *d.Supersedes != sv.Key() {
 		t.Fatalf("override in history: %+v", d)
 	}
-	e.drain()
-	evs2, err := e.svc.History(e.ctx, "acme", "run-1", "op-1")
+	e.Drain()
+	evs2, err := e.Ops.History(e.Ctx, "acme", "run-1", "op-1")
 	if err != nil || len(evs2) != len(evs) {
 		t.Fatalf("history after publication: %d events, %v", len(evs2), err)
 	}
-	if _, err := e.svc.History(e.ctx, "acme", "run-1", "op-9"); kernel.ErrorCode(err) != kernel.ENotFound {
+	if _, err := e.Ops.History(e.Ctx, "acme", "run-1", "op-9"); kernel.ErrorCode(err) != kernel.ENotFound {
 		t.Fatalf("history of unknown op: %v", err)
 	}
 }
+
+// t0 is "now" in most tests (the bundle clock's start); events are placed
+// relative to it.
+var t0 = reckontest.T0
+
+// env is one test's bundle: schema, journal, publisher, the operations
+// service on the bundle's clock.
+type env = reckontest.Bundle
+
+func newEnv(t *testing.T, live operations.Liveness) *env {
+	t.Helper()
+	return reckontest.Setup(t, reckontest.Config{Operations: operations.Config{
+		Window: 168 * time.Hour, StaleAfter: 10 * time.Minute, Liveness: live,
+	}})
+}
+
+// ruling is an operator's ruling under the kernel's source, as the
+// reconcile path writes it (used to build journals by hand).
+func ruling(project, run, op, effect string, parent kernel.EventKey, ts time.Time) kernel.Event {
+	return reckontest.Run{Project: project, RunID: run, Source: kernel.SourceKernel}.Ruling(op, effect, parent, ts)
+}
+
+// fakeLiveness answers from a map; runs in errs fail.
+type fakeLiveness struct {
+	mu      sync.Mutex
+	running map[string]bool
+	errs    map[string]bool
+	failAll bool
+	calls   int
+	asked   map[string]int
+}
+
+func (f *fakeLiveness) Running(_ context.Context, project, runID string) (bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls++
+	if f.asked == nil {
+		f.asked = map[string]int{}
+	}
+	f.asked[runID]++
+	if f.failAll || f.errs[runID] {
+		return false, fmt.Errorf("temporal unavailable")
+	}
+	return f.running[runID], nil
+}
+
+func intp(n int) *int { return &n }

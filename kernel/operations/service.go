@@ -11,18 +11,18 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/seed-7bc021c3/reckon/kernel"
-	"github.com/seed-7bc021c3/reckon/kernel/runner"
+	"github.com/seed-7bc021c3/reckon/kernel/journal"
 )
 
-// Defaults of Options.
+// Defaults of Config.
 const (
 	DefaultWindow        = 168 * time.Hour
 	DefaultStaleAfter    = 10 * time.Minute
 	DefaultLivenessCalls = 64
 )
 
-// Options configures a Service.
-type Options struct {
+// Config configures a Service.
+type Config struct {
 	// Window bounds the listing over event time (RECKON_OPERATIONS_WINDOW):
 	// a tool.started older than now-Window is not listed. It is also the
 	// span within which the same reconcile body is answered idempotently.
@@ -46,12 +46,13 @@ type Options struct {
 
 // Service is the operations projection and the reconciliation path.
 type Service struct {
-	pool *pgxpool.Pool
-	o    Options
+	pool    *pgxpool.Pool
+	journal *journal.Store
+	cfg     Config
 }
 
 // New returns a Service over the journal in pool.
-func New(pool *pgxpool.Pool, opts Options) *Service {
+func New(pool *pgxpool.Pool, opts Config) *Service {
 	if opts.Window <= 0 {
 		opts.Window = DefaultWindow
 	}
@@ -67,10 +68,10 @@ func New(pool *pgxpool.Pool, opts Options) *Service {
 	if opts.Metrics == nil {
 		opts.Metrics = NewMetrics(nil)
 	}
-	return &Service{pool: pool, o: opts}
+	return &Service{pool: pool, journal: journal.New(pool, nil), cfg: opts}
 }
 
-func (s *Service) now() time.Time { return s.o.Now().UTC() }
+func (s *Service) now() time.Time { return s.cfg.Now().UTC() }
 
 // maxRounds bounds the queries of one listing call when many candidates are
 // hidden (young operations of running runs); the page then ends early with
@@ -96,7 +97,7 @@ func (s *Service) List(ctx context.Context, p ListParams) (Page, error) {
 	page, err := s.list(ctx, p)
 	// A malformed request is the caller's mistake, not a listing.
 	if kernel.ErrorCode(err) != kernel.EInvalid {
-		s.o.Metrics.observeList(time.Since(start).Seconds(), page, err)
+		s.cfg.Metrics.observeList(time.Since(start).Seconds(), page, err)
 	}
 	return page, err
 }
@@ -107,7 +108,7 @@ func (s *Service) list(ctx context.Context, p ListParams) (Page, error) {
 		return Page{}, err
 	}
 	now := s.now()
-	since := now.Add(-s.o.Window)
+	since := now.Add(-s.cfg.Window)
 	start := position{ts: since, seq: 0}
 	if p.Cursor != "" {
 		c, err := decodeCursor(p.Cursor)
@@ -117,7 +118,7 @@ func (s *Service) list(ctx context.Context, p ListParams) (Page, error) {
 		start = position{ts: c.ts, seq: c.seq + 1}
 	}
 
-	lv := &listingLiveness{s: s, known: map[string]livenessAnswer{}, budget: s.o.LivenessCalls}
+	lv := &listingLiveness{s: s, known: map[string]livenessAnswer{}, budget: s.cfg.LivenessCalls}
 	page := Page{Operations: []Item{}}
 	for round := 0; round < maxRounds; round++ {
 		need := limit - len(page.Operations)
@@ -194,18 +195,10 @@ func (s *Service) fetch(ctx context.Context, project, runID string, since time.T
 	return out, nil
 }
 
-// startedData is what the listing reads from tool.started.data.
-type startedData struct {
-	Tool          string          `json:"tool"`
-	Args          json.RawMessage `json:"args"`
-	ReissueOf     string          `json:"reissue_of"`
-	Postcondition json.RawMessage `json:"postcondition"`
-}
-
 // classify turns a candidate into an item, or hides it when it is not
 // unresolved yet (a young operation of a running run).
 func (s *Service) classify(c candidate, project string, now time.Time, lv *listingLiveness) (Item, bool, error) {
-	var d startedData
+	var d kernel.ToolStarted
 	if err := json.Unmarshal(c.data, &d); err != nil {
 		return Item{}, false, fmt.Errorf("tool.started %s: decode data: %w", c.key, err)
 	}
@@ -225,13 +218,13 @@ func (s *Service) classify(c candidate, project string, now time.Time, lv *listi
 		}
 		it.State = StateFailedUncertain
 		it.ChildRunID = f.ChildRunID
-		it.ChildOpsTotal, it.ChildOpsUnresolved = f.ChildOpsTotal, f.ChildOpsUnresolved
+		it.ChildSummary = f.ChildSummary()
 	} else {
 		running, known := lv.running(c)
 		switch {
 		case known && !running:
 			it.State = StateCrashWindow
-		case now.Sub(c.pos.ts) >= s.o.StaleAfter:
+		case now.Sub(c.pos.ts) >= s.cfg.StaleAfter:
 			it.State = StateStaleInFlight
 			it.LivenessUnknown = !known
 		default:
@@ -239,8 +232,8 @@ func (s *Service) classify(c candidate, project string, now time.Time, lv *listi
 			return Item{}, false, nil
 		}
 	}
-	if it.ChildRunID == "" && it.Tool == runner.DelegateTool {
-		it.ChildRunID = runner.ChildRunID(c.runID, c.operationID)
+	if it.ChildRunID == "" && it.Tool == kernel.DelegateTool {
+		it.ChildRunID = kernel.ChildRunID(c.runID, c.operationID)
 	}
 	return it, true, nil
 }
@@ -254,19 +247,20 @@ func nonNull(raw json.RawMessage) json.RawMessage {
 
 // childSummaries fills the child counts of delegations whose failure did not
 // carry them, from the child runs' own events, in one query for the page (a
-// child run without any tool.started counts 0 and 0).
+// child run without any tool.started counts 0 and 0). childSummarySQL
+// counts as kernel.Replay does; TestChildSummarySQLMatchesReplay holds the
+// two together.
 func (s *Service) childSummaries(ctx context.Context, project string, items []Item) error {
 	var runs []string
 	for _, it := range items {
-		if it.ChildRunID != "" && it.ChildOpsTotal == nil {
+		if it.ChildRunID != "" && it.ChildSummary == nil {
 			runs = append(runs, it.ChildRunID)
 		}
 	}
 	if len(runs) == 0 {
 		return nil
 	}
-	type counts struct{ total, unresolved int }
-	got := make(map[string]counts, len(runs))
+	got := make(map[string]kernel.ChildSummary, len(runs))
 	rows, err := s.pool.Query(ctx, childSummarySQL, project, runs)
 	if err != nil {
 		return fmt.Errorf("child summaries in %s: %w", project, err)
@@ -274,8 +268,8 @@ func (s *Service) childSummaries(ctx context.Context, project string, items []It
 	defer rows.Close()
 	for rows.Next() {
 		var run string
-		var c counts
-		if err := rows.Scan(&run, &c.total, &c.unresolved); err != nil {
+		var c kernel.ChildSummary
+		if err := rows.Scan(&run, &c.Total, &c.Unresolved); err != nil {
 			return fmt.Errorf("child summaries in %s: scan: %w", project, err)
 		}
 		got[run] = c
@@ -285,11 +279,11 @@ func (s *Service) childSummaries(ctx context.Context, project string, items []It
 	}
 	for i := range items {
 		it := &items[i]
-		if it.ChildRunID == "" || it.ChildOpsTotal != nil {
+		if it.ChildRunID == "" || it.ChildSummary != nil {
 			continue
 		}
 		c := got[it.ChildRunID]
-		it.ChildOpsTotal, it.ChildOpsUnresolved = &c.total, &c.unresolved
+		it.ChildSummary = &c
 	}
 	return nil
 }
@@ -297,7 +291,7 @@ func (s *Service) childSummaries(ctx context.Context, project string, items []It
 // Projects returns the projects that have open operations inside the window
 // (the sweep iterates these).
 func (s *Service) Projects(ctx context.Context) ([]string, error) {
-	rows, err := s.pool.Query(ctx, projectsSQL, s.now().Add(-s.o.Window))
+	rows, err := s.pool.Query(ctx, projectsSQL, s.now().Add(-s.cfg.Window))
 	if err != nil {
 		return nil, fmt.Errorf("projects with open operations: %w", err)
 	}
@@ -366,15 +360,15 @@ type listingLiveness struct {
 // journal, its tool.started is.
 func kernelRun(c candidate) bool {
 	if c.runSource != nil {
-		return *c.runSource == kernel.KernelSource
+		return *c.runSource == kernel.SourceKernel
 	}
-	return c.key.SourceID == kernel.KernelSource
+	return c.key.SourceID == kernel.SourceKernel
 }
 
 // needsCall reports whether c's run is a kernel run whose liveness only the
 // Liveness can tell.
 func (l *listingLiveness) needsCall(c candidate) bool {
-	return c.failure == nil && !c.runEnded && l.s.o.Liveness != nil && kernelRun(c)
+	return c.failure == nil && !c.runEnded && l.s.cfg.Liveness != nil && kernelRun(c)
 }
 
 // livenessConcurrency bounds parallel Liveness calls of one listing.
@@ -420,7 +414,7 @@ func (l *listingLiveness) resolve(ctx context.Context, project string, cands []c
 			if failing.Load() {
 				return
 			}
-			running, err := l.s.o.Liveness.Running(ctx, project, r)
+			running, err := l.s.cfg.Liveness.Running(ctx, project, r)
 			answers[i] = livenessAnswer{running: running, known: err == nil}
 			if err != nil {
 				failing.Store(true)

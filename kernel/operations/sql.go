@@ -83,43 +83,6 @@ WITH RECURSIVE p(project) AS (
 )
 SELECT project FROM p WHERE project IS NOT NULL LIMIT $1`
 
-// pendingColumns reads an outbox row's event as journal columns.
-const pendingColumns = `true, o.id, o.source_id, o.event_id, o.event->>'project', o.event->>'run_id',
-    o.event->>'type', (o.event->>'ts')::timestamptz, o.event->>'actor',
-    o.event->'parent_event_id'->>'source_id', o.event->'parent_event_id'->>'event_id',
-    o.event->'data'`
-
-const journalColumns = `false, seq, source_id, event_id, project, run_id, type, ts, actor,
-    parent_source_id, parent_event_id, data`
-
-// operationEventsSQL returns every event of one operation: those in the
-// journal and those still pending in the outbox (enqueued, not yet
-// published), so decisions never miss a verdict that is on its way. One
-// statement, one snapshot: the publisher commits the journal row before it
-// marks the outbox row delivered, so every event is visible on at least one
-// side.
-const operationEventsSQL = `
-SELECT ` + journalColumns + ` FROM journal_events
-WHERE project = $1 AND run_id = $2 AND operation_id = $3
-UNION ALL
-SELECT ` + pendingColumns + ` FROM kernel_event_outbox o
-WHERE o.delivered_at IS NULL AND o.parked_at IS NULL
-  AND o.event->>'project' = $1 AND o.event->>'run_id' = $2
-  AND o.event->'data'->>'operation_id' = $3`
-
-// verdictEventsSQL returns the supervisor.verdict events of a run that name
-// the operation, journaled or pending.
-const verdictEventsSQL = `
-SELECT ` + journalColumns + ` FROM journal_events
-WHERE project = $1 AND run_id = $2 AND type = 'supervisor.verdict'
-  AND data->'operation_ids' @> jsonb_build_array($3::text)
-UNION ALL
-SELECT ` + pendingColumns + ` FROM kernel_event_outbox o
-WHERE o.delivered_at IS NULL AND o.parked_at IS NULL
-  AND o.event->>'type' = 'supervisor.verdict'
-  AND o.event->>'project' = $1 AND o.event->>'run_id' = $2
-  AND o.event->'data'->'operation_ids' @> jsonb_build_array($3::text)`
-
 // lockOperationSQL serializes reconciles of one operation until the end of
 // the caller's transaction.
 const lockOperationSQL = `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`
@@ -127,15 +90,17 @@ const lockOperationSQL = `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`
 // attentionSQL pages through the operator's queue: operations whose newest
 // reconciliation is the supervisor's and either says unknown or belongs to
 // a verdict that asked for attention, with no later reconciliation (an
-// operator's decision) in the journal or on its way in the outbox. It reads
-// the partial index journal_events_supervisor_reconciled (project, ts, seq)
-// inside the window, so its cost follows the supervisor's recent
+// operator's ruling) in the journal, nor one on its way in the outbox (the
+// operations $7/$8, which Attention reads with outbox.Pending first). It
+// reads the partial index journal_events_supervisor_reconciled (project,
+// ts, seq) inside the window, so its cost follows the supervisor's recent
 // reconciliations, not journal history; per candidate it probes the
-// operation's own events (a later reconciliation?), the pending outbox rows
-// of the operation, and two unique keys (the verdict, the tool.started).
+// operation's own events (a later reconciliation?) and two unique keys
+// (the verdict, the tool.started).
 //
 // $1 project, $2 window start, $3 run_id (empty: every run), $4/$5 the first
-// (ts, seq) position to return, $6 limit.
+// (ts, seq) position to return, $6 limit, $7/$8 the (run_id, operation_id)
+// pairs with a reconciliation pending in the outbox.
 const attentionSQL = `
 SELECT r.seq, r.source_id, r.event_id, r.run_id, r.operation_id, r.ts, r.data,
        s.source_id, s.event_id, s.ts, s.data->>'tool',
@@ -156,12 +121,7 @@ WHERE r.project = $1 AND r.type = 'operation.reconciled' AND r.actor = 'supervis
       SELECT 1 FROM journal_events t
       WHERE t.project = r.project AND t.run_id = r.run_id AND t.operation_id = r.operation_id
         AND t.type = 'operation.reconciled' AND (t.ts, t.seq) > (r.ts, r.seq))
-  AND NOT EXISTS (
-      SELECT 1 FROM kernel_event_outbox o
-      WHERE o.delivered_at IS NULL AND o.parked_at IS NULL
-        AND o.event->>'project' = r.project AND o.event->>'run_id' = r.run_id
-        AND o.event->'data'->>'operation_id' = r.operation_id
-        AND o.event->>'type' = 'operation.reconciled')
+  AND (r.run_id, r.operation_id) NOT IN (SELECT * FROM unnest($7::text[], $8::text[]))
 ORDER BY r.ts, r.seq
 LIMIT $6`
 
@@ -176,3 +136,10 @@ JOIN journal_events t
   ON t.project = $1 AND t.run_id = q.run_id AND t.operation_id = q.operation_id
  AND t.type = 'operation.reconciled'
 ORDER BY q.run_id, q.operation_id, t.ts DESC, t.seq DESC`
+
+// kernelRunsSQL returns which of the candidate (project, run_id) pairs are
+// runs started through the API: index lookups on the primary key.
+const kernelRunsSQL = `
+SELECT k.project, k.run_id
+FROM unnest($1::text[], $2::text[]) AS c(project, run_id)
+JOIN kernel_runs k ON k.project = c.project AND k.run_id = c.run_id`

@@ -168,3 +168,49 @@ func ListParked(ctx context.Context, pool *pgxpool.Pool, limit int) ([]Parked, e
 	}
 	return out, rows.Err()
 }
+
+// PendingFilter selects pending events (enqueued, neither delivered nor
+// parked) by the event's own fields. Project is required; an empty RunID
+// or OperationID and a nil Types match any.
+type PendingFilter struct {
+	Project     string
+	RunID       string
+	OperationID string
+	Types       []string
+}
+
+// Pending is the one reader of the outbox's events for the rest of reckon:
+// the events a filter selects that are on their way to the journal, in
+// enqueue order. Readers that decide from the journal and must not miss
+// what is still on its way (the reconcile rules, the operator's queue, the
+// triage sweep's pending reconciliations) merge these in.
+//
+// Call it BEFORE reading the journal: the publisher commits a journal row
+// before it marks the outbox row delivered, so an event delivered between
+// the two reads is then seen on the journal side, and dropping the outbox
+// copy of a key the journal also holds leaves each event once.
+func Pending(ctx context.Context, db DBTX, f PendingFilter) ([]kernel.Event, error) {
+	if f.Project == "" {
+		return nil, fmt.Errorf("pending outbox events: project is required")
+	}
+	rows, err := db.Query(ctx, pendingSQL, f.Project, f.RunID, f.OperationID, f.Types)
+	if err != nil {
+		return nil, fmt.Errorf("pending outbox events of %s: %w", f.Project, err)
+	}
+	defer rows.Close()
+	var out []kernel.Event
+	for rows.Next() {
+		var body []byte
+		if err := rows.Scan(&body); err != nil {
+			return nil, fmt.Errorf("pending outbox events: scan: %w", err)
+		}
+		var ev kernel.Event
+		if err := json.Unmarshal(body, &ev); err != nil {
+			// Enqueue validated it; the publisher parks such a row.
+			continue
+		}
+		ev.TS = ev.TS.UTC()
+		out = append(out, ev)
+	}
+	return out, rows.Err()
+}

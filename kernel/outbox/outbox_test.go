@@ -16,6 +16,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/seed-7bc021c3/reckon/internal/pgtest"
+	"github.com/seed-7bc021c3/reckon/internal/reckontest"
 	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/auth"
 	"github.com/seed-7bc021c3/reckon/kernel/httpapi"
@@ -28,7 +29,7 @@ var t0 = time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
 func events(run string, n int) []kernel.Event {
 	out := make([]kernel.Event, n)
 	for i := range out {
-		out[i] = kernel.Event{SourceID: kernel.KernelSource, EventID: fmt.Sprintf("%s/op-%d/started", run, i),
+		out[i] = kernel.Event{SourceID: kernel.SourceKernel, EventID: fmt.Sprintf("%s/op-%d/started", run, i),
 			Project: "acme", RunID: run, Type: kernel.TypeToolStarted, TS: t0, Actor: "kernel",
 			Data: []byte(fmt.Sprintf(`{"operation_id":"op-%d","tool":"run_command"}`, i))}
 	}
@@ -63,6 +64,15 @@ func exec(t *testing.T, s *pgtest.Schema, sql string) {
 	if _, err := s.Pool.Exec(context.Background(), sql); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// waitDue waits until every undelivered, unparked row is due again (past
+// its retry backoff), so that a drain will claim them.
+func waitDue(t *testing.T, s *pgtest.Schema) {
+	t.Helper()
+	reckontest.Eventually(t, 10*time.Second, "retried rows to fall due", func() bool {
+		return count(t, s, "SELECT count(*) FROM kernel_event_outbox WHERE delivered_at IS NULL AND parked_at IS NULL AND next_attempt_at > now()") == 0
+	})
 }
 
 func fastCfg() outbox.Config {
@@ -146,8 +156,8 @@ func (f *flaky) Ingest(ctx context.Context, evs []kernel.Event) ([]kernel.Ingest
 func TestPublisherDeliversEverythingOnceThroughIntermittentFailures(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s := pgtest.New(t)
-	j := journal.New(s.Pool, nil)
+	b := reckontest.Setup(t, reckontest.Config{RealClock: true})
+	s, j := b.Schema, b.Journal
 	enqueue(t, s, events("r", 400)...)
 	f := &flaky{j: j}
 	p := outbox.NewPublisher(s.Pool, f, fastCfg(), nil, zerolog.Nop())
@@ -252,13 +262,9 @@ func TestTwoPublishersDeliverEachRowOnce(t *testing.T) {
 	for b := 0; b < n/100; b++ {
 		enqueue(t, s, events(fmt.Sprintf("r%d", b), 100)...)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for count(t, s, "SELECT count(*) FROM kernel_event_outbox WHERE delivered_at IS NULL") > 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("not drained")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	reckontest.Eventually(t, 30*time.Second, "the outbox to drain", func() bool {
+		return count(t, s, "SELECT count(*) FROM kernel_event_outbox WHERE delivered_at IS NULL") == 0
+	})
 	cancel()
 	wg.Wait()
 	if got := count(t, s, "SELECT count(*) FROM journal_events"); got != n {
@@ -288,8 +294,7 @@ func TestPublisherThroughHTTPIngestAPI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	api := httpapi.New(httpapi.Options{Tokens: tokens, Log: zerolog.Nop()})
-	api.MountIngest(journal.New(s.Pool, nil), nil)
+	api := httpapi.New(httpapi.Config{Tokens: tokens, Log: zerolog.Nop(), Journal: journal.New(s.Pool, nil)})
 	srv := httptest.NewServer(api)
 	defer srv.Close()
 
@@ -306,7 +311,7 @@ func TestPublisherThroughHTTPIngestAPI(t *testing.T) {
 	if n := count(t, s, "SELECT count(*) FROM journal_events"); n != 0 {
 		t.Fatalf("%d journal rows after forbidden delivery", n)
 	}
-	time.Sleep(10 * time.Millisecond) // past the retry backoff
+	waitDue(t, s)
 	p := outbox.NewPublisher(s.Pool, httpapi.NewJournalClient(srv.URL, "publisher-secret"), fastCfg(), nil, zerolog.Nop())
 	drain(t, p)
 	if n := count(t, s, "SELECT count(*) FROM journal_events"); n != 120 {
@@ -330,7 +335,7 @@ func TestPublisherThroughHTTPIngestAPI(t *testing.T) {
 		t.Fatalf("%d kernel rows reached the journal over HTTP", n)
 	}
 	in := outbox.NewPublisher(s.Pool, journal.New(s.Pool, nil), fastCfg(), nil, zerolog.Nop())
-	time.Sleep(10 * time.Millisecond)
+	waitDue(t, s)
 	drain(t, in)
 	if n := count(t, s, "SELECT count(*) FROM journal_events WHERE source_id = 'kernel'"); n != 1 {
 		t.Fatalf("in-process delivery: %d kernel rows, want 1", n)
@@ -398,7 +403,7 @@ CREATE TRIGGER refuse BEFORE INSERT ON journal_events FOR EACH ROW EXECUTE FUNCT
 		t.Fatalf("%d journal rows survived the rolled-back savepoint", n)
 	}
 	exec(t, s, "DROP TRIGGER refuse ON journal_events")
-	time.Sleep(10 * time.Millisecond) // past the retry backoff
+	waitDue(t, s)
 	drain(t, p)
 	if n := count(t, s, "SELECT count(*) FROM journal_events"); n != 5 {
 		t.Fatalf("%d journal rows, want 5", n)
@@ -486,5 +491,30 @@ func TestRejectedBatchIsDeliveredOneByOne(t *testing.T) {
 				t.Errorf("%s: poisoned row park reason %q (%v)", c.name, reason, err)
 			}
 		}
+	}
+}
+
+// Pending reads what is on its way by the event's own fields, and nothing
+// delivered.
+func TestPendingFiltersByRunOperationAndType(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := pgtest.New(t)
+	a, b := events("run-a", 3), events("run-b", 2)
+	enqueue(t, s, a[0])
+	drain(t, outbox.NewPublisher(s.Pool, journal.New(s.Pool, nil), fastCfg(), nil, zerolog.Nop()))
+	enqueue(t, s, append(a[1:], b...)...)
+	all, err := outbox.Pending(ctx, s.Pool, outbox.PendingFilter{Project: a[0].Project})
+	if err != nil || len(all) != 4 || all[0].Key() != a[1].Key() {
+		t.Fatalf("pending of the project: %v %v", all, err)
+	}
+	run, _ := outbox.Pending(ctx, s.Pool, outbox.PendingFilter{Project: a[0].Project, RunID: "run-b"})
+	op, _ := outbox.Pending(ctx, s.Pool, outbox.PendingFilter{Project: a[0].Project, RunID: "run-a", OperationID: a[2].OperationID()})
+	typ, _ := outbox.Pending(ctx, s.Pool, outbox.PendingFilter{Project: a[0].Project, Types: []string{kernel.TypeSupervisorVerdict}})
+	if len(run) != 2 || len(op) != 1 || op[0].Key() != a[2].Key() || len(typ) != 0 {
+		t.Fatalf("filters: run %d, operation %v, type %d", len(run), op, len(typ))
+	}
+	if _, err := outbox.Pending(ctx, s.Pool, outbox.PendingFilter{}); err == nil {
+		t.Fatal("a filter without a project was accepted")
 	}
 }

@@ -238,91 +238,138 @@ func (p *Publisher) PublishOnce(ctx context.Context) (int, error) {
 	// A delivery commit need not wait for its WAL flush: if the server loses
 	// it, the rows are still undelivered in the outbox and are delivered
 	// again, which the journal answers repeated. With the in-process journal
-	// the journal rows are in the same commit and are lost or kept together
-	// with their marks. The durability point of an event is its enqueue,
-	// which stays synchronous.
+	// the journal rows and their marks are lost or kept together. The
+	// durability point of an event is its enqueue, which stays synchronous.
 	if _, err := tx.Exec(ctx, asyncCommitSQL); err != nil {
 		return 0, fmt.Errorf("publish: %w", err)
 	}
+	b, err := p.claim(ctx, tx)
+	if err != nil || b.claimed() == 0 {
+		return 0, err
+	}
+	if err := p.parkUndecodable(ctx, tx, b.undecodable); err != nil {
+		return 0, err
+	}
+	results, err := p.deliverBatch(ctx, tx, b.events)
+	if err != nil {
+		if ctx.Err() != nil {
+			return 0, ctx.Err()
+		}
+		if rerr := p.retryLater(ctx, tx, b, err); rerr != nil {
+			return 0, rerr
+		}
+		return b.claimed(), fmt.Errorf("publish: deliver %d events: %w", len(b.events), err)
+	}
+	if err := p.mark(ctx, tx, b.ids, results); err != nil {
+		return 0, err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		// The journal has the events; the rows stay undelivered and will be
+		// redelivered, which the journal answers as repeated.
+		return 0, fmt.Errorf("publish: commit: %w", err)
+	}
+	return b.claimed(), nil
+}
 
+// batch is one claimed batch of outbox rows: the valid events with their
+// row ids and attempts, and the rows that hold no valid event.
+type batch struct {
+	ids         []int64
+	attempts    []int
+	events      []kernel.Event
+	undecodable []int64
+}
+
+func (b batch) claimed() int { return len(b.ids) + len(b.undecodable) }
+
+// claim locks a batch of due rows in tx (FOR UPDATE SKIP LOCKED) and
+// decodes them.
+func (p *Publisher) claim(ctx context.Context, tx pgx.Tx) (batch, error) {
 	rows, err := tx.Query(ctx, claimSQL, p.cfg.BatchSize)
 	if err != nil {
-		return 0, fmt.Errorf("publish: claim: %w", err)
+		return batch{}, fmt.Errorf("publish: claim: %w", err)
 	}
-	var ids []int64
-	var attempts []int
-	var events []kernel.Event
-	var undecodable []int64
+	defer rows.Close()
+	var b batch
 	for rows.Next() {
 		var id int64
 		var body []byte
 		var att int
 		if err := rows.Scan(&id, &body, &att); err != nil {
-			rows.Close()
-			return 0, fmt.Errorf("publish: scan: %w", err)
+			return batch{}, fmt.Errorf("publish: scan: %w", err)
 		}
 		var ev kernel.Event
 		if err := json.Unmarshal(body, &ev); err != nil || ev.Validate() != nil {
 			// Checked here so one bad row cannot fail its whole batch forever.
-			undecodable = append(undecodable, id)
+			b.undecodable = append(b.undecodable, id)
 			continue
 		}
-		ids, attempts, events = append(ids, id), append(attempts, att), append(events, ev)
+		b.ids, b.attempts, b.events = append(b.ids, id), append(b.attempts, att), append(b.events, ev)
 	}
 	if err := rows.Err(); err != nil {
-		return 0, fmt.Errorf("publish: claim: %w", err)
+		return batch{}, fmt.Errorf("publish: claim: %w", err)
 	}
-	claimed := len(ids) + len(undecodable)
-	if claimed == 0 {
-		return 0, nil
-	}
-	if len(undecodable) > 0 {
-		// Enqueue validated every row, so this is corruption or a row written
-		// by an older version: park, never drop.
-		reasons := make([]string, len(undecodable))
-		for i := range reasons {
-			reasons[i] = "outbox row is not a valid event"
-		}
-		if _, err := tx.Exec(ctx, parkSQL, undecodable, reasons); err != nil {
-			return 0, fmt.Errorf("publish: park undecodable: %w", err)
-		}
-		p.m.parked.Add(float64(len(undecodable)))
-		p.log.Error().Ints64("outbox_ids", undecodable).Msg("outbox rows parked: not a valid event")
-	}
+	return b, nil
+}
 
-	var results []kernel.IngestResult
-	if len(events) > 0 {
-		results, err = p.deliver(ctx, tx, events)
-		if err == nil && len(results) != len(events) {
-			err = fmt.Errorf("journal answered %d results for %d events", len(results), len(events))
-		}
+// parkUndecodable parks rows that hold no valid event. Enqueue validated
+// every row, so this is corruption or a row written by an older version:
+// park, never drop.
+func (p *Publisher) parkUndecodable(ctx context.Context, tx pgx.Tx, ids []int64) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	reasons := make([]string, len(ids))
+	for i := range reasons {
+		reasons[i] = "outbox row is not a valid event"
+	}
+	if _, err := tx.Exec(ctx, parkSQL, ids, reasons); err != nil {
+		return fmt.Errorf("publish: park undecodable: %w", err)
+	}
+	p.m.parked.Add(float64(len(ids)))
+	p.log.Error().Ints64("outbox_ids", ids).Msg("outbox rows parked: not a valid event")
+	return nil
+}
+
+// deliverBatch hands the events to the journal and checks it answered
+// each. When the journal rejects the request as a whole — one event it will
+// never accept, or a batch too large (the HTTP API answers 413) — the same
+// batch would be rejected on every retry, so the events go one at a time
+// and only what the journal rejects on its own is parked.
+func (p *Publisher) deliverBatch(ctx context.Context, tx pgx.Tx, events []kernel.Event) ([]kernel.IngestResult, error) {
+	if len(events) == 0 {
+		return nil, nil
+	}
+	results, err := p.deliver(ctx, tx, events)
+	if err == nil && len(results) != len(events) {
+		err = fmt.Errorf("journal answered %d results for %d events", len(results), len(events))
 	}
 	if err != nil && kernel.ErrorCode(err) == kernel.EInvalid && ctx.Err() == nil {
-		// The journal rejected the request: one event it will never accept,
-		// or a batch too large as a whole (the HTTP API answers 413). Either
-		// way the same batch would be rejected on every retry, so the events
-		// go one at a time, and only what the journal rejects on its own is
-		// parked.
-		results, err = p.deliverEach(ctx, tx, events, err)
+		return p.deliverEach(ctx, tx, events, err)
 	}
-	if err != nil {
-		if ctx.Err() != nil {
-			return 0, ctx.Err()
-		}
-		delays := make([]float64, len(ids))
-		for i, a := range attempts {
-			delays[i] = p.backoff(a).Seconds()
-		}
-		if _, uerr := tx.Exec(ctx, retryLaterSQL, ids, delays, kernel.TruncateUTF8(err.Error(), 2000)); uerr != nil {
-			return 0, errors.Join(fmt.Errorf("publish: deliver: %w", err), fmt.Errorf("publish: schedule retry: %w", uerr))
-		}
-		p.m.failures.Inc()
-		if cerr := tx.Commit(ctx); cerr != nil {
-			return 0, fmt.Errorf("publish: commit retry: %w", cerr)
-		}
-		return claimed, fmt.Errorf("publish: deliver %d events: %w", len(events), err)
-	}
+	return results, err
+}
 
+// retryLater schedules the batch's rows for another attempt after a failed
+// delivery and commits that.
+func (p *Publisher) retryLater(ctx context.Context, tx pgx.Tx, b batch, cause error) error {
+	delays := make([]float64, len(b.ids))
+	for i, a := range b.attempts {
+		delays[i] = p.backoff(a).Seconds()
+	}
+	if _, err := tx.Exec(ctx, retryLaterSQL, b.ids, delays, kernel.TruncateUTF8(cause.Error(), 2000)); err != nil {
+		return errors.Join(fmt.Errorf("publish: deliver: %w", cause), fmt.Errorf("publish: schedule retry: %w", err))
+	}
+	p.m.failures.Inc()
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("publish: commit retry: %w", err)
+	}
+	return nil
+}
+
+// mark records the journal's answers: rows answered accepted or repeated
+// are delivered, any other answer parks its row with the reason.
+func (p *Publisher) mark(ctx context.Context, tx pgx.Tx, ids []int64, results []kernel.IngestResult) error {
 	var delIDs, parkIDs []int64
 	var delStatus, parkReason []string
 	for i, r := range results {
@@ -347,20 +394,15 @@ func (p *Publisher) PublishOnce(ctx context.Context) (int, error) {
 	}
 	if len(delIDs) > 0 {
 		if _, err := tx.Exec(ctx, markDeliveredSQL, delIDs, delStatus); err != nil {
-			return 0, fmt.Errorf("publish: mark delivered: %w", err)
+			return fmt.Errorf("publish: mark delivered: %w", err)
 		}
 	}
 	if len(parkIDs) > 0 {
 		if _, err := tx.Exec(ctx, parkSQL, parkIDs, parkReason); err != nil {
-			return 0, fmt.Errorf("publish: park: %w", err)
+			return fmt.Errorf("publish: park: %w", err)
 		}
 	}
-	if err := tx.Commit(ctx); err != nil {
-		// The journal has the events; the rows stay undelivered and will be
-		// redelivered, which the journal answers as repeated.
-		return 0, fmt.Errorf("publish: commit: %w", err)
-	}
-	return claimed, nil
+	return nil
 }
 
 // statusRejected marks, in the publisher's own bookkeeping, an event the

@@ -91,3 +91,14 @@ WHERE parked_at IS NOT NULL ORDER BY parked_at DESC LIMIT $1`
 
 // asyncCommitSQL relaxes the commit of one delivery transaction.
 const asyncCommitSQL = `SET LOCAL synchronous_commit = off`
+
+// pendingSQL reads pending events by the event's project, run, operation
+// and type ($2, $3 empty and $4 empty match any).
+const pendingSQL = `
+SELECT event FROM kernel_event_outbox
+WHERE delivered_at IS NULL AND parked_at IS NULL
+  AND event->>'project' = $1
+  AND ($2 = '' OR event->>'run_id' = $2)
+  AND ($3 = '' OR event->'data'->>'operation_id' = $3)
+  AND (coalesce(cardinality($4::text[]), 0) = 0 OR event->>'type' = ANY($4::text[]))
+ORDER BY id`

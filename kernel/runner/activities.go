@@ -251,35 +251,9 @@ func runEvents(ctx context.Context, j *journal.Store, project, runID string) ([]
 	return evs, nil
 }
 
-// Summarize counts a run's operations (tool.started) and those no event
-// settles.
+// Summarize replays a child run's events (kernel.Replay, the one
+// settlement rule) into the delegation's summary.
 func Summarize(events []kernel.Event) ChildSummary {
-	settled := map[string]bool{} // operation id → settled
-	for _, e := range events {
-		op := e.OperationID()
-		switch {
-		case op == "":
-		case e.Type == kernel.TypeToolStarted:
-			if _, seen := settled[op]; !seen {
-				settled[op] = false
-			}
-		case e.Settles():
-			settled[op] = true
-		}
-	}
-	s := ChildSummary{Total: len(settled)}
-	for _, ok := range settled {
-		if !ok {
-			s.Unresolved++
-		}
-	}
-	switch {
-	case s.Total == 0:
-		s.Effect = kernel.EffectNone
-	case s.Unresolved == 0:
-		s.Effect = kernel.EffectOccurred
-	default:
-		s.Effect = kernel.EffectUncertain
-	}
-	return s
+	c := kernel.Replay(events).Summary()
+	return ChildSummary{ChildSummary: c, Effect: c.Effect()}
 }

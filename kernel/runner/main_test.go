@@ -15,11 +15,11 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/seed-7bc021c3/reckon/internal/pgtest"
+	"github.com/seed-7bc021c3/reckon/internal/reckontest"
 	"github.com/seed-7bc021c3/reckon/internal/sandboxtest"
 	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/fault"
 	"github.com/seed-7bc021c3/reckon/kernel/journal"
-	"github.com/seed-7bc021c3/reckon/kernel/outbox"
 	"github.com/seed-7bc021c3/reckon/kernel/sandbox"
 	"github.com/seed-7bc021c3/reckon/kernel/temporalx"
 )
@@ -29,7 +29,7 @@ import (
 var temporalConn *temporalx.Conn
 
 func TestMain(m *testing.M) {
-	conn, err := temporalx.Connect(context.Background(), temporalx.Options{Namespace: "reckon-test", Log: zerolog.Nop()})
+	conn, err := temporalx.Connect(context.Background(), temporalx.Config{Namespace: "reckon-test", Log: zerolog.Nop()})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "start embedded temporal:", err)
 		os.Exit(1)
@@ -37,6 +37,12 @@ func TestMain(m *testing.M) {
 	temporalConn = conn
 	code := m.Run()
 	conn.Close()
+	if code == 0 {
+		if err := reckontest.FindLeaks(reckontest.TemporalLeaks()...); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
 	os.Exit(code)
 }
 
@@ -56,6 +62,7 @@ func unconfined() bool {
 // env is one test's kernel: schema, publisher, worker, starter.
 type env struct {
 	t       testing.TB
+	b       *reckontest.Bundle
 	project string
 	pool    *pgtest.Schema
 	journal *journal.Store
@@ -73,15 +80,11 @@ type envOpts struct {
 
 func newEnv(t testing.TB, o envOpts) *env {
 	t.Helper()
-	s := pgtest.New(t)
-	j := journal.New(s.Pool, nil)
-	ctx, cancel := context.WithCancel(context.Background())
-	pub := outbox.NewPublisher(s.Pool, j, outbox.Config{PollInterval: 20 * time.Millisecond}, nil, zerolog.Nop())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = pub.Run(ctx) }()
+	b := reckontest.Setup(t, reckontest.Config{Publish: true, RealClock: true})
+	s, j := b.Schema, b.Journal
 
 	unconf := o.unconfined || unconfined()
-	tools := NewTools(append([]kernel.Tool{sandbox.NewRunCommand(sandbox.Options{Unconfined: unconf})}, o.extra...)...)
+	tools := NewTools(append([]kernel.Tool{sandbox.NewRunCommand(sandbox.Config{Unconfined: unconf})}, o.extra...)...)
 	acts := &Activities{
 		Pool: s.Pool, Journal: j, Tools: tools, Fault: fault.New(s.Pool, o.fault),
 		Unconfined: unconf, DeliveryPoll: 20 * time.Millisecond, Log: zerolog.Nop(),
@@ -91,13 +94,9 @@ func newEnv(t testing.TB, o envOpts) *env {
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		w.Stop()
-		cancel()
-		<-done
-	})
+	t.Cleanup(w.Stop)
 	return &env{
-		t: t, project: randID("p-"), pool: s, journal: j,
+		t: t, b: b, project: randID("p-"), pool: s, journal: j,
 		starter: &Starter{
 			Pool: s.Pool, Journal: j, Client: temporalConn.Client, TaskQueue: queue,
 			DataDir: sandboxtest.Dir(t), Tools: tools, Timeouts: o.timeouts,
@@ -112,7 +111,7 @@ func (e *env) run(runID string, plan Plan) ([]kernel.Event, error) {
 	e.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	if _, _, err := e.starter.StartUnchecked(ctx, StartRequest{Project: e.project, RunID: runID, Plan: plan}); err != nil {
+	if _, _, err := e.starter.StartUnchecked(ctx, StartParams{Project: e.project, RunID: runID, Plan: plan}); err != nil {
 		e.t.Fatalf("start %s: %v", runID, err)
 	}
 	err := e.wait(ctx, runID)
@@ -121,22 +120,14 @@ func (e *env) run(runID string, plan Plan) ([]kernel.Event, error) {
 
 func (e *env) wait(ctx context.Context, runID string) error {
 	e.t.Helper()
-	return temporalConn.Client.GetWorkflow(ctx, WorkflowID(e.project, runID), "").Get(ctx, nil)
+	return temporalConn.Client.GetWorkflow(ctx, kernel.WorkflowID(e.project, runID), "").Get(ctx, nil)
 }
 
 // events waits until the run's outbox rows are delivered and reads them.
 func (e *env) events(runID string) []kernel.Event {
 	e.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := outbox.WaitDelivered(ctx, e.pool.Pool, e.project, runID, 20*time.Millisecond); err != nil {
-		e.t.Fatal(err)
-	}
-	evs, err := runEvents(ctx, e.journal, e.project, runID)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	return evs
+	e.b.WaitDelivered(e.project, runID)
+	return e.b.RunEvents(e.project, runID)
 }
 
 func (e *env) workspace(runID string) string {

@@ -20,7 +20,7 @@ import (
 // tools the drill plans use.
 func mcpTools(t *testing.T, servers []mcptool.ServerConfig, names ...string) []kernel.Tool {
 	t.Helper()
-	ts, err := mcptool.New(servers, mcptool.Options{})
+	ts, err := mcptool.New(servers, mcptool.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 // Package runner executes agent runs as Temporal workflows: the run
 // workflow, its activities (RecordEvent, RunTool, SummarizeChildRun), the
-// starter that makes POST /v1/runs idempotent, and the runs HTTP API.
+// starter that makes a run's start idempotent (served as POST /v1/runs by
+// kernel/httpapi through httpapi.RunService).
 //
 // For every plan step the workflow records tool.started through the outbox
 // before the tool is scheduled, runs the tool in exactly one attempt, and
@@ -21,10 +22,6 @@ import (
 
 	"github.com/seed-7bc021c3/reckon/kernel"
 )
-
-// DelegateTool is the kernel-internal tool that runs a child plan as a
-// child run.
-const DelegateTool = "delegate"
 
 // Values of step.on_uncertain: "stop" (the default) ends the run after an
 // uncertain failure; "reissue" issues the step again as a new operation.
@@ -66,7 +63,7 @@ type Step struct {
 func (p Plan) runIDs(runID string) []string {
 	out := []string{runID}
 	for i, s := range p.Steps {
-		if s.Tool != DelegateTool || s.Plan == nil {
+		if s.Tool != kernel.DelegateTool || s.Plan == nil {
 			continue
 		}
 		op := fmt.Sprintf("op-%d", i+1)
@@ -77,7 +74,7 @@ func (p Plan) runIDs(runID string) []string {
 			}
 		}
 		for _, o := range ops {
-			out = append(out, s.Plan.runIDs(ChildRunID(runID, o))...)
+			out = append(out, s.Plan.runIDs(kernel.ChildRunID(runID, o))...)
 		}
 	}
 	return out
@@ -210,20 +207,6 @@ func (c Chain) Lookup(name string) (kernel.Tool, bool) {
 	return nil, false
 }
 
-var idRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
-
-// ValidateID checks a project or run id: it becomes part of a workflow id,
-// event ids and a workspace path, so it is restricted to a safe alphabet.
-func ValidateID(field, id string) error {
-	if id == "" {
-		return kernel.Errorf(kernel.EInvalid, "%s: required", field)
-	}
-	if !idRE.MatchString(id) || strings.Contains(id, "..") {
-		return kernel.Errorf(kernel.EInvalid, "%s: must be 1-128 characters of A-Z a-z 0-9 . _ - starting with a letter or digit, without \"..\", got %q", field, id)
-	}
-	return nil
-}
-
 // Validate checks a plan at the boundary, naming the offending field
 // (plan.steps[2].args.command). Tool arguments are checked by the tools'
 // own Validate, which has no side effects; workspace-dependent checks run
@@ -268,7 +251,7 @@ func (p Plan) validate(tools ToolSet, path string, depth int) error {
 		if err := validatePostcondition(s.Postcondition, sp+".postcondition"); err != nil {
 			return err
 		}
-		if s.Tool == DelegateTool {
+		if s.Tool == kernel.DelegateTool {
 			if s.Plan == nil {
 				return kernel.Errorf(kernel.EInvalid, "%s.plan: required for a delegate step (the child plan)", sp)
 			}

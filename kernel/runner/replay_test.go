@@ -46,11 +46,11 @@ var recordedHistories = []struct {
 var (
 	reissueDelegatePlan = Plan{Steps: []Step{
 		{Tool: "run_command", Args: json.RawMessage(`{"command": "echo \"$RECKON_OPERATION_ID\" >> effects.txt", "timeout_s": 30}`), OnUncertain: OnUncertainReissue},
-		{Tool: DelegateTool, Plan: &Plan{Steps: []Step{cmd("exit 4")}}},
+		{Tool: kernel.DelegateTool, Plan: &Plan{Steps: []Step{cmd("exit 4")}}},
 	}}
 	delegateOKPlan = Plan{Steps: []Step{
 		cmd("echo ok > proof.txt"),
-		{Tool: DelegateTool, Plan: &Plan{Steps: []Step{cmd("echo child > c.txt")}}},
+		{Tool: kernel.DelegateTool, Plan: &Plan{Steps: []Step{cmd("echo child > c.txt")}}},
 	}}
 )
 
@@ -78,7 +78,7 @@ func TestRecordHistories(t *testing.T) {
 		}
 		runID := "rec-" + strings.TrimSuffix(rh.name, ".json")
 		_, _ = e.run(runID, rh.plan)
-		it := temporalConn.Client.GetWorkflowHistory(context.Background(), WorkflowID(e.project, runID), "", false, 0)
+		it := temporalConn.Client.GetWorkflowHistory(context.Background(), kernel.WorkflowID(e.project, runID), "", false, 0)
 		h := &historypb.History{}
 		for it.HasNext() {
 			ev, err := it.Next()
@@ -116,9 +116,9 @@ func TestReplayRecordedHistories(t *testing.T) {
 			t.Fatalf("%s: no recorded kernel events", rh.name)
 		}
 		for _, ev := range evs {
-			want := EventID(ev.Project, ev.RunID, "")
+			want := kernel.EventID(ev.Project, ev.RunID, "")
 			if rh.legacy {
-				want = legacyEventID(ev.RunID, "")
+				want = kernel.LegacyEventID(ev.RunID, "")
 			}
 			if !strings.HasPrefix(ev.EventID, want) {
 				t.Errorf("%s: event id %q, want it to start with %q", rh.name, ev.EventID, want)

@@ -41,7 +41,7 @@ func TestCleanSuccess(t *testing.T) {
 		t.Fatalf("tool.started data = %v", ts)
 	}
 	for _, ev := range evs {
-		if ev.SourceID != kernel.KernelSource || ev.Actor != "kernel" || !strings.HasPrefix(ev.EventID, e.project+"/r1/") {
+		if ev.SourceID != kernel.SourceKernel || ev.Actor != "kernel" || !strings.HasPrefix(ev.EventID, e.project+"/r1/") {
 			t.Fatalf("event %s/%s actor %s breaks the kernel's id conventions", ev.SourceID, ev.EventID, ev.Actor)
 		}
 	}
@@ -149,7 +149,7 @@ func TestDelegationSuccess(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, envOpts{})
 	child := &Plan{Steps: []Step{cmd("echo child > c.txt")}}
-	evs, err := e.run("p1", Plan{Steps: []Step{{Tool: DelegateTool, Plan: child}}})
+	evs, err := e.run("p1", Plan{Steps: []Step{{Tool: kernel.DelegateTool, Plan: child}}})
 	if err != nil {
 		t.Fatalf("run failed: %v", err)
 	}
@@ -177,7 +177,7 @@ func TestDelegationStartFailureIsEffectNone(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	squatter, err := temporalConn.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID: WorkflowID(e.project, "p1.op-1"), TaskQueue: e.starter.TaskQueue,
+		ID: kernel.WorkflowID(e.project, "p1.op-1"), TaskQueue: e.starter.TaskQueue,
 		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 	}, WorkflowName, RunInput{Project: e.project, RunID: "p1.op-1", Workspace: e.workspace("squatter"), Plan: Plan{Steps: []Step{cmd("true")}}})
 	if err != nil {
@@ -186,7 +186,7 @@ func TestDelegationStartFailureIsEffectNone(t *testing.T) {
 	if err := squatter.Get(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
-	evs, runErr := e.run("p1", Plan{Steps: []Step{{Tool: DelegateTool, Plan: &Plan{Steps: []Step{cmd("echo child > c.txt")}}}}})
+	evs, runErr := e.run("p1", Plan{Steps: []Step{{Tool: kernel.DelegateTool, Plan: &Plan{Steps: []Step{cmd("echo child > c.txt")}}}}})
 	if runErr == nil {
 		t.Fatal("run completed")
 	}
@@ -200,7 +200,7 @@ func TestDelegatedChildFailureSettled(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, envOpts{})
 	child := &Plan{Steps: []Step{cmd("echo a > a.txt"), {Tool: "run_command", Args: json.RawMessage(`{}`)}}}
-	evs, _ := e.run("p1", Plan{Steps: []Step{{Tool: DelegateTool, Plan: child}}})
+	evs, _ := e.run("p1", Plan{Steps: []Step{{Tool: kernel.DelegateTool, Plan: child}}})
 	wantShape(t, evs, "run.started", "tool.started op-1", "tool.failed op-1 delegated_run_failed effect=occurred", "run.failed")
 	var d kernel.ToolFailed
 	if err := evs[2].DecodeData(&d); err != nil {
@@ -215,7 +215,7 @@ func TestDelegatedChildFailureUnsettled(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, envOpts{})
 	child := &Plan{Steps: []Step{cmd("echo a > a.txt"), cmd("exit 4")}}
-	evs, _ := e.run("p1", Plan{Steps: []Step{{Tool: DelegateTool, Plan: child}}})
+	evs, _ := e.run("p1", Plan{Steps: []Step{{Tool: kernel.DelegateTool, Plan: child}}})
 	wantShape(t, evs, "run.started", "tool.started op-1", "tool.failed op-1 delegated_run_failed effect=uncertain", "run.failed")
 	var d kernel.ToolFailed
 	if err := evs[2].DecodeData(&d); err != nil {
@@ -229,39 +229,6 @@ func TestDelegatedChildFailureUnsettled(t *testing.T) {
 	}
 }
 
-func TestSummarize(t *testing.T) {
-	// The operation id is read from the data, as in the journal.
-	ev := func(typ, data string) kernel.Event {
-		return kernel.Event{Type: typ, Data: json.RawMessage(data)}
-	}
-	cases := []struct {
-		name string
-		evs  []kernel.Event
-		want ChildSummary
-	}{
-		{"no operations", []kernel.Event{ev("run.started", `{}`), ev("run.failed", `{"error":"x"}`)}, ChildSummary{0, 0, "none"}},
-		{"settled by reconciliation", []kernel.Event{
-			ev("tool.started", `{"operation_id":"op-1","tool":"t"}`),
-			ev("tool.failed", `{"operation_id":"op-1","error_type":"x","error":"y","effect":"uncertain"}`),
-			ev("operation.reconciled", `{"operation_id":"op-1","effect":"none","basis":"operator","note":""}`),
-		}, ChildSummary{1, 0, "occurred"}},
-		{"open start", []kernel.Event{
-			ev("tool.started", `{"operation_id":"op-1","tool":"t"}`),
-			ev("tool.completed", `{"operation_id":"op-1"}`),
-			ev("tool.started", `{"operation_id":"op-2","tool":"t"}`),
-		}, ChildSummary{2, 1, "uncertain"}},
-		{"legacy activity_failed counts as uncertain", []kernel.Event{
-			ev("tool.started", `{"operation_id":"op-1","tool":"t"}`),
-			ev("tool.failed", `{"operation_id":"op-1","error_type":"activity_failed","error":"y"}`),
-		}, ChildSummary{1, 1, "uncertain"}},
-	}
-	for _, c := range cases {
-		if got := Summarize(c.evs); got != c.want {
-			t.Errorf("%s: got %+v, want %+v", c.name, got, c.want)
-		}
-	}
-}
-
 // Canceling a run mid-command: the command is stopped, its operation is
 // recorded as uncertain (it ran for a while) and run.failed says why.
 func TestCancelRunMidCommand(t *testing.T) {
@@ -270,7 +237,7 @@ func TestCancelRunMidCommand(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	plan := Plan{Steps: []Step{cmd("echo begin > begin.txt; sleep 20; echo end > end.txt"), cmd("echo never > never.txt")}}
-	if _, _, err := e.starter.StartUnchecked(ctx, StartRequest{Project: e.project, RunID: "c1", Plan: plan}); err != nil {
+	if _, _, err := e.starter.StartUnchecked(ctx, StartParams{Project: e.project, RunID: "c1", Plan: plan}); err != nil {
 		t.Fatal(err)
 	}
 	for {
@@ -282,7 +249,7 @@ func TestCancelRunMidCommand(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	if err := temporalConn.Client.CancelWorkflow(ctx, WorkflowID(e.project, "c1"), ""); err != nil {
+	if err := temporalConn.Client.CancelWorkflow(ctx, kernel.WorkflowID(e.project, "c1"), ""); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.wait(ctx, "c1"); err == nil {

@@ -36,8 +36,8 @@ type Starter struct {
 	Timeouts Timeouts
 }
 
-// StartRequest is the body of POST /v1/runs.
-type StartRequest struct {
+// StartParams starts a run: the body of POST /v1/runs.
+type StartParams struct {
 	Project string `json:"project"`
 	RunID   string `json:"run_id,omitempty"`
 	Plan    Plan   `json:"plan"`
@@ -63,19 +63,19 @@ func NewRunID() string {
 // exists: the same plan again returns it (created=false), a different plan
 // is an EConflict. A start interrupted between recording the run and
 // starting its workflow is completed by the next identical request.
-func (s *Starter) Start(ctx context.Context, req StartRequest) (runID string, created bool, err error) {
-	if err := ValidateID("project", req.Project); err != nil {
+func (s *Starter) Start(ctx context.Context, req StartParams) (runID string, created bool, err error) {
+	if err := kernel.ValidateID("project", req.Project); err != nil {
 		return "", false, err
 	}
 	if req.RunID == "" {
 		req.RunID = NewRunID()
 	}
-	if err := ValidateID("run_id", req.RunID); err != nil {
+	if err := kernel.ValidateID("run_id", req.RunID); err != nil {
 		return "", false, err
 	}
-	if strings.Contains(req.RunID, ChildSeparator) {
+	if strings.Contains(req.RunID, kernel.ChildSeparator) {
 		return "", false, kernel.Errorf(kernel.EInvalid,
-			"run_id: must not contain %q, which the kernel reserves for child runs (<run_id>%s<operation_id>), got %q", ChildSeparator, ChildSeparator, req.RunID)
+			"run_id: must not contain %q, which the kernel reserves for child runs (<run_id>%s<operation_id>), got %q", kernel.ChildSeparator, kernel.ChildSeparator, req.RunID)
 	}
 	if err := req.Plan.Validate(s.Tools); err != nil {
 		return "", false, err
@@ -86,11 +86,11 @@ func (s *Starter) Start(ctx context.Context, req StartRequest) (runID string, cr
 // StartUnchecked starts a run without validating its plan, for tests and
 // drills that need a plan the API would reject (a step that fails
 // validation at execution).
-func (s *Starter) StartUnchecked(ctx context.Context, req StartRequest) (string, bool, error) {
+func (s *Starter) StartUnchecked(ctx context.Context, req StartParams) (string, bool, error) {
 	return s.start(ctx, req)
 }
 
-func (s *Starter) start(ctx context.Context, req StartRequest) (string, bool, error) {
+func (s *Starter) start(ctx context.Context, req StartParams) (string, bool, error) {
 	planJSON, err := json.Marshal(req.Plan)
 	if err != nil {
 		return "", false, fmt.Errorf("marshal plan: %w", err)
@@ -99,7 +99,7 @@ func (s *Starter) start(ctx context.Context, req StartRequest) (string, bool, er
 	if err != nil {
 		return "", false, err
 	}
-	wfID := WorkflowID(req.Project, req.RunID)
+	wfID := kernel.WorkflowID(req.Project, req.RunID)
 	if err := s.refuseClaimed(ctx, req); err != nil {
 		return "", false, err
 	}
@@ -140,9 +140,9 @@ func (s *Starter) start(ctx context.Context, req StartRequest) (string, bool, er
 // refuseClaimed refuses a new run whose id, or the id of a child run its
 // plan may start, already has events that the kernel did not write: a
 // caller who wrote them first would have them read as the kernel's run.
-// Once the run is recorded, ingest refuses such writes (Owners); a write
+// Once the run is recorded, ingest refuses such writes (operations.Owners); a write
 // racing this check within the same instant is not caught.
-func (s *Starter) refuseClaimed(ctx context.Context, req StartRequest) error {
+func (s *Starter) refuseClaimed(ctx context.Context, req StartParams) error {
 	var exists bool
 	if err := s.Pool.QueryRow(ctx, runExistsSQL, req.Project, req.RunID).Scan(&exists); err != nil {
 		return fmt.Errorf("read run %s/%s: %w", req.Project, req.RunID, err)
@@ -183,10 +183,10 @@ type RunView struct {
 // external agent's) from its journal events. ENotFound when neither knows
 // it.
 func (s *Starter) View(ctx context.Context, project, runID string) (RunView, error) {
-	if err := ValidateID("project", project); err != nil {
+	if err := kernel.ValidateID("project", project); err != nil {
 		return RunView{}, err
 	}
-	if err := ValidateID("run_id", runID); err != nil {
+	if err := kernel.ValidateID("run_id", runID); err != nil {
 		return RunView{}, err
 	}
 	evs, err := runEvents(ctx, s.Journal, project, runID)
@@ -194,7 +194,7 @@ func (s *Starter) View(ctx context.Context, project, runID string) (RunView, err
 		return RunView{}, err
 	}
 	v := RunView{RunID: runID, Project: project, Events: evs}
-	d, err := s.Client.DescribeWorkflowExecution(ctx, WorkflowID(project, runID), "")
+	d, err := s.Client.DescribeWorkflowExecution(ctx, kernel.WorkflowID(project, runID), "")
 	var nf *serviceerror.NotFound
 	switch {
 	case err == nil:

@@ -19,7 +19,7 @@ func TestSameRunIDInTwoProjects(t *testing.T) {
 	plan := Plan{Steps: []Step{cmd("echo ok > proof.txt")}}
 	projects := []string{e.project + "-a", e.project + "-b"}
 	for _, p := range projects {
-		if _, created, err := e.starter.Start(ctx, StartRequest{Project: p, RunID: "shared-1", Plan: plan}); err != nil || !created {
+		if _, created, err := e.starter.Start(ctx, StartParams{Project: p, RunID: "shared-1", Plan: plan}); err != nil || !created {
 			t.Fatalf("start %s/shared-1: created=%v %v", p, created, err)
 		}
 	}
@@ -59,13 +59,13 @@ func TestClaimedRunIDRefused(t *testing.T) {
 	forge("claimed")
 	forge("parent.op-2-r1")
 	plan := Plan{Steps: []Step{cmd("true")}}
-	delegating := Plan{Steps: []Step{cmd("true"), {Tool: DelegateTool, OnUncertain: OnUncertainReissue, Plan: &Plan{Steps: []Step{cmd("true")}}}}}
+	delegating := Plan{Steps: []Step{cmd("true"), {Tool: kernel.DelegateTool, OnUncertain: OnUncertainReissue, Plan: &Plan{Steps: []Step{cmd("true")}}}}}
 	for _, c := range []struct {
 		run  string
 		plan Plan
 		in   string
 	}{{"claimed", plan, `"claimed"`}, {"parent", delegating, `"parent.op-2-r1"`}} {
-		_, _, err := e.starter.Start(ctx, StartRequest{Project: e.project, RunID: c.run, Plan: c.plan})
+		_, _, err := e.starter.Start(ctx, StartParams{Project: e.project, RunID: c.run, Plan: c.plan})
 		if kernel.ErrorCode(err) != kernel.EConflict || !strings.Contains(err.Error(), `"agent-x"`) || !strings.Contains(err.Error(), c.in) {
 			t.Fatalf("start %s: %v, want a conflict naming agent-x and %s", c.run, err, c.in)
 		}
@@ -75,18 +75,7 @@ func TestClaimedRunIDRefused(t *testing.T) {
 		t.Fatalf("kernel_runs rows after refused starts: %d %v", n, err)
 	}
 	// The same plan under an unclaimed id starts.
-	if _, created, err := e.starter.Start(ctx, StartRequest{Project: e.project, RunID: "fresh", Plan: plan}); err != nil || !created {
+	if _, created, err := e.starter.Start(ctx, StartParams{Project: e.project, RunID: "fresh", Plan: plan}); err != nil || !created {
 		t.Fatalf("fresh: %v %v", created, err)
-	}
-}
-
-func TestAncestry(t *testing.T) {
-	t.Parallel()
-	got := strings.Join(ancestry("a.op-1.op-2-r1"), " ")
-	if got != "a a.op-1 a.op-1.op-2-r1" {
-		t.Fatalf("ancestry = %q", got)
-	}
-	if got := strings.Join(ancestry(".x."), " "); got != ".x .x." {
-		t.Fatalf("ancestry of odd id = %q", got)
 	}
 }

@@ -1,7 +1,6 @@
 package runner
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -95,37 +94,12 @@ type ChildRef struct {
 	RunID   string `json:"run_id"`
 }
 
-// ChildSummary is what the journal says about a failed child run.
+// ChildSummary is SummarizeChildRun's answer: the child run's counts and
+// the delegation's effect they imply (kernel.ChildSummary.Effect). Its
+// JSON is part of recorded workflow histories.
 type ChildSummary struct {
-	Total      int    `json:"total"`
-	Unresolved int    `json:"unresolved"`
-	Effect     string `json:"effect"`
-}
-
-// WorkflowID is the Temporal workflow id of a run.
-func WorkflowID(project, runID string) string { return "reckon/" + project + "/" + runID }
-
-// ChildRunID is the run id of the child a delegate operation starts.
-func ChildRunID(parentRunID, operationID string) string {
-	return parentRunID + ChildSeparator + operationID
-}
-
-// event data written by the workflow; the embedded kernel structs keep the
-// documented fields, the extra ones are the conventions probes rely on.
-type runStartedData struct {
-	kernel.RunStarted
-	Workspace string `json:"workspace"`
-}
-
-type toolStartedData struct {
-	kernel.ToolStarted
-	Postcondition json.RawMessage `json:"postcondition,omitempty"`
-	ChildRunID    string          `json:"child_run_id,omitempty"`
-}
-
-type toolCompletedData struct {
-	kernel.ToolCompleted
-	ChildRunID string `json:"child_run_id,omitempty"`
+	kernel.ChildSummary
+	Effect string `json:"effect"`
 }
 
 // stepResult is the outcome of one operation as the workflow records it.
@@ -144,33 +118,22 @@ type run struct {
 }
 
 // ChangeProjectEventIDs is the workflow.GetVersion change id under which
-// kernel event ids gained the project (version 1). Runs recorded before it
-// replay at workflow.DefaultVersion and keep their old ids to the end.
+// kernel event ids gained the project (kernel.EventID, version 1). Runs
+// recorded before it replay at workflow.DefaultVersion and keep their old
+// ids (kernel.LegacyEventID) to the end.
 const ChangeProjectEventIDs = "project-scoped-event-ids"
-
-// EventID is the id of a kernel event of a run: <project>/<run_id>/<suffix>
-// (suffix run/started, op-2/failed, …). Run ids are unique per project
-// only, so the project keeps two projects' runs of the same id apart.
-// Runs started before this scheme (workflow.DefaultVersion of
-// ChangeProjectEventIDs) used <run_id>/<suffix>; their journal rows keep
-// those ids.
-func EventID(project, runID, suffix string) string { return project + "/" + runID + "/" + suffix }
-
-// legacyEventID is the id kernel events had before ChangeProjectEventIDs.
-func legacyEventID(runID, suffix string) string { return runID + "/" + suffix }
 
 // RunWorkflow executes a plan. Every step is recorded before it runs and
 // after it ends; the run stops at the first failed step unless the step
 // asks for a re-issue after an uncertain failure. The workflow returns an
 // error (the run failed) after recording run.failed.
 func RunWorkflow(ctx workflow.Context, in RunInput) (RunOutput, error) {
-	r := &run{in: in, t: in.Timeouts.withDefaults(), idPrefix: EventID(in.Project, in.RunID, "")}
+	r := &run{in: in, t: in.Timeouts.withDefaults(), idPrefix: kernel.EventID(in.Project, in.RunID, "")}
 	if workflow.GetVersion(ctx, ChangeProjectEventIDs, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
-		r.idPrefix = legacyEventID(in.RunID, "")
+		r.idPrefix = kernel.LegacyEventID(in.RunID, "")
 	}
-	if err := r.record(ctx, kernel.TypeRunStarted, "run/started", runStartedData{
-		RunStarted: kernel.RunStarted{PlanSummary: in.Plan.Summary(), ParentRunID: in.ParentRunID},
-		Workspace:  in.Workspace,
+	if err := r.record(ctx, kernel.TypeRunStarted, "run/started", kernel.RunStarted{
+		PlanSummary: in.Plan.Summary(), ParentRunID: in.ParentRunID, Workspace: in.Workspace,
 	}); err != nil {
 		return RunOutput{}, err
 	}
@@ -221,7 +184,7 @@ func (r *run) record(ctx workflow.Context, typ, suffix string, data any) error {
 		// A canceled run still records what happened to it.
 		ctx, _ = workflow.NewDisconnectedContext(ctx)
 	}
-	ev, err := kernel.NewEvent(kernel.KernelSource, r.idPrefix+suffix, r.in.Project, r.in.RunID, typ, "kernel", workflow.Now(ctx), data)
+	ev, err := kernel.NewEvent(kernel.SourceKernel, r.idPrefix+suffix, r.in.Project, r.in.RunID, typ, kernel.ActorKernel, workflow.Now(ctx), data)
 	if err != nil {
 		return temporal.NewNonRetryableApplicationError(err.Error(), "invalid_event", nil)
 	}
@@ -243,26 +206,25 @@ func (r *run) record(ctx workflow.Context, typ, suffix string, data any) error {
 // step runs one operation: tool.started, the tool (one attempt) or the
 // child run, then tool.completed or tool.failed.
 func (r *run) step(ctx workflow.Context, s Step, opID, reissueOf string) (stepResult, error) {
-	started := toolStartedData{
-		ToolStarted:   kernel.ToolStarted{OperationID: opID, Tool: s.Tool, Args: s.Args, Attempt: 1, ReissueOf: reissueOf},
+	started := kernel.ToolStarted{
+		OperationID: opID, Tool: s.Tool, Args: s.Args, Attempt: 1, ReissueOf: reissueOf,
 		Postcondition: s.Postcondition,
 	}
-	if s.Tool == DelegateTool {
-		started.ChildRunID = ChildRunID(r.in.RunID, opID)
+	if s.Tool == kernel.DelegateTool {
+		started.ChildRunID = kernel.ChildRunID(r.in.RunID, opID)
 	}
 	if err := r.record(ctx, kernel.TypeToolStarted, opID+"/started", started); err != nil {
 		return stepResult{}, err
 	}
 	var res stepResult
-	if s.Tool == DelegateTool {
+	if s.Tool == kernel.DelegateTool {
 		res = r.delegate(ctx, s, opID)
 	} else {
 		res = r.runTool(ctx, s, opID)
 	}
 	if res.OK {
-		err := r.record(ctx, kernel.TypeToolCompleted, opID+"/completed", toolCompletedData{
-			ToolCompleted: kernel.ToolCompleted{OperationID: opID, ResultSummary: res.Summary},
-			ChildRunID:    res.ChildRunID,
+		err := r.record(ctx, kernel.TypeToolCompleted, opID+"/completed", kernel.ToolCompleted{
+			OperationID: opID, ResultSummary: res.Summary, ChildRunID: res.ChildRunID,
 		})
 		return res, err
 	}
@@ -322,14 +284,14 @@ func activityFailure(err error) ToolOutcome {
 
 // delegate runs the child plan as a child workflow with a deterministic id.
 func (r *run) delegate(ctx workflow.Context, s Step, opID string) stepResult {
-	childRun := ChildRunID(r.in.RunID, opID)
+	childRun := kernel.ChildRunID(r.in.RunID, opID)
 	res := stepResult{ChildRunID: childRun}
 	if s.Plan == nil {
 		res.ToolOutcome = ToolOutcome{ErrorType: kernel.ErrorTypeValidation, Effect: kernel.EffectNone, Error: "plan: required for a delegate step"}
 		return res
 	}
 	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
-		WorkflowID:            WorkflowID(r.in.Project, childRun),
+		WorkflowID:            kernel.WorkflowID(r.in.Project, childRun),
 		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 	})
 	fut := workflow.ExecuteChildWorkflow(cctx, WorkflowName, RunInput{

@@ -22,7 +22,7 @@ import (
 
 // sandboxed runs command confined with o in ws and returns its output and
 // error (a failed command is not a test failure here).
-func sandboxed(t *testing.T, o Options, ws, command string) (Output, error) {
+func sandboxed(t *testing.T, o Config, ws, command string) (Output, error) {
 	t.Helper()
 	out, _, err := run(t, NewRunCommand(o), call(t, ws, map[string]any{"command": command, "timeout_s": 60}))
 	if !out.Confined {
@@ -50,11 +50,11 @@ func TestSandboxSeesNoHostSecrets(t *testing.T) {
 		}
 	}
 	ws := wsDir(t)
-	out, err := sandboxed(t, Options{}, ws, "cat /etc/shadow")
+	out, err := sandboxed(t, Config{}, ws, "cat /etc/shadow")
 	mustFail(t, "read /etc/shadow", out, err)
-	out, err = sandboxed(t, Options{}, ws, "ls -a /root")
+	out, err = sandboxed(t, Config{}, ws, "ls -a /root")
 	mustFail(t, "list /root", out, err)
-	out, err = sandboxed(t, Options{}, ws, "ls /etc; echo ---; cat /etc/passwd; echo ---; id -u; grep CapEff /proc/self/status")
+	out, err = sandboxed(t, Config{}, ws, "ls /etc; echo ---; cat /etc/passwd; echo ---; id -u; grep CapEff /proc/self/status")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +105,7 @@ func TestSandboxReachesNoHostSocket(t *testing.T) {
 	}
 	pg := "/var/run/postgresql/.s.PGSQL.5432"
 	// Control: unconfined, the same commands connect.
-	free := NewRunCommand(Options{Unconfined: true})
+	free := NewRunCommand(Config{Unconfined: true})
 	for _, addr := range []string{pathSock, abstract} {
 		out, _, err := run(t, free, call(t, ws, map[string]any{"command": connect(addr)}))
 		if err != nil || !strings.Contains(out.Stdout, "connected") {
@@ -113,17 +113,17 @@ func TestSandboxReachesNoHostSocket(t *testing.T) {
 		}
 	}
 	for _, addr := range []string{pathSock, abstract, pg} {
-		out, err := sandboxed(t, Options{}, ws, connect(addr))
+		out, err := sandboxed(t, Config{}, ws, connect(addr))
 		mustFail(t, "connect to "+addr, out, err)
 		if strings.Contains(out.Stdout, "connected") {
 			t.Fatalf("the sandbox connected to %s", addr)
 		}
 	}
-	out, err := sandboxed(t, Options{}, ws, "test -e "+pg+" || test -e /run/postgresql || echo absent")
+	out, err := sandboxed(t, Config{}, ws, "test -e "+pg+" || test -e /run/postgresql || echo absent")
 	if err != nil || strings.TrimSpace(out.Stdout) != "absent" {
 		t.Fatalf("PostgreSQL's socket directory is visible: %v %+v", err, out)
 	}
-	out, err = sandboxed(t, Options{}, ws, "find / -type s 2>/dev/null | grep -v '^/proc/' || true; ls -d /run /var /home 2>&1 || true")
+	out, err = sandboxed(t, Config{}, ws, "find / -type s 2>/dev/null | grep -v '^/proc/' || true; ls -d /run /var /home 2>&1 || true")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +155,7 @@ func TestSandboxSeesOnlyItsWorkspace(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	out, err := sandboxed(t, Options{}, ws, fmt.Sprintf("ls -A %s; echo ---; ls -A %s; echo ---; echo mine > mine.txt && cat mine.txt",
+	out, err := sandboxed(t, Config{}, ws, fmt.Sprintf("ls -A %s; echo ---; ls -A %s; echo ---; echo mine > mine.txt && cat mine.txt",
 		data, filepath.Dir(ws)))
 	if err != nil {
 		t.Fatal(err)
@@ -164,7 +164,7 @@ func TestSandboxSeesOnlyItsWorkspace(t *testing.T) {
 		t.Fatalf("the sandbox sees:\n%s\nwant:\n%s", out.Stdout, want)
 	}
 	for _, f := range []string{filepath.Join(other, "secret.txt"), filepath.Join(data, "temporal.db")} {
-		out, err := sandboxed(t, Options{}, ws, "cat "+f)
+		out, err := sandboxed(t, Config{}, ws, "cat "+f)
 		mustFail(t, "read "+f, out, err)
 		if strings.Contains(out.Stdout, "not yours") {
 			t.Fatalf("read %s", f)
@@ -180,7 +180,7 @@ func TestSandboxProcessLimit(t *testing.T) {
 	spawn := func(n int, marker string) string {
 		return fmt.Sprintf("n=0; while [ $n -lt %d ]; do sleep %s & n=$((n+1)); echo $n > count-%s; done; echo spawned $n", n, marker, marker)
 	}
-	out, err := sandboxed(t, Options{}, ws, spawn(600, "31.6006"))
+	out, err := sandboxed(t, Config{}, ws, spawn(600, "31.6006"))
 	mustFail(t, "spawn 600 processes", out, err)
 	b, _ := os.ReadFile(filepath.Join(ws, "count-31.6006"))
 	if n, _ := strconv.Atoi(strings.TrimSpace(string(b))); n >= DefaultMaxProcs || n < DefaultMaxProcs-10 {
@@ -188,7 +188,7 @@ func TestSandboxProcessLimit(t *testing.T) {
 	}
 	waitGone(t, "31.6006")
 	// Configurable.
-	out, err = sandboxed(t, Options{MaxProcs: 40}, ws, spawn(100, "31.4004"))
+	out, err = sandboxed(t, Config{MaxProcs: 40}, ws, spawn(100, "31.4004"))
 	mustFail(t, "spawn 100 processes under 40", out, err)
 	b, _ = os.ReadFile(filepath.Join(ws, "count-31.4004"))
 	if n, _ := strconv.Atoi(strings.TrimSpace(string(b))); n >= 40 || n < 30 {
@@ -203,7 +203,7 @@ func TestSandboxProcessLimit(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, errs[i] = sandboxed(t, Options{}, wsDir(t), fmt.Sprintf("n=0; while [ $n -lt 150 ]; do sleep 0.%d%d & n=$((n+1)); done; wait", i+3, i+5))
+			_, errs[i] = sandboxed(t, Config{}, wsDir(t), fmt.Sprintf("n=0; while [ $n -lt 150 ]; do sleep 0.%d%d & n=$((n+1)); done; wait", i+3, i+5))
 		}()
 	}
 	wg.Wait()
@@ -219,25 +219,25 @@ func TestSandboxProcessLimit(t *testing.T) {
 func TestSandboxMemoryAndFileLimits(t *testing.T) {
 	t.Parallel()
 	ws := wsDir(t)
-	out, err := sandboxed(t, Options{}, ws, "head -c 3G /dev/zero | tail")
+	out, err := sandboxed(t, Config{}, ws, "head -c 3G /dev/zero | tail")
 	mustFail(t, "tail of 3 GiB", out, err)
 	if !strings.Contains(out.Stderr, "memory exhausted") && !strings.Contains(out.Stderr, "Cannot allocate memory") {
 		t.Fatalf("tail of 3 GiB: stderr %q", out.Stderr)
 	}
-	out, err = sandboxed(t, Options{}, ws, "python3 -c 'b = bytearray(3 << 30)'")
+	out, err = sandboxed(t, Config{}, ws, "python3 -c 'b = bytearray(3 << 30)'")
 	mustFail(t, "python3 allocating 3 GiB", out, err)
 	if !strings.Contains(out.Stderr, "MemoryError") {
 		t.Fatalf("python3 3 GiB: stderr %q", out.Stderr)
 	}
-	if _, err := sandboxed(t, Options{}, ws, "python3 -c 'b = bytearray(200 << 20); print(len(b))'"); err != nil {
+	if _, err := sandboxed(t, Config{}, ws, "python3 -c 'b = bytearray(200 << 20); print(len(b))'"); err != nil {
 		t.Fatalf("200 MiB under the default limit: %v", err)
 	}
-	out, err = sandboxed(t, Options{MaxMemory: 64 << 20}, ws, "head -c 100M /dev/zero > /tmp/big")
+	out, err = sandboxed(t, Config{MaxMemory: 64 << 20}, ws, "head -c 100M /dev/zero > /tmp/big")
 	mustFail(t, "100 MiB into a 64 MiB /tmp", out, err)
 	if !strings.Contains(out.Stderr, "No space left on device") {
 		t.Fatalf("/tmp bound: stderr %q", out.Stderr)
 	}
-	out, err = sandboxed(t, Options{MaxFileSize: 1 << 20}, ws, "head -c 2M /dev/zero > big.bin")
+	out, err = sandboxed(t, Config{MaxFileSize: 1 << 20}, ws, "head -c 2M /dev/zero > big.bin")
 	mustFail(t, "2 MiB file under a 1 MiB limit", out, err)
 	if fi, err := os.Stat(filepath.Join(ws, "big.bin")); err != nil || fi.Size() != 1<<20 {
 		t.Fatalf("big.bin: %v %v, want exactly 1 MiB", fi, err)
@@ -255,7 +255,7 @@ func TestSandboxOrdinaryCommands(t *testing.T) {
 		cmd += ` && python3 -c 'import hashlib, json, ssl; print(json.dumps({"ok": True}))'`
 		want += "{\"ok\": true}\n"
 	}
-	out, err := sandboxed(t, Options{}, ws, cmd)
+	out, err := sandboxed(t, Config{}, ws, cmd)
 	if err != nil || out.Stdout != want || out.Stderr != "to-stderr\n" || out.ExitCode != 0 {
 		t.Fatalf("got %v\nstdout %q\nstderr %q\nwant stdout %q", err, out.Stdout, out.Stderr, want)
 	}
@@ -277,7 +277,7 @@ func TestSandboxWorkspaceOwnership(t *testing.T) {
 		t.Fatal(err)
 	}
 	hostname, _ := os.Lstat("/etc/hostname")
-	out, err := sandboxed(t, Options{}, ws, "echo two >> by-root/notes.txt && touch by-root/new && cp /bin/true suid && chmod 4755 suid && ls -l suid | cut -c1-10")
+	out, err := sandboxed(t, Config{}, ws, "echo two >> by-root/notes.txt && touch by-root/new && cp /bin/true suid && chmod 4755 suid && ls -l suid | cut -c1-10")
 	if err != nil || !strings.HasPrefix(out.Stdout, "-rwsr-xr-x") {
 		t.Fatalf("write into root's files: %v %+v", err, out)
 	}
@@ -305,7 +305,7 @@ func TestSandboxUnreachableWorkspace(t *testing.T) {
 		t.Skip("needs a root worker (the CI runs as root)")
 	}
 	private := t.TempDir() // its parent is private to root (0700)
-	_, err := NewRunCommand(Options{}).Execute(context.Background(), call(t, private, map[string]any{"command": "touch x"}))
+	_, err := NewRunCommand(Config{}).Execute(context.Background(), call(t, private, map[string]any{"command": "touch x"}))
 	te := wantToolError(t, err, kernel.ErrorTypeValidation, kernel.EffectNone)
 	if !strings.Contains(te.Error(), filepath.Dir(private)) || !strings.Contains(te.Error(), "not searchable") {
 		t.Fatalf("error = %v", te)

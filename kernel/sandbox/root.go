@@ -51,7 +51,7 @@ const shmSize = 64 << 20
 // nested user namespace), no capabilities, only env as environment. Order
 // matters: /tmp is mounted before the workspace so a workspace under /tmp
 // is bound on top of the tmpfs, not hidden by it.
-func bwrapArgs(ws string, env []string, o Options) []string {
+func bwrapArgs(ws string, env []string, o Config) []string {
 	a := []string{"--ro-bind", "/usr", "/usr"}
 	for _, d := range systemDirs {
 		fi, err := os.Lstat(d)

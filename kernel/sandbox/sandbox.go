@@ -25,7 +25,7 @@ import (
 )
 
 // ToolName is the name plans use for this tool.
-const ToolName = "run_command"
+const ToolName = kernel.ToolRunCommand
 
 // Error types of tool.failed produced by run_command.
 const (
@@ -40,11 +40,11 @@ const (
 	ErrorTypeSandboxStartFailed = "sandbox_start_failed"
 )
 
-// Defaults applied by NewRunCommand to zero Options fields.
+// Defaults applied by NewRunCommand to zero Config fields.
 const (
 	DefaultMaxOutputBytes = 64 << 10
 	DefaultTimeout        = 60 * time.Second
-	DefaultMaxTimeout     = 10 * time.Minute
+	DefaultMaxTimeout     = kernel.MaxCommandTimeout
 	// DefaultMaxProcs bounds the processes (threads included) of one
 	// command (RECKON_SANDBOX_MAX_PROCS).
 	DefaultMaxProcs = 256
@@ -70,8 +70,8 @@ const sandboxPath = "/usr/local/bin:/usr/bin:/bin"
 // mode was not asked for.
 const errBwrapMissing = "bubblewrap (bwrap) is not installed; install it or set RECKON_SANDBOX_UNCONFINED=1 to run unconfined"
 
-// Options configures run_command.
-type Options struct {
+// Config configures run_command.
+type Config struct {
 	// Unconfined runs commands without bubblewrap (only the environment is
 	// scrubbed and the working directory set). Every result says so.
 	Unconfined bool
@@ -120,11 +120,11 @@ type args struct {
 }
 
 type runCommand struct {
-	o Options
+	o Config
 }
 
 // NewRunCommand returns the run_command tool.
-func NewRunCommand(o Options) kernel.Tool {
+func NewRunCommand(o Config) kernel.Tool {
 	if o.MaxOutputBytes <= 0 {
 		o.MaxOutputBytes = DefaultMaxOutputBytes
 	}
@@ -161,13 +161,13 @@ func (r *runCommand) Name() string { return ToolName }
 // Available reports whether bubblewrap at path (empty: looked up as "bwrap")
 // can actually build the sandbox run_command uses on this machine, with
 // the default options; see Check.
-func Available(path string) error { return Check(Options{BwrapPath: path}, "") }
+func Available(path string) error { return Check(Config{BwrapPath: path}, "") }
 
 // Check runs a trivial command in the sandbox o describes, in a fresh
 // workspace beneath dir (empty: the system's temporary directory), and
 // reports why it could not: bubblewrap missing, namespaces refused, the
 // unprivileged user unable to reach dir, the limits unusable.
-func Check(o Options, dir string) error {
+func Check(o Config, dir string) error {
 	if _, err := lookBwrap(o.BwrapPath); err != nil {
 		return err
 	}

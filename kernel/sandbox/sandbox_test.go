@@ -15,6 +15,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/seed-7bc021c3/reckon/internal/reckontest"
 	"github.com/seed-7bc021c3/reckon/internal/sandboxtest"
 	"github.com/seed-7bc021c3/reckon/kernel"
 )
@@ -72,7 +73,7 @@ func TestAvailable(t *testing.T) {
 
 func TestName(t *testing.T) {
 	t.Parallel()
-	if n := NewRunCommand(Options{}).Name(); n != "run_command" {
+	if n := NewRunCommand(Config{}).Name(); n != "run_command" {
 		t.Fatalf("Name = %q", n)
 	}
 }
@@ -80,7 +81,7 @@ func TestName(t *testing.T) {
 func TestWriteInsideWorkspace(t *testing.T) {
 	t.Parallel()
 	ws := wsDir(t)
-	tool := NewRunCommand(Options{})
+	tool := NewRunCommand(Config{})
 	out, res, err := run(t, tool, call(t, ws, map[string]any{"command": "echo ok > proof.txt && pwd && echo $HOME", "timeout_s": 30}))
 	if err != nil {
 		t.Fatalf("execute: %v (%+v)", err, out)
@@ -110,7 +111,7 @@ func TestWriteOutsideWorkspaceFails(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(outside) })
-	tool := NewRunCommand(Options{})
+	tool := NewRunCommand(Config{})
 	targets := []string{
 		"/etc/reckon-test-" + filepath.Base(ws),
 		"/root/reckon-test-" + filepath.Base(ws),
@@ -170,7 +171,7 @@ func TestNetworkUnreachable(t *testing.T) {
 
 	// Control: the same command unconfined reaches the listener, so the
 	// sandboxed failure below is the sandbox's doing.
-	free := NewRunCommand(Options{Unconfined: true})
+	free := NewRunCommand(Config{Unconfined: true})
 	if _, _, err := run(t, free, call(t, wsDir(t), map[string]any{"command": cmd})); err != nil {
 		t.Fatalf("unconfined control could not connect: %v", err)
 	}
@@ -184,15 +185,24 @@ func TestNetworkUnreachable(t *testing.T) {
 	}
 	before := accepted.Load()
 
-	tool := NewRunCommand(Options{})
+	tool := NewRunCommand(Config{})
 	out, _, err := run(t, tool, call(t, wsDir(t), map[string]any{"command": cmd}))
 	wantToolError(t, err, ErrorTypeCommandFailed, kernel.EffectUncertain)
 	if !strings.Contains(out.Stderr, "Connection refused") && !strings.Contains(out.Stderr, "unreachable") {
 		t.Fatalf("stderr = %q", out.Stderr)
 	}
-	time.Sleep(50 * time.Millisecond)
-	if got := accepted.Load(); got != before {
-		t.Fatalf("listener accepted %d connections from the sandbox", got-before)
+	// A marker connection from outside, after the command: the listener
+	// accepts in arrival order, so once the marker is counted, anything the
+	// sandbox got through would have been counted before it. A condition
+	// wait, not a guess at how long an accept takes.
+	marker, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	marker.Close()
+	reckontest.Eventually(t, 5*time.Second, "the marker connection", func() bool { return accepted.Load() > before })
+	if got := accepted.Load(); got != before+1 {
+		t.Fatalf("listener accepted %d connections from the sandbox", got-before-1)
 	}
 	// No interface but loopback exists in the sandbox's network namespace.
 	out, _, err = run(t, tool, call(t, wsDir(t), map[string]any{"command": "tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '"}))
@@ -208,7 +218,7 @@ func TestEnvironmentScrubbed(t *testing.T) {
 	// Not parallel: t.Setenv.
 	t.Setenv("RECKON_TEST_SECRET", "hunter2")
 	for _, unconfined := range []bool{false, true} {
-		tool := NewRunCommand(Options{Unconfined: unconfined})
+		tool := NewRunCommand(Config{Unconfined: unconfined})
 		ws := wsDir(t)
 		c := call(t, ws, map[string]any{"command": "env"})
 		c.OperationID = "op-7-r2"
@@ -245,7 +255,7 @@ func TestEnvironmentScrubbed(t *testing.T) {
 func TestTimeoutKills(t *testing.T) {
 	t.Parallel()
 	ws := wsDir(t)
-	tool := NewRunCommand(Options{})
+	tool := NewRunCommand(Config{})
 	start := time.Now()
 	// The background sleep checks that the whole sandbox dies, not just sh.
 	out, res, err := run(t, tool, call(t, ws, map[string]any{"command": "(sleep 30.4242; touch late) & echo started; sleep 30", "timeout_s": 1}))
@@ -286,7 +296,7 @@ func waitGone(t *testing.T, marker string) {
 
 func TestTimeoutKillsUnconfined(t *testing.T) {
 	t.Parallel()
-	tool := NewRunCommand(Options{Unconfined: true})
+	tool := NewRunCommand(Config{Unconfined: true})
 	start := time.Now()
 	_, _, err := run(t, tool, call(t, wsDir(t), map[string]any{"command": "sleep 30.4343 & sleep 30", "timeout_s": 1}))
 	wantToolError(t, err, ErrorTypeCommandTimeout, kernel.EffectUncertain)
@@ -299,7 +309,7 @@ func TestTimeoutKillsUnconfined(t *testing.T) {
 func TestCommandFails(t *testing.T) {
 	t.Parallel()
 	ws := wsDir(t)
-	tool := NewRunCommand(Options{})
+	tool := NewRunCommand(Config{})
 	out, _, err := run(t, tool, call(t, ws, map[string]any{"command": "echo partial > p.txt; echo boom >&2; exit 3"}))
 	te := wantToolError(t, err, ErrorTypeCommandFailed, kernel.EffectUncertain)
 	if out.ExitCode != 3 || !strings.Contains(te.Error(), "boom") {
@@ -312,7 +322,7 @@ func TestCommandFails(t *testing.T) {
 
 func TestOutputCap(t *testing.T) {
 	t.Parallel()
-	tool := NewRunCommand(Options{MaxOutputBytes: 1000})
+	tool := NewRunCommand(Config{MaxOutputBytes: 1000})
 	out, res, err := run(t, tool, call(t, wsDir(t), map[string]any{"command": "head -c 100000 /dev/zero | tr '\\0' a; head -c 10 /dev/zero | tr '\\0' b >&2"}))
 	if err != nil {
 		t.Fatal(err)
@@ -347,7 +357,7 @@ func TestValidationRejections(t *testing.T) {
 	if err := os.WriteFile(file, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	tool := NewRunCommand(Options{MaxTimeout: time.Minute})
+	tool := NewRunCommand(Config{MaxTimeout: time.Minute})
 	raw := func(s string) kernel.ToolCall {
 		return kernel.ToolCall{OperationID: "op-1", Tool: ToolName, Args: json.RawMessage(s), Workspace: ws}
 	}
@@ -390,7 +400,7 @@ func TestValidationRejections(t *testing.T) {
 func TestBwrapMissing(t *testing.T) {
 	t.Parallel()
 	ws := wsDir(t)
-	tool := NewRunCommand(Options{BwrapPath: "/nonexistent/bwrap"})
+	tool := NewRunCommand(Config{BwrapPath: "/nonexistent/bwrap"})
 	c := call(t, ws, map[string]any{"command": "touch x"})
 	te := wantToolError(t, tool.Validate(c), kernel.ErrorTypeValidation, kernel.EffectNone)
 	if !strings.Contains(te.Error(), "bubblewrap (bwrap) is not installed; install it or set RECKON_SANDBOX_UNCONFINED=1 to run unconfined") {
@@ -412,7 +422,7 @@ func TestSandboxStartFailed(t *testing.T) {
 	if err := os.WriteFile(bad, []byte("#!/nonexistent/interp\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	_, _, err := run(t, NewRunCommand(Options{BwrapPath: bad}), call(t, ws, map[string]any{"command": "touch x"}))
+	_, _, err := run(t, NewRunCommand(Config{BwrapPath: bad}), call(t, ws, map[string]any{"command": "touch x"}))
 	wantToolError(t, err, ErrorTypeSandboxStartFailed, kernel.EffectNone)
 
 	// A launcher that starts but fails before the command runs (as bwrap
@@ -421,7 +431,7 @@ func TestSandboxStartFailed(t *testing.T) {
 	if err := os.WriteFile(failing, []byte("#!/bin/sh\necho 'bwrap: setting up uid map: Permission denied' >&2\nexit 1\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	_, _, err = run(t, NewRunCommand(Options{BwrapPath: failing}), call(t, ws, map[string]any{"command": "touch x"}))
+	_, _, err = run(t, NewRunCommand(Config{BwrapPath: failing}), call(t, ws, map[string]any{"command": "touch x"}))
 	te := wantToolError(t, err, ErrorTypeSandboxStartFailed, kernel.EffectNone)
 	if !strings.Contains(te.Error(), "uid map") {
 		t.Fatalf("error = %v", te)
@@ -434,7 +444,7 @@ func TestSandboxStartFailed(t *testing.T) {
 func TestUnconfinedMarksResult(t *testing.T) {
 	t.Parallel()
 	ws := wsDir(t)
-	tool := NewRunCommand(Options{Unconfined: true, BwrapPath: "/nonexistent/bwrap"})
+	tool := NewRunCommand(Config{Unconfined: true, BwrapPath: "/nonexistent/bwrap"})
 	out, res, err := run(t, tool, call(t, ws, map[string]any{"command": "echo hi > f && pwd"}))
 	if err != nil {
 		t.Fatal(err)
@@ -458,7 +468,7 @@ func TestUnconfinedMarksResult(t *testing.T) {
 
 func TestCallerCancel(t *testing.T) {
 	t.Parallel()
-	tool := NewRunCommand(Options{})
+	tool := NewRunCommand(Config{})
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	start := time.Now()
@@ -488,7 +498,7 @@ func BenchmarkRunCommandTrue(b *testing.B) {
 			name = "unconfined"
 		}
 		b.Run(name, func(b *testing.B) {
-			tool := NewRunCommand(Options{Unconfined: unconfined})
+			tool := NewRunCommand(Config{Unconfined: unconfined})
 			c := call(b, wsDir(b), map[string]any{"command": "true"})
 			var durs []time.Duration
 			for b.Loop() {

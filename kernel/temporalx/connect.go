@@ -10,8 +10,8 @@ import (
 	"go.temporal.io/sdk/client"
 )
 
-// Options say where Temporal is.
-type Options struct {
+// Config says where Temporal is.
+type Config struct {
 	// Address of an external cluster (TEMPORAL_ADDRESS). Empty starts an
 	// embedded server.
 	Address   string
@@ -43,7 +43,7 @@ func DBFile(dataDir string) string { return filepath.Join(dataDir, "temporal.db"
 
 // Connect dials an external cluster, or starts an embedded server and dials
 // it.
-func Connect(ctx context.Context, o Options) (*Conn, error) {
+func Connect(ctx context.Context, o Config) (*Conn, error) {
 	if o.Namespace == "" {
 		o.Namespace = "default"
 	}

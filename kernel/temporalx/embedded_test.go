@@ -42,7 +42,7 @@ func runEcho(t *testing.T, c client.Client, queue, id string) {
 }
 
 func TestEmbeddedInMemory(t *testing.T) {
-	conn, err := Connect(context.Background(), Options{Namespace: "reckon-test", Log: zerolog.Nop()})
+	conn, err := Connect(context.Background(), Config{Namespace: "reckon-test", Log: zerolog.Nop()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +57,7 @@ func TestEmbeddedInMemory(t *testing.T) {
 // file and finds the first run's history still there.
 func TestEmbeddedSQLiteFilePersists(t *testing.T) {
 	dir := t.TempDir()
-	conn, err := Connect(context.Background(), Options{DataDir: dir, Log: zerolog.Nop()})
+	conn, err := Connect(context.Background(), Config{DataDir: dir, Log: zerolog.Nop()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +73,7 @@ func TestEmbeddedSQLiteFilePersists(t *testing.T) {
 	// are not logged as errors. (Other errors are not asserted: a loaded
 	// machine may log transient ones that say nothing about restarts.)
 	var errs lockedBuffer
-	conn2, err := Connect(context.Background(), Options{DataDir: dir, Log: zerolog.New(&errs)})
+	conn2, err := Connect(context.Background(), Config{DataDir: dir, Log: zerolog.New(&errs)})
 	if err != nil {
 		t.Fatalf("restart on the same SQLite file: %v", err)
 	}

@@ -7,7 +7,6 @@ import (
 
 	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/journal"
-	"github.com/seed-7bc021c3/reckon/kernel/runner"
 	"github.com/seed-7bc021c3/reckon/pipeline"
 )
 
@@ -36,49 +35,29 @@ func (p Child) Name() string { return ChildName }
 
 // Probe implements Probe.
 func (p Child) Probe(ctx context.Context, run Run, op pipeline.WallOperation) (pipeline.Evidence, bool) {
-	if op.Tool != runner.DelegateTool {
+	if op.Tool != kernel.DelegateTool {
 		return pipeline.Evidence{}, false
 	}
 	at := nowOr(p.Now)
 	childID := op.ChildRunID
 	if childID == "" {
-		childID = runner.ChildRunID(run.RunID, op.OperationID)
+		childID = kernel.ChildRunID(run.RunID, op.OperationID)
 	}
 	evs, err := p.Journal.RunEvents(ctx, run.Project, childID)
 	if err != nil {
 		return evidence(ChildName, pipeline.FindingInconclusive, fmt.Sprintf("replay child run %s: %v", childID, err), at,
 			map[string]any{"child_run_id": childID}), true
 	}
-	var started, ended bool
 	var lastSeq int64
-	ops := map[string]bool{} // operation id → settled
-	var order []string
-	for _, e := range evs {
-		lastSeq = e.Seq
-		switch e.Type {
-		case kernel.TypeRunStarted:
-			started = true
-		case kernel.TypeRunCompleted, kernel.TypeRunFailed:
-			ended = true
-		case kernel.TypeToolStarted:
-			id := e.OperationID()
-			if _, ok := ops[id]; !ok {
-				ops[id] = false
-				order = append(order, id)
-			}
-		}
-		if e.Settles() {
-			ops[e.OperationID()] = true
-		}
+	plain := make([]kernel.Event, len(evs))
+	for i, e := range evs {
+		lastSeq, plain[i] = e.Seq, e.Event
 	}
-	unresolved := 0
-	var open []string
-	for _, id := range order {
-		if !ops[id] {
-			unresolved++
-			open = append(open, id)
-		}
-	}
+	// The kernel's own rule (kernel.Replay), now rather than at failure
+	// time: operations settled since count.
+	r := kernel.Replay(plain)
+	started, ended, order, open := r.Started, r.Ended, r.Operations, r.Unsettled
+	unresolved := len(open)
 	prov := map[string]any{"child_run_id": childID, "events": len(evs), "last_seq": lastSeq,
 		"child_ops_total": len(order), "child_ops_unresolved": unresolved, "ended": ended}
 	switch {

@@ -20,7 +20,7 @@ import (
 	"github.com/seed-7bc021c3/reckon/kernel/journal"
 	"github.com/seed-7bc021c3/reckon/kernel/mcpserver"
 	"github.com/seed-7bc021c3/reckon/kernel/mcptool"
-	"github.com/seed-7bc021c3/reckon/kernel/runner"
+	"github.com/seed-7bc021c3/reckon/kernel/operations"
 	"github.com/seed-7bc021c3/reckon/pipeline"
 )
 
@@ -102,8 +102,8 @@ func TestWorkspacePostcondition(t *testing.T) {
 	linkedWS := base
 	linkedWS.RunID = "run-3"
 
-	p := Workspace{Root: root, Owners: runner.Owners{Pool: db.Pool}, Now: now}
-	kernelStarted := kernel.EventKey{SourceID: kernel.KernelSource, EventID: "acme/run-1/op-1/started"}
+	p := Workspace{Root: root, Owners: operations.Owners{Pool: db.Pool}, Now: now}
+	kernelStarted := kernel.EventKey{SourceID: kernel.SourceKernel, EventID: "acme/run-1/op-1/started"}
 	op := func(path, sum, state string) pipeline.WallOperation {
 		return pipeline.WallOperation{OperationID: "op-1", Tool: "run_command", State: state, StartedAt: t0, Postcondition: pc(path, sum), StartedKey: kernelStarted}
 	}

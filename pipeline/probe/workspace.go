@@ -18,8 +18,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/seed-7bc021c3/reckon/kernel"
-	"github.com/seed-7bc021c3/reckon/kernel/runner"
-	"github.com/seed-7bc021c3/reckon/kernel/sandbox"
 	"github.com/seed-7bc021c3/reckon/pipeline"
 )
 
@@ -48,7 +46,7 @@ func (w Workspaces) Of(ctx context.Context, project, runID string) (rel, whyNot 
 	if w.Root == "" || w.Owners == nil {
 		return "", "no workspace root is configured for probes", nil
 	}
-	if runner.ValidateID("project", project) != nil || runner.ValidateID("run_id", runID) != nil {
+	if kernel.ValidateID("project", project) != nil || kernel.ValidateID("run_id", runID) != nil {
 		return "", fmt.Sprintf("run %q of project %q cannot name a kernel workspace", runID, project), nil
 	}
 	owned, err := w.Owners.KernelRuns(ctx, []kernel.RunKey{{Project: project, RunID: runID}})
@@ -119,12 +117,13 @@ const boundSlack = time.Minute
 
 // commandBound is how long after its start a run_command can still be
 // running anywhere: its timeout_s (or, when the call gave none or one that
-// does not parse, the sandbox's largest) plus boundSlack.
+// does not parse, kernel.MaxCommandTimeout, the largest the sandbox
+// accepts) plus boundSlack.
 func commandBound(args json.RawMessage) time.Duration {
 	var a struct {
 		TimeoutS int `json:"timeout_s"`
 	}
-	limit := sandbox.DefaultMaxTimeout
+	limit := kernel.MaxCommandTimeout
 	if json.Unmarshal(args, &a) == nil && a.TimeoutS > 0 && time.Duration(a.TimeoutS)*time.Second < limit {
 		limit = time.Duration(a.TimeoutS) * time.Second
 	}
@@ -133,10 +132,10 @@ func commandBound(args json.RawMessage) time.Duration {
 
 // Probe implements Probe.
 func (p Workspace) Probe(ctx context.Context, run Run, op pipeline.WallOperation) (pipeline.Evidence, bool) {
-	if op.Tool != sandbox.ToolName || len(op.Postcondition) == 0 || string(op.Postcondition) == "null" {
+	if op.Tool != kernel.ToolRunCommand || len(op.Postcondition) == 0 || string(op.Postcondition) == "null" {
 		return pipeline.Evidence{}, false
 	}
-	if op.StartedKey.SourceID != kernel.KernelSource {
+	if op.StartedKey.SourceID != kernel.SourceKernel {
 		// Only the kernel runs run_command in a workspace it made; another
 		// writer's declaration is a claim about nothing the probe can read.
 		return pipeline.Evidence{}, false

@@ -39,7 +39,7 @@ func (Builtin) Decide(ctx context.Context, w pipeline.Wall) (pipeline.Decision, 
 	d := pipeline.Decision{
 		Supervisor:    BuiltinName,
 		PromptVersion: BuiltinVersion,
-		Operations:    make([]pipeline.OperationVerdict, 0, len(w.Operations)),
+		Operations:    make([]pipeline.EffectAnswer, 0, len(w.Operations)),
 	}
 	causes := map[string]bool{}
 	remedies := map[string]bool{}
@@ -63,8 +63,8 @@ func (Builtin) Decide(ctx context.Context, w pipeline.Wall) (pipeline.Decision, 
 }
 
 // decideOne decides one operation and, for unknown, says why and what to do.
-func decideOne(op pipeline.WallOperation) (v pipeline.OperationVerdict, cause, remedy string) {
-	v = pipeline.OperationVerdict{OperationID: op.OperationID, Basis: kernel.BasisInference}
+func decideOne(op pipeline.WallOperation) (v pipeline.EffectAnswer, cause, remedy string) {
+	v = pipeline.EffectAnswer{OperationID: op.OperationID, Basis: kernel.BasisInference}
 	p := Prove(op)
 	switch {
 	case p.Proven():

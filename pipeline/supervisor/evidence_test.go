@@ -33,7 +33,7 @@ func agentWall() pipeline.Wall {
 				StartedKey: agentKey("op-agent-child"), AgentReported: true, ChildRunID: "run-1.op-agent-child",
 				Failure: &pipeline.WallFailure{ErrorType: kernel.ErrorTypeDelegationFail, Error: "child failed", Effect: "uncertain",
 					ReportedBy: "agent-x", AgentReported: true},
-				ChildOps: &pipeline.ChildSummary{Total: 2, Unresolved: 0, ReportedBy: "agent-x", AgentReported: true},
+				ChildOps: &pipeline.ChildSummary{ChildSummary: kernel.ChildSummary{Total: 2, Unresolved: 0}, ReportedBy: "agent-x", AgentReported: true},
 				Evidence: []pipeline.Evidence{{Probe: "journal.child_run", Finding: pipeline.FindingInconclusive,
 					Detail: "child run run-1.op-agent-child has no run.started in the journal"}}},
 			// A kernel tool.started with an agent-reported failure: the
@@ -47,7 +47,7 @@ func agentWall() pipeline.Wall {
 			// A crash-window delegation whose counts the listing made up
 			// from the child's events: nobody checked the child ended.
 			{OperationID: "op-counted", Tool: "delegate", State: "crash_window", StartedAt: t0, StartedKey: kernelKey("op-counted"),
-				ChildRunID: "run-1.op-counted", ChildOps: &pipeline.ChildSummary{Total: 1, Unresolved: 0, Counted: true}},
+				ChildRunID: "run-1.op-counted", ChildOps: &pipeline.ChildSummary{ChildSummary: kernel.ChildSummary{Total: 1, Unresolved: 0}, Counted: true}},
 		}}
 }
 
@@ -117,7 +117,7 @@ func TestSettle(t *testing.T) {
 	// nothing at all; op-5's probes disagree, so it stays unknown.
 	d := pipeline.Decision{Supervisor: "openai", Model: "m", NeedsAttention: true,
 		Causes: []string{"probes disagree on op-5"}, Remedies: []string{"look at op-5"}, Lesson: "op-5 needs a person",
-		Operations: []pipeline.OperationVerdict{
+		Operations: []pipeline.EffectAnswer{
 			{OperationID: "op-1", Effect: "occurred", Basis: "inference", Note: "looks done"},
 			{OperationID: "op-2", Effect: "occurred", Basis: "inference", Note: "the lookup says so"},
 			{OperationID: "op-3", Effect: "occurred", Basis: "inference", Note: "child settled"},
@@ -156,7 +156,7 @@ func TestSettle(t *testing.T) {
 	w2 := w
 	w2.Operations = w.Operations[1:3]
 	d2 := pipeline.Decision{Supervisor: "openai", Causes: []string{}, Remedies: []string{}, Lesson: "fine",
-		Operations: []pipeline.OperationVerdict{
+		Operations: []pipeline.EffectAnswer{
 			{OperationID: "op-2", Effect: "occurred", Basis: "probe", Note: "lookup"},
 			{OperationID: "op-3", Effect: "occurred", Basis: "inference", Note: "child"}}}
 	if s := Settle(SettleEvidence, w2, d2); s.NeedsAttention || s.Operations[0].Effect != "occurred" || s.Operations[1].Effect != "occurred" {

@@ -252,10 +252,10 @@ func (s *OpenAI) parse(w pipeline.Wall, content string) (pipeline.Decision, erro
 		Supervisor:     OpenAIName,
 		Model:          s.cfg.Model,
 		PromptVersion:  prompts.ReconcileVersion,
-		Operations:     make([]pipeline.OperationVerdict, 0, len(out.Operations)),
+		Operations:     make([]pipeline.EffectAnswer, 0, len(out.Operations)),
 	}
 	for _, v := range out.Operations {
-		d.Operations = append(d.Operations, pipeline.OperationVerdict{OperationID: v.OperationID, Effect: v.Effect, Basis: v.Basis, Note: v.Note})
+		d.Operations = append(d.Operations, pipeline.EffectAnswer{OperationID: v.OperationID, Effect: v.Effect, Basis: v.Basis, Note: v.Note})
 	}
 	if d.Causes == nil {
 		d.Causes = []string{}

@@ -110,7 +110,7 @@ func TestPromptKeepsWallDataInsideOneBlock(t *testing.T) {
 
 	// The repair message quotes the model's answer and the wall: it travels
 	// in a block too, and an invented id with a newline cannot forge a line.
-	err = Validate(w, pipeline.Decision{Supervisor: "openai", Operations: []pipeline.OperationVerdict{
+	err = Validate(w, pipeline.Decision{Supervisor: "openai", Operations: []pipeline.EffectAnswer{
 		{OperationID: "op-9" + injection, Effect: "occurred", Basis: "inference", Note: "n"}}})
 	r, rerr := prompts.RenderRepair(problemsOf(err))
 	if rerr != nil {

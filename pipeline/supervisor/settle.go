@@ -59,7 +59,7 @@ func Settle(policy string, w pipeline.Wall, d pipeline.Decision) pipeline.Decisi
 	if policy != SettleEvidence {
 		return out
 	}
-	out.Operations = append([]pipeline.OperationVerdict(nil), d.Operations...)
+	out.Operations = append([]pipeline.EffectAnswer(nil), d.Operations...)
 	var held []string
 	for i := range out.Operations {
 		v := &out.Operations[i]

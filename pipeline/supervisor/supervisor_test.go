@@ -30,7 +30,7 @@ func testWall() pipeline.Wall {
 			{OperationID: "op-2", Tool: "mcp__create_issue", State: "crash_window", StartedAt: t0, StartedKey: key("op-2"),
 				Evidence: []pipeline.Evidence{{Probe: "mcp.lookup_operation", Finding: pipeline.FindingOccurred, Detail: "key seen: issue #7"}}},
 			{OperationID: "op-3", Tool: "delegate", State: "crash_window", StartedAt: t0, StartedKey: key("op-3"),
-				ChildRunID: "run-1.op-3", ChildOps: &pipeline.ChildSummary{Total: 2, Unresolved: 0},
+				ChildRunID: "run-1.op-3", ChildOps: &pipeline.ChildSummary{ChildSummary: kernel.ChildSummary{Total: 2, Unresolved: 0}},
 				Failure: &pipeline.WallFailure{ErrorType: kernel.ErrorTypeDelegationFail, Error: "child failed", Effect: "uncertain"}},
 			{OperationID: "op-4", Tool: "run_command", State: "failed_uncertain", StartedAt: t0, StartedKey: key("op-4"),
 				Failure: &pipeline.WallFailure{ErrorType: kernel.ErrorTypeValidation, Error: "bad args"}},
@@ -124,7 +124,7 @@ func TestValidateRejects(t *testing.T) {
 	}
 	for name, c := range cases {
 		d := good
-		d.Operations = append([]pipeline.OperationVerdict(nil), good.Operations...)
+		d.Operations = append([]pipeline.EffectAnswer(nil), good.Operations...)
 		d.Causes = append([]string(nil), good.Causes...)
 		d.Remedies = append([]string(nil), good.Remedies...)
 		c.mut(&d)

@@ -123,6 +123,7 @@ type Server struct {
 	record   *Cassette
 	calls    []Call
 	latency  time.Duration
+	gate     chan struct{} // while not nil, answers wait for it to close
 	inflight int
 	peak     int
 }
@@ -158,6 +159,32 @@ func (s *Server) SetLatency(d time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.latency = d
+}
+
+// Hold makes every answer wait until the returned release is called: a
+// test's barrier ("the first sweep is inside its model call, holding its
+// lock"). Requests arrive and are counted (InFlight) meanwhile.
+func (s *Server) Hold() (release func()) {
+	gate := make(chan struct{})
+	s.mu.Lock()
+	s.gate = gate
+	s.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			s.mu.Lock()
+			s.gate = nil
+			s.mu.Unlock()
+			close(gate)
+		})
+	}
+}
+
+// InFlight is how many requests the server is answering now.
+func (s *Server) InFlight() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.inflight
 }
 
 // Replay makes the server answer from a cassette file, in order.
@@ -228,7 +255,7 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	if s.inflight > s.peak {
 		s.peak = s.inflight
 	}
-	latency := s.latency
+	latency, gate := s.latency, s.gate
 	step := s.mode
 	var replay *Interaction
 	if len(s.cassette) > 0 {
@@ -244,6 +271,13 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		s.inflight--
 		s.mu.Unlock()
 	}()
+	if gate != nil {
+		select {
+		case <-gate:
+		case <-r.Context().Done():
+			return
+		}
+	}
 	if latency > 0 {
 		select {
 		case <-time.After(latency):

@@ -1,0 +1,238 @@
+package kernel
+
+import (
+	"encoding/json"
+)
+
+// The data of each event type, declared once. Every writer (the run
+// workflow, the reconcile path, the triage sweep) marshals these types and
+// every reader decodes them; ingest validates an event's data by decoding
+// it into its type (see validate.go). Unknown extra fields are kept in the
+// journal as they came: a type lists what reckon reads, not all an agent
+// may send.
+//
+// Struct tags drive the validation: `reckon:"required"` makes a field
+// required (a string non-empty, a list non-empty) and `reckon:"key"` bounds
+// a string to MaxKeyLen; numbers are non-negative integers. Every field
+// declared here is checked at ingest, including the conventions beyond
+// DESIGN.md's list (workspace, reissue_of, postcondition, child_run_id,
+// part/parts, the MCP gateway's server/upstream_tool and run_kind/
+// gateway_instance/mcp_client): readers decode events into these types,
+// so a value of the wrong type must be refused at the boundary rather than
+// break a listing.
+
+// RunStarted is the data of run.started.
+type RunStarted struct {
+	PlanSummary string `json:"plan_summary,omitempty"`
+	ParentRunID string `json:"parent_run_id,omitempty"`
+	// Workspace is the kernel run's absolute workspace directory. Probes
+	// never read it from here (an event is a report, the kernel's own
+	// layout is the fact: see pipeline/probe.Workspaces).
+	Workspace string `json:"workspace,omitempty"`
+	// RunKind, GatewayInstance and MCPClient describe a run the MCP
+	// gateway (kernel/gateway) recorded: session or client-named, which
+	// gateway instance, and the MCP client's implementation as it
+	// introduced itself ({"name", "version", ...}).
+	RunKind         string          `json:"run_kind,omitempty"`
+	GatewayInstance string          `json:"gateway_instance,omitempty"`
+	MCPClient       json.RawMessage `json:"mcp_client,omitempty"`
+}
+
+// RunFailed is the data of run.failed.
+type RunFailed struct {
+	Error string `json:"error" reckon:"required"`
+}
+
+// ToolStarted is the data of tool.started.
+type ToolStarted struct {
+	OperationID string          `json:"operation_id" reckon:"required,key"`
+	Tool        string          `json:"tool" reckon:"required"`
+	Args        json.RawMessage `json:"args,omitempty"`
+	Attempt     int             `json:"attempt,omitempty"`
+	// ReissueOf names the operation this one re-issues after an
+	// uncertain failure (a plan step's on_uncertain: reissue).
+	ReissueOf string `json:"reissue_of,omitempty"`
+	// Postcondition is the plan step's declared postcondition
+	// ({"path", "sha256"?} for run_command), copied for probes; the
+	// kernel does not interpret it.
+	Postcondition json.RawMessage `json:"postcondition,omitempty"`
+	// ChildRunID names the child run of a delegation (ChildRunID).
+	ChildRunID string `json:"child_run_id,omitempty"`
+	// Server and UpstreamTool name where the MCP gateway sent the call:
+	// the upstream server and its own name for the tool (Tool is
+	// mcp__<tool>, as the kernel names MCP tools).
+	Server       string `json:"server,omitempty"`
+	UpstreamTool string `json:"upstream_tool,omitempty"`
+}
+
+// ToolCompleted is the data of tool.completed.
+type ToolCompleted struct {
+	OperationID   string `json:"operation_id" reckon:"required,key"`
+	ResultSummary string `json:"result_summary,omitempty"`
+	// ChildRunID names the child run of a completed delegation.
+	ChildRunID string `json:"child_run_id,omitempty"`
+}
+
+// ToolFailed is the data of tool.failed.
+type ToolFailed struct {
+	OperationID        string `json:"operation_id" reckon:"required,key"`
+	ErrorType          string `json:"error_type" reckon:"required"`
+	Error              string `json:"error"`
+	Effect             string `json:"effect,omitempty"`
+	ChildRunID         string `json:"child_run_id,omitempty"`
+	ChildOpsTotal      *int   `json:"child_ops_total,omitempty"`
+	ChildOpsUnresolved *int   `json:"child_ops_unresolved,omitempty"`
+}
+
+// EffectiveEffect applies the legacy rule: a tool.failed without an effect
+// but with error_type=activity_failed counts as uncertain. Any other missing
+// effect is also read as uncertain: an unclassified failure proves nothing.
+func (f ToolFailed) EffectiveEffect() string {
+	if f.Effect == "" {
+		return EffectUncertain
+	}
+	return f.Effect
+}
+
+// Settles reports whether this failure settles its operation.
+func (f ToolFailed) Settles() bool {
+	e := f.EffectiveEffect()
+	return e == EffectNone || e == EffectOccurred
+}
+
+// ChildSummary returns the child-run counts the failure carries, nil
+// unless it carries both.
+func (f ToolFailed) ChildSummary() *ChildSummary {
+	if f.ChildOpsTotal == nil || f.ChildOpsUnresolved == nil {
+		return nil
+	}
+	return &ChildSummary{Total: *f.ChildOpsTotal, Unresolved: *f.ChildOpsUnresolved}
+}
+
+// ToolBlocked is the data of tool.blocked.
+type ToolBlocked struct {
+	OperationID string `json:"operation_id" reckon:"required,key"`
+	Reason      string `json:"reason" reckon:"required"`
+}
+
+// Reconciliation is the data of operation.reconciled: what became of one
+// operation, decided by an operator (basis operator: an operator's ruling)
+// or by the supervisor (basis inference or probe).
+type Reconciliation struct {
+	OperationID string          `json:"operation_id" reckon:"required,key"`
+	Effect      string          `json:"effect" reckon:"required"`
+	Note        string          `json:"note"`
+	Basis       string          `json:"basis" reckon:"required"`
+	Supersedes  *EventKey       `json:"supersedes,omitempty"`
+	Evidence    json.RawMessage `json:"evidence,omitempty"`
+	// ProposedEffect, on a supervisor's unknown, is the occurred or none the
+	// supervisor proposed by inference and the settlement policy did not
+	// let settle (RECKON_SUPERVISOR_SETTLE=evidence): a hint for the
+	// operator who decides, never a verdict.
+	ProposedEffect string `json:"proposed_effect,omitempty"`
+}
+
+// Verdict is the data of supervisor.verdict: the supervisor's integrated
+// conclusion on one wall (its per-operation effects are recorded as
+// Reconciliations).
+type Verdict struct {
+	Kind           string   `json:"kind" reckon:"required"`
+	NeedsAttention bool     `json:"needs_attention"`
+	Causes         []string `json:"causes"`
+	Remedies       []string `json:"remedies"`
+	Lesson         string   `json:"lesson"`
+	OperationIDs   []string `json:"operation_ids" reckon:"required"`
+	Supervisor     string   `json:"supervisor" reckon:"required"`
+	Model          string   `json:"model"`
+	PromptVersion  string   `json:"prompt_version"`
+	WallDigest     string   `json:"wall_digest"`
+	// Part and Parts say which slice of an oversized pile this verdict
+	// covers; both are 1 for an ordinary wall.
+	Part  int `json:"part,omitempty"`
+	Parts int `json:"parts,omitempty"`
+	// SettlePolicy is the settlement policy the sweep applied to the
+	// supervisor's decision (evidence or inference); absent on verdicts
+	// recorded before the policy existed, which settled as inference does.
+	SettlePolicy string `json:"settle_policy,omitempty"`
+}
+
+// VerdictKindReconciliation is the only supervisor.verdict kind so far.
+const VerdictKindReconciliation = "reconciliation"
+
+// DataUnconfined is the data field a worker running run_command without
+// bubblewrap (RECKON_SANDBOX_UNCONFINED=1) adds, true, to every event it
+// records, whatever its type.
+const DataUnconfined = "unconfined"
+
+// dataRules is implemented by the data types that have rules beyond field
+// types and presence (vocabularies, bounds, the envelope fields the type
+// requires). has reports whether data carried a field, null included.
+type dataRules interface {
+	check(e Event, has func(field string) bool) error
+}
+
+// newData returns a pointer to a fresh value of the data type of typ, nil
+// for an unknown type. run.completed carries no data of its own.
+func newData(typ string) any {
+	switch typ {
+	case TypeRunStarted:
+		return new(RunStarted)
+	case TypeRunCompleted:
+		return new(runCompleted)
+	case TypeRunFailed:
+		return new(RunFailed)
+	case TypeToolStarted:
+		return new(ToolStarted)
+	case TypeToolCompleted:
+		return new(ToolCompleted)
+	case TypeToolFailed:
+		return new(ToolFailed)
+	case TypeToolBlocked:
+		return new(ToolBlocked)
+	case TypeOperationReconciled:
+		return new(Reconciliation)
+	case TypeSupervisorVerdict:
+		return new(Verdict)
+	}
+	return nil
+}
+
+type runCompleted struct{}
+
+func (d *ToolFailed) check(e Event, has func(string) bool) error {
+	if has("effect") && !ValidToolFailedEffect(d.Effect) {
+		return fieldErr(e, "data.effect", "must be none, uncertain or occurred, got %q", d.Effect)
+	}
+	return nil
+}
+
+func (d *Reconciliation) check(e Event, has func(string) bool) error {
+	if !ValidReconciledEffect(d.Effect) {
+		return fieldErr(e, "data.effect", "must be none, occurred or unknown, got %q", d.Effect)
+	}
+	if len(d.Note) > MaxNoteBytes {
+		return fieldErr(e, "data.note", "is %d bytes; at most %d are allowed", len(d.Note), MaxNoteBytes)
+	}
+	if !ValidBasis(d.Basis) {
+		return fieldErr(e, "data.basis", "must be operator, inference or probe, got %q", d.Basis)
+	}
+	if has("proposed_effect") {
+		if d.ProposedEffect != EffectNone && d.ProposedEffect != EffectOccurred {
+			return fieldErr(e, "data.proposed_effect", "must be none or occurred, got %q", d.ProposedEffect)
+		}
+		if d.Effect != EffectUnknown {
+			return fieldErr(e, "data.proposed_effect", "is only allowed with effect unknown (a proposal that did not settle), got effect %q", d.Effect)
+		}
+	}
+	if e.ParentEventID == nil {
+		return fieldErr(e, "parent_event_id", "is required for operation.reconciled (the operation's tool.started key)")
+	}
+	return nil
+}
+
+func (d *Verdict) check(e Event, _ func(string) bool) error {
+	if d.Kind != VerdictKindReconciliation {
+		return fieldErr(e, "data.kind", "must be %q, got %q", VerdictKindReconciliation, d.Kind)
+	}
+	return nil
+}

@@ -1,0 +1,44 @@
+package httpapi
+
+import (
+	"net/http"
+
+	"github.com/seed-7bc021c3/reckon/kernel"
+)
+
+// health answers GET /healthz: ok, or 503 when the Health check fails.
+func (s *Server) health(w http.ResponseWriter, r *http.Request) error {
+	if s.cfg.Health != nil {
+		if err := s.cfg.Health(r.Context()); err != nil {
+			return kernel.Errorf(kernel.EUnavailable, "unhealthy: %v", err)
+		}
+	}
+	WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	return nil
+}
+
+// metrics serves the Prometheus registry at GET /metrics.
+func (s *Server) metrics(w http.ResponseWriter, r *http.Request) error {
+	if s.prom == nil {
+		return kernel.Errorf(kernel.ENotFound, "this server exports no metrics")
+	}
+	s.prom.ServeHTTP(w, r)
+	return nil
+}
+
+// openapi serves the API description at GET /openapi.json.
+func (s *Server) openapi(w http.ResponseWriter, _ *http.Request) error {
+	w.Header().Set("Content-Type", "application/json")
+	_, err := w.Write(OpenAPI)
+	return err
+}
+
+// whoami answers GET /v1/whoami (any known token): the caller's name and
+// role, so a client (the operator console) tells an agent token from a
+// reader's or an operator's without trying an endpoint, and a bad token
+// from a good one.
+func (s *Server) whoami(w http.ResponseWriter, r *http.Request) error {
+	p, _ := PrincipalFrom(r.Context())
+	WriteJSON(w, http.StatusOK, map[string]string{"name": p.Name, "role": p.Role})
+	return nil
+}

@@ -1,0 +1,59 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"net/http"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/seed-7bc021c3/reckon/kernel"
+	"github.com/seed-7bc021c3/reckon/kernel/runner"
+)
+
+// startRun serves POST /v1/runs (operator): start a run from a plan; 201
+// when started, 200 when the same run_id and plan already exist, 409 when
+// the run_id exists with a different plan, 400 naming the bad field.
+func (s *Server) startRun(w http.ResponseWriter, r *http.Request) error {
+	if s.cfg.Runs == nil {
+		return unserved("runs")
+	}
+	var body struct {
+		Project string          `json:"project"`
+		RunID   string          `json:"run_id"`
+		Plan    json.RawMessage `json:"plan"`
+	}
+	if err := ReadJSON(r, &body); err != nil {
+		return err
+	}
+	plan, err := runner.DecodePlan(body.Plan)
+	if err != nil {
+		return err
+	}
+	runID, created, err := s.cfg.Runs.Start(r.Context(), runner.StartParams{Project: body.Project, RunID: body.RunID, Plan: plan})
+	if err != nil {
+		return err
+	}
+	status := http.StatusOK
+	if created {
+		status = http.StatusCreated
+	}
+	WriteJSON(w, status, map[string]string{"run_id": runID, "project": body.Project})
+	return nil
+}
+
+// getRun serves GET /v1/runs/{run_id}?project= (reader): status and events.
+func (s *Server) getRun(w http.ResponseWriter, r *http.Request) error {
+	if s.cfg.Runs == nil {
+		return unserved("runs")
+	}
+	project := r.URL.Query().Get("project")
+	if project == "" {
+		return kernel.Errorf(kernel.EInvalid, "query parameter \"project\" is required: /v1/runs/{run_id}?project=...")
+	}
+	v, err := s.cfg.Runs.View(r.Context(), project, chi.URLParam(r, "run_id"))
+	if err != nil {
+		return err
+	}
+	WriteJSON(w, http.StatusOK, v)
+	return nil
+}

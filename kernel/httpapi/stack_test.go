@@ -1,0 +1,260 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/seed-7bc021c3/reckon/internal/app"
+	"github.com/seed-7bc021c3/reckon/internal/pgtest"
+	"github.com/seed-7bc021c3/reckon/internal/sandboxtest"
+	"github.com/seed-7bc021c3/reckon/kernel"
+	"github.com/seed-7bc021c3/reckon/kernel/config"
+	"github.com/seed-7bc021c3/reckon/kernel/fault"
+	"github.com/seed-7bc021c3/reckon/kernel/httpapi"
+	"github.com/seed-7bc021c3/reckon/kernel/operations"
+	"github.com/seed-7bc021c3/reckon/kernel/outbox"
+)
+
+// TestLiveDrill is the kernel's live drill end to end on a real embedded
+// Temporal server, the real worker and sandbox, and the real API: a run
+// whose run_command is faulted after its effect (KERNEL_FAULT_AFTER_EFFECT
+// = run_command) surfaces as failed_uncertain; the operator finds the file
+// in the workspace and reconciles effect=occurred citing it; the listing
+// clears and the history shows the chain. The verdict matches the fault's
+// recorded ground truth.
+func TestLiveDrill(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	st := startStack(t, fault.Config{AfterEffect: kernel.ToolRunCommand})
+	starter, ts := st.Kernel.Starter, "http://"+st.APIAddr
+	s := struct{ Pool *pgxpool.Pool }{st.Pool}
+	conn := st.Kernel.Conn
+
+	// The whole API is served: the document matches it both ways.
+	rep, err := checkOpenAPI(httpapi.OpenAPI, st.API.Routes())
+	if err != nil || len(rep.Undocumented)+len(rep.Unserved) > 0 {
+		t.Fatalf("OpenAPI vs the full API: %+v %v", rep, err)
+	}
+
+	const project, run = "acme", "drill"
+	plan := `{"project":"acme","run_id":"drill","plan":{"steps":[
+		{"tool":"run_command","args":{"command":"echo ok > drill-proof.txt","timeout_s":30}},
+		{"tool":"run_command","args":{"command":"echo never > second.txt","timeout_s":30}}]}}`
+	if r := call(t, "POST", ts+"/v1/runs", operatorTok, plan); r.status != 201 {
+		t.Fatalf("start run: %d %s", r.status, r.raw)
+	}
+	if err := conn.Client.GetWorkflow(ctx, kernel.WorkflowID(project, run), "").Get(ctx, nil); err == nil {
+		t.Fatal("the drill run completed; want it stopped by the uncertain failure")
+	}
+	if err := outbox.WaitDelivered(ctx, s.Pool, project, run, 20*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+
+	list := func() []operations.Item {
+		r := call(t, "GET", ts+httpapi.PathOperations+"?project="+project, readerTok, "")
+		var p struct {
+			Operations []operations.Item `json:"operations"`
+			Degraded   bool              `json:"degraded"`
+		}
+		if r.status != 200 || json.Unmarshal(r.raw, &p) != nil || p.Degraded {
+			t.Fatalf("listing: %d %s", r.status, r.raw)
+		}
+		return p.Operations
+	}
+	items := list()
+	if len(items) != 1 || items[0].OperationID != "op-1" || items[0].State != operations.StateFailedUncertain ||
+		items[0].Tool != "run_command" || items[0].Failure == nil || items[0].Failure.Effect != kernel.EffectUncertain {
+		t.Fatalf("listing after the drill: %+v", items)
+	}
+
+	// The operator inspects the workspace: the effect is there.
+	ws, err := starter.Workspace(project, run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proofPath := filepath.Join(ws, "drill-proof.txt")
+	proof, err := os.ReadFile(proofPath)
+	if err != nil || string(proof) != "ok\n" {
+		t.Fatalf("workspace file: %q %v", proof, err)
+	}
+	sum := sha256.Sum256(proof)
+	body, _ := json.Marshal(map[string]any{
+		"project": project, "run_id": run, "operation_id": "op-1", "effect": "occurred",
+		"note":     "drill-proof.txt is in the run's workspace with the command's output: the effect landed before the crash",
+		"evidence": map[string]any{"workspace_file": proofPath, "sha256": hex.EncodeToString(sum[:])},
+	})
+	r := call(t, "POST", ts+httpapi.PathReconcile, operatorTok, string(body))
+	if r.status != 201 {
+		t.Fatalf("reconcile: %d %s", r.status, r.raw)
+	}
+	if err := outbox.WaitDelivered(ctx, s.Pool, project, run, 20*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if items := list(); len(items) != 0 {
+		t.Fatalf("listing after the verdict: %+v", items)
+	}
+
+	hist := history(t, ts, project, run, "op-1")
+	var chain []string
+	for _, ev := range hist {
+		chain = append(chain, ev.Type+"@"+ev.SourceID+"/"+ev.Actor)
+	}
+	if strings.Join(chain, " ") != "tool.started@kernel/kernel tool.failed@kernel/kernel operation.reconciled@kernel/operator:ann" {
+		t.Fatalf("history: %v", chain)
+	}
+	var d kernel.Reconciliation
+	if err := hist[2].DecodeData(&d); err != nil || d.Basis != kernel.BasisOperator || !strings.Contains(string(d.Evidence), "drill-proof.txt") ||
+		*hist[2].ParentEventID != hist[0].Key() {
+		t.Fatalf("verdict in history: %+v %v", d, err)
+	}
+
+	// The ground truth the drill recorded agrees with the verdict.
+	recs, err := fault.Records(ctx, s.Pool, project, run)
+	if err != nil || len(recs) != 1 || recs[0].OperationID != "op-1" || recs[0].Truth != d.Effect {
+		t.Fatalf("ground truth %+v %v, verdict %s", recs, err, d.Effect)
+	}
+}
+
+// TestRunsAPI starts runs through POST /v1/runs and reads them back.
+func TestRunsAPI(t *testing.T) {
+	t.Parallel()
+	st := startStack(t, fault.Config{})
+	project := "acme"
+	ts := struct{ URL string }{"http://" + st.APIAddr}
+
+	call := func(method, path, token, body string) (int, map[string]any) {
+		t.Helper()
+		req, _ := http.NewRequest(method, ts.URL+path, bytes.NewBufferString(body))
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var m map[string]any
+		_ = json.NewDecoder(resp.Body).Decode(&m)
+		return resp.StatusCode, m
+	}
+	plan := `{"steps": [{"tool": "run_command", "args": {"command": "echo ok > proof.txt", "timeout_s": 30},
+	          "postcondition": {"path": "proof.txt"}}]}`
+	body := `{"project": "` + project + `", "run_id": "api-1", "plan": ` + plan + `}`
+
+	if code, m := call("POST", "/v1/runs", readerTok, body); code != http.StatusForbidden {
+		t.Fatalf("reader may start runs: %d %v", code, m)
+	}
+	code, m := call("POST", "/v1/runs", operatorTok, body)
+	if code != http.StatusCreated || m["run_id"] != "api-1" {
+		t.Fatalf("start: %d %v", code, m)
+	}
+	// Same plan, different key order and whitespace: the existing run.
+	same := `{"project": "` + project + `", "run_id": "api-1", "plan": {"steps": [{"postcondition": {"path": "proof.txt"},
+	          "args": {"timeout_s": 30, "command": "echo ok > proof.txt"}, "tool": "run_command"}]}}`
+	if code, m := call("POST", "/v1/runs", operatorTok, same); code != http.StatusOK || m["run_id"] != "api-1" {
+		t.Fatalf("idempotent start: %d %v", code, m)
+	}
+	diff := strings.Replace(body, "echo ok", "echo other", 1)
+	if code, m := call("POST", "/v1/runs", operatorTok, diff); code != http.StatusConflict {
+		t.Fatalf("different plan: %d %v", code, m)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := st.Kernel.Conn.Client.GetWorkflow(ctx, kernel.WorkflowID(project, "api-1"), "").Get(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := outbox.WaitDelivered(ctx, st.Pool, project, "api-1", 20*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	code, m = call("GET", "/v1/runs/api-1?project="+project, readerTok, "")
+	if code != http.StatusOK || m["status"] != "completed" || m["run_id"] != "api-1" || m["project"] != project {
+		t.Fatalf("get: %d %v", code, m)
+	}
+	evs, _ := m["events"].([]any)
+	if len(evs) != 4 {
+		t.Fatalf("get: %d events, want 4: %v", len(evs), m)
+	}
+	first := evs[0].(map[string]any)
+	if first["type"] != "run.started" || first["source_id"] != "kernel" || first["event_id"] != project+"/api-1/run/started" {
+		t.Fatalf("first event = %v", first)
+	}
+
+	// A generated run id when none is chosen.
+	code, m = call("POST", "/v1/runs", operatorTok, `{"project": "`+project+`", "plan": `+plan+`}`)
+	if id, _ := m["run_id"].(string); code != http.StatusCreated || !strings.HasPrefix(id, "run-") {
+		t.Fatalf("generated id: %d %v", code, m)
+	}
+
+	for _, c := range []struct{ body, field string }{
+		{`{"project": "x", "plan": {"steps": [{"tool": "nope"}]}}`, "plan.steps[0].tool"},
+		{`{"project": "x", "plan": {"steps": [{"tool": "run_command", "args": {"timeout_s": 3}}]}}`, "plan.steps[0].args.command"},
+		{`{"project": "x", "plan": {"steps": []}}`, "plan.steps"},
+		{`{"project": "x"}`, "plan"},
+		{`{"plan": ` + plan + `}`, "project"},
+		{`{"project": "x", "run_id": "../etc", "plan": ` + plan + `}`, "run_id"},
+		{`{"project": "x", "plan": {"steps": [{"tool": "run_command", "args": {"command": "true"}, "on_uncertian": "reissue"}]}}`, "on_uncertian"},
+		{`{"project": "x", "plan": {"steps": [{"tool": "run_command", "args": {"command": "true"}, "on_uncertain": "retry"}]}}`, "plan.steps[0].on_uncertain"},
+		{`{"project": "x", "plan": {"steps": [{"tool": "delegate", "plan": {"steps": [{"tool": "run_command", "args": {}}]}}]}}`, "plan.steps[0].plan.steps[0].args.command"},
+		{`{"project": "x", "plan": {"steps": [{"tool": "delegate"}]}}`, "plan.steps[0].plan"},
+		// A client cannot take the id of a child run a delegation would start.
+		{`{"project": "x", "run_id": "parent1.op-1", "plan": ` + plan + `}`, "run_id: must not contain \".\", which the kernel reserves for child runs"},
+		{`{"project": "x", "plan": {"steps": [{"tool": "run_command", "args": {"command": "true"}, "postcondition": {"path": "/root/.bashrc"}}]}}`, "plan.steps[0].postcondition.path: must be relative"},
+		{`{"project": "x", "plan": {"steps": [{"tool": "run_command", "args": {"command": "true"}, "postcondition": {"path": "../run-2/proof.txt"}}]}}`, "plan.steps[0].postcondition.path: must name a file inside the workspace"},
+		{`{"project": "x", "plan": {"steps": [{"tool": "delegate", "plan": {"steps": [{"tool": "run_command", "args": {"command": "true"}, "postcondition": {"path": "a/../../b"}}]}}]}}`, "plan.steps[0].plan.steps[0].postcondition.path"},
+		{`{"project": "x", "plan": {"steps": [{"tool": "run_command", "args": {"command": "true"}, "postcondition": {"path": "p.txt", "sha256": "abc"}}]}}`, "plan.steps[0].postcondition.sha256"},
+		{`{"project": "x", "plan": {"steps": [{"tool": "run_command", "args": {"command": "true"}, "postcondition": "p.txt"}]}}`, "plan.steps[0].postcondition: must be a JSON object"},
+	} {
+		code, m := call("POST", "/v1/runs", operatorTok, c.body)
+		msg, _ := m["error"].(string)
+		if code != http.StatusBadRequest || !strings.Contains(msg, c.field) {
+			t.Errorf("%s: %d %q, want 400 naming %s", c.body, code, msg, c.field)
+		}
+	}
+	if code, _ := call("GET", "/v1/runs/api-1", readerTok, ""); code != http.StatusBadRequest {
+		t.Fatalf("GET without project: %d", code)
+	}
+	if code, _ := call("GET", "/v1/runs/nope?project="+project, readerTok, ""); code != http.StatusNotFound {
+		t.Fatalf("GET unknown run: %d", code)
+	}
+}
+
+// startStack starts the dev stack (API on 127.0.0.1:0, embedded Temporal in
+// memory, the run worker and sandbox, the publisher) over a test schema,
+// with the test's tokens and fault injection.
+func startStack(t *testing.T, fc fault.Config) *app.Stack {
+	t.Helper()
+	s := pgtest.New(t)
+	env := map[string]string{
+		"DATABASE_URL": s.URL, "RECKON_DATA_DIR": sandboxtest.Dir(t), "RECKON_HTTP_ADDR": "127.0.0.1:0",
+		"RECKON_TOKENS":    "rita:reader:" + readerTok + ",ann:operator:" + operatorTok + ",bot:agent:" + agentTok,
+		"RECKON_LOG_LEVEL": "error",
+	}
+	if _, err := exec.LookPath("bwrap"); err != nil {
+		env["RECKON_SANDBOX_UNCONFINED"] = "1"
+	}
+	cfg, err := config.LoadFrom(func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := app.StartDev(context.Background(), cfg, app.DevConfig{
+		Kernel: app.KernelConfig{InMemory: true, Fault: &fc},
+		Outbox: outbox.Config{PollInterval: 20 * time.Millisecond},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	return st
+}

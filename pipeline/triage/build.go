@@ -1,0 +1,251 @@
+package triage
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/seed-7bc021c3/reckon/kernel"
+	"github.com/seed-7bc021c3/reckon/kernel/journal"
+	"github.com/seed-7bc021c3/reckon/kernel/operations"
+	"github.com/seed-7bc021c3/reckon/kernel/outbox"
+	"github.com/seed-7bc021c3/reckon/pipeline"
+	"github.com/seed-7bc021c3/reckon/pipeline/probe"
+)
+
+// buildWalls assembles a run's current pile into walls: the listed
+// operations still unsettled under the run's lock (minus those settled in
+// the journal since the listing and those whose verdict is already
+// enqueued) with args, failures, ages, child summaries, probe evidence and
+// the run's earlier verdicts, split deterministically when it exceeds the
+// bounds. Filtering the listing instead of listing again is sound because
+// settling is monotone: an operation settled once never becomes unsettled.
+// Operations that appear after the listing wait for the next sweep, and so
+// do operations a probe can tell about only later (evidence with
+// RecheckAfter still ahead): they are returned as deferred, not walled, so
+// that a premature unknown does not settle what a probe will prove.
+func (s *Sweeper) buildWalls(ctx context.Context, pile runPile) ([]pipeline.Wall, []string, error) {
+	rk := pile.runKey
+	// Pending reconciliations first, then the journal: see pendingVerdicts.
+	pending, err := s.pendingVerdicts(ctx, rk)
+	if err != nil {
+		return nil, nil, err
+	}
+	evs, err := s.journal.RunEvents(ctx, rk.project, rk.runID)
+	if err != nil {
+		return nil, nil, fmt.Errorf("triage: read run %s/%s: %w", rk.project, rk.runID, err)
+	}
+	settled := map[string]bool{}
+	for _, e := range evs {
+		if e.Settles() {
+			settled[e.OperationID()] = true
+		}
+	}
+	var items []operations.Item
+	for _, it := range pile.items {
+		if !pending[it.OperationID] && !settled[it.OperationID] {
+			items = append(items, it)
+		}
+	}
+	if len(items) == 0 {
+		return nil, nil, nil
+	}
+	sortItems(items)
+	run := probeRun(rk, evs)
+	earlier := earlierVerdicts(evs, s.cfg.MaxEarlierVerdicts)
+	now := s.cfg.Now().UTC()
+
+	probes, done := s.cfg.Probes.ForWall(run)
+	defer done() // closes the wall's probe sessions, also if a probe panics
+	ops := make([]pipeline.WallOperation, 0, len(items))
+	var deferred []string
+	for _, it := range items {
+		op := s.wallOperation(it, now)
+		op.Evidence = probes.Probe(ctx, run, op)
+		if recheckLater(op.Evidence, now) {
+			deferred = append(deferred, op.OperationID)
+			continue
+		}
+		ops = append(ops, op)
+	}
+	if len(ops) == 0 {
+		return nil, deferred, nil
+	}
+	chunks := split(ops, s.cfg.MaxOpsPerWall, s.cfg.MaxWallBytes)
+	walls := make([]pipeline.Wall, len(chunks))
+	for i, c := range chunks {
+		w := pipeline.Wall{
+			Project: rk.project, RunID: rk.runID, Part: i + 1, Parts: len(chunks),
+			Operations: c, EarlierVerdicts: earlier, BuiltAt: now,
+		}
+		if w.Digest, err = w.ComputeDigest(); err != nil {
+			return nil, nil, err
+		}
+		walls[i] = w
+	}
+	return walls, deferred, nil
+}
+
+// recheckLater reports whether some probe can tell about the operation
+// only after now.
+func recheckLater(evs []pipeline.Evidence, now time.Time) bool {
+	for _, e := range evs {
+		if e.RecheckAfter != nil && e.RecheckAfter.After(now) {
+			return true
+		}
+	}
+	return false
+}
+
+// pendingVerdicts lists operations of a run whose operation.reconciled is
+// enqueued but not yet delivered to the journal: the listing (over the
+// journal) still shows them unsettled, yet they are settled. Read BEFORE
+// the journal (outbox.Pending says why).
+func (s *Sweeper) pendingVerdicts(ctx context.Context, rk runKey) (map[string]bool, error) {
+	evs, err := outbox.Pending(ctx, s.pool, outbox.PendingFilter{Project: rk.project, RunID: rk.runID, Types: []string{kernel.TypeOperationReconciled}})
+	if err != nil {
+		return nil, fmt.Errorf("triage: pending verdicts of %s/%s: %w", rk.project, rk.runID, err)
+	}
+	out := map[string]bool{}
+	for _, ev := range evs {
+		out[ev.OperationID()] = true
+	}
+	return out, nil
+}
+
+func (s *Sweeper) wallOperation(it operations.Item, now time.Time) pipeline.WallOperation {
+	op := pipeline.WallOperation{
+		OperationID:   it.OperationID,
+		Tool:          it.Tool,
+		State:         it.State,
+		StartedAt:     it.StartedAt.UTC(),
+		AgeSeconds:    int64(now.Sub(it.StartedAt).Seconds()),
+		Args:          boundArgs(it.Args, s.cfg.MaxArgBytes),
+		StartedKey:    it.StartedKey,
+		ChildRunID:    it.ChildRunID,
+		ReissueOf:     it.ReissueOf,
+		Postcondition: it.Postcondition,
+	}
+	if op.AgeSeconds < 0 {
+		op.AgeSeconds = 0
+	}
+	// Who wrote each fact goes on the wall: only the kernel's own events
+	// are facts, an external agent's report about its own call is a claim.
+	op.AgentReported = it.StartedKey.SourceID != kernel.SourceKernel
+	failureSource := ""
+	if f := it.Failure; f != nil {
+		failureSource = it.StartedKey.SourceID
+		if it.FailureKey != nil {
+			failureSource = it.FailureKey.SourceID
+		}
+		op.Failure = &pipeline.WallFailure{ErrorType: f.ErrorType, Error: kernel.Abbreviate(f.Error, 2000), Effect: f.EffectiveEffect(),
+			ReportedBy: failureSource, AgentReported: failureSource != kernel.SourceKernel}
+	}
+	if c := it.ChildSummary; c != nil {
+		op.ChildOps = &pipeline.ChildSummary{ChildSummary: *c}
+		if f := it.Failure; f != nil && f.ChildSummary() != nil {
+			op.ChildOps.ReportedBy, op.ChildOps.AgentReported = failureSource, failureSource != kernel.SourceKernel
+		} else {
+			op.ChildOps.Counted = true
+		}
+	}
+	return op
+}
+
+// boundArgs replaces args longer than max with a JSON excerpt, so one huge
+// command cannot blow a wall's budget.
+func boundArgs(args json.RawMessage, max int) json.RawMessage {
+	if len(args) <= max {
+		return args
+	}
+	b, _ := json.Marshal(map[string]any{"truncated": true, "bytes": len(args), "excerpt": kernel.Abbreviate(string(args), max/2)})
+	return b
+}
+
+// split cuts ops into parts of at most maxOps operations and about
+// maxBytes of JSON each (a single operation larger than that is a part of
+// its own). The order is the pile's deterministic order, so the same pile
+// always splits the same way.
+func split(ops []pipeline.WallOperation, maxOps, maxBytes int) [][]pipeline.WallOperation {
+	var parts [][]pipeline.WallOperation
+	var cur []pipeline.WallOperation
+	size := 0
+	for _, op := range ops {
+		b, _ := json.Marshal(op)
+		if len(cur) > 0 && (len(cur) >= maxOps || size+len(b) > maxBytes) {
+			parts = append(parts, cur)
+			cur, size = nil, 0
+		}
+		cur = append(cur, op)
+		size += len(b)
+	}
+	if len(cur) > 0 {
+		parts = append(parts, cur)
+	}
+	return parts
+}
+
+// probeRun reads what the probes need from the run's events. (An
+// operation's own postcondition comes with its listing item, read from the
+// same tool.started.)
+func probeRun(rk runKey, evs []journal.StoredEvent) probe.Run {
+	run := probe.Run{Project: rk.project, RunID: rk.runID}
+	seen := map[string]bool{}
+	for _, e := range evs {
+		// The run's workspace is not read from run.started: probes take it
+		// from the kernel's own state (probe.Workspaces).
+		switch e.Type {
+		case kernel.TypeRunCompleted, kernel.TypeRunFailed:
+			run.Ended = true
+		case kernel.TypeToolStarted:
+			var d kernel.ToolStarted
+			if e.DecodeData(&d) != nil || seen[d.OperationID] {
+				continue
+			}
+			seen[d.OperationID] = true
+			so := probe.StartedOp{OperationID: d.OperationID, Tool: d.Tool}
+			if len(d.Postcondition) > 0 && string(d.Postcondition) != "null" {
+				var pc probe.Postcondition
+				if json.Unmarshal(d.Postcondition, &pc) == nil {
+					so.PostconditionPath = pc.Path
+				}
+			}
+			run.Started = append(run.Started, so)
+		}
+	}
+	return run
+}
+
+// earlierVerdicts returns the run's supervisor verdicts, newest max kept,
+// oldest first.
+func earlierVerdicts(evs []journal.StoredEvent, max int) []pipeline.EarlierVerdict {
+	var out []pipeline.EarlierVerdict
+	for _, e := range evs {
+		if e.Type != kernel.TypeSupervisorVerdict {
+			continue
+		}
+		var v kernel.Verdict
+		if e.DecodeData(&v) != nil {
+			continue
+		}
+		// The lesson is what carries forward; a few causes and remedies
+		// give it context without letting history crowd the wall.
+		v.Causes, v.Remedies = firstN(v.Causes, maxEarlierItems), firstN(v.Remedies, maxEarlierItems)
+		out = append(out, pipeline.EarlierVerdict{Key: e.Key(), TS: e.TS, Verdict: v})
+	}
+	if len(out) > max {
+		out = out[len(out)-max:]
+	}
+	return out
+}
+
+// maxEarlierItems bounds the causes and remedies kept per earlier verdict.
+const maxEarlierItems = 3
+
+func firstN(s []string, n int) []string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}

@@ -1,0 +1,90 @@
+package triage
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metrics of the triage pipeline.
+type Metrics struct {
+	walls    *prometheus.CounterVec
+	verdicts *prometheus.CounterVec
+	invalid  *prometheus.CounterVec
+	decide   *prometheus.HistogramVec
+	calls    *prometheus.HistogramVec
+	sweeps   prometheus.Histogram
+}
+
+// NewMetrics registers the pipeline metrics with reg (when not nil).
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		walls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "reckon_triage_walls_total",
+			Help: "Walls triaged, by outcome (journaled, failed, locked, settled, dry_run, budget; deferred counts runs with operations left for a later sweep).",
+		}, []string{"outcome"}),
+		verdicts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "reckon_triage_verdicts_total",
+			Help: "Supervisor operation verdicts journaled, by effect and basis.",
+		}, []string{"effect", "basis"}),
+		invalid: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "reckon_supervisor_invalid_outputs_total",
+			Help: "Supervisor outputs rejected by validation, by supervisor.",
+		}, []string{"supervisor"}),
+		decide: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "reckon_supervisor_decide_seconds",
+			Help:    "Time for a supervisor to decide one wall, retries included.",
+			Buckets: []float64{.001, .01, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120},
+		}, []string{"supervisor", "outcome"}),
+		calls: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "reckon_supervisor_model_latency_seconds",
+			Help:    "Latency of single model calls (chat completions), by outcome.",
+			Buckets: []float64{.05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120},
+		}, []string{"outcome"}),
+		sweeps: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "reckon_triage_sweep_duration_seconds",
+			Help:    "Duration of whole triage sweeps.",
+			Buckets: []float64{.01, .05, .1, .5, 1, 5, 10, 30, 60, 300, 900},
+		}),
+	}
+	if reg != nil {
+		// A second sweeper in the same process (demo's on-demand sweep
+		// beside the scheduled one) shares the collectors already there.
+		m.walls = register(reg, m.walls)
+		m.verdicts = register(reg, m.verdicts)
+		m.invalid = register(reg, m.invalid)
+		m.decide = register(reg, m.decide)
+		m.calls = register(reg, m.calls)
+		m.sweeps = register(reg, m.sweeps)
+	}
+	return m
+}
+
+// register registers c, or returns the identical collector registered
+// before.
+func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
+	if err := reg.Register(c); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if errors.As(err, &are) {
+			if existing, ok := are.ExistingCollector.(C); ok {
+				return existing
+			}
+		}
+		panic(fmt.Sprintf("register triage metrics: %v", err))
+	}
+	return c
+}
+
+// ObserveModelCall records one model call; hand it to the OpenAI
+// supervisor's Observe hook.
+func (m *Metrics) ObserveModelCall(d time.Duration, outcome string) {
+	m.calls.WithLabelValues(outcome).Observe(d.Seconds())
+}
+
+// InvalidOutput counts a rejected supervisor output; hand it to the OpenAI
+// supervisor's OnInvalid hook.
+func (m *Metrics) InvalidOutput(supervisor string) {
+	m.invalid.WithLabelValues(supervisor).Inc()
+}

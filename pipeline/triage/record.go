@@ -1,0 +1,122 @@
+package triage
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/seed-7bc021c3/reckon/kernel"
+	"github.com/seed-7bc021c3/reckon/kernel/operations"
+	"github.com/seed-7bc021c3/reckon/kernel/outbox"
+	"github.com/seed-7bc021c3/reckon/pipeline"
+)
+
+// errAlreadyTriaged says the same set of operations already has a verdict
+// enqueued (a concurrent sweep that got past the lock, which the lock
+// prevents, or a retried write): nothing more is written.
+var errAlreadyTriaged = errors.New("this wall's operations already have a supervisor verdict")
+
+// wallKey identifies a wall by its project, run and set of operations:
+// an operation set can be verdicted once, since a verdict settles every
+// operation in it. It names the verdict event and keys the reconciliations.
+func wallKey(w pipeline.Wall) string {
+	ids := w.OperationIDs()
+	sort.Strings(ids)
+	h := sha256.New()
+	for _, p := range append([]string{w.Project, w.RunID}, ids...) {
+		fmt.Fprintf(h, "%d:%s", len(p), p)
+	}
+	return hex.EncodeToString(h.Sum(nil))[:24]
+}
+
+// record enqueues supervisor.verdict and one operation.reconciled per
+// operation (via ReconcileTx, the path an operator's ruling takes) in ONE transaction: either
+// the whole wall is journaled or nothing is.
+func (s *Sweeper) record(ctx context.Context, w pipeline.Wall, d pipeline.Decision) (kernel.Event, []kernel.Event, error) {
+	key := wallKey(w)
+	now := s.cfg.Now().UTC()
+	verdict, err := kernel.NewEvent(kernel.SourceKernel, w.RunID+"/verdict/"+key, w.Project, w.RunID,
+		kernel.TypeSupervisorVerdict, kernel.ActorSupervisor, now, kernel.Verdict{
+			Kind:           kernel.VerdictKindReconciliation,
+			NeedsAttention: d.NeedsAttention,
+			Causes:         nonNil(d.Causes),
+			Remedies:       nonNil(d.Remedies),
+			Lesson:         d.Lesson,
+			OperationIDs:   w.OperationIDs(),
+			Supervisor:     d.Supervisor,
+			Model:          d.Model,
+			PromptVersion:  d.PromptVersion,
+			WallDigest:     w.Digest,
+			Part:           w.Part,
+			Parts:          w.Parts,
+			SettlePolicy:   d.SettlePolicy,
+		})
+	if err != nil {
+		return kernel.Event{}, nil, err
+	}
+	if len(verdict.EventID) > kernel.MaxKeyLen {
+		verdict.EventID = "verdict/" + key
+	}
+
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return kernel.Event{}, nil, fmt.Errorf("triage: begin: %w", err)
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+
+	if err := outbox.Enqueue(ctx, tx, verdict); err != nil {
+		if kernel.ErrorCode(err) == kernel.EConflict {
+			return kernel.Event{}, nil, errAlreadyTriaged
+		}
+		return kernel.Event{}, nil, fmt.Errorf("triage: enqueue verdict: %w", err)
+	}
+	vk := verdict.Key()
+	recs := make([]kernel.Event, 0, len(d.Operations))
+	for _, v := range d.Operations {
+		op, _ := w.Operation(v.OperationID)
+		evidence, err := json.Marshal(reconcileEvidence{Verdict: vk, WallDigest: w.Digest, Probes: op.Evidence})
+		if err != nil {
+			return kernel.Event{}, nil, fmt.Errorf("triage: evidence of %s: %w", v.OperationID, err)
+		}
+		rec, err := s.ops.ReconcileTx(ctx, tx, operations.ReconcileParams{
+			Project: w.Project, RunID: w.RunID, OperationID: v.OperationID,
+			Effect: v.Effect, Note: v.Note, Evidence: evidence, ProposedEffect: v.ProposedEffect,
+			Basis: v.Basis, Actor: kernel.ActorSupervisor,
+			IdempotencyKey: "wall/" + key,
+		})
+		if err != nil {
+			if kernel.ErrorCode(err) == kernel.EConflict {
+				// An operator's ruling (a supervisor never overrides one) or
+				// another reconciliation landed since the listing: roll back the
+				// whole wall and rebuild it without that operation.
+				return kernel.Event{}, nil, fmt.Errorf("%w: %s: %v", errSettledMeanwhile, v.OperationID, err)
+			}
+			return kernel.Event{}, nil, fmt.Errorf("triage: reconcile %s: %w", v.OperationID, err)
+		}
+		recs = append(recs, rec.Event)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return kernel.Event{}, nil, fmt.Errorf("triage: commit wall %s/%s: %w", w.Project, w.RunID, err)
+	}
+	return verdict, recs, nil
+}
+
+// reconcileEvidence is the evidence attached to a supervisor
+// reconciliation: which verdict and wall it came from, and the probe
+// findings the supervisor saw for the operation.
+type reconcileEvidence struct {
+	Verdict    kernel.EventKey     `json:"verdict"`
+	WallDigest string              `json:"wall_digest"`
+	Probes     []pipeline.Evidence `json:"probes,omitempty"`
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}

@@ -1,0 +1,620 @@
+// Package triage is the scheduled triage of unsettled operations. One
+// triage sweep lists each project's unsettled operations, groups them by
+// run, builds each run's pile into a bounded wall with its evidence, has
+// the supervisor decide it, validates the decision, and journals
+// supervisor.verdict plus one operation.reconciled per operation — through
+// the operations service's ReconcileTx, the code path an operator's ruling
+// takes — in one transaction.
+//
+// The wall is the dedup: settled operations leave the listing, so a run is
+// triaged again exactly while unsettled operations remain, fresh ones
+// included. Two sweeps never triage one run at once: a PostgreSQL advisory
+// lock per (project, run) is held on a dedicated connection for the whole
+// wall.
+package triage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/rs/zerolog"
+
+	"github.com/seed-7bc021c3/reckon/kernel"
+	"github.com/seed-7bc021c3/reckon/kernel/operations"
+	"github.com/seed-7bc021c3/reckon/pipeline"
+	"github.com/seed-7bc021c3/reckon/pipeline/probe"
+	"github.com/seed-7bc021c3/reckon/pipeline/supervisor"
+)
+
+// Operations is what the sweep needs of the operations projection
+// (*operations.Service implements it).
+type Operations interface {
+	Projects(ctx context.Context) ([]string, error)
+	List(ctx context.Context, p operations.ListParams) (operations.Page, error)
+	ReconcileTx(ctx context.Context, tx pgx.Tx, p operations.ReconcileParams) (operations.Recorded, error)
+}
+
+var _ Operations = (*operations.Service)(nil)
+
+// Config tunes a Sweeper. Zero values take the defaults.
+type Config struct {
+	// Supervisor decides walls; default the built-in supervisor.
+	Supervisor pipeline.Supervisor
+	// Probes gather evidence for each operation before the supervisor sees it.
+	Probes probe.Set
+	// SettlePolicy is RECKON_SUPERVISOR_SETTLE, applied to every decision
+	// by supervisor.Settle before it is journaled; default evidence.
+	SettlePolicy string
+	// MaxOpsPerWall and MaxWallBytes bound one wall; an oversized pile is
+	// split deterministically into parts. Defaults 50 and 64 KiB.
+	MaxOpsPerWall int
+	MaxWallBytes  int
+	// MaxArgBytes bounds one operation's args in a wall; longer args are
+	// replaced by a truncated excerpt. Default 4 KiB.
+	MaxArgBytes int
+	// MaxEarlierVerdicts bounds the earlier verdicts shown per wall
+	// (newest kept). Default 5.
+	MaxEarlierVerdicts int
+	// MaxWalls and MaxTokens are the per-sweep budget; runs beyond it are
+	// left for the next sweep and reported. Defaults 1000 walls, no token
+	// bound.
+	MaxWalls  int
+	MaxTokens int
+	// Concurrency bounds runs triaged at once, and so model calls in
+	// flight. Default 8.
+	Concurrency int
+	// WallTimeout bounds one supervisor decision, retries included, so a
+	// stuck model cannot hold a run's lock (and a sweep) forever. Default 5m.
+	WallTimeout time.Duration
+	// LockAttempts bounds the rebuilds of a run's walls when an operator's
+	// ruling lands mid-wall. Default 3.
+	LockAttempts int
+	Now          func() time.Time
+	Log          zerolog.Logger
+	Metrics      *Metrics
+}
+
+func (c Config) withDefaults() Config {
+	if c.Supervisor == nil {
+		c.Supervisor = supervisor.Builtin{}
+	}
+	if c.SettlePolicy == "" {
+		c.SettlePolicy = supervisor.DefaultSettlePolicy
+	}
+	if c.MaxOpsPerWall <= 0 {
+		c.MaxOpsPerWall = 50
+	}
+	if c.MaxWallBytes <= 0 {
+		c.MaxWallBytes = 64 << 10
+	}
+	if c.MaxArgBytes <= 0 {
+		c.MaxArgBytes = 4 << 10
+	}
+	if c.MaxEarlierVerdicts <= 0 {
+		c.MaxEarlierVerdicts = 5
+	}
+	if c.MaxWalls <= 0 {
+		c.MaxWalls = 1000
+	}
+	if c.Concurrency <= 0 {
+		c.Concurrency = 8
+	}
+	if c.WallTimeout <= 0 {
+		c.WallTimeout = 5 * time.Minute
+	}
+	if c.LockAttempts <= 0 {
+		c.LockAttempts = 3
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Metrics == nil {
+		c.Metrics = NewMetrics(nil)
+	}
+	return c
+}
+
+// Sweeper runs sweeps. It is safe for concurrent use; the advisory locks,
+// not the process, keep two sweeps off one run.
+type Sweeper struct {
+	pool    *pgxpool.Pool
+	ops     Operations
+	journal probe.RunEvents
+	cfg     Config
+}
+
+// New returns a Sweeper over the journal in pool.
+func New(pool *pgxpool.Pool, ops Operations, j probe.RunEvents, cfg Config) *Sweeper {
+	return &Sweeper{pool: pool, ops: ops, journal: j, cfg: cfg.withDefaults()}
+}
+
+// SweepParams selects what one sweep triages.
+type SweepParams struct {
+	Project string // empty: every project with unsettled operations
+	RunID   string // empty: every run (requires Project)
+	// DryRun builds and decides walls but writes nothing and takes no
+	// locks (it still calls the supervisor).
+	DryRun bool
+}
+
+// Wall outcomes.
+const (
+	OutcomeJournaled = "journaled" // verdict and reconciliations enqueued
+	OutcomeFailed    = "failed"    // supervisor gave up or output invalid: nothing written
+	OutcomeLocked    = "locked"    // another sweep holds the run
+	OutcomeSettled   = "settled"   // nothing left to triage when the lock was held
+	OutcomeDryRun    = "dry_run"   // decided, not written
+	OutcomeBudget    = "budget"    // left for the next sweep
+	OutcomeDeferred  = "deferred"  // operations a probe can tell about only later: left for a later sweep
+)
+
+// WallResult is what happened to one wall (or, for locked, settled,
+// budget and deferred, to one run; a deferred result lists the operations
+// left for a later sweep).
+type WallResult struct {
+	Project    string             `json:"project"`
+	RunID      string             `json:"run_id"`
+	Part       int                `json:"part,omitempty"`
+	Parts      int                `json:"parts,omitempty"`
+	Operations []string           `json:"operations,omitempty"`
+	Digest     string             `json:"wall_digest,omitempty"`
+	Outcome    string             `json:"outcome"`
+	Error      string             `json:"error,omitempty"`
+	Supervisor string             `json:"supervisor,omitempty"`
+	Model      string             `json:"model,omitempty"`
+	Decision   *pipeline.Decision `json:"decision,omitempty"`
+	// Wall is the wall itself, kept in dry runs only (what the supervisor
+	// was shown).
+	Wall       *pipeline.Wall `json:"wall,omitempty"`
+	Verdict    *kernel.Event  `json:"verdict,omitempty"`
+	Reconciled []kernel.Event `json:"reconciled,omitempty"`
+	Duration   time.Duration  `json:"duration_ns"`
+}
+
+// Report summarises a sweep.
+type Report struct {
+	Started   time.Time     `json:"started"`
+	Duration  time.Duration `json:"duration_ns"`
+	Projects  int           `json:"projects"`
+	Runs      int           `json:"runs"`
+	Walls     []WallResult  `json:"walls"`
+	Journaled int           `json:"journaled"`
+	Failed    int           `json:"failed"`
+	Tokens    int           `json:"tokens"`
+	// Degraded says a listing page was degraded (some run's liveness
+	// unknown); those operations may be missing from this sweep.
+	Degraded bool `json:"degraded"`
+}
+
+// Count returns how many walls had outcome.
+func (r Report) Count(outcome string) int {
+	n := 0
+	for _, w := range r.Walls {
+		if w.Outcome == outcome {
+			n++
+		}
+	}
+	return n
+}
+
+type runKey struct{ project, runID string }
+
+// runPile is one run's unsettled operations as the sweep's listing saw them.
+type runPile struct {
+	runKey
+	items []operations.Item
+}
+
+// Sweep triages once. Failures of single walls are reported in the Report,
+// not returned; the error is for a sweep that could not run at all.
+func (s *Sweeper) Sweep(ctx context.Context, p SweepParams) (rep Report, err error) {
+	start := s.cfg.Now()
+	rep = Report{Started: start.UTC()}
+	defer func() {
+		rep.Duration = s.cfg.Now().Sub(start)
+		s.cfg.Metrics.sweeps.Observe(rep.Duration.Seconds())
+	}()
+	runs, err := s.collect(ctx, p, &rep)
+	if err != nil {
+		return rep, err
+	}
+	var locks *pgxpool.Pool
+	if !p.DryRun && len(runs) > 0 {
+		if locks, err = s.lockPool(ctx); err != nil {
+			return rep, err
+		}
+		defer locks.Close()
+	}
+	results, tokens := s.triageRuns(ctx, locks, runs, p.DryRun)
+	s.tally(&rep, results)
+	rep.Tokens = tokens
+	s.logSweep(rep, start, p.DryRun)
+	return rep, nil
+}
+
+// collect lists the unsettled operations of the params' projects (every
+// project with some, when none is named) and groups them into run piles.
+func (s *Sweeper) collect(ctx context.Context, p SweepParams, rep *Report) ([]runPile, error) {
+	if p.RunID != "" && p.Project == "" {
+		return nil, kernel.Errorf(kernel.EInvalid, "triage: --run needs --project")
+	}
+	projects := []string{p.Project}
+	if p.Project == "" {
+		ps, err := s.ops.Projects(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("triage: projects: %w", err)
+		}
+		projects = ps
+	}
+	rep.Projects = len(projects)
+	var runs []runPile
+	for _, project := range projects {
+		piles, degraded, err := s.unsettledRuns(ctx, project, p.RunID)
+		if err != nil {
+			return nil, err
+		}
+		rep.Degraded = rep.Degraded || degraded
+		runs = append(runs, piles...)
+	}
+	rep.Runs = len(runs)
+	return runs, nil
+}
+
+// triageRuns triages the piles, Concurrency at a time, within the
+// per-sweep budget, and returns each run's wall results (in pile order)
+// and the tokens spent.
+func (s *Sweeper) triageRuns(ctx context.Context, locks *pgxpool.Pool, runs []runPile, dry bool) ([][]WallResult, int) {
+	var (
+		mu     sync.Mutex
+		walls  int
+		tokens int
+		wg     sync.WaitGroup
+	)
+	results := make([][]WallResult, len(runs))
+	sem := make(chan struct{}, s.cfg.Concurrency)
+	for i, rk := range runs {
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+			results[i] = []WallResult{{Project: rk.project, RunID: rk.runID, Outcome: OutcomeBudget, Error: ctx.Err().Error()}}
+			continue
+		}
+		// The budget is checked once a slot is free, so walls finished by
+		// then count. Each run reserves its first wall up front; further
+		// parts of the same pile are accounted as they go (a pile is never
+		// cut off halfway), and tokens can only be counted once spent, so
+		// the token bound may be overshot by the walls in flight.
+		mu.Lock()
+		over := walls >= s.cfg.MaxWalls || (s.cfg.MaxTokens > 0 && tokens >= s.cfg.MaxTokens)
+		if !over {
+			walls++
+		}
+		mu.Unlock()
+		if over {
+			<-sem
+			results[i] = []WallResult{{Project: rk.project, RunID: rk.runID, Outcome: OutcomeBudget,
+				Error: "per-sweep budget reached; left for the next sweep"}}
+			continue
+		}
+		wg.Add(1)
+		go func(i int, rk runPile) {
+			defer wg.Done()
+			defer func() { <-sem }()
+			results[i] = s.triageRun(ctx, locks, rk, dry, func(n, t int) {
+				mu.Lock()
+				walls += n
+				tokens += t
+				mu.Unlock()
+			})
+		}(i, rk)
+	}
+	wg.Wait()
+	return results, tokens
+}
+
+// tally adds the wall results to the report and the metrics.
+func (s *Sweeper) tally(rep *Report, results [][]WallResult) {
+	for _, rs := range results {
+		for _, r := range rs {
+			s.cfg.Metrics.walls.WithLabelValues(r.Outcome).Inc()
+			switch r.Outcome {
+			case OutcomeJournaled:
+				rep.Journaled++
+			case OutcomeFailed:
+				rep.Failed++
+			}
+			rep.Walls = append(rep.Walls, r)
+		}
+	}
+}
+
+// logSweep logs the sweep's figures; an idle scheduled sweep is not news.
+func (s *Sweeper) logSweep(rep Report, start time.Time, dry bool) {
+	done := s.cfg.Log.Info()
+	if rep.Runs == 0 {
+		done = s.cfg.Log.Debug()
+	}
+	done.Int("projects", rep.Projects).Int("runs", rep.Runs).Int("journaled", rep.Journaled).
+		Int("failed", rep.Failed).Int("locked", rep.Count(OutcomeLocked)).Int("budget", rep.Count(OutcomeBudget)).
+		Int("tokens", rep.Tokens).Dur("duration", s.cfg.Now().Sub(start)).Bool("dry_run", dry).Msg("triage sweep done")
+}
+
+// lockPool opens the dedicated connections that hold triage locks: separate
+// from the main pool so that a held lock never starves the listing or the
+// write transaction of a connection.
+func (s *Sweeper) lockPool(ctx context.Context) (*pgxpool.Pool, error) {
+	cfg := s.pool.Config()
+	cfg.MaxConns = int32(s.cfg.Concurrency)
+	cfg.MinConns = 0
+	p, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("triage: lock connections: %w", err)
+	}
+	return p, nil
+}
+
+// unsettledRuns pages through a project's listing once and groups it into
+// piles by run, in order of each run's oldest unsettled operation.
+func (s *Sweeper) unsettledRuns(ctx context.Context, project, runID string) ([]runPile, bool, error) {
+	items, degraded, err := s.list(ctx, project, runID)
+	if err != nil {
+		return nil, false, err
+	}
+	index := map[string]int{}
+	var piles []runPile
+	for _, it := range items {
+		if it.LivenessUnknown {
+			// Whether its run still runs is a guess (Temporal did not
+			// answer): the operation may yet complete, so it waits for a
+			// sweep that knows.
+			continue
+		}
+		i, ok := index[it.RunID]
+		if !ok {
+			i = len(piles)
+			index[it.RunID] = i
+			piles = append(piles, runPile{runKey: runKey{project, it.RunID}})
+		}
+		piles[i].items = append(piles[i].items, it)
+	}
+	return piles, degraded, nil
+}
+
+// maxListPages guards against a pathological listing that never ends.
+const maxListPages = 10000
+
+func (s *Sweeper) list(ctx context.Context, project, runID string) ([]operations.Item, bool, error) {
+	var out []operations.Item
+	degraded := false
+	cursor := ""
+	for page := 0; page < maxListPages; page++ {
+		pg, err := s.ops.List(ctx, operations.ListParams{Project: project, RunID: runID, Cursor: cursor, Limit: operations.MaxLimit})
+		if err != nil {
+			return nil, false, fmt.Errorf("triage: list %s: %w", project, err)
+		}
+		out = append(out, pg.Operations...)
+		degraded = degraded || pg.Degraded
+		if pg.NextCursor == "" {
+			break
+		}
+		cursor = pg.NextCursor
+	}
+	return out, degraded, nil
+}
+
+// errSettledMeanwhile says an operator's ruling landed on an operation of the wall
+// while it was being decided; the wall is rebuilt without it.
+var errSettledMeanwhile = errors.New("an operation of the wall was settled meanwhile (an operator's ruling, or another reconciliation)")
+
+// triageRun triages one run under its lock. account reports walls started
+// and tokens spent to the sweep's budget.
+func (s *Sweeper) triageRun(ctx context.Context, locks *pgxpool.Pool, pile runPile, dry bool, account func(walls, tokens int)) []WallResult {
+	rk := pile.runKey
+	base := WallResult{Project: rk.project, RunID: rk.runID}
+	if !dry {
+		unlock, ok, err := s.lock(ctx, locks, rk)
+		if err != nil {
+			r := base
+			r.Outcome, r.Error = OutcomeFailed, err.Error()
+			s.logWall(r)
+			return []WallResult{r}
+		}
+		if !ok {
+			r := base
+			r.Outcome = OutcomeLocked
+			s.logWall(r)
+			return []WallResult{r}
+		}
+		defer unlock()
+	}
+	var results []WallResult
+	for attempt := 1; attempt <= s.cfg.LockAttempts; attempt++ {
+		walls, deferred, err := s.buildWalls(ctx, pile)
+		if err != nil {
+			r := base
+			r.Outcome, r.Error = OutcomeFailed, err.Error()
+			s.logWall(r)
+			return append(results, r)
+		}
+		if len(deferred) > 0 && attempt == 1 {
+			r := base
+			r.Outcome, r.Operations = OutcomeDeferred, deferred
+			s.logWall(r)
+			results = append(results, r)
+		}
+		if len(walls) == 0 {
+			if len(results) == 0 {
+				r := base
+				r.Outcome = OutcomeSettled
+				s.logWall(r)
+				results = append(results, r)
+			}
+			return results
+		}
+		rebuild := false
+		for i, w := range walls {
+			if i > 0 || attempt > 1 {
+				account(1, 0) // the run's first wall was reserved by the sweep
+			}
+			r := s.triageWall(ctx, w, dry, account)
+			if errors.Is(r.err, errSettledMeanwhile) && attempt < s.cfg.LockAttempts {
+				s.cfg.Log.Info().Str("project", w.Project).Str("run_id", w.RunID).Msg("an operator settled an operation mid-wall; rebuilding the run's walls")
+				rebuild = true
+				break
+			}
+			s.logWall(r.WallResult)
+			results = append(results, r.WallResult)
+		}
+		if !rebuild {
+			return results
+		}
+	}
+	return results
+}
+
+func (s *Sweeper) lock(ctx context.Context, locks *pgxpool.Pool, rk runKey) (unlock func(), ok bool, err error) {
+	conn, err := locks.Acquire(ctx)
+	if err != nil {
+		return nil, false, fmt.Errorf("triage lock %s/%s: acquire connection: %w", rk.project, rk.runID, err)
+	}
+	key := lockName(rk)
+	if err := conn.QueryRow(ctx, tryLockSQL, triageLockClass, key).Scan(&ok); err != nil {
+		conn.Release()
+		return nil, false, fmt.Errorf("triage lock %s/%s: %w", rk.project, rk.runID, err)
+	}
+	if !ok {
+		conn.Release()
+		return nil, false, nil
+	}
+	return func() {
+		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		var released bool
+		if err := conn.QueryRow(uctx, unlockSQL, triageLockClass, key).Scan(&released); err != nil || !released {
+			// A connection that may still hold the lock must not go back
+			// to the pool: closing it releases every session lock.
+			_ = conn.Hijack().Close(uctx)
+			return
+		}
+		conn.Release()
+	}, true, nil
+}
+
+// lockName is length-prefixed so that no two (project, run) pairs share it.
+func lockName(rk runKey) string {
+	return fmt.Sprintf("reckon.triage:%d:%s%d:%s", len(rk.project), rk.project, len(rk.runID), rk.runID)
+}
+
+type wallOutcome struct {
+	WallResult
+	err error
+}
+
+// triageWall decides, validates and (unless dry) journals one wall.
+func (s *Sweeper) triageWall(ctx context.Context, w pipeline.Wall, dry bool, account func(walls, tokens int)) wallOutcome {
+	start := s.cfg.Now()
+	r := wallOutcome{WallResult: WallResult{
+		Project: w.Project, RunID: w.RunID, Part: w.Part, Parts: w.Parts,
+		Operations: w.OperationIDs(), Digest: w.Digest, Supervisor: s.cfg.Supervisor.Name(),
+	}}
+	defer func() { r.Duration = s.cfg.Now().Sub(start) }()
+	fail := func(err error) wallOutcome {
+		r.Outcome, r.Error, r.err = OutcomeFailed, err.Error(), err
+		return r
+	}
+	dctx, cancel := context.WithTimeout(ctx, s.cfg.WallTimeout)
+	d, err := s.cfg.Supervisor.Decide(dctx, w)
+	cancel()
+	account(0, d.Usage.PromptTokens+d.Usage.CompletionTokens)
+	outcome := "ok"
+	if err != nil {
+		outcome = "error"
+	}
+	s.cfg.Metrics.decide.WithLabelValues(s.cfg.Supervisor.Name(), outcome).Observe(s.cfg.Now().Sub(start).Seconds())
+	if err != nil {
+		return fail(fmt.Errorf("supervisor %s: %w", s.cfg.Supervisor.Name(), err))
+	}
+	r.Model = d.Model
+	if err := supervisor.Validate(w, d); err != nil {
+		s.cfg.Metrics.InvalidOutput(s.cfg.Supervisor.Name())
+		return fail(err)
+	}
+	// What is journaled is the decision under the settlement policy: an
+	// effect no evidence proves is held as unknown for an operator.
+	d = supervisor.Settle(s.cfg.SettlePolicy, w, d)
+	r.Decision = &d
+	if dry {
+		r.Outcome, r.Wall = OutcomeDryRun, &w
+		return r
+	}
+	verdict, recs, err := s.record(ctx, w, d)
+	switch {
+	case errors.Is(err, errSettledMeanwhile):
+		return fail(err)
+	case errors.Is(err, errAlreadyTriaged):
+		r.Outcome, r.Decision = OutcomeSettled, nil
+		return r
+	case err != nil:
+		return fail(err)
+	}
+	r.Outcome, r.Verdict, r.Reconciled = OutcomeJournaled, &verdict, recs
+	for _, v := range d.Operations {
+		s.cfg.Metrics.verdicts.WithLabelValues(v.Effect, v.Basis).Inc()
+	}
+	return r
+}
+
+func (s *Sweeper) logWall(r WallResult) {
+	ev := s.cfg.Log.Info()
+	if r.Outcome == OutcomeFailed {
+		ev = s.cfg.Log.Warn()
+	}
+	ev = ev.Str("project", r.Project).Str("run_id", r.RunID).Str("outcome", r.Outcome)
+	if r.Parts > 0 {
+		ev = ev.Int("part", r.Part).Int("parts", r.Parts).Int("operations", len(r.Operations)).Str("wall_digest", short(r.Digest))
+	}
+	if r.Outcome == OutcomeDeferred {
+		ev = ev.Strs("operations", r.Operations)
+	}
+	if r.Supervisor != "" {
+		ev = ev.Str("supervisor", r.Supervisor)
+	}
+	if r.Model != "" {
+		ev = ev.Str("model", r.Model)
+	}
+	if d := r.Decision; d != nil {
+		counts := map[string]int{}
+		for _, v := range d.Operations {
+			counts[v.Effect]++
+		}
+		ev = ev.Bool("needs_attention", d.NeedsAttention).Int("occurred", counts[kernel.EffectOccurred]).
+			Int("none", counts[kernel.EffectNone]).Int("unknown", counts[kernel.EffectUnknown])
+	}
+	if r.Error != "" {
+		ev = ev.Str("error", r.Error)
+	}
+	ev.Dur("duration", r.Duration).Msg("triage wall")
+}
+
+func short(d string) string {
+	if len(d) > 12 {
+		return d[:12]
+	}
+	return d
+}
+
+// sortItems orders a pile deterministically: oldest first, then by id.
+func sortItems(items []operations.Item) {
+	sort.SliceStable(items, func(i, j int) bool {
+		if !items[i].StartedAt.Equal(items[j].StartedAt) {
+			return items[i].StartedAt.Before(items[j].StartedAt)
+		}
+		return items[i].OperationID < items[j].OperationID
+	})
+}
