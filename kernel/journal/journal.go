@@ -301,6 +301,16 @@ func OperationEvents(ctx context.Context, q Querier, project, runID, operationID
 	return scanEvents(rows)
 }
 
+// OperationsEvents returns the events of several operations of one run
+// in journal order, read through q.
+func OperationsEvents(ctx context.Context, q Querier, project, runID string, operationIDs []string) ([]StoredEvent, error) {
+	rows, err := q.Query(ctx, operationsEventsSQL, project, runID, operationIDs)
+	if err != nil {
+		return nil, fmt.Errorf("events of %d operations of %s/%s: %w", len(operationIDs), project, runID, err)
+	}
+	return scanEvents(rows)
+}
+
 // VerdictsNaming returns a run's supervisor.verdict events that name the
 // operation, in journal order, read through q.
 func VerdictsNaming(ctx context.Context, q Querier, project, runID, operationID string) ([]StoredEvent, error) {
