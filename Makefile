@@ -48,13 +48,20 @@ screenshots:
 demo: db deps
 	$(GO) run ./cmd/reckon demo
 
-## bench: benchmarks that print figures (long; not part of test).
+## bench: benchmarks, printed as they run and then as ONE table of ratios,
+## each reckon figure against a reference measured in the same run (pgbench
+## on the journal's table, a bare Temporal activity, the outbox alone, the
+## model's concurrency limit); the table is also written to bin/bench.json.
+## Long; not part of test. RECKON_BENCH_SIZES=100k,1m shortens the listing.
 BENCH_PKGS = ./kernel/journal/ ./kernel/outbox/ ./kernel/operations/ ./pipeline/triage/ ./kernel/runner/ ./kernel/gateway/
 bench: db deps
-	scripts/bench-reference.sh
+	@mkdir -p bin
+	scripts/bench-reference.sh | tee bin/bench-ref.txt
 	@# -p 1: one package's benchmarks at a time; go test otherwise runs a
 	@# test binary per core at once and the figures measure each other.
-	$(GO) test -p 1 -run '^$$' -bench . -benchtime 1x -timeout 60m -v $(BENCH_PKGS) | grep -vE '^(=== RUN|--- PASS|PASS|goos|goarch|cpu)'
+	$(GO) test -p 1 -run '^$$' -bench . -benchtime 1x -timeout 60m -v $(BENCH_PKGS) | tee bin/bench-raw.txt | grep -vE '^(=== RUN|--- PASS|PASS|goos|goarch|cpu)'
+	@$(GO) run ./scripts/benchtable -ref bin/bench-ref.txt -json bin/bench.json \
+		-machine "$$(nproc) cores, $$(free -g | awk '/^Mem/ {print $$2}') GiB, PostgreSQL $$(psql -h 127.0.0.1 -d postgres -tAc 'SHOW server_version' 2>/dev/null || echo '?'), $$(date -u +%F)" < bin/bench-raw.txt
 
 ## soak: the fault soak (README "Fault soak"): kills dev, worker and triage,
 ## restarts a private PostgreSQL cluster, proves nothing is lost. Bounded by

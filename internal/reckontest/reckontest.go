@@ -289,9 +289,14 @@ var leakIgnores = []goleak.Option{
 // pollers, gRPC callback serializers, ringpop timers, its SQLite pool and
 // metrics ticker; and the coroutines of workflows the SDK keeps in its
 // process-wide sticky cache (purged only when no worker of the process
-// runs). None of them is reckon's; reckon's own workers are stopped before
-// the server.
+// runs); and a workflow task that was waiting for a local activity (the
+// run workflow's RecordEvent) when its worker stopped, which the SDK lets
+// run out until its heartbeat deadline (at most 80 % of the workflow task
+// timeout), with the worker's Stop waiting on it. None of them is
+// reckon's; reckon's own workers are stopped before the server.
 var embeddedTemporalFrames = []string{
+	"go.temporal.io/sdk/internal.(*workflowTaskHandlerImpl).ProcessWorkflowTask",
+	"go.temporal.io/sdk/internal.awaitWaitGroup.func1",
 	"go.temporal.io/sdk/internal.(*baseWorker).runPoller",
 	"go.temporal.io/sdk/internal.(*baseWorker).runTaskDispatcher",
 	"go.temporal.io/sdk/internal.(*baseWorker).runEagerTaskDispatcher",

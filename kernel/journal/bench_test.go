@@ -3,6 +3,12 @@ package journal_test
 import (
 	"context"
 	"fmt"
+	"net/url"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -11,8 +17,9 @@ import (
 	"github.com/seed-7bc021c3/reckon/kernel/journal"
 )
 
-// benchIngest ingests total events in batches of size and reports events/s.
-func benchIngest(b *testing.B, size, total int) {
+// benchIngest ingests total events in batches of size from clients
+// concurrent callers and reports events/s.
+func benchIngest(b *testing.B, size, total, clients int) {
 	ctx := context.Background()
 	s := journal.New(pgtest.New(b).Pool, nil)
 	seq := 0
@@ -37,25 +44,98 @@ func benchIngest(b *testing.B, size, total int) {
 		for i := range batches {
 			batches[i] = mk()
 		}
-		start := time.Now()
+		next := make(chan []kernel.Event, len(batches))
 		for _, batch := range batches {
-			res, err := s.Ingest(ctx, batch)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if res[0].Status != kernel.StatusAccepted {
-				b.Fatalf("status %s", res[0].Status)
-			}
+			next <- batch
 		}
+		close(next)
+		start := time.Now()
+		var wg sync.WaitGroup
+		for range clients {
+			wg.Go(func() {
+				for batch := range next {
+					res, err := s.Ingest(ctx, batch)
+					if err != nil {
+						b.Error(err)
+						return
+					}
+					if res[0].Status != kernel.StatusAccepted {
+						b.Errorf("status %s", res[0].Status)
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
 		elapsed += time.Since(start)
 	}
 	rate := float64(total*b.N) / elapsed.Seconds()
 	b.ReportMetric(rate, "events/s")
-	b.Logf("journal ingest, batch %d: %d events in %v = %.0f events/s", size, total*b.N, elapsed.Round(time.Millisecond), rate)
+	// The reference right after, on the same server: pgbench writing the
+	// same table shape the same way (rows per transaction, clients), so
+	// that whatever else loads the machine loads both.
+	script := map[int]string{1: "batch1", 500: "batch500"}[size]
+	if ref := pgbenchRef(b, script, size, clients, elapsed/time.Duration(b.N)); ref > 0 {
+		b.ReportMetric(ref, "ref-events/s")
+		b.ReportMetric(rate/ref, "x-ref")
+		b.Logf("pgbench %s, %d client(s), right after: %.0f events/s; ratio %.2f", script, clients, ref, rate/ref)
+	}
+	b.Logf("journal ingest, batch %d, %d client(s): %d events in %v = %.0f events/s", size, clients, total*b.N, elapsed.Round(time.Millisecond), rate)
 }
 
-// BenchmarkIngestBatch1 measures single-event ingest (one round trip each).
-func BenchmarkIngestBatch1(b *testing.B) { benchIngest(b, 1, 5000) }
+// BenchmarkIngestBatch1 measures single-event ingest from one caller (one
+// round trip and one commit each: a lone caller has nothing to share with).
+func BenchmarkIngestBatch1(b *testing.B) { benchIngest(b, 1, 5000, 1) }
+
+// BenchmarkIngestSingleConcurrent measures single-event ingest from 8
+// concurrent callers, as HTTP clients posting one event each would: group
+// commit lets them share round trips (the pgbench reference runs 8
+// clients too).
+func BenchmarkIngestSingleConcurrent(b *testing.B) { benchIngest(b, 1, 20000, 8) }
 
 // BenchmarkIngestBatch500 measures batched ingest.
-func BenchmarkIngestBatch500(b *testing.B) { benchIngest(b, 500, 100000) }
+func BenchmarkIngestBatch500(b *testing.B) { benchIngest(b, 500, 100000, 1) }
+
+// pgbenchRef runs bench/pgbench_<script>.sql (the journal's table shape
+// and indexes, INSERT ... ON CONFLICT DO NOTHING, rows per transaction)
+// with clients for about as long as the measurement took, and returns
+// events/s; 0 when pgbench is not installed.
+func pgbenchRef(b *testing.B, script string, rows, clients int, d time.Duration) float64 {
+	b.Helper()
+	bin, err := exec.LookPath("pgbench")
+	if err != nil {
+		b.Logf("no pgbench reference: %v", err)
+		return 0
+	}
+	s := pgtest.New(b)
+	u, err := url.Parse(s.URL)
+	if err != nil {
+		b.Fatal(err)
+	}
+	u.RawQuery = "sslmode=disable" // pgbench's libpq takes no search_path
+	setup, err := os.ReadFile("../../bench/pgbench_setup.sql")
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := s.Pool.Exec(context.Background(), string(setup)); err != nil {
+		b.Fatalf("pgbench setup: %v", err)
+	}
+	defer func() { _, _ = s.Pool.Exec(context.Background(), "DROP SCHEMA pgbench_ref CASCADE") }()
+	secs := max(3, min(10, int(d.Seconds()+0.5)))
+	out, err := exec.Command(bin, "-n", "-c", strconv.Itoa(clients), "-j", "1", "-T", strconv.Itoa(secs),
+		"-f", "../../bench/pgbench_"+script+".sql", u.String()).CombinedOutput()
+	if err != nil {
+		b.Fatalf("pgbench: %v\n%s", err, out)
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		if f := strings.Fields(line); len(f) >= 3 && f[0] == "tps" {
+			tps, err := strconv.ParseFloat(f[2], 64)
+			if err != nil {
+				b.Fatalf("pgbench output %q: %v", line, err)
+			}
+			return tps * float64(rows)
+		}
+	}
+	b.Fatalf("no tps in pgbench output:\n%s", out)
+	return 0
+}

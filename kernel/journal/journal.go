@@ -21,6 +21,7 @@ import (
 type Store struct {
 	pool    *pgxpool.Pool
 	results *prometheus.CounterVec
+	group   grouper
 }
 
 var _ kernel.Journal = (*Store)(nil)
@@ -38,6 +39,7 @@ func New(pool *pgxpool.Pool, reg prometheus.Registerer) *Store {
 	if reg != nil {
 		reg.MustRegister(s.results)
 	}
+	s.group.s = s
 	return s
 }
 
@@ -54,14 +56,28 @@ type querier interface {
 
 // Ingest writes a batch of events in one round trip and answers per event.
 // Every event is validated first; an invalid one fails the whole call before
-// anything is written.
+// anything is written. Small batches from concurrent callers share a round
+// trip and a commit (group commit, see grouper); each still gets its own
+// answers, as if the calls had run one after another.
 func (s *Store) Ingest(ctx context.Context, events []kernel.Event) ([]kernel.IngestResult, error) {
+	preps, err := prepare(events)
+	if err != nil || len(preps) == 0 {
+		return nil, err
+	}
+	if len(preps) <= groupSmall {
+		return s.group.ingest(ctx, preps)
+	}
+	return s.ingestRetry(ctx, preps)
+}
+
+// ingestRetry writes preps on the pool in their own transaction.
+func (s *Store) ingestRetry(ctx context.Context, preps []prepared) ([]kernel.IngestResult, error) {
 	// Two batches that hold the same new keys in opposite orders can
 	// deadlock on the unique index; PostgreSQL aborts one of them whole,
 	// so it is safe to run it again. The batch keeps its order (journal
 	// order follows it) rather than being sorted to avoid the wait.
 	for attempt := 1; ; attempt++ {
-		res, err := s.ingest(ctx, s.pool, events)
+		res, err := s.ingest(ctx, s.pool, preps)
 		var pgErr *pgconn.PgError
 		if err != nil && attempt < 5 && errors.As(err, &pgErr) && (pgErr.Code == "40P01" || pgErr.Code == "40001") {
 			continue
@@ -74,13 +90,16 @@ func (s *Store) Ingest(ctx context.Context, events []kernel.Event) ([]kernel.Ing
 // publisher uses it to write the journal rows and mark the outbox rows
 // delivered in one commit (outbox.TxJournal).
 func (s *Store) IngestTx(ctx context.Context, tx pgx.Tx, events []kernel.Event) ([]kernel.IngestResult, error) {
-	return s.ingest(ctx, tx, events)
+	preps, err := prepare(events)
+	if err != nil || len(preps) == 0 {
+		return nil, err
+	}
+	return s.ingest(ctx, tx, preps)
 }
 
-func (s *Store) ingest(ctx context.Context, q querier, events []kernel.Event) ([]kernel.IngestResult, error) {
-	if len(events) == 0 {
-		return nil, nil
-	}
+// prepare validates and canonicalizes events; the first invalid one fails
+// the whole batch.
+func prepare(events []kernel.Event) ([]prepared, error) {
 	preps := make([]prepared, len(events))
 	for i, ev := range events {
 		p, err := ev.Prepare()
@@ -89,7 +108,11 @@ func (s *Store) ingest(ctx context.Context, q querier, events []kernel.Event) ([
 		}
 		preps[i] = prepared{ev: ev, Prepared: p}
 	}
+	return preps, nil
+}
 
+func (s *Store) ingest(ctx context.Context, q querier, preps []prepared) ([]kernel.IngestResult, error) {
+	events := preps
 	// Duplicates inside one batch go to the database once; later copies are
 	// answered against the first.
 	first := make(map[kernel.EventKey]int, len(events))
@@ -274,6 +297,16 @@ func OperationEvents(ctx context.Context, q Querier, project, runID, operationID
 	rows, err := q.Query(ctx, operationEventsSQL, project, runID, operationID)
 	if err != nil {
 		return nil, fmt.Errorf("events of operation %s/%s/%s: %w", project, runID, operationID, err)
+	}
+	return scanEvents(rows)
+}
+
+// OperationsEvents returns the events of several operations of one run
+// in journal order, read through q.
+func OperationsEvents(ctx context.Context, q Querier, project, runID string, operationIDs []string) ([]StoredEvent, error) {
+	rows, err := q.Query(ctx, operationsEventsSQL, project, runID, operationIDs)
+	if err != nil {
+		return nil, fmt.Errorf("events of %d operations of %s/%s: %w", len(operationIDs), project, runID, err)
 	}
 	return scanEvents(rows)
 }

@@ -82,6 +82,11 @@ WHERE s.type = 'tool.started' AND s.open AND EXISTS (
 const operationEventsSQL = `SELECT ` + eventColumns + ` FROM journal_events
 WHERE project = $1 AND run_id = $2 AND operation_id = $3 ORDER BY seq`
 
+// operationsEventsSQL is operationEventsSQL for several operations of one
+// run (same index).
+const operationsEventsSQL = `SELECT ` + eventColumns + ` FROM journal_events
+WHERE project = $1 AND run_id = $2 AND operation_id = ANY($3::text[]) ORDER BY seq`
+
 // verdictsNamingSQL lists a run's supervisor.verdict events that name the
 // operation $3, in journal order.
 const verdictsNamingSQL = `SELECT ` + eventColumns + ` FROM journal_events

@@ -157,6 +157,92 @@ func (s *Service) ReconcileTx(ctx context.Context, tx pgx.Tx, req ReconcileParam
 	if err != nil {
 		return Recorded{}, fmt.Errorf("reconcile: read operation %s/%s/%s: %w", req.Project, req.RunID, req.OperationID, err)
 	}
+	rec, err := s.decide(req, evs)
+	if err != nil || rec.Repeated {
+		return rec, err
+	}
+	if err := outbox.Enqueue(ctx, tx, rec.Event); err != nil {
+		return Recorded{}, fmt.Errorf("reconcile: enqueue %s: %w", rec.Key(), err)
+	}
+	return rec, nil
+}
+
+// ReconcileAllTx is ReconcileTx for several operations of one run, under
+// the same rules, in a constant number of round trips whatever their
+// number (lock all, read all, write all) instead of four per operation:
+// the triage sweep journals a wall's reconciliations with it. The first
+// operation that breaks a rule fails the whole call (with that
+// operation's error, naming it) and the caller's transaction must then
+// be rolled back: nothing of the wall is written.
+func (s *Service) ReconcileAllTx(ctx context.Context, tx pgx.Tx, reqs []ReconcileParams) ([]Recorded, error) {
+	if len(reqs) == 0 {
+		return nil, nil
+	}
+	project, runID := reqs[0].Project, reqs[0].RunID
+	keys := make([]string, 0, len(reqs))
+	ops := make([]string, 0, len(reqs))
+	seen := map[string]bool{}
+	for _, req := range reqs {
+		if err := req.validate(); err != nil {
+			return nil, err
+		}
+		if req.Project != project || req.RunID != runID {
+			return nil, kernel.Errorf(kernel.EInvalid, "reconcile: one call reconciles operations of one run (%s/%s), not of %s/%s", project, runID, req.Project, req.RunID)
+		}
+		if seen[req.OperationID] {
+			return nil, kernel.Errorf(kernel.EInvalid, "reconcile: operation %q appears twice in one call", req.OperationID)
+		}
+		seen[req.OperationID] = true
+		keys = append(keys, lockKey(req.Project, req.RunID, req.OperationID))
+		ops = append(ops, req.OperationID)
+	}
+	// Sorted, so that two callers locking overlapping sets wait instead of
+	// deadlocking; unnest's scan takes them in array order.
+	sort.Strings(keys)
+	if _, err := tx.Exec(ctx, lockOperationsSQL, keys); err != nil {
+		return nil, fmt.Errorf("reconcile: lock operations: %w", err)
+	}
+	// Pending first, then the journal: see outbox.Pending.
+	pending, err := outbox.Pending(ctx, tx, outbox.PendingFilter{Project: project, RunID: runID})
+	if err != nil {
+		return nil, fmt.Errorf("reconcile: read run %s/%s: %w", project, runID, err)
+	}
+	journaled, err := journal.OperationsEvents(ctx, tx, project, runID, ops)
+	if err != nil {
+		return nil, fmt.Errorf("reconcile: read run %s/%s: %w", project, runID, err)
+	}
+	byOpJournaled := map[string][]journal.StoredEvent{}
+	for _, e := range journaled {
+		byOpJournaled[e.OperationID()] = append(byOpJournaled[e.OperationID()], e)
+	}
+	byOpPending := map[string][]kernel.Event{}
+	for _, e := range pending {
+		if op := e.OperationID(); seen[op] {
+			byOpPending[op] = append(byOpPending[op], e)
+		}
+	}
+	out := make([]Recorded, len(reqs))
+	var writes []kernel.Event
+	for i, req := range reqs {
+		rec, err := s.decide(req, mergePending(byOpJournaled[req.OperationID], byOpPending[req.OperationID]))
+		if err != nil {
+			return nil, fmt.Errorf("operation %s: %w", req.OperationID, err)
+		}
+		out[i] = rec
+		if !rec.Repeated {
+			writes = append(writes, rec.Event)
+		}
+	}
+	if err := outbox.Enqueue(ctx, tx, writes...); err != nil {
+		return nil, fmt.Errorf("reconcile: enqueue %d reconciliations of %s/%s: %w", len(writes), project, runID, err)
+	}
+	return out, nil
+}
+
+// decide applies the reconcile rules to one request against the
+// operation's events (journaled and pending, in order) and returns the
+// event to write, or the earlier one a repeat returns (Repeated).
+func (s *Service) decide(req ReconcileParams, evs []kernel.Event) (Recorded, error) {
 	var started *kernel.Event
 	var recs []kernel.Event
 	for i := range evs {
@@ -236,9 +322,6 @@ func (s *Service) ReconcileTx(ctx context.Context, tx pgx.Tx, req ReconcileParam
 	}
 	sk := started.Key()
 	ev.ParentEventID = &sk
-	if err := outbox.Enqueue(ctx, tx, ev); err != nil {
-		return Recorded{}, fmt.Errorf("reconcile: enqueue %s: %w", ev.Key(), err)
-	}
 	return Recorded{Event: ev}, nil
 }
 

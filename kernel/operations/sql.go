@@ -87,6 +87,10 @@ SELECT project FROM p WHERE project IS NOT NULL LIMIT $1`
 // the caller's transaction.
 const lockOperationSQL = `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`
 
+// lockOperationsSQL is lockOperationSQL for several operations, taken in
+// the order of the (sorted) array $1.
+const lockOperationsSQL = `SELECT count(pg_advisory_xact_lock(hashtextextended(k, 0))) FROM unnest($1::text[]) AS k`
+
 // attentionSQL pages through the operator's queue: operations whose newest
 // reconciliation is the supervisor's and either says unknown or belongs to
 // a verdict that asked for attention, with no later reconciliation (an

@@ -40,6 +40,8 @@ func quantile(xs []time.Duration, q float64) time.Duration {
 //     i.e. the whole per-step path — RecordEvent(tool.completed) and
 //     RecordEvent(tool.started) through the outbox, RunTool scheduled with
 //     one attempt, and the workflow tasks between them;
+//   - bare: the same interval for a workflow of bare no-op activities on
+//     the same server, measured in the same iteration (the reference);
 //   - journal-lag: from the no-op execution until its tool.completed is in
 //     the journal (outbox write + publisher delivery).
 //
@@ -52,9 +54,14 @@ func BenchmarkToolCallOverhead(b *testing.B) {
 	for range steps {
 		plan.Steps = append(plan.Steps, Step{Tool: "noop"})
 	}
-	var calls, lags []time.Duration
+	var calls, lags, bare []time.Duration
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
+		// The reference, side by side: the same number of bare no-op
+		// activities on the same server, just before the run.
+		b.StopTimer()
+		bare = append(bare, bareActivityIntervals(b, steps)...)
+		b.StartTimer()
 		runID := fmt.Sprintf("bench-%d", i)
 		if _, err := e.run(runID, plan); err != nil {
 			b.Fatal(err)
@@ -90,5 +97,7 @@ func BenchmarkToolCallOverhead(b *testing.B) {
 	b.ReportMetric(ms(quantile(calls, 0.99)), "call-p99-ms")
 	b.ReportMetric(ms(quantile(lags, 0.5)), "journal-lag-median-ms")
 	b.ReportMetric(ms(quantile(lags, 0.99)), "journal-lag-p99-ms")
+	b.ReportMetric(ms(quantile(bare, 0.5)), "bare-median-ms")
+	b.ReportMetric(float64(quantile(calls, 0.5))/float64(quantile(bare, 0.5)), "x-bare")
 	b.ReportMetric(0, "ns/op")
 }

@@ -115,6 +115,8 @@ type run struct {
 	t  Timeouts
 	// idPrefix starts every kernel event id of the run: see EventID.
 	idPrefix string
+	// localRecord: RecordEvent runs as a local activity (ChangeLocalRecord).
+	localRecord bool
 }
 
 // ChangeProjectEventIDs is the workflow.GetVersion change id under which
@@ -122,6 +124,19 @@ type run struct {
 // recorded before it replay at workflow.DefaultVersion and keep their old
 // ids (kernel.LegacyEventID) to the end.
 const ChangeProjectEventIDs = "project-scoped-event-ids"
+
+// ChangeLocalRecord is the workflow.GetVersion change id under which
+// RecordEvent runs as a local activity (version 1): in the workflow
+// worker, inside the workflow task, instead of a server round trip (task
+// scheduled, polled, completed, a new workflow task) per event. A tool
+// call's tool.completed and the next call's tool.started then cost two
+// outbox commits within one workflow task. The guarantees hold: the
+// workflow waits for the local activity's commit before it schedules the
+// tool, and a local activity that ran but whose workflow task was lost
+// runs again on replay, which re-enqueues the identical event (workflow
+// time) as a no-op. Runs recorded before it replay at DefaultVersion and
+// keep regular activities.
+const ChangeLocalRecord = "local-record-event"
 
 // RunWorkflow executes a plan. Every step is recorded before it runs and
 // after it ends; the run stops at the first failed step unless the step
@@ -132,6 +147,7 @@ func RunWorkflow(ctx workflow.Context, in RunInput) (RunOutput, error) {
 	if workflow.GetVersion(ctx, ChangeProjectEventIDs, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
 		r.idPrefix = kernel.LegacyEventID(in.RunID, "")
 	}
+	r.localRecord = workflow.GetVersion(ctx, ChangeLocalRecord, workflow.DefaultVersion, 1) == 1
 	if err := r.record(ctx, kernel.TypeRunStarted, "run/started", kernel.RunStarted{
 		PlanSummary: in.Plan.Summary(), ParentRunID: in.ParentRunID, Workspace: in.Workspace,
 	}); err != nil {
@@ -188,16 +204,25 @@ func (r *run) record(ctx workflow.Context, typ, suffix string, data any) error {
 	if err != nil {
 		return temporal.NewNonRetryableApplicationError(err.Error(), "invalid_event", nil)
 	}
-	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout: 30 * time.Second,
-		RetryPolicy: &temporal.RetryPolicy{
-			InitialInterval:    200 * time.Millisecond,
-			BackoffCoefficient: 2,
-			MaximumInterval:    10 * time.Second,
-			MaximumAttempts:    r.t.RecordAttempts,
-		},
-	})
-	if err := workflow.ExecuteActivity(actx, ActRecordEvent, ev).Get(ctx, nil); err != nil {
+	retry := &temporal.RetryPolicy{
+		InitialInterval:    200 * time.Millisecond,
+		BackoffCoefficient: 2,
+		MaximumInterval:    10 * time.Second,
+		MaximumAttempts:    r.t.RecordAttempts,
+	}
+	var fut workflow.Future
+	if r.localRecord {
+		lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+			StartToCloseTimeout: 30 * time.Second, RetryPolicy: retry,
+		})
+		fut = workflow.ExecuteLocalActivity(lctx, ActRecordEvent, ev)
+	} else {
+		actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+			StartToCloseTimeout: 30 * time.Second, RetryPolicy: retry,
+		})
+		fut = workflow.ExecuteActivity(actx, ActRecordEvent, ev)
+	}
+	if err := fut.Get(ctx, nil); err != nil {
 		return fmt.Errorf("record %s %s: %w", typ, ev.EventID, err)
 	}
 	return nil

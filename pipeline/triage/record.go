@@ -34,7 +34,7 @@ func wallKey(w pipeline.Wall) string {
 }
 
 // record enqueues supervisor.verdict and one operation.reconciled per
-// operation (via ReconcileTx, the path an operator's ruling takes) in ONE transaction: either
+// operation (via ReconcileAllTx, the rules an operator's ruling goes through) in ONE transaction: either
 // the whole wall is journaled or nothing is.
 func (s *Sweeper) record(ctx context.Context, w pipeline.Wall, d pipeline.Decision) (kernel.Event, []kernel.Event, error) {
 	key := wallKey(w)
@@ -75,29 +75,35 @@ func (s *Sweeper) record(ctx context.Context, w pipeline.Wall, d pipeline.Decisi
 		return kernel.Event{}, nil, fmt.Errorf("triage: enqueue verdict: %w", err)
 	}
 	vk := verdict.Key()
-	recs := make([]kernel.Event, 0, len(d.Operations))
+	reqs := make([]operations.ReconcileParams, 0, len(d.Operations))
 	for _, v := range d.Operations {
 		op, _ := w.Operation(v.OperationID)
 		evidence, err := json.Marshal(reconcileEvidence{Verdict: vk, WallDigest: w.Digest, Probes: op.Evidence})
 		if err != nil {
 			return kernel.Event{}, nil, fmt.Errorf("triage: evidence of %s: %w", v.OperationID, err)
 		}
-		rec, err := s.ops.ReconcileTx(ctx, tx, operations.ReconcileParams{
+		reqs = append(reqs, operations.ReconcileParams{
 			Project: w.Project, RunID: w.RunID, OperationID: v.OperationID,
 			Effect: v.Effect, Note: v.Note, Evidence: evidence, ProposedEffect: v.ProposedEffect,
 			Basis: v.Basis, Actor: kernel.ActorSupervisor,
 			IdempotencyKey: "wall/" + key,
 		})
-		if err != nil {
-			if kernel.ErrorCode(err) == kernel.EConflict {
-				// An operator's ruling (a supervisor never overrides one) or
-				// another reconciliation landed since the listing: roll back the
-				// whole wall and rebuild it without that operation.
-				return kernel.Event{}, nil, fmt.Errorf("%w: %s: %v", errSettledMeanwhile, v.OperationID, err)
-			}
-			return kernel.Event{}, nil, fmt.Errorf("triage: reconcile %s: %w", v.OperationID, err)
+	}
+	// All of the wall's reconciliations in a few round trips (the rules of
+	// ReconcileTx, the operator's path, applied to each).
+	done, err := s.ops.ReconcileAllTx(ctx, tx, reqs)
+	if err != nil {
+		if kernel.ErrorCode(err) == kernel.EConflict {
+			// An operator's ruling (a supervisor never overrides one) or
+			// another reconciliation landed since the listing: roll back the
+			// whole wall and rebuild it without that operation.
+			return kernel.Event{}, nil, fmt.Errorf("%w: %v", errSettledMeanwhile, err)
 		}
-		recs = append(recs, rec.Event)
+		return kernel.Event{}, nil, fmt.Errorf("triage: reconcile: %w", err)
+	}
+	recs := make([]kernel.Event, len(done))
+	for i, r := range done {
+		recs[i] = r.Event
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return kernel.Event{}, nil, fmt.Errorf("triage: commit wall %s/%s: %w", w.Project, w.RunID, err)

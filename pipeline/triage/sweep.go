@@ -3,8 +3,9 @@
 // run, builds each run's pile into a bounded wall with its evidence, has
 // the supervisor decide it, validates the decision, and journals
 // supervisor.verdict plus one operation.reconciled per operation — through
-// the operations service's ReconcileTx, the code path an operator's ruling
-// takes — in one transaction.
+// the operations service's ReconcileAllTx, the rules an operator's ruling
+// goes through (ReconcileTx), for the wall's operations at once — in one
+// transaction.
 //
 // The wall is the dedup: settled operations leave the listing, so a run is
 // triaged again exactly while unsettled operations remain, fresh ones
@@ -37,7 +38,7 @@ import (
 type Operations interface {
 	Projects(ctx context.Context) ([]string, error)
 	List(ctx context.Context, p operations.ListParams) (operations.Page, error)
-	ReconcileTx(ctx context.Context, tx pgx.Tx, p operations.ReconcileParams) (operations.Recorded, error)
+	ReconcileAllTx(ctx context.Context, tx pgx.Tx, ps []operations.ReconcileParams) ([]operations.Recorded, error)
 }
 
 var _ Operations = (*operations.Service)(nil)
