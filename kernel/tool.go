@@ -37,6 +37,14 @@ type Tool interface {
 	Execute(ctx context.Context, call ToolCall) (ToolResult, error)
 }
 
+// WorkspaceTool is a Tool that says whether its durable effects land in
+// the run's workspace (run_command in its sandbox, an MCP server rooted
+// there): the kernel records a workspace manifest before and after each
+// call of such a tool, so probes can tell what the call changed.
+type WorkspaceTool interface {
+	WritesWorkspace() bool
+}
+
 // ToolError is a classified tool failure. ErrorType goes to
 // tool.failed.error_type and Effect to tool.failed.effect.
 type ToolError struct {
