@@ -72,6 +72,7 @@ func (st *Stack) Drill(ctx context.Context, sc Scenario, o Params) ([]*evals.Fix
 		Pool: st.Core.Pool, Journal: st.Core.Journal, Tools: st.Tools,
 		Fault:      fault.New(st.Core.Pool, fault.Config{AfterEffect: sc.Fault.AfterEffect, BeforeEffect: sc.Fault.BeforeEffect}),
 		Unconfined: st.Core.Cfg.SandboxUnconfined, DeliveryPoll: 20 * time.Millisecond, Log: st.Core.Log,
+		Manifest: st.Core.ManifestLimits(),
 	}
 	w := runner.NewWorker(client, queue, acts)
 	if err := w.Start(); err != nil {
@@ -331,6 +332,9 @@ func (st *Stack) buildWall(ctx context.Context, project, runID string, delay tim
 				q.Now = now
 				sc.Probes[i] = q
 			case probe.Child:
+				q.Now = now
+				sc.Probes[i] = q
+			case probe.Diff:
 				q.Now = now
 				sc.Probes[i] = q
 			}
