@@ -142,8 +142,8 @@ func (st *Stack) Drill(ctx context.Context, sc Scenario, o Params) ([]*evals.Fix
 	return out, nil
 }
 
-// lose loses the run in the middle of sc.Lose's step: once the command has
-// created its marker, the run's workflow is terminated (no event will ever
+// lose loses the run in the middle of sc.Lose's step: once the command is
+// under way (see Lose), the run's workflow is terminated (no event will ever
 // record the step's end) and its worker stopped, which cancels the
 // activity and kills the command. When no process of the command is left,
 // the workspace shows whether the effect landed; that observation is the
@@ -151,8 +151,11 @@ func (st *Stack) Drill(ctx context.Context, sc Scenario, o Params) ([]*evals.Fix
 func (st *Stack) lose(ctx context.Context, project string, sc Scenario, ws string, stopWorker func()) error {
 	l := sc.Lose
 	if err := poll(ctx, func() (bool, error) {
-		_, err := os.Stat(filepath.Join(ws, l.Marker))
-		return err == nil, nil
+		if l.AfterEffect {
+			_, err := os.Stat(filepath.Join(ws, l.Effect))
+			return err == nil, nil
+		}
+		return processWith(l.Marker)
 	}); err != nil {
 		return fmt.Errorf("run %s: the command of %s never got under way: %w", sc.RunID, l.OperationID, err)
 	}
