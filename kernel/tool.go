@@ -45,6 +45,15 @@ type WorkspaceTool interface {
 	WritesWorkspace() bool
 }
 
+// PriorReader is a Tool that can read, just before a call, the downstream
+// state the call would change (a declared probe adapter's facts). The
+// worker records it (kernel/priorstate) so a probe can later tell what the
+// call itself changed. ok is false when nothing applies to the call; a
+// read must have no side effect.
+type PriorReader interface {
+	ReadPrior(ctx context.Context, call ToolCall) (state json.RawMessage, ok bool, err error)
+}
+
 // ToolError is a classified tool failure. ErrorType goes to
 // tool.failed.error_type and Effect to tool.failed.effect.
 type ToolError struct {

@@ -58,15 +58,15 @@ func openTestStack(ctx context.Context, t *testing.T) (*Stack, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fs := ""
+	fs, mem := "", ""
 	if _, err := exec.LookPath("node"); err == nil {
 		abs, _ := filepath.Abs(".")
-		fs = FindFilesystemServer(abs)
-		if fs == "" {
-			t.Fatal("node is installed but @modelcontextprotocol/server-filesystem is not: run scripts/ensure-deps.sh")
+		fs, mem = FindFilesystemServer(abs), FindMemoryServer(abs)
+		if fs == "" || mem == "" {
+			t.Fatal("node is installed but @modelcontextprotocol/server-filesystem or server-memory is not: run scripts/ensure-deps.sh")
 		}
 	}
-	st, err := OpenStack(ctx, StackConfig{Config: cfg, FilesystemServer: fs, Log: zerolog.Nop()})
+	st, err := OpenStack(ctx, StackConfig{Config: cfg, FilesystemServer: fs, MemoryServer: mem, Log: zerolog.Nop()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -66,6 +66,9 @@ func (st *Stack) Drill(ctx context.Context, sc Scenario, o Params) ([]*evals.Fix
 	if usesTool(sc.Plan, "mcp__write_file") && !st.Filesystem {
 		return nil, fmt.Errorf("scenario %s needs the filesystem MCP server (node and testdata/npm; scripts/ensure-deps.sh)", sc.RunID)
 	}
+	if (sc.Kind == KindMemoryAfter || sc.Kind == KindMemoryBefore) && !st.Memory {
+		return nil, fmt.Errorf("scenario %s needs the memory MCP server (node and testdata/npm; scripts/ensure-deps.sh)", sc.RunID)
+	}
 	client := st.Temporal.Client
 	queue := "drill-" + sc.RunID
 	acts := &runner.Activities{

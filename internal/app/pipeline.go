@@ -9,6 +9,7 @@ import (
 	"github.com/seed-7bc021c3/reckon/kernel/manifest"
 	"github.com/seed-7bc021c3/reckon/kernel/mcptool"
 	"github.com/seed-7bc021c3/reckon/kernel/operations"
+	"github.com/seed-7bc021c3/reckon/kernel/priorstate"
 	"github.com/seed-7bc021c3/reckon/pipeline"
 	"github.com/seed-7bc021c3/reckon/pipeline/probe"
 	"github.com/seed-7bc021c3/reckon/pipeline/supervisor"
@@ -49,7 +50,8 @@ func (c *Core) NewProbes() (probe.Set, error) {
 		return nil, err
 	}
 	if len(servers) > 0 {
-		set = append(set, probe.MCP{Looker: probe.MCPClient{Servers: servers, Workspaces: probe.Workspaces{Root: root, Owners: owners}}})
+		set = append(set, probe.MCP{Looker: probe.MCPClient{Servers: servers, Workspaces: probe.Workspaces{Root: root, Owners: owners}},
+			Priors: priorstate.Store{Pool: c.Pool}})
 	}
 	return set, nil
 }

@@ -121,19 +121,19 @@ func memoryFacts(tool string, args map[string]any) ([]string, error) {
 	case "create_entities":
 		for _, e := range list("entities") {
 			if n := str(e, "name"); n != "" {
-				facts = append(facts, "entity\x00"+n)
+				facts = append(facts, "entity\x1f"+n)
 			}
 		}
 	case "create_relations":
 		for _, r := range list("relations") {
-			facts = append(facts, "relation\x00"+str(r, "from")+"\x00"+str(r, "relationType")+"\x00"+str(r, "to"))
+			facts = append(facts, "relation\x1f"+str(r, "from")+"\x1f"+str(r, "relationType")+"\x1f"+str(r, "to"))
 		}
 	case "add_observations":
 		for _, o := range list("observations") {
 			contents, _ := o["contents"].([]any)
 			for _, c := range contents {
 				if s, ok := c.(string); ok {
-					facts = append(facts, "observation\x00"+str(o, "entityName")+"\x00"+s)
+					facts = append(facts, "observation\x1f"+str(o, "entityName")+"\x1f"+s)
 				}
 			}
 		}
@@ -169,13 +169,13 @@ func readMemory(ctx context.Context, cs *mcp.ClientSession, facts []string) (Fac
 	}
 	have := map[string]bool{}
 	for _, e := range g.Entities {
-		have["entity\x00"+e.Name] = true
+		have["entity\x1f"+e.Name] = true
 		for _, o := range e.Observations {
-			have["observation\x00"+e.Name+"\x00"+o] = true
+			have["observation\x1f"+e.Name+"\x1f"+o] = true
 		}
 	}
 	for _, r := range g.Relations {
-		have["relation\x00"+r.From+"\x00"+r.RelationType+"\x00"+r.To] = true
+		have["relation\x1f"+r.From+"\x1f"+r.RelationType+"\x1f"+r.To] = true
 	}
 	out := Facts{}
 	for _, f := range facts {
@@ -184,8 +184,9 @@ func readMemory(ctx context.Context, cs *mcp.ClientSession, facts []string) (Fac
 	return out, nil
 }
 
-// FactString renders a fact for people.
-func FactString(f string) string { return strings.ReplaceAll(f, "\x00", " ") }
+// FactString renders a fact for people (facts separate their parts with
+// the unit separator, which names and texts do not use).
+func FactString(f string) string { return strings.ReplaceAll(f, "\x1f", " ") }
 
 // ReadPrior implements kernel.PriorReader: for a write tool a declared
 // adapter covers, it reads the facts the call would establish from the

@@ -20,6 +20,7 @@ import (
 	"github.com/seed-7bc021c3/reckon/kernel/fault"
 	"github.com/seed-7bc021c3/reckon/kernel/journal"
 	"github.com/seed-7bc021c3/reckon/kernel/manifest"
+	"github.com/seed-7bc021c3/reckon/kernel/priorstate"
 	"github.com/seed-7bc021c3/reckon/kernel/outbox"
 )
 
@@ -202,6 +203,7 @@ func (a *Activities) RunTool(ctx context.Context, call kernel.ToolCall) (ToolOut
 		out.Effect = kernel.EffectNone
 		return out, nil
 	}
+	a.recordPrior(ctx, tool, call)
 	if err := a.Fault.Before(ctx, call); err != nil {
 		log.Warn().Err(err).Msg("fault injected before the effect")
 		return ToolOutcome{}, crash(err)
@@ -217,6 +219,28 @@ func (a *Activities) RunTool(ctx context.Context, call kernel.ToolCall) (ToolOut
 		return ToolOutcome{}, crash(err)
 	}
 	return ToolOutcome{OK: true, Summary: kernel.Abbreviate(res.Summary, MaxSummaryBytes)}, nil
+}
+
+// recordPrior reads and records the downstream state a PriorReader tool's
+// call would change, before the call. It never stops the call: without a
+// prior state the probe only proves less.
+func (a *Activities) recordPrior(ctx context.Context, tool kernel.Tool, call kernel.ToolCall) {
+	pr, ok := tool.(kernel.PriorReader)
+	if !ok {
+		return
+	}
+	at := time.Now().UTC()
+	state, ok, err := pr.ReadPrior(ctx, call)
+	if !ok {
+		return
+	}
+	p := priorstate.Prior{Tool: call.Tool, TakenAt: at, State: state}
+	if err != nil {
+		p.State, p.Error = nil, err.Error()
+	}
+	if err := (priorstate.Store{Pool: a.Pool}).Put(ctx, call.Project, call.RunID, call.OperationID, p); err != nil {
+		a.Log.Warn().Err(err).Str("operation_id", call.OperationID).Msg("prior state not recorded")
+	}
 }
 
 // failure turns a tool error into a classified outcome.
