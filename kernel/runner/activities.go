@@ -20,8 +20,8 @@ import (
 	"github.com/seed-7bc021c3/reckon/kernel/fault"
 	"github.com/seed-7bc021c3/reckon/kernel/journal"
 	"github.com/seed-7bc021c3/reckon/kernel/manifest"
-	"github.com/seed-7bc021c3/reckon/kernel/priorstate"
 	"github.com/seed-7bc021c3/reckon/kernel/outbox"
+	"github.com/seed-7bc021c3/reckon/kernel/priorstate"
 )
 
 // MaxSummaryBytes bounds tool.completed.result_summary and tool.failed.error.
