@@ -49,7 +49,7 @@ demo: db deps
 	$(GO) run ./cmd/reckon demo
 
 ## bench: benchmarks that print figures (long; not part of test).
-BENCH_PKGS = ./kernel/journal/ ./kernel/outbox/ ./kernel/operations/ ./pipeline/triage/ ./kernel/runner/ ./kernel/gateway/
+BENCH_PKGS = ./kernel/journal/ ./kernel/outbox/ ./kernel/operations/ ./pipeline/triage/ ./kernel/runner/ ./kernel/gateway/ ./kernel/manifest/
 bench: db deps
 	scripts/bench-reference.sh
 	@# -p 1: one package's benchmarks at a time; go test otherwise runs a

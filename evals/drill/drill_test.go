@@ -86,9 +86,10 @@ func TestDrillLive(t *testing.T) {
 	st, fs := openTestStack(ctx, t)
 
 	kinds := []string{KindCmdWriteAfterPost, KindCmdWriteBeforePost, KindMCPIssueAfter, KindMCPIssueBefore,
-		KindDelegateUnsettled, KindDelegateSettled, KindMultiReissue, KindClaimsSuccess}
+		KindDelegateUnsettled, KindDelegateSettled, KindMultiReissue, KindClaimsSuccess,
+		KindCmdWriteAfterBare, KindCmdMkdirAfter, KindCmdRemoveAfter, KindReissueNewFile}
 	if fs != "" {
-		kinds = append(kinds, KindFSWriteAfter)
+		kinds = append(kinds, KindFSWriteAfter, KindFSWriteBefore, KindMemoryAfter, KindMemoryBefore)
 	}
 	type want struct {
 		ops       int
@@ -103,9 +104,19 @@ func TestDrillLive(t *testing.T) {
 		KindDelegateUnsettled:  {1, "occurred", false},
 		KindDelegateChild:      {1, "", false},
 		KindDelegateSettled:    {1, "occurred", true},
-		KindMultiReissue:       {2, "", false},
-		KindClaimsSuccess:      {1, "none", false}, // decidable when the claim sits on an MCP call the lookup can answer
-		KindFSWriteAfter:       {1, "occurred", false},
+		// Decidable since workspace manifests and the MCP state probe:
+		// bare commands, directories, removals, re-issues, the
+		// filesystem and memory servers.
+		KindMultiReissue:      {2, "", true},
+		KindClaimsSuccess:     {1, "none", true},
+		KindCmdWriteAfterBare: {1, "occurred", true},
+		KindCmdMkdirAfter:     {1, "occurred", true},
+		KindCmdRemoveAfter:    {1, "occurred", true},
+		KindReissueNewFile:    {1, "", true},
+		KindFSWriteAfter:      {1, "occurred", true},
+		KindFSWriteBefore:     {1, "none", true},
+		KindMemoryAfter:       {1, "occurred", true},
+		KindMemoryBefore:      {1, "none", true},
 	}
 	o := Params{Seed: 7, GeneratedBy: "go test ./evals/drill"}
 	var all []*evals.Fixture
@@ -134,7 +145,7 @@ func TestDrillLive(t *testing.T) {
 				if w.decidable && (!ok || e != f.Truth[op.OperationID]) {
 					t.Errorf("%s: %s decidable=%v as %q, want decidable as its truth %s; evidence %+v", f.ID, op.OperationID, ok, e, f.Truth[op.OperationID], op.Evidence)
 				}
-				if !w.decidable && f.Scenario != KindMultiReissue && f.Scenario != KindClaimsSuccess && ok {
+				if !w.decidable && ok {
 					t.Errorf("%s: %s decidable as %s, want undecidable", f.ID, op.OperationID, e)
 				}
 			}
