@@ -82,14 +82,29 @@ func (p MCP) probeState(ctx context.Context, sr StateReader, run Run, op pipelin
 	if grace <= 0 {
 		grace = 5 * time.Minute
 	}
+	// The comparison point: the prior state recorded before the run's
+	// next write of any of the same facts (a re-issue), else now.
 	against, cmpAt, cmp := "the server's state now", at, ans.Facts
+	laterOther := ""
 	for _, s := range run.Started[idx+1:] {
-		if _, adapted := mcptool.AdapterFor(strings.TrimPrefix(s.Tool, "mcp__"), adaptedReads(s.Tool)); !adapted {
+		name := strings.TrimPrefix(s.Tool, "mcp__")
+		a, adapted := mcptool.AdapterFor(name, adaptedReads(s.Tool))
+		if !adapted {
+			if strings.HasPrefix(s.Tool, "mcp__") && laterOther == "" {
+				laterOther = s.OperationID
+			}
+			continue
+		}
+		facts, err := a.Facts(name, s.Args)
+		if err != nil {
+			return inconclusive("the later write %s names no facts the probe can read: %v", s.OperationID, err)
+		}
+		if !sharesAny(facts, prior) {
 			continue
 		}
 		next, ok, err := p.Priors.Get(ctx, run.Project, run.RunID, s.OperationID)
 		if err != nil || !ok || next.Error != "" || len(next.State) == 0 {
-			return inconclusive("the later write %s has no recorded prior state to compare against", s.OperationID)
+			return inconclusive("the later write %s of the same facts has no recorded prior state to compare against", s.OperationID)
 		}
 		var f mcptool.Facts
 		if json.Unmarshal(next.State, &f) != nil {
@@ -121,6 +136,11 @@ func (p MCP) probeState(ctx context.Context, sr StateReader, run Run, op pipelin
 	if len(before) > 0 {
 		return inconclusive("%s already held before the call, so its presence says nothing about %s", strings.Join(before, "; "), op.OperationID)
 	}
+	if laterOther != "" && against == "the server's state now" {
+		// A later call the probe has no adapter for (delete_entities,
+		// say) could have removed what this one created.
+		return inconclusive("none of the call's facts holds now, but the later MCP call %s could have removed them", laterOther)
+	}
 	if done := self.StartedAt.Add(grace); !self.Answered && cmpAt.Before(done) {
 		ev, ok := inconclusive("none of the call's facts holds in %s, but the call may still arrive until %s", against, done.UTC().Format(time.RFC3339))
 		if against == "the server's state now" {
@@ -130,6 +150,16 @@ func (p MCP) probeState(ctx context.Context, sr StateReader, run Run, op pipelin
 	}
 	return evidence(MCPStateName, pipeline.FindingNone,
 		fmt.Sprintf("server %s (%s): none of the facts of %s held before it or in %s, and the call can no longer arrive: it was not applied", ans.Server, ans.Adapter, op.OperationID, against), at, prov), true
+}
+
+// sharesAny reports whether any of facts is among have's.
+func sharesAny(facts []string, have mcptool.Facts) bool {
+	for _, f := range facts {
+		if _, ok := have[f]; ok {
+			return true
+		}
+	}
+	return false
 }
 
 // prior returns the facts recorded before opID.
