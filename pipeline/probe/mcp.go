@@ -196,19 +196,26 @@ func (s *mcpSessions) close() {
 	s.open = map[string]*mcpSession{}
 }
 
+// target splits tool mcp__<tool> (or mcp__<server>__<tool>) into the
+// server it names ("" for any) and the server's tool name, with the
+// per-request timeout.
+func (s *mcpSessions) target(tool string) (server, name string, timeout time.Duration) {
+	name = strings.TrimPrefix(tool, "mcp__")
+	if i := strings.Index(name, "__"); i >= 0 {
+		server, name = name[:i], name[i+2:]
+	}
+	timeout = s.c.Timeout
+	if timeout <= 0 {
+		timeout = 30 * time.Second
+	}
+	return server, name, timeout
+}
+
 // LookupOperation implements Looker for tool mcp__<tool> (or
 // mcp__<server>__<tool>): it asks lookup_operation on the first configured
 // server that offers both the tool and lookup_operation.
 func (s *mcpSessions) LookupOperation(ctx context.Context, run Run, tool, key string) (LookupAnswer, bool, error) {
-	name := strings.TrimPrefix(tool, "mcp__")
-	server := ""
-	if i := strings.Index(name, "__"); i >= 0 {
-		server, name = name[:i], name[i+2:]
-	}
-	timeout := s.c.Timeout
-	if timeout <= 0 {
-		timeout = 30 * time.Second
-	}
+	server, name, timeout := s.target(tool)
 	var errs []error
 	for _, sc := range s.c.Servers {
 		if server != "" && sc.Name != server {
@@ -263,15 +270,7 @@ type StateReader interface {
 // ReadState implements StateReader over the scope's sessions; like
 // LookupOperation it connects only to servers that may offer the tool.
 func (s *mcpSessions) ReadState(ctx context.Context, run Run, tool string, args json.RawMessage) (StateAnswer, bool, error) {
-	name := strings.TrimPrefix(tool, "mcp__")
-	server := ""
-	if i := strings.Index(name, "__"); i >= 0 {
-		server, name = name[:i], name[i+2:]
-	}
-	timeout := s.c.Timeout
-	if timeout <= 0 {
-		timeout = 30 * time.Second
-	}
+	server, name, timeout := s.target(tool)
 	var errs []error
 	for _, sc := range s.c.Servers {
 		if server != "" && sc.Name != server || len(sc.Tools) > 0 && !contains(sc.Tools, name) {
