@@ -102,7 +102,7 @@ func TestDrillLive(t *testing.T) {
 		KindMCPIssueAfter:      {1, "occurred", true},
 		KindMCPIssueBefore:     {1, "none", true},
 		KindDelegateUnsettled:  {1, "occurred", false},
-		KindDelegateChild:      {1, "", false},
+		KindDelegateChild:      {1, "", true}, // the child's own command: the workspace diff
 		KindDelegateSettled:    {1, "occurred", true},
 		// Decidable since workspace manifests and the MCP state probe:
 		// bare commands, directories, removals, re-issues, the
@@ -253,11 +253,13 @@ func TestDrillCrashWindow(t *testing.T) {
 		}
 		post := op.Postcondition != nil
 		e, decidable := evals.Decidable(op)
-		// With a declared postcondition the workspace proves either side:
-		// the file with its hash, or its absence once the command's
-		// timeout has passed (the drill builds walls 6 minutes ahead).
-		if wantDecidable := post; decidable != wantDecidable || (decidable && e != wantTruth) {
-			t.Errorf("%s (post=%v): decidable=%v as %q, want decidable=%v; evidence %+v", f.ID, post, decidable, e, wantDecidable, op.Evidence)
+		// The workspace proves either side, declared postcondition or not:
+		// the diff against the manifest recorded before the command (and
+		// the postcondition's file with its hash, or its absence), once the
+		// command's timeout has passed (the drill builds walls 6 minutes
+		// ahead).
+		if !decidable || e != wantTruth {
+			t.Errorf("%s (post=%v): decidable=%v as %q, want decidable as %s; evidence %+v", f.ID, post, decidable, e, wantTruth, op.Evidence)
 		}
 		recs, err := fault.Records(ctx, st.Core.Pool, "drill", sc.RunID)
 		if err != nil || len(recs) != 1 || recs[0].Fault != fault.Lost {
