@@ -53,7 +53,7 @@ demo: db deps
 ## on the journal's table, a bare Temporal activity, the outbox alone, the
 ## model's concurrency limit); the table is also written to bin/bench.json.
 ## Long; not part of test. RECKON_BENCH_SIZES=100k,1m shortens the listing.
-BENCH_PKGS = ./kernel/journal/ ./kernel/outbox/ ./kernel/operations/ ./pipeline/triage/ ./kernel/runner/ ./kernel/gateway/
+BENCH_PKGS = ./kernel/journal/ ./kernel/outbox/ ./kernel/operations/ ./pipeline/triage/ ./kernel/runner/ ./kernel/gateway/ ./kernel/manifest/
 bench: db deps
 	@mkdir -p bin
 	scripts/bench-reference.sh | tee bin/bench-ref.txt

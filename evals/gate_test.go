@@ -50,6 +50,13 @@ func TestRegressionGateBuiltin(t *testing.T) {
 		t.Error(err)
 		t.Log(Markdown(rep))
 	}
+	// Issue 15's floor, whatever the baseline file says: every effect the
+	// sandbox and the adapted servers make observable is settled from
+	// evidence — coverage at least 90 %, every decided operation right,
+	// nothing unsafe.
+	if m := rep.Metrics; m.Coverage == nil || *m.Coverage < MinCoverage || m.Accuracy == nil || *m.Accuracy < 1 || m.UnsafeNone+m.UnsafeOccurred > 0 {
+		t.Errorf("the built-in supervisor must settle at least %.0f%% of the committed suite with 100%% accuracy and nothing unsafe: %s", MinCoverage*100, Markdown(rep))
+	}
 	t.Logf("built-in supervisor: accuracy %s, coverage %s, unsafe-none %d, unsafe-occurred %d over %d walls",
 		pct(rep.Metrics.Accuracy), pct(rep.Metrics.Coverage), rep.Metrics.UnsafeNone, rep.Metrics.UnsafeOccurred, rep.Metrics.Walls)
 }

@@ -63,6 +63,30 @@ type ToolStarted struct {
 	// mcp__<tool>, as the kernel names MCP tools).
 	Server       string `json:"server,omitempty"`
 	UpstreamTool string `json:"upstream_tool,omitempty"`
+	// WorkspaceManifest summarises the run's workspace as the kernel
+	// recorded it just before a workspace tool ran (kernel/manifest); the
+	// entries are stored beside the run, not in the event.
+	WorkspaceManifest *WorkspaceManifest `json:"workspace_manifest,omitempty"`
+}
+
+// WorkspaceManifest is the summary of one workspace manifest that
+// tool.started and tool.completed carry: its digest and counts. Two
+// manifests with the same digest describe the same workspace; the full
+// entry list (which paths, with what metadata) is kept by the kernel in
+// kernel_workspace_manifests, keyed by run, operation and phase.
+type WorkspaceManifest struct {
+	Digest string `json:"digest" reckon:"required"`
+	Files  int    `json:"files"`
+	Dirs   int    `json:"dirs"`
+	Other  int    `json:"other"`
+	Bytes  int64  `json:"bytes"`
+	// Hashed counts the files whose content was hashed because their
+	// metadata could not decide (written just before the walk).
+	Hashed int `json:"hashed"`
+	// Truncated says the walk stopped at a cap (RECKON_MANIFEST_MAX_FILES,
+	// RECKON_MANIFEST_BUDGET) or failed: the manifest is incomplete and
+	// proves nothing.
+	Truncated string `json:"truncated,omitempty"`
 }
 
 // ToolCompleted is the data of tool.completed.
@@ -71,6 +95,9 @@ type ToolCompleted struct {
 	ResultSummary string `json:"result_summary,omitempty"`
 	// ChildRunID names the child run of a completed delegation.
 	ChildRunID string `json:"child_run_id,omitempty"`
+	// WorkspaceManifest summarises the workspace just after a workspace
+	// tool completed (see ToolStarted.WorkspaceManifest).
+	WorkspaceManifest *WorkspaceManifest `json:"workspace_manifest,omitempty"`
 }
 
 // ToolFailed is the data of tool.failed.

@@ -37,6 +37,23 @@ type Tool interface {
 	Execute(ctx context.Context, call ToolCall) (ToolResult, error)
 }
 
+// WorkspaceTool is a Tool that says whether its durable effects land in
+// the run's workspace (run_command in its sandbox, an MCP server rooted
+// there): the kernel records a workspace manifest before and after each
+// call of such a tool, so probes can tell what the call changed.
+type WorkspaceTool interface {
+	WritesWorkspace() bool
+}
+
+// PriorReader is a Tool that can read, just before a call, the downstream
+// state the call would change (a declared probe adapter's facts). The
+// worker records it (kernel/priorstate) so a probe can later tell what the
+// call itself changed. ok is false when nothing applies to the call; a
+// read must have no side effect.
+type PriorReader interface {
+	ReadPrior(ctx context.Context, call ToolCall) (state json.RawMessage, ok bool, err error)
+}
+
 // ToolError is a classified tool failure. ErrorType goes to
 // tool.failed.error_type and Effect to tool.failed.effect.
 type ToolError struct {

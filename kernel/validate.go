@@ -202,12 +202,18 @@ func specsOf(t reflect.Type) []fieldSpec {
 // lists of strings, event keys {"source_id", "event_id"}; null is absent.
 // Unknown fields of m are ignored here and kept in the journal.
 func decodeFields(e Event, m map[string]any, dst any) error {
+	return decodeFieldsAt(e, "data.", m, dst)
+}
+
+// decodeFieldsAt is decodeFields for an object nested at prefix (a
+// pointer-to-struct field such as tool.started's workspace_manifest).
+func decodeFieldsAt(e Event, prefix string, m map[string]any, dst any) error {
 	v := reflect.ValueOf(dst).Elem()
 	for _, s := range specsOf(v.Type()) {
 		if s.raw {
 			continue
 		}
-		field := "data." + s.name
+		field := prefix + s.name
 		raw, present := m[s.name]
 		if raw == nil {
 			switch {
@@ -240,6 +246,23 @@ func decodeFields(e Event, m map[string]any, dst any) error {
 				return fieldErr(e, field, "is longer than %d bytes", MaxKeyLen)
 			}
 			fv.SetString(str)
+		case s.kind == reflect.Struct && s.ptr:
+			obj, ok := raw.(map[string]any)
+			if !ok {
+				return fieldErr(e, field, "must be an object")
+			}
+			nv := reflect.New(fv.Type().Elem())
+			if err := decodeFieldsAt(e, field+".", obj, nv.Interface()); err != nil {
+				return err
+			}
+			fv.Set(nv)
+		case s.kind == reflect.Int64 && !s.ptr:
+			n, ok := raw.(json.Number)
+			i, err := n.Int64()
+			if !ok || err != nil || i < 0 {
+				return fieldErr(e, field, "must be a non-negative integer")
+			}
+			fv.SetInt(i)
 		case s.kind == reflect.Int:
 			n, ok := raw.(json.Number)
 			i, err := n.Int64()

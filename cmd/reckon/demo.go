@@ -41,11 +41,11 @@ type demoStep struct {
 // system they show (demo_api.go, demo_triage.go); the order lives here.
 var demoSteps = []demoStep{
 	{"run a plan whose first run_command faults after its effect", demoDrillRun},
-	{"a second run: its only step writes report.txt, then the worker crashes (no re-issue: the run fails)", demoFailingRun},
+	{"a second run: its only step writes report.txt (no postcondition declared), then the worker crashes (no re-issue: the run fails)", demoFailingRun},
 	{"the operations listing, through the HTTP API (GET /v1/agent/operations)", demoListing},
 	{"triage: one supervisor sweep over the project's uncertain operations", demoTriage},
 	{"the operator's queue: what the supervisor left for a person (GET /v1/agent/operations/attention)", demoAttention},
-	{"an operator overrides the supervisor's `unknown` with evidence (POST /v1/agent/operations/reconcile), then reads the history", demoOverride},
+	{"an operator overrides the supervisor's verdict with evidence of their own (POST /v1/agent/operations/reconcile), then reads the history", demoOverride},
 	{"eval: the built-in supervisor scored on the committed drill fixtures", demoEval},
 }
 

@@ -26,7 +26,10 @@ import (
 // after its effect, without on_uncertain: the run stops, and the declared
 // postcondition lets the supervisor's workspace probe prove the effect.
 func demoFailingRun(ctx context.Context, d *demoEnv) error {
+	// No postcondition: the workspace-diff probe proves the effect from
+	// the manifest the kernel recorded before the call.
 	step := demoWriteStep("report.txt", "quarterly report\n")
+	step.Postcondition = nil
 	view, _, err := demoRun(ctx, d, "report-", []runner.Step{step})
 	if err != nil {
 		return err
@@ -98,9 +101,10 @@ func demoQueue(ctx context.Context, d *demoEnv, show bool) (int, error) {
 	return len(ops), nil
 }
 
-// demoOverride finds the first run's operation the supervisor left
-// `unknown`, has an operator settle it with the workspace file as evidence
-// (an override: supersedes names the supervisor's event), and prints the
+// demoOverride has an operator settle the first run's faulted operation
+// with the workspace file as evidence — an override of the supervisor's
+// verdict (supersedes names the supervisor's event), whether that verdict
+// was a probe's proof or an `unknown` left for a person — and prints the
 // operation's history.
 func demoOverride(ctx context.Context, d *demoEnv) error {
 	if len(d.Runs) == 0 {

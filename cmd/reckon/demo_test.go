@@ -37,8 +37,12 @@ func TestDemo(t *testing.T) {
 		`"state": "failed_uncertain"`,
 		"occurred  probe",
 		"listing after triage: 0 unresolved operation(s)",
-		"operator's queue: 1 operation(s) waiting for a person",
-		"effect=unknown reason=unknown supervisor=builtin",
+		// Both faulted operations are proved from evidence: the first by
+		// its re-issue's before-manifest, the second (no postcondition
+		// declared) by the workspace against its before-manifest.
+		"workspace.diff found occurred (the workspace as\n│     recorded before the later operation op-1-r1",
+		"workspace.diff found occurred (the workspace now\n│     differs from the manifest recorded before op-1: report.txt)",
+		"operator's queue: 0 operation(s) waiting for a person",
 		"basis=operator supersedes=",
 		"operator's queue after the override: 0 operation(s)",
 		"0 (0.0% of truly occurred)",

@@ -76,7 +76,9 @@ func runDrill(ctx context.Context, args []string) error {
 	fmt.Fprintf(os.Stderr, "drill: starting the embedded stack (PostgreSQL schema, Temporal, sandbox, MCP servers)…\n")
 	// The embedded Temporal server logs its own shutdown at error level;
 	// a drill that cannot run fails with its own error instead.
-	st, err := drill.OpenStack(ctx, drill.StackConfig{Config: cfg, FilesystemServer: *fsServer, Log: zerolog.Nop()})
+	wd, _ := os.Getwd()
+	st, err := drill.OpenStack(ctx, drill.StackConfig{Config: cfg, FilesystemServer: *fsServer,
+		MemoryServer: drill.FindMemoryServer(wd), Log: zerolog.Nop()})
 	if err != nil {
 		return err
 	}

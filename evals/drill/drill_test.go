@@ -58,15 +58,15 @@ func openTestStack(ctx context.Context, t *testing.T) (*Stack, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fs := ""
+	fs, mem := "", ""
 	if _, err := exec.LookPath("node"); err == nil {
 		abs, _ := filepath.Abs(".")
-		fs = FindFilesystemServer(abs)
-		if fs == "" {
-			t.Fatal("node is installed but @modelcontextprotocol/server-filesystem is not: run scripts/ensure-deps.sh")
+		fs, mem = FindFilesystemServer(abs), FindMemoryServer(abs)
+		if fs == "" || mem == "" {
+			t.Fatal("node is installed but @modelcontextprotocol/server-filesystem or server-memory is not: run scripts/ensure-deps.sh")
 		}
 	}
-	st, err := OpenStack(ctx, StackConfig{Config: cfg, FilesystemServer: fs, Log: zerolog.Nop()})
+	st, err := OpenStack(ctx, StackConfig{Config: cfg, FilesystemServer: fs, MemoryServer: mem, Log: zerolog.Nop()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,9 +86,10 @@ func TestDrillLive(t *testing.T) {
 	st, fs := openTestStack(ctx, t)
 
 	kinds := []string{KindCmdWriteAfterPost, KindCmdWriteBeforePost, KindMCPIssueAfter, KindMCPIssueBefore,
-		KindDelegateUnsettled, KindDelegateSettled, KindMultiReissue, KindClaimsSuccess}
+		KindDelegateUnsettled, KindDelegateSettled, KindMultiReissue, KindClaimsSuccess,
+		KindCmdWriteAfterBare, KindCmdMkdirAfter, KindCmdRemoveAfter, KindReissueNewFile}
 	if fs != "" {
-		kinds = append(kinds, KindFSWriteAfter)
+		kinds = append(kinds, KindFSWriteAfter, KindFSWriteBefore, KindMemoryAfter, KindMemoryBefore)
 	}
 	type want struct {
 		ops       int
@@ -101,11 +102,21 @@ func TestDrillLive(t *testing.T) {
 		KindMCPIssueAfter:      {1, "occurred", true},
 		KindMCPIssueBefore:     {1, "none", true},
 		KindDelegateUnsettled:  {1, "occurred", false},
-		KindDelegateChild:      {1, "", false},
+		KindDelegateChild:      {1, "", true}, // the child's own command: the workspace diff
 		KindDelegateSettled:    {1, "occurred", true},
-		KindMultiReissue:       {2, "", false},
-		KindClaimsSuccess:      {1, "none", false}, // decidable when the claim sits on an MCP call the lookup can answer
-		KindFSWriteAfter:       {1, "occurred", false},
+		// Decidable since workspace manifests and the MCP state probe:
+		// bare commands, directories, removals, re-issues, the
+		// filesystem and memory servers.
+		KindMultiReissue:      {2, "", true},
+		KindClaimsSuccess:     {1, "none", true},
+		KindCmdWriteAfterBare: {1, "occurred", true},
+		KindCmdMkdirAfter:     {1, "occurred", true},
+		KindCmdRemoveAfter:    {1, "occurred", true},
+		KindReissueNewFile:    {1, "", true},
+		KindFSWriteAfter:      {1, "occurred", true},
+		KindFSWriteBefore:     {1, "none", true},
+		KindMemoryAfter:       {1, "occurred", true},
+		KindMemoryBefore:      {1, "none", true},
 	}
 	o := Params{Seed: 7, GeneratedBy: "go test ./evals/drill"}
 	var all []*evals.Fixture
@@ -134,7 +145,7 @@ func TestDrillLive(t *testing.T) {
 				if w.decidable && (!ok || e != f.Truth[op.OperationID]) {
 					t.Errorf("%s: %s decidable=%v as %q, want decidable as its truth %s; evidence %+v", f.ID, op.OperationID, ok, e, f.Truth[op.OperationID], op.Evidence)
 				}
-				if !w.decidable && f.Scenario != KindMultiReissue && f.Scenario != KindClaimsSuccess && ok {
+				if !w.decidable && ok {
 					t.Errorf("%s: %s decidable as %s, want undecidable", f.ID, op.OperationID, e)
 				}
 			}
@@ -242,11 +253,13 @@ func TestDrillCrashWindow(t *testing.T) {
 		}
 		post := op.Postcondition != nil
 		e, decidable := evals.Decidable(op)
-		// With a declared postcondition the workspace proves either side:
-		// the file with its hash, or its absence once the command's
-		// timeout has passed (the drill builds walls 6 minutes ahead).
-		if wantDecidable := post; decidable != wantDecidable || (decidable && e != wantTruth) {
-			t.Errorf("%s (post=%v): decidable=%v as %q, want decidable=%v; evidence %+v", f.ID, post, decidable, e, wantDecidable, op.Evidence)
+		// The workspace proves either side, declared postcondition or not:
+		// the diff against the manifest recorded before the command (and
+		// the postcondition's file with its hash, or its absence), once the
+		// command's timeout has passed (the drill builds walls 6 minutes
+		// ahead).
+		if !decidable || e != wantTruth {
+			t.Errorf("%s (post=%v): decidable=%v as %q, want decidable as %s; evidence %+v", f.ID, post, decidable, e, wantTruth, op.Evidence)
 		}
 		recs, err := fault.Records(ctx, st.Core.Pool, "drill", sc.RunID)
 		if err != nil || len(recs) != 1 || recs[0].Fault != fault.Lost {

@@ -66,12 +66,16 @@ func (st *Stack) Drill(ctx context.Context, sc Scenario, o Params) ([]*evals.Fix
 	if usesTool(sc.Plan, "mcp__write_file") && !st.Filesystem {
 		return nil, fmt.Errorf("scenario %s needs the filesystem MCP server (node and testdata/npm; scripts/ensure-deps.sh)", sc.RunID)
 	}
+	if (sc.Kind == KindMemoryAfter || sc.Kind == KindMemoryBefore) && !st.Memory {
+		return nil, fmt.Errorf("scenario %s needs the memory MCP server (node and testdata/npm; scripts/ensure-deps.sh)", sc.RunID)
+	}
 	client := st.Temporal.Client
 	queue := "drill-" + sc.RunID
 	acts := &runner.Activities{
 		Pool: st.Core.Pool, Journal: st.Core.Journal, Tools: st.Tools,
 		Fault:      fault.New(st.Core.Pool, fault.Config{AfterEffect: sc.Fault.AfterEffect, BeforeEffect: sc.Fault.BeforeEffect}),
 		Unconfined: st.Core.Cfg.SandboxUnconfined, DeliveryPoll: 20 * time.Millisecond, Log: st.Core.Log,
+		Manifest: st.Core.ManifestLimits(),
 	}
 	w := runner.NewWorker(client, queue, acts)
 	if err := w.Start(); err != nil {
@@ -141,8 +145,8 @@ func (st *Stack) Drill(ctx context.Context, sc Scenario, o Params) ([]*evals.Fix
 	return out, nil
 }
 
-// lose loses the run in the middle of sc.Lose's step: once the command has
-// created its marker, the run's workflow is terminated (no event will ever
+// lose loses the run in the middle of sc.Lose's step: once the command is
+// under way (see Lose), the run's workflow is terminated (no event will ever
 // record the step's end) and its worker stopped, which cancels the
 // activity and kills the command. When no process of the command is left,
 // the workspace shows whether the effect landed; that observation is the
@@ -150,8 +154,11 @@ func (st *Stack) Drill(ctx context.Context, sc Scenario, o Params) ([]*evals.Fix
 func (st *Stack) lose(ctx context.Context, project string, sc Scenario, ws string, stopWorker func()) error {
 	l := sc.Lose
 	if err := poll(ctx, func() (bool, error) {
-		_, err := os.Stat(filepath.Join(ws, l.Marker))
-		return err == nil, nil
+		if l.AfterEffect {
+			_, err := os.Stat(filepath.Join(ws, l.Effect))
+			return err == nil, nil
+		}
+		return processWith(l.Marker)
 	}); err != nil {
 		return fmt.Errorf("run %s: the command of %s never got under way: %w", sc.RunID, l.OperationID, err)
 	}
@@ -331,6 +338,9 @@ func (st *Stack) buildWall(ctx context.Context, project, runID string, delay tim
 				q.Now = now
 				sc.Probes[i] = q
 			case probe.Child:
+				q.Now = now
+				sc.Probes[i] = q
+			case probe.Diff:
 				q.Now = now
 				sc.Probes[i] = q
 			}

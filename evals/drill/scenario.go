@@ -30,6 +30,13 @@ const (
 	KindClaimsSuccess      = "claims_success"        // agent text claims success; the effect never happened
 	KindClaimsNothing      = "claims_nothing"        // agent text claims nothing was done; the effect landed
 	KindCmdCrashWindow     = "cmd_crash_window"      // workflow and worker lost while run_command runs, before or after its effect: no terminal event
+	KindCmdMkdirBefore     = "cmd_mkdir_before"      // mkdir, fault before the effect
+	KindCmdRemoveAfter     = "cmd_rm_after"          // a bare command removes a file an earlier step wrote, fault after the effect
+	KindCmdAppendBefore    = "cmd_append_before"     // append to a file an earlier step wrote, fault before the effect
+	KindCmdPartialWrite    = "cmd_partial_write"     // a command writes two files and is lost after the first: the truth is occurred
+	KindReissueNewFile     = "reissue_new_file"      // re-issued command whose every execution writes a different file
+	KindMemoryAfter        = "memory_after"          // server-memory create_entities/add_observations/create_relations, fault after the effect
+	KindMemoryBefore       = "memory_before"         // the same, fault before the effect
 )
 
 // Kinds lists every scenario kind in a fixed order.
@@ -38,6 +45,8 @@ var Kinds = []string{
 	KindCmdWriteBeforePost, KindCmdWriteBeforeBare, KindMCPIssueAfter, KindMCPIssueBefore,
 	KindFSWriteAfter, KindFSWriteBefore, KindDelegateUnsettled, KindDelegateSettled,
 	KindMultiReissue, KindClaimsSuccess, KindClaimsNothing, KindCmdCrashWindow,
+	KindCmdMkdirBefore, KindCmdRemoveAfter, KindCmdAppendBefore, KindCmdPartialWrite, KindReissueNewFile,
+	KindMemoryAfter, KindMemoryBefore,
 }
 
 // Plan is a run's plan, in DESIGN.md's format.
@@ -70,9 +79,12 @@ type Fault struct {
 	BeforeEffect string `json:"before_effect,omitempty"`
 }
 
-// Lose says how a drill loses a run mid-step. The step's command signals
-// that it is under way by creating Marker (after writing its effect when
-// AfterEffect, before it otherwise) and then sleeps; the drill then
+// Lose says how a drill loses a run mid-step. The step's command carries
+// Marker in its command line (a no-op ": <marker>", so the workspace holds
+// nothing but the command's real effects) and sleeps before or after
+// writing Effect; the drill waits until the command is under way (Effect
+// exists when AfterEffect, a process with Marker in its command line
+// otherwise) and then
 // terminates the run's workflow and stops its worker, as if both were lost
 // at once, so no terminal event is ever recorded and the listing shows the
 // operation in crash_window. The truth is observed, not assumed: once no
@@ -369,34 +381,115 @@ func (g gen) build(kind string) Scenario {
 		plan, id := g.faulted(target)
 		s.Plan, s.Fault.AfterEffect = plan, id
 		s.Notes = fmt.Sprintf("the agent's own text in the args of %s claims nothing was done; the fault fired after the effect, so it landed", id)
-	case KindCmdCrashWindow:
+	case KindCmdCrashWindow, KindCmdPartialWrite:
 		name, text := g.fileName("txt"), g.text()
 		marker := "underway-" + g.fileName("mark")
 		write := "printf '%s\\n' " + shellQuote(text) + " > " + name
-		after := g.r.IntN(2) == 0
+		after := kind == KindCmdPartialWrite || g.r.IntN(2) == 0
 		// The sleep outlasts the drill, which kills the command within
-		// milliseconds; the timeout stays short because the workspace
-		// probe proves a missing file only once the command's timeout has
-		// passed. The marker name makes the command's process findable by
-		// its command line.
-		cmd := "touch " + marker + " && sleep 100 && " + write
+		// milliseconds; the timeout stays short because a probe proves a
+		// missing effect only once the command's timeout has passed. The
+		// marker makes the command's processes findable by their command
+		// line without writing anything into the workspace.
+		cmd := ": " + marker + " && sleep 100 && " + write
 		if after {
-			cmd = write + " && touch " + marker + " && sleep 100"
+			cmd = write + " && : " + marker + " && sleep 100"
+		}
+		effect, second := name, ""
+		if kind == KindCmdPartialWrite {
+			// The first file lands, the command is lost before the second:
+			// a partial write is an effect that occurred.
+			second = g.fileName("txt")
+			cmd += " && printf '%s\\n' " + shellQuote(g.text()) + " > " + second
 		}
 		st := Step{Tool: "run_command", Args: map[string]any{"command": cmd, "timeout_s": 120}}
 		post := g.r.IntN(2) == 0
-		if post {
+		if post && second == "" {
 			st.Postcondition = &Postcondition{Path: name, SHA256: sha(text + "\n")}
 		}
 		steps := append(g.setup(2), st)
 		id := fmt.Sprintf("op-%d", len(steps))
 		s.Plan = Plan{Steps: steps}
-		s.Lose = &Lose{OperationID: id, Marker: marker, Effect: name, AfterEffect: after}
+		s.Lose = &Lose{OperationID: id, Marker: marker, Effect: effect, AfterEffect: after}
 		when := "before"
 		if after {
 			when = "after"
 		}
-		s.Notes = fmt.Sprintf("run_command of %s writes %s; the run's workflow and worker are lost %s the effect (terminated and stopped mid-command), so no terminal event is ever recorded: crash_window (postcondition declared: %v)", id, name, when, post)
+		if second != "" {
+			s.Notes = fmt.Sprintf("run_command of %s writes %s, then %s; the run's workflow and worker are lost between the two (terminated and stopped mid-command): a partial write, crash_window", id, name, second)
+		} else {
+			s.Notes = fmt.Sprintf("run_command of %s writes %s; the run's workflow and worker are lost %s the effect (terminated and stopped mid-command), so no terminal event is ever recorded: crash_window (postcondition declared: %v)", id, name, when, post)
+		}
+	case KindCmdMkdirBefore:
+		dir := "out/" + strings.TrimSuffix(g.fileName("d"), ".d")
+		plan, id := g.faulted(Step{Tool: "run_command", Args: map[string]any{"command": "mkdir -p " + dir, "timeout_s": 30}})
+		s.Plan, s.Fault.BeforeEffect = plan, id
+		s.Notes = fmt.Sprintf("run_command creates directory %s; fault before the effect", dir)
+	case KindCmdRemoveAfter, KindCmdAppendBefore:
+		name := g.fileName("txt")
+		steps := append(g.setup(1), g.writeStep(name, g.text(), false))
+		cmd := "rm " + name
+		if kind == KindCmdAppendBefore {
+			cmd = "printf '%s\\n' " + shellQuote(g.text()) + " >> " + name
+		}
+		steps = append(steps, Step{Tool: "run_command", Args: map[string]any{"command": cmd, "timeout_s": 30}})
+		id := fmt.Sprintf("op-%d", len(steps))
+		steps = append(steps, g.tail()...)
+		s.Plan = Plan{Steps: steps}
+		if kind == KindCmdRemoveAfter {
+			s.Fault.AfterEffect = id
+			s.Notes = fmt.Sprintf("an earlier step writes %s; run_command %s removes it (nothing declared); fault after the effect", name, id)
+		} else {
+			s.Fault.BeforeEffect = id
+			s.Notes = fmt.Sprintf("an earlier step writes %s; run_command %s appends to it (nothing declared); fault before the effect", name, id)
+		}
+	case KindReissueNewFile:
+		// Every execution writes a file named by the clock, so the
+		// re-issue writes a different file than the original did.
+		prefix := strings.TrimSuffix(g.fileName("x"), ".x")
+		st := Step{Tool: "run_command", Args: map[string]any{"command": "printf '%s\\n' " + shellQuote(g.text()) + " > " + prefix + "-$(date +%s%N).txt", "timeout_s": 30},
+			OnUncertain: "reissue"}
+		plan, id := g.faulted(st)
+		s.Plan = plan
+		when := "after"
+		if g.r.IntN(2) == 0 {
+			s.Fault.AfterEffect = id
+		} else {
+			s.Fault.BeforeEffect, when = id, "before"
+		}
+		s.Notes = fmt.Sprintf("on_uncertain=reissue; every execution of %s writes a new %s-<clock>.txt; fault %s the effect of the original, and the re-issue completes", id, prefix, when)
+	case KindMemoryAfter, KindMemoryBefore:
+		entity := fmt.Sprintf("%s-%04d", g.pick(nouns), g.r.IntN(10000))
+		var target Step
+		var what string
+		setup := []Step{{Tool: "mcp__create_entities", Args: map[string]any{"entities": []any{
+			map[string]any{"name": entity + "-base", "entityType": "service", "observations": []any{g.text()}}}}}}
+		switch g.r.IntN(3) {
+		case 0:
+			target = Step{Tool: "mcp__create_entities", Args: map[string]any{"entities": []any{
+				map[string]any{"name": entity, "entityType": "incident", "observations": []any{g.text()}}}}}
+			what = "create_entities " + entity
+		case 1:
+			target = Step{Tool: "mcp__add_observations", Args: map[string]any{"observations": []any{
+				map[string]any{"entityName": entity + "-base", "contents": []any{g.text()}}}}}
+			what = "add_observations to " + entity + "-base"
+		default:
+			setup = append(setup, Step{Tool: "mcp__create_entities", Args: map[string]any{"entities": []any{
+				map[string]any{"name": entity, "entityType": "incident", "observations": []any{}}}}})
+			target = Step{Tool: "mcp__create_relations", Args: map[string]any{"relations": []any{
+				map[string]any{"from": entity, "to": entity + "-base", "relationType": "affects"}}}}
+			what = "create_relations " + entity + " affects " + entity + "-base"
+		}
+		steps := append(setup, target)
+		id := fmt.Sprintf("op-%d", len(steps))
+		s.Plan = Plan{Steps: steps}
+		if kind == KindMemoryAfter {
+			s.Fault.AfterEffect = id
+			s.Notes = fmt.Sprintf("server-memory %s (%s); fault after the effect", what, id)
+		} else {
+			s.Fault.BeforeEffect = id
+			s.Notes = fmt.Sprintf("server-memory %s (%s); fault before the call was sent", what, id)
+		}
 	default:
 		panic("drill: unknown kind " + kind)
 	}

@@ -33,7 +33,7 @@ func TestGenerateIsSeededAndCoversEveryKind(t *testing.T) {
 		if s.Fault.AfterEffect == "" && s.Fault.BeforeEffect == "" && s.Lose == nil {
 			t.Errorf("%s: no fault and no loss", s.RunID)
 		}
-		if s.Lose != nil && (s.Kind != KindCmdCrashWindow || s.Lose.OperationID != fmt.Sprintf("op-%d", len(s.Plan.Steps))) {
+		if s.Lose != nil && ((s.Kind != KindCmdCrashWindow && s.Kind != KindCmdPartialWrite) || s.Lose.OperationID != fmt.Sprintf("op-%d", len(s.Plan.Steps))) {
 			t.Errorf("%s: loses %s of a %d-step plan; only crash-window scenarios lose a run, at its last step", s.RunID, s.Lose.OperationID, len(s.Plan.Steps))
 		}
 		raw, err := json.Marshal(s.Plan)

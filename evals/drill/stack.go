@@ -35,7 +35,11 @@ type StackConfig struct {
 	// FilesystemServer is the path of @modelcontextprotocol/server-filesystem's
 	// dist/index.js; empty leaves the filesystem kinds unavailable.
 	FilesystemServer string
-	// Node is the node binary for the filesystem server (default "node").
+	// MemoryServer is the path of @modelcontextprotocol/server-memory's
+	// dist/index.js; empty leaves the memory kinds unavailable. Its store
+	// is <DataDir>/mcp-memory/<project>.jsonl, shared by the project's runs.
+	MemoryServer string
+	// Node is the node binary for the npm servers (default "node").
 	Node string
 	Log  zerolog.Logger
 }
@@ -50,8 +54,9 @@ type Stack struct {
 	Temporal *temporalx.Conn
 	Tools    runner.ToolSet
 	Ops      *operations.Service
-	// Filesystem is true when the filesystem MCP server is configured.
-	Filesystem bool
+	// Filesystem and Memory are true when the filesystem and memory MCP
+	// servers are configured.
+	Filesystem, Memory bool
 
 	issues *http.Server
 	cancel context.CancelFunc
@@ -82,13 +87,23 @@ func OpenStack(ctx context.Context, o StackConfig) (*Stack, error) {
 		_ = st.issues.Serve(ln)
 	}()
 	servers := []mcptool.ServerConfig{{Name: "issues", URL: "http://" + ln.Addr().String() + mcpserver.HTTPPath}}
+	node := o.Node
+	if node == "" {
+		node = "node"
+	}
 	if o.FilesystemServer != "" {
-		node := o.Node
-		if node == "" {
-			node = "node"
-		}
 		servers = append(servers, mcptool.ServerConfig{Name: "fs", Command: []string{node, o.FilesystemServer, "{workspace}"}})
 		st.Filesystem = true
+	}
+	if o.MemoryServer != "" {
+		dir := filepath.Join(cfg.DataDir, "mcp-memory")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			st.Close()
+			return nil, fmt.Errorf("drill: memory server store: %w", err)
+		}
+		servers = append(servers, mcptool.ServerConfig{Name: "memory", Command: []string{node, o.MemoryServer},
+			Env: map[string]string{"MEMORY_FILE_PATH": filepath.Join(dir, "{project}.jsonl")}})
+		st.Memory = true
 	}
 	raw, err := json.Marshal(servers)
 	if err != nil {
@@ -149,9 +164,14 @@ func (st *Stack) Close() {
 // FindFilesystemServer looks for server-filesystem's entry point under
 // testdata/npm of the repository containing dir (or a parent of it), as
 // scripts/ensure-deps.sh installs it; "" when absent.
-func FindFilesystemServer(dir string) string {
+func FindFilesystemServer(dir string) string { return findNPMServer(dir, "server-filesystem") }
+
+// FindMemoryServer is FindFilesystemServer for server-memory.
+func FindMemoryServer(dir string) string { return findNPMServer(dir, "server-memory") }
+
+func findNPMServer(dir, pkg string) string {
 	for d := dir; ; d = filepath.Dir(d) {
-		p := filepath.Join(d, "testdata", "npm", "node_modules", "@modelcontextprotocol", "server-filesystem", "dist", "index.js")
+		p := filepath.Join(d, "testdata", "npm", "node_modules", "@modelcontextprotocol", pkg, "dist", "index.js")
 		if _, err := os.Stat(p); err == nil {
 			return p
 		}

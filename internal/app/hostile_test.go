@@ -21,6 +21,7 @@ import (
 	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/outbox"
 	"github.com/seed-7bc021c3/reckon/pipeline"
+	"github.com/seed-7bc021c3/reckon/pipeline/probe"
 	"github.com/seed-7bc021c3/reckon/pipeline/supervisor"
 	"github.com/seed-7bc021c3/reckon/pipeline/triage"
 )
@@ -304,12 +305,16 @@ func TestHostileCallers(t *testing.T) {
 		for _, op := range w.Operations {
 			seen = append(seen, w.RunID+"/"+op.OperationID)
 			for _, ev := range op.Evidence {
-				if strings.Contains(string(ev.Provenance), hex.EncodeToString(secretSum[:])) || ev.Finding == pipeline.FindingOccurred {
+				// The only effect a probe may find is the kernel run's own
+				// command writing effects.txt (the workspace diff); nothing
+				// may read through the symlinks to the secret.
+				ownEffect := ev.Probe == probe.DiffName && w.RunID == "run-42" && strings.HasSuffix(ev.Detail, ": effects.txt")
+				if strings.Contains(string(ev.Provenance), hex.EncodeToString(secretSum[:])) || ev.Finding == pipeline.FindingOccurred && !ownEffect {
 					t.Errorf("%s/%s: probe %s read the secret: %s %s", w.RunID, op.OperationID, ev.Probe, ev.Detail, ev.Provenance)
 				}
 				t.Logf("probe on %s/%s: %s %s: %s", w.RunID, op.OperationID, ev.Probe, ev.Finding, ev.Detail)
 			}
-			if w.RunID == "run-42" && (len(op.Evidence) != 1 || !strings.Contains(op.Evidence[0].Detail, "symlink")) {
+			if w.RunID == "run-42" && (len(op.Evidence) != 2 || !strings.Contains(op.Evidence[0].Detail, "symlink") || op.Evidence[1].Probe != probe.DiffName) {
 				t.Errorf("run-42/%s: evidence %+v, want the workspace probe refusing the symlink", op.OperationID, op.Evidence)
 			}
 			if w.RunID == "forged-1" && len(op.Evidence) != 0 {

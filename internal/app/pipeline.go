@@ -6,8 +6,10 @@ import (
 	"path/filepath"
 
 	"github.com/seed-7bc021c3/reckon/kernel/config"
+	"github.com/seed-7bc021c3/reckon/kernel/manifest"
 	"github.com/seed-7bc021c3/reckon/kernel/mcptool"
 	"github.com/seed-7bc021c3/reckon/kernel/operations"
+	"github.com/seed-7bc021c3/reckon/kernel/priorstate"
 	"github.com/seed-7bc021c3/reckon/pipeline"
 	"github.com/seed-7bc021c3/reckon/pipeline/probe"
 	"github.com/seed-7bc021c3/reckon/pipeline/supervisor"
@@ -41,15 +43,23 @@ func (c *Core) NewProbes() (probe.Set, error) {
 		return nil, &config.Error{Var: "RECKON_DATA_DIR", Problem: fmt.Sprintf("cannot be made absolute: %v", err)}
 	}
 	owners := operations.Owners{Pool: c.Pool}
-	set := probe.Set{probe.Workspace{Root: root, Owners: owners}, probe.Child{Journal: c.Journal}}
+	set := probe.Set{probe.Workspace{Root: root, Owners: owners}, probe.Child{Journal: c.Journal},
+		probe.Diff{Root: root, Owners: owners, Manifests: manifest.Store{Pool: c.Pool}, Limits: c.ManifestLimits()}}
 	servers, err := mcptool.ParseConfig(c.Cfg.MCPServers)
 	if err != nil {
 		return nil, err
 	}
 	if len(servers) > 0 {
-		set = append(set, probe.MCP{Looker: probe.MCPClient{Servers: servers, Workspaces: probe.Workspaces{Root: root, Owners: owners}}})
+		set = append(set, probe.MCP{Looker: probe.MCPClient{Servers: servers, Workspaces: probe.Workspaces{Root: root, Owners: owners}},
+			Priors: priorstate.Store{Pool: c.Pool}})
 	}
 	return set, nil
+}
+
+// ManifestLimits are the workspace manifests' caps
+// (RECKON_MANIFEST_MAX_FILES, RECKON_MANIFEST_BUDGET).
+func (c *Core) ManifestLimits() manifest.Limits {
+	return manifest.Limits{MaxFiles: c.Cfg.ManifestMaxFiles, Budget: c.Cfg.ManifestBudget}
 }
 
 // NewSweeper builds the triage sweeper from the configuration (supervisor,

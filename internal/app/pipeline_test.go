@@ -56,11 +56,14 @@ func TestStartPipeline(t *testing.T) {
 		t.Fatal(err)
 	}
 	probes, err := core.NewProbes()
-	if err != nil || len(probes) != 3 {
+	if err != nil || len(probes) != 4 {
 		t.Fatalf("probes: %v %v", probes, err)
 	}
-	if _, ok := probes[2].(probe.MCP); !ok {
+	if _, ok := probes[2].(probe.Diff); !ok {
 		t.Fatalf("third probe: %T", probes[2])
+	}
+	if _, ok := probes[3].(probe.MCP); !ok {
+		t.Fatalf("fourth probe: %T", probes[3])
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	st := &Stack{Core: core, ctx: ctx, cancel: cancel}

@@ -124,6 +124,7 @@ func (c *Core) StartKernel(ctx context.Context, o KernelConfig) (*Kernel, error)
 			Pool: c.Pool, Journal: c.Journal, Tools: tools,
 			Fault:      fault.New(c.Pool, fc),
 			Unconfined: c.Cfg.SandboxUnconfined,
+			Manifest:   c.ManifestLimits(),
 			Log:        c.Log.With().Str("component", "worker").Logger(),
 		})
 		if err := k.Worker.Start(); err != nil {

@@ -65,6 +65,12 @@ type Config struct {
 	// long a dead worker's operation stays invisible. Runs carry the value
 	// of the process that started them.
 	ToolHeartbeatTimeout time.Duration
+	// ManifestMaxFiles and ManifestBudget cap one workspace manifest
+	// (RECKON_MANIFEST_MAX_FILES, default 100000 entries;
+	// RECKON_MANIFEST_BUDGET, default 10s): past a cap the manifest says
+	// it is truncated and the workspace-diff probe proves nothing with it.
+	ManifestMaxFiles int
+	ManifestBudget   time.Duration
 }
 
 // DefaultToolHeartbeatTimeout is RECKON_TOOL_HEARTBEAT_TIMEOUT's default.
@@ -149,6 +155,13 @@ func LoadFrom(getenv func(string) string) (Config, error) {
 	}
 	if c.SandboxMaxFileSize, err = size(get, "RECKON_SANDBOX_MAX_FILE_SIZE", "1GiB", 1<<20); err != nil {
 		return Config{}, err
+	}
+	if c.ManifestBudget, err = duration(get, "RECKON_MANIFEST_BUDGET", "10s"); err != nil {
+		return Config{}, err
+	}
+	v := get("RECKON_MANIFEST_MAX_FILES", "100000")
+	if c.ManifestMaxFiles, err = strconv.Atoi(v); err != nil || c.ManifestMaxFiles < 1 {
+		return Config{}, &Error{"RECKON_MANIFEST_MAX_FILES", fmt.Sprintf("must be a whole number of at least 1, got %q", v)}
 	}
 	if c.SandboxUID, c.SandboxGID, err = identity(get("RECKON_SANDBOX_UID", "65534:65534")); err != nil {
 		return Config{}, err

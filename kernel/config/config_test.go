@@ -112,3 +112,26 @@ func TestSandboxLimits(t *testing.T) {
 		}
 	}
 }
+
+func TestManifestCaps(t *testing.T) {
+	t.Parallel()
+	load := func(env map[string]string) (Config, error) {
+		return LoadFrom(func(k string) string { return env[k] })
+	}
+	c, err := load(nil)
+	if err != nil || c.ManifestMaxFiles != 100000 || c.ManifestBudget != 10*time.Second {
+		t.Fatalf("defaults: %d %s %v", c.ManifestMaxFiles, c.ManifestBudget, err)
+	}
+	c, err = load(map[string]string{"RECKON_MANIFEST_MAX_FILES": "5000", "RECKON_MANIFEST_BUDGET": "2s"})
+	if err != nil || c.ManifestMaxFiles != 5000 || c.ManifestBudget != 2*time.Second {
+		t.Fatalf("set: %d %s %v", c.ManifestMaxFiles, c.ManifestBudget, err)
+	}
+	for k, v := range map[string]string{"RECKON_MANIFEST_MAX_FILES": "0", "RECKON_MANIFEST_BUDGET": "soon"} {
+		if _, err := load(map[string]string{k: v}); err == nil || !strings.Contains(err.Error(), k) {
+			t.Errorf("%s=%q: %v, want an error naming the variable", k, v, err)
+		}
+	}
+	if _, err := load(map[string]string{"RECKON_MANIFEST_MAX_FILES": "lots"}); err == nil {
+		t.Error("a non-number cap was accepted")
+	}
+}

@@ -42,6 +42,12 @@ type ServerConfig struct {
 	// Timeout bounds one whole call (connect, list, call) as a Go duration;
 	// default 60s.
 	Timeout string `json:"timeout,omitempty"`
+	// TrustAnnotations says the operator trusts the server's tool
+	// annotations: a tool it marks readOnlyHint then settles none when a
+	// call of it failed uncertain. Off by default, as the MCP
+	// specification says annotations from untrusted servers must not be
+	// relied on.
+	TrustAnnotations bool `json:"trust_annotations,omitempty"`
 }
 
 // timeout returns the configured per-call timeout or def.

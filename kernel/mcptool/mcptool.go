@@ -239,6 +239,12 @@ var _ kernel.Tool = (*Tool)(nil)
 // Name is the kernel tool name.
 func (t *Tool) Name() string { return t.name }
 
+// WritesWorkspace implements kernel.WorkspaceTool: a server whose
+// configuration is given the run's workspace ({workspace}, as
+// server-filesystem's root) is taken to write there, so the kernel records
+// workspace manifests around its calls.
+func (t *Tool) WritesWorkspace() bool { return t.srv.cfg.usesWorkspace() }
+
 // Validate checks what it can without I/O: args are a JSON object, the run's
 // workspace is known when the server configuration needs it, and — when the
 // tool's input schema is already known — the schema. Failures are

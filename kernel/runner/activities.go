@@ -19,7 +19,9 @@ import (
 	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/fault"
 	"github.com/seed-7bc021c3/reckon/kernel/journal"
+	"github.com/seed-7bc021c3/reckon/kernel/manifest"
 	"github.com/seed-7bc021c3/reckon/kernel/outbox"
+	"github.com/seed-7bc021c3/reckon/kernel/priorstate"
 )
 
 // MaxSummaryBytes bounds tool.completed.result_summary and tool.failed.error.
@@ -39,7 +41,10 @@ type Activities struct {
 	// DeliveryPoll is how often SummarizeChildRun checks that the child's
 	// outbox rows reached the journal; default 100ms.
 	DeliveryPoll time.Duration
-	Log          zerolog.Logger
+	// Manifest bounds workspace manifests (RECKON_MANIFEST_MAX_FILES,
+	// RECKON_MANIFEST_BUDGET); zero values take the defaults.
+	Manifest manifest.Limits
+	Log      zerolog.Logger
 }
 
 // Register registers the run workflow and the activities on r.
@@ -48,6 +53,62 @@ func Register(r worker.Registry, a *Activities) {
 	r.RegisterActivityWithOptions(a.RecordEvent, activity.RegisterOptions{Name: ActRecordEvent})
 	r.RegisterActivityWithOptions(a.RunTool, activity.RegisterOptions{Name: ActRunTool})
 	r.RegisterActivityWithOptions(a.SummarizeChildRun, activity.RegisterOptions{Name: ActSummarizeChild})
+	r.RegisterActivityWithOptions(a.SnapshotWorkspace, activity.RegisterOptions{Name: ActSnapshotWorkspace})
+}
+
+// SnapshotInput asks for a manifest of a run's workspace around one
+// operation's tool call.
+type SnapshotInput struct {
+	Project     string `json:"project"`
+	RunID       string `json:"run_id"`
+	OperationID string `json:"operation_id"`
+	Tool        string `json:"tool"`
+	// Phase is manifest.PhaseBefore or manifest.PhaseAfter.
+	Phase     string `json:"phase"`
+	Workspace string `json:"workspace"`
+}
+
+// SnapshotWorkspace records a manifest of the run's workspace (before the
+// call, or after a completed one) in kernel_workspace_manifests and returns
+// its summary for the event; nil when the tool does not write the
+// workspace (kernel.WorkspaceTool). A workspace that cannot be walked
+// yields a manifest that says so (Truncated), which proves nothing; only a
+// failure to store it fails the activity, which Temporal retries — the
+// first stored manifest of a key is the one every attempt returns.
+func (a *Activities) SnapshotWorkspace(ctx context.Context, in SnapshotInput) (*kernel.WorkspaceManifest, error) {
+	tool, ok := a.Tools.Lookup(in.Tool)
+	if !ok {
+		return nil, nil
+	}
+	if wt, ok := tool.(kernel.WorkspaceTool); !ok || !wt.WritesWorkspace() {
+		return nil, nil
+	}
+	st := manifest.Store{Pool: a.Pool}
+	key := manifest.Key{Project: in.Project, RunID: in.RunID, OperationID: in.OperationID, Phase: in.Phase}
+	if m, ok, err := st.Get(ctx, key); err != nil {
+		return nil, err
+	} else if ok {
+		sum := m.Summary()
+		return &sum, nil
+	}
+	// Hash again what the run's previous manifest hashed, so the two
+	// compare on content where their metadata could not decide.
+	prev, _, err := st.Latest(ctx, in.Project, in.RunID)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(in.Workspace, 0o755); err != nil {
+		return nil, fmt.Errorf("workspace %s: %w", in.Workspace, err)
+	}
+	m, err := manifest.Take(ctx, in.Workspace, manifest.Options{Limits: a.Manifest, HashAlso: prev.Hashed()})
+	if err != nil {
+		m = manifest.Manifest{TakenAt: time.Now().UTC(), Entries: []manifest.Entry{}, Truncated: err.Error()}
+	}
+	if m, err = st.Put(ctx, key, m); err != nil {
+		return nil, err
+	}
+	sum := m.Summary()
+	return &sum, nil
 }
 
 // heartbeatsPerTimeout is how many heartbeats a tool call sends within its
@@ -142,6 +203,7 @@ func (a *Activities) RunTool(ctx context.Context, call kernel.ToolCall) (ToolOut
 		out.Effect = kernel.EffectNone
 		return out, nil
 	}
+	a.recordPrior(ctx, tool, call)
 	if err := a.Fault.Before(ctx, call); err != nil {
 		log.Warn().Err(err).Msg("fault injected before the effect")
 		return ToolOutcome{}, crash(err)
@@ -157,6 +219,28 @@ func (a *Activities) RunTool(ctx context.Context, call kernel.ToolCall) (ToolOut
 		return ToolOutcome{}, crash(err)
 	}
 	return ToolOutcome{OK: true, Summary: kernel.Abbreviate(res.Summary, MaxSummaryBytes)}, nil
+}
+
+// recordPrior reads and records the downstream state a PriorReader tool's
+// call would change, before the call. It never stops the call: without a
+// prior state the probe only proves less.
+func (a *Activities) recordPrior(ctx context.Context, tool kernel.Tool, call kernel.ToolCall) {
+	pr, ok := tool.(kernel.PriorReader)
+	if !ok {
+		return
+	}
+	at := time.Now().UTC()
+	state, ok, err := pr.ReadPrior(ctx, call)
+	if !ok {
+		return
+	}
+	p := priorstate.Prior{Tool: call.Tool, TakenAt: at, State: state}
+	if err != nil {
+		p.State, p.Error = nil, err.Error()
+	}
+	if err := (priorstate.Store{Pool: a.Pool}).Put(ctx, call.Project, call.RunID, call.OperationID, p); err != nil {
+		a.Log.Warn().Err(err).Str("operation_id", call.OperationID).Msg("prior state not recorded")
+	}
 }
 
 // failure turns a tool error into a classified outcome.

@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/seed-7bc021c3/reckon/kernel"
+	"github.com/seed-7bc021c3/reckon/kernel/manifest"
 )
 
 // Registered names of the workflow and its activities.
@@ -19,6 +20,9 @@ const (
 	ActRecordEvent    = "kernel.record_event"
 	ActRunTool        = "kernel.run_tool"
 	ActSummarizeChild = "kernel.summarize_child_run"
+	// ActSnapshotWorkspace records a workspace manifest (runs started
+	// since ChangeWorkspaceManifests).
+	ActSnapshotWorkspace = "kernel.snapshot_workspace"
 )
 
 // Error types of workflow and activity failures the kernel raises itself.
@@ -117,7 +121,16 @@ type run struct {
 	idPrefix string
 	// localRecord: RecordEvent runs as a local activity (ChangeLocalRecord).
 	localRecord bool
+	// manifests says the run records workspace manifests around workspace
+	// tools (ChangeWorkspaceManifests).
+	manifests bool
 }
+
+// ChangeWorkspaceManifests is the workflow.GetVersion change id under which
+// runs record a workspace manifest before each workspace tool call and
+// after each completed one (version 1). Runs recorded before it replay at
+// workflow.DefaultVersion and schedule no snapshot activity.
+const ChangeWorkspaceManifests = "workspace-manifests"
 
 // ChangeProjectEventIDs is the workflow.GetVersion change id under which
 // kernel event ids gained the project (kernel.EventID, version 1). Runs
@@ -148,6 +161,7 @@ func RunWorkflow(ctx workflow.Context, in RunInput) (RunOutput, error) {
 		r.idPrefix = kernel.LegacyEventID(in.RunID, "")
 	}
 	r.localRecord = workflow.GetVersion(ctx, ChangeLocalRecord, workflow.DefaultVersion, 1) == 1
+	r.manifests = workflow.GetVersion(ctx, ChangeWorkspaceManifests, workflow.DefaultVersion, 1) == 1
 	if err := r.record(ctx, kernel.TypeRunStarted, "run/started", kernel.RunStarted{
 		PlanSummary: in.Plan.Summary(), ParentRunID: in.ParentRunID, Workspace: in.Workspace,
 	}); err != nil {
@@ -237,6 +251,8 @@ func (r *run) step(ctx workflow.Context, s Step, opID, reissueOf string) (stepRe
 	}
 	if s.Tool == kernel.DelegateTool {
 		started.ChildRunID = kernel.ChildRunID(r.in.RunID, opID)
+	} else {
+		started.WorkspaceManifest = r.snapshot(ctx, s.Tool, opID, manifest.PhaseBefore)
 	}
 	if err := r.record(ctx, kernel.TypeToolStarted, opID+"/started", started); err != nil {
 		return stepResult{}, err
@@ -248,9 +264,11 @@ func (r *run) step(ctx workflow.Context, s Step, opID, reissueOf string) (stepRe
 		res = r.runTool(ctx, s, opID)
 	}
 	if res.OK {
-		err := r.record(ctx, kernel.TypeToolCompleted, opID+"/completed", kernel.ToolCompleted{
-			OperationID: opID, ResultSummary: res.Summary, ChildRunID: res.ChildRunID,
-		})
+		done := kernel.ToolCompleted{OperationID: opID, ResultSummary: res.Summary, ChildRunID: res.ChildRunID}
+		if s.Tool != kernel.DelegateTool && started.WorkspaceManifest != nil {
+			done.WorkspaceManifest = r.snapshot(ctx, s.Tool, opID, manifest.PhaseAfter)
+		}
+		err := r.record(ctx, kernel.TypeToolCompleted, opID+"/completed", done)
 		return res, err
 	}
 	err := r.record(ctx, kernel.TypeToolFailed, opID+"/failed", kernel.ToolFailed{
@@ -258,6 +276,28 @@ func (r *run) step(ctx workflow.Context, s Step, opID, reissueOf string) (stepRe
 		ChildRunID: res.ChildRunID, ChildOpsTotal: res.ChildOpsTotal, ChildOpsUnresolved: res.ChildOpsUnresolved,
 	})
 	return res, err
+}
+
+// snapshot records a manifest of the run's workspace for a workspace tool
+// (nil for any other tool, for runs from before manifests, and when the
+// snapshot failed: a missing manifest only leaves the probe without
+// evidence, so it never stops the run).
+func (r *run) snapshot(ctx workflow.Context, tool, opID, phase string) *kernel.WorkspaceManifest {
+	if !r.manifests || ctx.Err() != nil {
+		return nil
+	}
+	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: 2 * time.Minute,
+		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, MaximumAttempts: 5},
+	})
+	var sum *kernel.WorkspaceManifest
+	if err := workflow.ExecuteActivity(actx, ActSnapshotWorkspace, SnapshotInput{
+		Project: r.in.Project, RunID: r.in.RunID, OperationID: opID, Tool: tool, Phase: phase, Workspace: r.in.Workspace,
+	}).Get(ctx, &sum); err != nil {
+		workflow.GetLogger(ctx).Warn("workspace manifest not recorded", "operation_id", opID, "phase", phase, "error", err)
+		return nil
+	}
+	return sum
 }
 
 func (r *run) runTool(ctx workflow.Context, s Step, opID string) stepResult {

@@ -158,6 +158,11 @@ func NewRunCommand(o Config) kernel.Tool {
 // Name implements kernel.Tool.
 func (r *runCommand) Name() string { return ToolName }
 
+// WritesWorkspace implements kernel.WorkspaceTool: a command's durable
+// effects land in its workspace (confined, the only writable path; see
+// pipeline/probe.Diff for what an unconfined sandbox changes).
+func (r *runCommand) WritesWorkspace() bool { return true }
+
 // Available reports whether bubblewrap at path (empty: looked up as "bwrap")
 // can actually build the sandbox run_command uses on this machine, with
 // the default options; see Check.

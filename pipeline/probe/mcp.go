@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/seed-7bc021c3/reckon/kernel/mcptool"
+	"github.com/seed-7bc021c3/reckon/kernel/priorstate"
 	"github.com/seed-7bc021c3/reckon/pipeline"
 )
 
@@ -65,7 +66,16 @@ type MCP struct {
 	// Grace is the minimum age of the operation before never_seen counts
 	// as none; default 5m (above the MCP call timeout of 60s).
 	Grace time.Duration
-	Now   func() time.Time
+	// Priors reads the prior states the kernel recorded before adapted
+	// write calls (priorstate.Store); without it the state probe never
+	// proves occurred.
+	Priors PriorStates
+	Now    func() time.Time
+}
+
+// PriorStates reads recorded prior states (priorstate.Store does).
+type PriorStates interface {
+	Get(ctx context.Context, project, runID, opID string) (priorstate.Prior, bool, error)
 }
 
 // Name implements Probe.
@@ -94,6 +104,9 @@ func (p MCP) Probe(ctx context.Context, run Run, op pipeline.WallOperation) (pip
 	key := mcptool.IdempotencyKey(run.Project, run.RunID, op.OperationID)
 	ans, supported, err := p.Looker.LookupOperation(ctx, run, op.Tool, key)
 	if !supported && err == nil {
+		if sr, ok := p.Looker.(StateReader); ok {
+			return p.probeState(ctx, sr, run, op, at)
+		}
 		return pipeline.Evidence{}, false
 	}
 	prov := map[string]any{"tool": op.Tool, "key": key, "answer": ans}
@@ -168,9 +181,10 @@ type mcpSessions struct {
 }
 
 type mcpSession struct {
-	cs    *mcp.ClientSession
-	tools map[string]bool
-	err   error // why the server could not be used in this scope
+	cs       *mcp.ClientSession
+	tools    map[string]bool
+	readOnly map[string]bool // tools annotated readOnlyHint
+	err      error           // why the server could not be used in this scope
 }
 
 func (s *mcpSessions) close() {
@@ -182,19 +196,26 @@ func (s *mcpSessions) close() {
 	s.open = map[string]*mcpSession{}
 }
 
+// target splits tool mcp__<tool> (or mcp__<server>__<tool>) into the
+// server it names ("" for any) and the server's tool name, with the
+// per-request timeout.
+func (s *mcpSessions) target(tool string) (server, name string, timeout time.Duration) {
+	name = strings.TrimPrefix(tool, "mcp__")
+	if i := strings.Index(name, "__"); i >= 0 {
+		server, name = name[:i], name[i+2:]
+	}
+	timeout = s.c.Timeout
+	if timeout <= 0 {
+		timeout = 30 * time.Second
+	}
+	return server, name, timeout
+}
+
 // LookupOperation implements Looker for tool mcp__<tool> (or
 // mcp__<server>__<tool>): it asks lookup_operation on the first configured
 // server that offers both the tool and lookup_operation.
 func (s *mcpSessions) LookupOperation(ctx context.Context, run Run, tool, key string) (LookupAnswer, bool, error) {
-	name := strings.TrimPrefix(tool, "mcp__")
-	server := ""
-	if i := strings.Index(name, "__"); i >= 0 {
-		server, name = name[:i], name[i+2:]
-	}
-	timeout := s.c.Timeout
-	if timeout <= 0 {
-		timeout = 30 * time.Second
-	}
+	server, name, timeout := s.target(tool)
 	var errs []error
 	for _, sc := range s.c.Servers {
 		if server != "" && sc.Name != server {
@@ -226,6 +247,69 @@ func (s *mcpSessions) LookupOperation(ctx context.Context, run Run, tool, key st
 	return LookupAnswer{}, false, nil
 }
 
+// StateAnswer is what a server's state says about a write call: the facts
+// a declared adapter read back (kernel/mcptool.Adapters), or that the tool
+// is read-only per annotations the configuration trusts.
+type StateAnswer struct {
+	Server  string        `json:"server"`
+	Adapter string        `json:"adapter,omitempty"`
+	Facts   mcptool.Facts `json:"facts,omitempty"`
+	// ReadOnly: the server, configured with trust_annotations, marks the
+	// tool readOnlyHint.
+	ReadOnly bool `json:"read_only,omitempty"`
+}
+
+// StateReader reads a server's state for a call of tool with args: a
+// Looker that supports it lets the MCP probe settle servers without
+// lookup_operation. supported is false when no configured server offers
+// the tool with an adapter or trusted annotations.
+type StateReader interface {
+	ReadState(ctx context.Context, run Run, tool string, args json.RawMessage) (ans StateAnswer, supported bool, err error)
+}
+
+// ReadState implements StateReader over the scope's sessions; like
+// LookupOperation it connects only to servers that may offer the tool.
+func (s *mcpSessions) ReadState(ctx context.Context, run Run, tool string, args json.RawMessage) (StateAnswer, bool, error) {
+	server, name, timeout := s.target(tool)
+	var errs []error
+	for _, sc := range s.c.Servers {
+		if server != "" && sc.Name != server || len(sc.Tools) > 0 && !contains(sc.Tools, name) {
+			continue
+		}
+		ss := s.session(ctx, sc, run, timeout)
+		if ss.err != nil {
+			errs = append(errs, fmt.Errorf("server %s: %w", sc.Name, ss.err))
+			continue
+		}
+		if !ss.tools[name] {
+			continue
+		}
+		if a, ok := mcptool.AdapterFor(name, ss.tools); ok {
+			facts, err := a.Facts(name, args)
+			if err != nil {
+				return StateAnswer{}, true, fmt.Errorf("server %s: %w", sc.Name, err)
+			}
+			rctx, cancel := context.WithTimeout(ctx, timeout)
+			got, err := a.Read(rctx, ss.cs, facts)
+			cancel()
+			if err != nil {
+				return StateAnswer{}, true, fmt.Errorf("server %s: %w", sc.Name, err)
+			}
+			return StateAnswer{Server: sc.Name, Adapter: a.Server, Facts: got}, true, nil
+		}
+		if sc.TrustAnnotations && ss.readOnly[name] {
+			return StateAnswer{Server: sc.Name, ReadOnly: true}, true, nil
+		}
+		// The first server offering the tool is the one the kernel
+		// called (mcptool resolves names in configuration order).
+		return StateAnswer{}, false, nil
+	}
+	if len(errs) > 0 {
+		return StateAnswer{}, true, errors.Join(errs...)
+	}
+	return StateAnswer{}, false, nil
+}
+
 // session returns the scope's session with sc, connecting and listing its
 // tools the first time.
 func (s *mcpSessions) session(ctx context.Context, sc mcptool.ServerConfig, run Run, timeout time.Duration) *mcpSession {
@@ -236,7 +320,7 @@ func (s *mcpSessions) session(ctx context.Context, sc mcptool.ServerConfig, run 
 	defer cancel()
 	ss := &mcpSession{}
 	ws := s.c.Workspaces.Dir(ctx, run.Project, run.RunID)
-	ss.cs, ss.tools, ss.err = connect(ctx, transportFor(sc, run, ws))
+	ss.cs, ss.tools, ss.readOnly, ss.err = connect(ctx, transportFor(sc, run, ws))
 	s.open[sc.Name] = ss
 	return ss
 }
@@ -272,22 +356,26 @@ func transportFor(sc mcptool.ServerConfig, run Run, ws string) mcp.Transport {
 	}
 }
 
-// connect opens a session over transport and lists the server's tools.
-func connect(ctx context.Context, transport mcp.Transport) (*mcp.ClientSession, map[string]bool, error) {
+// connect opens a session over transport and lists the server's tools
+// (and which of them it annotates readOnlyHint).
+func connect(ctx context.Context, transport mcp.Transport) (*mcp.ClientSession, map[string]bool, map[string]bool, error) {
 	client := mcp.NewClient(&mcp.Implementation{Name: "reckon-probe", Version: "1"}, nil)
 	cs, err := client.Connect(ctx, transport, nil)
 	if err != nil {
-		return nil, nil, fmt.Errorf("connect: %w", err)
+		return nil, nil, nil, fmt.Errorf("connect: %w", err)
 	}
-	tools := map[string]bool{}
+	tools, readOnly := map[string]bool{}, map[string]bool{}
 	for t, err := range cs.Tools(ctx, nil) {
 		if err != nil {
 			_ = cs.Close()
-			return nil, nil, fmt.Errorf("tools/list: %w", err)
+			return nil, nil, nil, fmt.Errorf("tools/list: %w", err)
 		}
 		tools[t.Name] = true
+		if t.Annotations != nil && t.Annotations.ReadOnlyHint {
+			readOnly[t.Name] = true
+		}
 	}
-	return cs, tools, nil
+	return cs, tools, readOnly, nil
 }
 
 // lookup calls lookup_operation for key on an open session.

@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/pipeline"
 )
 
@@ -31,6 +32,23 @@ type StartedOp struct {
 	Tool        string
 	// PostconditionPath is the declared postcondition's path, if any.
 	PostconditionPath string
+	// The fields below are read only from the kernel's own events
+	// (tool.started and the operation's terminal event under the
+	// kernel's source); an external agent's report leaves them empty.
+	//
+	// StartedAt and Args are the kernel's tool.started's.
+	StartedAt time.Time
+	Args      json.RawMessage
+	// Manifest is the workspace manifest tool.started carries (a
+	// workspace tool of a run that records manifests), nil otherwise.
+	Manifest *kernel.WorkspaceManifest
+	// Unconfined says the worker ran the call without the sandbox.
+	Unconfined bool
+	// Answered says the worker answered for the call, so it can no longer
+	// act: tool.completed, tool.blocked, or tool.failed with an error
+	// type other than activity_failed (a timeout or lost worker leaves
+	// the call possibly running).
+	Answered bool
 }
 
 // Probe checks one operation. ok is false when the probe does not apply to

@@ -191,7 +191,7 @@ func split(ops []pipeline.WallOperation, maxOps, maxBytes int) [][]pipeline.Wall
 // same tool.started.)
 func probeRun(rk runKey, evs []journal.StoredEvent) probe.Run {
 	run := probe.Run{Project: rk.project, RunID: rk.runID}
-	seen := map[string]bool{}
+	seen := map[string]int{} // operation id → index in run.Started
 	for _, e := range evs {
 		// The run's workspace is not read from run.started: probes take it
 		// from the kernel's own state (probe.Workspaces).
@@ -199,11 +199,17 @@ func probeRun(rk runKey, evs []journal.StoredEvent) probe.Run {
 		case kernel.TypeRunCompleted, kernel.TypeRunFailed:
 			run.Ended = true
 		case kernel.TypeToolStarted:
-			var d kernel.ToolStarted
-			if e.DecodeData(&d) != nil || seen[d.OperationID] {
+			var d struct {
+				kernel.ToolStarted
+				Unconfined bool `json:"unconfined"`
+			}
+			if e.DecodeData(&d) != nil {
 				continue
 			}
-			seen[d.OperationID] = true
+			if _, dup := seen[d.OperationID]; dup {
+				continue
+			}
+			seen[d.OperationID] = len(run.Started)
 			so := probe.StartedOp{OperationID: d.OperationID, Tool: d.Tool}
 			if len(d.Postcondition) > 0 && string(d.Postcondition) != "null" {
 				var pc probe.Postcondition
@@ -211,7 +217,21 @@ func probeRun(rk runKey, evs []journal.StoredEvent) probe.Run {
 					so.PostconditionPath = pc.Path
 				}
 			}
+			if e.SourceID == kernel.SourceKernel {
+				so.StartedAt, so.Args, so.Manifest, so.Unconfined = e.TS, d.Args, d.WorkspaceManifest, d.Unconfined
+			}
 			run.Started = append(run.Started, so)
+		case kernel.TypeToolCompleted, kernel.TypeToolBlocked, kernel.TypeToolFailed:
+			if e.SourceID != kernel.SourceKernel {
+				continue
+			}
+			var d kernel.ToolFailed
+			if e.DecodeData(&d) != nil {
+				continue
+			}
+			if i, ok := seen[d.OperationID]; ok && (e.Type != kernel.TypeToolFailed || d.ErrorType != kernel.ErrorTypeActivityFailed) {
+				run.Started[i].Answered = true
+			}
 		}
 	}
 	return run

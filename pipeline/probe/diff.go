@@ -1,0 +1,234 @@
+package probe
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/seed-7bc021c3/reckon/kernel"
+	"github.com/seed-7bc021c3/reckon/kernel/manifest"
+	"github.com/seed-7bc021c3/reckon/pipeline"
+)
+
+// DiffName names the workspace-diff probe in evidence.
+const DiffName = "workspace.diff"
+
+// ManifestReader reads the manifests the kernel's worker stored
+// (manifest.Store does).
+type ManifestReader interface {
+	Get(ctx context.Context, k manifest.Key) (manifest.Manifest, bool, error)
+}
+
+// Diff settles a workspace tool's uncertain operation by comparing the
+// run's workspace with the manifest the kernel recorded just before the
+// call: unchanged proves the call left no durable effect (none), changed
+// proves it did (occurred), naming the changed paths.
+//
+// What it compares against. When a later operation of the run started,
+// the workspace as the kernel recorded it just before that operation —
+// so an operation and its re-issue are told apart even when both write
+// the same file. Otherwise the workspace as it is now, once the run is
+// over (run.completed/run.failed journaled, or the workflow gone:
+// crash_window), since a later step not yet in the journal could
+// otherwise be changing it.
+//
+// Soundness. The sandbox makes the workspace the whole durable effect of
+// a run_command: the root file system is read-only, the workspace is the
+// only writable bind, /tmp is private and discarded, there is no network
+// and no host socket (DESIGN.md, "Sandbox limits"), and the pid namespace
+// takes every process down with the command. An MCP server is a workspace
+// tool only when its configuration roots it in the workspace
+// ({workspace}, as server-filesystem); its writes land there. Only the
+// kernel writes a kernel run's workspace, one operation at a time, and the
+// kernel recorded both manifests (kernel_workspace_manifests, first write
+// wins; the stored digest must match the one tool.started carries). So
+//   - a change between the before-manifest and the comparison point was
+//     made by this operation, provided no other operation can have been
+//     running then: every earlier operation must have ended by the
+//     comparison point (answered by its worker, or past its command's
+//     timeout bound); otherwise inconclusive;
+//   - no change proves none only if the operation itself cannot act any
+//     more after the comparison point: its worker answered (the tool call
+//     returned, or an injected fault fired around it), or the comparison
+//     point is past its timeout bound (commandBound for run_command, the
+//     MCP grace for a server). A call that may still be running is
+//     deferred (recheck_after), as the postcondition probe does.
+//
+// What it does not cover: an unconfined sandbox (RECKON_SANDBOX_UNCONFINED=1,
+// recorded as "unconfined" on the kernel's events) lets a command write
+// anywhere, so an unchanged workspace proves nothing and the probe never
+// says none there; a person or another program writing into a kernel
+// workspace breaks the attribution; effects a workspace-rooted MCP server
+// has beyond its root are not seen. A manifest that hit its caps
+// (truncated) proves nothing.
+type Diff struct {
+	// Root is <RECKON_DATA_DIR>/workspaces; Owners tells the kernel's
+	// runs; Manifests reads the stored manifests. All are required.
+	Root      string
+	Owners    kernel.RunOwners
+	Manifests ManifestReader
+	// Limits bound the walk of the current workspace.
+	Limits manifest.Limits
+	// Grace bounds an MCP call like MCP.Grace; default 5m.
+	Grace time.Duration
+	Now   func() time.Time
+}
+
+// Name implements Probe.
+func (p Diff) Name() string { return DiffName }
+
+// maxNamed bounds the changed paths named in a finding's detail.
+const maxNamed = 20
+
+// bound is how long after its start op may still act on the workspace.
+func (p Diff) bound(s StartedOp) time.Duration {
+	if s.Tool == kernel.ToolRunCommand {
+		return commandBound(s.Args)
+	}
+	if p.Grace > 0 {
+		return p.Grace
+	}
+	return 5 * time.Minute
+}
+
+// over reports whether s can no longer act on the workspace after t.
+func (p Diff) over(s StartedOp, t time.Time) bool {
+	return s.Answered || !t.Before(s.StartedAt.Add(p.bound(s)))
+}
+
+// Probe implements Probe.
+func (p Diff) Probe(ctx context.Context, run Run, op pipeline.WallOperation) (pipeline.Evidence, bool) {
+	if op.StartedKey.SourceID != kernel.SourceKernel || p.Manifests == nil {
+		return pipeline.Evidence{}, false
+	}
+	idx := -1
+	for i, s := range run.Started {
+		if s.OperationID == op.OperationID {
+			idx = i
+			break
+		}
+	}
+	if idx < 0 || run.Started[idx].Manifest == nil {
+		// Not a workspace tool, or a run from before manifests.
+		return pipeline.Evidence{}, false
+	}
+	self := run.Started[idx]
+	at := nowOr(p.Now)
+	prov := map[string]any{"before_digest": self.Manifest.Digest}
+	inconclusive := func(format string, args ...any) (pipeline.Evidence, bool) {
+		return evidence(DiffName, pipeline.FindingInconclusive, fmt.Sprintf(format, args...), at, prov), true
+	}
+	before, err := p.stored(ctx, run, self)
+	if err != nil {
+		return inconclusive("the manifest recorded before %s: %v", op.OperationID, err)
+	}
+	var (
+		after   manifest.Manifest
+		against string
+		cmpAt   time.Time
+	)
+	if idx+1 < len(run.Started) {
+		next := run.Started[idx+1]
+		if next.Manifest == nil {
+			return inconclusive("the later operation %s (%s) ran without a workspace manifest, so nothing records the workspace between the two", next.OperationID, next.Tool)
+		}
+		if after, err = p.stored(ctx, run, next); err != nil {
+			return inconclusive("the manifest recorded before the later operation %s: %v", next.OperationID, err)
+		}
+		against, cmpAt = fmt.Sprintf("the workspace as recorded before the later operation %s", next.OperationID), after.TakenAt
+		prov["against"] = map[string]any{"operation_id": next.OperationID, "digest": next.Manifest.Digest, "taken_at": after.TakenAt}
+	} else {
+		if op.State == "stale_in_flight" || !(run.Ended || op.State == "crash_window") {
+			return inconclusive("the run may still be running: a later step not yet in the journal could be changing the workspace")
+		}
+		if done := self.StartedAt.Add(p.bound(self)); !self.Answered && at.Before(done) {
+			ev, ok := inconclusive("%s may still be running until %s (its timeout plus slack); the workspace is compared once it cannot change any more", op.OperationID, done.UTC().Format(time.RFC3339))
+			ev.RecheckAfter = &done
+			return ev, ok
+		}
+		if after, err = p.current(ctx, run, before); err != nil {
+			return inconclusive("the run's workspace: %v", err)
+		}
+		against, cmpAt = "the workspace now", at
+		prov["against"] = map[string]any{"current": true, "digest": after.Digest(), "taken_at": after.TakenAt}
+	}
+	if after.Truncated != "" {
+		return inconclusive("%s is incomplete (%s): it proves nothing", against, after.Truncated)
+	}
+	for _, s := range run.Started[:idx] {
+		if !p.over(s, cmpAt) {
+			return inconclusive("the earlier operation %s may still have been running until %s, so a change cannot be attributed to %s", s.OperationID, cmpAt.UTC().Format(time.RFC3339), op.OperationID)
+		}
+	}
+	d := manifest.Compare(before, after)
+	if len(d.Changes) > 0 {
+		paths := d.Paths()
+		prov["changes"] = d.Changes
+		named := paths
+		if len(named) > maxNamed {
+			named = append(append([]string(nil), named[:maxNamed]...), fmt.Sprintf("… %d more", len(paths)-maxNamed))
+		}
+		return evidence(DiffName, pipeline.FindingOccurred,
+			fmt.Sprintf("%s differs from the manifest recorded before %s: %s", against, op.OperationID, strings.Join(named, ", ")), at, prov), true
+	}
+	if len(d.Undecided) > 0 {
+		prov["undecided"] = d.Undecided
+		return inconclusive("%s matches on metadata but content could not be compared for %s", against, strings.Join(d.Undecided, ", "))
+	}
+	if self.Unconfined {
+		return inconclusive("%s equals the manifest recorded before %s, but the command ran unconfined (RECKON_SANDBOX_UNCONFINED): it could have written outside the workspace", against, op.OperationID)
+	}
+	if !p.over(self, cmpAt) {
+		return inconclusive("%s equals the manifest recorded before %s, but %s may still have been running then", against, op.OperationID, op.OperationID)
+	}
+	return evidence(DiffName, pipeline.FindingNone,
+		fmt.Sprintf("%s equals the manifest recorded before %s, which can no longer act: the call left no durable effect", against, op.OperationID), at, prov), true
+}
+
+// stored reads s's before-manifest and checks it is complete and the one
+// its tool.started names.
+func (p Diff) stored(ctx context.Context, run Run, s StartedOp) (manifest.Manifest, error) {
+	m, ok, err := p.Manifests.Get(ctx, manifest.Key{Project: run.Project, RunID: run.RunID, OperationID: s.OperationID, Phase: manifest.PhaseBefore})
+	switch {
+	case err != nil:
+		return manifest.Manifest{}, err
+	case !ok:
+		return manifest.Manifest{}, errors.New("not stored")
+	case m.Digest() != s.Manifest.Digest:
+		return manifest.Manifest{}, fmt.Errorf("the stored manifest's digest %s is not the %s tool.started names", m.Digest(), s.Manifest.Digest)
+	case m.Truncated != "":
+		return manifest.Manifest{}, fmt.Errorf("incomplete (%s), so it proves nothing", m.Truncated)
+	}
+	return m, nil
+}
+
+// current walks the run's workspace now, from the kernel's own layout
+// (Workspaces) and without following a symlink on the way.
+func (p Diff) current(ctx context.Context, run Run, before manifest.Manifest) (manifest.Manifest, error) {
+	rel, whyNot, err := Workspaces{Root: p.Root, Owners: p.Owners}.Of(ctx, run.Project, run.RunID)
+	switch {
+	case err != nil:
+		return manifest.Manifest{}, fmt.Errorf("could not be established: %w", err)
+	case rel == "":
+		return manifest.Manifest{}, errors.New(whyNot)
+	}
+	root, err := os.Open(p.Root)
+	if err != nil {
+		return manifest.Manifest{}, fmt.Errorf("the workspaces root cannot be opened: %w", err)
+	}
+	defer root.Close()
+	ws, err := openNoFollow(root, rel, true)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return manifest.Manifest{}, fmt.Errorf("%s is gone; its absence proves nothing", filepath.Join(p.Root, rel))
+	case err != nil:
+		return manifest.Manifest{}, fmt.Errorf("%s cannot be opened without following a symlink: %w", filepath.Join(p.Root, rel), err)
+	}
+	defer ws.Close()
+	return manifest.TakeAt(ctx, ws, manifest.Options{Limits: p.Limits, HashAlso: before.Hashed(), Now: time.Now})
+}

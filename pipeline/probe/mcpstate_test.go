@@ -1,0 +1,119 @@
+package probe
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/seed-7bc021c3/reckon/internal/pgtest"
+	"github.com/seed-7bc021c3/reckon/kernel"
+	"github.com/seed-7bc021c3/reckon/kernel/mcptool"
+	"github.com/seed-7bc021c3/reckon/kernel/priorstate"
+	"github.com/seed-7bc021c3/reckon/pipeline"
+)
+
+// TestMCPStateMemoryServer drives @modelcontextprotocol/server-memory for
+// real: the kernel's tool records the prior state and makes (or not) the
+// call, then the probe reads the graph back.
+func TestMCPStateMemoryServer(t *testing.T) {
+	t.Parallel()
+	entry, err := filepath.Abs(filepath.Join("..", "..", "testdata", "npm", "node_modules", "@modelcontextprotocol", "server-memory", "dist", "index.js"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(entry); err != nil {
+		t.Fatalf("@modelcontextprotocol/server-memory is not installed: run scripts/ensure-deps.sh: %v", err)
+	}
+	db := pgtest.New(t)
+	ctx := context.Background()
+	priors := priorstate.Store{Pool: db.Pool}
+	srv := mcptool.ServerConfig{Name: "memory", Command: []string{"node", entry},
+		Env: map[string]string{"MEMORY_FILE_PATH": filepath.Join(t.TempDir(), "memory.jsonl")}}
+	ts, err := mcptool.New([]mcptool.ServerConfig{srv}, mcptool.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	started := time.Now().Add(-time.Hour)
+	run := Run{Project: "acme", RunID: "run-1", Ended: true}
+	create := func(name string) json.RawMessage {
+		b, _ := json.Marshal(map[string]any{"entities": []any{map[string]any{"name": name, "entityType": "incident", "observations": []any{"seen"}}}})
+		return b
+	}
+	// call records the prior state as the worker does, then executes the
+	// call when apply says so.
+	call := func(op, tool string, args json.RawMessage, apply bool) {
+		t.Helper()
+		tl, ok := ts.Lookup(tool)
+		if !ok {
+			t.Fatalf("no tool %s", tool)
+		}
+		c := kernel.ToolCall{Project: "acme", RunID: "run-1", OperationID: op, Tool: tool, Args: args, Workspace: t.TempDir()}
+		if pr, ok := tl.(kernel.PriorReader); ok {
+			st, applies, err := pr.ReadPrior(ctx, c)
+			if applies {
+				p := priorstate.Prior{Tool: tool, TakenAt: time.Now().UTC(), State: st}
+				if err != nil {
+					p.Error = err.Error()
+				}
+				if err := priors.Put(ctx, "acme", "run-1", op, p); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		if apply {
+			if _, err := tl.Execute(ctx, c); err != nil {
+				t.Fatalf("%s: %v", op, err)
+			}
+		}
+		run.Started = append(run.Started, StartedOp{OperationID: op, Tool: tool, Args: args, StartedAt: started, Answered: true})
+	}
+	wop := func(id string) pipeline.WallOperation {
+		for _, s := range run.Started {
+			if s.OperationID == id {
+				return pipeline.WallOperation{OperationID: id, Tool: s.Tool, Args: s.Args, State: "failed_uncertain", StartedAt: started,
+					StartedKey: kernel.EventKey{SourceID: kernel.SourceKernel, EventID: id}}
+			}
+		}
+		t.Fatalf("no op %s", id)
+		return pipeline.WallOperation{}
+	}
+	call("op-1", "mcp__create_entities", create("alpha"), true)  // landed
+	call("op-2", "mcp__create_entities", create("beta"), false)  // never sent
+	call("op-3", "mcp__create_entities", create("alpha"), false) // existed before
+	call("op-4", "mcp__create_entities", create("gamma"), true)  // landed, then re-issued
+	call("op-4-r1", "mcp__create_entities", create("gamma"), true)
+
+	probeWith := func(cfg mcptool.ServerConfig, id string) (pipeline.Evidence, bool) {
+		p := MCP{Looker: MCPClient{Servers: []mcptool.ServerConfig{cfg}}, Priors: priors}
+		wp, done := p.ForWall(run)
+		defer done()
+		return wp.Probe(ctx, run, wop(id))
+	}
+	for _, c := range []struct{ op, finding, detail string }{
+		{"op-1", pipeline.FindingOccurred, "entity alpha held neither before op-1"},
+		{"op-2", pipeline.FindingNone, "can no longer arrive"},
+		{"op-3", pipeline.FindingInconclusive, "already held before the call"},
+		{"op-4", pipeline.FindingOccurred, "the later write op-4-r1"},
+	} {
+		ev, ok := probeWith(srv, c.op)
+		if !ok || ev.Probe != MCPStateName || ev.Finding != c.finding || !strings.Contains(ev.Detail, c.detail) {
+			t.Errorf("%s: ok=%v %s %s %q, want %s containing %q", c.op, ok, ev.Probe, ev.Finding, ev.Detail, c.finding, c.detail)
+		}
+	}
+
+	// A read-only tool settles none only when the configuration trusts
+	// the server's annotations.
+	call("op-5", "mcp__read_graph", json.RawMessage(`{}`), false)
+	if ev, ok := probeWith(srv, "op-5"); ok {
+		t.Errorf("untrusted annotations were relied on: %+v", ev)
+	}
+	trusted := srv
+	trusted.TrustAnnotations = true
+	if ev, ok := probeWith(trusted, "op-5"); !ok || ev.Probe != MCPAnnotationsName || ev.Finding != pipeline.FindingNone {
+		t.Errorf("trusted readOnlyHint: ok=%v %+v", ok, ev)
+	}
+}
