@@ -70,6 +70,9 @@ type Config struct {
 	// implements both).
 	Operations OperationService
 	Verdicts   VerdictService
+	// BodyTimeout bounds how long a request (body included) may take to
+	// arrive; zero means BodyReadTimeout.
+	BodyTimeout time.Duration
 	// Console, when set, is the operator console (kernel/console), served
 	// as pages at / and under console.AssetPrefix.
 	Console http.Handler
@@ -90,6 +93,9 @@ type Server struct {
 func New(cfg Config) *Server {
 	if cfg.Tokens == nil {
 		cfg.Tokens = &auth.Tokens{}
+	}
+	if cfg.BodyTimeout <= 0 {
+		cfg.BodyTimeout = BodyReadTimeout
 	}
 	s := &Server{mux: chi.NewRouter(), cfg: cfg}
 	s.reqs = prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -222,7 +228,7 @@ func (s *Server) wrap() http.Handler {
 		}
 		s.mux.ServeHTTP(w, r)
 	})
-	return withRequestID(hlog.NewHandler(s.cfg.Log)(hlog.AccessHandler(s.accessLog)(inner)))
+	return s.withRequestID(hlog.NewHandler(s.cfg.Log)(hlog.AccessHandler(s.accessLog)(inner)))
 }
 
 // accessLog writes the one line per request: never the token's secret,
@@ -259,7 +265,7 @@ func infoFrom(ctx context.Context) *reqInfo {
 // withRequestID keeps a client's X-Request-Id when it is sane, else makes
 // one, echoes it, puts it on the request's logger, and sets the deadline
 // by which the request's body must have arrived.
-func withRequestID(next http.Handler) http.Handler {
+func (s *Server) withRequestID(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := r.Header.Get(RequestIDHeader)
 		if !saneRequestID(id) {
@@ -270,7 +276,7 @@ func withRequestID(next http.Handler) http.Handler {
 		w.Header().Set(RequestIDHeader, id)
 		// Best effort: a ResponseWriter without deadlines (a test
 		// recorder) simply has none.
-		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(BodyReadTimeout))
+		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.cfg.BodyTimeout))
 		info := &reqInfo{id: id}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), reqInfoKey{}, info)))
 	})
@@ -372,7 +378,7 @@ func ReadJSON(r *http.Request, v any) error {
 			return kernel.Errorf(kernel.ETooLarge, "request body is larger than %d bytes", mbe.Limit)
 		}
 		if errors.Is(err, os.ErrDeadlineExceeded) {
-			return kernel.Errorf(kernel.ETimeout, "request body not received within %s", BodyReadTimeout)
+			return kernel.Errorf(kernel.ETimeout, "request body not received in time (the server's body deadline, %s by default)", BodyReadTimeout)
 		}
 		return kernel.Errorf(kernel.EInvalid, "read request body: %v", err)
 	}

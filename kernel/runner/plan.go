@@ -37,6 +37,10 @@ const (
 	MaxTotal    = 1000 // steps of a plan and all its delegate plans
 	MaxDepth    = 4    // nesting of delegate plans
 	MaxReissues = 1    // re-issues per step after an uncertain failure
+	// MaxPlanBytes bounds a plan's JSON, well under Temporal's blob
+	// limit (2 MB by default) on the workflow input that carries it: a
+	// larger plan is a 413 before anything is written.
+	MaxPlanBytes = 512 << 10
 )
 
 // Plan is the input of a run: tool calls executed in order.
@@ -120,12 +124,22 @@ func DecodePlan(raw json.RawMessage) (Plan, error) {
 	if len(bytes.TrimSpace(raw)) == 0 || string(bytes.TrimSpace(raw)) == "null" {
 		return p, kernel.Errorf(kernel.EInvalid, "plan: required, e.g. {\"steps\": [{\"tool\": \"run_command\", \"args\": {\"command\": \"echo ok\"}}]}")
 	}
+	if len(raw) > MaxPlanBytes {
+		return p, tooLarge(len(raw))
+	}
+	if err := kernel.CheckJSON("plan", raw); err != nil {
+		return p, err
+	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&p); err != nil {
 		return p, kernel.Errorf(kernel.EInvalid, "plan: %v", err)
 	}
 	return p, nil
+}
+
+func tooLarge(n int) error {
+	return kernel.Errorf(kernel.ETooLarge, "plan: %d bytes of JSON; at most %d (MaxPlanBytes): put large inputs in files the plan's commands read", n, MaxPlanBytes)
 }
 
 var sha256RE = regexp.MustCompile(`^[0-9a-fA-F]{64}$`)

@@ -95,6 +95,9 @@ func (s *Starter) start(ctx context.Context, req StartParams) (string, bool, err
 	if err != nil {
 		return "", false, fmt.Errorf("marshal plan: %w", err)
 	}
+	if len(planJSON) > MaxPlanBytes {
+		return "", false, tooLarge(len(planJSON))
+	}
 	digest, err := digestJSON(planJSON)
 	if err != nil {
 		return "", false, err
@@ -131,10 +134,31 @@ func (s *Starter) start(ctx context.Context, req StartParams) (string, bool, err
 	}, WorkflowName, RunInput{
 		Project: req.Project, RunID: req.RunID, Workspace: ws, Plan: req.Plan, Timeouts: s.Timeouts,
 	})
-	if err != nil && !temporal.IsWorkflowExecutionAlreadyStartedError(err) {
-		return "", false, kernel.Errorf(kernel.EUnavailable, "start workflow %s: %v", wfID, err)
+	switch {
+	case err == nil:
+		// This request started the workflow: created, even when an
+		// earlier attempt recorded the run and failed before starting it.
+		return req.RunID, true, nil
+	case temporal.IsWorkflowExecutionAlreadyStartedError(err):
+		// An earlier request started it (and was answered so, see below).
+		return req.RunID, inserted, nil
 	}
-	return req.RunID, inserted, nil
+	// The start failed, or its answer was lost. If the workflow exists
+	// after all, the run started: say so. If it certainly does not, take
+	// back the row this request wrote, so the id is not taken forever by a
+	// run that never ran (a 409 for the next plan, a 404 for GET).
+	if _, derr := s.Client.DescribeWorkflowExecution(ctx, wfID, ""); derr == nil {
+		return req.RunID, true, nil
+	} else if nf := (*serviceerror.NotFound)(nil); errors.As(derr, &nf) && inserted {
+		if _, xerr := s.Pool.Exec(context.WithoutCancel(ctx), deleteRunSQL, req.Project, req.RunID); xerr != nil {
+			return "", false, fmt.Errorf("start workflow %s: %v; and take back its run row: %w", wfID, err, xerr)
+		}
+	}
+	var ia *serviceerror.InvalidArgument
+	if errors.As(err, &ia) {
+		return "", false, kernel.Errorf(kernel.EInvalid, "start workflow %s: Temporal refused it: %v", wfID, err)
+	}
+	return "", false, kernel.Errorf(kernel.EUnavailable, "start workflow %s: %v", wfID, err)
 }
 
 // refuseClaimed refuses a new run whose id, or the id of a child run its
