@@ -19,11 +19,13 @@ import (
 
 	"github.com/seed-7bc021c3/reckon/internal/app"
 	"github.com/seed-7bc021c3/reckon/internal/pgtest"
+	"github.com/seed-7bc021c3/reckon/internal/reckontest"
 	"github.com/seed-7bc021c3/reckon/internal/sandboxtest"
 	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/config"
 	"github.com/seed-7bc021c3/reckon/kernel/fault"
 	"github.com/seed-7bc021c3/reckon/kernel/httpapi"
+	"github.com/seed-7bc021c3/reckon/kernel/journal"
 	"github.com/seed-7bc021c3/reckon/kernel/operations"
 	"github.com/seed-7bc021c3/reckon/kernel/outbox"
 	"github.com/seed-7bc021c3/reckon/kernel/runner"
@@ -315,4 +317,64 @@ func startStack(t *testing.T, fc fault.Config) *app.Stack {
 	}
 	t.Cleanup(st.Close)
 	return st
+}
+
+// TestRunEventsPaginate: GET /v1/runs/{run_id} answers a page of events
+// (limit, next_cursor), bounded by MaxEventPageBytes whatever the events
+// hold: a run of 40 events of 1 MiB each (a 40 MiB answer before) comes in
+// pages of at most 4 MiB plus one event, and walking the cursor yields
+// every event once, in order.
+func TestRunEventsPaginate(t *testing.T) {
+	t.Parallel()
+	st := startStack(t, fault.Config{})
+	b := reckontest.Run{Project: "acme", RunID: "ext-big", Source: "bot"}
+	evs := []kernel.Event{b.RunStarted(time.Now().Add(-time.Hour))}
+	blob := strings.Repeat("z", 1<<20)
+	for i := range 40 {
+		evs = append(evs, b.Event(fmt.Sprintf("op-%d/started", i), kernel.TypeToolStarted, time.Now().Add(-time.Hour), map[string]any{
+			"operation_id": fmt.Sprintf("op-%d", i), "tool": "run_command", "args": map[string]any{"command": blob}}))
+	}
+	if _, err := journal.New(st.Pool, nil).Ingest(context.Background(), evs); err != nil {
+		t.Fatal(err)
+	}
+	base := "http://" + st.APIAddr + "/v1/runs/ext-big?project=acme"
+	seen, pages, largest := 0, 0, 0
+	cursor := ""
+	for {
+		u := base
+		if cursor != "" {
+			u += "&cursor=" + cursor
+		}
+		r := call(t, http.MethodGet, u, readerTok, "")
+		if r.status != http.StatusOK {
+			t.Fatalf("page %d: %d %s", pages, r.status, r.raw)
+		}
+		pages++
+		largest = max(largest, len(r.raw))
+		page, _ := r.body["events"].([]any)
+		for _, e := range page {
+			if id := e.(map[string]any)["event_id"]; id != evs[seen].EventID {
+				t.Fatalf("event %d is %v, want %s", seen, id, evs[seen].EventID)
+			}
+			seen++
+		}
+		next, _ := r.body["next_cursor"].(string)
+		if next == "" {
+			break
+		}
+		cursor = next
+	}
+	if seen != len(evs) || largest > runner.MaxEventPageBytes+(2<<20) {
+		t.Fatalf("%d events of %d in %d pages, largest %d bytes", seen, len(evs), pages, largest)
+	}
+	t.Logf("run of %d events (~%d MiB): %d pages, largest answer %d bytes", len(evs), len(evs)-1, pages, largest)
+	r := call(t, http.MethodGet, base+"&limit=2", readerTok, "")
+	if got, _ := r.body["events"].([]any); r.status != http.StatusOK || len(got) != 2 || r.body["next_cursor"] == nil {
+		t.Fatalf("limit=2: %d, %d events", r.status, len(got))
+	}
+	for _, q := range []string{"&limit=0", "&limit=1001", "&cursor=bogus"} {
+		if r := call(t, http.MethodGet, base+q, readerTok, ""); r.status != http.StatusBadRequest {
+			t.Fatalf("%s: %d %s", q, r.status, r.raw)
+		}
+	}
 }

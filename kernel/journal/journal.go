@@ -252,6 +252,29 @@ func (s *Store) RunEvents(ctx context.Context, project, runID string) ([]StoredE
 	return scanEvents(rows)
 }
 
+// RunEventsPage returns at most limit of a run's events after seq, in
+// journal order (GET /v1/runs/{run_id} pages through them).
+func (s *Store) RunEventsPage(ctx context.Context, project, runID string, afterSeq int64, limit int) ([]StoredEvent, error) {
+	rows, err := s.pool.Query(ctx, runEventsPageSQL, project, runID, afterSeq, limit)
+	if err != nil {
+		return nil, fmt.Errorf("run events %s/%s after %d: %w", project, runID, afterSeq, err)
+	}
+	return scanEvents(rows)
+}
+
+// RunTerminal reports whether the journal knows the run at all and the
+// type of its newest run.completed or run.failed ("" while neither).
+func (s *Store) RunTerminal(ctx context.Context, project, runID string) (known bool, terminal string, err error) {
+	var t *string
+	if err := s.pool.QueryRow(ctx, runTerminalSQL, project, runID).Scan(&known, &t); err != nil {
+		return false, "", fmt.Errorf("run status %s/%s: %w", project, runID, err)
+	}
+	if t != nil {
+		terminal = *t
+	}
+	return known, terminal, nil
+}
+
 // EventsOfType returns a project's events of one type at or after since,
 // newest first, at most limit.
 func (s *Store) EventsOfType(ctx context.Context, project, typ string, since time.Time, limit int) ([]StoredEvent, error) {

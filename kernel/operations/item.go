@@ -44,7 +44,12 @@ type Item struct {
 	State       string          `json:"state"`
 	StartedAt   time.Time       `json:"started_at"`
 	StartedKey  kernel.EventKey `json:"started_key"`
-	Args        json.RawMessage `json:"args,omitempty"`
+	// Args are the call's arguments when their JSON is at most
+	// MaxListedArgsBytes; larger ones are left out (ArgsTruncated, with
+	// their size in ArgsBytes): the operation's history has them in full.
+	Args          json.RawMessage `json:"args,omitempty"`
+	ArgsTruncated bool            `json:"args_truncated,omitempty"`
+	ArgsBytes     int             `json:"args_bytes,omitempty"`
 	// Failure is the operation's newest tool.failed, when it has one.
 	Failure *kernel.ToolFailed `json:"failure,omitempty"`
 	// FailureKey is that tool.failed's key: its source_id says who
@@ -92,7 +97,11 @@ type Page struct {
 
 // Page sizes.
 const (
-	DefaultLimit = 100
+	// MaxListedArgsBytes bounds the args a listing item carries, so a
+	// page of DefaultLimit items stays a few megabytes whatever the calls'
+	// arguments were (8 operations with 6 MB args once made 50 MB).
+	MaxListedArgsBytes = 16 << 10
+	DefaultLimit       = 100
 	MaxLimit     = 1000
 )
 

@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -194,40 +196,109 @@ const (
 	StatusFailed    = "failed"
 )
 
-// RunView is the body of GET /v1/runs/{run_id}.
+// RunView is the body of GET /v1/runs/{run_id}: the run's status and one
+// page of its events.
 type RunView struct {
 	RunID   string         `json:"run_id"`
 	Project string         `json:"project"`
 	Status  string         `json:"status"`
 	Events  []kernel.Event `json:"events"`
+	// NextCursor continues the events after this page; null on the last.
+	NextCursor *string `json:"next_cursor"`
 }
 
-// View reports a run's status and its events in journal order. A kernel
-// run's status comes from Temporal; a run Temporal does not know (an
-// external agent's) from its journal events. ENotFound when neither knows
-// it.
-func (s *Starter) View(ctx context.Context, project, runID string) (RunView, error) {
+// Pages of a run's events (GET /v1/runs/{run_id}?cursor=&limit=): a page
+// holds at most limit events (DefaultEventLimit, at most MaxEventLimit)
+// and stops early once its events' data passes MaxEventPageBytes (always
+// at least one event), so no answer is unbounded whatever the run holds.
+const (
+	DefaultEventLimit = 100
+	MaxEventLimit     = 1000
+	MaxEventPageBytes = 4 << 20
+)
+
+// EventPage selects a page of a run's events.
+type EventPage struct {
+	Cursor string // a RunView.NextCursor; empty: the first page
+	Limit  int    // 0: DefaultEventLimit
+}
+
+const eventCursorPrefix = "ev1:"
+
+// EncodeEventCursor is the cursor of the events after journal seq.
+func EncodeEventCursor(seq int64) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(eventCursorPrefix + strconv.FormatInt(seq, 10)))
+}
+
+// DecodeEventCursor returns the journal seq a cursor continues after; a
+// cursor this server did not make is EInvalid.
+func DecodeEventCursor(c string) (int64, error) {
+	raw, err := base64.RawURLEncoding.DecodeString(c)
+	if err == nil {
+		if rest, ok := strings.CutPrefix(string(raw), eventCursorPrefix); ok {
+			if seq, err := strconv.ParseInt(rest, 10, 64); err == nil && seq >= 0 && strconv.FormatInt(seq, 10) == rest {
+				return seq, nil
+			}
+		}
+	}
+	return 0, kernel.Errorf(kernel.EInvalid, "cursor %q is not a next_cursor of GET /v1/runs/{run_id}; start without one", kernel.Abbreviate(c, 64))
+}
+
+// View reports a run's status and a page of its events in journal order.
+// A kernel run's status comes from Temporal; a run Temporal does not know
+// (an external agent's) from its journal events. ENotFound when neither
+// knows it.
+func (s *Starter) View(ctx context.Context, project, runID string, page EventPage) (RunView, error) {
 	if err := kernel.ValidateID("project", project); err != nil {
 		return RunView{}, err
 	}
 	if err := kernel.ValidateID("run_id", runID); err != nil {
 		return RunView{}, err
 	}
-	evs, err := runEvents(ctx, s.Journal, project, runID)
+	var after int64
+	if page.Cursor != "" {
+		var err error
+		if after, err = DecodeEventCursor(page.Cursor); err != nil {
+			return RunView{}, err
+		}
+	}
+	limit := page.Limit
+	switch {
+	case limit == 0:
+		limit = DefaultEventLimit
+	case limit < 0 || limit > MaxEventLimit:
+		return RunView{}, kernel.Errorf(kernel.EInvalid, "limit must be between 1 and %d, got %d", MaxEventLimit, limit)
+	}
+	// One more than the page, to know whether another follows.
+	stored, err := s.Journal.RunEventsPage(ctx, project, runID, after, limit+1)
 	if err != nil {
 		return RunView{}, err
 	}
-	v := RunView{RunID: runID, Project: project, Events: evs}
+	v := RunView{RunID: runID, Project: project, Events: []kernel.Event{}}
+	size := 0
+	for i, e := range stored {
+		if i == limit || (i > 0 && size+len(e.Data) > MaxEventPageBytes) {
+			c := EncodeEventCursor(stored[i-1].Seq)
+			v.NextCursor = &c
+			break
+		}
+		size += len(e.Data)
+		v.Events = append(v.Events, e.Event)
+	}
+	known, terminal, err := s.Journal.RunTerminal(ctx, project, runID)
+	if err != nil {
+		return RunView{}, err
+	}
 	d, err := s.Client.DescribeWorkflowExecution(ctx, kernel.WorkflowID(project, runID), "")
 	var nf *serviceerror.NotFound
 	switch {
 	case err == nil:
 		v.Status = workflowStatus(d.GetWorkflowExecutionInfo().GetStatus())
 	case errors.As(err, &nf):
-		if len(v.Events) == 0 {
+		if !known {
 			return RunView{}, kernel.Errorf(kernel.ENotFound, "no run %s in project %s", runID, project)
 		}
-		v.Status = journalStatus(v.Events)
+		v.Status = journalStatus(terminal)
 	default:
 		return RunView{}, kernel.Errorf(kernel.EUnavailable, "describe run %s/%s in Temporal: %v", project, runID, err)
 	}
@@ -245,15 +316,14 @@ func workflowStatus(st enumspb.WorkflowExecutionStatus) string {
 	}
 }
 
-func journalStatus(evs []kernel.Event) string {
-	status := StatusRunning
-	for _, e := range evs {
-		switch e.Type {
-		case kernel.TypeRunCompleted:
-			status = StatusCompleted
-		case kernel.TypeRunFailed:
-			status = StatusFailed
-		}
+// journalStatus is the status of a run Temporal does not know, from its
+// newest terminal event's type ("" while it has none).
+func journalStatus(terminal string) string {
+	switch terminal {
+	case kernel.TypeRunCompleted:
+		return StatusCompleted
+	case kernel.TypeRunFailed:
+		return StatusFailed
 	}
-	return status
+	return StatusRunning
 }
