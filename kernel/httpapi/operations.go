@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"bytes"
 	"encoding/json"
 	"net/http"
 	"strconv"
@@ -103,15 +102,12 @@ func (s *Server) postReconcile(w http.ResponseWriter, r *http.Request) error {
 	if s.cfg.Operations == nil {
 		return unserved("operations")
 	}
-	var raw json.RawMessage
-	if err := ReadJSON(r, &raw); err != nil {
-		return err
-	}
 	var b reconcileBody
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&b); err != nil {
-		return kernel.Errorf(kernel.EInvalid, "reconcile body must be {project, run_id, operation_id, effect, note, evidence?}: %v", err)
+	if err := ReadJSON(r, &b); err != nil {
+		if kernel.ErrorCode(err) == kernel.EInvalid {
+			return kernel.Errorf(kernel.EInvalid, "reconcile body must be {project, run_id, operation_id, effect, note, evidence?}: %s", kernel.ErrorMessage(err))
+		}
+		return err
 	}
 	p, _ := PrincipalFrom(r.Context())
 	rec, err := s.cfg.Operations.Reconcile(r.Context(), operations.ReconcileParams{

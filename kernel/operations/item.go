@@ -102,7 +102,7 @@ const (
 	// arguments were (8 operations with 6 MB args once made 50 MB).
 	MaxListedArgsBytes = 16 << 10
 	DefaultLimit       = 100
-	MaxLimit     = 1000
+	MaxLimit           = 1000
 )
 
 // position is a place in the listing order (started_at, seq).
