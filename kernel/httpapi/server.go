@@ -21,6 +21,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -146,7 +147,12 @@ func (s *Server) handle(rt route) {
 		info := infoFrom(r.Context())
 		info.route = method + " " + pattern
 		sw := &statusWriter{ResponseWriter: w, code: http.StatusOK}
-		defer func() { s.reqs.WithLabelValues(method+" "+pattern, fmt.Sprint(sw.code)).Inc() }()
+		defer func() {
+			s.reqs.WithLabelValues(method+" "+pattern, fmt.Sprint(sw.code)).Inc()
+			if f := statusObserver.Load(); f != nil {
+				(*f)(method+" "+pattern, sw.code)
+			}
+		}()
 		if err := checkQuery(r); err != nil {
 			Error(sw, r, err)
 			return
@@ -206,6 +212,11 @@ func checkQuery(r *http.Request) error {
 	}
 	return nil
 }
+
+// statusObserver, when set, sees the status of every routed response: the
+// package's tests record them all and check each against openapi.json
+// (export_test.go). Production never sets it.
+var statusObserver atomic.Pointer[func(route string, status int)]
 
 // Routes lists every route the server serves, in table order.
 func (s *Server) Routes() []Route { return append([]Route(nil), s.routes...) }
