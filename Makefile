@@ -70,9 +70,8 @@ soak: build
 ## and it stays a regression test that plain `go test` runs.
 FUZZTIME ?= 60s
 FUZZ_TARGETS = ./kernel/:FuzzDecodeEvent ./kernel/:FuzzCanonical ./kernel/:FuzzCheckJSON \
-	./kernel/runner/:FuzzDecodePlan ./kernel/runner/:FuzzEventCursor \
-	./kernel/operations/:FuzzListingCursor ./kernel/httpapi/:FuzzReconcileBody \
-	./kernel/auth/:FuzzParseTokens
+	./kernel/:FuzzReconcileBody ./kernel/:FuzzCursor ./kernel/journal/:FuzzEventCursor \
+	./kernel/plan/:FuzzDecodePlan ./kernel/auth/:FuzzParseTokens
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; name=$${t##*:}; \

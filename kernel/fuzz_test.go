@@ -3,7 +3,9 @@ package kernel
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 )
 
@@ -116,6 +118,64 @@ func FuzzCheckJSON(f *testing.F) {
 		b, err2 := Canonical(out)
 		if err1 != nil || err2 != nil || !bytes.Equal(a, b) {
 			t.Fatalf("decoding changed %q into %q (%v, %v)", raw, out, err1, err2)
+		}
+	})
+}
+
+// FuzzCursor: the listings' cursor decoder never panics, refuses with
+// EInvalid, and what it accepts re-encodes to a cursor that decodes to the
+// same position.
+func FuzzCursor(f *testing.F) {
+	for _, s := range []string{EncodeCursor("v1:", time.Unix(1700000000, 0), 7), "", "bogus", "djE6MTow", "djE6LTE6LTE", "\x00", "\xff", "%00"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, c string) {
+		ts, seq, err := DecodeCursor(c, "v1:")
+		if err != nil {
+			if ErrorCode(err) != EInvalid || !utf8.ValidString(err.Error()) {
+				t.Fatalf("code %q: %q", ErrorCode(err), err)
+			}
+			return
+		}
+		ts2, seq2, err := DecodeCursor(EncodeCursor("v1:", ts, seq), "v1:")
+		if err != nil || !ts2.Equal(ts) || seq2 != seq {
+			t.Fatalf("cursor %q: %v/%d → %v/%d (%v)", c, ts, seq, ts2, seq2, err)
+		}
+	})
+}
+
+// FuzzReconcileBody: the reconcile body through the one strict decoder
+// never panics; a body it accepts has text fields storage can hold
+// (valid UTF-8, no NUL) and evidence with a canonical form.
+func FuzzReconcileBody(f *testing.F) {
+	for _, s := range []string{
+		`{"project":"acme","run_id":"r1","operation_id":"op-1","effect":"occurred","note":"seen","evidence":{"path":"proof.txt"}}`,
+		`{"project":"acme","run_id":"r1","operation_id":"op-1","effect":"occurred","note":"a\u0000b"}`,
+		"{\"project\":\"acme\",\"run_id\":\"r1\",\"operation_id\":\"op-1\",\"effect\":\"occurred\",\"note\":\"\xff\"}",
+		`{"project":"acme","project":"other","run_id":"r1","operation_id":"op-1","effect":"none","note":"x"}`,
+		`{"project":"acme","run_id":"r1","operation_id":"op-1","effect":"none","note":"x","basis":"probe"}`,
+		`{"project":"acme","run_id":"r1","operation_id":"op-1","effect":"none","note":"x","evidence":{"a":"\udcff"}}`,
+		`{}`, `[]`, `null`, ``,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		var b ReconcileRequest
+		if err := DecodeStrict("request body", raw, &b); err != nil {
+			if ErrorCode(err) != EInvalid {
+				t.Fatalf("code %q: %v", ErrorCode(err), err)
+			}
+			return
+		}
+		for _, s := range []string{b.Project, b.RunID, b.OperationID, b.Effect, b.Note} {
+			if !utf8.ValidString(s) || strings.IndexByte(s, 0) >= 0 {
+				t.Fatalf("accepted %q", s)
+			}
+		}
+		if ev := bytes.TrimSpace(b.Evidence); len(ev) > 0 {
+			if _, err := Canonical(ev); err != nil {
+				t.Fatalf("accepted evidence %q without a canonical form: %v", ev, err)
+			}
 		}
 	})
 }

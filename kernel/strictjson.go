@@ -1,6 +1,7 @@
 package kernel
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -30,6 +31,39 @@ func CheckJSON(what string, raw []byte) error {
 		return Errorf(EInvalid, "%s: %s", what, err.Error())
 	}
 	return nil
+}
+
+// DecodeStrict is the boundary's one strict decoder of a JSON request
+// body: CheckJSON first, then a decoder that refuses fields v does not
+// declare and trailing data. what names the document in messages.
+func DecodeStrict(what string, body []byte, v any) error {
+	if len(bytes.TrimSpace(body)) == 0 {
+		return Errorf(EInvalid, "%s is empty; expected a JSON object", what)
+	}
+	if err := CheckJSON(what, body); err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return Errorf(EInvalid, "%s is not valid JSON for this endpoint: %v", what, err)
+	}
+	if dec.More() {
+		return Errorf(EInvalid, "%s has trailing data after the JSON value", what)
+	}
+	return nil
+}
+
+// ReconcileRequest is the body of POST /v1/agent/operations/reconcile:
+// an operator's ruling. Basis and actor are not fields: the server decides
+// them, and DecodeStrict refuses a caller who sends them.
+type ReconcileRequest struct {
+	Project     string          `json:"project"`
+	RunID       string          `json:"run_id"`
+	OperationID string          `json:"operation_id"`
+	Effect      string          `json:"effect"`
+	Note        string          `json:"note"`
+	Evidence    json.RawMessage `json:"evidence"`
 }
 
 // CheckText refuses a NUL or invalid UTF-8 in a text value outside JSON

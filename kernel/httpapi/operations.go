@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"encoding/json"
 	"net/http"
 	"strconv"
 	"time"
@@ -84,25 +83,13 @@ func pageQuery(r *http.Request) (operations.ListParams, error) {
 	return p, nil
 }
 
-// reconcileBody is the reconcile request as the API accepts it; unknown
-// fields are rejected so that a caller who sends basis or actor learns
-// that the server decides those.
-type reconcileBody struct {
-	Project     string          `json:"project"`
-	RunID       string          `json:"run_id"`
-	OperationID string          `json:"operation_id"`
-	Effect      string          `json:"effect"`
-	Note        string          `json:"note"`
-	Evidence    json.RawMessage `json:"evidence"`
-}
-
 // postReconcile serves POST /v1/agent/operations/reconcile (operator): an
 // operator's ruling, recorded as operation.reconciled with basis operator.
 func (s *Server) postReconcile(w http.ResponseWriter, r *http.Request) error {
 	if s.cfg.Operations == nil {
 		return unserved("operations")
 	}
-	var b reconcileBody
+	var b kernel.ReconcileRequest
 	if err := ReadJSON(r, &b); err != nil {
 		if kernel.ErrorCode(err) == kernel.EInvalid {
 			return kernel.Errorf(kernel.EInvalid, "reconcile body must be {project, run_id, operation_id, effect, note, evidence?}: %s", kernel.ErrorMessage(err))

@@ -7,7 +7,6 @@
 package httpapi
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -396,26 +395,8 @@ func ReadJSON(r *http.Request, v any) error {
 	return DecodeStrict("request body", body, v)
 }
 
-// DecodeStrict decodes body into v as ReadJSON does: CheckJSON first, then
-// a decoder that refuses unknown fields and trailing data. what names the
-// document in messages.
-func DecodeStrict(what string, body []byte, v any) error {
-	if len(bytes.TrimSpace(body)) == 0 {
-		return kernel.Errorf(kernel.EInvalid, "%s is empty; expected a JSON object", what)
-	}
-	if err := kernel.CheckJSON(what, body); err != nil {
-		return err
-	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return kernel.Errorf(kernel.EInvalid, "%s is not valid JSON for this endpoint: %v", what, err)
-	}
-	if dec.More() {
-		return kernel.Errorf(kernel.EInvalid, "%s has trailing data after the JSON value", what)
-	}
-	return nil
-}
+// DecodeStrict is kernel.DecodeStrict, the one strict decoder.
+func DecodeStrict(what string, body []byte, v any) error { return kernel.DecodeStrict(what, body, v) }
 
 type statusWriter struct {
 	http.ResponseWriter

@@ -5,8 +5,11 @@ package journal
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -336,4 +339,25 @@ func (s *Store) RepairOpenHints(ctx context.Context) (int64, error) {
 		return 0, fmt.Errorf("repair open hints: %w", err)
 	}
 	return tag.RowsAffected(), nil
+}
+
+const eventCursorPrefix = "ev1:"
+
+// EncodeEventCursor is the cursor of the events after journal seq.
+func EncodeEventCursor(seq int64) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(eventCursorPrefix + strconv.FormatInt(seq, 10)))
+}
+
+// DecodeEventCursor returns the journal seq a cursor continues after; a
+// cursor this server did not make is EInvalid.
+func DecodeEventCursor(c string) (int64, error) {
+	raw, err := base64.RawURLEncoding.DecodeString(c)
+	if err == nil {
+		if rest, ok := strings.CutPrefix(string(raw), eventCursorPrefix); ok {
+			if seq, err := strconv.ParseInt(rest, 10, 64); err == nil && seq >= 0 && strconv.FormatInt(seq, 10) == rest {
+				return seq, nil
+			}
+		}
+	}
+	return 0, kernel.Errorf(kernel.EInvalid, "cursor %q is not a next_cursor of GET /v1/runs/{run_id}; start without one", kernel.Abbreviate(c, 64))
 }

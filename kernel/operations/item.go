@@ -14,10 +14,7 @@
 package operations
 
 import (
-	"encoding/base64"
 	"encoding/json"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/seed-7bc021c3/reckon/kernel"
@@ -119,30 +116,12 @@ func encodeCursor(p position) string { return encodePrefixedCursor(p, cursorPref
 func decodeCursor(s string) (position, error) { return decodePrefixedCursor(s, cursorPrefix) }
 
 // encodePrefixedCursor makes an opaque cursor after p; the prefix keeps the
-// cursors of different pagings apart.
+// cursors of different pagings apart (kernel.EncodeCursor).
 func encodePrefixedCursor(p position, prefix string) string {
-	raw := prefix + strconv.FormatInt(p.ts.UnixMicro(), 10) + ":" + strconv.FormatInt(p.seq, 10)
-	return base64.RawURLEncoding.EncodeToString([]byte(raw))
+	return kernel.EncodeCursor(prefix, p.ts, p.seq)
 }
 
 func decodePrefixedCursor(s, prefix string) (position, error) {
-	bad := kernel.Errorf(kernel.EInvalid, "cursor %q is not a cursor this API issued for this list; pass next_cursor from the same list unchanged", s)
-	raw, err := base64.RawURLEncoding.DecodeString(s)
-	if err != nil {
-		return position{}, bad
-	}
-	rest, ok := strings.CutPrefix(string(raw), prefix)
-	if !ok {
-		return position{}, bad
-	}
-	a, b, ok := strings.Cut(rest, ":")
-	if !ok {
-		return position{}, bad
-	}
-	us, err1 := strconv.ParseInt(a, 10, 64)
-	seq, err2 := strconv.ParseInt(b, 10, 64)
-	if err1 != nil || err2 != nil || seq < 0 {
-		return position{}, bad
-	}
-	return position{ts: time.UnixMicro(us).UTC(), seq: seq}, nil
+	ts, seq, err := kernel.DecodeCursor(s, prefix)
+	return position{ts: ts, seq: seq}, err
 }

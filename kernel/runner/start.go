@@ -4,14 +4,12 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -23,6 +21,7 @@ import (
 
 	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/journal"
+	"github.com/seed-7bc021c3/reckon/kernel/plan"
 )
 
 // Starter starts runs idempotently and reports their state.
@@ -98,9 +97,9 @@ func (s *Starter) start(ctx context.Context, req StartParams) (string, bool, err
 		return "", false, fmt.Errorf("marshal plan: %w", err)
 	}
 	if len(planJSON) > MaxPlanBytes {
-		return "", false, tooLarge(len(planJSON))
+		return "", false, plan.TooLarge(len(planJSON))
 	}
-	digest, err := digestJSON(planJSON)
+	digest, err := plan.DigestJSON(planJSON)
 	if err != nil {
 		return "", false, err
 	}
@@ -177,7 +176,7 @@ func (s *Starter) refuseClaimed(ctx context.Context, req StartParams) error {
 		return nil // an idempotent start, decided below
 	}
 	var source, runID string
-	err := s.Pool.QueryRow(ctx, foreignEventSQL, req.Project, req.Plan.runIDs(req.RunID)).Scan(&source, &runID)
+	err := s.Pool.QueryRow(ctx, foreignEventSQL, req.Project, req.Plan.RunIDs(req.RunID)).Scan(&source, &runID)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil
 	}
@@ -223,27 +222,6 @@ type EventPage struct {
 	Limit  int    // 0: DefaultEventLimit
 }
 
-const eventCursorPrefix = "ev1:"
-
-// EncodeEventCursor is the cursor of the events after journal seq.
-func EncodeEventCursor(seq int64) string {
-	return base64.RawURLEncoding.EncodeToString([]byte(eventCursorPrefix + strconv.FormatInt(seq, 10)))
-}
-
-// DecodeEventCursor returns the journal seq a cursor continues after; a
-// cursor this server did not make is EInvalid.
-func DecodeEventCursor(c string) (int64, error) {
-	raw, err := base64.RawURLEncoding.DecodeString(c)
-	if err == nil {
-		if rest, ok := strings.CutPrefix(string(raw), eventCursorPrefix); ok {
-			if seq, err := strconv.ParseInt(rest, 10, 64); err == nil && seq >= 0 && strconv.FormatInt(seq, 10) == rest {
-				return seq, nil
-			}
-		}
-	}
-	return 0, kernel.Errorf(kernel.EInvalid, "cursor %q is not a next_cursor of GET /v1/runs/{run_id}; start without one", kernel.Abbreviate(c, 64))
-}
-
 // View reports a run's status and a page of its events in journal order.
 // A kernel run's status comes from Temporal; a run Temporal does not know
 // (an external agent's) from its journal events. ENotFound when neither
@@ -258,7 +236,7 @@ func (s *Starter) View(ctx context.Context, project, runID string, page EventPag
 	var after int64
 	if page.Cursor != "" {
 		var err error
-		if after, err = DecodeEventCursor(page.Cursor); err != nil {
+		if after, err = journal.DecodeEventCursor(page.Cursor); err != nil {
 			return RunView{}, err
 		}
 	}
@@ -278,7 +256,7 @@ func (s *Starter) View(ctx context.Context, project, runID string, page EventPag
 	size := 0
 	for i, e := range stored {
 		if i == limit || (i > 0 && size+len(e.Data) > MaxEventPageBytes) {
-			c := EncodeEventCursor(stored[i-1].Seq)
+			c := journal.EncodeEventCursor(stored[i-1].Seq)
 			v.NextCursor = &c
 			break
 		}
