@@ -22,12 +22,15 @@ func FuzzParseTokens(f *testing.F) {
 		if err != nil {
 			return
 		}
-		for _, entry := range strings.Split(spec, ",") {
-			parts := strings.Split(strings.TrimSpace(entry), ":")
-			if len(parts) < 3 {
+		// The entries as Parse reads them: comma- or newline-separated,
+		// trimmed, "#" lines skipped.
+		for _, entry := range strings.FieldsFunc(spec, func(r rune) bool { return r == ',' || r == '\n' }) {
+			entry = strings.TrimSpace(entry)
+			parts := strings.Split(entry, ":")
+			if strings.HasPrefix(entry, "#") || len(parts) < 3 {
 				continue
 			}
-			secret := strings.TrimSpace(parts[2])
+			secret := parts[2]
 			p, ok := toks.Authenticate(secret)
 			if !ok {
 				t.Fatalf("spec %q: secret %q of a parsed entry does not authenticate", spec, secret)
