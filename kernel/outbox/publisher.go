@@ -93,13 +93,21 @@ func NewMetrics(reg prometheus.Registerer, pool *pgxpool.Pool) *Metrics {
 			Help: "Publisher passes that failed as a whole (e.g. the database unreachable), each followed by a capped, jittered backoff.",
 		}),
 	}
-	if reg != nil {
-		reg.MustRegister(m.delivered, m.parked, m.failures, m.pruned, m.loopErrors)
-		if pool != nil {
-			reg.MustRegister(newStatsCollector(pool))
-		}
-	}
+	m.MustRegister(reg, pool)
 	return m
+}
+
+// MustRegister registers the metrics with reg (nothing when nil), and the
+// backlog gauges read from pool at scrape time when pool is set: the
+// process that publishes registers them.
+func (m *Metrics) MustRegister(reg prometheus.Registerer, pool *pgxpool.Pool) {
+	if reg == nil {
+		return
+	}
+	reg.MustRegister(m.delivered, m.parked, m.failures, m.pruned, m.loopErrors)
+	if pool != nil {
+		reg.MustRegister(newStatsCollector(pool))
+	}
 }
 
 // statsCollector reads backlog figures from the database on scrape. When
