@@ -50,7 +50,8 @@ func NewLogger(cfg config.Config) zerolog.Logger {
 	}
 	var l zerolog.Logger
 	if format == "console" {
-		l = zerolog.New(zerolog.ConsoleWriter{Out: os.Stderr, TimeFormat: time.TimeOnly})
+		// Colour only on a terminal: escapes in a file or a pipe are noise.
+		l = zerolog.New(zerolog.ConsoleWriter{Out: os.Stderr, TimeFormat: time.TimeOnly, NoColor: !isatty.IsTerminal(os.Stderr.Fd())})
 	} else {
 		l = zerolog.New(os.Stderr)
 	}
