@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +18,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/seed-7bc021c3/reckon/internal/pgtest"
+	"github.com/seed-7bc021c3/reckon/internal/reckontest"
 	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/auth"
 	"github.com/seed-7bc021c3/reckon/kernel/httpapi"
@@ -145,7 +145,7 @@ func TestHTTPConventions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var logs syncBuffer
+	var logs reckontest.Buffer
 	reg := prometheus.NewRegistry()
 	api := httpapi.New(httpapi.Config{Tokens: tokens, Log: zerolog.New(&logs), Registry: reg,
 		Journal: journal.New(s.Pool, reg), Owners: operations.Owners{Pool: s.Pool}})
@@ -177,7 +177,7 @@ func TestHTTPConventions(t *testing.T) {
 			t.Fatalf("HEAD %s: %d", p, resp.StatusCode)
 		}
 	}
-	lines := logs.lines()
+	lines := logs.Lines()
 	var access []map[string]any
 	for _, l := range lines {
 		var m map[string]any
@@ -270,24 +270,6 @@ func TestSlowBodyTimesOut(t *testing.T) {
 			t.Fatalf("slow body (%q): %q %v after %s, want %d", c.auth, first, err, time.Since(start), c.want)
 		}
 	}
-}
-
-// syncBuffer collects log lines written from the server's goroutines.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) lines() []string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return strings.Split(strings.TrimSpace(b.buf.String()), "\n")
 }
 
 // do sends req and drains and closes its answer.

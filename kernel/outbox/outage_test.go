@@ -1,11 +1,9 @@
 package outbox_test
 
 import (
-	"bytes"
 	"context"
 	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
+	"github.com/seed-7bc021c3/reckon/internal/reckontest"
 	"github.com/seed-7bc021c3/reckon/kernel/outbox"
 )
 
@@ -76,7 +75,7 @@ func TestPublisherBacksOffWhileDatabaseDown(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	pool := deadPool(t)
 	m := outbox.NewMetrics(reg, nil)
-	var logs lockedBuffer
+	var logs reckontest.Buffer
 	p := outbox.NewPublisher(pool, nil, outbox.Config{PollInterval: 5 * time.Millisecond, BaseBackoff: 50 * time.Millisecond,
 		OutageBackoff: 400 * time.Millisecond, PruneEvery: time.Hour}, m, zerolog.New(&logs))
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
@@ -106,21 +105,4 @@ func countMetric(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	}
 	t.Fatalf("no metric %s", name)
 	return 0
-}
-
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
