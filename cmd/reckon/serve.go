@@ -5,7 +5,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 
@@ -131,7 +130,7 @@ func runServe(ctx context.Context, args []string) error {
 			return err
 		}
 	}
-	fmt.Fprintf(os.Stderr, "reckon serve: %s\n", strings.Join(roles, ", "))
+	core.Log.Log().Strs("roles", roles).Msgf("reckon serve: %s", strings.Join(roles, ", "))
 	select {
 	case <-ctx.Done():
 	case err = <-errc:
