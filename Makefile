@@ -9,7 +9,7 @@ export DATABASE_URL
 GO ?= go
 TEST_TIMEOUT ?= 18m
 
-.PHONY: all build db deps browser-deps test test-browser screenshots demo bench lint clean soak
+.PHONY: all build db deps browser-deps test test-browser screenshots demo bench lint clean soak fuzz
 
 all: build
 
@@ -70,6 +70,21 @@ bench: db deps
 soak: build
 	@scripts/ensure-soak-deps.sh
 	bin/reckon soak
+
+## fuzz: every fuzz target of the boundary's decoders, each for FUZZTIME
+## (default 60s; .ci/run passes a few seconds). A finding is written under
+## the package's testdata/fuzz/ and fails the target: commit it with a fix,
+## and it stays a regression test that plain `go test` runs.
+FUZZTIME ?= 60s
+FUZZ_TARGETS = ./kernel/:FuzzDecodeEvent ./kernel/:FuzzCanonical ./kernel/:FuzzCheckJSON \
+	./kernel/:FuzzReconcileBody ./kernel/:FuzzCursor ./kernel/journal/:FuzzEventCursor \
+	./kernel/plan/:FuzzDecodePlan ./kernel/auth/:FuzzParseTokens
+fuzz:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; name=$${t##*:}; \
+		echo "fuzz $$name ($$pkg) for $(FUZZTIME)"; \
+		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) $$pkg; \
+	done
 
 lint:
 	$(GO) vet ./...

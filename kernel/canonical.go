@@ -16,7 +16,13 @@ import (
 // insignificant whitespace, numbers in their shortest exact form. Two JSON
 // documents that differ only in key order, whitespace or number spelling
 // (1.0 and 1) have the same canonical form; any changed value differs.
+// Invalid UTF-8, a lone surrogate escape, a NUL or a duplicate key is an
+// error (CheckJSON), never replaced: two different byte strings must never
+// share a canonical form.
 func Canonical(raw []byte) ([]byte, error) {
+	if err := CheckJSON("canonical json", raw); err != nil {
+		return nil, err
+	}
 	v, err := decodeJSON(raw)
 	if err != nil {
 		return nil, err

@@ -13,6 +13,7 @@ const (
 	ENotFound     = "not_found"    // 404
 	EConflict     = "conflict"     // 409: same key, different content
 	ETooLarge     = "too_large"    // 413
+	ETimeout      = "timeout"      // 408: the request body did not arrive in time
 	EUnavailable  = "unavailable"  // 503: a dependency is down
 	EInternal     = "internal"     // 500
 )
@@ -53,4 +54,21 @@ func ErrorMessage(err error) string {
 		return e.Message
 	}
 	return "internal error"
+}
+
+// Unavailable marks err as a dependency outage (EUnavailable: 503 with
+// Retry-After), keeping err in the chain for logs. Storage packages wrap
+// connection failures with it so that a database outage is never a 500.
+func Unavailable(what string, err error) error {
+	return &unavailableError{what: what, err: err}
+}
+
+type unavailableError struct {
+	what string
+	err  error
+}
+
+func (u *unavailableError) Error() string { return u.what + ": " + u.err.Error() }
+func (u *unavailableError) Unwrap() []error {
+	return []error{&Error{Code: EUnavailable, Message: u.what + " is unavailable; retry later"}, u.err}
 }

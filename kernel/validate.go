@@ -15,6 +15,14 @@ import (
 // operation_id) so a runaway client cannot bloat indexes.
 const MaxKeyLen = 512
 
+// Bounds of an event's ts at the boundary: nothing reckon records happened
+// before the Unix epoch, and a clock more than a day ahead is wrong, not
+// early (year 9999 would sort after every real event forever).
+var MinTS = time.Unix(0, 0).UTC()
+
+// MaxTSAhead is how far past the server's clock an event's ts may lie.
+const MaxTSAhead = 24 * time.Hour
+
 // wireEvent is the event as it arrives over HTTP: ts is a string so a bad
 // timestamp is reported by field, and data is raw so unknown fields survive.
 type wireEvent struct {
@@ -31,10 +39,24 @@ type wireEvent struct {
 
 // DecodeEvent parses one event from JSON and validates it. The error is an
 // *Error with code EInvalid whose message names the offending field.
+//
+// Before decoding, the bytes are checked (CheckJSON): a NUL, invalid UTF-8
+// or a duplicate key anywhere is refused, never replaced or resolved. An
+// envelope field the event model does not know is refused too (a misspelt
+// "runId" would otherwise vanish); unknown fields inside data are kept.
+// ts must lie in [MinTS, now + MaxTSAhead].
 func DecodeEvent(raw []byte) (Event, error) {
+	if err := CheckJSON("event", raw); err != nil {
+		return Event{}, err
+	}
 	var w wireEvent
-	if err := json.Unmarshal(raw, &w); err != nil {
-		return Event{}, Errorf(EInvalid, "event is not a JSON object with the expected field types: %v", err)
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&w); err != nil {
+		return Event{}, Errorf(EInvalid, "event is not a JSON object with the expected fields and field types: %v", err)
+	}
+	if dec.More() {
+		return Event{}, Errorf(EInvalid, "event: trailing data after the JSON object")
 	}
 	str := func(p *string) string {
 		if p == nil {
@@ -54,6 +76,9 @@ func DecodeEvent(raw []byte) (Event, error) {
 		return Event{}, fieldErr(e, "ts", "must be RFC 3339 (e.g. 2026-11-30T10:00:00Z), got %q", *w.TS)
 	}
 	e.TS = ts.UTC()
+	if e.TS.Before(MinTS) || e.TS.After(time.Now().Add(MaxTSAhead)) {
+		return Event{}, fieldErr(e, "ts", "must lie between %s and now + %s (clock skew allowance), got %q", MinTS.Format(time.RFC3339), MaxTSAhead, *w.TS)
+	}
 	if p := bytes.TrimSpace(w.ParentEventID); len(p) > 0 && !bytes.Equal(p, []byte("null")) {
 		var k EventKey
 		if err := json.Unmarshal(p, &k); err != nil || k.SourceID == "" || k.EventID == "" {
@@ -98,6 +123,9 @@ func (e Event) validate() (map[string]any, error) {
 		if !utf8.ValidString(f.val) {
 			return nil, fieldErr(e, f.name, "is not valid UTF-8")
 		}
+		if strings.IndexByte(f.val, 0) >= 0 {
+			return nil, fieldErr(e, f.name, "contains a NUL character, which reckon does not store")
+		}
 	}
 	if e.TS.IsZero() {
 		return nil, fieldErr(e, "ts", "is required (RFC 3339)")
@@ -114,6 +142,9 @@ func (e Event) validate() (map[string]any, error) {
 	}
 	if data[0] != '{' {
 		return nil, fieldErr(e, "data", "must be a JSON object")
+	}
+	if err := CheckJSON("data", data); err != nil {
+		return nil, fieldErr(e, "data", "%s", ErrorMessage(err))
 	}
 	v, err := decodeJSON(data)
 	if err != nil {

@@ -152,7 +152,7 @@ func demoRun(ctx context.Context, d *demoEnv, prefix string, steps []runner.Step
 	if err := outbox.WaitDelivered(wctx, d.Stack.Pool, d.Project, id, 20*time.Millisecond); err != nil {
 		return view, runErr, err
 	}
-	view, err = k.Starter.View(wctx, d.Project, id)
+	view, err = k.Starter.View(wctx, d.Project, id, runner.EventPage{Limit: runner.MaxEventLimit})
 	if err != nil {
 		return view, runErr, err
 	}

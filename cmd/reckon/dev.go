@@ -28,16 +28,21 @@ func runDev(ctx context.Context, args []string) error {
 	if err := stack.StartPipeline(stack.Operations); err != nil {
 		return err
 	}
-	fmt.Fprintf(os.Stderr, "reckon dev: API on http://%s\n", stack.APIAddr)
+	// Start-up lines go through the logger (with no level: shown at any
+	// RECKON_LOG_LEVEL), so in JSON mode every line
+	// of the stream is JSON (the generated token above is the one
+	// exception: a secret shown once belongs on the terminal, not in logs).
+	log := stack.Core.Log
+	log.Log().Str("api_addr", stack.APIAddr).Msgf("reckon dev: API on http://%s", stack.APIAddr)
 	if e := stack.Kernel.Conn.Embedded; e != nil {
 		more := "more workers"
 		if *noWorker {
 			more = "no run worker here (--no-worker); runs wait for one"
 		}
-		fmt.Fprintf(os.Stderr, "reckon dev: embedded Temporal on %s (namespace %s, task queue %s); %s: TEMPORAL_ADDRESS=%s reckon worker\n",
+		log.Log().Str("temporal_address", e.HostPort()).Msgf("reckon dev: embedded Temporal on %s (namespace %s, task queue %s); %s: TEMPORAL_ADDRESS=%s reckon worker",
 			e.HostPort(), cfg.TemporalNamespace, cfg.TaskQueue, more, e.HostPort())
 	} else if *noWorker {
-		fmt.Fprintf(os.Stderr, "reckon dev: no run worker here (--no-worker); runs wait for `reckon worker` on task queue %s at %s\n", cfg.TaskQueue, cfg.TemporalAddress)
+		log.Log().Msgf("reckon dev: no run worker here (--no-worker); runs wait for `reckon worker` on task queue %s at %s", cfg.TaskQueue, cfg.TemporalAddress)
 	}
 	<-ctx.Done()
 	return nil

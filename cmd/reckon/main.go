@@ -6,6 +6,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"sort"
@@ -35,34 +36,42 @@ var commands = map[string]command{
 	"worker":          {"run worker only: executes runs from TEMPORAL_ADDRESS's task queue (no API, no publisher)", runWorker},
 }
 
-func usage() {
-	fmt.Fprintln(os.Stderr, "usage: reckon <command> [flags]\n\ncommands:")
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "usage: reckon <command> [flags]\n\ncommands:")
 	names := make([]string, 0, len(commands))
 	for n := range commands {
 		names = append(names, n)
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		fmt.Fprintf(os.Stderr, "  %-16s %s\n", n, commands[n].summary)
+		fmt.Fprintf(w, "  %-16s %s\n", n, commands[n].summary)
 	}
-	fmt.Fprintln(os.Stderr, "\nconfiguration comes from the environment; see README.md")
+	fmt.Fprintln(w, "\n`reckon <command> --help` lists a command's flags; configuration comes from the environment; see README.md")
 }
 
 func main() {
-	if len(os.Args) < 2 || os.Args[1] == "-h" || os.Args[1] == "--help" || os.Args[1] == "help" {
-		usage()
-		os.Exit(2)
-	}
-	cmd, ok := commands[os.Args[1]]
-	if !ok {
-		fmt.Fprintf(os.Stderr, "reckon: unknown command %q\n\n", os.Args[1])
-		usage()
-		os.Exit(2)
-	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := cmd.run(ctx, os.Args[2:]); err != nil {
-		fmt.Fprintf(os.Stderr, "reckon %s: %v\n", os.Args[1], err)
-		os.Exit(1)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// run dispatches args and returns the exit code: 0 for success and for
+// help (printed to stdout), 2 for a usage error, 1 for a failure.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		usage(stderr)
+		return exitUsage
 	}
+	if args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		usage(stdout)
+		return exitOK
+	}
+	cmd, ok := commands[args[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "reckon: unknown command %q\n\n", args[0])
+		usage(stderr)
+		return exitUsage
+	}
+	return report(stderr, args[0], cmd.run(ctx, args[1:]))
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -108,14 +107,18 @@ func (c *opsClient) do(ctx context.Context, method, path string, q url.Values, b
 }
 
 func opsMain(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+	if len(args) == 0 {
 		fmt.Fprintln(stderr, opsUsage)
-		return errors.New("missing subcommand")
+		return usageErrorf("missing subcommand")
+	}
+	if args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprintln(stdout, opsUsage)
+		return flag.ErrHelp
 	}
 	sub, ok := opsSubcommands[args[0]]
 	if !ok {
 		fmt.Fprintln(stderr, opsUsage)
-		return fmt.Errorf("unknown subcommand %q", args[0])
+		return usageErrorf("unknown subcommand %q", args[0])
 	}
 	base := strings.TrimRight(getenv("RECKON_URL"), "/")
 	if base == "" {
@@ -127,10 +130,11 @@ func opsMain(ctx context.Context, args []string, stdout, stderr io.Writer, geten
 		fs:     flag.NewFlagSet("ops "+args[0], flag.ContinueOnError),
 		stdout: stdout, stderr: stderr,
 	}
-	o.fs.SetOutput(stderr)
-	o.asJSON = o.fs.Bool("json", false, "print the API's JSON instead of a table")
+	o.fs.SetOutput(stdout) // where -h prints the flags
+	o.asJSON = o.fs.Bool("json", false, "print the API's JSON instead of a table (and errors as JSON)")
 	o.project = o.fs.String("project", "", "project")
-	return sub(ctx, o, args[1:])
+	err := sub(ctx, o, args[1:])
+	return asJSON(err, *o.asJSON)
 }
 
 // opsCall is one `reckon ops` subcommand call: the API client, its flag
@@ -296,16 +300,6 @@ func opsVerdictsCmd(ctx context.Context, o *opsCall, args []string) error {
 	return printVerdicts(o.stdout, v.Verdicts, v.Resolutions)
 }
 
-func parseFlags(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q (flags only; see reckon ops --help)", fs.Arg(0))
-	}
-	return nil
-}
-
 func need(flags map[string]string) error {
 	var missing []string
 	for _, name := range []string{"--project", "--run", "--op", "--effect", "--note"} {
@@ -314,7 +308,7 @@ func need(flags map[string]string) error {
 		}
 	}
 	if len(missing) > 0 {
-		return fmt.Errorf("missing %s", strings.Join(missing, ", "))
+		return usageErrorf("missing %s", strings.Join(missing, ", "))
 	}
 	return nil
 }

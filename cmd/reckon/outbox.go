@@ -15,7 +15,7 @@ import (
 // row never reaches the journal, so the API cannot show it.
 func runOutbox(ctx context.Context, args []string) error {
 	if len(args) == 0 || args[0] != "parked" {
-		return fmt.Errorf("usage: reckon outbox parked [--limit N] [--json]")
+		return usageErrorf("usage: reckon outbox parked [--limit N] [--json]")
 	}
 	fs := flag.NewFlagSet("outbox parked", flag.ContinueOnError)
 	limit := fs.Int("limit", 50, "at most this many rows, newest first")

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"flag"
-	"fmt"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -30,11 +29,8 @@ type session struct {
 // without opening anything.
 func prologue(fs *flag.FlagSet, args []string, checks ...func(*config.Config) error) (*session, error) {
 	if fs != nil {
-		if err := fs.Parse(args); err != nil {
+		if err := parseFlags(fs, args); err != nil {
 			return nil, err
-		}
-		if fs.NArg() > 0 {
-			return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
 		}
 	}
 	cfg, err := config.Load()

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 
@@ -113,7 +112,25 @@ func runServe(ctx context.Context, args []string) error {
 		}()
 		roles = append(roles, "pipeline ("+cfg.TriageSchedule+")")
 	}
-	fmt.Fprintf(os.Stderr, "reckon serve: %s\n", strings.Join(roles, ", "))
+	if cfg.MetricsAddr != "" {
+		bound := make(chan string, 1)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := core.ServeMetrics(ctx, cfg.MetricsAddr, bound); err != nil {
+				errc <- err
+			}
+		}()
+		select {
+		case addr := <-bound:
+			roles = append(roles, "metrics on http://"+addr+"/metrics")
+		case err := <-errc:
+			cancel()
+			wg.Wait()
+			return err
+		}
+	}
+	core.Log.Log().Strs("roles", roles).Msgf("reckon serve: %s", strings.Join(roles, ", "))
 	select {
 	case <-ctx.Done():
 	case err = <-errc:

@@ -50,7 +50,7 @@ func soakMain(ctx context.Context, args []string, stdout io.Writer, getenv func(
 	only := fs.String("only", "", "comma-separated scenarios to run (default all: "+strings.Join(soak.Scenarios, ",")+")")
 	keep := fs.Bool("keep-data", false, "keep the private data directory (Temporal's SQLite file, run workspaces) of a passing soak too")
 	pgBin := fs.String("pg-bin", getenv("SOAK_PG_BIN"), "directory of initdb, pg_ctl and postgres (default: PATH, then /usr/lib/postgresql/*/bin; env SOAK_PG_BIN)")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return false, err
 	}
 	if fs.NArg() > 0 {

@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"flag"
-	"fmt"
-	"os"
 
 	"github.com/seed-7bc021c3/reckon/internal/app"
 )
@@ -28,7 +26,7 @@ func runWorker(ctx context.Context, args []string) error {
 		return err
 	}
 	defer k.Close()
-	fmt.Fprintf(os.Stderr, "reckon worker: executing runs from task queue %s on %s (namespace %s)\n", cfg.TaskQueue, cfg.TemporalAddress, cfg.TemporalNamespace)
+	s.core.Log.Log().Msgf("reckon worker: executing runs from task queue %s on %s (namespace %s)", cfg.TaskQueue, cfg.TemporalAddress, cfg.TemporalNamespace)
 	<-ctx.Done()
 	return nil
 }

@@ -152,7 +152,7 @@ func TestWorkerSIGKILLDuringRunCommand(t *testing.T) {
 			t.Fatal(err)
 		}
 		wcancel()
-		view, err := starter.View(ctx, "crash", id)
+		view, err := starter.View(ctx, "crash", id, runner.EventPage{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -7,9 +7,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -46,7 +50,8 @@ func NewLogger(cfg config.Config) zerolog.Logger {
 	}
 	var l zerolog.Logger
 	if format == "console" {
-		l = zerolog.New(zerolog.ConsoleWriter{Out: os.Stderr, TimeFormat: time.TimeOnly})
+		// Colour only on a terminal: escapes in a file or a pipe are noise.
+		l = zerolog.New(zerolog.ConsoleWriter{Out: os.Stderr, TimeFormat: time.TimeOnly, NoColor: !isatty.IsTerminal(os.Stderr.Fd())})
 	} else {
 		l = zerolog.New(os.Stderr)
 	}
@@ -123,12 +128,16 @@ type Core struct {
 	Journal  *journal.Store
 	Registry *prometheus.Registry
 	Tokens   *auth.Tokens
-	// OutboxMetrics is shared by every publisher of the process.
+	// OutboxMetrics is shared by every publisher of the process; it is
+	// registered (with the backlog gauges) by the first NewPublisher, so
+	// a process that publishes nothing shows no outbox series.
 	OutboxMetrics *outbox.Metrics
 	// OperationsMetrics is shared by every operations service the process
 	// builds (the API's and the sweep's), so their figures land in one
-	// series.
+	// series; registered by the first OperationsService.
 	OperationsMetrics *operations.Metrics
+
+	outboxOnce, opsOnce sync.Once
 }
 
 // NewCore connects and migrates. createDB creates a missing database (dev).
@@ -151,8 +160,8 @@ func NewCore(ctx context.Context, cfg config.Config, createDB bool) (*Core, erro
 	return &Core{
 		Cfg: cfg, Log: log, Pool: pool, Registry: reg, Tokens: tokens,
 		Journal:           journal.New(pool, reg),
-		OutboxMetrics:     outbox.NewMetrics(reg, pool),
-		OperationsMetrics: operations.NewMetrics(reg),
+		OutboxMetrics:     outbox.NewMetrics(nil, nil),
+		OperationsMetrics: operations.NewMetrics(nil),
 	}, nil
 }
 
@@ -185,6 +194,33 @@ func (c *Core) NewAPI(k *Kernel, ops *operations.Service) *httpapi.Server {
 // NewPublisher returns an in-process publisher from the outbox to the
 // journal, with the journal's open-hint repair in its maintenance loop.
 func (c *Core) NewPublisher(cfg outbox.Config) *outbox.Publisher {
+	c.outboxOnce.Do(func() { c.OutboxMetrics.MustRegister(c.Registry, c.Pool) })
 	return outbox.NewPublisher(c.Pool, c.Journal, cfg, c.OutboxMetrics, c.Log.With().Str("component", "publisher").Logger()).
 		WithMaintenance(c.Journal.RepairOpenHints)
+}
+
+// ServeMetrics serves the process's registry at /metrics on addr
+// (RECKON_METRICS_ADDR; 127.0.0.1:0 picks a port, sent on bound) until ctx
+// ends: each role of `reckon serve` exposes the series it moves.
+func (c *Core) ServeMetrics(ctx context.Context, addr string, bound chan<- string) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s (RECKON_METRICS_ADDR): %w", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(c.Registry, promhttp.HandlerOpts{}))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	if bound != nil {
+		bound <- ln.Addr().String()
+	}
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}()
+	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("metrics on %s: %w", addr, err)
+	}
+	return nil
 }

@@ -12,6 +12,7 @@ import (
 // (DescribeWorkflowExecution, cached briefly, a bounded number of calls per
 // listing); with tc nil every run's liveness comes from the journal.
 func (c *Core) OperationsService(tc client.Client) *operations.Service {
+	c.opsOnce.Do(func() { c.OperationsMetrics.MustRegister(c.Registry) })
 	o := operations.Config{Window: c.Cfg.OperationsWindow, StaleAfter: c.Cfg.StaleAfter, Metrics: c.OperationsMetrics}
 	if tc != nil {
 		o.Liveness = operations.NewTemporalLiveness(tc)

@@ -266,7 +266,7 @@ func (b *Bundle) List(project string) (map[string]operations.Item, bool) {
 // liveness call the package forgot to stop. Use it as TestMain in every
 // package whose code starts goroutines; packages that start the embedded
 // Temporal server pass TemporalLeaks().
-func Main(m *testing.M, opts ...goleak.Option) {
+func Main(m goleak.TestingM, opts ...goleak.Option) {
 	goleak.VerifyTestMain(m, append(leakIgnores, opts...)...)
 }
 

@@ -24,6 +24,10 @@ type Config struct {
 	TemporalNamespace string
 	TaskQueue         string
 	HTTPAddr          string
+	// MetricsAddr, when set, serves this process's /metrics on its own
+	// listener (RECKON_METRICS_ADDR), so every serve role can be scraped,
+	// not only the API's.
+	MetricsAddr       string
 	Tokens            string // RECKON_TOKENS
 	TokensFile        string // RECKON_TOKENS_FILE
 	DataDir           string
@@ -100,6 +104,7 @@ func LoadFrom(getenv func(string) string) (Config, error) {
 		TemporalNamespace: get("TEMPORAL_NAMESPACE", "default"),
 		TaskQueue:         get("RECKON_TASK_QUEUE", "reckon-runs"),
 		HTTPAddr:          get("RECKON_HTTP_ADDR", "127.0.0.1:8080"),
+		MetricsAddr:       get("RECKON_METRICS_ADDR", ""),
 		Tokens:            get("RECKON_TOKENS", ""),
 		TokensFile:        get("RECKON_TOKENS_FILE", ""),
 		DataDir:           get("RECKON_DATA_DIR", "./.reckon"),

@@ -138,7 +138,7 @@ func (g *Gateway) Close() {
 		select {
 		case <-idle:
 		case <-time.After(g.o.ShutdownGrace):
-			g.log.Warn().Dur("grace", g.o.ShutdownGrace).Msg("mcp gateway: calls still in flight after the shutdown grace are canceled")
+			g.log.Warn().Int64("grace_ms", g.o.ShutdownGrace.Milliseconds()).Msg("mcp gateway: calls still in flight after the shutdown grace are canceled")
 			g.haltNow()
 			select {
 			case <-idle:

@@ -1,8 +1,6 @@
 package httpapi
 
 import (
-	"bytes"
-	"encoding/json"
 	"net/http"
 	"strconv"
 	"time"
@@ -85,33 +83,18 @@ func pageQuery(r *http.Request) (operations.ListParams, error) {
 	return p, nil
 }
 
-// reconcileBody is the reconcile request as the API accepts it; unknown
-// fields are rejected so that a caller who sends basis or actor learns
-// that the server decides those.
-type reconcileBody struct {
-	Project     string          `json:"project"`
-	RunID       string          `json:"run_id"`
-	OperationID string          `json:"operation_id"`
-	Effect      string          `json:"effect"`
-	Note        string          `json:"note"`
-	Evidence    json.RawMessage `json:"evidence"`
-}
-
 // postReconcile serves POST /v1/agent/operations/reconcile (operator): an
 // operator's ruling, recorded as operation.reconciled with basis operator.
 func (s *Server) postReconcile(w http.ResponseWriter, r *http.Request) error {
 	if s.cfg.Operations == nil {
 		return unserved("operations")
 	}
-	var raw json.RawMessage
-	if err := ReadJSON(r, &raw); err != nil {
+	var b kernel.ReconcileRequest
+	if err := ReadJSON(r, &b); err != nil {
+		if kernel.ErrorCode(err) == kernel.EInvalid {
+			return kernel.Errorf(kernel.EInvalid, "reconcile body must be {project, run_id, operation_id, effect, note, evidence?}: %s", kernel.ErrorMessage(err))
+		}
 		return err
-	}
-	var b reconcileBody
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&b); err != nil {
-		return kernel.Errorf(kernel.EInvalid, "reconcile body must be {project, run_id, operation_id, effect, note, evidence?}: %v", err)
 	}
 	p, _ := PrincipalFrom(r.Context())
 	rec, err := s.cfg.Operations.Reconcile(r.Context(), operations.ReconcileParams{

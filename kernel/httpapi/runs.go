@@ -41,7 +41,9 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// getRun serves GET /v1/runs/{run_id}?project= (reader): status and events.
+// getRun serves GET /v1/runs/{run_id}?project=[&cursor=][&limit=]
+// (reader): status and a page of events (runner.DefaultEventLimit,
+// at most runner.MaxEventLimit, at most runner.MaxEventPageBytes of data).
 func (s *Server) getRun(w http.ResponseWriter, r *http.Request) error {
 	if s.cfg.Runs == nil {
 		return unserved("runs")
@@ -50,7 +52,12 @@ func (s *Server) getRun(w http.ResponseWriter, r *http.Request) error {
 	if project == "" {
 		return kernel.Errorf(kernel.EInvalid, "query parameter \"project\" is required: /v1/runs/{run_id}?project=...")
 	}
-	v, err := s.cfg.Runs.View(r.Context(), project, chi.URLParam(r, "run_id"))
+	limit, err := limitParam(r.URL.Query().Get("limit"), runner.MaxEventLimit)
+	if err != nil {
+		return err
+	}
+	v, err := s.cfg.Runs.View(r.Context(), project, chi.URLParam(r, "run_id"),
+		runner.EventPage{Cursor: r.URL.Query().Get("cursor"), Limit: limit})
 	if err != nil {
 		return err
 	}

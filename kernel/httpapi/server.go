@@ -7,21 +7,27 @@
 package httpapi
 
 import (
-	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/url"
+	"os"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/rs/zerolog"
+	"github.com/rs/zerolog/hlog"
 
 	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/auth"
@@ -29,6 +35,16 @@ import (
 
 // MaxBodyBytes bounds every request body.
 const MaxBodyBytes = 8 << 20
+
+// BodyReadTimeout bounds how long a request may take to arrive, body
+// included, counted from the start of the request: a client that trickles
+// its body gets a 408 instead of holding a connection open forever.
+const BodyReadTimeout = 30 * time.Second
+
+// RequestIDHeader carries a request's id: a client's own (up to 128
+// printable ASCII characters) is kept, otherwise one is generated; it is
+// echoed on every response and logged on the request's access-log line.
+const RequestIDHeader = "X-Request-Id"
 
 // handlerFunc is an API handler; a returned error is written by Error.
 type handlerFunc func(w http.ResponseWriter, r *http.Request) error
@@ -54,6 +70,9 @@ type Config struct {
 	// implements both).
 	Operations OperationService
 	Verdicts   VerdictService
+	// BodyTimeout bounds how long a request (body included) may take to
+	// arrive; zero means BodyReadTimeout.
+	BodyTimeout time.Duration
 	// Console, when set, is the operator console (kernel/console), served
 	// as pages at / and under console.AssetPrefix.
 	Console http.Handler
@@ -67,12 +86,16 @@ type Server struct {
 	routes []Route
 	reqs   *prometheus.CounterVec
 	prom   http.Handler // the registry's /metrics, nil without one
+	outer  http.Handler // the router inside request id, access log
 }
 
 // New returns the API server with every route of the route table mounted.
 func New(cfg Config) *Server {
 	if cfg.Tokens == nil {
 		cfg.Tokens = &auth.Tokens{}
+	}
+	if cfg.BodyTimeout <= 0 {
+		cfg.BodyTimeout = BodyReadTimeout
 	}
 	s := &Server{mux: chi.NewRouter(), cfg: cfg}
 	s.reqs = prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -86,7 +109,9 @@ func New(cfg Config) *Server {
 		Error(w, r, kernel.Errorf(kernel.ENotFound, "no route %s %s; see /openapi.json", r.Method, r.URL.Path))
 	})
 	s.mux.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
-		WriteJSON(w, http.StatusMethodNotAllowed, map[string]string{"error": fmt.Sprintf("method %s is not allowed on %s; see /openapi.json", r.Method, r.URL.Path)})
+		allow := s.allowed(r.URL.Path)
+		w.Header().Set("Allow", strings.Join(allow, ", "))
+		WriteJSON(w, http.StatusMethodNotAllowed, map[string]string{"error": fmt.Sprintf("method %s is not allowed on %s (allowed: %s); see /openapi.json", r.Method, r.URL.Path, strings.Join(allow, ", "))})
 	})
 	for _, rt := range s.table() {
 		s.handle(rt)
@@ -94,6 +119,7 @@ func New(cfg Config) *Server {
 	for _, pg := range s.pages() {
 		s.page(pg.pattern, pg.handler)
 	}
+	s.outer = s.wrap()
 	return s
 }
 
@@ -103,51 +129,190 @@ func New(cfg Config) *Server {
 // and answers its own methods.
 func (s *Server) page(pattern string, h http.Handler) {
 	s.mux.Handle(pattern, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		infoFrom(r.Context()).route = "page " + pattern
 		sw := &statusWriter{ResponseWriter: w, code: http.StatusOK}
 		defer func() { s.reqs.WithLabelValues("page "+pattern, fmt.Sprint(sw.code)).Inc() }()
 		h.ServeHTTP(sw, r)
 	}))
 }
 
-// handle mounts one route of the table: request metrics, the body bound,
-// authentication against its roles (nil roles: public), the error mapping.
+// handle mounts one route of the table (a GET also answers HEAD): request
+// metrics, the query check, authentication against its roles (nil roles:
+// public) before any body is read, the body bound, the error mapping.
 func (s *Server) handle(rt route) {
 	s.routes = append(s.routes, rt.Route)
 	method, pattern, roles, h := rt.Method, rt.Pattern, rt.Roles, rt.handler
-	s.mux.Method(method, pattern, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	serve := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		info := infoFrom(r.Context())
+		info.route = method + " " + pattern
 		sw := &statusWriter{ResponseWriter: w, code: http.StatusOK}
-		defer func() { s.reqs.WithLabelValues(method+" "+pattern, fmt.Sprint(sw.code)).Inc() }()
-		r.Body = http.MaxBytesReader(sw, r.Body, MaxBodyBytes)
+		defer func() {
+			s.reqs.WithLabelValues(method+" "+pattern, fmt.Sprint(sw.code)).Inc()
+			if f := statusObserver.Load(); f != nil {
+				(*f)(method+" "+pattern, sw.code)
+			}
+		}()
+		if err := checkQuery(r); err != nil {
+			Error(sw, r, err)
+			return
+		}
 		if roles != nil {
 			p, err := s.authenticate(r, roles)
 			if err != nil {
 				Error(sw, r, err)
 				return
 			}
+			info.token = p.Name
 			r = r.WithContext(context.WithValue(r.Context(), principalKey{}, p))
 		}
+		r.Body = http.MaxBytesReader(sw, r.Body, MaxBodyBytes)
 		if err := h(sw, r); err != nil {
-			if kernel.ErrorCode(err) == kernel.EInternal {
-				s.cfg.Log.Error().Err(err).Str("route", method+" "+pattern).Msg("request failed")
+			err = classify(err)
+			if code := kernel.ErrorCode(err); code == kernel.EInternal || code == kernel.EUnavailable {
+				hlog.FromRequest(r).Error().Err(err).Str("route", method+" "+pattern).Msg("request failed")
 			}
 			Error(sw, r, err)
 		}
-	}))
+	})
+	s.mux.Method(method, pattern, serve)
+	if method == http.MethodGet {
+		s.mux.Method(http.MethodHead, pattern, serve)
+	}
 }
+
+// allowed lists the methods served at path, for a 405's Allow header.
+func (s *Server) allowed(path string) []string {
+	var out []string
+	for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+		if s.mux.Match(chi.NewRouteContext(), m, path) {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// checkQuery refuses a query string that does not parse or whose names or
+// values hold a NUL or invalid UTF-8 (%00, %ff), naming the parameter:
+// PostgreSQL would refuse the byte later with a 500.
+func checkQuery(r *http.Request) error {
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return kernel.Errorf(kernel.EInvalid, "query string does not parse: %v", err)
+	}
+	for k, vs := range q {
+		if err := kernel.CheckText("query parameter name", k); err != nil {
+			return err
+		}
+		for _, v := range vs {
+			if err := kernel.CheckText(fmt.Sprintf("query parameter %q", k), v); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// statusObserver, when set, sees the status of every routed response: the
+// package's tests record them all and check each against openapi.json
+// (export_test.go). Production never sets it.
+var statusObserver atomic.Pointer[func(route string, status int)]
 
 // Routes lists every route the server serves, in table order.
 func (s *Server) Routes() []Route { return append([]Route(nil), s.routes...) }
 
-// ServeHTTP implements http.Handler.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+// ServeHTTP implements http.Handler: every request gets a request id
+// (echoed in X-Request-Id), its path checked for NUL and invalid UTF-8, a
+// deadline for its body, and one access-log line when it is answered.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.outer.ServeHTTP(w, r) }
+
+// wrap is the middleware around the router: zerolog's hlog puts the
+// logger (with the request id) in the context and times the access log.
+func (s *Server) wrap() http.Handler {
+	inner := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// The handlers' logger carries the request id.
+		l := hlog.FromRequest(r).With().Str("request_id", infoFrom(r.Context()).id).Logger()
+		r = r.WithContext(l.WithContext(r.Context()))
+		if err := kernel.CheckText("path", r.URL.Path); err != nil {
+			Error(w, r, err)
+			return
+		}
+		s.mux.ServeHTTP(w, r)
+	})
+	return s.withRequestID(hlog.NewHandler(s.cfg.Log)(hlog.AccessHandler(s.accessLog)(inner)))
+}
+
+// accessLog writes the one line per request: never the token's secret,
+// only its name.
+func (s *Server) accessLog(r *http.Request, status, size int, d time.Duration) {
+	info := infoFrom(r.Context())
+	route := info.route
+	if route == "" {
+		route = "unmatched"
+	}
+	ev := s.cfg.Log.Info()
+	if status >= 500 {
+		ev = s.cfg.Log.Warn()
+	}
+	ev.Str("method", r.Method).Str("route", route).Str("path", r.URL.Path).
+		Int("status", status).Int("bytes", size).
+		Float64("duration_ms", float64(d.Microseconds())/1000).
+		Str("request_id", info.id).Str("token", info.token).Msg("http request")
+}
+
+// reqInfo is what the layers of one request learn for its access-log
+// line: the id, the matched route, the token's name.
+type reqInfo struct{ id, route, token string }
+
+type reqInfoKey struct{}
+
+func infoFrom(ctx context.Context) *reqInfo {
+	if i, ok := ctx.Value(reqInfoKey{}).(*reqInfo); ok {
+		return i
+	}
+	return &reqInfo{}
+}
+
+// withRequestID keeps a client's X-Request-Id when it is sane, else makes
+// one, echoes it, puts it on the request's logger, and sets the deadline
+// by which the request's body must have arrived.
+func (s *Server) withRequestID(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.Header.Get(RequestIDHeader)
+		if !saneRequestID(id) {
+			var b [12]byte
+			_, _ = rand.Read(b[:])
+			id = hex.EncodeToString(b[:])
+		}
+		w.Header().Set(RequestIDHeader, id)
+		// Best effort: a ResponseWriter without deadlines (a test
+		// recorder) simply has none.
+		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.cfg.BodyTimeout))
+		info := &reqInfo{id: id}
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), reqInfoKey{}, info)))
+	})
+}
+
+func saneRequestID(id string) bool {
+	if id == "" || len(id) > 128 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		if id[i] <= ' ' || id[i] > '~' {
+			return false
+		}
+	}
+	return true
+}
 
 func (s *Server) authenticate(r *http.Request, roles []string) (auth.Principal, error) {
-	h := r.Header.Get("Authorization")
-	secret, ok := strings.CutPrefix(h, "Bearer ")
-	if !ok || strings.TrimSpace(secret) == "" {
+	// The scheme is case-insensitive (RFC 9110 section 11.1): "bearer x" is
+	// as good as "Bearer x".
+	scheme, secret, _ := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
+	secret = strings.TrimSpace(secret)
+	if !strings.EqualFold(scheme, "Bearer") || secret == "" {
 		return auth.Principal{}, kernel.Errorf(kernel.EUnauthorized, "missing bearer token: send Authorization: Bearer <token>")
 	}
-	p, ok := s.cfg.Tokens.Authenticate(strings.TrimSpace(secret))
+	p, ok := s.cfg.Tokens.Authenticate(secret)
 	if !ok {
 		return auth.Principal{}, kernel.Errorf(kernel.EUnauthorized, "unknown token")
 	}
@@ -173,6 +338,7 @@ var statusCodes = map[string]int{
 	kernel.ENotFound:     http.StatusNotFound,
 	kernel.EConflict:     http.StatusConflict,
 	kernel.ETooLarge:     http.StatusRequestEntityTooLarge,
+	kernel.ETimeout:      http.StatusRequestTimeout,
 	kernel.EUnavailable:  http.StatusServiceUnavailable,
 	kernel.EInternal:     http.StatusInternalServerError,
 }
@@ -188,8 +354,14 @@ func Error(w http.ResponseWriter, r *http.Request, err error) {
 	if !ok {
 		status = http.StatusInternalServerError
 	}
-	if code == kernel.EUnauthorized {
+	switch code {
+	case kernel.EUnauthorized:
 		w.Header().Set("WWW-Authenticate", `Bearer realm="reckon"`)
+	case kernel.EUnavailable:
+		w.Header().Set("Retry-After", strconv.Itoa(RetryAfterSeconds))
+	case kernel.ETimeout:
+		// The connection's read side is past its deadline: close it.
+		w.Header().Set("Connection", "close")
 	}
 	WriteJSON(w, status, map[string]string{"error": kernel.ErrorMessage(err)})
 }
@@ -203,8 +375,11 @@ func WriteJSON(w http.ResponseWriter, status int, v any) {
 	_ = enc.Encode(v)
 }
 
-// ReadJSON decodes the request body into v; a malformed body is EInvalid
-// with the decoder's explanation.
+// ReadJSON is the one strict decoder of request bodies: the body must be
+// one JSON value without a NUL, invalid UTF-8 or a duplicate key anywhere
+// (kernel.CheckJSON, naming the field), and every field must be one v
+// declares (a misspelt "runId" is a 400, not a silently ignored field).
+// Every route with a body decodes it here.
 func ReadJSON(r *http.Request, v any) error {
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
@@ -212,21 +387,24 @@ func ReadJSON(r *http.Request, v any) error {
 		if errors.As(err, &mbe) {
 			return kernel.Errorf(kernel.ETooLarge, "request body is larger than %d bytes", mbe.Limit)
 		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return kernel.Errorf(kernel.ETimeout, "request body not received in time (the server's body deadline, %s by default)", BodyReadTimeout)
+		}
 		return kernel.Errorf(kernel.EInvalid, "read request body: %v", err)
 	}
-	if len(bytes.TrimSpace(body)) == 0 {
-		return kernel.Errorf(kernel.EInvalid, "request body is empty; expected a JSON object")
-	}
-	if err := json.Unmarshal(body, v); err != nil {
-		return kernel.Errorf(kernel.EInvalid, "request body is not valid JSON for this endpoint: %v", err)
-	}
-	return nil
+	return DecodeStrict("request body", body, v)
 }
+
+// DecodeStrict is kernel.DecodeStrict, the one strict decoder.
+func DecodeStrict(what string, body []byte, v any) error { return kernel.DecodeStrict(what, body, v) }
 
 type statusWriter struct {
 	http.ResponseWriter
 	code int
 }
+
+// Unwrap lets http.ResponseController reach the connection.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 func (w *statusWriter) WriteHeader(code int) {
 	w.code = code

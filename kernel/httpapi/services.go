@@ -16,7 +16,7 @@ import (
 // RunService starts runs from plans and shows them (*runner.Starter).
 type RunService interface {
 	Start(ctx context.Context, p runner.StartParams) (runID string, created bool, err error)
-	View(ctx context.Context, project, runID string) (runner.RunView, error)
+	View(ctx context.Context, project, runID string, page runner.EventPage) (runner.RunView, error)
 }
 
 // OperationService is the operations projection and the reconcile path

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -18,14 +19,59 @@ import (
 
 	"github.com/seed-7bc021c3/reckon/internal/app"
 	"github.com/seed-7bc021c3/reckon/internal/pgtest"
+	"github.com/seed-7bc021c3/reckon/internal/reckontest"
 	"github.com/seed-7bc021c3/reckon/internal/sandboxtest"
 	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/config"
 	"github.com/seed-7bc021c3/reckon/kernel/fault"
 	"github.com/seed-7bc021c3/reckon/kernel/httpapi"
+	"github.com/seed-7bc021c3/reckon/kernel/journal"
 	"github.com/seed-7bc021c3/reckon/kernel/operations"
 	"github.com/seed-7bc021c3/reckon/kernel/outbox"
+	"github.com/seed-7bc021c3/reckon/kernel/runner"
 )
+
+// TestFailedStartLeavesNoRow: a start whose workflow Temporal refuses
+// takes back its kernel_runs row (the id is free, GET and the next start
+// agree), and a retried start that does start the workflow says created.
+func TestFailedStartLeavesNoRow(t *testing.T) {
+	t.Parallel()
+	st := startStack(t, fault.Config{})
+	ctx := context.Background()
+	broken := *st.Kernel.Starter
+	broken.TaskQueue = "" // Temporal refuses a start without a task queue
+	plan := runner.Plan{Steps: []runner.Step{{Tool: "run_command", Args: json.RawMessage(`{"command":"true"}`)}}}
+	req := runner.StartParams{Project: "acme", RunID: "fails-1", Plan: plan}
+	if _, _, err := broken.Start(ctx, req); err == nil {
+		t.Fatal("start without a task queue succeeded")
+	}
+	var n int
+	if err := st.Pool.QueryRow(ctx, `SELECT count(*) FROM kernel_runs WHERE run_id = 'fails-1'`).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("a failed start left %d kernel_runs rows (%v)", n, err)
+	}
+	// A start recorded but never started (an earlier process died between
+	// the two): the retry that starts it reports created, not "nothing new".
+	planJSON, _ := json.Marshal(plan)
+	digest, err := plan.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Pool.Exec(ctx, `INSERT INTO kernel_runs (project, run_id, plan, plan_digest, workflow_id) VALUES ('acme', 'half-1', $1, $2, $3)`,
+		planJSON, digest, kernel.WorkflowID("acme", "half-1")); err != nil {
+		t.Fatal(err)
+	}
+	if _, created, err := st.Kernel.Starter.Start(ctx, runner.StartParams{Project: "acme", RunID: "half-1", Plan: plan}); err != nil || !created {
+		t.Fatalf("start of a recorded, never started run: created=%v err=%v, want created", created, err)
+	}
+	_, created, err := st.Kernel.Starter.Start(ctx, runner.StartParams{Project: "acme", RunID: "fails-1", Plan: plan})
+	if err != nil || !created {
+		t.Fatalf("start after the failed one: created=%v err=%v", created, err)
+	}
+	_, created, err = st.Kernel.Starter.Start(ctx, runner.StartParams{Project: "acme", RunID: "fails-1", Plan: plan})
+	if err != nil || created {
+		t.Fatalf("repeated start: created=%v err=%v, want false", created, err)
+	}
+}
 
 // TestLiveDrill is the kernel's live drill end to end on a real embedded
 // Temporal server, the real worker and sandbox, and the real API: a run
@@ -222,6 +268,20 @@ func TestRunsAPI(t *testing.T) {
 			t.Errorf("%s: %d %q, want 400 naming %s", c.body, code, msg, c.field)
 		}
 	}
+	// A misspelt field is a 400, not a second run under a generated id.
+	if code, m := call("POST", "/v1/runs", operatorTok, `{"project": "x", "runId": "r9", "plan": `+plan+`}`); code != http.StatusBadRequest || !strings.Contains(fmt.Sprint(m["error"]), `unknown field "runId"`) {
+		t.Errorf("misspelt runId: %d %v", code, m)
+	}
+	// A plan over MaxPlanBytes is a 413 before anything is written: the
+	// run id stays free.
+	big := `{"project": "` + project + `", "run_id": "big-1", "plan": {"steps": [{"tool": "run_command", "args": {"command": "echo ` +
+		strings.Repeat("x", runner.MaxPlanBytes) + `"}}]}}`
+	if code, m := call("POST", "/v1/runs", operatorTok, big); code != http.StatusRequestEntityTooLarge || !strings.Contains(fmt.Sprint(m["error"]), "at most") {
+		t.Errorf("big plan: %d %v", code, m)
+	}
+	if code, m := call("POST", "/v1/runs", operatorTok, strings.Replace(body, "api-1", "big-1", 1)); code != http.StatusCreated {
+		t.Errorf("run id after a refused big plan: %d %v", code, m)
+	}
 	if code, _ := call("GET", "/v1/runs/api-1", readerTok, ""); code != http.StatusBadRequest {
 		t.Fatalf("GET without project: %d", code)
 	}
@@ -257,4 +317,64 @@ func startStack(t *testing.T, fc fault.Config) *app.Stack {
 	}
 	t.Cleanup(st.Close)
 	return st
+}
+
+// TestRunEventsPaginate: GET /v1/runs/{run_id} answers a page of events
+// (limit, next_cursor), bounded by MaxEventPageBytes whatever the events
+// hold: a run of 40 events of 1 MiB each (a 40 MiB answer before) comes in
+// pages of at most 4 MiB plus one event, and walking the cursor yields
+// every event once, in order.
+func TestRunEventsPaginate(t *testing.T) {
+	t.Parallel()
+	st := startStack(t, fault.Config{})
+	b := reckontest.Run{Project: "acme", RunID: "ext-big", Source: "bot"}
+	evs := []kernel.Event{b.RunStarted(time.Now().Add(-time.Hour))}
+	blob := strings.Repeat("z", 1<<20)
+	for i := range 40 {
+		evs = append(evs, b.Event(fmt.Sprintf("op-%d/started", i), kernel.TypeToolStarted, time.Now().Add(-time.Hour), map[string]any{
+			"operation_id": fmt.Sprintf("op-%d", i), "tool": "run_command", "args": map[string]any{"command": blob}}))
+	}
+	if _, err := journal.New(st.Pool, nil).Ingest(context.Background(), evs); err != nil {
+		t.Fatal(err)
+	}
+	base := "http://" + st.APIAddr + "/v1/runs/ext-big?project=acme"
+	seen, pages, largest := 0, 0, 0
+	cursor := ""
+	for {
+		u := base
+		if cursor != "" {
+			u += "&cursor=" + cursor
+		}
+		r := call(t, http.MethodGet, u, readerTok, "")
+		if r.status != http.StatusOK {
+			t.Fatalf("page %d: %d %s", pages, r.status, r.raw)
+		}
+		pages++
+		largest = max(largest, len(r.raw))
+		page, _ := r.body["events"].([]any)
+		for _, e := range page {
+			if id := e.(map[string]any)["event_id"]; id != evs[seen].EventID {
+				t.Fatalf("event %d is %v, want %s", seen, id, evs[seen].EventID)
+			}
+			seen++
+		}
+		next, _ := r.body["next_cursor"].(string)
+		if next == "" {
+			break
+		}
+		cursor = next
+	}
+	if seen != len(evs) || largest > runner.MaxEventPageBytes+(2<<20) {
+		t.Fatalf("%d events of %d in %d pages, largest %d bytes", seen, len(evs), pages, largest)
+	}
+	t.Logf("run of %d events (~%d MiB): %d pages, largest answer %d bytes", len(evs), len(evs)-1, pages, largest)
+	r := call(t, http.MethodGet, base+"&limit=2", readerTok, "")
+	if got, _ := r.body["events"].([]any); r.status != http.StatusOK || len(got) != 2 || r.body["next_cursor"] == nil {
+		t.Fatalf("limit=2: %d, %d events", r.status, len(got))
+	}
+	for _, q := range []string{"&limit=0", "&limit=1001", "&cursor=bogus"} {
+		if r := call(t, http.MethodGet, base+q, readerTok, ""); r.status != http.StatusBadRequest {
+			t.Fatalf("%s: %d %s", q, r.status, r.raw)
+		}
+	}
 }

@@ -5,8 +5,11 @@ package journal
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -275,6 +278,29 @@ func (s *Store) RunEvents(ctx context.Context, project, runID string) ([]StoredE
 	return scanEvents(rows)
 }
 
+// RunEventsPage returns at most limit of a run's events after seq, in
+// journal order (GET /v1/runs/{run_id} pages through them).
+func (s *Store) RunEventsPage(ctx context.Context, project, runID string, afterSeq int64, limit int) ([]StoredEvent, error) {
+	rows, err := s.pool.Query(ctx, runEventsPageSQL, project, runID, afterSeq, limit)
+	if err != nil {
+		return nil, fmt.Errorf("run events %s/%s after %d: %w", project, runID, afterSeq, err)
+	}
+	return scanEvents(rows)
+}
+
+// RunTerminal reports whether the journal knows the run at all and the
+// type of its newest run.completed or run.failed ("" while neither).
+func (s *Store) RunTerminal(ctx context.Context, project, runID string) (known bool, terminal string, err error) {
+	var t *string
+	if err := s.pool.QueryRow(ctx, runTerminalSQL, project, runID).Scan(&known, &t); err != nil {
+		return false, "", fmt.Errorf("run status %s/%s: %w", project, runID, err)
+	}
+	if t != nil {
+		terminal = *t
+	}
+	return known, terminal, nil
+}
+
 // EventsOfType returns a project's events of one type at or after since,
 // newest first, at most limit.
 func (s *Store) EventsOfType(ctx context.Context, project, typ string, since time.Time, limit int) ([]StoredEvent, error) {
@@ -346,4 +372,25 @@ func (s *Store) RepairOpenHints(ctx context.Context) (int64, error) {
 		return 0, fmt.Errorf("repair open hints: %w", err)
 	}
 	return tag.RowsAffected(), nil
+}
+
+const eventCursorPrefix = "ev1:"
+
+// EncodeEventCursor is the cursor of the events after journal seq.
+func EncodeEventCursor(seq int64) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(eventCursorPrefix + strconv.FormatInt(seq, 10)))
+}
+
+// DecodeEventCursor returns the journal seq a cursor continues after; a
+// cursor this server did not make is EInvalid.
+func DecodeEventCursor(c string) (int64, error) {
+	raw, err := base64.RawURLEncoding.DecodeString(c)
+	if err == nil {
+		if rest, ok := strings.CutPrefix(string(raw), eventCursorPrefix); ok {
+			if seq, err := strconv.ParseInt(rest, 10, 64); err == nil && seq >= 0 && strconv.FormatInt(seq, 10) == rest {
+				return seq, nil
+			}
+		}
+	}
+	return 0, kernel.Errorf(kernel.EInvalid, "cursor %q is not a next_cursor of GET /v1/runs/{run_id}; start without one", kernel.Abbreviate(c, 64))
 }

@@ -58,6 +58,17 @@ const eventColumns = `source_id, event_id, project, run_id, type, ts, actor,
 const runEventsSQL = `SELECT ` + eventColumns + ` FROM journal_events
 WHERE project = $1 AND run_id = $2 ORDER BY seq`
 
+// runEventsPageSQL lists a page of a run's events after seq $3.
+const runEventsPageSQL = `SELECT ` + eventColumns + ` FROM journal_events
+WHERE project = $1 AND run_id = $2 AND seq > $3 ORDER BY seq LIMIT $4`
+
+// runTerminalSQL is a run's newest run.completed or run.failed, and
+// whether the journal has any event of the run at all.
+const runTerminalSQL = `SELECT
+  EXISTS (SELECT 1 FROM journal_events WHERE project = $1 AND run_id = $2),
+  (SELECT type FROM journal_events WHERE project = $1 AND run_id = $2
+     AND type IN ('run.completed', 'run.failed') ORDER BY seq DESC LIMIT 1)`
+
 // typeEventsSQL lists a project's events of one type, newest first, from the
 // (project, type, ts) index.
 const typeEventsSQL = `SELECT ` + eventColumns + ` FROM journal_events

@@ -14,10 +14,7 @@
 package operations
 
 import (
-	"encoding/base64"
 	"encoding/json"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/seed-7bc021c3/reckon/kernel"
@@ -44,7 +41,12 @@ type Item struct {
 	State       string          `json:"state"`
 	StartedAt   time.Time       `json:"started_at"`
 	StartedKey  kernel.EventKey `json:"started_key"`
-	Args        json.RawMessage `json:"args,omitempty"`
+	// Args are the call's arguments when their JSON is at most
+	// MaxListedArgsBytes; larger ones are left out (ArgsTruncated, with
+	// their size in ArgsBytes): the operation's history has them in full.
+	Args          json.RawMessage `json:"args,omitempty"`
+	ArgsTruncated bool            `json:"args_truncated,omitempty"`
+	ArgsBytes     int             `json:"args_bytes,omitempty"`
 	// Failure is the operation's newest tool.failed, when it has one.
 	Failure *kernel.ToolFailed `json:"failure,omitempty"`
 	// FailureKey is that tool.failed's key: its source_id says who
@@ -92,8 +94,12 @@ type Page struct {
 
 // Page sizes.
 const (
-	DefaultLimit = 100
-	MaxLimit     = 1000
+	// MaxListedArgsBytes bounds the args a listing item carries, so a
+	// page of DefaultLimit items stays a few megabytes whatever the calls'
+	// arguments were (8 operations with 6 MB args once made 50 MB).
+	MaxListedArgsBytes = 16 << 10
+	DefaultLimit       = 100
+	MaxLimit           = 1000
 )
 
 // position is a place in the listing order (started_at, seq).
@@ -110,30 +116,12 @@ func encodeCursor(p position) string { return encodePrefixedCursor(p, cursorPref
 func decodeCursor(s string) (position, error) { return decodePrefixedCursor(s, cursorPrefix) }
 
 // encodePrefixedCursor makes an opaque cursor after p; the prefix keeps the
-// cursors of different pagings apart.
+// cursors of different pagings apart (kernel.EncodeCursor).
 func encodePrefixedCursor(p position, prefix string) string {
-	raw := prefix + strconv.FormatInt(p.ts.UnixMicro(), 10) + ":" + strconv.FormatInt(p.seq, 10)
-	return base64.RawURLEncoding.EncodeToString([]byte(raw))
+	return kernel.EncodeCursor(prefix, p.ts, p.seq)
 }
 
 func decodePrefixedCursor(s, prefix string) (position, error) {
-	bad := kernel.Errorf(kernel.EInvalid, "cursor %q is not a cursor this API issued for this list; pass next_cursor from the same list unchanged", s)
-	raw, err := base64.RawURLEncoding.DecodeString(s)
-	if err != nil {
-		return position{}, bad
-	}
-	rest, ok := strings.CutPrefix(string(raw), prefix)
-	if !ok {
-		return position{}, bad
-	}
-	a, b, ok := strings.Cut(rest, ":")
-	if !ok {
-		return position{}, bad
-	}
-	us, err1 := strconv.ParseInt(a, 10, 64)
-	seq, err2 := strconv.ParseInt(b, 10, 64)
-	if err1 != nil || err2 != nil || seq < 0 {
-		return position{}, bad
-	}
-	return position{ts: time.UnixMicro(us).UTC(), seq: seq}, nil
+	ts, seq, err := kernel.DecodeCursor(s, prefix)
+	return position{ts: ts, seq: seq}, err
 }

@@ -39,9 +39,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Reconcile requests in their own transaction (the operator API), by basis and result (recorded, repeated, rejected, failed). Supervisor verdicts are counted by reckon_triage_verdicts_total.",
 		}, []string{"basis", "result"}),
 	}
-	if reg != nil {
-		reg.MustRegister(m.listSeconds, m.listed, m.degraded, m.reconciles)
-	}
+	m.MustRegister(reg)
 	return m
 }
 
@@ -75,4 +73,12 @@ func (m *Metrics) observeReconcile(basis string, repeated bool, err error) {
 		basis = "invalid" // a label never carries unchecked input
 	}
 	m.reconciles.WithLabelValues(basis, result).Inc()
+}
+
+// MustRegister registers the metrics with reg (nothing when nil): a
+// process registers them when it builds a service that moves them.
+func (m *Metrics) MustRegister(reg prometheus.Registerer) {
+	if reg != nil {
+		reg.MustRegister(m.listSeconds, m.listed, m.degraded, m.reconciles)
+	}
 }

@@ -20,6 +20,10 @@ import (
 	"github.com/seed-7bc021c3/reckon/kernel/outbox"
 )
 
+// MaxEvidenceBytes bounds a reconciliation's evidence JSON: it is
+// evidence to cite (a path, a sha256, an excerpt), not the artefact.
+const MaxEvidenceBytes = 64 << 10
+
 // ReconcileParams is one reconciliation of one operation: an operator's
 // ruling (basis operator) or the supervisor's (basis inference or probe).
 type ReconcileParams struct {
@@ -68,6 +72,8 @@ func (r *ReconcileParams) validate() error {
 		r.Evidence = nil
 	} else if !json.Valid(ev) {
 		return kernel.Errorf(kernel.EInvalid, "field \"evidence\" must be JSON")
+	} else if len(ev) > MaxEvidenceBytes {
+		return kernel.Errorf(kernel.ETooLarge, "field \"evidence\" is %d bytes; at most %d (cite large files by path and sha256 instead of inlining them)", len(ev), MaxEvidenceBytes)
 	}
 	switch {
 	case r.ruling():

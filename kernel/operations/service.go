@@ -207,6 +207,9 @@ func (s *Service) classify(c candidate, project string, now time.Time, lv *listi
 		StartedAt: c.pos.ts, StartedKey: c.key, Args: nonNull(d.Args),
 		ReissueOf: d.ReissueOf, Postcondition: nonNull(d.Postcondition),
 	}
+	if n := len(it.Args); n > MaxListedArgsBytes {
+		it.Args, it.ArgsTruncated, it.ArgsBytes = nil, true, n
+	}
 	if c.failure != nil {
 		var f kernel.ToolFailed
 		if err := json.Unmarshal(c.failure, &f); err != nil {

@@ -24,8 +24,11 @@ type Config struct {
 	PollInterval time.Duration // idle wait between empty drains; default 100ms
 	BaseBackoff  time.Duration // first retry delay; default 500ms
 	MaxBackoff   time.Duration // retry delay cap; default 1m
-	Retention    time.Duration // delivered rows older than this are pruned; default 24h
-	PruneEvery   time.Duration // maintenance period; default 1m
+	// OutageBackoff caps the publisher loop's backoff while whole passes
+	// fail (the database unreachable); default 10s.
+	OutageBackoff time.Duration
+	Retention     time.Duration // delivered rows older than this are pruned; default 24h
+	PruneEvery    time.Duration // maintenance period; default 1m
 }
 
 func (c Config) withDefaults() Config {
@@ -40,6 +43,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxBackoff <= 0 {
 		c.MaxBackoff = time.Minute
+	}
+	if c.OutageBackoff <= 0 {
+		c.OutageBackoff = 10 * time.Second
 	}
 	if c.Retention <= 0 {
 		c.Retention = 24 * time.Hour
@@ -57,6 +63,9 @@ type Metrics struct {
 	parked    prometheus.Counter
 	failures  prometheus.Counter
 	pruned    prometheus.Counter
+	// loopErrors counts publisher passes that failed as a whole (the
+	// database unreachable): each is followed by a backoff.
+	loopErrors prometheus.Counter
 }
 
 // NewMetrics registers the outbox metrics with reg (when not nil), including
@@ -79,20 +88,37 @@ func NewMetrics(reg prometheus.Registerer, pool *pgxpool.Pool) *Metrics {
 			Name: "reckon_outbox_pruned_total",
 			Help: "Delivered outbox rows deleted after the retention period.",
 		}),
+		loopErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "reckon_outbox_publish_errors_total",
+			Help: "Publisher passes that failed as a whole (e.g. the database unreachable), each followed by a capped, jittered backoff.",
+		}),
 	}
-	if reg != nil {
-		reg.MustRegister(m.delivered, m.parked, m.failures, m.pruned)
-		if pool != nil {
-			reg.MustRegister(newStatsCollector(pool))
-		}
-	}
+	m.MustRegister(reg, pool)
 	return m
 }
 
-// statsCollector reads backlog figures from the database on scrape.
+// MustRegister registers the metrics with reg (nothing when nil), and the
+// backlog gauges read from pool at scrape time when pool is set: the
+// process that publishes registers them.
+func (m *Metrics) MustRegister(reg prometheus.Registerer, pool *pgxpool.Pool) {
+	if reg == nil {
+		return
+	}
+	reg.MustRegister(m.delivered, m.parked, m.failures, m.pruned, m.loopErrors)
+	if pool != nil {
+		reg.MustRegister(newStatsCollector(pool))
+	}
+}
+
+// statsCollector reads backlog figures from the database on scrape. When
+// the database cannot answer, the scrape still succeeds: the gauges are
+// left out, reckon_outbox_stats_up is 0 and the scrape-error counter
+// moves, so every other metric stays visible exactly while lag builds.
 type statsCollector struct {
 	pool                    *pgxpool.Pool
 	backlog, oldest, parked *prometheus.Desc
+	up                      *prometheus.Desc
+	scrapeErrors            prometheus.Counter
 }
 
 func newStatsCollector(pool *pgxpool.Pool) *statsCollector {
@@ -101,6 +127,11 @@ func newStatsCollector(pool *pgxpool.Pool) *statsCollector {
 		backlog: prometheus.NewDesc("reckon_outbox_backlog", "Outbox rows not yet delivered (parked rows excluded).", nil, nil),
 		oldest:  prometheus.NewDesc("reckon_outbox_oldest_undelivered_age_seconds", "Age of the oldest undelivered outbox row.", nil, nil),
 		parked:  prometheus.NewDesc("reckon_outbox_parked_rows", "Outbox rows currently parked on a conflict.", nil, nil),
+		up:      prometheus.NewDesc("reckon_outbox_stats_up", "1 when the outbox gauges could be read from the database at this scrape, 0 when not.", nil, nil),
+		scrapeErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "reckon_outbox_stats_scrape_errors_total",
+			Help: "Scrapes at which the outbox gauges could not be read from the database.",
+		}),
 	}
 }
 
@@ -108,6 +139,8 @@ func (c *statsCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.backlog
 	ch <- c.oldest
 	ch <- c.parked
+	ch <- c.up
+	c.scrapeErrors.Describe(ch)
 }
 
 func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
@@ -115,14 +148,18 @@ func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
 	defer cancel()
 	var n, parked int64
 	var age float64
-	if err := c.pool.QueryRow(ctx, statsSQL).Scan(&n, &age); err != nil {
-		ch <- prometheus.NewInvalidMetric(c.backlog, err)
+	err := c.pool.QueryRow(ctx, statsSQL).Scan(&n, &age)
+	if err == nil {
+		err = c.pool.QueryRow(ctx, parkedCountSQL).Scan(&parked)
+	}
+	if err != nil {
+		c.scrapeErrors.Inc()
+		ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, 0)
+		c.scrapeErrors.Collect(ch)
 		return
 	}
-	if err := c.pool.QueryRow(ctx, parkedCountSQL).Scan(&parked); err != nil {
-		ch <- prometheus.NewInvalidMetric(c.parked, err)
-		return
-	}
+	ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, 1)
+	c.scrapeErrors.Collect(ch)
 	ch <- prometheus.MustNewConstMetric(c.backlog, prometheus.GaugeValue, float64(n))
 	ch <- prometheus.MustNewConstMetric(c.oldest, prometheus.GaugeValue, age)
 	ch <- prometheus.MustNewConstMetric(c.parked, prometheus.GaugeValue, float64(parked))
@@ -166,19 +203,35 @@ func (p *Publisher) Run(ctx context.Context) error {
 		p.maintain(ctx)
 	}()
 	defer wg.Wait()
+	// A failing pass (the database down) backs off exponentially with
+	// jitter, capped at OutageBackoff, and is logged once when the
+	// failures start and once when they end, not at every attempt.
+	failures := 0
+	var since time.Time
 	for {
 		n, err := p.PublishOnce(ctx)
 		if ctx.Err() != nil {
 			return nil
 		}
-		if err != nil {
-			p.log.Warn().Err(err).Msg("outbox publish failed; will retry")
+		wait := p.cfg.PollInterval
+		switch {
+		case err != nil:
+			p.m.loopErrors.Inc()
+			if failures == 0 {
+				since = time.Now()
+				p.log.Warn().Err(err).Msg("outbox publisher cannot publish; retrying with backoff until it can (logged again when it recovers)")
+			}
+			failures++
+			wait = min(p.backoff(failures-1), p.cfg.OutageBackoff)
+		case failures > 0:
+			p.log.Info().Int("failed_attempts", failures).Int64("outage_ms", time.Since(since).Milliseconds()).Msg("outbox publisher recovered")
+			failures = 0
 		}
 		if err != nil || n < p.cfg.BatchSize {
 			select {
 			case <-ctx.Done():
 				return nil
-			case <-time.After(p.cfg.PollInterval):
+			case <-time.After(wait):
 			}
 		}
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/seed-7bc021c3/reckon/kernel/journal"
 	"github.com/seed-7bc021c3/reckon/kernel/manifest"
 	"github.com/seed-7bc021c3/reckon/kernel/outbox"
+	"github.com/seed-7bc021c3/reckon/kernel/plan"
 	"github.com/seed-7bc021c3/reckon/kernel/priorstate"
 )
 
@@ -251,13 +252,7 @@ func failure(err error) ToolOutcome {
 
 // toolMessage is a tool error's message without the error type a
 // *kernel.ToolError prefixes (that type travels in its own field).
-func toolMessage(err error) string {
-	var te *kernel.ToolError
-	if errors.As(err, &te) && te.Err != nil {
-		return te.Err.Error()
-	}
-	return err.Error()
-}
+func toolMessage(err error) string { return plan.ToolMessage(err) }
 
 // crash reports a crash-style failure of the activity.
 func crash(err error) error {

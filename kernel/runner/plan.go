@@ -1,285 +1,36 @@
-// Package runner executes agent runs as Temporal workflows: the run
-// workflow, its activities (RecordEvent, RunTool, SummarizeChildRun), the
-// starter that makes a run's start idempotent (served as POST /v1/runs by
-// kernel/httpapi through httpapi.RunService).
-//
-// For every plan step the workflow records tool.started through the outbox
-// before the tool is scheduled, runs the tool in exactly one attempt, and
-// records tool.completed or an honestly classified tool.failed. A step that
-// failed uncertain is never retried automatically: a re-issue is a new
-// operation with a new id that names the one it re-issues.
 package runner
 
-import (
-	"bytes"
-	"crypto/sha256"
-	"encoding/json"
-	"fmt"
-	"os"
-	"path/filepath"
-	"regexp"
-	"strings"
+import "github.com/seed-7bc021c3/reckon/kernel/plan"
 
-	"github.com/seed-7bc021c3/reckon/kernel"
+// The plan's types and rules live in kernel/plan (light enough to fuzz);
+// these aliases keep runner.Plan and friends, which the rest of reckon
+// uses, one name for one thing.
+type (
+	// Plan is the input of a run (plan.Plan).
+	Plan = plan.Plan
+	// Step is one tool call of a plan (plan.Step).
+	Step = plan.Step
+	// ToolSet resolves tool names (plan.ToolSet).
+	ToolSet = plan.ToolSet
+	// Tools is a ToolSet of fixed tools (plan.Tools).
+	Tools = plan.Tools
+	// Chain looks tools up in several sets in order (plan.Chain).
+	Chain = plan.Chain
 )
 
-// Values of step.on_uncertain: "stop" (the default) ends the run after an
-// uncertain failure; "reissue" issues the step again as a new operation.
+// Plan limits and step values (see kernel/plan).
 const (
-	OnUncertainStop    = "stop"
-	OnUncertainReissue = "reissue"
+	OnUncertainStop    = plan.OnUncertainStop
+	OnUncertainReissue = plan.OnUncertainReissue
+	MaxSteps           = plan.MaxSteps
+	MaxTotal           = plan.MaxTotal
+	MaxDepth           = plan.MaxDepth
+	MaxReissues        = plan.MaxReissues
+	MaxPlanBytes       = plan.MaxPlanBytes
 )
 
-// Plan limits. A step costs about a dozen history events; Temporal warns at
-// 10,240 events per run.
-const (
-	MaxSteps    = 200
-	MaxTotal    = 1000 // steps of a plan and all its delegate plans
-	MaxDepth    = 4    // nesting of delegate plans
-	MaxReissues = 1    // re-issues per step after an uncertain failure
-)
+// DecodePlan decodes a plan strictly (plan.DecodePlan).
+func DecodePlan(raw []byte) (Plan, error) { return plan.DecodePlan(raw) }
 
-// Plan is the input of a run: tool calls executed in order.
-type Plan struct {
-	Steps []Step `json:"steps"`
-}
-
-// Step is one tool call of a plan.
-type Step struct {
-	Tool string          `json:"tool"`
-	Args json.RawMessage `json:"args,omitempty"`
-	// Postcondition is copied into tool.started for probes; the kernel
-	// does not interpret it.
-	Postcondition json.RawMessage `json:"postcondition,omitempty"`
-	// OnUncertain "reissue" re-issues the step once, as a new operation,
-	// after an uncertain failure; empty or "stop" stops the run.
-	OnUncertain string `json:"on_uncertain,omitempty"`
-	// Plan is the child plan of a delegate step.
-	Plan *Plan `json:"plan,omitempty"`
-}
-
-// runIDs lists runID and the id of every child run the plan can start:
-// each delegate step's operation and its re-issues, recursively.
-func (p Plan) runIDs(runID string) []string {
-	out := []string{runID}
-	for i, s := range p.Steps {
-		if s.Tool != kernel.DelegateTool || s.Plan == nil {
-			continue
-		}
-		op := fmt.Sprintf("op-%d", i+1)
-		ops := []string{op}
-		if s.OnUncertain == OnUncertainReissue {
-			for k := 1; k <= MaxReissues; k++ {
-				ops = append(ops, fmt.Sprintf("%s-r%d", op, k))
-			}
-		}
-		for _, o := range ops {
-			out = append(out, s.Plan.runIDs(kernel.ChildRunID(runID, o))...)
-		}
-	}
-	return out
-}
-
-// Summary is the plan_summary of run.started: step count and tools.
-func (p Plan) Summary() string {
-	tools := make([]string, len(p.Steps))
-	for i, s := range p.Steps {
-		tools[i] = s.Tool
-	}
-	n := "steps"
-	if len(p.Steps) == 1 {
-		n = "step"
-	}
-	return fmt.Sprintf("%d %s: %s", len(p.Steps), n, strings.Join(tools, ", "))
-}
-
-// Digest is the sha256 of the plan's canonical JSON: equal plans (whatever
-// their key order or whitespace) have equal digests.
-func (p Plan) Digest() ([]byte, error) {
-	raw, err := json.Marshal(p)
-	if err != nil {
-		return nil, fmt.Errorf("marshal plan: %w", err)
-	}
-	return digestJSON(raw)
-}
-
-// digestJSON is Digest of a plan already marshalled.
-func digestJSON(raw []byte) ([]byte, error) {
-	c, err := kernel.Canonical(raw)
-	if err != nil {
-		return nil, fmt.Errorf("canonical plan: %w", err)
-	}
-	d := sha256.Sum256(c)
-	return d[:], nil
-}
-
-// DecodePlan decodes a plan strictly: unknown fields are errors naming the
-// field, so a misspelt "on_uncertain" cannot silently change behaviour.
-func DecodePlan(raw json.RawMessage) (Plan, error) {
-	var p Plan
-	if len(bytes.TrimSpace(raw)) == 0 || string(bytes.TrimSpace(raw)) == "null" {
-		return p, kernel.Errorf(kernel.EInvalid, "plan: required, e.g. {\"steps\": [{\"tool\": \"run_command\", \"args\": {\"command\": \"echo ok\"}}]}")
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&p); err != nil {
-		return p, kernel.Errorf(kernel.EInvalid, "plan: %v", err)
-	}
-	return p, nil
-}
-
-var sha256RE = regexp.MustCompile(`^[0-9a-fA-F]{64}$`)
-
-// validatePostcondition checks a step's declared postcondition,
-// {"path": "<file in the workspace>", "sha256"?: "<hex>"}: the probe reads
-// path beneath the run's workspace only, so a path that is absolute or
-// climbs out of it (or names the workspace itself) is refused here rather
-// than left to look like a declaration the probe can never check.
-func validatePostcondition(raw json.RawMessage, field string) error {
-	pc := bytes.TrimSpace(raw)
-	if len(pc) == 0 || string(pc) == "null" {
-		return nil
-	}
-	if pc[0] != '{' {
-		return kernel.Errorf(kernel.EInvalid, "%s: must be a JSON object {\"path\": ..., \"sha256\"?: ...}", field)
-	}
-	var d struct {
-		Path   *string `json:"path"`
-		SHA256 *string `json:"sha256"`
-	}
-	if err := json.Unmarshal(pc, &d); err != nil {
-		return kernel.Errorf(kernel.EInvalid, "%s: %v", field, err)
-	}
-	if d.Path != nil {
-		p := *d.Path
-		switch {
-		case p == "":
-			return kernel.Errorf(kernel.EInvalid, "%s.path: must not be empty", field)
-		case filepath.IsAbs(p):
-			return kernel.Errorf(kernel.EInvalid, "%s.path: must be relative to the workspace, got the absolute path %q", field, p)
-		case strings.ContainsRune(p, 0) || !filepath.IsLocal(p) || filepath.Clean(p) == ".":
-			return kernel.Errorf(kernel.EInvalid, "%s.path: must name a file inside the workspace, without \"..\" climbing out of it, got %q", field, p)
-		}
-	}
-	if d.SHA256 != nil && !sha256RE.MatchString(*d.SHA256) {
-		return kernel.Errorf(kernel.EInvalid, "%s.sha256: must be 64 hexadecimal digits, got %q", field, *d.SHA256)
-	}
-	return nil
-}
-
-// ToolSet resolves tools by name. Tool sets compose (see Tools and Chain),
-// so MCP tools can be added beside run_command.
-type ToolSet interface {
-	Lookup(name string) (kernel.Tool, bool)
-}
-
-// Tools is a ToolSet of fixed tools keyed by name.
-type Tools map[string]kernel.Tool
-
-// NewTools indexes tools by their names.
-func NewTools(tools ...kernel.Tool) Tools {
-	m := make(Tools, len(tools))
-	for _, t := range tools {
-		m[t.Name()] = t
-	}
-	return m
-}
-
-// Lookup implements ToolSet.
-func (t Tools) Lookup(name string) (kernel.Tool, bool) {
-	tool, ok := t[name]
-	return tool, ok
-}
-
-// Chain looks a name up in each set in turn; the first match wins.
-type Chain []ToolSet
-
-// Lookup implements ToolSet.
-func (c Chain) Lookup(name string) (kernel.Tool, bool) {
-	for _, s := range c {
-		if s == nil {
-			continue
-		}
-		if t, ok := s.Lookup(name); ok {
-			return t, true
-		}
-	}
-	return nil, false
-}
-
-// Validate checks a plan at the boundary, naming the offending field
-// (plan.steps[2].args.command). Tool arguments are checked by the tools'
-// own Validate, which has no side effects; workspace-dependent checks run
-// again at execution.
-func (p Plan) Validate(tools ToolSet) error {
-	if n := p.totalSteps(); n > MaxTotal {
-		return kernel.Errorf(kernel.EInvalid, "plan: %d steps including delegate plans; at most %d", n, MaxTotal)
-	}
-	return p.validate(tools, "plan", 0)
-}
-
-func (p Plan) totalSteps() int {
-	n := len(p.Steps)
-	for _, s := range p.Steps {
-		if s.Plan != nil {
-			n += s.Plan.totalSteps()
-		}
-	}
-	return n
-}
-
-func (p Plan) validate(tools ToolSet, path string, depth int) error {
-	if depth > MaxDepth {
-		return kernel.Errorf(kernel.EInvalid, "%s: delegate plans nest deeper than %d levels", path, MaxDepth)
-	}
-	if len(p.Steps) == 0 {
-		return kernel.Errorf(kernel.EInvalid, "%s.steps: must list at least one step", path)
-	}
-	if len(p.Steps) > MaxSteps {
-		return kernel.Errorf(kernel.EInvalid, "%s.steps: at most %d steps per plan, got %d", path, MaxSteps, len(p.Steps))
-	}
-	for i, s := range p.Steps {
-		sp := fmt.Sprintf("%s.steps[%d]", path, i)
-		if s.Tool == "" {
-			return kernel.Errorf(kernel.EInvalid, "%s.tool: required", sp)
-		}
-		switch s.OnUncertain {
-		case "", OnUncertainStop, OnUncertainReissue:
-		default:
-			return kernel.Errorf(kernel.EInvalid, "%s.on_uncertain: must be %q or %q (the default), got %q", sp, OnUncertainReissue, OnUncertainStop, s.OnUncertain)
-		}
-		if err := validatePostcondition(s.Postcondition, sp+".postcondition"); err != nil {
-			return err
-		}
-		if s.Tool == kernel.DelegateTool {
-			if s.Plan == nil {
-				return kernel.Errorf(kernel.EInvalid, "%s.plan: required for a delegate step (the child plan)", sp)
-			}
-			if a := bytes.TrimSpace(s.Args); len(a) > 0 && string(a) != "null" && string(a) != "{}" {
-				return kernel.Errorf(kernel.EInvalid, "%s.args: a delegate step takes no args; put the child's steps in plan", sp)
-			}
-			if err := s.Plan.validate(tools, sp+".plan", depth+1); err != nil {
-				return err
-			}
-			continue
-		}
-		if s.Plan != nil {
-			return kernel.Errorf(kernel.EInvalid, "%s.plan: only a delegate step carries a plan", sp)
-		}
-		tool, ok := tools.Lookup(s.Tool)
-		if !ok {
-			return kernel.Errorf(kernel.EInvalid, "%s.tool: unknown tool %q (known: run_command, delegate, and mcp__<tool> of configured MCP servers)", sp, s.Tool)
-		}
-		// The workspace does not exist yet; validation sees a real,
-		// harmless directory so that only the arguments are judged here.
-		call := kernel.ToolCall{Tool: s.Tool, Args: s.Args, OperationID: "validate", Workspace: os.TempDir()}
-		if err := tool.Validate(call); err != nil {
-			msg := toolMessage(err)
-			if strings.HasPrefix(msg, "args") {
-				return kernel.Errorf(kernel.EInvalid, "%s.%s", sp, msg)
-			}
-			return kernel.Errorf(kernel.EInvalid, "%s: %s", sp, msg)
-		}
-	}
-	return nil
-}
+// NewTools indexes tools by their names (plan.NewTools).
+var NewTools = plan.NewTools

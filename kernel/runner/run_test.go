@@ -260,7 +260,7 @@ func TestCancelRunMidCommand(t *testing.T) {
 	if msg := data(t, evs[3])["error"].(string); !strings.Contains(msg, "canceled") || !strings.Contains(msg, "op-1") {
 		t.Fatalf("run.failed error = %q", msg)
 	}
-	if v, err := e.starter.View(ctx, e.project, "c1"); err != nil || v.Status != StatusFailed {
+	if v, err := e.starter.View(ctx, e.project, "c1", EventPage{}); err != nil || v.Status != StatusFailed {
 		t.Fatalf("view: %+v %v", v.Status, err)
 	}
 }

@@ -18,3 +18,7 @@ const foreignEventSQL = `
 SELECT source_id, run_id FROM journal_events
 WHERE project = $1 AND run_id = ANY($2::text[]) AND source_id <> 'kernel'
 LIMIT 1`
+
+// deleteRunSQL takes back the row of a start whose workflow never
+// started, so the run id is free again instead of taken forever.
+const deleteRunSQL = `DELETE FROM kernel_runs WHERE project = $1 AND run_id = $2`

@@ -21,6 +21,7 @@ import (
 
 	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/journal"
+	"github.com/seed-7bc021c3/reckon/kernel/plan"
 )
 
 // Starter starts runs idempotently and reports their state.
@@ -95,7 +96,10 @@ func (s *Starter) start(ctx context.Context, req StartParams) (string, bool, err
 	if err != nil {
 		return "", false, fmt.Errorf("marshal plan: %w", err)
 	}
-	digest, err := digestJSON(planJSON)
+	if len(planJSON) > MaxPlanBytes {
+		return "", false, plan.TooLarge(len(planJSON))
+	}
+	digest, err := plan.DigestJSON(planJSON)
 	if err != nil {
 		return "", false, err
 	}
@@ -131,10 +135,31 @@ func (s *Starter) start(ctx context.Context, req StartParams) (string, bool, err
 	}, WorkflowName, RunInput{
 		Project: req.Project, RunID: req.RunID, Workspace: ws, Plan: req.Plan, Timeouts: s.Timeouts,
 	})
-	if err != nil && !temporal.IsWorkflowExecutionAlreadyStartedError(err) {
-		return "", false, kernel.Errorf(kernel.EUnavailable, "start workflow %s: %v", wfID, err)
+	switch {
+	case err == nil:
+		// This request started the workflow: created, even when an
+		// earlier attempt recorded the run and failed before starting it.
+		return req.RunID, true, nil
+	case temporal.IsWorkflowExecutionAlreadyStartedError(err):
+		// An earlier request started it (and was answered so, see below).
+		return req.RunID, inserted, nil
 	}
-	return req.RunID, inserted, nil
+	// The start failed, or its answer was lost. If the workflow exists
+	// after all, the run started: say so. If it certainly does not, take
+	// back the row this request wrote, so the id is not taken forever by a
+	// run that never ran (a 409 for the next plan, a 404 for GET).
+	if _, derr := s.Client.DescribeWorkflowExecution(ctx, wfID, ""); derr == nil {
+		return req.RunID, true, nil
+	} else if nf := (*serviceerror.NotFound)(nil); errors.As(derr, &nf) && inserted {
+		if _, xerr := s.Pool.Exec(context.WithoutCancel(ctx), deleteRunSQL, req.Project, req.RunID); xerr != nil {
+			return "", false, fmt.Errorf("start workflow %s: %v; and take back its run row: %w", wfID, err, xerr)
+		}
+	}
+	var ia *serviceerror.InvalidArgument
+	if errors.As(err, &ia) {
+		return "", false, kernel.Errorf(kernel.EInvalid, "start workflow %s: Temporal refused it: %v", wfID, err)
+	}
+	return "", false, kernel.Errorf(kernel.EUnavailable, "start workflow %s: %v", wfID, err)
 }
 
 // refuseClaimed refuses a new run whose id, or the id of a child run its
@@ -151,7 +176,7 @@ func (s *Starter) refuseClaimed(ctx context.Context, req StartParams) error {
 		return nil // an idempotent start, decided below
 	}
 	var source, runID string
-	err := s.Pool.QueryRow(ctx, foreignEventSQL, req.Project, req.Plan.runIDs(req.RunID)).Scan(&source, &runID)
+	err := s.Pool.QueryRow(ctx, foreignEventSQL, req.Project, req.Plan.RunIDs(req.RunID)).Scan(&source, &runID)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil
 	}
@@ -170,40 +195,88 @@ const (
 	StatusFailed    = "failed"
 )
 
-// RunView is the body of GET /v1/runs/{run_id}.
+// RunView is the body of GET /v1/runs/{run_id}: the run's status and one
+// page of its events.
 type RunView struct {
 	RunID   string         `json:"run_id"`
 	Project string         `json:"project"`
 	Status  string         `json:"status"`
 	Events  []kernel.Event `json:"events"`
+	// NextCursor continues the events after this page; null on the last.
+	NextCursor *string `json:"next_cursor"`
 }
 
-// View reports a run's status and its events in journal order. A kernel
-// run's status comes from Temporal; a run Temporal does not know (an
-// external agent's) from its journal events. ENotFound when neither knows
-// it.
-func (s *Starter) View(ctx context.Context, project, runID string) (RunView, error) {
+// Pages of a run's events (GET /v1/runs/{run_id}?cursor=&limit=): a page
+// holds at most limit events (DefaultEventLimit, at most MaxEventLimit)
+// and stops early once its events' data passes MaxEventPageBytes (always
+// at least one event), so no answer is unbounded whatever the run holds.
+const (
+	DefaultEventLimit = 100
+	MaxEventLimit     = 1000
+	MaxEventPageBytes = 4 << 20
+)
+
+// EventPage selects a page of a run's events.
+type EventPage struct {
+	Cursor string // a RunView.NextCursor; empty: the first page
+	Limit  int    // 0: DefaultEventLimit
+}
+
+// View reports a run's status and a page of its events in journal order.
+// A kernel run's status comes from Temporal; a run Temporal does not know
+// (an external agent's) from its journal events. ENotFound when neither
+// knows it.
+func (s *Starter) View(ctx context.Context, project, runID string, page EventPage) (RunView, error) {
 	if err := kernel.ValidateID("project", project); err != nil {
 		return RunView{}, err
 	}
 	if err := kernel.ValidateID("run_id", runID); err != nil {
 		return RunView{}, err
 	}
-	evs, err := runEvents(ctx, s.Journal, project, runID)
+	var after int64
+	if page.Cursor != "" {
+		var err error
+		if after, err = journal.DecodeEventCursor(page.Cursor); err != nil {
+			return RunView{}, err
+		}
+	}
+	limit := page.Limit
+	switch {
+	case limit == 0:
+		limit = DefaultEventLimit
+	case limit < 0 || limit > MaxEventLimit:
+		return RunView{}, kernel.Errorf(kernel.EInvalid, "limit must be between 1 and %d, got %d", MaxEventLimit, limit)
+	}
+	// One more than the page, to know whether another follows.
+	stored, err := s.Journal.RunEventsPage(ctx, project, runID, after, limit+1)
 	if err != nil {
 		return RunView{}, err
 	}
-	v := RunView{RunID: runID, Project: project, Events: evs}
+	v := RunView{RunID: runID, Project: project, Events: []kernel.Event{}}
+	size := 0
+	for i, e := range stored {
+		if i == limit || (i > 0 && size+len(e.Data) > MaxEventPageBytes) {
+			c := journal.EncodeEventCursor(stored[i-1].Seq)
+			v.NextCursor = &c
+			break
+		}
+		size += len(e.Data)
+		v.Events = append(v.Events, e.Event)
+	}
+	known, terminal, err := s.Journal.RunTerminal(ctx, project, runID)
+	if err != nil {
+		return RunView{}, err
+	}
 	d, err := s.Client.DescribeWorkflowExecution(ctx, kernel.WorkflowID(project, runID), "")
 	var nf *serviceerror.NotFound
 	switch {
 	case err == nil:
 		v.Status = workflowStatus(d.GetWorkflowExecutionInfo().GetStatus())
 	case errors.As(err, &nf):
-		if len(v.Events) == 0 {
+		if !known {
 			return RunView{}, kernel.Errorf(kernel.ENotFound, "no run %s in project %s", runID, project)
 		}
-		v.Status = journalStatus(v.Events)
+		v.Status = journalStatus(terminal)
 	default:
 		return RunView{}, kernel.Errorf(kernel.EUnavailable, "describe run %s/%s in Temporal: %v", project, runID, err)
 	}
@@ -221,15 +294,14 @@ func workflowStatus(st enumspb.WorkflowExecutionStatus) string {
 	}
 }
 
-func journalStatus(evs []kernel.Event) string {
-	status := StatusRunning
-	for _, e := range evs {
-		switch e.Type {
-		case kernel.TypeRunCompleted:
-			status = StatusCompleted
-		case kernel.TypeRunFailed:
-			status = StatusFailed
-		}
+// journalStatus is the status of a run Temporal does not know, from its
+// newest terminal event's type ("" while it has none).
+func journalStatus(terminal string) string {
+	switch terminal {
+	case kernel.TypeRunCompleted:
+		return StatusCompleted
+	case kernel.TypeRunFailed:
+		return StatusFailed
 	}
-	return status
+	return StatusRunning
 }

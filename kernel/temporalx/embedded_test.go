@@ -121,7 +121,7 @@ func TestSDKLoggerFields(t *testing.T) {
 	var buf lockedBuffer
 	l := SDKLogger(zerolog.New(&buf))
 	l.Info("hello", "WorkflowID", "w1", "Attempt", 2)
-	if got := buf.String(); got != `{"level":"info","WorkflowID":"w1","Attempt":2,"message":"hello"}`+"\n" {
+	if got := buf.String(); got != `{"level":"info","workflow_id":"w1","attempt":2,"message":"hello"}`+"\n" {
 		t.Fatalf("log line = %s", got)
 	}
 }

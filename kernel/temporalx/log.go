@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"sync/atomic"
+	"time"
+	"unicode"
 
 	"github.com/rs/zerolog"
 	sdklog "go.temporal.io/sdk/log"
@@ -58,9 +60,44 @@ func kvPair(kv []any, i int) (string, any) {
 		key = fmt.Sprint(kv[i])
 	}
 	if i+1 >= len(kv) {
-		return key, nil
+		return SnakeKey(key), nil
 	}
-	return key, kv[i+1]
+	return field(key, kv[i+1])
+}
+
+// field maps a Temporal key and value onto reckon's log convention:
+// snake_case keys (the SDK's RunID is run_id, Error is error) and units in
+// the key (a duration is <key>_ms, in milliseconds).
+func field(key string, val any) (string, any) {
+	key = SnakeKey(key)
+	if d, ok := val.(time.Duration); ok {
+		return strings.TrimSuffix(key, "_ms") + "_ms", float64(d.Microseconds()) / 1000
+	}
+	return key, val
+}
+
+// SnakeKey spells a log key in snake_case: RunID → run_id, WorkflowType →
+// workflow_type, wf-namespace → wf_namespace, error stays error.
+func SnakeKey(k string) string {
+	var b strings.Builder
+	rs := []rune(k)
+	for i, r := range rs {
+		switch {
+		case r == '-' || r == ' ' || r == '.':
+			b.WriteByte('_')
+		case unicode.IsUpper(r):
+			// A word starts at an upper-case letter after a lower-case one,
+			// or before a lower-case one inside an acronym (IDType → id_type).
+			if i > 0 && rs[i-1] != '_' && rs[i-1] != '-' && (unicode.IsLower(rs[i-1]) || unicode.IsDigit(rs[i-1]) ||
+				(i+1 < len(rs) && unicode.IsLower(rs[i+1]) && unicode.IsUpper(rs[i-1]))) {
+				b.WriteByte('_')
+			}
+			b.WriteRune(unicode.ToLower(r))
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
 }
 
 // serverLogger adapts zerolog to the Temporal server's logger, for the
@@ -114,7 +151,8 @@ func (s serverLogger) Fatal(msg string, tags ...tag.Tag) {
 func (s serverLogger) With(tags ...tag.Tag) serverlog.Logger {
 	c := s.l.With()
 	for _, t := range tags {
-		c = c.Interface(t.Key(), t.Value())
+		k, v := field(t.Key(), t.Value())
+		c = c.Interface(k, v)
 	}
 	return serverLogger{l: c.Logger(), stopping: s.stopping}
 }
@@ -139,11 +177,12 @@ func withTags(e *zerolog.Event, tags []tag.Tag) *zerolog.Event {
 		return nil
 	}
 	for _, t := range tags {
-		if err, ok := t.Value().(error); ok {
-			e = e.AnErr(t.Key(), err)
+		k, v := field(t.Key(), t.Value())
+		if err, ok := v.(error); ok {
+			e = e.AnErr(k, err)
 			continue
 		}
-		e = e.Interface(t.Key(), t.Value())
+		e = e.Interface(k, v)
 	}
 	return e
 }

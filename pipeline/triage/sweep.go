@@ -343,7 +343,7 @@ func (s *Sweeper) logSweep(rep Report, start time.Time, dry bool) {
 	}
 	done.Int("projects", rep.Projects).Int("runs", rep.Runs).Int("journaled", rep.Journaled).
 		Int("failed", rep.Failed).Int("locked", rep.Count(OutcomeLocked)).Int("budget", rep.Count(OutcomeBudget)).
-		Int("tokens", rep.Tokens).Dur("duration", s.cfg.Now().Sub(start)).Bool("dry_run", dry).Msg("triage sweep done")
+		Int("tokens", rep.Tokens).Int64("duration_ms", s.cfg.Now().Sub(start).Milliseconds()).Bool("dry_run", dry).Msg("triage sweep done")
 }
 
 // lockPool opens the dedicated connections that hold triage locks: separate
@@ -600,7 +600,7 @@ func (s *Sweeper) logWall(r WallResult) {
 	if r.Error != "" {
 		ev = ev.Str("error", r.Error)
 	}
-	ev.Dur("duration", r.Duration).Msg("triage wall")
+	ev.Int64("duration_ms", r.Duration.Milliseconds()).Msg("triage wall")
 }
 
 func short(d string) string {

@@ -1,0 +1,181 @@
+package kernel
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+)
+
+// boundarySeeds are the inputs issue 13 listed (a NUL, invalid UTF-8, a
+// lone surrogate, duplicate keys, years 0000 and 9999, a misspelt field)
+// and well-formed events, for every fuzz target of the boundary.
+var boundarySeeds = []string{
+	`{"source_id":"agent-x","event_id":"u1","project":"acme","run_id":"r","type":"tool.started","ts":"2026-11-30T10:00:00Z","actor":"agent","data":{"operation_id":"op-1","tool":"run_command","args":{"command":"echo ok"}}}`,
+	`{"source_id":"agent-x","event_id":"u1-` + "\xff" + `","project":"acme","run_id":"r","type":"run.started","ts":"2026-11-30T10:00:00Z","actor":"agent"}`,
+	`{"source_id":"agent-x","event_id":"u1-` + "\xfe" + `","project":"acme","run_id":"r","type":"run.started","ts":"2026-11-30T10:00:00Z","actor":"agent"}`,
+	`{"source_id":"agent-x","event_id":"u1-\u0000","project":"acme","run_id":"r","type":"run.started","ts":"2026-11-30T10:00:00Z","actor":"agent"}`,
+	`{"source_id":"agent-x","event_id":"u1-\udcff","project":"acme","run_id":"r","type":"run.started","ts":"2026-11-30T10:00:00Z","actor":"agent"}`,
+	`{"source_id":"agent-x","event_id":"u1","event_id":"u2","project":"acme","run_id":"r","type":"run.started","ts":"2026-11-30T10:00:00Z","actor":"agent"}`,
+	`{"source_id":"agent-x","event_id":"u1","project":"acme","run_id":"r","type":"run.started","ts":"0000-01-01T00:00:00Z","actor":"agent"}`,
+	`{"source_id":"agent-x","event_id":"u1","project":"acme","run_id":"r","type":"run.started","ts":"9999-12-31T23:59:59Z","actor":"agent"}`,
+	`{"source_id":"agent-x","event_id":"u1","project":"acme","runId":"r","type":"run.started","ts":"2026-11-30T10:00:00Z","actor":"agent"}`,
+	`{"source_id":"kernel","event_id":"e","project":"p","run_id":"r","type":"operation.reconciled","ts":"2026-11-30T10:00:00Z","actor":"operator:ann","parent_event_id":{"source_id":"a","event_id":"b"},"data":{"operation_id":"op-1","effect":"occurred","note":"a\u0000b","basis":"operator","evidence":{"a":1,"a":2}}}`,
+	`{"a":"\ud83d\ude00","b":1.0,"c":[1e400,-0,true,null]}`,
+	"[\"\xed\xa0\x80\"]",
+	`{}`, `[]`, `"x"`, `nul`,
+}
+
+// FuzzDecodeEvent: whatever the bytes, decoding never panics, and an
+// event it accepts is one storage can hold: valid UTF-8 without NUL in
+// every id, ts in range, and Prepare succeeds with canonical data that is
+// itself canonical.
+func FuzzDecodeEvent(f *testing.F) {
+	for _, s := range boundarySeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		ev, err := DecodeEvent(raw)
+		if err != nil {
+			if ErrorCode(err) != EInvalid {
+				t.Fatalf("DecodeEvent error of code %q: %v", ErrorCode(err), err)
+			}
+			return
+		}
+		for _, s := range []string{ev.SourceID, ev.EventID, ev.Project, ev.RunID, ev.Type, ev.Actor} {
+			if !utf8.ValidString(s) || bytes.IndexByte([]byte(s), 0) >= 0 {
+				t.Fatalf("accepted an id storage refuses: %q", s)
+			}
+		}
+		if ev.TS.Before(MinTS) {
+			t.Fatalf("accepted ts %s", ev.TS)
+		}
+		p, err := ev.Prepare()
+		if err != nil {
+			t.Fatalf("DecodeEvent accepted what Prepare refuses: %v", err)
+		}
+		again, err := Canonical(p.CanonicalData)
+		if err != nil || !bytes.Equal(again, p.CanonicalData) {
+			t.Fatalf("canonical data is not canonical: %s → %s (%v)", p.CanonicalData, again, err)
+		}
+	})
+}
+
+// FuzzCanonical: Canonical never panics; what it accepts has a canonical
+// form that is valid JSON and UTF-8, has no NUL escape, is a fixed point,
+// and means the same as the input (equal after a plain decode).
+func FuzzCanonical(f *testing.F) {
+	for _, s := range boundarySeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		c, err := Canonical(raw)
+		if err != nil {
+			return
+		}
+		if !json.Valid(c) || !utf8.Valid(c) || bytes.Contains(c, []byte(`\u0000`)) {
+			t.Fatalf("canonical form of %q is %q", raw, c)
+		}
+		c2, err := Canonical(c)
+		if err != nil || !bytes.Equal(c, c2) {
+			t.Fatalf("not a fixed point: %q → %q (%v)", c, c2, err)
+		}
+		if err := CheckJSON("input", raw); err != nil {
+			t.Fatalf("Canonical accepted what CheckJSON refuses: %v", err)
+		}
+	})
+}
+
+// FuzzCheckJSON: CheckJSON never panics on any bytes, and a document it
+// passes decodes without encoding/json replacing anything: re-encoding the
+// decoded value gives the same canonical form.
+func FuzzCheckJSON(f *testing.F) {
+	for _, s := range boundarySeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		if err := CheckJSON("doc", raw); err != nil || !json.Valid(raw) {
+			return
+		}
+		if !utf8.Valid(raw) {
+			t.Fatalf("passed invalid UTF-8: %q", raw)
+		}
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.UseNumber()
+		var v any
+		if err := dec.Decode(&v); err != nil {
+			t.Fatalf("valid, checked, yet does not decode: %v", err)
+		}
+		// Nothing was replaced or dropped: the decoded value, encoded
+		// again, has the input's canonical form.
+		out, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, err1 := Canonical(raw)
+		b, err2 := Canonical(out)
+		if err1 != nil || err2 != nil || !bytes.Equal(a, b) {
+			t.Fatalf("decoding changed %q into %q (%v, %v)", raw, out, err1, err2)
+		}
+	})
+}
+
+// FuzzCursor: the listings' cursor decoder never panics, refuses with
+// EInvalid, and what it accepts re-encodes to a cursor that decodes to the
+// same position.
+func FuzzCursor(f *testing.F) {
+	for _, s := range []string{EncodeCursor("v1:", time.Unix(1700000000, 0), 7), "", "bogus", "djE6MTow", "djE6LTE6LTE", "\x00", "\xff", "%00"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, c string) {
+		ts, seq, err := DecodeCursor(c, "v1:")
+		if err != nil {
+			if ErrorCode(err) != EInvalid || !utf8.ValidString(err.Error()) {
+				t.Fatalf("code %q: %q", ErrorCode(err), err)
+			}
+			return
+		}
+		ts2, seq2, err := DecodeCursor(EncodeCursor("v1:", ts, seq), "v1:")
+		if err != nil || !ts2.Equal(ts) || seq2 != seq {
+			t.Fatalf("cursor %q: %v/%d → %v/%d (%v)", c, ts, seq, ts2, seq2, err)
+		}
+	})
+}
+
+// FuzzReconcileBody: the reconcile body through the one strict decoder
+// never panics; a body it accepts has text fields storage can hold
+// (valid UTF-8, no NUL) and evidence with a canonical form.
+func FuzzReconcileBody(f *testing.F) {
+	for _, s := range []string{
+		`{"project":"acme","run_id":"r1","operation_id":"op-1","effect":"occurred","note":"seen","evidence":{"path":"proof.txt"}}`,
+		`{"project":"acme","run_id":"r1","operation_id":"op-1","effect":"occurred","note":"a\u0000b"}`,
+		"{\"project\":\"acme\",\"run_id\":\"r1\",\"operation_id\":\"op-1\",\"effect\":\"occurred\",\"note\":\"\xff\"}",
+		`{"project":"acme","project":"other","run_id":"r1","operation_id":"op-1","effect":"none","note":"x"}`,
+		`{"project":"acme","run_id":"r1","operation_id":"op-1","effect":"none","note":"x","basis":"probe"}`,
+		`{"project":"acme","run_id":"r1","operation_id":"op-1","effect":"none","note":"x","evidence":{"a":"\udcff"}}`,
+		`{}`, `[]`, `null`, ``,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		var b ReconcileRequest
+		if err := DecodeStrict("request body", raw, &b); err != nil {
+			if ErrorCode(err) != EInvalid {
+				t.Fatalf("code %q: %v", ErrorCode(err), err)
+			}
+			return
+		}
+		for _, s := range []string{b.Project, b.RunID, b.OperationID, b.Effect, b.Note} {
+			if !utf8.ValidString(s) || strings.IndexByte(s, 0) >= 0 {
+				t.Fatalf("accepted %q", s)
+			}
+		}
+		if ev := bytes.TrimSpace(b.Evidence); len(ev) > 0 {
+			if _, err := Canonical(ev); err != nil {
+				t.Fatalf("accepted evidence %q without a canonical form: %v", ev, err)
+			}
+		}
+	})
+}

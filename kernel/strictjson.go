@@ -1,0 +1,221 @@
+package kernel
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// CheckJSON is the boundary's byte-level check of a JSON document, run
+// before anything decodes it. encoding/json silently replaces invalid UTF-8
+// (and lone surrogate escapes) with U+FFFD, so "u1-\xff" and "u1-\xfe"
+// would decode to the same id; it lets the last of two equal object keys
+// win; and PostgreSQL refuses a NUL in text. CheckJSON refuses all three,
+// with an EInvalid naming where: the JSON path of the offending value
+// (events[1].data.note), prefixed by what (e.g. "request body").
+func CheckJSON(what string, raw []byte) error {
+	if !json.Valid(raw) {
+		// The caller's decoder explains the syntax error better; only the
+		// byte-level faults json.Valid accepts are CheckJSON's business,
+		// except invalid UTF-8, which json.Valid also accepts inside strings.
+		if !utf8.Valid(raw) {
+			return Errorf(EInvalid, "%s is not valid UTF-8", what)
+		}
+		return nil
+	}
+	c := checker{raw: raw}
+	if err := c.value(""); err != nil {
+		return Errorf(EInvalid, "%s: %s", what, err.Error())
+	}
+	return nil
+}
+
+// DecodeStrict is the boundary's one strict decoder of a JSON request
+// body: CheckJSON first, then a decoder that refuses fields v does not
+// declare and trailing data. what names the document in messages.
+func DecodeStrict(what string, body []byte, v any) error {
+	if len(bytes.TrimSpace(body)) == 0 {
+		return Errorf(EInvalid, "%s is empty; expected a JSON object", what)
+	}
+	if err := CheckJSON(what, body); err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return Errorf(EInvalid, "%s is not valid JSON for this endpoint: %v", what, err)
+	}
+	if dec.More() {
+		return Errorf(EInvalid, "%s has trailing data after the JSON value", what)
+	}
+	return nil
+}
+
+// ReconcileRequest is the body of POST /v1/agent/operations/reconcile:
+// an operator's ruling. Basis and actor are not fields: the server decides
+// them, and DecodeStrict refuses a caller who sends them.
+type ReconcileRequest struct {
+	Project     string          `json:"project"`
+	RunID       string          `json:"run_id"`
+	OperationID string          `json:"operation_id"`
+	Effect      string          `json:"effect"`
+	Note        string          `json:"note"`
+	Evidence    json.RawMessage `json:"evidence"`
+}
+
+// CheckText refuses a NUL or invalid UTF-8 in a text value outside JSON
+// (a query parameter, a path segment, a header), naming it.
+func CheckText(what, s string) error {
+	if !utf8.ValidString(s) {
+		return Errorf(EInvalid, "%s is not valid UTF-8", what)
+	}
+	if strings.IndexByte(s, 0) >= 0 {
+		return Errorf(EInvalid, "%s contains a NUL character (U+0000), which reckon does not store", what)
+	}
+	return nil
+}
+
+// checker walks a syntactically valid JSON document (json.Valid checked
+// it), so it only needs to find value boundaries, not report syntax errors.
+type checker struct {
+	raw []byte
+	pos int
+}
+
+func (c *checker) ws() {
+	for c.pos < len(c.raw) {
+		switch c.raw[c.pos] {
+		case ' ', '\t', '\n', '\r':
+			c.pos++
+		default:
+			return
+		}
+	}
+}
+
+func where(path string) string {
+	if path == "" {
+		return "the document"
+	}
+	return fmt.Sprintf("field %q", path)
+}
+
+func (c *checker) value(path string) error {
+	c.ws()
+	switch c.raw[c.pos] {
+	case '{':
+		c.pos++
+		seen := map[string]bool{}
+		for {
+			c.ws()
+			if c.raw[c.pos] == '}' {
+				c.pos++
+				return nil
+			}
+			if c.raw[c.pos] == ',' {
+				c.pos++
+				c.ws()
+			}
+			key, err := c.str(path)
+			if err != nil {
+				return err
+			}
+			sub := key
+			if path != "" {
+				sub = path + "." + key
+			}
+			if seen[key] {
+				return fmt.Errorf("%s appears twice in one object; send each key once", where(sub))
+			}
+			seen[key] = true
+			c.ws()
+			c.pos++ // ':'
+			if err := c.value(sub); err != nil {
+				return err
+			}
+		}
+	case '[':
+		c.pos++
+		for i := 0; ; i++ {
+			c.ws()
+			if c.raw[c.pos] == ']' {
+				c.pos++
+				return nil
+			}
+			if c.raw[c.pos] == ',' {
+				c.pos++
+			}
+			if err := c.value(path + "[" + strconv.Itoa(i) + "]"); err != nil {
+				return err
+			}
+		}
+	case '"':
+		_, err := c.str(path)
+		return err
+	default:
+		for c.pos < len(c.raw) && !strings.ContainsRune(" \t\n\r,]}", rune(c.raw[c.pos])) {
+			c.pos++
+		}
+		return nil
+	}
+}
+
+// str reads the string at pos (a key or a value at path) and returns it
+// decoded, refusing invalid UTF-8, lone surrogate escapes and NUL.
+func (c *checker) str(path string) (string, error) {
+	start := c.pos
+	c.pos++ // opening quote
+	escaped := false
+	for {
+		b := c.raw[c.pos]
+		switch {
+		case b == '"':
+			c.pos++
+			s := string(c.raw[start+1 : c.pos-1])
+			if escaped {
+				// Valid JSON and every escape checked: Unmarshal is exact.
+				_ = json.Unmarshal(c.raw[start:c.pos], &s)
+			}
+			return s, nil
+		case b == '\\':
+			escaped = true
+			if c.raw[c.pos+1] != 'u' {
+				c.pos += 2
+				continue
+			}
+			r := hex4(c.raw[c.pos+2 : c.pos+6])
+			c.pos += 6
+			switch {
+			case r == 0:
+				return "", fmt.Errorf("%s contains a NUL character (\\u0000), which reckon does not store", where(path))
+			case r >= 0xDC00 && r <= 0xDFFF:
+				return "", fmt.Errorf("%s contains a lone surrogate escape (\\u%04x), which is not a character", where(path), r)
+			case r >= 0xD800 && r <= 0xDBFF:
+				if c.pos+6 > len(c.raw) || c.raw[c.pos] != '\\' || c.raw[c.pos+1] != 'u' {
+					return "", fmt.Errorf("%s contains a lone surrogate escape (\\u%04x), which is not a character", where(path), r)
+				}
+				lo := hex4(c.raw[c.pos+2 : c.pos+6])
+				if lo < 0xDC00 || lo > 0xDFFF {
+					return "", fmt.Errorf("%s contains a lone surrogate escape (\\u%04x), which is not a character", where(path), r)
+				}
+				c.pos += 6
+			}
+		case b < utf8.RuneSelf:
+			c.pos++
+		default:
+			r, size := utf8.DecodeRune(c.raw[c.pos:])
+			if r == utf8.RuneError && size == 1 {
+				return "", fmt.Errorf("%s is not valid UTF-8 (byte 0x%02x at offset %d)", where(path), b, c.pos)
+			}
+			c.pos += size
+		}
+	}
+}
+
+func hex4(b []byte) rune {
+	n, _ := strconv.ParseUint(string(b), 16, 32)
+	return rune(n)
+}
