@@ -108,9 +108,22 @@ func TestGroupCommitFailureStaysWithItsCaller(t *testing.T) {
 	ctx := context.Background()
 	pool := pgtest.New(t).Pool
 	s := journal.New(pool, nil)
-	poison := ev("p", "poison", kernel.TypeRunFailed, `{"error":"a\u0000b"}`)
+	// An event that validation passes and PostgreSQL refuses: validation now
+	// refuses every byte PostgreSQL would (NUL, invalid UTF-8), so a trigger
+	// in this test's own schema plays the refusing database.
+	if _, err := pool.Exec(ctx, `
+CREATE FUNCTION refuse_poison() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF NEW.event_id = 'poison' THEN RAISE EXCEPTION 'poison refused'; END IF;
+    RETURN NEW;
+END $$;
+CREATE TRIGGER refuse_poison BEFORE INSERT ON journal_events
+    FOR EACH ROW EXECUTE FUNCTION refuse_poison();`); err != nil {
+		t.Fatalf("install the refusing trigger: %v", err)
+	}
+	poison := ev("p", "poison", kernel.TypeRunFailed, `{"error":"a b"}`)
 	if _, err := poison.Prepare(); err != nil {
-		t.Fatalf("this test needs an event that validation passes and PostgreSQL refuses: %v", err)
+		t.Fatalf("the poison event must pass validation: %v", err)
 	}
 	const n = 40
 	errs := make([]error, n+1)

@@ -111,6 +111,28 @@ func Enqueue(ctx context.Context, db DBTX, events ...kernel.Event) error {
 	return rows.Err()
 }
 
+// Stored returns the event enqueued under key, and false when none is (or it
+// has been pruned after delivery).
+func Stored(ctx context.Context, db DBTX, key kernel.EventKey) (kernel.Event, bool, error) {
+	rows, err := db.Query(ctx, storedSQL, key.SourceID, key.EventID)
+	if err != nil {
+		return kernel.Event{}, false, fmt.Errorf("outbox: read %s: %w", key, err)
+	}
+	defer rows.Close()
+	if !rows.Next() {
+		return kernel.Event{}, false, rows.Err()
+	}
+	var body []byte
+	if err := rows.Scan(&body); err != nil {
+		return kernel.Event{}, false, fmt.Errorf("outbox: read %s: %w", key, err)
+	}
+	var ev kernel.Event
+	if err := json.Unmarshal(body, &ev); err != nil {
+		return kernel.Event{}, false, fmt.Errorf("outbox: decode %s: %w", key, err)
+	}
+	return ev, true, rows.Err()
+}
+
 func conflictErr(k kernel.EventKey) error {
 	return kernel.Errorf(kernel.EConflict, "event %s is already enqueued with a different payload; nothing was overwritten", k)
 }

@@ -102,3 +102,7 @@ WHERE delivered_at IS NULL AND parked_at IS NULL
   AND ($3 = '' OR event->'data'->>'operation_id' = $3)
   AND (coalesce(cardinality($4::text[]), 0) = 0 OR event->>'type' = ANY($4::text[]))
 ORDER BY id`
+
+// storedSQL reads the event enqueued under one key.
+const storedSQL = `
+SELECT event FROM kernel_event_outbox WHERE source_id = $1 AND event_id = $2`

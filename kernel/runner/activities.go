@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -155,6 +156,13 @@ func (a *Activities) RecordEvent(ctx context.Context, ev kernel.Event) error {
 		ev.Data = data
 	}
 	if err := outbox.Enqueue(ctx, a.Pool, ev); err != nil {
+		if kernel.ErrorCode(err) == kernel.EConflict {
+			if same, serr := a.sameButTime(ctx, ev); serr != nil {
+				return serr
+			} else if same {
+				return nil
+			}
+		}
 		switch code := kernel.ErrorCode(err); code {
 		case kernel.EInvalid, kernel.EConflict:
 			return temporal.NewNonRetryableApplicationError(err.Error(), code, err)
@@ -162,6 +170,30 @@ func (a *Activities) RecordEvent(ctx context.Context, ev kernel.Event) error {
 		return err
 	}
 	return nil
+}
+
+// sameButTime reports whether the outbox already holds ev with another
+// timestamp and nothing else changed. RecordEvent runs as a local activity
+// (ChangeLocalRecord): when a worker dies after the event was enqueued but
+// before its workflow task completed, the task runs again at a later
+// workflow time and records the same event with a later ts. That is the
+// same event, recorded once: the first timestamp stands and the retry is a
+// no-op. Any other difference stays a conflict.
+func (a *Activities) sameButTime(ctx context.Context, ev kernel.Event) (bool, error) {
+	stored, ok, err := outbox.Stored(ctx, a.Pool, ev.Key())
+	if err != nil || !ok {
+		return false, err
+	}
+	ev.TS = stored.TS
+	mine, err := ev.Prepare()
+	if err != nil {
+		return false, nil
+	}
+	theirs, err := stored.Prepare()
+	if err != nil {
+		return false, nil
+	}
+	return bytes.Equal(mine.Digest, theirs.Digest), nil
 }
 
 func withField(data json.RawMessage, key string, v any) (json.RawMessage, error) {
