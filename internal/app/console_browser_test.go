@@ -79,6 +79,12 @@ func TestConsoleInBrowser(t *testing.T) {
 		"RECKON_TOKENS": "ann:operator:" + consoleOperatorTok + ",rita:reader:" + consoleReaderTok + ",bot:agent:" + consoleAgentTok,
 		// The schedule is the test's: the script asks for the one sweep.
 		"RECKON_TRIAGE_SCHEDULE": "@every 1000h",
+		// Every workspace manifest is cut at once, as for a workspace too
+		// big to walk within its budget: the workspace-diff probe then
+		// proves nothing, so deploy-42's effect stays unprovable and lands
+		// in the operator's queue (report-7 is still proved by its
+		// postcondition).
+		"RECKON_MANIFEST_BUDGET": "1ns",
 	})
 	cfg.LogLevel = "disabled" // the drilled crashes log errors by design
 	st, err := StartDev(ctx, cfg, DevConfig{
@@ -111,7 +117,8 @@ func TestConsoleInBrowser(t *testing.T) {
 
 // drillConsoleRuns stages what an on-call person meets: three kernel runs
 // whose first run_command commits its effect and then "crashes" — one with
-// nothing a probe can check (the supervisor must leave it unknown), one with
+// nothing a probe can check (manifests cut, no postcondition: the
+// supervisor must leave it unknown), one with
 // a postcondition (the workspace probe proves it), one that delegates to a
 // child run that crashes the same way — and an external agent's run whose
 // own report carries HTML and script in its args and error text.

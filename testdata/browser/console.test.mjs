@@ -172,7 +172,7 @@ test('operator console', async (t) => {
     const card = page.locator('#cards article.card').first();
     await card.waitFor({ timeout: REFRESH });
     const c = await card.textContent();
-    for (const want of ['needs attention', 'supervisor builtin', 'policy evidence', 'Causes', 'Remedies', 'Lesson', 'unknown', 'inference', 'No probe evidence']) {
+    for (const want of ['needs attention', 'supervisor builtin', 'policy evidence', 'Causes', 'Remedies', 'Lesson', 'unknown', 'inference', 'workspace.diff', 'inconclusive']) {
       assert.ok(c.includes(want), `the card says ${want}: ${c}`);
     }
     await waitText('#override', 'will supersede');
