@@ -30,6 +30,7 @@ import (
 	"path"
 	"sort"
 	"time"
+	"unicode/utf8"
 
 	"golang.org/x/sys/unix"
 
@@ -185,6 +186,13 @@ func (w *walker) walk(fd int, rel string) error {
 			return errStop
 		}
 		p := path.Join(rel, name)
+		if !utf8.ValidString(name) {
+			// A stored manifest is JSON, which would turn the name's
+			// invalid bytes into U+FFFD: two names could then share a
+			// path, and the stored manifest would never match a walk.
+			w.truncated = fmt.Sprintf("the name %q is not valid UTF-8, which a stored manifest cannot hold exactly", p)
+			return errStop
+		}
 		var st unix.Stat_t
 		if err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 			if errors.Is(err, unix.ENOENT) {
@@ -212,6 +220,10 @@ func (w *walker) walk(fd int, rel string) error {
 				return fmt.Errorf("readlink %q: %w", p, err)
 			}
 			e.Link = string(buf[:n])
+			if !utf8.ValidString(e.Link) {
+				w.truncated = fmt.Sprintf("the target of symlink %q is not valid UTF-8, which a stored manifest cannot hold exactly", p)
+				return errStop
+			}
 		default:
 			e.Type, e.Size = TypeOther, st.Size
 		}

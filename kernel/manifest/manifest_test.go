@@ -153,3 +153,19 @@ func TestStoreFirstWriteWins(t *testing.T) {
 		t.Fatalf("latest: ok=%v err=%v", ok, err)
 	}
 }
+
+func TestNonUTF8NameTruncates(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	write(t, dir, "a\xff", "x")
+	if m := take(t, dir, Options{}); m.Truncated == "" {
+		t.Fatalf("a name JSON cannot hold exactly must leave the manifest incomplete: %+v", m)
+	}
+	dir = t.TempDir()
+	if err := os.Symlink("t\xfe", filepath.Join(dir, "l")); err != nil {
+		t.Fatal(err)
+	}
+	if m := take(t, dir, Options{}); m.Truncated == "" {
+		t.Fatalf("a symlink target JSON cannot hold exactly must leave the manifest incomplete: %+v", m)
+	}
+}
