@@ -181,9 +181,8 @@ func (w *walker) walk(fd int, rel string) error {
 			w.truncated = fmt.Sprintf("more than %d entries (RECKON_MANIFEST_MAX_FILES)", w.lim.MaxFiles)
 			return errStop
 		}
-		if w.now().Sub(w.start) > w.lim.Budget {
-			w.truncated = fmt.Sprintf("the walk took longer than %s (RECKON_MANIFEST_BUDGET)", w.lim.Budget)
-			return errStop
+		if err := w.overBudget(); err != nil {
+			return err
 		}
 		p := path.Join(rel, name)
 		if !utf8.ValidString(name) {
@@ -241,6 +240,15 @@ func (w *walker) walk(fd int, rel string) error {
 	return nil
 }
 
+// overBudget stops the walk once it took longer than Limits.Budget.
+func (w *walker) overBudget() error {
+	if w.now().Sub(w.start) > w.lim.Budget {
+		w.truncated = fmt.Sprintf("the walk took longer than %s (RECKON_MANIFEST_BUDGET)", w.lim.Budget)
+		return errStop
+	}
+	return nil
+}
+
 // hash reads the regular file name beneath fd without following a symlink
 // (O_NONBLOCK: a FIFO swapped in cannot block the walk).
 func (w *walker) hash(fd int, name string) (string, error) {
@@ -251,22 +259,27 @@ func (w *walker) hash(fd int, name string) (string, error) {
 	f := os.NewFile(uintptr(hfd), name)
 	defer f.Close()
 	h := sha256.New()
-	if _, err := io.Copy(h, ctxReader{w.ctx, f}); err != nil {
+	// The budget bounds the read too (the error wraps errStop): a recently
+	// written file can be huge, and a sparse one costs its writer nothing.
+	if _, err := io.Copy(h, boundedReader{w, f}); err != nil {
 		return "", err
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
-type ctxReader struct {
-	ctx context.Context
-	r   io.Reader
+type boundedReader struct {
+	w *walker
+	r io.Reader
 }
 
-func (c ctxReader) Read(p []byte) (int, error) {
-	if err := c.ctx.Err(); err != nil {
+func (b boundedReader) Read(p []byte) (int, error) {
+	if err := b.w.ctx.Err(); err != nil {
 		return 0, err
 	}
-	return c.r.Read(p)
+	if err := b.w.overBudget(); err != nil {
+		return 0, err
+	}
+	return b.r.Read(p)
 }
 
 // Digest is the SHA-256 of the manifest's entries (and truncation): equal
