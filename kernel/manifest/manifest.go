@@ -168,8 +168,11 @@ type walker struct {
 func (w *walker) walk(fd int, rel string) error {
 	d := os.NewFile(uintptr(fd), rel)
 	defer d.Close()
-	names, err := d.Readdirnames(-1)
-	if err != nil {
+	// Read no more names than the cap leaves room for, plus one to tell a
+	// full directory: a directory of millions of names then costs the cap,
+	// not a read of the whole directory before the first check.
+	names, err := d.Readdirnames(w.lim.MaxFiles - len(w.entries) + 1)
+	if err != nil && !errors.Is(err, io.EOF) {
 		return fmt.Errorf("list %q: %w", rel, err)
 	}
 	sort.Strings(names)
