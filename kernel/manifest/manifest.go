@@ -30,6 +30,7 @@ import (
 	"path"
 	"sort"
 	"time"
+	"unicode/utf8"
 
 	"golang.org/x/sys/unix"
 
@@ -167,8 +168,11 @@ type walker struct {
 func (w *walker) walk(fd int, rel string) error {
 	d := os.NewFile(uintptr(fd), rel)
 	defer d.Close()
-	names, err := d.Readdirnames(-1)
-	if err != nil {
+	// Read no more names than the cap leaves room for, plus one to tell a
+	// full directory: a directory of millions of names then costs the cap,
+	// not a read of the whole directory before the first check.
+	names, err := d.Readdirnames(w.lim.MaxFiles - len(w.entries) + 1)
+	if err != nil && !errors.Is(err, io.EOF) {
 		return fmt.Errorf("list %q: %w", rel, err)
 	}
 	sort.Strings(names)
@@ -180,11 +184,17 @@ func (w *walker) walk(fd int, rel string) error {
 			w.truncated = fmt.Sprintf("more than %d entries (RECKON_MANIFEST_MAX_FILES)", w.lim.MaxFiles)
 			return errStop
 		}
-		if w.now().Sub(w.start) > w.lim.Budget {
-			w.truncated = fmt.Sprintf("the walk took longer than %s (RECKON_MANIFEST_BUDGET)", w.lim.Budget)
-			return errStop
+		if err := w.overBudget(); err != nil {
+			return err
 		}
 		p := path.Join(rel, name)
+		if !utf8.ValidString(name) {
+			// A stored manifest is JSON, which would turn the name's
+			// invalid bytes into U+FFFD: two names could then share a
+			// path, and the stored manifest would never match a walk.
+			w.truncated = fmt.Sprintf("the name %q is not valid UTF-8, which a stored manifest cannot hold exactly", p)
+			return errStop
+		}
 		var st unix.Stat_t
 		if err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 			if errors.Is(err, unix.ENOENT) {
@@ -212,6 +222,10 @@ func (w *walker) walk(fd int, rel string) error {
 				return fmt.Errorf("readlink %q: %w", p, err)
 			}
 			e.Link = string(buf[:n])
+			if !utf8.ValidString(e.Link) {
+				w.truncated = fmt.Sprintf("the target of symlink %q is not valid UTF-8, which a stored manifest cannot hold exactly", p)
+				return errStop
+			}
 		default:
 			e.Type, e.Size = TypeOther, st.Size
 		}
@@ -229,6 +243,15 @@ func (w *walker) walk(fd int, rel string) error {
 	return nil
 }
 
+// overBudget stops the walk once it took longer than Limits.Budget.
+func (w *walker) overBudget() error {
+	if w.now().Sub(w.start) > w.lim.Budget {
+		w.truncated = fmt.Sprintf("the walk took longer than %s (RECKON_MANIFEST_BUDGET)", w.lim.Budget)
+		return errStop
+	}
+	return nil
+}
+
 // hash reads the regular file name beneath fd without following a symlink
 // (O_NONBLOCK: a FIFO swapped in cannot block the walk).
 func (w *walker) hash(fd int, name string) (string, error) {
@@ -239,22 +262,27 @@ func (w *walker) hash(fd int, name string) (string, error) {
 	f := os.NewFile(uintptr(hfd), name)
 	defer f.Close()
 	h := sha256.New()
-	if _, err := io.Copy(h, ctxReader{w.ctx, f}); err != nil {
+	// The budget bounds the read too (the error wraps errStop): a recently
+	// written file can be huge, and a sparse one costs its writer nothing.
+	if _, err := io.Copy(h, boundedReader{w, f}); err != nil {
 		return "", err
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
-type ctxReader struct {
-	ctx context.Context
-	r   io.Reader
+type boundedReader struct {
+	w *walker
+	r io.Reader
 }
 
-func (c ctxReader) Read(p []byte) (int, error) {
-	if err := c.ctx.Err(); err != nil {
+func (b boundedReader) Read(p []byte) (int, error) {
+	if err := b.w.ctx.Err(); err != nil {
 		return 0, err
 	}
-	return c.r.Read(p)
+	if err := b.w.overBudget(); err != nil {
+		return 0, err
+	}
+	return b.r.Read(p)
 }
 
 // Digest is the SHA-256 of the manifest's entries (and truncation): equal

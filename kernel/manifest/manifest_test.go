@@ -153,3 +153,32 @@ func TestStoreFirstWriteWins(t *testing.T) {
 		t.Fatalf("latest: ok=%v err=%v", ok, err)
 	}
 }
+
+func TestNonUTF8NameTruncates(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	write(t, dir, "a\xff", "x")
+	if m := take(t, dir, Options{}); m.Truncated == "" {
+		t.Fatalf("a name JSON cannot hold exactly must leave the manifest incomplete: %+v", m)
+	}
+	dir = t.TempDir()
+	if err := os.Symlink("t\xfe", filepath.Join(dir, "l")); err != nil {
+		t.Fatal(err)
+	}
+	if m := take(t, dir, Options{}); m.Truncated == "" {
+		t.Fatalf("a symlink target JSON cannot hold exactly must leave the manifest incomplete: %+v", m)
+	}
+}
+
+func TestBudgetBoundsHashing(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	write(t, dir, "big", string(make([]byte, 1<<20))) // recent, so hashed
+	clock := time.Now()
+	tick := func() time.Time { clock = clock.Add(time.Second); return clock }
+	// One entry passes the per-entry check; only the hash's reads can
+	// notice the budget is spent.
+	if m := take(t, dir, Options{Limits: Limits{Budget: 1500 * time.Millisecond}, Now: tick}); m.Truncated == "" {
+		t.Fatalf("hashing past the budget not truncated: %+v", m)
+	}
+}

@@ -140,8 +140,20 @@ func memoryFacts(tool string, args map[string]any) ([]string, error) {
 	default:
 		return nil, fmt.Errorf("%s is not a server-memory write", tool)
 	}
+	// The unit separator joins a fact's parts: a part holding one could
+	// spell another fact (relation a␟b␟c from "a␟b", "c", …), so a call
+	// whose args use it has no facts to read.
+	for _, f := range facts {
+		kind, _, _ := strings.Cut(f, "\x1f")
+		if strings.Count(f, "\x1f") != factParts[kind] {
+			return nil, fmt.Errorf("%s: a name or text holds the unit separator (U+001F), which facts reserve", tool)
+		}
+	}
 	return facts, nil
 }
+
+// factParts is how many parts follow each kind of fact.
+var factParts = map[string]int{"entity": 1, "relation": 3, "observation": 2}
 
 func readMemory(ctx context.Context, cs *mcp.ClientSession, facts []string) (Facts, error) {
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "read_graph", Arguments: map[string]any{}})
@@ -185,7 +197,7 @@ func readMemory(ctx context.Context, cs *mcp.ClientSession, facts []string) (Fac
 }
 
 // FactString renders a fact for people (facts separate their parts with
-// the unit separator, which names and texts do not use).
+// the unit separator, which memoryFacts refuses in names and texts).
 func FactString(f string) string { return strings.ReplaceAll(f, "\x1f", " ") }
 
 // ReadPrior implements kernel.PriorReader: for a write tool a declared

@@ -422,3 +422,20 @@ func TestClassifiedErrorsUnwrap(t *testing.T) {
 		t.Fatalf("%v", err)
 	}
 }
+
+func TestMemoryFactsRefuseTheUnitSeparator(t *testing.T) {
+	t.Parallel()
+	ok := json.RawMessage(`{"relations":[{"from":"a","relationType":"b","to":"c"}]}`)
+	if f, err := Memory.Facts("create_relations", ok); err != nil || len(f) != 1 {
+		t.Fatalf("facts %q, %v", f, err)
+	}
+	// "a␟b", "c", "d" would spell the fact of relation a, "b␟c", d.
+	forged := json.RawMessage(`{"relations":[{"from":"a\u001fb","relationType":"c","to":"d"}]}`)
+	if f, err := Memory.Facts("create_relations", forged); err == nil {
+		t.Fatalf("a part holding the separator gave facts %q", f)
+	}
+	obs := json.RawMessage(`{"observations":[{"entityName":"e","contents":["o\u001fc"]}]}`)
+	if f, err := Memory.Facts("add_observations", obs); err == nil {
+		t.Fatalf("a text holding the separator gave facts %q", f)
+	}
+}

@@ -106,18 +106,11 @@ func (p Diff) Probe(ctx context.Context, run Run, op pipeline.WallOperation) (pi
 	if op.StartedKey.SourceID != kernel.SourceKernel || p.Manifests == nil {
 		return pipeline.Evidence{}, false
 	}
-	idx := -1
-	for i, s := range run.Started {
-		if s.OperationID == op.OperationID {
-			idx = i
-			break
-		}
-	}
-	if idx < 0 || run.Started[idx].Manifest == nil {
+	self, idx := startedOp(run, op.OperationID)
+	if idx < 0 || self.Manifest == nil {
 		// Not a workspace tool, or a run from before manifests.
 		return pipeline.Evidence{}, false
 	}
-	self := run.Started[idx]
 	at := nowOr(p.Now)
 	prov := map[string]any{"before_digest": self.Manifest.Digest}
 	inconclusive := func(format string, args ...any) (pipeline.Evidence, bool) {
