@@ -82,8 +82,29 @@ type Diff struct {
 // Name implements Probe.
 func (p Diff) Name() string { return DiffName }
 
-// maxNamed bounds the changed paths named in a finding's detail.
-const maxNamed = 20
+// maxNamed bounds the paths a finding names and its provenance lists, and
+// maxPathBytes each path: the command under judgement chose those names and
+// how many there are, and evidence over the reconciliation's size cap
+// (operations.MaxEvidenceBytes) could never be recorded, leaving the wall to
+// fail on every sweep.
+const (
+	maxNamed     = 20
+	maxPathBytes = 256
+)
+
+// named joins at most maxNamed paths, each cut to maxPathBytes, and says how
+// many more there were.
+func named(paths []string) string {
+	out := make([]string, 0, min(len(paths), maxNamed)+1)
+	for i, p := range paths {
+		if i == maxNamed {
+			out = append(out, fmt.Sprintf("… %d more", len(paths)-maxNamed))
+			break
+		}
+		out = append(out, kernel.Abbreviate(p, maxPathBytes))
+	}
+	return strings.Join(out, ", ")
+}
 
 // bound is how long after its start op may still act on the workspace.
 func (p Diff) bound(s StartedOp) time.Duration {
@@ -160,18 +181,26 @@ func (p Diff) Probe(ctx context.Context, run Run, op pipeline.WallOperation) (pi
 	}
 	d := manifest.Compare(before, after)
 	if len(d.Changes) > 0 {
-		paths := d.Paths()
-		prov["changes"] = d.Changes
-		named := paths
-		if len(named) > maxNamed {
-			named = append(append([]string(nil), named[:maxNamed]...), fmt.Sprintf("… %d more", len(paths)-maxNamed))
+		changes := d.Changes
+		if len(changes) > maxNamed {
+			prov["changes_total"] = len(changes)
+			changes = changes[:maxNamed]
 		}
+		for i := range changes {
+			changes[i].Path = kernel.Abbreviate(changes[i].Path, maxPathBytes)
+		}
+		prov["changes"] = changes
 		return evidence(DiffName, pipeline.FindingOccurred,
-			fmt.Sprintf("%s differs from the manifest recorded before %s: %s", against, op.OperationID, strings.Join(named, ", ")), at, prov), true
+			fmt.Sprintf("%s differs from the manifest recorded before %s: %s", against, op.OperationID, named(d.Paths())), at, prov), true
 	}
 	if len(d.Undecided) > 0 {
-		prov["undecided"] = d.Undecided
-		return inconclusive("%s matches on metadata but content could not be compared for %s", against, strings.Join(d.Undecided, ", "))
+		undecided := d.Undecided
+		if len(undecided) > maxNamed {
+			prov["undecided_total"] = len(undecided)
+			undecided = undecided[:maxNamed]
+		}
+		prov["undecided"] = undecided
+		return inconclusive("%s matches on metadata but content could not be compared for %s", against, named(d.Undecided))
 	}
 	if self.Unconfined {
 		return inconclusive("%s equals the manifest recorded before %s, but the command ran unconfined (RECKON_SANDBOX_UNCONFINED): it could have written outside the workspace", against, op.OperationID)

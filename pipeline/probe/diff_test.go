@@ -2,6 +2,8 @@ package probe
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -116,6 +118,24 @@ func TestDiffProbe(t *testing.T) {
 	}
 	if _, ok := p.Probe(ctx, Run{Project: "acme", RunID: "run-1", Ended: true, Started: []StartedOp{cmd("op-1", nil, true)}}, op("op-1", "failed_uncertain")); ok {
 		t.Error("the probe applied without a manifest")
+	}
+	// The command chose how many paths it made and how long their names
+	// are: the evidence stays under the reconciliation's cap, or the wall
+	// could never be recorded.
+	long := strings.Repeat("n", 240)
+	for i := range 2000 {
+		if err := os.WriteFile(filepath.Join(ws, fmt.Sprintf("%s-%04d", long, i)), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	many := Run{Project: "acme", RunID: "run-1", Ended: true, Started: []StartedOp{cmd("op-4", m4, true)}}
+	ev, _ = p.Probe(ctx, many, op("op-4", "failed_uncertain"))
+	raw, err := json.Marshal(ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev.Finding != pipeline.FindingOccurred || !strings.Contains(ev.Detail, "more") || len(raw) > operations.MaxEvidenceBytes {
+		t.Errorf("2,000 long names: %s, %d bytes of evidence (cap %d), detail %.200q", ev.Finding, len(raw), operations.MaxEvidenceBytes, ev.Detail)
 	}
 	// The workspace gone: inconclusive.
 	if err := os.RemoveAll(ws); err != nil {
