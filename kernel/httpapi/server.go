@@ -417,11 +417,8 @@ func ReadJSON(r *http.Request, v any) error {
 		}
 		return kernel.Errorf(kernel.EInvalid, "read request body: %v", err)
 	}
-	return DecodeStrict("request body", body, v)
+	return kernel.DecodeStrict("request body", body, v)
 }
-
-// DecodeStrict is kernel.DecodeStrict, the one strict decoder.
-func DecodeStrict(what string, body []byte, v any) error { return kernel.DecodeStrict(what, body, v) }
 
 type statusWriter struct {
 	http.ResponseWriter
