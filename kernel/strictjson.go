@@ -27,7 +27,7 @@ func CheckJSON(what string, raw []byte) error {
 		return nil
 	}
 	c := checker{raw: raw}
-	if err := c.value(""); err != nil {
+	if err := c.value(); err != nil {
 		return Errorf(EInvalid, "%s: %s", what, err.Error())
 	}
 	return nil
@@ -83,6 +83,17 @@ func CheckText(what, s string) error {
 type checker struct {
 	raw []byte
 	pos int
+	// path is the JSON path of the value being walked, spelled out only
+	// in an error: building a path string per value would cost quadratic
+	// time and memory in the nesting depth (150 MB for 20 kB of "[").
+	path []pathSeg
+}
+
+// pathSeg is one step of a JSON path: an object key, or an array index
+// when idx >= 0.
+type pathSeg struct {
+	key string
+	idx int
 }
 
 func (c *checker) ws() {
@@ -96,14 +107,26 @@ func (c *checker) ws() {
 	}
 }
 
-func where(path string) string {
-	if path == "" {
+// where names the value being walked: its path (events[1].data.note).
+func (c *checker) where() string {
+	if len(c.path) == 0 {
 		return "the document"
 	}
-	return fmt.Sprintf("field %q", path)
+	var b strings.Builder
+	for i, s := range c.path {
+		switch {
+		case s.idx >= 0:
+			b.WriteString("[" + strconv.Itoa(s.idx) + "]")
+		case i > 0:
+			b.WriteString("." + s.key)
+		default:
+			b.WriteString(s.key)
+		}
+	}
+	return fmt.Sprintf("field %q", b.String())
 }
 
-func (c *checker) value(path string) error {
+func (c *checker) value() error {
 	c.ws()
 	switch c.raw[c.pos] {
 	case '{':
@@ -119,23 +142,21 @@ func (c *checker) value(path string) error {
 				c.pos++
 				c.ws()
 			}
-			key, err := c.str(path)
+			key, err := c.str()
 			if err != nil {
 				return err
 			}
-			sub := key
-			if path != "" {
-				sub = path + "." + key
-			}
+			c.path = append(c.path, pathSeg{key: key, idx: -1})
 			if seen[key] {
-				return fmt.Errorf("%s appears twice in one object; send each key once", where(sub))
+				return fmt.Errorf("%s appears twice in one object; send each key once", c.where())
 			}
 			seen[key] = true
 			c.ws()
 			c.pos++ // ':'
-			if err := c.value(sub); err != nil {
+			if err := c.value(); err != nil {
 				return err
 			}
+			c.path = c.path[:len(c.path)-1]
 		}
 	case '[':
 		c.pos++
@@ -148,12 +169,14 @@ func (c *checker) value(path string) error {
 			if c.raw[c.pos] == ',' {
 				c.pos++
 			}
-			if err := c.value(path + "[" + strconv.Itoa(i) + "]"); err != nil {
+			c.path = append(c.path, pathSeg{idx: i})
+			if err := c.value(); err != nil {
 				return err
 			}
+			c.path = c.path[:len(c.path)-1]
 		}
 	case '"':
-		_, err := c.str(path)
+		_, err := c.str()
 		return err
 	default:
 		for c.pos < len(c.raw) && !strings.ContainsRune(" \t\n\r,]}", rune(c.raw[c.pos])) {
@@ -163,9 +186,9 @@ func (c *checker) value(path string) error {
 	}
 }
 
-// str reads the string at pos (a key or a value at path) and returns it
+// str reads the string at pos (a key, or the value at c.path) and returns it
 // decoded, refusing invalid UTF-8, lone surrogate escapes and NUL.
-func (c *checker) str(path string) (string, error) {
+func (c *checker) str() (string, error) {
 	start := c.pos
 	c.pos++ // opening quote
 	escaped := false
@@ -190,16 +213,16 @@ func (c *checker) str(path string) (string, error) {
 			c.pos += 6
 			switch {
 			case r == 0:
-				return "", fmt.Errorf("%s contains a NUL character (\\u0000), which reckon does not store", where(path))
+				return "", fmt.Errorf("%s contains a NUL character (\\u0000), which reckon does not store", c.where())
 			case r >= 0xDC00 && r <= 0xDFFF:
-				return "", fmt.Errorf("%s contains a lone surrogate escape (\\u%04x), which is not a character", where(path), r)
+				return "", fmt.Errorf("%s contains a lone surrogate escape (\\u%04x), which is not a character", c.where(), r)
 			case r >= 0xD800 && r <= 0xDBFF:
 				if c.pos+6 > len(c.raw) || c.raw[c.pos] != '\\' || c.raw[c.pos+1] != 'u' {
-					return "", fmt.Errorf("%s contains a lone surrogate escape (\\u%04x), which is not a character", where(path), r)
+					return "", fmt.Errorf("%s contains a lone surrogate escape (\\u%04x), which is not a character", c.where(), r)
 				}
 				lo := hex4(c.raw[c.pos+2 : c.pos+6])
 				if lo < 0xDC00 || lo > 0xDFFF {
-					return "", fmt.Errorf("%s contains a lone surrogate escape (\\u%04x), which is not a character", where(path), r)
+					return "", fmt.Errorf("%s contains a lone surrogate escape (\\u%04x), which is not a character", c.where(), r)
 				}
 				c.pos += 6
 			}
@@ -208,7 +231,7 @@ func (c *checker) str(path string) (string, error) {
 		default:
 			r, size := utf8.DecodeRune(c.raw[c.pos:])
 			if r == utf8.RuneError && size == 1 {
-				return "", fmt.Errorf("%s is not valid UTF-8 (byte 0x%02x at offset %d)", where(path), b, c.pos)
+				return "", fmt.Errorf("%s is not valid UTF-8 (byte 0x%02x at offset %d)", c.where(), b, c.pos)
 			}
 			c.pos += size
 		}

@@ -222,7 +222,10 @@ func (p *Publisher) Run(ctx context.Context) error {
 				p.log.Warn().Err(err).Msg("outbox publisher cannot publish; retrying with backoff until it can (logged again when it recovers)")
 			}
 			failures++
-			wait = min(p.backoff(failures-1), p.cfg.OutageBackoff)
+			// Capped before the jitter is drawn: min() after it would
+			// make most waits exactly OutageBackoff, in step across
+			// every publisher of a fleet.
+			wait = jitteredBackoff(min(p.cfg.BaseBackoff, p.cfg.OutageBackoff), p.cfg.OutageBackoff, failures-1)
 		case failures > 0:
 			p.log.Info().Int("failed_attempts", failures).Int64("outage_ms", time.Since(since).Milliseconds()).Msg("outbox publisher recovered")
 			failures = 0
@@ -527,11 +530,17 @@ func (p *Publisher) deliver(ctx context.Context, tx pgx.Tx, events []kernel.Even
 // backoff is capped exponential with full jitter: a uniform delay in
 // [base, min(cap, base*2^attempts)].
 func (p *Publisher) backoff(attempts int) time.Duration {
-	ceil := float64(p.cfg.BaseBackoff) * math.Pow(2, float64(min(attempts, 30)))
-	if ceil > float64(p.cfg.MaxBackoff) {
-		ceil = float64(p.cfg.MaxBackoff)
+	return jitteredBackoff(p.cfg.BaseBackoff, p.cfg.MaxBackoff, attempts)
+}
+
+// jitteredBackoff is a delay drawn uniformly between base and
+// base*2^attempts, the upper end capped at limit.
+func jitteredBackoff(base, limit time.Duration, attempts int) time.Duration {
+	ceil := float64(base) * math.Pow(2, float64(min(attempts, 30)))
+	if ceil > float64(limit) {
+		ceil = float64(limit)
 	}
-	lo := float64(p.cfg.BaseBackoff)
+	lo := float64(base)
 	if ceil <= lo {
 		return time.Duration(lo)
 	}
