@@ -109,20 +109,22 @@ func (g *grouper) flush(calls []*groupCall) {
 	if len(live) == 0 {
 		return
 	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(live[0].ctx), groupTimeout)
+	defer cancel()
 	if len(live) == 1 {
-		g.alone(live[0])
+		live[0].res, live[0].err = g.s.ingestRetry(ctx, live[0].preps)
+		close(live[0].done)
 		return
 	}
 	var all []prepared
 	for _, c := range live {
 		all = append(all, c.preps...)
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(live[0].ctx), groupTimeout)
-	defer cancel()
 	res, err := g.s.ingestRetry(ctx, all)
 	if err != nil {
 		for _, c := range live {
-			g.alone(c)
+			c.res, c.err = g.s.ingestRetry(ctx, c.preps)
+			close(c.done)
 		}
 		return
 	}
@@ -132,11 +134,4 @@ func (g *grouper) flush(calls []*groupCall) {
 		off += len(c.preps)
 		close(c.done)
 	}
-}
-
-// alone writes one call by itself under its caller's own context: nobody
-// else's events ride in it, so a caller that gives up stops its write.
-func (g *grouper) alone(c *groupCall) {
-	c.res, c.err = g.s.ingestRetry(c.ctx, c.preps)
-	close(c.done)
 }
