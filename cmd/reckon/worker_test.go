@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/rs/zerolog"
 
 	"github.com/seed-7bc021c3/reckon/internal/reckontest"
@@ -148,10 +149,15 @@ func TestWorkerSIGKILLDuringRunCommand(t *testing.T) {
 	for _, id := range runs {
 		wctx, wcancel := context.WithTimeout(ctx, 60*time.Second)
 		runErr := conn.Client.GetWorkflow(wctx, kernel.WorkflowID("crash", id), "").Get(wctx, nil)
-		if err := outbox.WaitDelivered(wctx, s.Pool, "crash", id, 20*time.Millisecond); err != nil {
-			t.Fatal(err)
+		if wctx.Err() != nil {
+			t.Fatalf("%s: the run did not end within 60s (%v)\n%s", id, runErr, crashDiagnosis(ctx, conn, s.Pool, id))
 		}
 		wcancel()
+		dctx, dcancel := context.WithTimeout(ctx, 30*time.Second)
+		if err := outbox.WaitDelivered(dctx, s.Pool, "crash", id, 20*time.Millisecond); err != nil {
+			t.Fatalf("%s: %v\n%s", id, err, crashDiagnosis(ctx, conn, s.Pool, id))
+		}
+		dcancel()
 		view, err := starter.View(ctx, "crash", id, runner.EventPage{})
 		if err != nil {
 			t.Fatal(err)
@@ -235,4 +241,46 @@ func (l *lockedBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
+}
+
+// crashDiagnosis describes a crash run that did not settle in time: its
+// outbox rows and its workflow history, so a failure names the stuck part
+// (the workflow, the delivery) instead of only a timeout.
+func crashDiagnosis(ctx context.Context, conn *temporalx.Conn, pool *pgxpool.Pool, id string) string {
+	var b strings.Builder
+	rows, err := pool.Query(ctx, `SELECT id, source_id, event_id, attempts, next_attempt_at - now(), coalesce(last_error, ''),
+	    delivered_at IS NOT NULL, parked_at IS NOT NULL
+	  FROM kernel_event_outbox WHERE event->>'project' = 'crash' AND event->>'run_id' = $1 ORDER BY id`, id)
+	if err != nil {
+		fmt.Fprintf(&b, "outbox: %v\n", err)
+	} else {
+		for rows.Next() {
+			var rid int64
+			var src, evID, lastErr string
+			var attempts int
+			var due time.Duration
+			var delivered, parked bool
+			if err := rows.Scan(&rid, &src, &evID, &attempts, &due, &lastErr, &delivered, &parked); err != nil {
+				fmt.Fprintf(&b, "outbox scan: %v\n", err)
+				break
+			}
+			fmt.Fprintf(&b, "outbox %d %s/%s attempts=%d due_in=%s delivered=%v parked=%v err=%q\n", rid, src, evID, attempts, due, delivered, parked, lastErr)
+		}
+		rows.Close()
+	}
+	var pending int
+	_ = pool.QueryRow(ctx, `SELECT count(*) FROM kernel_event_outbox WHERE delivered_at IS NULL AND parked_at IS NULL`).Scan(&pending)
+	fmt.Fprintf(&b, "outbox rows pending in all runs: %d\n", pending)
+	hctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	it := conn.Client.GetWorkflowHistory(hctx, kernel.WorkflowID("crash", id), "", false, 0)
+	for it.HasNext() {
+		ev, err := it.Next()
+		if err != nil {
+			fmt.Fprintf(&b, "history: %v\n", err)
+			break
+		}
+		fmt.Fprintf(&b, "history %d %s %s\n", ev.GetEventId(), ev.GetEventTime().AsTime().Format("15:04:05.000"), ev.GetEventType())
+	}
+	return b.String()
 }
