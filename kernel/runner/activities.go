@@ -85,6 +85,7 @@ func (a *Activities) SnapshotWorkspace(ctx context.Context, in SnapshotInput) (*
 	if wt, ok := tool.(kernel.WorkspaceTool); !ok || !wt.WritesWorkspace() {
 		return nil, nil
 	}
+	defer heartbeat(ctx)()
 	st := manifest.Store{Pool: a.Pool}
 	key := manifest.Key{Project: in.Project, RunID: in.RunID, OperationID: in.OperationID, Phase: in.Phase}
 	if m, ok, err := st.Get(ctx, key); err != nil {

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/worker"
 
 	"github.com/seed-7bc021c3/reckon/internal/pgtest"
 	"github.com/seed-7bc021c3/reckon/internal/reckontest"
@@ -76,6 +78,23 @@ type envOpts struct {
 	fault      fault.Config
 	timeouts   Timeouts
 	extra      []kernel.Tool
+	// snapshot, when set, replaces the SnapshotWorkspace activity the
+	// worker runs (given the real one), to play a worker that dies in it.
+	snapshot func(real func(context.Context, SnapshotInput) (*kernel.WorkspaceManifest, error)) func(context.Context, SnapshotInput) (*kernel.WorkspaceManifest, error)
+}
+
+// snapshotOverride registers everything as Register does, except that the
+// SnapshotWorkspace activity is swapped for a test's.
+type snapshotOverride struct {
+	worker.Worker
+	snapshot func(context.Context, SnapshotInput) (*kernel.WorkspaceManifest, error)
+}
+
+func (r snapshotOverride) RegisterActivityWithOptions(a any, o activity.RegisterOptions) {
+	if o.Name == ActSnapshotWorkspace {
+		a = r.snapshot
+	}
+	r.Worker.RegisterActivityWithOptions(a, o)
 }
 
 func newEnv(t testing.TB, o envOpts) *env {
@@ -91,6 +110,13 @@ func newEnv(t testing.TB, o envOpts) *env {
 	}
 	queue := randID("q-")
 	w := NewWorker(temporalConn.Client, queue, acts)
+	if o.snapshot != nil {
+		w = worker.New(temporalConn.Client, queue, worker.Options{
+			MaxHeartbeatThrottleInterval: maxHeartbeatThrottle,
+			StickyScheduleToStartTimeout: stickyScheduleToStart,
+		})
+		Register(snapshotOverride{Worker: w, snapshot: o.snapshot(acts.SnapshotWorkspace)}, acts)
+	}
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
 	}

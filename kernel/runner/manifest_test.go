@@ -2,7 +2,12 @@ package runner
 
 import (
 	"context"
+	"errors"
+	"sync/atomic"
 	"testing"
+	"time"
+
+	"go.temporal.io/sdk/activity"
 
 	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/manifest"
@@ -57,5 +62,46 @@ func TestWorkspaceManifestsAroundCommands(t *testing.T) {
 	}
 	if got := manifest.Compare(b2, a2).Paths(); len(got) != 2 || got[0] != "d" || got[1] != "d/b.txt" {
 		t.Fatalf("op-2 changed %v, want [d d/b.txt]", got)
+	}
+}
+
+// TestSnapshotOfADeadWorkerIsRetried plays a worker that dies while it
+// walks the workspace after a command (a SIGKILL just after the command
+// ends): the first attempt of the after-snapshot never answers and never
+// heartbeats. The run must go on within the tool heartbeat timeout, the
+// retry taking the manifest, not stall for the snapshot's whole two-minute
+// StartToClose (TestWorkerSIGKILLDuringRunCommand hit that at random).
+func TestSnapshotOfADeadWorkerIsRetried(t *testing.T) {
+	t.Parallel()
+	var stalled atomic.Int32
+	release := make(chan struct{})
+	e := newEnv(t, envOpts{
+		timeouts: Timeouts{ToolHeartbeat: time.Second},
+		snapshot: func(real func(context.Context, SnapshotInput) (*kernel.WorkspaceManifest, error)) func(context.Context, SnapshotInput) (*kernel.WorkspaceManifest, error) {
+			return func(ctx context.Context, in SnapshotInput) (*kernel.WorkspaceManifest, error) {
+				if in.Phase == manifest.PhaseAfter && activity.GetInfo(ctx).Attempt == 1 {
+					stalled.Add(1)
+					select {
+					case <-ctx.Done():
+					case <-release:
+					}
+					return nil, errors.New("the worker died")
+				}
+				return real(ctx, in)
+			}
+		},
+	})
+	t.Cleanup(func() { close(release) }) // before the worker stops (cleanups run last-in first)
+	evs, err := e.run("r1", Plan{Steps: []Step{cmd("echo one > a.txt")}})
+	if err != nil {
+		t.Fatalf("run failed or stalled: %v", err)
+	}
+	if stalled.Load() != 1 {
+		t.Fatalf("the after-snapshot's first attempt ran %d times, want 1", stalled.Load())
+	}
+	wantShape(t, evs, "run.started", "tool.started op-1", "tool.completed op-1", "run.completed")
+	var done kernel.ToolCompleted
+	if err := evs[2].DecodeData(&done); err != nil || done.WorkspaceManifest == nil || done.WorkspaceManifest.Files != 1 {
+		t.Fatalf("tool.completed carries no after-manifest of the one file (%v): %s", err, evs[2].Data)
 	}
 }

@@ -288,7 +288,12 @@ func (r *run) snapshot(ctx workflow.Context, tool, opID, phase string) *kernel.W
 	}
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: 2 * time.Minute,
-		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, MaximumAttempts: 5},
+		// A worker that dies mid-walk is noticed within the tool heartbeat
+		// timeout and the walk runs again elsewhere; without a heartbeat
+		// the run would stall the whole StartToClose (a SIGKILLed worker
+		// right after a command held its run two minutes).
+		HeartbeatTimeout: r.t.ToolHeartbeat,
+		RetryPolicy:      &temporal.RetryPolicy{InitialInterval: time.Second, MaximumAttempts: 5},
 	})
 	var sum *kernel.WorkspaceManifest
 	if err := workflow.ExecuteActivity(actx, ActSnapshotWorkspace, SnapshotInput{
