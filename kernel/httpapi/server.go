@@ -285,11 +285,36 @@ func (s *Server) withRequestID(next http.Handler) http.Handler {
 		}
 		w.Header().Set(RequestIDHeader, id)
 		// Best effort: a ResponseWriter without deadlines (a test
-		// recorder) simply has none.
-		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.cfg.BodyTimeout))
+		// recorder) simply has none. A request without a body needs none.
+		if r.Body != nil && r.Body != http.NoBody {
+			rc := http.NewResponseController(w)
+			if rc.SetReadDeadline(time.Now().Add(s.cfg.BodyTimeout)) == nil {
+				r.Body = &deadlineBody{ReadCloser: r.Body, rc: rc}
+			}
+		}
 		info := &reqInfo{id: id}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), reqInfoKey{}, info)))
 	})
+}
+
+// deadlineBody clears the connection's read deadline once the body has
+// been read to its end: the deadline bounds the body's arrival, not the
+// handler. Left set, it would expire under net/http's background read
+// (which watches for the client going away once the body is read) and
+// cancel the context of any request that runs longer than BodyTimeout.
+type deadlineBody struct {
+	io.ReadCloser
+	rc      *http.ResponseController
+	cleared bool
+}
+
+func (b *deadlineBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err == io.EOF && !b.cleared {
+		b.cleared = true
+		_ = b.rc.SetReadDeadline(time.Time{})
+	}
+	return n, err
 }
 
 func saneRequestID(id string) bool {
