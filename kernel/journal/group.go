@@ -109,22 +109,20 @@ func (g *grouper) flush(calls []*groupCall) {
 	if len(live) == 0 {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(live[0].ctx), groupTimeout)
-	defer cancel()
 	if len(live) == 1 {
-		live[0].res, live[0].err = g.s.ingestRetry(ctx, live[0].preps)
-		close(live[0].done)
+		g.alone(live[0])
 		return
 	}
 	var all []prepared
 	for _, c := range live {
 		all = append(all, c.preps...)
 	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(live[0].ctx), groupTimeout)
+	defer cancel()
 	res, err := g.s.ingestRetry(ctx, all)
 	if err != nil {
 		for _, c := range live {
-			c.res, c.err = g.s.ingestRetry(ctx, c.preps)
-			close(c.done)
+			g.alone(c)
 		}
 		return
 	}
@@ -134,4 +132,11 @@ func (g *grouper) flush(calls []*groupCall) {
 		off += len(c.preps)
 		close(c.done)
 	}
+}
+
+// alone writes one call by itself under its caller's own context: nobody
+// else's events ride in it, so a caller that gives up stops its write.
+func (g *grouper) alone(c *groupCall) {
+	c.res, c.err = g.s.ingestRetry(c.ctx, c.preps)
+	close(c.done)
 }

@@ -115,10 +115,9 @@ func prepare(events []kernel.Event) ([]prepared, error) {
 }
 
 func (s *Store) ingest(ctx context.Context, q querier, preps []prepared) ([]kernel.IngestResult, error) {
-	events := preps
 	// Duplicates inside one batch go to the database once; later copies are
 	// answered against the first.
-	first := make(map[kernel.EventKey]int, len(events))
+	first := make(map[kernel.EventKey]int, len(preps))
 	// Operations this batch settles, so a tool.started in the same batch is
 	// written closed.
 	settled := map[[3]string]bool{}
@@ -170,7 +169,7 @@ func (s *Store) ingest(ctx context.Context, q querier, preps []prepared) ([]kern
 	rows, err := q.Query(ctx, ingestSQL, srcs, ids, projects, runs, types, tss, actors,
 		psrc, pid, datas, digests, opIDs, settles, openInBatch, ords)
 	if err != nil {
-		return nil, fmt.Errorf("ingest batch of %d: %w", len(events), err)
+		return nil, fmt.Errorf("ingest batch of %d: %w", len(preps), err)
 	}
 	for rows.Next() {
 		var ord int32
@@ -192,7 +191,7 @@ func (s *Store) ingest(ctx context.Context, q querier, preps []prepared) ([]kern
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("ingest batch of %d: %w", len(events), err)
+		return nil, fmt.Errorf("ingest batch of %d: %w", len(preps), err)
 	}
 	if len(missing) > 0 {
 		if err := readDigests(ctx, q, missing, stored); err != nil {
@@ -200,7 +199,7 @@ func (s *Store) ingest(ctx context.Context, q querier, preps []prepared) ([]kern
 		}
 	}
 
-	out := make([]kernel.IngestResult, len(events))
+	out := make([]kernel.IngestResult, len(preps))
 	counts := map[string]float64{}
 	for i, p := range preps {
 		k := p.ev.Key()

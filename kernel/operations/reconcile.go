@@ -184,11 +184,15 @@ func (s *Service) ReconcileAllTx(ctx context.Context, tx pgx.Tx, reqs []Reconcil
 	if len(reqs) == 0 {
 		return nil, nil
 	}
+	// validate normalizes (an empty or null evidence becomes none), as in
+	// ReconcileTx; on a copy, so the caller's slice stays as it was.
+	reqs = slices.Clone(reqs)
 	project, runID := reqs[0].Project, reqs[0].RunID
 	keys := make([]string, 0, len(reqs))
 	ops := make([]string, 0, len(reqs))
 	seen := map[string]bool{}
-	for _, req := range reqs {
+	for i := range reqs {
+		req := &reqs[i]
 		if err := req.validate(); err != nil {
 			return nil, err
 		}

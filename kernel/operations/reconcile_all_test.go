@@ -1,6 +1,7 @@
 package operations_test
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -50,12 +51,15 @@ func TestReconcileAllTx(t *testing.T) {
 		return out, err
 	}
 
-	got, err := call(reqs("op-1", "op-2"))
+	// A null evidence is no evidence, as in ReconcileTx.
+	first := reqs("op-1", "op-2")
+	first[0].Evidence = json.RawMessage(" null ")
+	got, err := call(first)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i, op := range []string{"op-1", "op-2"} {
-		if got[i].Repeated || got[i].ParentEventID == nil || *got[i].ParentEventID != started[op] || decodeRec(t, got[i]).OperationID != op {
+		if d := decodeRec(t, got[i]); got[i].Repeated || got[i].ParentEventID == nil || *got[i].ParentEventID != started[op] || d.OperationID != op || d.Evidence != nil {
 			t.Fatalf("%s: %+v", op, got[i])
 		}
 	}
