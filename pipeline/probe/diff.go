@@ -48,10 +48,16 @@ type ManifestReader interface {
 // kernel recorded both manifests (kernel_workspace_manifests, first write
 // wins; the stored digest must match the one tool.started carries). So
 //   - a change between the before-manifest and the comparison point was
-//     made by this operation, provided no other operation can have been
-//     running then: every earlier operation must have ended by the
-//     comparison point (answered by its worker, or past its command's
-//     timeout bound); otherwise inconclusive;
+//     made by this operation, provided no other operation can have acted
+//     in that interval. Later operations start after the comparison point
+//     (the next one's before-manifest is recorded before its call). Every
+//     earlier operation must have ended by the time this operation's
+//     before-manifest was taken (before.TakenAt) — answered by its worker,
+//     or past its command's timeout bound — otherwise inconclusive. Ended
+//     by the comparison point is not enough: a call the activity gave up on
+//     (a heartbeat timeout while its worker lived) keeps running, and its
+//     write after this operation's baseline would be taken for this
+//     operation's effect;
 //   - no change proves none only if the operation itself cannot act any
 //     more after the comparison point: its worker answered (the tool call
 //     returned, or an injected fault fired around it), or the comparison
@@ -174,9 +180,13 @@ func (p Diff) Probe(ctx context.Context, run Run, op pipeline.WallOperation) (pi
 	if after.Truncated != "" {
 		return inconclusive("%s is incomplete (%s): it proves nothing", against, after.Truncated)
 	}
+	// Every earlier operation must be unable to act after this one's
+	// baseline, not merely by the comparison point: one still running
+	// after before.TakenAt could have made the change itself.
 	for _, s := range run.Started[:idx] {
-		if !p.over(s, cmpAt) {
-			return inconclusive("the earlier operation %s may still have been running until %s, so a change cannot be attributed to %s", s.OperationID, cmpAt.UTC().Format(time.RFC3339), op.OperationID)
+		if !p.over(s, before.TakenAt) {
+			return inconclusive("the earlier operation %s may still have been running after the manifest recorded before %s (%s), so a change cannot be attributed to %s",
+				s.OperationID, op.OperationID, before.TakenAt.UTC().Format(time.RFC3339), op.OperationID)
 		}
 	}
 	d := manifest.Compare(before, after)

@@ -33,7 +33,7 @@ func TestDiffProbe(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := manifest.Store{Pool: db.Pool}
-	record := func(op string) *kernel.WorkspaceManifest {
+	recordTaken := func(op string) (*kernel.WorkspaceManifest, time.Time) {
 		t.Helper()
 		m, err := manifest.Take(ctx, ws, manifest.Options{})
 		if err != nil {
@@ -43,7 +43,12 @@ func TestDiffProbe(t *testing.T) {
 			t.Fatal(err)
 		}
 		s := m.Summary()
-		return &s
+		return &s, m.TakenAt
+	}
+	record := func(op string) *kernel.WorkspaceManifest {
+		t.Helper()
+		s, _ := recordTaken(op)
+		return s
 	}
 	started := time.Now().Add(-time.Hour)
 	cmd := func(id string, m *kernel.WorkspaceManifest, answered bool) StartedOp {
@@ -107,6 +112,27 @@ func TestDiffProbe(t *testing.T) {
 	lost := Run{Project: "acme", RunID: "run-1", Ended: true, Started: []StartedOp{cmd("op-2", m2, false), cmd("op-3", m3, true), cmd("op-4", m4, true)}}
 	lost.Started[0].StartedAt = time.Now()
 	check("earlier still running", lost, op("op-3", "failed_uncertain"), pipeline.FindingInconclusive, "earlier operation op-2")
+	// An earlier operation the activity gave up on (not answered: a
+	// heartbeat timeout while its worker lived) that could act until just
+	// after op-5's before-manifest — over by the comparison point, op-6's
+	// before-manifest, but not by op-5's baseline: the change may be its
+	// write, so nothing is attributed to op-5.
+	m5, taken5 := recordTaken("op-5")
+	if err := os.WriteFile(filepath.Join(ws, "late.txt"), []byte("z\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond)
+	m6, taken6 := recordTaken("op-6")
+	gaveUp := cmd("op-e", m1, false)
+	gaveUp.StartedAt = taken5.Add(10 * time.Millisecond).Add(-p.bound(gaveUp))
+	if end := gaveUp.StartedAt.Add(p.bound(gaveUp)); !end.After(taken5) || end.After(taken6) {
+		t.Fatalf("op-e's bound %s must lie between op-5's manifest (%s) and op-6's (%s)", end, taken5, taken6)
+	}
+	late := Run{Project: "acme", RunID: "run-1", Ended: true, Started: []StartedOp{gaveUp, cmd("op-5", m5, true), cmd("op-6", m6, true)}}
+	check("earlier over by the comparison point only", late, op("op-5", "failed_uncertain"), pipeline.FindingInconclusive, "earlier operation op-e")
+	// Answered, it could not act after op-5's baseline: the change is op-5's.
+	late.Started[0].Answered = true
+	check("earlier answered", late, op("op-5", "failed_uncertain"), pipeline.FindingOccurred, "late.txt")
 	// A digest that is not the stored manifest's proves nothing.
 	forged := Run{Project: "acme", RunID: "run-1", Ended: true, Started: []StartedOp{cmd("op-4", &kernel.WorkspaceManifest{Digest: "00"}, true)}}
 	check("forged digest", forged, op("op-4", "failed_uncertain"), pipeline.FindingInconclusive, "digest")

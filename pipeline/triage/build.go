@@ -62,7 +62,9 @@ func (s *Sweeper) buildWalls(ctx context.Context, pile runPile) ([]pipeline.Wall
 	var deferred []string
 	for _, it := range items {
 		op := s.wallOperation(it, now)
-		op.Evidence = probes.Probe(ctx, run, op)
+		// Bounded here, not only when recorded: the supervisor decides on
+		// the evidence that is journaled (see boundEvidence).
+		op.Evidence = boundEvidence(probes.Probe(ctx, run, op), wallEvidenceBudget)
 		if recheckLater(op.Evidence, now) {
 			deferred = append(deferred, op.OperationID)
 			continue

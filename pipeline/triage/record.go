@@ -78,7 +78,7 @@ func (s *Sweeper) record(ctx context.Context, w pipeline.Wall, d pipeline.Decisi
 	reqs := make([]operations.ReconcileParams, 0, len(d.Operations))
 	for _, v := range d.Operations {
 		op, _ := w.Operation(v.OperationID)
-		evidence, err := json.Marshal(reconcileEvidence{Verdict: vk, WallDigest: w.Digest, Probes: op.Evidence})
+		evidence, err := operationEvidence(vk, w.Digest, op.Evidence)
 		if err != nil {
 			return kernel.Event{}, nil, fmt.Errorf("triage: evidence of %s: %w", v.OperationID, err)
 		}
@@ -118,6 +118,29 @@ type reconcileEvidence struct {
 	Verdict    kernel.EventKey     `json:"verdict"`
 	WallDigest string              `json:"wall_digest"`
 	Probes     []pipeline.Evidence `json:"probes,omitempty"`
+}
+
+// operationEvidence is one operation's reconcileEvidence, its probe
+// evidence bounded so that the whole fits operations.MaxEvidenceBytes. A
+// wall built by buildWalls already fits (wallEvidenceBudget leaves room for
+// the envelope): the bound changes nothing then, and keeps any other wall
+// from failing its record on every sweep.
+func operationEvidence(verdict kernel.EventKey, wallDigest string, probes []pipeline.Evidence) (json.RawMessage, error) {
+	envelope, err := json.Marshal(reconcileEvidence{Verdict: verdict, WallDigest: wallDigest})
+	if err != nil {
+		return nil, err
+	}
+	budget := operations.MaxEvidenceBytes - len(envelope) - len(`,"probes":`)
+	b, err := json.Marshal(reconcileEvidence{Verdict: verdict, WallDigest: wallDigest, Probes: boundEvidence(probes, budget)})
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > operations.MaxEvidenceBytes {
+		// Only fixed fields (probe names, findings, times) are left over
+		// the cap: many more probes than any probe set holds.
+		return nil, fmt.Errorf("%d bytes even with every detail and provenance cut; at most %d", len(b), operations.MaxEvidenceBytes)
+	}
+	return b, nil
 }
 
 func nonNil(s []string) []string {
