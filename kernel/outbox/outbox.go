@@ -193,7 +193,8 @@ func ListParked(ctx context.Context, pool *pgxpool.Pool, limit int) ([]Parked, e
 
 // PendingFilter selects pending events (enqueued, neither delivered nor
 // parked) by the event's own fields. Project is required; an empty RunID
-// or OperationID and a nil Types match any.
+// or OperationID and a nil Types match any; an OperationID needs its RunID
+// (operation ids are per run).
 type PendingFilter struct {
 	Project     string
 	RunID       string
@@ -215,7 +216,20 @@ func Pending(ctx context.Context, db DBTX, f PendingFilter) ([]kernel.Event, err
 	if f.Project == "" {
 		return nil, fmt.Errorf("pending outbox events: project is required")
 	}
-	rows, err := db.Query(ctx, pendingSQL, f.Project, f.RunID, f.OperationID, f.Types)
+	var (
+		rows pgx.Rows
+		err  error
+	)
+	switch {
+	case f.RunID == "" && f.OperationID != "":
+		return nil, fmt.Errorf("pending outbox events: an operation filter needs its run")
+	case f.OperationID != "":
+		rows, err = db.Query(ctx, pendingOperationSQL, f.Project, f.RunID, f.OperationID, f.Types)
+	case f.RunID != "":
+		rows, err = db.Query(ctx, pendingRunSQL, f.Project, f.RunID, f.Types)
+	default:
+		rows, err = db.Query(ctx, pendingSQL, f.Project, f.Types)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("pending outbox events of %s: %w", f.Project, err)
 	}

@@ -92,16 +92,34 @@ WHERE parked_at IS NOT NULL ORDER BY parked_at DESC LIMIT $1`
 // asyncCommitSQL relaxes the commit of one delivery transaction.
 const asyncCommitSQL = `SET LOCAL synchronous_commit = off`
 
-// pendingSQL reads pending events by the event's project, run, operation
-// and type ($2, $3 empty and $4 empty match any).
-const pendingSQL = `
+// pendingSQL* read pending events by the event's project and, in the
+// narrower forms, its run and operation; $N::text[] empty matches any type.
+// Three statements rather than one with ("$2 is empty OR run_id = $2"): under a
+// prepared statement's generic plan that OR keeps the planner from using
+// kernel_event_outbox_pending_ops past the project, so reading one run's
+// pending events filtered every pending row of the project (1.35 ms against
+// 0.08 ms per read with 6,000 rows pending; TestPendingUsesTheIndex).
+const (
+	pendingSQL = `
 SELECT event FROM kernel_event_outbox
 WHERE delivered_at IS NULL AND parked_at IS NULL
   AND event->>'project' = $1
-  AND ($2 = '' OR event->>'run_id' = $2)
-  AND ($3 = '' OR event->'data'->>'operation_id' = $3)
+  AND (coalesce(cardinality($2::text[]), 0) = 0 OR event->>'type' = ANY($2::text[]))
+ORDER BY id`
+	pendingRunSQL = `
+SELECT event FROM kernel_event_outbox
+WHERE delivered_at IS NULL AND parked_at IS NULL
+  AND event->>'project' = $1 AND event->>'run_id' = $2
+  AND (coalesce(cardinality($3::text[]), 0) = 0 OR event->>'type' = ANY($3::text[]))
+ORDER BY id`
+	pendingOperationSQL = `
+SELECT event FROM kernel_event_outbox
+WHERE delivered_at IS NULL AND parked_at IS NULL
+  AND event->>'project' = $1 AND event->>'run_id' = $2
+  AND event->'data'->>'operation_id' = $3
   AND (coalesce(cardinality($4::text[]), 0) = 0 OR event->>'type' = ANY($4::text[]))
 ORDER BY id`
+)
 
 // storedSQL reads the event enqueued under one key.
 const storedSQL = `

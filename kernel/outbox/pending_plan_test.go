@@ -1,0 +1,71 @@
+package outbox
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/seed-7bc021c3/reckon/internal/pgtest"
+)
+
+// TestPendingUsesTheIndex checks, under a prepared statement's generic
+// plan (what pgx's statement cache ends up running), that reading a run's
+// or an operation's pending events is an index lookup on run_id (and
+// operation_id), not a filter over every pending row of the project: the
+// one-statement form ("$2 is empty OR run_id = $2") planned so.
+func TestPendingUsesTheIndex(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := pgtest.New(t)
+	tx, err := s.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	// Table statistics as of a backlog: the planner then prefers the
+	// partial index to a sequential scan, as it does in production.
+	if _, err := tx.Exec(ctx, `INSERT INTO kernel_event_outbox (source_id, event_id, event, payload_digest)
+SELECT 's', 'e-' || g, jsonb_build_object('project', 'p', 'run_id', 'r-' || (g % 300), 'type', 'tool.started',
+    'data', jsonb_build_object('operation_id', 'op-' || (g % 7))), '\x00'
+FROM generate_series(1, 6000) g`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, `ANALYZE kernel_event_outbox`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, `SET LOCAL plan_cache_mode = force_generic_plan`); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name, sql, args string
+		want            []string
+	}{
+		{"run", pendingRunSQL, `('p', 'r-1', NULL)`, []string{"run_id"}},
+		{"operation", pendingOperationSQL, `('p', 'r-1', 'op-1', NULL)`, []string{"run_id", "operation_id"}},
+	} {
+		if _, err := tx.Exec(ctx, "PREPARE pending_"+c.name+" AS "+c.sql); err != nil {
+			t.Fatal(err)
+		}
+		rows, err := tx.Query(ctx, "EXPLAIN EXECUTE pending_"+c.name+c.args)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var plan, cond strings.Builder
+		for rows.Next() {
+			var line string
+			if err := rows.Scan(&line); err != nil {
+				t.Fatal(err)
+			}
+			plan.WriteString(line + "\n")
+			if strings.Contains(line, "Index Cond") {
+				cond.WriteString(line)
+			}
+		}
+		rows.Close()
+		for _, col := range c.want {
+			if !strings.Contains(cond.String(), col) {
+				t.Errorf("%s: the generic plan does not look %s up in the index:\n%s", c.name, col, plan.String())
+			}
+		}
+	}
+}
