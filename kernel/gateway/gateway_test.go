@@ -223,7 +223,7 @@ func TestUnreachableUpstreamIsNone(t *testing.T) {
 	f := newFixture(t, pool, Config{Project: "acme", Servers: []mcptool.ServerConfig{up.config("issues")}})
 	first := f.client()
 	callTool(t, first, "get_issue", map[string]any{"id": "ISS-1"}, nil) // adopts the discovery session
-	up.srv.Close()
+	up.close()
 	second := f.client()
 	res := callTool(t, second, "create_issue", map[string]any{"title": "nowhere"}, nil)
 	if !res.IsError || !strings.Contains(mcptool.ContentText(res.Content), "tools/call not sent") {
@@ -516,7 +516,14 @@ func TestMetaAndProgressPassThrough(t *testing.T) {
 		return nil, &jsonrpc.Error{Code: -32001, Message: "upstream refused at the protocol level"}
 	})
 	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
-	defer hs.Close()
+	defer func() {
+		// The handler keeps a session's reader until the session ends
+		// (its closeAll is unexported): end them, or they outlive the test.
+		for ss := range srv.Sessions() {
+			_ = ss.Close()
+		}
+		hs.Close()
+	}()
 	pool := newSchema(t)
 	f := newFixture(t, pool, Config{Project: "acme", Servers: []mcptool.ServerConfig{{Name: "echo", URL: hs.URL}}})
 

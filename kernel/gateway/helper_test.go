@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/seed-7bc021c3/reckon/internal/reckontest"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -35,7 +36,7 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	reckontest.Main(m)
 }
 
 // stdioIssues configures the test server as a stdio upstream (this test
@@ -48,6 +49,7 @@ func stdioIssues(name, store string) mcptool.ServerConfig {
 // every Idempotency-Key header it received.
 type httpIssues struct {
 	srv   *httptest.Server
+	mcp   *mcp.Server
 	store *mcpserver.Store
 	mu    sync.Mutex
 	keys  []string
@@ -59,8 +61,8 @@ func newHTTPIssues(t *testing.T) *httpIssues {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &httpIssues{store: st}
-	inner := mcpserver.Handler(mcpserver.NewServer(st))
+	h := &httpIssues{store: st, mcp: mcpserver.NewServer(st)}
+	inner := mcpserver.Handler(h.mcp)
 	h.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if k := r.Header.Get(mcptool.IdempotencyKeyHeader); k != "" {
 			h.mu.Lock()
@@ -69,8 +71,17 @@ func newHTTPIssues(t *testing.T) *httpIssues {
 		}
 		inner.ServeHTTP(w, r)
 	}))
-	t.Cleanup(h.srv.Close)
+	t.Cleanup(h.close)
 	return h
+}
+
+// close stops the upstream: its MCP sessions first, whose readers the
+// streamable handler would otherwise keep past the test, then the server.
+func (h *httpIssues) close() {
+	for ss := range h.mcp.Sessions() {
+		_ = ss.Close()
+	}
+	h.srv.Close()
 }
 
 func (h *httpIssues) config(name string) mcptool.ServerConfig {
