@@ -177,9 +177,13 @@ type bench struct {
 	schema string
 }
 
-// client is a River client on the schema with River's bench settings, and
-// a channel that receives once per job completed.
-func (b *bench) client() (*river.Client[pgx.Tx], <-chan *river.Event, func(), error) {
+// client empties the jobs table and returns a River client on the schema
+// with River's bench settings, and a channel that receives once per job
+// completed.
+func (b *bench) client(ctx context.Context) (*river.Client[pgx.Tx], <-chan *river.Event, func(), error) {
+	if err := b.reset(ctx); err != nil {
+		return nil, nil, nil, err
+	}
 	workers := river.NewWorkers()
 	river.AddWorker(workers, &noopWorker{})
 	c, err := river.NewClient(b.driver, &river.Config{
@@ -255,10 +259,7 @@ func stopClient(c *river.Client[pgx.Tx]) {
 }
 
 func (b *bench) burnDown(ctx context.Context) (float64, time.Duration, error) {
-	if err := b.reset(ctx); err != nil {
-		return 0, 0, err
-	}
-	c, events, unsubscribe, err := b.client()
+	c, events, unsubscribe, err := b.client(ctx)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -284,10 +285,7 @@ func (b *bench) burnDown(ctx context.Context) (float64, time.Duration, error) {
 }
 
 func (b *bench) steady(ctx context.Context) (float64, time.Duration, error) {
-	if err := b.reset(ctx); err != nil {
-		return 0, 0, err
-	}
-	c, events, unsubscribe, err := b.client()
+	c, events, unsubscribe, err := b.client(ctx)
 	if err != nil {
 		return 0, 0, err
 	}
