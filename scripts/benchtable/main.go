@@ -1,8 +1,8 @@
 // Command benchtable turns `make bench`'s output into one table of ratios:
 // each reckon figure against a reference measured in the same run, with its
 // target. It reads the references (lines "ref NAME VALUE" from
-// scripts/bench-reference.sh) and the `go test -bench` output, prints the
-// table as Markdown and writes it as JSON for tracking.
+// scripts/bench-reference.sh and bench/riverref) and the `go test -bench`
+// output, prints the table as Markdown and writes it as JSON for tracking.
 //
 //	go run ./scripts/benchtable -ref bin/bench-ref.txt -json bin/bench.json < bin/bench-raw.txt
 package main
@@ -103,6 +103,13 @@ var specs = []spec{
 		reckon: "BenchmarkPublisherDrain/tx|events/s", ref: "ref|pgbench_batch500_c1"},
 	{path: "enqueue → delivered, sustained (2 writers, 2 publishers)", unit: "events/s", refName: "pgbench raw insert, 100 rows / tx, 2 clients",
 		reckon: "BenchmarkOutboxToJournal|events/s", ref: "ref|pgbench_batch100_c2"},
+	// The queue peer (bench/riverref): River working the same number of
+	// no-op jobs, inserted the same way, on the same PostgreSQL; the pgbench
+	// rows above stay as the raw insert ceiling.
+	{path: "drain vs River burn-down, 100k pre-enqueued", unit: "events/s", refName: "River burn-down, 100k pre-inserted no-op jobs (jobs/s)",
+		reckon: "BenchmarkPublisherDrain/tx|events/s", ref: "ref|river_burndown"},
+	{path: "sustained vs River steady (2 producers, 100 / tx)", unit: "events/s", refName: "River steady, 100k no-op jobs inserted while worked (jobs/s)",
+		reckon: "BenchmarkOutboxToJournal|events/s", ref: "ref|river_steady", min: 1.5},
 	{path: "tool-call overhead, no-op tool (median per call)", unit: "ms", refName: "bare no-op Temporal activity, same server",
 		reckon: "BenchmarkToolCallOverhead|call-median-ms", ref: "BenchmarkToolCallOverhead|bare-median-ms", max: 2},
 	{path: "triage sweep, built-in, 1,000 runs × 5 ops", unit: "s", refName: "same events through the outbox alone",
@@ -223,7 +230,7 @@ func markdown(w io.Writer, rows []Row) {
 }
 
 func main() {
-	refPath := flag.String("ref", "bin/bench-ref.txt", "references written by scripts/bench-reference.sh")
+	refPath := flag.String("ref", "bin/bench-ref.txt", "references written by scripts/bench-reference.sh and bench/riverref")
 	jsonPath := flag.String("json", "bin/bench.json", "where to write the table as JSON")
 	machine := flag.String("machine", "", "the machine, for the record")
 	flag.Parse()
