@@ -12,10 +12,14 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
 
 	"github.com/seed-7bc021c3/reckon/internal/app"
 	"github.com/seed-7bc021c3/reckon/internal/pgtest"
@@ -376,5 +380,74 @@ func TestRunEventsPaginate(t *testing.T) {
 		if r := call(t, http.MethodGet, base+q, readerTok, ""); r.status != http.StatusBadRequest {
 			t.Fatalf("%s: %d %s", q, r.status, r.raw)
 		}
+	}
+}
+
+// racingClient forces the interleaving of two identical starts in which
+// the first one's workflow start fails and, before it takes back its run
+// row, the second one starts the workflow: the first's Describe answers
+// "not found" as of its failure, but only once the second start had its
+// chance (or after two seconds, when the second cannot go ahead).
+type racingClient struct {
+	client.Client
+	calls    atomic.Int32
+	aFailed  chan struct{}
+	bStarted chan struct{}
+}
+
+func (c *racingClient) ExecuteWorkflow(ctx context.Context, o client.StartWorkflowOptions, wf any, args ...any) (client.WorkflowRun, error) {
+	if c.calls.Add(1) == 1 {
+		close(c.aFailed)
+		return nil, serviceerror.NewUnavailable("temporal briefly unavailable (test)")
+	}
+	run, err := c.Client.ExecuteWorkflow(ctx, o, wf, args...)
+	if err == nil {
+		close(c.bStarted)
+	}
+	return run, err
+}
+
+func (c *racingClient) DescribeWorkflowExecution(ctx context.Context, id, runID string) (*workflowservice.DescribeWorkflowExecutionResponse, error) {
+	select {
+	case <-c.bStarted:
+	case <-time.After(2 * time.Second):
+	}
+	return nil, serviceerror.NewNotFound("no such workflow (as of the failed start)")
+}
+
+// TestConcurrentStartsKeepTheRunRow: of two identical POST /v1/runs racing,
+// the one whose start failed must not take back the run row after the
+// other started the workflow; starts of one run id take turns, so the run
+// that runs has its row.
+func TestConcurrentStartsKeepTheRunRow(t *testing.T) {
+	t.Parallel()
+	st := startStack(t, fault.Config{})
+	ctx := context.Background()
+	rc := &racingClient{Client: st.Kernel.Starter.Client, aFailed: make(chan struct{}), bStarted: make(chan struct{})}
+	racing := *st.Kernel.Starter
+	racing.Client = rc
+	plan := runner.Plan{Steps: []runner.Step{{Tool: "run_command", Args: json.RawMessage(`{"command":"true"}`)}}}
+	req := runner.StartParams{Project: "acme", RunID: "race-1", Plan: plan}
+	aErr := make(chan error, 1)
+	go func() {
+		_, _, err := racing.Start(ctx, req)
+		aErr <- err
+	}()
+	<-rc.aFailed
+	_, created, err := racing.Start(ctx, req)
+	if err != nil || !created {
+		t.Fatalf("the second start: created=%v err=%v", created, err)
+	}
+	if err := <-aErr; err == nil {
+		t.Fatal("the start whose workflow start failed reported success")
+	}
+	var n int
+	if err := st.Pool.QueryRow(ctx, `SELECT count(*) FROM kernel_runs WHERE project = 'acme' AND run_id = 'race-1'`).Scan(&n); err != nil || n != 1 {
+		t.Fatalf("the started run has %d kernel_runs rows (%v), want 1", n, err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if err := st.Kernel.Starter.Client.GetWorkflow(wctx, kernel.WorkflowID("acme", "race-1"), "").Get(wctx, nil); err != nil {
+		t.Fatalf("the run: %v", err)
 	}
 }

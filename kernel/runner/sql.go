@@ -19,6 +19,14 @@ SELECT source_id, run_id FROM journal_events
 WHERE project = $1 AND run_id = ANY($2::text[]) AND source_id <> 'kernel'
 LIMIT 1`
 
+// lockRunStartSQL and unlockRunStartSQL make starts of one run id take
+// turns (a session lock on the run's key; a hash collision only makes two
+// unrelated starts take turns too).
+const (
+	lockRunStartSQL   = `SELECT pg_advisory_lock(hashtextextended($1::text || '/' || $2::text, 0))`
+	unlockRunStartSQL = `SELECT pg_advisory_unlock(hashtextextended($1::text || '/' || $2::text, 0))`
+)
+
 // deleteRunSQL takes back the row of a start whose workflow never
 // started, so the run id is free again instead of taken forever.
 const deleteRunSQL = `DELETE FROM kernel_runs WHERE project = $1 AND run_id = $2`

@@ -104,14 +104,35 @@ func (s *Starter) start(ctx context.Context, req StartParams) (string, bool, err
 		return "", false, err
 	}
 	wfID := kernel.WorkflowID(req.Project, req.RunID)
-	if err := s.refuseClaimed(ctx, req); err != nil {
+	// Starts of one run id take turns. Without it, a start that failed and
+	// found no workflow could take back the run's row just after a
+	// concurrent identical start had started the workflow: a run running
+	// without its row (no owner, no workspace for the probes, its id free
+	// for another plan). Every statement of the start runs on the locked
+	// connection, so concurrent starts never wait on the pool for a second.
+	conn, err := s.Pool.Acquire(ctx)
+	if err != nil {
+		return "", false, fmt.Errorf("start run %s/%s: %w", req.Project, req.RunID, err)
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, lockRunStartSQL, req.Project, req.RunID); err != nil {
+		return "", false, fmt.Errorf("start run %s/%s: wait for a concurrent start: %w", req.Project, req.RunID, err)
+	}
+	defer func() {
+		if _, err := conn.Exec(context.WithoutCancel(ctx), unlockRunStartSQL, req.Project, req.RunID); err != nil {
+			// A session lock must not go back to the pool with the
+			// connection: closed, the pool drops it and the lock ends.
+			_ = conn.Conn().Close(context.WithoutCancel(ctx))
+		}
+	}()
+	if err := s.refuseClaimed(ctx, conn, req); err != nil {
 		return "", false, err
 	}
 	var inserted bool
-	err = s.Pool.QueryRow(ctx, insertRunSQL, req.Project, req.RunID, planJSON, digest, wfID).Scan(&inserted)
+	err = conn.QueryRow(ctx, insertRunSQL, req.Project, req.RunID, planJSON, digest, wfID).Scan(&inserted)
 	if errors.Is(err, pgx.ErrNoRows) {
 		var stored []byte
-		if err := s.Pool.QueryRow(ctx, runDigestSQL, req.Project, req.RunID).Scan(&stored); err != nil {
+		if err := conn.QueryRow(ctx, runDigestSQL, req.Project, req.RunID).Scan(&stored); err != nil {
 			return "", false, fmt.Errorf("read run %s/%s: %w", req.Project, req.RunID, err)
 		}
 		if !bytes.Equal(stored, digest) {
@@ -151,7 +172,7 @@ func (s *Starter) start(ctx context.Context, req StartParams) (string, bool, err
 	if _, derr := s.Client.DescribeWorkflowExecution(ctx, wfID, ""); derr == nil {
 		return req.RunID, true, nil
 	} else if nf := (*serviceerror.NotFound)(nil); errors.As(derr, &nf) && inserted {
-		if _, xerr := s.Pool.Exec(context.WithoutCancel(ctx), deleteRunSQL, req.Project, req.RunID); xerr != nil {
+		if _, xerr := conn.Exec(context.WithoutCancel(ctx), deleteRunSQL, req.Project, req.RunID); xerr != nil {
 			return "", false, fmt.Errorf("start workflow %s: %v; and take back its run row: %w", wfID, err, xerr)
 		}
 	}
@@ -167,16 +188,16 @@ func (s *Starter) start(ctx context.Context, req StartParams) (string, bool, err
 // caller who wrote them first would have them read as the kernel's run.
 // Once the run is recorded, ingest refuses such writes (operations.Owners); a write
 // racing this check within the same instant is not caught.
-func (s *Starter) refuseClaimed(ctx context.Context, req StartParams) error {
+func (s *Starter) refuseClaimed(ctx context.Context, conn *pgxpool.Conn, req StartParams) error {
 	var exists bool
-	if err := s.Pool.QueryRow(ctx, runExistsSQL, req.Project, req.RunID).Scan(&exists); err != nil {
+	if err := conn.QueryRow(ctx, runExistsSQL, req.Project, req.RunID).Scan(&exists); err != nil {
 		return fmt.Errorf("read run %s/%s: %w", req.Project, req.RunID, err)
 	}
 	if exists {
 		return nil // an idempotent start, decided below
 	}
 	var source, runID string
-	err := s.Pool.QueryRow(ctx, foreignEventSQL, req.Project, req.Plan.RunIDs(req.RunID)).Scan(&source, &runID)
+	err := conn.QueryRow(ctx, foreignEventSQL, req.Project, req.Plan.RunIDs(req.RunID)).Scan(&source, &runID)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil
 	}
