@@ -31,6 +31,7 @@ import (
 	"github.com/seed-7bc021c3/reckon/kernel/journal"
 	"github.com/seed-7bc021c3/reckon/kernel/operations"
 	"github.com/seed-7bc021c3/reckon/kernel/outbox"
+	"github.com/seed-7bc021c3/reckon/kernel/retention"
 	"github.com/seed-7bc021c3/reckon/migrations"
 )
 
@@ -192,11 +193,14 @@ func (c *Core) NewAPI(k *Kernel, ops *operations.Service) *httpapi.Server {
 }
 
 // NewPublisher returns an in-process publisher from the outbox to the
-// journal, with the journal's open-hint repair in its maintenance loop.
+// journal, with the journal's open-hint repair and the evidence retention
+// (RECKON_EVIDENCE_RETENTION) in its maintenance loop.
 func (c *Core) NewPublisher(cfg outbox.Config) *outbox.Publisher {
 	c.outboxOnce.Do(func() { c.OutboxMetrics.MustRegister(c.Registry, c.Pool) })
 	return outbox.NewPublisher(c.Pool, c.Journal, cfg, c.OutboxMetrics, c.Log.With().Str("component", "publisher").Logger()).
-		WithMaintenance(c.Journal.RepairOpenHints)
+		WithMaintenance("journal maintenance", "journal open hints repaired", c.Journal.RepairOpenHints).
+		WithMaintenance("evidence retention", "evidence older than RECKON_EVIDENCE_RETENTION pruned",
+			retention.Evidence{Pool: c.Pool, Retention: c.Cfg.EvidenceRetention}.Prune)
 }
 
 // ServeMetrics serves the process's registry at /metrics on addr

@@ -75,7 +75,17 @@ type Config struct {
 	// it is truncated and the workspace-diff probe proves nothing with it.
 	ManifestMaxFiles int
 	ManifestBudget   time.Duration
+	// EvidenceRetention (RECKON_EVIDENCE_RETENTION, default 720h) is how
+	// long workspace manifests and MCP prior states are kept before the
+	// periodic maintenance deletes them; a probe whose evidence is gone
+	// says inconclusive.
+	EvidenceRetention time.Duration
 }
+
+// MinEvidenceRetention is the shortest RECKON_EVIDENCE_RETENTION accepted:
+// a shorter one would delete evidence before a sweep (every 5m by default)
+// could read it, leaving every such probe inconclusive.
+const MinEvidenceRetention = time.Hour
 
 // DefaultToolHeartbeatTimeout is RECKON_TOOL_HEARTBEAT_TIMEOUT's default.
 const DefaultToolHeartbeatTimeout = 10 * time.Second
@@ -163,6 +173,12 @@ func LoadFrom(getenv func(string) string) (Config, error) {
 	}
 	if c.ManifestBudget, err = duration(get, "RECKON_MANIFEST_BUDGET", "10s"); err != nil {
 		return Config{}, err
+	}
+	if c.EvidenceRetention, err = duration(get, "RECKON_EVIDENCE_RETENTION", "720h"); err != nil {
+		return Config{}, err
+	}
+	if c.EvidenceRetention < MinEvidenceRetention {
+		return Config{}, &Error{"RECKON_EVIDENCE_RETENTION", fmt.Sprintf("must be at least %s (evidence must outlive a sweep to be read), got %q", MinEvidenceRetention, get("RECKON_EVIDENCE_RETENTION", ""))}
 	}
 	v := get("RECKON_MANIFEST_MAX_FILES", "100000")
 	if c.ManifestMaxFiles, err = strconv.Atoi(v); err != nil || c.ManifestMaxFiles < 1 {

@@ -135,3 +135,26 @@ func TestManifestCaps(t *testing.T) {
 		t.Error("a non-number cap was accepted")
 	}
 }
+
+func TestEvidenceRetention(t *testing.T) {
+	t.Parallel()
+	load := func(v string) (Config, error) {
+		return LoadFrom(func(k string) string {
+			if k == "RECKON_EVIDENCE_RETENTION" {
+				return v
+			}
+			return ""
+		})
+	}
+	for v, want := range map[string]time.Duration{"": 720 * time.Hour, "168h": 168 * time.Hour, "1h": time.Hour} {
+		if c, err := load(v); err != nil || c.EvidenceRetention != want {
+			t.Errorf("RECKON_EVIDENCE_RETENTION=%q: got %s, %v; want %s", v, c.EvidenceRetention, err, want)
+		}
+	}
+	for _, v := range []string{"30 days", "30d", "0s", "-1h", "59m"} {
+		_, err := load(v)
+		if err == nil || !strings.Contains(err.Error(), "RECKON_EVIDENCE_RETENTION") || !strings.Contains(err.Error(), v) {
+			t.Errorf("RECKON_EVIDENCE_RETENTION=%q: error %v, want one naming the variable and the value", v, err)
+		}
+	}
+}

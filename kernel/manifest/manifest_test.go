@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -180,5 +181,16 @@ func TestBudgetBoundsHashing(t *testing.T) {
 	// notice the budget is spent.
 	if m := take(t, dir, Options{Limits: Limits{Budget: 1500 * time.Millisecond}, Now: tick}); m.Truncated == "" {
 		t.Fatalf("hashing past the budget not truncated: %+v", m)
+	}
+}
+
+// TestPruneUsesTheIndex: a retention batch finds its rows through
+// kernel_workspace_manifests_taken_at (migration 00026), not by scanning a
+// table whose rows hold whole workspaces.
+func TestPruneUsesTheIndex(t *testing.T) {
+	t.Parallel()
+	s := pgtest.New(t)
+	if plan := s.Plan(t, pruneSQL, 3600.0, 500); !strings.Contains(plan, "kernel_workspace_manifests_taken_at") {
+		t.Errorf("the prune does not use the taken_at index:\n%s", plan)
 	}
 }

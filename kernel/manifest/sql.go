@@ -15,3 +15,12 @@ const latestSQL = `
 SELECT taken_at, truncated, entries FROM kernel_workspace_manifests
 WHERE project = $1 AND run_id = $2
 ORDER BY taken_at DESC LIMIT 1`
+
+// pruneSQL deletes at most $2 manifests taken more than $1 seconds ago by
+// the database's clock, found through kernel_workspace_manifests_taken_at
+// (migration 00026) so a batch never scans the table.
+const pruneSQL = `
+DELETE FROM kernel_workspace_manifests WHERE (project, run_id, operation_id, phase) IN (
+    SELECT project, run_id, operation_id, phase FROM kernel_workspace_manifests
+    WHERE taken_at < now() - make_interval(secs => $1)
+    LIMIT $2)`

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -59,6 +60,19 @@ func (s Store) Get(ctx context.Context, k Key) (m Manifest, ok bool, err error) 
 // Latest returns the run's most recently taken manifest.
 func (s Store) Latest(ctx context.Context, project, runID string) (m Manifest, ok bool, err error) {
 	return s.one(ctx, latestSQL, project, runID)
+}
+
+// PruneBatch deletes at most limit manifests taken more than retention ago
+// and returns how many it deleted; fewer than limit means none older is
+// left. One statement per batch keeps each delete's locks and WAL bounded.
+// A probe that finds a manifest gone says inconclusive ("not stored"), so
+// pruning never makes a verdict wrong.
+func (s Store) PruneBatch(ctx context.Context, retention time.Duration, limit int) (int64, error) {
+	tag, err := s.Pool.Exec(ctx, pruneSQL, retention.Seconds(), limit)
+	if err != nil {
+		return 0, fmt.Errorf("prune workspace manifests older than %s: %w", retention, err)
+	}
+	return tag.RowsAffected(), nil
 }
 
 func (s Store) one(ctx context.Context, q string, args ...any) (Manifest, bool, error) {

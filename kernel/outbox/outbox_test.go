@@ -518,3 +518,32 @@ func TestPendingFiltersByRunOperationAndType(t *testing.T) {
 		t.Fatal("a filter without a project was accepted")
 	}
 }
+
+// TestMaintenanceRunsEveryTask: each WithMaintenance adds a task (the
+// journal's repair and the evidence retention both run), one failing does
+// not stop the next, and the loop repeats every PruneEvery.
+func TestMaintenanceRunsEveryTask(t *testing.T) {
+	t.Parallel()
+	s := pgtest.New(t)
+	var first, second atomic.Int64
+	cfg := fastCfg()
+	cfg.PruneEvery = 5 * time.Millisecond
+	p := outbox.NewPublisher(s.Pool, journal.New(s.Pool, nil), cfg, nil, zerolog.Nop()).
+		WithMaintenance("failing task", "-", func(context.Context) (int64, error) {
+			first.Add(1)
+			return 0, errors.New("down")
+		}).
+		WithMaintenance("second task", "rows changed", func(context.Context) (int64, error) { return second.Add(1), nil })
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = p.Run(ctx) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for (first.Load() < 2 || second.Load() < 2) && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	cancel()
+	<-done
+	if first.Load() < 2 || second.Load() < 2 {
+		t.Fatalf("maintenance ran the tasks %d and %d times, want each at least twice", first.Load(), second.Load())
+	}
+}

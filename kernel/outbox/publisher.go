@@ -174,9 +174,17 @@ type Publisher struct {
 	cfg     Config
 	log     zerolog.Logger
 	m       *Metrics
-	// repair, when set, runs in the maintenance loop (the journal's
-	// open-hint repair when the journal is in-process).
-	repair func(context.Context) (int64, error)
+	// tasks run in the maintenance loop after the outbox prune (the
+	// journal's open-hint repair when the journal is in-process, evidence
+	// retention), in the order they were added.
+	tasks []maintenanceTask
+}
+
+// maintenanceTask is one WithMaintenance task: done names what its count
+// of rows means in the log.
+type maintenanceTask struct {
+	name, done string
+	run        func(context.Context) (int64, error)
 }
 
 // NewPublisher returns a publisher from pool's outbox to j.
@@ -187,9 +195,12 @@ func NewPublisher(pool *pgxpool.Pool, j kernel.Journal, cfg Config, m *Metrics, 
 	return &Publisher{pool: pool, journal: j, cfg: cfg.withDefaults(), log: log, m: m}
 }
 
-// WithMaintenance adds a task to the periodic maintenance loop.
-func (p *Publisher) WithMaintenance(f func(context.Context) (int64, error)) *Publisher {
-	p.repair = f
+// WithMaintenance adds a task to the periodic maintenance loop, run every
+// PruneEvery after the outbox prune. name says what it does in the log of a
+// failure ("journal maintenance"), done what its count of rows means when
+// it changed some ("journal open hints repaired").
+func (p *Publisher) WithMaintenance(name, done string, f func(context.Context) (int64, error)) *Publisher {
+	p.tasks = append(p.tasks, maintenanceTask{name: name, done: done, run: f})
 	return p
 }
 
@@ -254,11 +265,11 @@ func (p *Publisher) maintain(ctx context.Context) {
 		} else if n > 0 {
 			p.log.Debug().Int64("rows", n).Msg("outbox pruned delivered rows")
 		}
-		if p.repair != nil {
-			if n, err := p.repair(ctx); err != nil {
-				p.log.Warn().Err(err).Msg("journal maintenance failed")
+		for _, task := range p.tasks {
+			if n, err := task.run(ctx); err != nil {
+				p.log.Warn().Err(err).Msg(task.name + " failed")
 			} else if n > 0 {
-				p.log.Info().Int64("rows", n).Msg("journal open hints repaired")
+				p.log.Info().Int64("rows", n).Msg(task.done)
 			}
 		}
 	}

@@ -40,6 +40,15 @@ const getSQL = `
 SELECT tool, taken_at, state, error FROM kernel_mcp_prior_states
 WHERE project = $1 AND run_id = $2 AND operation_id = $3`
 
+// pruneSQL deletes at most $2 prior states taken more than $1 seconds ago
+// by the database's clock, found through kernel_mcp_prior_states_taken_at
+// (migration 00026) so a batch never scans the table.
+const pruneSQL = `
+DELETE FROM kernel_mcp_prior_states WHERE (project, run_id, operation_id) IN (
+    SELECT project, run_id, operation_id FROM kernel_mcp_prior_states
+    WHERE taken_at < now() - make_interval(secs => $1)
+    LIMIT $2)`
+
 // Put records p for the operation unless one is recorded already (a
 // redelivered activity keeps the first, which was read before any attempt
 // of the call).
@@ -67,4 +76,16 @@ func (s Store) Get(ctx context.Context, project, runID, opID string) (p Prior, o
 	}
 	p.State, p.TakenAt = state, p.TakenAt.UTC()
 	return p, true, nil
+}
+
+// PruneBatch deletes at most limit prior states taken more than retention
+// ago and returns how many it deleted; fewer than limit means none older is
+// left. A probe that finds a prior state gone says inconclusive, so pruning
+// never makes a verdict wrong.
+func (s Store) PruneBatch(ctx context.Context, retention time.Duration, limit int) (int64, error) {
+	tag, err := s.Pool.Exec(ctx, pruneSQL, retention.Seconds(), limit)
+	if err != nil {
+		return 0, fmt.Errorf("prune MCP prior states older than %s: %w", retention, err)
+	}
+	return tag.RowsAffected(), nil
 }

@@ -113,20 +113,10 @@ func named(paths []string) string {
 }
 
 // bound is how long after its start op may still act on the workspace.
-func (p Diff) bound(s StartedOp) time.Duration {
-	if s.Tool == kernel.ToolRunCommand {
-		return commandBound(s.Args)
-	}
-	if p.Grace > 0 {
-		return p.Grace
-	}
-	return 5 * time.Minute
-}
+func (p Diff) bound(s StartedOp) time.Duration { return actBound(s, p.Grace) }
 
 // over reports whether s can no longer act on the workspace after t.
-func (p Diff) over(s StartedOp, t time.Time) bool {
-	return s.Answered || !t.Before(s.StartedAt.Add(p.bound(s)))
-}
+func (p Diff) over(s StartedOp, t time.Time) bool { return over(s, t, p.Grace) }
 
 // Probe implements Probe.
 func (p Diff) Probe(ctx context.Context, run Run, op pipeline.WallOperation) (pipeline.Evidence, bool) {
@@ -183,11 +173,9 @@ func (p Diff) Probe(ctx context.Context, run Run, op pipeline.WallOperation) (pi
 	// Every earlier operation must be unable to act after this one's
 	// baseline, not merely by the comparison point: one still running
 	// after before.TakenAt could have made the change itself.
-	for _, s := range run.Started[:idx] {
-		if !p.over(s, before.TakenAt) {
-			return inconclusive("the earlier operation %s may still have been running after the manifest recorded before %s (%s), so a change cannot be attributed to %s",
-				s.OperationID, op.OperationID, before.TakenAt.UTC().Format(time.RFC3339), op.OperationID)
-		}
+	if s, running := stillActing(run.Started[:idx], before.TakenAt, p.Grace); running {
+		return inconclusive("the earlier operation %s may still have been running after the manifest recorded before %s (%s), so a change cannot be attributed to %s",
+			s.OperationID, op.OperationID, before.TakenAt.UTC().Format(time.RFC3339), op.OperationID)
 	}
 	d := manifest.Compare(before, after)
 	if len(d.Changes) > 0 {

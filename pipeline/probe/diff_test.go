@@ -17,21 +17,29 @@ import (
 	"github.com/seed-7bc021c3/reckon/pipeline"
 )
 
-// TestDiffProbe walks the probe's rules on a real workspace with manifests
-// stored as the kernel's worker stores them.
-func TestDiffProbe(t *testing.T) {
-	t.Parallel()
-	db := pgtest.New(t)
-	ctx := context.Background()
+// diffWorkspace makes acme/run-1 a kernel run with a workspace under root
+// holding keep.txt, and returns root and the workspace.
+func diffWorkspace(t *testing.T, db *pgtest.Schema) (root, ws string) {
+	t.Helper()
 	kernelRuns(t, db.Pool, "acme", "run-1")
-	root := t.TempDir()
-	ws := filepath.Join(root, "acme", "run-1")
+	root = t.TempDir()
+	ws = filepath.Join(root, "acme", "run-1")
 	if err := os.MkdirAll(ws, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(ws, "keep.txt"), []byte("keep\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	return root, ws
+}
+
+// TestDiffProbe walks the probe's rules on a real workspace with manifests
+// stored as the kernel's worker stores them.
+func TestDiffProbe(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t)
+	ctx := context.Background()
+	root, ws := diffWorkspace(t, db)
 	st := manifest.Store{Pool: db.Pool}
 	recordTaken := func(op string) (*kernel.WorkspaceManifest, time.Time) {
 		t.Helper()

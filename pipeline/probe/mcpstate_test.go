@@ -105,6 +105,17 @@ func TestMCPStateMemoryServer(t *testing.T) {
 		}
 	}
 
+	// Pruned by the evidence retention, op-1's prior state is gone: the
+	// probe cannot tell "created by op-1" from "held before" any more, and
+	// says so. op-4's prior states are newer and kept.
+	ageAndPrune(t, db.Pool, "kernel_mcp_prior_states", "op-1")
+	if ev, ok := probeWith(srv, "op-1"); !ok || ev.Finding != pipeline.FindingInconclusive || !strings.Contains(ev.Detail, "none was recorded") {
+		t.Errorf("op-1 after pruning: ok=%v %s %q, want inconclusive", ok, ev.Finding, ev.Detail)
+	}
+	if ev, _ := probeWith(srv, "op-4"); ev.Finding != pipeline.FindingOccurred {
+		t.Errorf("op-4, within the retention, after pruning: %s %q", ev.Finding, ev.Detail)
+	}
+
 	// A read-only tool settles none only when the configuration trusts
 	// the server's annotations.
 	call("op-5", "mcp__read_graph", json.RawMessage(`{}`), false)

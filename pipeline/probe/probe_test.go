@@ -93,6 +93,26 @@ func TestWorkspacePostcondition(t *testing.T) {
 	withLater.Started = append(append([]StartedOp(nil), base.Started...), StartedOp{OperationID: "op-2", Tool: "run_command"})
 	withTwin := base
 	withTwin.Started = append(append([]StartedOp(nil), base.Started...), StartedOp{OperationID: "op-1-r1", Tool: "run_command", PostconditionPath: "./proof.txt"})
+	// An earlier bare command the activity gave up on (no answer; its
+	// timeout_s of 600 runs past op-1's start at t0): it may have written
+	// proof.txt, or removed absent.txt after op-1 wrote it.
+	earlier := func(o StartedOp) Run {
+		r := base
+		r.Started = append([]StartedOp{o}, base.Started...)
+		return r
+	}
+	abandoned := StartedOp{OperationID: "op-0", Tool: "run_command", StartedAt: t0.Add(-10 * time.Second), Args: json.RawMessage(`{"timeout_s": 600}`)}
+	withAbandoned := earlier(abandoned)
+	answered := abandoned
+	answered.Answered = true
+	withAnswered := earlier(answered)
+	pastBound := abandoned
+	pastBound.StartedAt = t0.Add(-11 * time.Minute)
+	withPastBound := earlier(pastBound)
+	// An earlier call to a workspace-rooted MCP server, bounded by Grace.
+	withMCP := earlier(StartedOp{OperationID: "op-0", Tool: "mcp__write_file", StartedAt: t0.Add(-time.Minute)})
+	unordered := base
+	unordered.Started = []StartedOp{{OperationID: "op-9", Tool: "run_command"}}
 	running := base
 	running.Ended = false
 	childRun := base
@@ -123,6 +143,13 @@ func TestWorkspacePostcondition(t *testing.T) {
 		{"missing, in flight", base, op("absent.txt", "", "stale_in_flight"), pipeline.FindingInconclusive, "may still be running"},
 		{"missing, later op", withLater, op("absent.txt", "", "failed_uncertain"), pipeline.FindingInconclusive, "later operations (op-2)"},
 		{"present, twin declares it", withTwin, op("proof.txt", good, "failed_uncertain"), pipeline.FindingInconclusive, "op-1-r1"},
+		{"present, earlier op may still run", withAbandoned, op("proof.txt", good, "failed_uncertain"), pipeline.FindingInconclusive, "earlier operation op-0 may still have been running"},
+		{"missing, earlier op may still run", withAbandoned, op("absent.txt", "", "failed_uncertain"), pipeline.FindingInconclusive, "earlier operation op-0 may still have been running"},
+		{"present, earlier op answered", withAnswered, op("proof.txt", good, "failed_uncertain"), pipeline.FindingOccurred, "declared sha256"},
+		{"missing, earlier op answered", withAnswered, op("absent.txt", "", "failed_uncertain"), pipeline.FindingNone, "missing"},
+		{"missing, earlier op past its bound", withPastBound, op("absent.txt", "", "failed_uncertain"), pipeline.FindingNone, "missing"},
+		{"present, earlier MCP call within grace", withMCP, op("proof.txt", good, "failed_uncertain"), pipeline.FindingInconclusive, "earlier operation op-0"},
+		{"present, not in the journal order", unordered, op("proof.txt", good, "failed_uncertain"), pipeline.FindingInconclusive, "not among the run's journaled operations"},
 		{"child run", childRun, op("c.txt", "", "failed_uncertain"), pipeline.FindingOccurred, "exists"},
 		{"not a kernel run", notKernel, op("proof.txt", "", "failed_uncertain"), pipeline.FindingInconclusive, "not a kernel run"},
 		{"workspace is a symlink", linkedWS, op("secret", "", "failed_uncertain"), pipeline.FindingInconclusive, "without following a symlink"},

@@ -78,21 +78,29 @@ func (w Workspaces) Dir(ctx context.Context, project, runID string) string {
 //
 // Soundness. The declaration is the plan author's contract that this step
 // creates the file (with that content, when sha256 is given).
-//   - Present (and matching) proves the effect landed only if nothing else
-//     in the run could have produced the file: when another operation of
-//     the run declares the same path (a reissue, a repeat) the file proves
-//     nothing about this one, and the finding is inconclusive. A command
-//     without a declaration writing the same path is a residual risk the
-//     declaration accepts.
+//   - Nothing but this operation may have acted on the file since it
+//     started. When another operation of the run declares the same path (a
+//     reissue, a repeat) the file's state proves nothing about this one.
+//     Every earlier operation must be over by this one's start (op.StartedAt)
+//     — answered by its worker, or past its timeout bound (commandBound for
+//     run_command, Grace for an MCP call) — as the diff probe requires of its
+//     baseline: a call the activity gave up on (a heartbeat timeout while its
+//     worker lived) keeps running, and could write the file (when it was
+//     this one's abandoned predecessor, say) or remove it after this
+//     operation wrote it. Otherwise inconclusive either way. That a command
+//     without a declaration wrote the same path — an earlier one that was
+//     over before this operation started, or a later one — is a residual
+//     risk the declaration accepts: the plan says this step makes the file.
+//   - Present (and matching) then proves the effect landed.
 //   - Present with different content is inconclusive: a partial write or a
 //     later change.
 //   - Missing proves the effect did not land only if nothing could have
 //     removed it since: the run must be over (crash_window, or run.completed/
-//     run.failed journaled) so the command cannot still be running, no later
-//     operation of the run may have run in the same workspace (a later
-//     command or filesystem tool could delete it), and the workspace itself
-//     must still exist (a cleaned-up workspace proves nothing). Otherwise
-//     inconclusive.
+//     run.failed journaled) and this command past its own timeout bound, so
+//     it cannot still be running; no later operation of the run may have run
+//     in the same workspace (a later command or filesystem tool could delete
+//     it); and the workspace itself must still exist (a cleaned-up workspace
+//     proves nothing). Otherwise inconclusive.
 //
 // Trust. The probe applies only to operations whose tool.started the kernel
 // wrote, in runs the kernel owns; the workspace is the kernel's own layout
@@ -105,7 +113,9 @@ type Workspace struct {
 	// runs. Both are required: without them the probe finds nothing.
 	Root   string
 	Owners kernel.RunOwners
-	Now    func() time.Time
+	// Grace bounds an earlier MCP call like MCP.Grace; default 5m.
+	Grace time.Duration
+	Now   func() time.Time
 }
 
 // Name implements Probe.
@@ -128,6 +138,40 @@ func commandBound(args json.RawMessage) time.Duration {
 		limit = time.Duration(a.TimeoutS) * time.Second
 	}
 	return limit + boundSlack
+}
+
+// defaultGrace bounds an MCP call when a probe is given no Grace: how long
+// after its start a call to a workspace-rooted server may still write.
+const defaultGrace = 5 * time.Minute
+
+// actBound is how long after its start s may still act on the workspace:
+// commandBound for run_command, grace (defaultGrace when zero) for an MCP
+// call.
+func actBound(s StartedOp, grace time.Duration) time.Duration {
+	if s.Tool == kernel.ToolRunCommand {
+		return commandBound(s.Args)
+	}
+	if grace > 0 {
+		return grace
+	}
+	return defaultGrace
+}
+
+// over reports whether s can no longer act on the workspace after t: its
+// worker answered for it, or t is past its bound.
+func over(s StartedOp, t time.Time, grace time.Duration) bool {
+	return s.Answered || !t.Before(s.StartedAt.Add(actBound(s, grace)))
+}
+
+// stillActing returns the first of ops that may still act on the workspace
+// after t, if any.
+func stillActing(ops []StartedOp, t time.Time, grace time.Duration) (StartedOp, bool) {
+	for _, s := range ops {
+		if !over(s, t, grace) {
+			return s, true
+		}
+	}
+	return StartedOp{}, false
 }
 
 // Probe implements Probe.
@@ -164,6 +208,18 @@ func (p Workspace) Probe(ctx context.Context, run Run, op pipeline.WallOperation
 	prov["file"] = filepath.Join(ws, pc.Path)
 	if others := otherDeclarers(run, op.OperationID, pc.Path); len(others) > 0 {
 		return inconclusive("operations %s of this run declare the same path, so its state cannot be attributed to %s", strings.Join(others, ", "), op.OperationID)
+	}
+	// An earlier operation that may still act after this one started
+	// (a call the activity gave up on keeps running until its bound) could
+	// have written the file or removed it: its state proves nothing about
+	// this operation either way.
+	_, idx := startedOp(run, op.OperationID)
+	if idx < 0 {
+		return inconclusive("%s is not among the run's journaled operations, so what ran beside it is unknown", op.OperationID)
+	}
+	if s, running := stillActing(run.Started[:idx], op.StartedAt, p.Grace); running {
+		return inconclusive("the earlier operation %s may still have been running after %s started (%s), so the state of %s cannot be attributed to %s",
+			s.OperationID, op.OperationID, op.StartedAt.UTC().Format(time.RFC3339), pc.Path, op.OperationID)
 	}
 	root, err := os.Open(p.Root)
 	if err != nil {
