@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -195,6 +196,15 @@ func LoadFrom(getenv func(string) string) (Config, error) {
 	if (c.SupervisorBaseURL == "") != (c.SupervisorModel == "") {
 		return Config{}, &Error{"RECKON_SUPERVISOR_MODEL", "and RECKON_SUPERVISOR_BASE_URL must be set together (both unset selects the built-in supervisor)"}
 	}
+	// Made absolute once, here: workspace paths go into workflow inputs,
+	// MCP server arguments ({workspace}) and probes, and a relative one is
+	// read against whichever directory the reader runs in (an MCP server
+	// started in its own package directory resolved it there and failed).
+	abs, err := filepath.Abs(c.DataDir)
+	if err != nil {
+		return Config{}, &Error{"RECKON_DATA_DIR", fmt.Sprintf("cannot be made absolute: %v (got %q)", err, c.DataDir)}
+	}
+	c.DataDir = abs
 	return c, nil
 }
 

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -13,7 +14,7 @@ func TestDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.DatabaseURL != DefaultDatabaseURL || c.HTTPAddr != "127.0.0.1:8080" || c.OperationsWindow != 168*time.Hour ||
-		c.StaleAfter != 10*time.Minute || c.TriageSchedule != "@every 5m" || c.DataDir != "./.reckon" || c.TemporalNamespace != "default" ||
+		c.StaleAfter != 10*time.Minute || c.TriageSchedule != "@every 5m" || !filepath.IsAbs(c.DataDir) || filepath.Base(c.DataDir) != ".reckon" || c.TemporalNamespace != "default" ||
 		c.SupervisorSettle != "evidence" {
 		t.Fatalf("defaults: %+v", c)
 	}
