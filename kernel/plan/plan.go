@@ -80,6 +80,27 @@ func (p Plan) RunIDs(runID string) []string {
 	return out
 }
 
+// ToolNames lists the distinct tool names of the plan's steps and of
+// every child plan, in first-use order.
+func (p Plan) ToolNames() []string {
+	var out []string
+	seen := map[string]bool{}
+	var walk func(Plan)
+	walk = func(p Plan) {
+		for _, s := range p.Steps {
+			if !seen[s.Tool] {
+				seen[s.Tool] = true
+				out = append(out, s.Tool)
+			}
+			if s.Plan != nil {
+				walk(*s.Plan)
+			}
+		}
+	}
+	walk(p)
+	return out
+}
+
 // Summary is the plan_summary of run.started: step count and tools.
 func (p Plan) Summary() string {
 	tools := make([]string, len(p.Steps))

@@ -105,3 +105,42 @@ func TestSnapshotOfADeadWorkerIsRetried(t *testing.T) {
 		t.Fatalf("tool.completed carries no after-manifest of the one file (%v): %s", err, evs[2].Data)
 	}
 }
+
+// TestSnapshotsOnlyAroundWorkspaceTools: the starter lists the plan's
+// workspace-writing tools in the run's input, and only their calls get a
+// snapshot activity; a tool that cannot touch the workspace (here a no-op
+// tool, as an MCP tool without a workspace root) costs no activity round
+// trip for manifests.
+func TestSnapshotsOnlyAroundWorkspaceTools(t *testing.T) {
+	t.Parallel()
+	noop := &noopTool{ran: map[string]time.Time{}}
+	e := newEnv(t, envOpts{extra: []kernel.Tool{noop}})
+	evs, err := e.run("r1", Plan{Steps: []Step{{Tool: "noop"}, cmd("echo one > a.txt"), {Tool: "noop"}}})
+	if err != nil {
+		t.Fatalf("run failed: %v", err)
+	}
+	wantShape(t, evs, "run.started", "tool.started op-1", "tool.completed op-1", "tool.started op-2", "tool.completed op-2",
+		"tool.started op-3", "tool.completed op-3", "run.completed")
+	it := temporalConn.Client.GetWorkflowHistory(context.Background(), kernel.WorkflowID(e.project, "r1"), "", false, 0)
+	snapshots := 0
+	for it.HasNext() {
+		ev, err := it.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a := ev.GetActivityTaskScheduledEventAttributes(); a != nil && a.GetActivityType().GetName() == ActSnapshotWorkspace {
+			snapshots++
+		}
+	}
+	if snapshots != 2 {
+		t.Fatalf("%d snapshot activities, want 2 (before and after the one run_command)", snapshots)
+	}
+	for _, i := range []int{1, 5} {
+		var d struct {
+			WorkspaceManifest *kernel.WorkspaceManifest `json:"workspace_manifest"`
+		}
+		if err := evs[i].DecodeData(&d); err != nil || d.WorkspaceManifest != nil {
+			t.Fatalf("%s of the no-op tool carries a manifest (%v): %s", evs[i].EventID, err, evs[i].Data)
+		}
+	}
+}

@@ -155,6 +155,7 @@ func (s *Starter) start(ctx context.Context, req StartParams) (string, bool, err
 		WorkflowExecutionErrorWhenAlreadyStarted: true,
 	}, WorkflowName, RunInput{
 		Project: req.Project, RunID: req.RunID, Workspace: ws, Plan: req.Plan, Timeouts: s.Timeouts,
+		WorkspaceTools: s.workspaceTools(req.Plan),
 	})
 	switch {
 	case err == nil:
@@ -181,6 +182,31 @@ func (s *Starter) start(ctx context.Context, req StartParams) (string, bool, err
 		return "", false, kernel.Errorf(kernel.EInvalid, "start workflow %s: Temporal refused it: %v", wfID, err)
 	}
 	return "", false, kernel.Errorf(kernel.EUnavailable, "start workflow %s: %v", wfID, err)
+}
+
+// workspaceTools lists the plan's tools that write the workspace
+// (RunInput.WorkspaceTools). A tool this starter does not know is listed:
+// the worker's snapshot activity then decides, as it did for every tool
+// before. Without a tool set it returns nil (unknown).
+func (s *Starter) workspaceTools(p Plan) []string {
+	if s.Tools == nil {
+		return nil
+	}
+	out := []string{}
+	for _, name := range p.ToolNames() {
+		if name == kernel.DelegateTool {
+			continue
+		}
+		tool, ok := s.Tools.Lookup(name)
+		if !ok {
+			out = append(out, name)
+			continue
+		}
+		if wt, ok := tool.(kernel.WorkspaceTool); ok && wt.WritesWorkspace() {
+			out = append(out, name)
+		}
+	}
+	return out
 }
 
 // refuseClaimed refuses a new run whose id, or the id of a child run its

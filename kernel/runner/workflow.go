@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -74,6 +75,15 @@ type RunInput struct {
 	ParentRunID string   `json:"parent_run_id,omitempty"`
 	Plan        Plan     `json:"plan"`
 	Timeouts    Timeouts `json:"timeouts,omitempty"`
+	// WorkspaceTools names the tools of the plan (child plans included)
+	// that write the workspace, as the starter's tool set said at start:
+	// only those get a manifest before and after their call, and any other
+	// tool call (an MCP tool, delegate) skips the snapshot activity, a
+	// whole activity round trip. Nil (runs started before it) means
+	// unknown: every tool call asks the snapshot activity, which decides
+	// on the worker. Never omitted when known, so that an empty list stays
+	// an empty list.
+	WorkspaceTools []string `json:"workspace_tools"`
 }
 
 // RunOutput is the result of a completed run.
@@ -286,6 +296,9 @@ func (r *run) snapshot(ctx workflow.Context, tool, opID, phase string) *kernel.W
 	if !r.manifests || ctx.Err() != nil {
 		return nil
 	}
+	if r.in.WorkspaceTools != nil && !slices.Contains(r.in.WorkspaceTools, tool) {
+		return nil
+	}
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: 2 * time.Minute,
 		// A worker that dies mid-walk is noticed within the tool heartbeat
@@ -371,6 +384,8 @@ func (r *run) delegate(ctx workflow.Context, s Step, opID string) stepResult {
 		ParentRunID: r.in.RunID,
 		Plan:        *s.Plan,
 		Timeouts:    r.in.Timeouts,
+		// The parent's list covers its child plans.
+		WorkspaceTools: r.in.WorkspaceTools,
 	})
 	if err := fut.GetChildWorkflowExecution().Get(ctx, nil); err != nil {
 		// Rejected before it began (duplicate id, namespace gone): nothing
