@@ -430,7 +430,7 @@ func TestLivenessUnknownWaits(t *testing.T) {
 	e := newEnv(t)
 	e.seedRun("run-1", opSpec{id: "op-1", outcome: "crash"})
 	e.seedRun("run-2", opSpec{id: "op-1", outcome: "crash"})
-	sw := New(e.s.Pool, livenessUnknown{e.ops, "run-2"}, e.j, Config{})
+	sw := New(e.s.Pool, livenessUnknown{e.ops, "run-2"}, Config{})
 	rep, err := sw.Sweep(context.Background(), SweepParams{})
 	if err != nil || rep.Journaled != 1 || rep.Walls[0].RunID != "run-1" || !rep.Degraded {
 		t.Fatalf("sweep: %+v %v", rep, err)
