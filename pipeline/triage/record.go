@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/operations"
 	"github.com/seed-7bc021c3/reckon/kernel/outbox"
@@ -35,9 +37,10 @@ func wallKey(w pipeline.Wall) string {
 
 // record enqueues supervisor.verdict and one operation.reconciled per
 // operation (via ReconcileAllTx, the rules an operator's ruling goes
-// through) in ONE transaction: either the whole wall is journaled or
-// nothing is.
-func (s *Sweeper) record(ctx context.Context, w pipeline.Wall, d pipeline.Decision) (kernel.Event, []kernel.Event, error) {
+// through) in ONE transaction, on the connection that holds the run's
+// lock: either the whole wall is journaled or nothing is. The commit of
+// the run's last wall releases the lock in the same round trip.
+func (s *Sweeper) record(ctx context.Context, lk *runLock, w pipeline.Wall, d pipeline.Decision, last bool) (kernel.Event, []kernel.Event, error) {
 	key := wallKey(w)
 	now := s.cfg.Now().UTC()
 	verdict, err := kernel.NewEvent(kernel.SourceKernel, w.RunID+"/verdict/"+key, w.Project, w.RunID,
@@ -63,7 +66,11 @@ func (s *Sweeper) record(ctx context.Context, w pipeline.Wall, d pipeline.Decisi
 		verdict.EventID = "verdict/" + key
 	}
 
-	tx, err := s.pool.Begin(ctx)
+	var opts pgx.TxOptions
+	if last {
+		opts.CommitQuery = commitUnlockSQL
+	}
+	tx, err := lk.conn.BeginTx(ctx, opts)
 	if err != nil {
 		return kernel.Event{}, nil, fmt.Errorf("triage: begin: %w", err)
 	}
@@ -110,6 +117,9 @@ func (s *Sweeper) record(ctx context.Context, w pipeline.Wall, d pipeline.Decisi
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return kernel.Event{}, nil, fmt.Errorf("triage: commit wall %s/%s: %w", w.Project, w.RunID, err)
+	}
+	if last {
+		lk.held = false
 	}
 	return verdict, recs, nil
 }

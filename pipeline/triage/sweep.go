@@ -421,33 +421,37 @@ var errSettledMeanwhile = errors.New("an operation of the wall was settled meanw
 func (s *Sweeper) triageRun(ctx context.Context, locks *pgxpool.Pool, pile runPile, dry bool, account func(walls, tokens int)) []WallResult {
 	rk := pile.runKey
 	base := WallResult{Project: rk.project, RunID: rk.runID}
-	// The run is read on the connection that holds its lock (the pool in a
-	// dry run, which takes none).
-	var q batchSender = s.pool
-	var first *runRead
-	if !dry {
-		conn, err := locks.Acquire(ctx)
-		if err != nil {
-			return []WallResult{s.failWall(base, fmt.Errorf("triage lock %s/%s: acquire connection: %w", rk.project, rk.runID, err))}
-		}
-		q = conn
-		// Until the lock is known not taken, the connection may hold it.
-		mayHold := true
-		defer func() { s.unlock(ctx, conn, rk, mayHold) }()
-		read, locked, err := s.readRun(ctx, q, rk, true)
-		if err != nil {
-			return []WallResult{s.failWall(base, err)}
-		}
-		if !locked {
-			mayHold = false
-			r := base
-			r.Outcome = OutcomeLocked
-			s.logWall(r)
-			return []WallResult{r}
-		}
-		first = &read
+	if dry {
+		return s.triageLocked(ctx, nil, pile, nil, account)
 	}
-	return s.triageLocked(ctx, q, pile, first, dry, account)
+	conn, err := locks.Acquire(ctx)
+	if err != nil {
+		return []WallResult{s.failWall(base, fmt.Errorf("triage lock %s/%s: acquire connection: %w", rk.project, rk.runID, err))}
+	}
+	lk := &runLock{conn: conn, rk: rk, held: true}
+	defer s.unlock(ctx, lk)
+	read, locked, err := s.readRun(ctx, conn, rk, true)
+	if err != nil {
+		return []WallResult{s.failWall(base, err)}
+	}
+	if !locked {
+		lk.held = false
+		r := base
+		r.Outcome = OutcomeLocked
+		s.logWall(r)
+		return []WallResult{r}
+	}
+	return s.triageLocked(ctx, lk, pile, &read, account)
+}
+
+// runLock is a run's triage lock, held by the session of a connection of
+// the lock pool, which also reads the run and writes its walls.
+type runLock struct {
+	conn *pgxpool.Conn
+	rk   runKey
+	// held is whether the session may hold the lock: until the lock is
+	// known not taken, or released with the run's last wall.
+	held bool
 }
 
 // failWall is base failed with err, logged.
@@ -458,11 +462,16 @@ func (s *Sweeper) failWall(base WallResult, err error) WallResult {
 	return r
 }
 
-// triageLocked builds, decides and records the run's walls (under its
-// lock unless dry), rebuilding them when an operator's ruling lands
-// mid-wall. first is the run as read when the lock was taken, if it was.
-func (s *Sweeper) triageLocked(ctx context.Context, q batchSender, pile runPile, first *runRead, dry bool, account func(walls, tokens int)) []WallResult {
+// triageLocked builds, decides and records the run's walls under its lock
+// (lk; nil in a dry run, which takes none and writes nothing), rebuilding
+// them when an operator's ruling lands mid-wall. first is the run as read
+// when the lock was taken.
+func (s *Sweeper) triageLocked(ctx context.Context, lk *runLock, pile runPile, first *runRead, account func(walls, tokens int)) []WallResult {
 	base := WallResult{Project: pile.project, RunID: pile.runID}
+	var q batchSender = s.pool
+	if lk != nil {
+		q = lk.conn
+	}
 	var results []WallResult
 	for attempt := 1; attempt <= s.cfg.LockAttempts; attempt++ {
 		var read runRead
@@ -498,7 +507,7 @@ func (s *Sweeper) triageLocked(ctx context.Context, q batchSender, pile runPile,
 			if i > 0 || attempt > 1 {
 				account(1, 0) // the run's first wall was reserved by the sweep
 			}
-			r := s.triageWall(ctx, w, dry, account)
+			r := s.triageWall(ctx, w, lk, i == len(walls)-1, account)
 			if errors.Is(r.err, errSettledMeanwhile) && attempt < s.cfg.LockAttempts {
 				s.cfg.Log.Info().Str("project", w.Project).Str("run_id", w.RunID).Msg("an operator settled an operation mid-wall; rebuilding the run's walls")
 				rebuild = true
@@ -557,23 +566,23 @@ func (s *Sweeper) readRun(ctx context.Context, q batchSender, rk runKey, lock bo
 	return rd, locked, nil
 }
 
-// unlock releases the run's triage lock, if the connection may hold it,
-// and returns the connection to the lock pool.
-func (s *Sweeper) unlock(ctx context.Context, conn *pgxpool.Conn, rk runKey, mayHold bool) {
-	if !mayHold {
-		conn.Release()
+// unlock releases the run's triage lock, if the session may still hold
+// it, and returns the connection to the lock pool.
+func (s *Sweeper) unlock(ctx context.Context, lk *runLock) {
+	if !lk.held {
+		lk.conn.Release()
 		return
 	}
 	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	var released bool
-	if err := conn.QueryRow(uctx, unlockSQL, triageLockClass, lockName(rk)).Scan(&released); err != nil || !released {
+	if err := lk.conn.QueryRow(uctx, unlockSQL, triageLockClass, lockName(lk.rk)).Scan(&released); err != nil || !released {
 		// A connection that may still hold the lock must not go back to
 		// the pool: closing it releases every session lock.
-		_ = conn.Hijack().Close(uctx)
+		_ = lk.conn.Hijack().Close(uctx)
 		return
 	}
-	conn.Release()
+	lk.conn.Release()
 }
 
 // lockName is length-prefixed so that no two (project, run) pairs share it.
@@ -586,8 +595,10 @@ type wallOutcome struct {
 	err error
 }
 
-// triageWall decides, validates and (unless dry) journals one wall.
-func (s *Sweeper) triageWall(ctx context.Context, w pipeline.Wall, dry bool, account func(walls, tokens int)) wallOutcome {
+// triageWall decides, validates and journals one wall under the run's
+// lock lk (in a dry run, nil: nothing is journaled). last says it is the
+// run's last wall, whose commit releases the lock.
+func (s *Sweeper) triageWall(ctx context.Context, w pipeline.Wall, lk *runLock, last bool, account func(walls, tokens int)) wallOutcome {
 	start := s.cfg.Now()
 	r := wallOutcome{WallResult: WallResult{
 		Project: w.Project, RunID: w.RunID, Part: w.Part, Parts: w.Parts,
@@ -619,11 +630,11 @@ func (s *Sweeper) triageWall(ctx context.Context, w pipeline.Wall, dry bool, acc
 	// effect no evidence proves is held as unknown for an operator.
 	d = supervisor.Settle(s.cfg.SettlePolicy, w, d)
 	r.Decision = &d
-	if dry {
+	if lk == nil {
 		r.Outcome, r.Wall = OutcomeDryRun, &w
 		return r
 	}
-	verdict, recs, err := s.record(ctx, w, d)
+	verdict, recs, err := s.record(ctx, lk, w, d, last)
 	switch {
 	case errors.Is(err, errSettledMeanwhile):
 		return fail(err)
