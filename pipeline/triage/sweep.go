@@ -11,7 +11,7 @@
 // triaged again exactly while unsettled operations remain, fresh ones
 // included. Two sweeps never triage one run at once: a PostgreSQL advisory
 // lock per (project, run) is held on a dedicated connection for the whole
-// wall.
+// of the run's walls, and that connection reads the run and writes them.
 package triage
 
 import (
@@ -349,9 +349,10 @@ func (s *Sweeper) logSweep(rep Report, start time.Time, dry bool) {
 		Int("tokens", rep.Tokens).Int64("duration_ms", s.cfg.Now().Sub(start).Milliseconds()).Bool("dry_run", dry).Msg("triage sweep done")
 }
 
-// lockPool opens the dedicated connections that hold triage locks: separate
-// from the main pool so that a held lock never starves the listing or the
-// write transaction of a connection.
+// lockPool opens the dedicated connections that hold triage locks, one per
+// run in flight, each also reading its run and writing its walls: separate
+// from the main pool so that a held lock never starves the listing (or an
+// operator's ruling) of a connection.
 func (s *Sweeper) lockPool(ctx context.Context) (*pgxpool.Pool, error) {
 	cfg := s.pool.Config()
 	cfg.MaxConns = int32(s.cfg.Concurrency)
