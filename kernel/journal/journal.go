@@ -336,6 +336,32 @@ func OperationsEvents(ctx context.Context, q Querier, project, runID string, ope
 	return scanEvents(rows)
 }
 
+// QueueOperationsEvents is OperationsEvents queued on a batch (a caller's
+// lock and reads in one round trip): into is set when the batch's results
+// are read.
+func QueueOperationsEvents(b *pgx.Batch, project, runID string, operationIDs []string, into *[]StoredEvent) {
+	queueEvents(b, into, fmt.Sprintf("events of %d operations of %s/%s", len(operationIDs), project, runID),
+		operationsEventsSQL, project, runID, operationIDs)
+}
+
+// QueueRunEvents is RunEvents queued on a batch, read through whichever
+// connection sends it (the triage sweep reads a run on the connection that
+// holds the run's lock, in the round trip that takes it).
+func QueueRunEvents(b *pgx.Batch, project, runID string, into *[]StoredEvent) {
+	queueEvents(b, into, fmt.Sprintf("run events %s/%s", project, runID), runEventsSQL, project, runID)
+}
+
+func queueEvents(b *pgx.Batch, into *[]StoredEvent, what, sql string, args ...any) {
+	b.Queue(sql, args...).Query(func(rows pgx.Rows) error {
+		evs, err := scanEvents(rows)
+		if err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		*into = evs
+		return nil
+	})
+}
+
 // VerdictsNaming returns a run's supervisor.verdict events that name the
 // operation, in journal order, read through q.
 func VerdictsNaming(ctx context.Context, q Querier, project, runID, operationID string) ([]StoredEvent, error) {

@@ -174,14 +174,21 @@ func (s *Service) ReconcileTx(ctx context.Context, tx pgx.Tx, req ReconcileParam
 }
 
 // ReconcileAllTx is ReconcileTx for several operations of one run, under
-// the same rules, in a constant number of round trips whatever their
-// number (lock all, read all, write all) instead of four per operation:
-// the triage sweep journals a wall's reconciliations with it. The first
+// the same rules, in two round trips whatever their number (lock all and
+// read all in one pipeline, write all) instead of four per operation: the
+// triage sweep journals a wall's reconciliations with it. The first
 // operation that breaks a rule fails the whole call (with that
 // operation's error, naming it) and the caller's transaction must then
 // be rolled back: nothing of the wall is written.
-func (s *Service) ReconcileAllTx(ctx context.Context, tx pgx.Tx, reqs []ReconcileParams) ([]Recorded, error) {
+//
+// also are events of the caller's enqueued in the same statement, before
+// the reconciliations (the sweep's supervisor.verdict): a key of theirs
+// already enqueued with another payload is an EConflict like any other.
+func (s *Service) ReconcileAllTx(ctx context.Context, tx pgx.Tx, reqs []ReconcileParams, also ...kernel.Event) ([]Recorded, error) {
 	if len(reqs) == 0 {
+		if err := outbox.Enqueue(ctx, tx, also...); err != nil {
+			return nil, fmt.Errorf("reconcile: enqueue: %w", err)
+		}
 		return nil, nil
 	}
 	// validate normalizes (an empty or null evidence becomes none), as in
@@ -209,17 +216,22 @@ func (s *Service) ReconcileAllTx(ctx context.Context, tx pgx.Tx, reqs []Reconcil
 	// Sorted, so that two callers locking overlapping sets wait instead of
 	// deadlocking; unnest's scan takes them in array order.
 	sort.Strings(keys)
-	if _, err := tx.Exec(ctx, lockOperationsSQL, keys); err != nil {
-		return nil, fmt.Errorf("reconcile: lock operations: %w", err)
-	}
+	// One round trip, three statements run in order: the reads are
+	// statements of their own, so each takes its snapshot after the locks
+	// are held and sees whatever a reconcile that held them committed.
 	// Pending first, then the journal: see outbox.Pending.
-	pending, err := outbox.Pending(ctx, tx, outbox.PendingFilter{Project: project, RunID: runID})
-	if err != nil {
+	var (
+		b         pgx.Batch
+		pending   []kernel.Event
+		journaled []journal.StoredEvent
+	)
+	b.Queue(lockOperationsSQL, keys)
+	if err := outbox.QueuePending(&b, outbox.PendingFilter{Project: project, RunID: runID}, &pending); err != nil {
 		return nil, fmt.Errorf("reconcile: read run %s/%s: %w", project, runID, err)
 	}
-	journaled, err := journal.OperationsEvents(ctx, tx, project, runID, ops)
-	if err != nil {
-		return nil, fmt.Errorf("reconcile: read run %s/%s: %w", project, runID, err)
+	journal.QueueOperationsEvents(&b, project, runID, ops, &journaled)
+	if err := tx.SendBatch(ctx, &b).Close(); err != nil {
+		return nil, fmt.Errorf("reconcile: lock and read %d operations of %s/%s: %w", len(ops), project, runID, err)
 	}
 	byOpJournaled := map[string][]journal.StoredEvent{}
 	for _, e := range journaled {
@@ -232,7 +244,7 @@ func (s *Service) ReconcileAllTx(ctx context.Context, tx pgx.Tx, reqs []Reconcil
 		}
 	}
 	out := make([]Recorded, len(reqs))
-	var writes []kernel.Event
+	writes := slices.Clone(also)
 	for i, req := range reqs {
 		rec, err := s.decide(req, mergePending(byOpJournaled[req.OperationID], byOpPending[req.OperationID]))
 		if err != nil {
@@ -244,7 +256,7 @@ func (s *Service) ReconcileAllTx(ctx context.Context, tx pgx.Tx, reqs []Reconcil
 		}
 	}
 	if err := outbox.Enqueue(ctx, tx, writes...); err != nil {
-		return nil, fmt.Errorf("reconcile: enqueue %d reconciliations of %s/%s: %w", len(writes), project, runID, err)
+		return nil, fmt.Errorf("reconcile: enqueue %d events of %s/%s: %w", len(writes), project, runID, err)
 	}
 	return out, nil
 }

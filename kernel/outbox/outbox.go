@@ -213,26 +213,54 @@ type PendingFilter struct {
 // the two reads is then seen on the journal side, and dropping the outbox
 // copy of a key the journal also holds leaves each event once.
 func Pending(ctx context.Context, db DBTX, f PendingFilter) ([]kernel.Event, error) {
-	if f.Project == "" {
-		return nil, fmt.Errorf("pending outbox events: project is required")
+	sql, args, err := pendingQuery(f)
+	if err != nil {
+		return nil, err
 	}
-	var (
-		rows pgx.Rows
-		err  error
-	)
-	switch {
-	case f.RunID == "" && f.OperationID != "":
-		return nil, fmt.Errorf("pending outbox events: an operation filter needs its run")
-	case f.OperationID != "":
-		rows, err = db.Query(ctx, pendingOperationSQL, f.Project, f.RunID, f.OperationID, f.Types)
-	case f.RunID != "":
-		rows, err = db.Query(ctx, pendingRunSQL, f.Project, f.RunID, f.Types)
-	default:
-		rows, err = db.Query(ctx, pendingSQL, f.Project, f.Types)
-	}
+	rows, err := db.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, fmt.Errorf("pending outbox events of %s: %w", f.Project, err)
 	}
+	return scanPending(rows)
+}
+
+// QueuePending is Pending queued on a batch, so that a caller reads the
+// outbox and the journal (Pending first, in queue order) in one round trip:
+// into is set when the batch's results are read. An invalid filter is an
+// error at once, and nothing is queued.
+func QueuePending(b *pgx.Batch, f PendingFilter, into *[]kernel.Event) error {
+	sql, args, err := pendingQuery(f)
+	if err != nil {
+		return err
+	}
+	b.Queue(sql, args...).Query(func(rows pgx.Rows) error {
+		evs, err := scanPending(rows)
+		if err != nil {
+			return fmt.Errorf("pending outbox events of %s: %w", f.Project, err)
+		}
+		*into = evs
+		return nil
+	})
+	return nil
+}
+
+// pendingQuery picks the statement for the filter (see pendingSQL).
+func pendingQuery(f PendingFilter) (string, []any, error) {
+	switch {
+	case f.Project == "":
+		return "", nil, fmt.Errorf("pending outbox events: project is required")
+	case f.RunID == "" && f.OperationID != "":
+		return "", nil, fmt.Errorf("pending outbox events: an operation filter needs its run")
+	case f.OperationID != "":
+		return pendingOperationSQL, []any{f.Project, f.RunID, f.OperationID, f.Types}, nil
+	case f.RunID != "":
+		return pendingRunSQL, []any{f.Project, f.RunID, f.Types}, nil
+	default:
+		return pendingSQL, []any{f.Project, f.Types}, nil
+	}
+}
+
+func scanPending(rows pgx.Rows) ([]kernel.Event, error) {
 	defer rows.Close()
 	var out []kernel.Event
 	for rows.Next() {

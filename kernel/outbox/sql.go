@@ -99,6 +99,11 @@ const asyncCommitSQL = `SET LOCAL synchronous_commit = off`
 // kernel_event_outbox_pending_ops past the project, so reading one run's
 // pending events filtered every pending row of the project (1.35 ms against
 // 0.08 ms per read with 6,000 rows pending; TestPendingUsesTheIndex).
+// The narrower forms order by id + 0, an expression the id index cannot
+// provide: ordered by id, statistics taken while the outbox was nearly
+// empty had the planner walk every pending row in id order to spare
+// sorting the run's few (3 ms against 0.16 ms per read with 6,000 rows
+// pending; TestPendingUsesTheIndexOnStaleStatistics).
 const (
 	pendingSQL = `
 SELECT event FROM kernel_event_outbox
@@ -111,14 +116,14 @@ SELECT event FROM kernel_event_outbox
 WHERE delivered_at IS NULL AND parked_at IS NULL
   AND event->>'project' = $1 AND event->>'run_id' = $2
   AND (coalesce(cardinality($3::text[]), 0) = 0 OR event->>'type' = ANY($3::text[]))
-ORDER BY id`
+ORDER BY id + 0`
 	pendingOperationSQL = `
 SELECT event FROM kernel_event_outbox
 WHERE delivered_at IS NULL AND parked_at IS NULL
   AND event->>'project' = $1 AND event->>'run_id' = $2
   AND event->'data'->>'operation_id' = $3
   AND (coalesce(cardinality($4::text[]), 0) = 0 OR event->>'type' = ANY($4::text[]))
-ORDER BY id`
+ORDER BY id + 0`
 )
 
 // storedSQL reads the event enqueued under one key.

@@ -3,18 +3,17 @@ package triage
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"time"
 
 	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/journal"
 	"github.com/seed-7bc021c3/reckon/kernel/operations"
-	"github.com/seed-7bc021c3/reckon/kernel/outbox"
 	"github.com/seed-7bc021c3/reckon/pipeline"
 	"github.com/seed-7bc021c3/reckon/pipeline/probe"
 )
 
-// buildWalls assembles a run's current pile into walls: the listed
+// buildWalls assembles a run's current pile into walls from the run as
+// read under its lock (readRun): the listed
 // operations still unsettled under the run's lock (minus those settled in
 // the journal since the listing and those whose verdict is already
 // enqueued) with args, failures, ages, child summaries, probe evidence and
@@ -25,17 +24,9 @@ import (
 // do operations a probe can tell about only later (evidence with
 // RecheckAfter still ahead): they are returned as deferred, not walled, so
 // that a premature unknown does not settle what a probe will prove.
-func (s *Sweeper) buildWalls(ctx context.Context, pile runPile) ([]pipeline.Wall, []string, error) {
+func (s *Sweeper) buildWalls(ctx context.Context, pile runPile, read runRead) ([]pipeline.Wall, []string, error) {
 	rk := pile.runKey
-	// Pending reconciliations first, then the journal: see pendingVerdicts.
-	pending, err := s.pendingVerdicts(ctx, rk)
-	if err != nil {
-		return nil, nil, err
-	}
-	evs, err := s.journal.RunEvents(ctx, rk.project, rk.runID)
-	if err != nil {
-		return nil, nil, fmt.Errorf("triage: read run %s/%s: %w", rk.project, rk.runID, err)
-	}
+	evs := read.events
 	settled := map[string]bool{}
 	for _, e := range evs {
 		if e.Settles() {
@@ -44,7 +35,7 @@ func (s *Sweeper) buildWalls(ctx context.Context, pile runPile) ([]pipeline.Wall
 	}
 	var items []operations.Item
 	for _, it := range pile.items {
-		if !pending[it.OperationID] && !settled[it.OperationID] {
+		if !read.pending[it.OperationID] && !settled[it.OperationID] {
 			items = append(items, it)
 		}
 	}
@@ -77,6 +68,7 @@ func (s *Sweeper) buildWalls(ctx context.Context, pile runPile) ([]pipeline.Wall
 	chunks := split(ops, s.cfg.MaxOpsPerWall, s.cfg.MaxWallBytes)
 	walls := make([]pipeline.Wall, len(chunks))
 	for i, c := range chunks {
+		var err error
 		w := pipeline.Wall{
 			Project: rk.project, RunID: rk.runID, Part: i + 1, Parts: len(chunks),
 			Operations: c, EarlierVerdicts: earlier, BuiltAt: now,
@@ -98,22 +90,6 @@ func recheckLater(evs []pipeline.Evidence, now time.Time) bool {
 		}
 	}
 	return false
-}
-
-// pendingVerdicts lists operations of a run whose operation.reconciled is
-// enqueued but not yet delivered to the journal: the listing (over the
-// journal) still shows them unsettled, yet they are settled. Read BEFORE
-// the journal (outbox.Pending says why).
-func (s *Sweeper) pendingVerdicts(ctx context.Context, rk runKey) (map[string]bool, error) {
-	evs, err := outbox.Pending(ctx, s.pool, outbox.PendingFilter{Project: rk.project, RunID: rk.runID, Types: []string{kernel.TypeOperationReconciled}})
-	if err != nil {
-		return nil, fmt.Errorf("triage: pending verdicts of %s/%s: %w", rk.project, rk.runID, err)
-	}
-	out := map[string]bool{}
-	for _, ev := range evs {
-		out[ev.OperationID()] = true
-	}
-	return out, nil
 }
 
 func (s *Sweeper) wallOperation(it operations.Item, now time.Time) pipeline.WallOperation {

@@ -35,7 +35,7 @@ func newEnv(t testing.TB) *env {
 }
 
 func (e *env) sweeper(cfg Config) *Sweeper {
-	return New(e.s.Pool, e.ops, e.j, cfg)
+	return New(e.s.Pool, e.ops, cfg)
 }
 
 func (e *env) ingest(evs ...kernel.Event) { e.t.Helper(); e.Ingest(evs...) }
@@ -257,7 +257,11 @@ func (s *Sweeper) Walls(ctx context.Context, project, runID string) ([]pipeline.
 	}
 	var out []pipeline.Wall
 	for _, p := range piles {
-		ws, _, err := s.buildWalls(ctx, p)
+		read, _, err := s.readRun(ctx, s.pool, p.runKey, false)
+		if err != nil {
+			return nil, err
+		}
+		ws, _, err := s.buildWalls(ctx, p, read)
 		if err != nil {
 			return nil, err
 		}

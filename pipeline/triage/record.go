@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/operations"
 	"github.com/seed-7bc021c3/reckon/kernel/outbox"
@@ -34,9 +36,11 @@ func wallKey(w pipeline.Wall) string {
 }
 
 // record enqueues supervisor.verdict and one operation.reconciled per
-// operation (via ReconcileAllTx, the rules an operator's ruling goes through) in ONE transaction: either
-// the whole wall is journaled or nothing is.
-func (s *Sweeper) record(ctx context.Context, w pipeline.Wall, d pipeline.Decision) (kernel.Event, []kernel.Event, error) {
+// operation (via ReconcileAllTx, the rules an operator's ruling goes
+// through) in ONE transaction, on the connection that holds the run's
+// lock: either the whole wall is journaled or nothing is. The commit of
+// the run's last wall releases the lock in the same round trip.
+func (s *Sweeper) record(ctx context.Context, lk *runLock, w pipeline.Wall, d pipeline.Decision, last bool) (kernel.Event, []kernel.Event, error) {
 	key := wallKey(w)
 	now := s.cfg.Now().UTC()
 	verdict, err := kernel.NewEvent(kernel.SourceKernel, w.RunID+"/verdict/"+key, w.Project, w.RunID,
@@ -62,18 +66,16 @@ func (s *Sweeper) record(ctx context.Context, w pipeline.Wall, d pipeline.Decisi
 		verdict.EventID = "verdict/" + key
 	}
 
-	tx, err := s.pool.Begin(ctx)
+	var opts pgx.TxOptions
+	if last {
+		opts.CommitQuery = commitUnlockSQL
+	}
+	tx, err := lk.conn.BeginTx(ctx, opts)
 	if err != nil {
 		return kernel.Event{}, nil, fmt.Errorf("triage: begin: %w", err)
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 
-	if err := outbox.Enqueue(ctx, tx, verdict); err != nil {
-		if kernel.ErrorCode(err) == kernel.EConflict {
-			return kernel.Event{}, nil, errAlreadyTriaged
-		}
-		return kernel.Event{}, nil, fmt.Errorf("triage: enqueue verdict: %w", err)
-	}
 	vk := verdict.Key()
 	reqs := make([]operations.ReconcileParams, 0, len(d.Operations))
 	for _, v := range d.Operations {
@@ -89,14 +91,22 @@ func (s *Sweeper) record(ctx context.Context, w pipeline.Wall, d pipeline.Decisi
 			IdempotencyKey: "wall/" + key,
 		})
 	}
-	// All of the wall's reconciliations in a few round trips (the rules of
-	// ReconcileTx, the operator's path, applied to each).
-	done, err := s.ops.ReconcileAllTx(ctx, tx, reqs)
+	// The verdict and all of the wall's reconciliations in two round trips
+	// (the rules of ReconcileTx, the operator's path, applied to each; the
+	// verdict enqueued in the same statement).
+	done, err := s.ops.ReconcileAllTx(ctx, tx, reqs, verdict)
 	if err != nil {
 		if kernel.ErrorCode(err) == kernel.EConflict {
-			// An operator's ruling (a supervisor never overrides one) or
-			// another reconciliation landed since the listing: roll back the
-			// whole wall and rebuild it without that operation.
+			_ = tx.Rollback(ctx)
+			// This wall's verdict already enqueued (with another payload)
+			// is a wall already triaged; anything else is an operator's
+			// ruling (a supervisor never overrides one) or another
+			// reconciliation landed since the listing: the whole wall is
+			// rolled back and rebuilt without that operation. Read only on
+			// a conflict, the rare path.
+			if _, triaged, serr := outbox.Stored(ctx, s.pool, vk); serr == nil && triaged {
+				return kernel.Event{}, nil, errAlreadyTriaged
+			}
 			return kernel.Event{}, nil, fmt.Errorf("%w: %v", errSettledMeanwhile, err)
 		}
 		return kernel.Event{}, nil, fmt.Errorf("triage: reconcile: %w", err)
@@ -107,6 +117,9 @@ func (s *Sweeper) record(ctx context.Context, w pipeline.Wall, d pipeline.Decisi
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return kernel.Event{}, nil, fmt.Errorf("triage: commit wall %s/%s: %w", w.Project, w.RunID, err)
+	}
+	if last {
+		lk.held = false
 	}
 	return verdict, recs, nil
 }

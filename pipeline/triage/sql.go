@@ -11,5 +11,16 @@ const tryLockSQL = `SELECT pg_try_advisory_lock($1::int4, hashtext(current_schem
 
 const unlockSQL = `SELECT pg_advisory_unlock($1::int4, hashtext(current_schema() || ':' || $2))`
 
+// commitUnlockSQL commits the run's last wall and then releases the run's
+// triage lock, in one round trip: the statements of a simple query run in
+// order and an error (a failed commit) skips the rest, so the lock is
+// never released before the wall is committed. The lock connection's
+// session holds no other advisory lock (a run's lock at a time, released
+// before the connection goes back to the lock pool), so unlocking all is
+// unlocking the run. Its one result hides COMMIT's tag, which says
+// ROLLBACK only for a transaction already aborted by an error: record
+// commits only when every statement succeeded.
+const commitUnlockSQL = `COMMIT; SELECT pg_advisory_unlock_all()`
+
 // triageLockClass is the advisory-lock classid of triage locks ("rkn1").
 const triageLockClass = 0x726b6e31

@@ -11,7 +11,7 @@
 // triaged again exactly while unsettled operations remain, fresh ones
 // included. Two sweeps never triage one run at once: a PostgreSQL advisory
 // lock per (project, run) is held on a dedicated connection for the whole
-// wall.
+// of the run's walls, and that connection reads the run and writes them.
 package triage
 
 import (
@@ -27,7 +27,9 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/seed-7bc021c3/reckon/kernel"
+	"github.com/seed-7bc021c3/reckon/kernel/journal"
 	"github.com/seed-7bc021c3/reckon/kernel/operations"
+	"github.com/seed-7bc021c3/reckon/kernel/outbox"
 	"github.com/seed-7bc021c3/reckon/pipeline"
 	"github.com/seed-7bc021c3/reckon/pipeline/probe"
 	"github.com/seed-7bc021c3/reckon/pipeline/supervisor"
@@ -38,7 +40,7 @@ import (
 type Operations interface {
 	Projects(ctx context.Context) ([]string, error)
 	List(ctx context.Context, p operations.ListParams) (operations.Page, error)
-	ReconcileAllTx(ctx context.Context, tx pgx.Tx, ps []operations.ReconcileParams) ([]operations.Recorded, error)
+	ReconcileAllTx(ctx context.Context, tx pgx.Tx, ps []operations.ReconcileParams, also ...kernel.Event) ([]operations.Recorded, error)
 }
 
 var _ Operations = (*operations.Service)(nil)
@@ -124,15 +126,16 @@ func (c Config) withDefaults() Config {
 // Sweeper runs sweeps. It is safe for concurrent use; the advisory locks,
 // not the process, keep two sweeps off one run.
 type Sweeper struct {
-	pool    *pgxpool.Pool
-	ops     Operations
-	journal probe.RunEvents
-	cfg     Config
+	pool *pgxpool.Pool
+	ops  Operations
+	cfg  Config
 }
 
-// New returns a Sweeper over the journal in pool.
-func New(pool *pgxpool.Pool, ops Operations, j probe.RunEvents, cfg Config) *Sweeper {
-	return &Sweeper{pool: pool, ops: ops, journal: j, cfg: cfg.withDefaults()}
+// New returns a Sweeper over the journal in pool. It reads runs from the
+// journal itself, on the connection that holds a run's lock and in the
+// round trip that takes it.
+func New(pool *pgxpool.Pool, ops Operations, cfg Config) *Sweeper {
+	return &Sweeper{pool: pool, ops: ops, cfg: cfg.withDefaults()}
 }
 
 // SweepParams selects what one sweep triages.
@@ -346,9 +349,10 @@ func (s *Sweeper) logSweep(rep Report, start time.Time, dry bool) {
 		Int("tokens", rep.Tokens).Int64("duration_ms", s.cfg.Now().Sub(start).Milliseconds()).Bool("dry_run", dry).Msg("triage sweep done")
 }
 
-// lockPool opens the dedicated connections that hold triage locks: separate
-// from the main pool so that a held lock never starves the listing or the
-// write transaction of a connection.
+// lockPool opens the dedicated connections that hold triage locks, one per
+// run in flight, each also reading its run and writing its walls: separate
+// from the main pool so that a held lock never starves the listing (or an
+// operator's ruling) of a connection.
 func (s *Sweeper) lockPool(ctx context.Context) (*pgxpool.Pool, error) {
 	cfg := s.pool.Config()
 	cfg.MaxConns = int32(s.cfg.Concurrency)
@@ -418,30 +422,71 @@ var errSettledMeanwhile = errors.New("an operation of the wall was settled meanw
 func (s *Sweeper) triageRun(ctx context.Context, locks *pgxpool.Pool, pile runPile, dry bool, account func(walls, tokens int)) []WallResult {
 	rk := pile.runKey
 	base := WallResult{Project: rk.project, RunID: rk.runID}
-	if !dry {
-		unlock, ok, err := s.lock(ctx, locks, rk)
-		if err != nil {
-			r := base
-			r.Outcome, r.Error = OutcomeFailed, err.Error()
-			s.logWall(r)
-			return []WallResult{r}
-		}
-		if !ok {
-			r := base
-			r.Outcome = OutcomeLocked
-			s.logWall(r)
-			return []WallResult{r}
-		}
-		defer unlock()
+	if dry {
+		return s.triageLocked(ctx, nil, pile, nil, account)
+	}
+	conn, err := locks.Acquire(ctx)
+	if err != nil {
+		return []WallResult{s.failWall(base, fmt.Errorf("triage lock %s/%s: acquire connection: %w", rk.project, rk.runID, err))}
+	}
+	lk := &runLock{conn: conn, rk: rk, held: true}
+	defer s.unlock(ctx, lk)
+	read, locked, err := s.readRun(ctx, conn, rk, true)
+	if err != nil {
+		return []WallResult{s.failWall(base, err)}
+	}
+	if !locked {
+		lk.held = false
+		r := base
+		r.Outcome = OutcomeLocked
+		s.logWall(r)
+		return []WallResult{r}
+	}
+	return s.triageLocked(ctx, lk, pile, &read, account)
+}
+
+// runLock is a run's triage lock, held by the session of a connection of
+// the lock pool, which also reads the run and writes its walls.
+type runLock struct {
+	conn *pgxpool.Conn
+	rk   runKey
+	// held is whether the session may hold the lock: until the lock is
+	// known not taken, or released with the run's last wall.
+	held bool
+}
+
+// failWall is base failed with err, logged.
+func (s *Sweeper) failWall(base WallResult, err error) WallResult {
+	r := base
+	r.Outcome, r.Error = OutcomeFailed, err.Error()
+	s.logWall(r)
+	return r
+}
+
+// triageLocked builds, decides and records the run's walls under its lock
+// (lk; nil in a dry run, which takes none and writes nothing), rebuilding
+// them when an operator's ruling lands mid-wall. first is the run as read
+// when the lock was taken.
+func (s *Sweeper) triageLocked(ctx context.Context, lk *runLock, pile runPile, first *runRead, account func(walls, tokens int)) []WallResult {
+	base := WallResult{Project: pile.project, RunID: pile.runID}
+	var q batchSender = s.pool
+	if lk != nil {
+		q = lk.conn
 	}
 	var results []WallResult
 	for attempt := 1; attempt <= s.cfg.LockAttempts; attempt++ {
-		walls, deferred, err := s.buildWalls(ctx, pile)
+		var read runRead
+		if attempt == 1 && first != nil {
+			read = *first
+		} else {
+			var err error
+			if read, _, err = s.readRun(ctx, q, pile.runKey, false); err != nil {
+				return append(results, s.failWall(base, err))
+			}
+		}
+		walls, deferred, err := s.buildWalls(ctx, pile, read)
 		if err != nil {
-			r := base
-			r.Outcome, r.Error = OutcomeFailed, err.Error()
-			s.logWall(r)
-			return append(results, r)
+			return append(results, s.failWall(base, err))
 		}
 		if len(deferred) > 0 && attempt == 1 {
 			r := base
@@ -463,7 +508,7 @@ func (s *Sweeper) triageRun(ctx context.Context, locks *pgxpool.Pool, pile runPi
 			if i > 0 || attempt > 1 {
 				account(1, 0) // the run's first wall was reserved by the sweep
 			}
-			r := s.triageWall(ctx, w, dry, account)
+			r := s.triageWall(ctx, w, lk, i == len(walls)-1, account)
 			if errors.Is(r.err, errSettledMeanwhile) && attempt < s.cfg.LockAttempts {
 				s.cfg.Log.Info().Str("project", w.Project).Str("run_id", w.RunID).Msg("an operator settled an operation mid-wall; rebuilding the run's walls")
 				rebuild = true
@@ -479,32 +524,66 @@ func (s *Sweeper) triageRun(ctx context.Context, locks *pgxpool.Pool, pile runPi
 	return results
 }
 
-func (s *Sweeper) lock(ctx context.Context, locks *pgxpool.Pool, rk runKey) (unlock func(), ok bool, err error) {
-	conn, err := locks.Acquire(ctx)
-	if err != nil {
-		return nil, false, fmt.Errorf("triage lock %s/%s: acquire connection: %w", rk.project, rk.runID, err)
+// batchSender is the pool or one of its connections.
+type batchSender interface {
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
+}
+
+// runRead is what buildWalls reads of a run: its events, and its
+// operations whose operation.reconciled is enqueued but not yet delivered
+// to the journal (the listing, over the journal, still shows them
+// unsettled, yet they are settled).
+type runRead struct {
+	events  []journal.StoredEvent
+	pending map[string]bool
+}
+
+// readRun reads the run in one round trip through q, first taking the
+// run's triage lock when lock is set (locked is false when another sweep
+// holds it; the reads are then wasted, on the contended path only). The
+// reads are statements of their own after the lock's, so they see every
+// wall the previous holder committed; pending reconciliations are read
+// before the journal (outbox.Pending says why).
+func (s *Sweeper) readRun(ctx context.Context, q batchSender, rk runKey, lock bool) (rd runRead, locked bool, err error) {
+	var (
+		b       pgx.Batch
+		pending []kernel.Event
+	)
+	locked = !lock
+	if lock {
+		b.Queue(tryLockSQL, triageLockClass, lockName(rk)).QueryRow(func(row pgx.Row) error { return row.Scan(&locked) })
 	}
-	key := lockName(rk)
-	if err := conn.QueryRow(ctx, tryLockSQL, triageLockClass, key).Scan(&ok); err != nil {
-		conn.Release()
-		return nil, false, fmt.Errorf("triage lock %s/%s: %w", rk.project, rk.runID, err)
+	if err := outbox.QueuePending(&b, outbox.PendingFilter{Project: rk.project, RunID: rk.runID, Types: []string{kernel.TypeOperationReconciled}}, &pending); err != nil {
+		return runRead{}, false, fmt.Errorf("triage: pending verdicts of %s/%s: %w", rk.project, rk.runID, err)
 	}
-	if !ok {
-		conn.Release()
-		return nil, false, nil
+	journal.QueueRunEvents(&b, rk.project, rk.runID, &rd.events)
+	if err := q.SendBatch(ctx, &b).Close(); err != nil {
+		return runRead{}, false, fmt.Errorf("triage: read run %s/%s: %w", rk.project, rk.runID, err)
 	}
-	return func() {
-		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		defer cancel()
-		var released bool
-		if err := conn.QueryRow(uctx, unlockSQL, triageLockClass, key).Scan(&released); err != nil || !released {
-			// A connection that may still hold the lock must not go back
-			// to the pool: closing it releases every session lock.
-			_ = conn.Hijack().Close(uctx)
-			return
-		}
-		conn.Release()
-	}, true, nil
+	rd.pending = make(map[string]bool, len(pending))
+	for _, ev := range pending {
+		rd.pending[ev.OperationID()] = true
+	}
+	return rd, locked, nil
+}
+
+// unlock releases the run's triage lock, if the session may still hold
+// it, and returns the connection to the lock pool.
+func (s *Sweeper) unlock(ctx context.Context, lk *runLock) {
+	if !lk.held {
+		lk.conn.Release()
+		return
+	}
+	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	var released bool
+	if err := lk.conn.QueryRow(uctx, unlockSQL, triageLockClass, lockName(lk.rk)).Scan(&released); err != nil || !released {
+		// A connection that may still hold the lock must not go back to
+		// the pool: closing it releases every session lock.
+		_ = lk.conn.Hijack().Close(uctx)
+		return
+	}
+	lk.conn.Release()
 }
 
 // lockName is length-prefixed so that no two (project, run) pairs share it.
@@ -517,8 +596,10 @@ type wallOutcome struct {
 	err error
 }
 
-// triageWall decides, validates and (unless dry) journals one wall.
-func (s *Sweeper) triageWall(ctx context.Context, w pipeline.Wall, dry bool, account func(walls, tokens int)) wallOutcome {
+// triageWall decides, validates and journals one wall under the run's
+// lock lk (in a dry run, nil: nothing is journaled). last says it is the
+// run's last wall, whose commit releases the lock.
+func (s *Sweeper) triageWall(ctx context.Context, w pipeline.Wall, lk *runLock, last bool, account func(walls, tokens int)) wallOutcome {
 	start := s.cfg.Now()
 	r := wallOutcome{WallResult: WallResult{
 		Project: w.Project, RunID: w.RunID, Part: w.Part, Parts: w.Parts,
@@ -550,11 +631,11 @@ func (s *Sweeper) triageWall(ctx context.Context, w pipeline.Wall, dry bool, acc
 	// effect no evidence proves is held as unknown for an operator.
 	d = supervisor.Settle(s.cfg.SettlePolicy, w, d)
 	r.Decision = &d
-	if dry {
+	if lk == nil {
 		r.Outcome, r.Wall = OutcomeDryRun, &w
 		return r
 	}
-	verdict, recs, err := s.record(ctx, w, d)
+	verdict, recs, err := s.record(ctx, lk, w, d, last)
 	switch {
 	case errors.Is(err, errSettledMeanwhile):
 		return fail(err)

@@ -12,10 +12,12 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/rs/zerolog"
 
@@ -430,7 +432,7 @@ func TestLivenessUnknownWaits(t *testing.T) {
 	e := newEnv(t)
 	e.seedRun("run-1", opSpec{id: "op-1", outcome: "crash"})
 	e.seedRun("run-2", opSpec{id: "op-1", outcome: "crash"})
-	sw := New(e.s.Pool, livenessUnknown{e.ops, "run-2"}, e.j, Config{})
+	sw := New(e.s.Pool, livenessUnknown{e.ops, "run-2"}, Config{})
 	rep, err := sw.Sweep(context.Background(), SweepParams{})
 	if err != nil || rep.Journaled != 1 || rep.Walls[0].RunID != "run-1" || !rep.Degraded {
 		t.Fatalf("sweep: %+v %v", rep, err)
@@ -553,5 +555,77 @@ func TestRunScheduleSweeps(t *testing.T) {
 	}
 	if err := sw.RunSchedule(context.Background(), "not a spec", SweepParams{}); err == nil {
 		t.Fatal("a bad spec must be an error")
+	}
+}
+
+// lockSpy is the built-in supervisor that, deciding a wall, tries the
+// wall's run lock from a session of its own, and notes the parts it found
+// free.
+type lockSpy struct {
+	supervisor.Builtin
+	pool *pgxpool.Pool
+	mu   sync.Mutex
+	free []int
+}
+
+func (l *lockSpy) Decide(ctx context.Context, w pipeline.Wall) (pipeline.Decision, error) {
+	if free, err := tryRunLock(ctx, l.pool, runKey{w.Project, w.RunID}); err != nil {
+		return pipeline.Decision{}, err
+	} else if free {
+		l.mu.Lock()
+		l.free = append(l.free, w.Part)
+		l.mu.Unlock()
+	}
+	return l.Builtin.Decide(ctx, w)
+}
+
+// tryRunLock reports whether a session of its own could take the run's
+// triage lock (and gives it back).
+func tryRunLock(ctx context.Context, pool *pgxpool.Pool, rk runKey) (bool, error) {
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return false, err
+	}
+	defer conn.Release()
+	var got bool
+	if err := conn.QueryRow(ctx, tryLockSQL, triageLockClass, lockName(rk)).Scan(&got); err != nil || !got {
+		return false, err
+	}
+	return true, conn.QueryRow(ctx, unlockSQL, triageLockClass, lockName(rk)).Scan(&got)
+}
+
+// The run's lock is held while each of its walls is decided and written,
+// and released with the commit of the last one (in the same round trip),
+// not left behind on the lock connection it goes back to the pool with.
+func TestRunLockHeldUntilTheLastWallCommits(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := newEnv(t)
+	e.seedRun("run-1", opSpec{id: "op-1", outcome: "uncertain"}, opSpec{id: "op-2", outcome: "uncertain"}, opSpec{id: "op-3", outcome: "crash"})
+	spy := &lockSpy{pool: e.s.Pool}
+	sw := e.sweeper(Config{Supervisor: spy, MaxOpsPerWall: 1})
+	locks, err := sw.lockPool(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer locks.Close()
+	piles, _, err := sw.unsettledRuns(ctx, "acme", "run-1")
+	if err != nil || len(piles) != 1 {
+		t.Fatalf("piles %v: %v", piles, err)
+	}
+	rs := sw.triageRun(ctx, locks, piles[0], false, func(int, int) {})
+	if len(rs) != 3 {
+		t.Fatalf("%d wall results, want 3: %+v", len(rs), rs)
+	}
+	for _, r := range rs {
+		if r.Outcome != OutcomeJournaled {
+			t.Fatalf("part %d: %s %s", r.Part, r.Outcome, r.Error)
+		}
+	}
+	if len(spy.free) > 0 {
+		t.Fatalf("the run's lock was free while parts %v were decided", spy.free)
+	}
+	if free, err := tryRunLock(ctx, e.s.Pool, piles[0].runKey); err != nil || !free {
+		t.Fatalf("the run's lock is still held after its last wall (%v)", err)
 	}
 }
