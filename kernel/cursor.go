@@ -18,7 +18,7 @@ func EncodeCursor(prefix string, ts time.Time, seq int64) string {
 // is EInvalid (a client passes next_cursor back unchanged).
 func DecodeCursor(s, prefix string) (time.Time, int64, error) {
 	bad := Errorf(EInvalid, "cursor %q is not a cursor this API issued for this list; pass next_cursor from the same list unchanged", Abbreviate(s, 64))
-	raw, err := base64.RawURLEncoding.DecodeString(s)
+	raw, err := base64.RawURLEncoding.Strict().DecodeString(s)
 	if err != nil {
 		return time.Time{}, 0, bad
 	}

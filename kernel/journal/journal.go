@@ -409,7 +409,7 @@ func EncodeEventCursor(seq int64) string {
 // DecodeEventCursor returns the journal seq a cursor continues after; a
 // cursor this server did not make is EInvalid.
 func DecodeEventCursor(c string) (int64, error) {
-	raw, err := base64.RawURLEncoding.DecodeString(c)
+	raw, err := base64.RawURLEncoding.Strict().DecodeString(c)
 	if err == nil {
 		if rest, ok := strings.CutPrefix(string(raw), eventCursorPrefix); ok {
 			if seq, err := strconv.ParseInt(rest, 10, 64); err == nil && seq >= 0 && strconv.FormatInt(seq, 10) == rest {
