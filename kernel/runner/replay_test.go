@@ -28,19 +28,30 @@ import (
 // recording. Legacy histories were recorded by an older workflow (before
 // ChangeProjectEventIDs) and are never recorded again: they prove that
 // runs in flight across an upgrade replay and keep their old event ids.
+//
+// Frozen histories were recorded by a workflow since changed under a
+// version (v1: project-scoped ids, RecordEvent as a regular activity, no
+// manifests); only the current ones (v2: local RecordEvent, workspace
+// manifests, workspace_tools in the input) are recorded again, so every
+// version a run in flight may have stays covered. A current history's
+// kernel events go through local activities, whose inputs a history does
+// not keep: for those the check is that their markers are there.
 var recordedHistories = []struct {
-	name   string
-	legacy bool
-	plan   Plan
+	name           string
+	legacy, frozen bool
+	plan           Plan
 }{
 	// after-effect fault on op-1 → re-issue op-1-r1; a delegate whose child
 	// fails uncertain → summarize_child_run; run.failed.
-	{"drill_reissue_delegate_failed.json", true, reissueDelegatePlan},
+	{"drill_reissue_delegate_failed.json", true, true, reissueDelegatePlan},
 	// run_command, then a delegate that completes.
-	{"delegate_ok.json", true, delegateOKPlan},
+	{"delegate_ok.json", true, true, delegateOKPlan},
 	// The same plans under project-scoped event ids.
-	{"v1_drill_reissue_delegate_failed.json", false, reissueDelegatePlan},
-	{"v1_delegate_ok.json", false, delegateOKPlan},
+	{"v1_drill_reissue_delegate_failed.json", false, true, reissueDelegatePlan},
+	{"v1_delegate_ok.json", false, true, delegateOKPlan},
+	// The same plans under the current workflow.
+	{"v2_drill_reissue_delegate_failed.json", false, false, reissueDelegatePlan},
+	{"v2_delegate_ok.json", false, false, delegateOKPlan},
 }
 
 var (
@@ -73,7 +84,7 @@ func TestRecordHistories(t *testing.T) {
 	}
 	e := newEnv(t, envOpts{fault: fault.Config{AfterEffect: "run_command"}})
 	for _, rh := range recordedHistories {
-		if rh.legacy {
+		if rh.frozen {
 			continue
 		}
 		runID := "rec-" + strings.TrimSuffix(rh.name, ".json")
@@ -112,6 +123,12 @@ func TestReplayRecordedHistories(t *testing.T) {
 			t.Errorf("%s does not replay: %v", rh.name, err)
 		}
 		evs := recordedEvents(t, path)
+		if !rh.frozen {
+			if n := localActivityMarkers(t, path); n == 0 {
+				t.Errorf("%s: no local-activity markers: not a history of the current workflow", rh.name)
+			}
+			continue
+		}
 		if len(evs) == 0 {
 			t.Fatalf("%s: no recorded kernel events", rh.name)
 		}
@@ -125,6 +142,27 @@ func TestReplayRecordedHistories(t *testing.T) {
 			}
 		}
 	}
+}
+
+// localActivityMarkers counts the local-activity markers of a recorded
+// history (RecordEvent since ChangeLocalRecord).
+func localActivityMarkers(t *testing.T, path string) int {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &historypb.History{}
+	if err := protojson.Unmarshal(raw, h); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, he := range h.Events {
+		if m := he.GetMarkerRecordedEventAttributes(); m != nil && m.GetMarkerName() == "LocalActivity" {
+			n++
+		}
+	}
+	return n
 }
 
 // recordedEvents are the kernel events a recorded history hands to
