@@ -122,13 +122,14 @@ func TestReplayRecordedHistories(t *testing.T) {
 		if err := replay(path); err != nil {
 			t.Errorf("%s does not replay: %v", rh.name, err)
 		}
-		evs := recordedEvents(t, path)
+		h := loadHistory(t, path)
 		if !rh.frozen {
-			if n := localActivityMarkers(t, path); n == 0 {
+			if localActivityMarkers(h) == 0 {
 				t.Errorf("%s: no local-activity markers: not a history of the current workflow", rh.name)
 			}
 			continue
 		}
+		evs := recordedEvents(t, rh.name, h)
 		if len(evs) == 0 {
 			t.Fatalf("%s: no recorded kernel events", rh.name)
 		}
@@ -144,9 +145,8 @@ func TestReplayRecordedHistories(t *testing.T) {
 	}
 }
 
-// localActivityMarkers counts the local-activity markers of a recorded
-// history (RecordEvent since ChangeLocalRecord).
-func localActivityMarkers(t *testing.T, path string) int {
+// loadHistory reads a recorded history.
+func loadHistory(t *testing.T, path string) *historypb.History {
 	t.Helper()
 	raw, err := os.ReadFile(path)
 	if err != nil {
@@ -156,6 +156,12 @@ func localActivityMarkers(t *testing.T, path string) int {
 	if err := protojson.Unmarshal(raw, h); err != nil {
 		t.Fatal(err)
 	}
+	return h
+}
+
+// localActivityMarkers counts the local-activity markers of a recorded
+// history (RecordEvent since ChangeLocalRecord).
+func localActivityMarkers(h *historypb.History) int {
 	n := 0
 	for _, he := range h.Events {
 		if m := he.GetMarkerRecordedEventAttributes(); m != nil && m.GetMarkerName() == "LocalActivity" {
@@ -165,18 +171,10 @@ func localActivityMarkers(t *testing.T, path string) int {
 	return n
 }
 
-// recordedEvents are the kernel events a recorded history hands to
-// RecordEvent.
-func recordedEvents(t *testing.T, path string) []kernel.Event {
+// recordedEvents are the kernel events a recorded history hands to the
+// RecordEvent activity (before ChangeLocalRecord).
+func recordedEvents(t *testing.T, name string, h *historypb.History) []kernel.Event {
 	t.Helper()
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := &historypb.History{}
-	if err := protojson.Unmarshal(raw, h); err != nil {
-		t.Fatal(err)
-	}
 	var out []kernel.Event
 	for _, he := range h.Events {
 		a := he.GetActivityTaskScheduledEventAttributes()
@@ -185,7 +183,7 @@ func recordedEvents(t *testing.T, path string) []kernel.Event {
 		}
 		var ev kernel.Event
 		if err := json.Unmarshal(a.GetInput().GetPayloads()[0].GetData(), &ev); err != nil {
-			t.Fatalf("%s: RecordEvent input: %v", path, err)
+			t.Fatalf("%s: RecordEvent input: %v", name, err)
 		}
 		out = append(out, ev)
 	}
