@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/rs/zerolog"
@@ -627,5 +628,31 @@ func TestRunLockHeldUntilTheLastWallCommits(t *testing.T) {
 	}
 	if free, err := tryRunLock(ctx, e.s.Pool, piles[0].runKey); err != nil || !free {
 		t.Fatalf("the run's lock is still held after its last wall (%v)", err)
+	}
+}
+
+// TestCommitWallRefusesAnAbortedTransaction: with commitUnlockSQL as the
+// commit query, COMMIT of an aborted transaction answers ROLLBACK under
+// the unlock's result, which pgx then reports as a success; commitWall
+// must refuse it instead.
+func TestCommitWallRefusesAnAbortedTransaction(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := newEnv(t)
+	conn, err := e.s.Pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	tx, err := conn.BeginTx(ctx, pgx.TxOptions{CommitQuery: commitUnlockSQL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	if _, err := tx.Exec(ctx, "SELECT 1/0"); err == nil {
+		t.Fatal("division by zero succeeded")
+	}
+	if err := commitWall(ctx, tx); err == nil {
+		t.Fatal("the commit of an aborted transaction was reported as a success")
 	}
 }
