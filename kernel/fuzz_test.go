@@ -3,6 +3,7 @@ package kernel
 import (
 	"bytes"
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -85,7 +86,29 @@ func FuzzCanonical(f *testing.F) {
 		if err := CheckJSON("input", raw); err != nil {
 			t.Fatalf("Canonical accepted what CheckJSON refuses: %v", err)
 		}
+		// The token decoder is a faster encoding/json Decode with
+		// UseNumber: on every document it accepts they must agree, or
+		// digests of stored events would change.
+		got, err := decodeJSON(raw)
+		if err != nil {
+			t.Fatalf("decodeJSON refused what Canonical accepted: %v", err)
+		}
+		if want := decodeJSONReference(t, raw); !reflect.DeepEqual(got, want) {
+			t.Fatalf("decodeJSON(%q) = %#v; encoding/json gives %#v", raw, got, want)
+		}
 	})
+}
+
+// decodeJSONReference is what decodeJSON replaced: encoding/json's Decode
+// into any with UseNumber.
+func decodeJSONReference(t *testing.T, raw []byte) any {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		t.Fatalf("encoding/json refused %q: %v", raw, err)
+	}
+	return v
 }
 
 // FuzzCheckJSON: CheckJSON never panics on any bytes, and a document it

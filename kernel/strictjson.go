@@ -131,7 +131,10 @@ func (c *checker) value() error {
 	switch c.raw[c.pos] {
 	case '{':
 		c.pos++
-		seen := map[string]bool{}
+		// Most objects have a handful of keys: a linear scan over an
+		// array on the stack finds a repeat without a map per object.
+		var small [16]string
+		seen, seenMap := small[:0], map[string]bool(nil)
 		for {
 			c.ws()
 			if c.raw[c.pos] == '}' {
@@ -147,10 +150,25 @@ func (c *checker) value() error {
 				return err
 			}
 			c.path = append(c.path, pathSeg{key: key, idx: -1})
-			if seen[key] {
-				return fmt.Errorf("%s appears twice in one object; send each key once", c.where())
+			if seenMap == nil && len(seen) == len(small) {
+				seenMap = make(map[string]bool, 2*len(small))
+				for _, k := range seen {
+					seenMap[k] = true
+				}
 			}
-			seen[key] = true
+			if seenMap != nil {
+				if seenMap[key] {
+					return fmt.Errorf("%s appears twice in one object; send each key once", c.where())
+				}
+				seenMap[key] = true
+			} else {
+				for _, k := range seen {
+					if k == key {
+						return fmt.Errorf("%s appears twice in one object; send each key once", c.where())
+					}
+				}
+				seen = append(seen, key)
+			}
 			c.ws()
 			c.pos++ // ':'
 			if err := c.value(); err != nil {
@@ -176,8 +194,7 @@ func (c *checker) value() error {
 			c.path = c.path[:len(c.path)-1]
 		}
 	case '"':
-		_, err := c.str()
-		return err
+		return c.skipStr()
 	default:
 		for c.pos < len(c.raw) && !strings.ContainsRune(" \t\n\r,]}", rune(c.raw[c.pos])) {
 			c.pos++
@@ -190,21 +207,28 @@ func (c *checker) value() error {
 // decoded, refusing invalid UTF-8, lone surrogate escapes and NUL.
 func (c *checker) str() (string, error) {
 	start := c.pos
+	if err := c.skipStr(); err != nil {
+		return "", err
+	}
+	s := string(c.raw[start+1 : c.pos-1])
+	if bytes.IndexByte(c.raw[start+1:c.pos-1], '\\') >= 0 {
+		// Valid JSON and every escape checked: Unmarshal is exact.
+		_ = json.Unmarshal(c.raw[start:c.pos], &s)
+	}
+	return s, nil
+}
+
+// skipStr is str without the decoded string: values are checked, not kept,
+// so they cost no allocation.
+func (c *checker) skipStr() error {
 	c.pos++ // opening quote
-	escaped := false
 	for {
 		b := c.raw[c.pos]
 		switch {
 		case b == '"':
 			c.pos++
-			s := string(c.raw[start+1 : c.pos-1])
-			if escaped {
-				// Valid JSON and every escape checked: Unmarshal is exact.
-				_ = json.Unmarshal(c.raw[start:c.pos], &s)
-			}
-			return s, nil
+			return nil
 		case b == '\\':
-			escaped = true
 			if c.raw[c.pos+1] != 'u' {
 				c.pos += 2
 				continue
@@ -213,16 +237,16 @@ func (c *checker) str() (string, error) {
 			c.pos += 6
 			switch {
 			case r == 0:
-				return "", fmt.Errorf("%s contains a NUL character (\\u0000), which reckon does not store", c.where())
+				return fmt.Errorf("%s contains a NUL character (\\u0000), which reckon does not store", c.where())
 			case r >= 0xDC00 && r <= 0xDFFF:
-				return "", fmt.Errorf("%s contains a lone surrogate escape (\\u%04x), which is not a character", c.where(), r)
+				return fmt.Errorf("%s contains a lone surrogate escape (\\u%04x), which is not a character", c.where(), r)
 			case r >= 0xD800 && r <= 0xDBFF:
 				if c.pos+6 > len(c.raw) || c.raw[c.pos] != '\\' || c.raw[c.pos+1] != 'u' {
-					return "", fmt.Errorf("%s contains a lone surrogate escape (\\u%04x), which is not a character", c.where(), r)
+					return fmt.Errorf("%s contains a lone surrogate escape (\\u%04x), which is not a character", c.where(), r)
 				}
 				lo := hex4(c.raw[c.pos+2 : c.pos+6])
 				if lo < 0xDC00 || lo > 0xDFFF {
-					return "", fmt.Errorf("%s contains a lone surrogate escape (\\u%04x), which is not a character", c.where(), r)
+					return fmt.Errorf("%s contains a lone surrogate escape (\\u%04x), which is not a character", c.where(), r)
 				}
 				c.pos += 6
 			}
@@ -231,7 +255,7 @@ func (c *checker) str() (string, error) {
 		default:
 			r, size := utf8.DecodeRune(c.raw[c.pos:])
 			if r == utf8.RuneError && size == 1 {
-				return "", fmt.Errorf("%s is not valid UTF-8 (byte 0x%02x at offset %d)", c.where(), b, c.pos)
+				return fmt.Errorf("%s is not valid UTF-8 (byte 0x%02x at offset %d)", c.where(), b, c.pos)
 			}
 			c.pos += size
 		}

@@ -1,6 +1,7 @@
 package kernel
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -23,5 +24,40 @@ func TestCheckJSONDeepNesting(t *testing.T) {
 	err := CheckJSON("doc", bad)
 	if err == nil || !strings.Contains(err.Error(), `field "a[1].b[0].c" contains a NUL`) {
 		t.Fatalf("error = %v, want it to name a[1].b[0].c", err)
+	}
+}
+
+// TestCheckJSONRepeatedKeys: a repeated key is refused whether the object
+// is small (linear scan) or past the scan's size (map), escaped or not.
+func TestCheckJSONRepeatedKeys(t *testing.T) {
+	t.Parallel()
+	obj := func(n int, repeat string) []byte {
+		var b strings.Builder
+		b.WriteString("{")
+		for i := range n {
+			fmt.Fprintf(&b, `"k%d":%d,`, i, i)
+		}
+		b.WriteString(repeat + `:1}`)
+		return []byte(b.String())
+	}
+	for _, tc := range []struct {
+		doc  []byte
+		want string // "" for accepted
+	}{
+		{obj(3, `"k1"`), `field "k1" appears twice`},
+		{obj(15, `"k14"`), `field "k14" appears twice`},
+		{obj(16, `"k0"`), `field "k0" appears twice`},
+		{obj(40, `"k39"`), `field "k39" appears twice`},
+		{obj(40, `"k\u0033"`), `field "k3" appears twice`},
+		{obj(40, `"k40"`), ""},
+		{obj(5, `"k5"`), ""},
+	} {
+		err := CheckJSON("doc", tc.doc)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s: %v", tc.doc, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%s: error %v, want %q", tc.doc, err, tc.want)
+		}
 	}
 }
