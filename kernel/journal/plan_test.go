@@ -1,0 +1,95 @@
+package journal
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/seed-7bc021c3/reckon/internal/pgtest"
+)
+
+// TestIngestPlan checks the plan the ingest statement runs on
+// (genericPlanSQL makes it the cached generic one) on a journal with a
+// backlog: every read of journal_events is an index probe, none a
+// sequential scan. The NOT EXISTS form of the open test planned as a
+// hashed subplan that read every settling row of the journal per batch.
+func TestIngestPlan(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := pgtest.New(t)
+	tx, err := s.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	if _, err := tx.Exec(ctx, `INSERT INTO journal_events (source_id, event_id, project, run_id, type, ts, actor,
+    data, payload_digest, operation_id, settles, open)
+SELECT 's', 'e-' || g, 'p', 'r-' || (g / 100), CASE WHEN g % 2 = 0 THEN 'tool.started' ELSE 'tool.completed' END,
+    now(), 'agent', '{}', '\x00', 'op-' || (g / 2), g % 2 = 1, g % 2 = 0 AND g > 39000
+FROM generate_series(1, 40000) g`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, `ANALYZE journal_events`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, "PREPARE ingest AS "+ingestSQL); err != nil {
+		t.Fatal(err)
+	}
+	// A batch of 500 tool.started, open in their batch; planned for its
+	// parameters too (force_custom_plan), which is where the NOT EXISTS
+	// form turned into a scan of the journal.
+	n := "ARRAY[500]"
+	big := `(array_fill('s'::text, ` + n + `), array_fill('x'::text, ` + n + `), array_fill('p'::text, ` + n + `),
+		array_fill('r-1'::text, ` + n + `), array_fill('tool.started'::text, ` + n + `),
+		array_fill('2026-12-01T00:00:00Z'::timestamptz, ` + n + `), array_fill('agent'::text, ` + n + `),
+		array_fill(NULL::text, ` + n + `), array_fill(NULL::text, ` + n + `), array_fill('{}'::jsonb, ` + n + `),
+		array_fill('\x00'::bytea, ` + n + `), array_fill('op-x'::text, ` + n + `), array_fill(false, ` + n + `),
+		array_fill(true, ` + n + `), array_fill(0, ` + n + `))`
+	if _, err := tx.Exec(ctx, "SET LOCAL plan_cache_mode = force_custom_plan"); err != nil {
+		t.Fatal(err)
+	}
+	explain(t, tx, "a batch of 500, custom plan", big)
+	if _, err := tx.Exec(ctx, genericPlanSQL); err != nil {
+		t.Fatal(err)
+	}
+	explain(t, tx, "a batch of 500, generic plan", big)
+	for i, args := range []string{
+		// One event, a tool.started still open in its batch.
+		`('{s}', '{x-1}', '{p}', '{r-1}', '{tool.started}', '{2026-12-01T00:00:00Z}', '{agent}', '{NULL}', '{NULL}',
+		  '{"{}"}', '{"\\x00"}', '{op-x}', '{f}', '{t}', '{0}')`,
+		// Two: a start and the completion that settles it.
+		`('{s,s}', '{x-2,x-3}', '{p,p}', '{r-1,r-1}', '{tool.started,tool.completed}',
+		  '{2026-12-01T00:00:00Z,2026-12-01T00:00:00Z}', '{agent,agent}', '{NULL,NULL}', '{NULL,NULL}',
+		  '{"{}","{}"}', '{"\\x00","\\x00"}', '{op-y,op-y}', '{f,t}', '{f,f}', '{0,1}')`,
+	} {
+		explain(t, tx, fmt.Sprintf("batch %d, generic plan", i), args)
+	}
+	var mode string
+	if err := tx.QueryRow(ctx, restorePlanSQL).Scan(&mode); err != nil {
+		t.Fatal(err)
+	}
+	if mode != "force_custom_plan" {
+		t.Errorf("plan_cache_mode after restorePlanSQL = %q, want the transaction's own force_custom_plan back", mode)
+	}
+}
+
+// explain fails t when the plan of the prepared ingest statement with args
+// reads journal_events without an index.
+func explain(t *testing.T, tx pgx.Tx, what, args string) {
+	t.Helper()
+	rows, err := tx.Query(context.Background(), "EXPLAIN EXECUTE ingest"+args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := strings.Join(lines, "\n")
+	if strings.Contains(plan, "Seq Scan on journal_events") || !strings.Contains(plan, "Index") {
+		t.Errorf("%s: the ingest statement reads the journal without its indexes:\n%s", what, plan)
+	}
+}
