@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/seed-7bc021c3/reckon/kernel"
+	"github.com/seed-7bc021c3/reckon/kernel/pgplan"
 )
 
 // Store is the journal in PostgreSQL. It implements kernel.Journal.
@@ -83,7 +84,7 @@ func (s *Store) ingestRetry(ctx context.Context, preps []prepared) ([]kernel.Ing
 	// so it is safe to run it again. The batch keeps its order (journal
 	// order follows it) rather than being sorted to avoid the wait.
 	for attempt := 1; ; attempt++ {
-		res, err := s.ingest(ctx, s.pool, false, preps)
+		res, err := s.ingest(ctx, s.pool, preps)
 		var pgErr *pgconn.PgError
 		if err != nil && attempt < 5 && errors.As(err, &pgErr) && (pgErr.Code == "40P01" || pgErr.Code == "40001") {
 			continue
@@ -100,7 +101,7 @@ func (s *Store) IngestTx(ctx context.Context, tx pgx.Tx, events []kernel.Event) 
 	if err != nil || len(preps) == 0 {
 		return nil, err
 	}
-	return s.ingest(ctx, tx, true, preps)
+	return s.ingest(ctx, tx, preps)
 }
 
 // prepareSpan is the fewest events one goroutine of prepare takes: below
@@ -148,10 +149,9 @@ func prepareSpanOf(events []kernel.Event, preps []prepared) error {
 	return nil
 }
 
-// ingest writes preps through q in one round trip. inTx says q is the
-// caller's transaction, whose plan_cache_mode the statement must leave as
-// it found it (see genericPlanSQL).
-func (s *Store) ingest(ctx context.Context, q querier, inTx bool, preps []prepared) ([]kernel.IngestResult, error) {
+// ingest writes preps through q in one round trip, then reads the stored
+// digests of the keys it did not insert.
+func (s *Store) ingest(ctx context.Context, q querier, preps []prepared) ([]kernel.IngestResult, error) {
 	// Duplicates inside one batch go to the database once; later copies are
 	// answered against the first.
 	first := make(map[kernel.EventKey]int, len(preps))
@@ -202,13 +202,9 @@ func (s *Store) ingest(ctx context.Context, q querier, inTx bool, preps []prepar
 
 	stored := make(map[kernel.EventKey][]byte, n)
 	inserted := make(map[kernel.EventKey]bool, n)
-	// One round trip: the generic plan switched on for this transaction
-	// only (on the pool, the batch's implicit transaction ends with it),
-	// the ingest statement, and inside a caller's transaction the mode
-	// switched back.
+	// On its generic plan (pgplan), in one round trip.
 	b := &pgx.Batch{}
-	b.Queue(genericPlanSQL)
-	b.Queue(ingestSQL, srcs, ids, projects, runs, types, tss, actors,
+	pgplan.Queue(b, ingestSQL, srcs, ids, projects, runs, types, tss, actors,
 		psrc, pid, datas, digests, opIDs, settles, openInBatch, ords).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			var k kernel.EventKey
@@ -219,9 +215,6 @@ func (s *Store) ingest(ctx context.Context, q querier, inTx bool, preps []prepar
 		}
 		return rows.Err()
 	})
-	if inTx {
-		b.Queue(restorePlanSQL)
-	}
 	if err := q.SendBatch(ctx, b).Close(); err != nil {
 		return nil, fmt.Errorf("ingest batch of %d: %w", len(preps), err)
 	}

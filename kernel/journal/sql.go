@@ -45,23 +45,6 @@ settle AS (
 )
 SELECT source_id, event_id FROM ins`
 
-// genericPlanSQL makes the ingest statement that follows it run on its
-// cached generic plan, for the rest of the transaction. PostgreSQL plans a
-// prepared statement afresh for its parameters ("custom plan") as long as
-// the generic plan's estimate looks dearer, and for this statement it
-// always does (an unnest of a parameter is estimated at 100 rows, a batch
-// of one at one): about 0.3 ms of planning per call, most of a lone
-// event's time in the database. The generic plan is the same shape at
-// every batch size (index probes, one insert, a join on the batch's own
-// rows), so nothing is lost by skipping the replanning; TestIngestPlan
-// checks it. The old mode is kept in a setting of our own so that a
-// caller's transaction gets it back (restorePlanSQL).
-const genericPlanSQL = `SELECT set_config('reckon.saved_plan_cache_mode', current_setting('plan_cache_mode'), true),
-    set_config('plan_cache_mode', 'force_generic_plan', true)`
-
-// restorePlanSQL puts back the plan_cache_mode genericPlanSQL replaced.
-const restorePlanSQL = `SELECT set_config('plan_cache_mode', current_setting('reckon.saved_plan_cache_mode'), true)`
-
 // digestsSQL reads the stored digests of the keys ingestSQL did not insert
 // (in a statement of its own, so it also sees a concurrent writer's rows
 // that the insert waited for).
