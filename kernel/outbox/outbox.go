@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/seed-7bc021c3/reckon/kernel"
+	"github.com/seed-7bc021c3/reckon/kernel/pgplan"
 )
 
 // DBTX is what Enqueue writes through: a pgx.Tx joins the caller's
@@ -24,6 +25,7 @@ import (
 type DBTX interface {
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
 }
 
 // Enqueue validates events and writes them to the outbox through db. An
@@ -58,33 +60,26 @@ func Enqueue(ctx context.Context, db DBTX, events ...kernel.Event) error {
 		}
 		srcs[i], ids[i], bodies[i], digests[i], ords[i] = ev.SourceID, ev.EventID, body, d, int32(i)
 	}
-	rows, err := db.Query(ctx, enqueueSQL, srcs, ids, bodies, digests, ords)
-	if err != nil {
+	inserted := make(map[kernel.EventKey]bool, n)
+	b := &pgx.Batch{}
+	pgplan.Queue(b, enqueueSQL, srcs, ids, bodies, digests, ords).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			var k kernel.EventKey
+			if err := rows.Scan(&k.SourceID, &k.EventID); err != nil {
+				return fmt.Errorf("scan: %w", err)
+			}
+			inserted[k] = true
+		}
+		return rows.Err()
+	})
+	if err := db.SendBatch(ctx, b).Close(); err != nil {
 		return fmt.Errorf("enqueue %d events: %w", n, err)
 	}
 	var recheck []int
-	var conflict error
-	for rows.Next() {
-		var ord int32
-		var ins bool
-		var stored []byte
-		if err := rows.Scan(&ord, &ins, &stored); err != nil {
-			rows.Close()
-			return fmt.Errorf("enqueue: scan: %w", err)
+	for k, i := range seen {
+		if !inserted[k] {
+			recheck = append(recheck, i)
 		}
-		switch {
-		case ins:
-		case stored == nil:
-			recheck = append(recheck, int(ord))
-		case !bytes.Equal(stored, digests[ord]) && conflict == nil:
-			conflict = conflictErr(events[ord].Key())
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("enqueue %d events: %w", n, err)
-	}
-	if conflict != nil {
-		return conflict
 	}
 	if len(recheck) == 0 {
 		return nil
@@ -93,7 +88,7 @@ func Enqueue(ctx context.Context, db DBTX, events ...kernel.Event) error {
 	for i, o := range recheck {
 		rs[i], ri[i] = srcs[o], ids[o]
 	}
-	rows, err = db.Query(ctx, enqueueRecheckSQL, rs, ri)
+	rows, err := db.Query(ctx, enqueueRecheckSQL, rs, ri)
 	if err != nil {
 		return fmt.Errorf("enqueue: recheck: %w", err)
 	}
