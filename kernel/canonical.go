@@ -10,6 +10,7 @@ import (
 	"math"
 	"sort"
 	"strconv"
+	"sync"
 	"time"
 	"unicode/utf8"
 )
@@ -42,8 +43,16 @@ func decodeJSON(raw []byte) (any, error) {
 	// event. Every caller has run CheckJSON first, so duplicate names and
 	// invalid UTF-8 never reach here; the options only keep this decoder
 	// from being stricter than the one it replaced (last name wins, U+FFFD).
-	dec := jsontext.NewDecoder(bytes.NewReader(raw),
-		jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
+	//
+	// Decoders are pooled and read raw in place (a bytes.Buffer is parsed
+	// without a copy and never written to): a new decoder and its buffer
+	// per event were most of what remained of the cost.
+	dec := decoders.Get().(*jsontext.Decoder)
+	defer func() {
+		dec.Reset(bytes.NewReader(nil)) // drop raw before pooling
+		decoders.Put(dec)
+	}()
+	dec.Reset(bytes.NewBuffer(raw), decodeOptions...)
 	v, err := decodeValue(dec)
 	if err != nil {
 		return nil, fmt.Errorf("canonical json: %w", err)
@@ -53,6 +62,11 @@ func decodeJSON(raw []byte) (any, error) {
 	}
 	return v, nil
 }
+
+var (
+	decodeOptions = []jsontext.Options{jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true)}
+	decoders      = sync.Pool{New: func() any { return jsontext.NewDecoder(bytes.NewReader(nil)) }}
+)
 
 // decodeValue reads one JSON value from dec.
 func decodeValue(dec *jsontext.Decoder) (any, error) {

@@ -89,9 +89,13 @@ func FuzzCanonical(f *testing.F) {
 		// The token decoder is a faster encoding/json Decode with
 		// UseNumber: on every document it accepts they must agree, or
 		// digests of stored events would change.
+		before := bytes.Clone(raw)
 		got, err := decodeJSON(raw)
 		if err != nil {
 			t.Fatalf("decodeJSON refused what Canonical accepted: %v", err)
+		}
+		if !bytes.Equal(raw, before) {
+			t.Fatalf("decodeJSON wrote to its input: %q became %q", before, raw)
 		}
 		if want := decodeJSONReference(t, raw); !reflect.DeepEqual(got, want) {
 			t.Fatalf("decodeJSON(%q) = %#v; encoding/json gives %#v", raw, got, want)
