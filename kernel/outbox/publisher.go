@@ -297,19 +297,17 @@ func (p *Publisher) Prune(ctx context.Context) (int64, error) {
 // for a later attempt with capped exponential backoff and full jitter when
 // the delivery itself failed. It returns how many rows it claimed.
 func (p *Publisher) PublishOnce(ctx context.Context) (int, error) {
-	tx, err := p.pool.Begin(ctx)
-	if err != nil {
-		return 0, fmt.Errorf("publish: begin: %w", err)
-	}
-	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 	// A delivery commit need not wait for its WAL flush: if the server loses
 	// it, the rows are still undelivered in the outbox and are delivered
 	// again, which the journal answers repeated. With the in-process journal
 	// the journal rows and their marks are lost or kept together. The
 	// durability point of an event is its enqueue, which stays synchronous.
-	if _, err := tx.Exec(ctx, asyncCommitSQL); err != nil {
-		return 0, fmt.Errorf("publish: %w", err)
+	// Said in the BEGIN's own round trip.
+	tx, err := p.pool.BeginTx(ctx, pgx.TxOptions{BeginQuery: beginAsyncCommitSQL})
+	if err != nil {
+		return 0, fmt.Errorf("publish: begin: %w", err)
 	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 	b, err := p.claim(ctx, tx)
 	if err != nil || b.claimed() == 0 {
 		return 0, err

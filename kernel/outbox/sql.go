@@ -87,8 +87,9 @@ const parkedSQL = `
 SELECT source_id, event_id, park_reason, parked_at FROM kernel_event_outbox
 WHERE parked_at IS NOT NULL ORDER BY parked_at DESC LIMIT $1`
 
-// asyncCommitSQL relaxes the commit of one delivery transaction.
-const asyncCommitSQL = `SET LOCAL synchronous_commit = off`
+// beginAsyncCommitSQL begins a delivery transaction and relaxes its
+// commit, in one simple query (one round trip).
+const beginAsyncCommitSQL = `BEGIN; SET LOCAL synchronous_commit = off`
 
 // pendingSQL* read pending events by the event's project and, in the
 // narrower forms, its run and operation; $N::text[] empty matches any type.
