@@ -66,13 +66,10 @@ func (s *Sweeper) record(ctx context.Context, lk *runLock, w pipeline.Wall, d pi
 		verdict.EventID = "verdict/" + key
 	}
 
-	var opts pgx.TxOptions
+	// BEGIN rides in ReconcileAllTx's first batch (lazyTx).
+	tx := &lazyTx{conn: lk.conn.Conn()}
 	if last {
-		opts.CommitQuery = commitUnlockSQL
-	}
-	tx, err := lk.conn.BeginTx(ctx, opts)
-	if err != nil {
-		return kernel.Event{}, nil, fmt.Errorf("triage: begin: %w", err)
+		tx.opts.CommitQuery = commitUnlockSQL
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 
