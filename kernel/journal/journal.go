@@ -204,17 +204,8 @@ func (s *Store) ingest(ctx context.Context, q querier, preps []prepared) ([]kern
 	inserted := make(map[kernel.EventKey]bool, n)
 	// On its generic plan (pgplan), in one round trip.
 	b := &pgx.Batch{}
-	pgplan.Queue(b, ingestSQL, srcs, ids, projects, runs, types, tss, actors,
-		psrc, pid, datas, digests, opIDs, settles, openInBatch, ords).Query(func(rows pgx.Rows) error {
-		for rows.Next() {
-			var k kernel.EventKey
-			if err := rows.Scan(&k.SourceID, &k.EventID); err != nil {
-				return fmt.Errorf("scan: %w", err)
-			}
-			inserted[k] = true
-		}
-		return rows.Err()
-	})
+	pgplan.QueueInserted(b, inserted, ingestSQL, srcs, ids, projects, runs, types, tss, actors,
+		psrc, pid, datas, digests, opIDs, settles, openInBatch, ords)
 	if err := q.SendBatch(ctx, b).Close(); err != nil {
 		return nil, fmt.Errorf("ingest batch of %d: %w", len(preps), err)
 	}

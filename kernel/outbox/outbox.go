@@ -62,16 +62,7 @@ func Enqueue(ctx context.Context, db DBTX, events ...kernel.Event) error {
 	}
 	inserted := make(map[kernel.EventKey]bool, n)
 	b := &pgx.Batch{}
-	pgplan.Queue(b, enqueueSQL, srcs, ids, bodies, digests, ords).Query(func(rows pgx.Rows) error {
-		for rows.Next() {
-			var k kernel.EventKey
-			if err := rows.Scan(&k.SourceID, &k.EventID); err != nil {
-				return fmt.Errorf("scan: %w", err)
-			}
-			inserted[k] = true
-		}
-		return rows.Err()
-	})
+	pgplan.QueueInserted(b, inserted, enqueueSQL, srcs, ids, bodies, digests, ords)
 	if err := db.SendBatch(ctx, b).Close(); err != nil {
 		return fmt.Errorf("enqueue %d events: %w", n, err)
 	}

@@ -12,7 +12,13 @@
 // reads the journal through indexes; the outbox's enqueue reads no table.
 package pgplan
 
-import "github.com/jackc/pgx/v5"
+import (
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/seed-7bc021c3/reckon/kernel"
+)
 
 // ForceSQL switches the rest of the transaction to generic plans, keeping
 // the mode it replaced in a setting of our own for RestoreSQL.
@@ -34,4 +40,20 @@ func Queue(b *pgx.Batch, sql string, args ...any) *pgx.QueuedQuery {
 	q := b.Queue(sql, args...)
 	b.Queue(RestoreSQL)
 	return q
+}
+
+// QueueInserted is Queue for the journal's and the outbox's batch
+// inserts, whose rows are the (source_id, event_id) keys they inserted:
+// each is added to into when the batch's results are read.
+func QueueInserted(b *pgx.Batch, into map[kernel.EventKey]bool, sql string, args ...any) {
+	Queue(b, sql, args...).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			var k kernel.EventKey
+			if err := rows.Scan(&k.SourceID, &k.EventID); err != nil {
+				return fmt.Errorf("scan an inserted key: %w", err)
+			}
+			into[k] = true
+		}
+		return rows.Err()
+	})
 }
