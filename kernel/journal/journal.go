@@ -204,7 +204,7 @@ func (s *Store) ingest(ctx context.Context, q querier, preps []prepared) ([]kern
 	inserted := make(map[kernel.EventKey]bool, n)
 	// On its generic plan (pgplan), in one round trip.
 	b := &pgx.Batch{}
-	pgplan.QueueInserted(b, inserted, ingestSQL, srcs, ids, projects, runs, types, tss, actors,
+	pgplan.QueueInserted(b, inserted, "journal_events", ingestSQL, srcs, ids, projects, runs, types, tss, actors,
 		psrc, pid, datas, digests, opIDs, settles, openInBatch, ords)
 	if err := q.SendBatch(ctx, b).Close(); err != nil {
 		return nil, fmt.Errorf("ingest batch of %d: %w", len(preps), err)

@@ -12,11 +12,14 @@ import (
 	"github.com/seed-7bc021c3/reckon/kernel/pgplan"
 )
 
-// TestIngestPlan checks the plan the ingest statement runs on
-// (pgplan makes it the cached generic one) on a journal with a
-// backlog: every read of journal_events is an index probe, none a
-// sequential scan. The NOT EXISTS form of the open test planned as a
-// hashed subplan that read every settling row of the journal per batch.
+// TestIngestPlan checks the plans the ingest statement runs on: planned
+// for its parameters while the journal has no statistics, and the cached
+// generic plan (pgplan) once it is analyzed and large. Every read of
+// journal_events is an index probe, none a sequential scan, and operations
+// are looked up by the operation index. The NOT EXISTS form of the open
+// test planned as a hashed subplan that read every settling row of the
+// journal per batch; a generic plan made on the empty journal looked
+// operations up through (project, type, ts), walking the whole project.
 func TestIngestPlan(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -26,6 +29,22 @@ func TestIngestPlan(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = tx.Rollback(ctx) }()
+
+	// On an empty, never analyzed journal (a fresh installation, or a
+	// connection opened before the first events) every index looks alike
+	// to the planner, and a generic plan made then would be kept as the
+	// journal grows: the statement must be planned for its parameters.
+	var mode string
+	if err := tx.QueryRow(ctx, pgplan.ForceSQL, "journal_events", pgplan.MinAnalyzedRows).Scan(nil, nil, &mode, nil); err != nil {
+		t.Fatal(err)
+	}
+	if mode != "auto" {
+		t.Errorf("on an empty journal the ingest statement would run with plan_cache_mode %q, want auto", mode)
+	}
+	if _, err := tx.Exec(ctx, pgplan.RestoreSQL); err != nil {
+		t.Fatal(err)
+	}
+
 	if _, err := tx.Exec(ctx, `INSERT INTO journal_events (source_id, event_id, project, run_id, type, ts, actor,
     data, payload_digest, operation_id, settles, open)
 SELECT 's', 'e-' || g, 'p', 'r-' || (g / 100), CASE WHEN g % 2 = 0 THEN 'tool.started' ELSE 'tool.completed' END,
@@ -53,28 +72,31 @@ FROM generate_series(1, 40000) g`); err != nil {
 		t.Fatal(err)
 	}
 	explain(t, tx, "a batch of 500, custom plan", big)
-	if _, err := tx.Exec(ctx, pgplan.ForceSQL); err != nil {
-		t.Fatal(err)
+	if err := tx.QueryRow(ctx, pgplan.ForceSQL, "journal_events", pgplan.MinAnalyzedRows).Scan(nil, nil, &mode, nil); err != nil || mode != "force_generic_plan" {
+		t.Fatalf("on an analyzed journal of 40,000 events the mode is %q (%v), want force_generic_plan", mode, err)
 	}
 	explain(t, tx, "a batch of 500, generic plan", big)
 	for i, args := range []string{
 		// One event, a tool.started still open in its batch.
 		`('{s}', '{x-1}', '{p}', '{r-1}', '{tool.started}', '{2026-12-01T00:00:00Z}', '{agent}', '{NULL}', '{NULL}',
 		  '{"{}"}', '{"\\x00"}', '{op-x}', '{f}', '{t}', '{0}')`,
-		// Two: a start and the completion that settles it.
-		`('{s,s}', '{x-2,x-3}', '{p,p}', '{r-1,r-1}', '{tool.started,tool.completed}',
-		  '{2026-12-01T00:00:00Z,2026-12-01T00:00:00Z}', '{agent,agent}', '{NULL,NULL}', '{NULL,NULL}',
-		  '{"{}","{}"}', '{"\\x00","\\x00"}', '{op-y,op-y}', '{f,t}', '{f,f}', '{0,1}')`,
+		settlingPair,
 	} {
 		explain(t, tx, fmt.Sprintf("batch %d, generic plan", i), args)
 	}
 }
 
-// explain fails t when the plan of the prepared ingest statement with args
-// reads journal_events without an index.
-func explain(t *testing.T, tx pgx.Tx, what, args string) {
+// settlingPair is the arguments of a batch of two: a start and the
+// completion that settles it.
+const settlingPair = `('{s,s}', '{x-2,x-3}', '{p,p}', '{r-1,r-1}', '{tool.started,tool.completed}',
+		  '{2026-12-01T00:00:00Z,2026-12-01T00:00:00Z}', '{agent,agent}', '{NULL,NULL}', '{NULL,NULL}',
+		  '{"{}","{}"}', '{"\\x00","\\x00"}', '{op-y,op-y}', '{f,t}', '{f,f}', '{0,1}')`
+
+// explainPlan is the plan of EXECUTE stmt (a prepared statement and its
+// arguments).
+func explainPlan(t *testing.T, tx pgx.Tx, stmt string) string {
 	t.Helper()
-	rows, err := tx.Query(context.Background(), "EXPLAIN EXECUTE ingest"+args)
+	rows, err := tx.Query(context.Background(), "EXPLAIN EXECUTE "+stmt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,8 +104,23 @@ func explain(t *testing.T, tx pgx.Tx, what, args string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan := strings.Join(lines, "\n")
+	return strings.Join(lines, "\n")
+}
+
+// explain fails t when the plan of the prepared ingest statement with args
+// reads journal_events without an index.
+func explain(t *testing.T, tx pgx.Tx, what, args string) {
+	t.Helper()
+	plan := explainPlan(t, tx, "ingest"+args)
 	if strings.Contains(plan, "Seq Scan on journal_events") || !strings.Contains(plan, "Index") {
 		t.Errorf("%s: the ingest statement reads the journal without its indexes:\n%s", what, plan)
+	}
+	// The open test and the settle step look operations up by the
+	// operation index; any other index of the journal walks a project,
+	// a run or the open set per event.
+	for _, idx := range []string{"journal_events_type_ts", "journal_events_open_ops", "journal_events_run "} {
+		if strings.Contains(plan, idx) {
+			t.Errorf("%s: the ingest statement looks operations up through %s:\n%s", what, strings.TrimSpace(idx), plan)
+		}
 	}
 }

@@ -62,7 +62,7 @@ func Enqueue(ctx context.Context, db DBTX, events ...kernel.Event) error {
 	}
 	inserted := make(map[kernel.EventKey]bool, n)
 	b := &pgx.Batch{}
-	pgplan.QueueInserted(b, inserted, enqueueSQL, srcs, ids, bodies, digests, ords)
+	pgplan.QueueInserted(b, inserted, "", enqueueSQL, srcs, ids, bodies, digests, ords)
 	if err := db.SendBatch(ctx, b).Close(); err != nil {
 		return fmt.Errorf("enqueue %d events: %w", n, err)
 	}
