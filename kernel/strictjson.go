@@ -131,10 +131,7 @@ func (c *checker) value() error {
 	switch c.raw[c.pos] {
 	case '{':
 		c.pos++
-		// Most objects have a handful of keys: a linear scan over an
-		// array on the stack finds a repeat without a map per object.
-		var small [16]string
-		seen, seenMap := small[:0], map[string]bool(nil)
+		seen := map[string]bool{}
 		for {
 			c.ws()
 			if c.raw[c.pos] == '}' {
@@ -150,25 +147,10 @@ func (c *checker) value() error {
 				return err
 			}
 			c.path = append(c.path, pathSeg{key: key, idx: -1})
-			if seenMap == nil && len(seen) == len(small) {
-				seenMap = make(map[string]bool, 2*len(small))
-				for _, k := range seen {
-					seenMap[k] = true
-				}
+			if seen[key] {
+				return fmt.Errorf("%s appears twice in one object; send each key once", c.where())
 			}
-			if seenMap != nil {
-				if seenMap[key] {
-					return fmt.Errorf("%s appears twice in one object; send each key once", c.where())
-				}
-				seenMap[key] = true
-			} else {
-				for _, k := range seen {
-					if k == key {
-						return fmt.Errorf("%s appears twice in one object; send each key once", c.where())
-					}
-				}
-				seen = append(seen, key)
-			}
+			seen[key] = true
 			c.ws()
 			c.pos++ // ':'
 			if err := c.value(); err != nil {
