@@ -45,6 +45,13 @@ type WorkspaceTool interface {
 	WritesWorkspace() bool
 }
 
+// WritesWorkspace reports whether t is a WorkspaceTool that writes the
+// workspace: the one test of whether a call gets workspace manifests.
+func WritesWorkspace(t Tool) bool {
+	wt, ok := t.(WorkspaceTool)
+	return ok && wt.WritesWorkspace()
+}
+
 // PriorReader is a Tool that can read, just before a call, the downstream
 // state the call would change (a declared probe adapter's facts). The
 // worker records it (kernel/priorstate) so a probe can later tell what the

@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"fmt"
 	"path/filepath"
 
 	"github.com/seed-7bc021c3/reckon/kernel/config"
@@ -38,10 +37,8 @@ func NewSupervisor(cfg config.Config, m *triage.Metrics) (pipeline.Supervisor, e
 // replay over the journal, and the MCP lookup_operation probe over
 // RECKON_MCP_SERVERS when servers are configured.
 func (c *Core) NewProbes() (probe.Set, error) {
-	root, err := filepath.Abs(filepath.Join(c.Cfg.DataDir, "workspaces"))
-	if err != nil {
-		return nil, &config.Error{Var: "RECKON_DATA_DIR", Problem: fmt.Sprintf("cannot be made absolute: %v", err)}
-	}
+	// config.Load made DataDir absolute.
+	root := filepath.Join(c.Cfg.DataDir, "workspaces")
 	owners := operations.Owners{Pool: c.Pool}
 	set := probe.Set{probe.Workspace{Root: root, Owners: owners}, probe.Child{Journal: c.Journal},
 		probe.Diff{Root: root, Owners: owners, Manifests: manifest.Store{Pool: c.Pool}, Limits: c.ManifestLimits()}}

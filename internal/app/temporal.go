@@ -88,10 +88,7 @@ func (c *Core) StartKernel(ctx context.Context, o KernelConfig) (*Kernel, error)
 	if o.Fault != nil {
 		fc = *o.Fault
 	}
-	dataDir, err := filepath.Abs(c.Cfg.DataDir)
-	if err != nil {
-		return nil, fmt.Errorf("RECKON_DATA_DIR %q: %w", c.Cfg.DataDir, err)
-	}
+	dataDir := c.Cfg.DataDir // absolute: config.Load made it so
 	conn, err := c.connectTemporal(ctx, o.InMemory)
 	if err != nil {
 		return nil, err

@@ -82,7 +82,7 @@ func (a *Activities) SnapshotWorkspace(ctx context.Context, in SnapshotInput) (*
 	if !ok {
 		return nil, nil
 	}
-	if wt, ok := tool.(kernel.WorkspaceTool); !ok || !wt.WritesWorkspace() {
+	if !kernel.WritesWorkspace(tool) {
 		return nil, nil
 	}
 	defer heartbeat(ctx)()

@@ -202,7 +202,7 @@ func (s *Starter) workspaceTools(p Plan) []string {
 			out = append(out, name)
 			continue
 		}
-		if wt, ok := tool.(kernel.WorkspaceTool); ok && wt.WritesWorkspace() {
+		if kernel.WritesWorkspace(tool) {
 			out = append(out, name)
 		}
 	}

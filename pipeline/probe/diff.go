@@ -112,12 +112,6 @@ func named(paths []string) string {
 	return strings.Join(out, ", ")
 }
 
-// bound is how long after its start op may still act on the workspace.
-func (p Diff) bound(s StartedOp) time.Duration { return actBound(s, p.Grace) }
-
-// over reports whether s can no longer act on the workspace after t.
-func (p Diff) over(s StartedOp, t time.Time) bool { return over(s, t, p.Grace) }
-
 // Probe implements Probe.
 func (p Diff) Probe(ctx context.Context, run Run, op pipeline.WallOperation) (pipeline.Evidence, bool) {
 	if op.StartedKey.SourceID != kernel.SourceKernel || p.Manifests == nil {
@@ -156,7 +150,7 @@ func (p Diff) Probe(ctx context.Context, run Run, op pipeline.WallOperation) (pi
 		if op.State == "stale_in_flight" || !(run.Ended || op.State == "crash_window") {
 			return inconclusive("the run may still be running: a later step not yet in the journal could be changing the workspace")
 		}
-		if done := self.StartedAt.Add(p.bound(self)); !self.Answered && at.Before(done) {
+		if done := self.StartedAt.Add(actBound(self, p.Grace)); !self.Answered && at.Before(done) {
 			ev, ok := inconclusive("%s may still be running until %s (its timeout plus slack); the workspace is compared once it cannot change any more", op.OperationID, done.UTC().Format(time.RFC3339))
 			ev.RecheckAfter = &done
 			return ev, ok
@@ -203,7 +197,7 @@ func (p Diff) Probe(ctx context.Context, run Run, op pipeline.WallOperation) (pi
 	if self.Unconfined {
 		return inconclusive("%s equals the manifest recorded before %s, but the command ran unconfined (RECKON_SANDBOX_UNCONFINED): it could have written outside the workspace", against, op.OperationID)
 	}
-	if !p.over(self, cmpAt) {
+	if !over(self, cmpAt, p.Grace) {
 		return inconclusive("%s equals the manifest recorded before %s, but %s may still have been running then", against, op.OperationID, op.OperationID)
 	}
 	return evidence(DiffName, pipeline.FindingNone,

@@ -132,8 +132,8 @@ func TestDiffProbe(t *testing.T) {
 	time.Sleep(50 * time.Millisecond)
 	m6, taken6 := recordTaken("op-6")
 	gaveUp := cmd("op-e", m1, false)
-	gaveUp.StartedAt = taken5.Add(10 * time.Millisecond).Add(-p.bound(gaveUp))
-	if end := gaveUp.StartedAt.Add(p.bound(gaveUp)); !end.After(taken5) || end.After(taken6) {
+	gaveUp.StartedAt = taken5.Add(10 * time.Millisecond).Add(-actBound(gaveUp, p.Grace))
+	if end := gaveUp.StartedAt.Add(actBound(gaveUp, p.Grace)); !end.After(taken5) || end.After(taken6) {
 		t.Fatalf("op-e's bound %s must lie between op-5's manifest (%s) and op-6's (%s)", end, taken5, taken6)
 	}
 	late := Run{Project: "acme", RunID: "run-1", Ended: true, Started: []StartedOp{gaveUp, cmd("op-5", m5, true), cmd("op-6", m6, true)}}

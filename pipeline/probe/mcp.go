@@ -118,10 +118,7 @@ func (p MCP) Probe(ctx context.Context, run Run, op pipeline.WallOperation) (pip
 		return evidence(MCPName, pipeline.FindingOccurred,
 			fmt.Sprintf("server %s has key %s with a stored result: the call was applied", ans.Server, key), at, prov), true
 	case LookupNeverSeen:
-		grace := p.Grace
-		if grace <= 0 {
-			grace = 5 * time.Minute
-		}
+		grace := graceOr(p.Grace)
 		if op.State == "stale_in_flight" || at.Sub(op.StartedAt) < grace {
 			ev := evidence(MCPName, pipeline.FindingInconclusive,
 				fmt.Sprintf("server %s has never seen key %s, but the call may still be in flight (age %s, grace %s)", ans.Server, key, at.Sub(op.StartedAt).Round(time.Second), grace), at, prov)

@@ -78,10 +78,7 @@ func (p MCP) probeState(ctx context.Context, sr StateReader, run Run, op pipelin
 		return inconclusive("the state recorded before %s: %v", op.OperationID, err)
 	}
 	prov["prior"] = prior
-	grace := p.Grace
-	if grace <= 0 {
-		grace = 5 * time.Minute
-	}
+	grace := graceOr(p.Grace)
 	// The comparison point: the prior state recorded before the run's
 	// next write of any of the same facts (a re-issue), else now.
 	against, cmpAt, cmp := "the server's state now", at, ans.Facts

@@ -144,6 +144,15 @@ func commandBound(args json.RawMessage) time.Duration {
 // after its start a call to a workspace-rooted server may still write.
 const defaultGrace = 5 * time.Minute
 
+// graceOr is grace, or defaultGrace when grace is not set: every probe's
+// Grace defaults the same way.
+func graceOr(grace time.Duration) time.Duration {
+	if grace > 0 {
+		return grace
+	}
+	return defaultGrace
+}
+
 // actBound is how long after its start s may still act on the workspace:
 // commandBound for run_command, grace (defaultGrace when zero) for an MCP
 // call.
@@ -151,10 +160,7 @@ func actBound(s StartedOp, grace time.Duration) time.Duration {
 	if s.Tool == kernel.ToolRunCommand {
 		return commandBound(s.Args)
 	}
-	if grace > 0 {
-		return grace
-	}
-	return defaultGrace
+	return graceOr(grace)
 }
 
 // over reports whether s can no longer act on the workspace after t: its
