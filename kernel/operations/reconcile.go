@@ -184,7 +184,7 @@ func (s *Service) ReconcileTx(ctx context.Context, tx pgx.Tx, req ReconcileParam
 // also are events of the caller's enqueued in the same statement, before
 // the reconciliations (the sweep's supervisor.verdict): a key of theirs
 // already enqueued with another payload is an EConflict like any other.
-func (s *Service) ReconcileAllTx(ctx context.Context, tx pgx.Tx, reqs []ReconcileParams, also ...kernel.Event) ([]Recorded, error) {
+func (s *Service) ReconcileAllTx(ctx context.Context, tx outbox.DBTX, reqs []ReconcileParams, also ...kernel.Event) ([]Recorded, error) {
 	if len(reqs) == 0 {
 		if err := outbox.Enqueue(ctx, tx, also...); err != nil {
 			return nil, fmt.Errorf("reconcile: enqueue: %w", err)

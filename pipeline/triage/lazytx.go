@@ -2,9 +2,12 @@ package triage
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/seed-7bc021c3/reckon/kernel/outbox"
 )
 
 // lazyTx is a transaction whose BEGIN travels in its first batch instead
@@ -12,6 +15,7 @@ import (
 // opens with ReconcileAllTx's batch (locks and reads), so every wall
 // saves one of its round trips. Once begun it is pgx's own transaction;
 // a statement other than a batch as the first begins it the usual way.
+// It is an outbox.DBTX, all that ReconcileAllTx needs.
 type lazyTx struct {
 	conn *pgx.Conn
 	opts pgx.TxOptions
@@ -20,7 +24,7 @@ type lazyTx struct {
 	closed bool
 }
 
-var _ pgx.Tx = (*lazyTx)(nil)
+var _ outbox.DBTX = (*lazyTx)(nil)
 
 // begun returns the transaction, beginning it in a round trip of its own
 // when nothing has yet.
@@ -63,11 +67,19 @@ func (t *lazyTx) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
 	return br
 }
 
-// Commit commits. Before anything began the transaction there is nothing
-// to commit, but a CommitQuery of the options still runs: it may do more
-// than commit (a run's last wall releases the run's lock with it).
+// Commit commits. A transaction an error aborted is refused here, from the
+// status the connection already knows, and rolled back: a CommitQuery that
+// does more than commit (the run's last wall releases the run's lock with
+// it) hides COMMIT's tag, and with it the ROLLBACK PostgreSQL answers for
+// such a transaction, so a rolled-back wall could be taken for a written
+// one. Before anything began the transaction there is nothing to commit,
+// but a CommitQuery still runs for what else it does.
 func (t *lazyTx) Commit(ctx context.Context) error {
 	if t.tx != nil {
+		if t.conn.PgConn().TxStatus() == 'E' {
+			_ = t.tx.Rollback(ctx)
+			return fmt.Errorf("an earlier statement aborted the transaction; nothing was committed: %w", pgx.ErrTxCommitRollback)
+		}
 		return t.tx.Commit(ctx)
 	}
 	if t.closed {
@@ -93,15 +105,6 @@ func (t *lazyTx) Rollback(ctx context.Context) error {
 	return nil
 }
 
-// Begin opens a savepoint in the transaction.
-func (t *lazyTx) Begin(ctx context.Context) (pgx.Tx, error) {
-	tx, err := t.begun(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return tx.Begin(ctx)
-}
-
 // Exec runs sql in the transaction.
 func (t *lazyTx) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
 	tx, err := t.begun(ctx)
@@ -119,44 +122,3 @@ func (t *lazyTx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, 
 	}
 	return tx.Query(ctx, sql, args...)
 }
-
-// QueryRow runs sql in the transaction.
-func (t *lazyTx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
-	tx, err := t.begun(ctx)
-	if err != nil {
-		return errRow{err}
-	}
-	return tx.QueryRow(ctx, sql, args...)
-}
-
-// CopyFrom copies rows in the transaction.
-func (t *lazyTx) CopyFrom(ctx context.Context, table pgx.Identifier, columns []string, src pgx.CopyFromSource) (int64, error) {
-	tx, err := t.begun(ctx)
-	if err != nil {
-		return 0, err
-	}
-	return tx.CopyFrom(ctx, table, columns, src)
-}
-
-// Prepare prepares a statement on the connection.
-func (t *lazyTx) Prepare(ctx context.Context, name, sql string) (*pgconn.StatementDescription, error) {
-	return t.conn.Prepare(ctx, name, sql)
-}
-
-// LargeObjects is the transaction's large objects; it begins the
-// transaction (without a context: pgx's signature has none).
-func (t *lazyTx) LargeObjects() pgx.LargeObjects {
-	tx, err := t.begun(context.Background())
-	if err != nil {
-		return pgx.LargeObjects{}
-	}
-	return tx.LargeObjects()
-}
-
-// Conn is the connection the transaction runs on.
-func (t *lazyTx) Conn() *pgx.Conn { return t.conn }
-
-// errRow is a row that could not be read: err on Scan.
-type errRow struct{ err error }
-
-func (r errRow) Scan(...any) error { return r.err }

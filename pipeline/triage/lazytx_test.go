@@ -46,7 +46,11 @@ func TestLazyTx(t *testing.T) {
 		t.Fatalf("after the first batch the connection's status is %q, want T (in a transaction)", st)
 	}
 	var xid2 string
-	if err := tx.QueryRow(ctx, `SELECT pg_current_xact_id()::text`).Scan(&xid2); err != nil {
+	rows, err := tx.Query(ctx, `SELECT pg_current_xact_id()::text`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if xid2, err = pgx.CollectExactlyOneRow(rows, pgx.RowTo[string]); err != nil {
 		t.Fatal(err)
 	}
 	if xid1 != xid2 {

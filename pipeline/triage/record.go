@@ -9,8 +9,6 @@ import (
 	"fmt"
 	"sort"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/operations"
 	"github.com/seed-7bc021c3/reckon/kernel/outbox"
@@ -112,25 +110,13 @@ func (s *Sweeper) record(ctx context.Context, lk *runLock, w pipeline.Wall, d pi
 	for i, r := range done {
 		recs[i] = r.Event
 	}
-	if err := commitWall(ctx, tx); err != nil {
+	if err := tx.Commit(ctx); err != nil {
 		return kernel.Event{}, nil, fmt.Errorf("triage: commit wall %s/%s: %w", w.Project, w.RunID, err)
 	}
 	if last {
 		lk.held = false
 	}
 	return verdict, recs, nil
-}
-
-// commitWall commits a wall's transaction. The last wall commits with
-// commitUnlockSQL, whose one result hides COMMIT's tag, and with it the
-// ROLLBACK that PostgreSQL answers for a transaction an error had aborted;
-// such a transaction is refused here, from the status the connection
-// already knows, so a rolled-back wall can never be taken for a written one.
-func commitWall(ctx context.Context, tx pgx.Tx) error {
-	if tx.Conn().PgConn().TxStatus() == 'E' {
-		return errors.New("an earlier statement aborted the transaction; nothing was committed")
-	}
-	return tx.Commit(ctx)
 }
 
 // reconcileEvidence is the evidence attached to a supervisor

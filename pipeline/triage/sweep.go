@@ -40,7 +40,7 @@ import (
 type Operations interface {
 	Projects(ctx context.Context) ([]string, error)
 	List(ctx context.Context, p operations.ListParams) (operations.Page, error)
-	ReconcileAllTx(ctx context.Context, tx pgx.Tx, ps []operations.ReconcileParams, also ...kernel.Event) ([]operations.Recorded, error)
+	ReconcileAllTx(ctx context.Context, tx outbox.DBTX, ps []operations.ReconcileParams, also ...kernel.Event) ([]operations.Recorded, error)
 }
 
 var _ Operations = (*operations.Service)(nil)

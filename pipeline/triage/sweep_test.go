@@ -633,8 +633,8 @@ func TestRunLockHeldUntilTheLastWallCommits(t *testing.T) {
 
 // TestCommitWallRefusesAnAbortedTransaction: with commitUnlockSQL as the
 // commit query, COMMIT of an aborted transaction answers ROLLBACK under
-// the unlock's result, which pgx then reports as a success; commitWall
-// must refuse it instead.
+// the unlock's result, which pgx then reports as a success; a wall's
+// transaction (lazyTx) must refuse it instead.
 func TestCommitWallRefusesAnAbortedTransaction(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -644,15 +644,17 @@ func TestCommitWallRefusesAnAbortedTransaction(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Release()
-	tx, err := conn.BeginTx(ctx, pgx.TxOptions{CommitQuery: commitUnlockSQL})
-	if err != nil {
+	tx := &lazyTx{conn: conn.Conn(), opts: pgx.TxOptions{CommitQuery: commitUnlockSQL}}
+	defer func() { _ = tx.Rollback(ctx) }()
+	b := &pgx.Batch{}
+	b.Queue("SELECT 1")
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = tx.Rollback(ctx) }()
 	if _, err := tx.Exec(ctx, "SELECT 1/0"); err == nil {
 		t.Fatal("division by zero succeeded")
 	}
-	if err := commitWall(ctx, tx); err == nil {
+	if err := tx.Commit(ctx); err == nil {
 		t.Fatal("the commit of an aborted transaction was reported as a success")
 	}
 }
