@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -110,6 +111,15 @@ func (s *Starter) start(ctx context.Context, req StartParams) (string, bool, err
 	// without its row (no owner, no workspace for the probes, its id free
 	// for another plan). Every statement of the start runs on the locked
 	// connection, so concurrent starts never wait on the pool for a second.
+	// Starts of one run id in this process take turns in memory first
+	// (startTurns), so that a burst of identical requests waits without
+	// holding a pool connection each; the advisory lock orders them
+	// across processes.
+	release, err := startTurns.take(ctx, req.Project+"\x00"+req.RunID)
+	if err != nil {
+		return "", false, fmt.Errorf("start run %s/%s: wait for a concurrent start: %w", req.Project, req.RunID, err)
+	}
+	defer release()
 	conn, err := s.Pool.Acquire(ctx)
 	if err != nil {
 		return "", false, fmt.Errorf("start run %s/%s: %w", req.Project, req.RunID, err)
@@ -351,4 +361,48 @@ func journalStatus(terminal string) string {
 		return StatusFailed
 	}
 	return StatusRunning
+}
+
+// startTurns orders the starts of one run id within this process.
+var startTurns = turnstile{turns: map[string]*turn{}}
+
+// turnstile is a lock per key whose waiters give up when their context
+// ends. Keys are dropped when nobody holds or waits for them.
+type turnstile struct {
+	mu    sync.Mutex
+	turns map[string]*turn
+}
+
+// turn is one key's lock (a channel of capacity one: held while full) and
+// how many callers hold or wait for it.
+type turn struct {
+	held  chan struct{}
+	users int
+}
+
+// take waits for key's turn, or for ctx to end, and returns the function
+// that ends the turn.
+func (ts *turnstile) take(ctx context.Context, key string) (release func(), err error) {
+	ts.mu.Lock()
+	t := ts.turns[key]
+	if t == nil {
+		t = &turn{held: make(chan struct{}, 1)}
+		ts.turns[key] = t
+	}
+	t.users++
+	ts.mu.Unlock()
+	leave := func() {
+		ts.mu.Lock()
+		if t.users--; t.users == 0 {
+			delete(ts.turns, key)
+		}
+		ts.mu.Unlock()
+	}
+	select {
+	case t.held <- struct{}{}:
+		return func() { <-t.held; leave() }, nil
+	case <-ctx.Done():
+		leave()
+		return nil, ctx.Err()
+	}
 }
