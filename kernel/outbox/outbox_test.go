@@ -2,9 +2,11 @@ package outbox_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -545,5 +547,66 @@ func TestMaintenanceRunsEveryTask(t *testing.T) {
 	<-done
 	if first.Load() < 2 || second.Load() < 2 {
 		t.Fatalf("maintenance ran the tasks %d and %d times, want each at least twice", first.Load(), second.Load())
+	}
+}
+
+// TestBadRowsAreParkedNotDropped: rows written past Enqueue (corruption, an
+// older version) that hold no event, or an event the journal refuses, are
+// parked with a reason a person can act on, and the valid rows of the same
+// batch are delivered, in order.
+func TestBadRowsAreParkedNotDropped(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := pgtest.New(t)
+	good := events("g", 4)
+	enqueue(t, s, good[:2]...)
+	invalid := good[0]
+	invalid.EventID, invalid.Actor = "g/bad-actor", "robot"
+	body, err := json.Marshal(invalid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []struct{ id, body string }{{"g/not-an-event", `[1, 2]`}, {"g/bad-actor", string(body)}} {
+		if _, err := s.Pool.Exec(ctx, `INSERT INTO kernel_event_outbox (source_id, event_id, event, payload_digest)
+VALUES ('kernel', $1, $2::jsonb, '\x00')`, r.id, r.body); err != nil {
+			t.Fatal(err)
+		}
+	}
+	enqueue(t, s, good[2:]...)
+	drain(t, outbox.NewPublisher(s.Pool, journal.New(s.Pool, nil), fastCfg(), nil, zerolog.Nop()))
+
+	rows, err := s.Pool.Query(ctx, `SELECT event_id, park_reason FROM kernel_event_outbox WHERE parked_at IS NOT NULL ORDER BY event_id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	parked := map[string]string{}
+	for rows.Next() {
+		var id, reason string
+		if err := rows.Scan(&id, &reason); err != nil {
+			t.Fatal(err)
+		}
+		parked[id] = reason
+	}
+	if rows.Err() != nil {
+		t.Fatal(rows.Err())
+	}
+	if len(parked) != 2 || parked["g/not-an-event"] != "outbox row does not hold an event" ||
+		!strings.Contains(parked["g/bad-actor"], `field "actor"`) {
+		t.Fatalf("parked rows: %q", parked)
+	}
+	var order []string
+	evs, err := journal.New(s.Pool, nil).RunEvents(ctx, "acme", "g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range evs {
+		order = append(order, e.EventID)
+	}
+	want := []string{good[0].EventID, good[1].EventID, good[2].EventID, good[3].EventID}
+	if !slices.Equal(order, want) {
+		t.Fatalf("journal holds %v, want %v", order, want)
+	}
+	if n := count(t, s, "SELECT count(*) FROM kernel_event_outbox WHERE delivered_at IS NULL AND parked_at IS NULL"); n != 0 {
+		t.Fatalf("%d rows still waiting", n)
 	}
 }
