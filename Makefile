@@ -54,8 +54,9 @@ demo: db deps
 ## events, a bare Temporal activity, the outbox alone, the model's
 ## concurrency limit); the table is also written to bin/bench.json.
 ## Long; not part of test. RECKON_BENCH_SIZES=100k,1m shortens the listing.
-## The ingest rows and the built-in sweep measure RECKON_BENCH_REPEAT pairs
-## (default 3), each pair side by side, and report the pair of median ratio.
+## The ingest rows, the sustained row (against River's steady run) and the
+## built-in sweep measure RECKON_BENCH_REPEAT pairs (default 3), each pair
+## side by side, and report the pair of median ratio.
 ## The outbox package runs first, right after the references it is compared
 ## with, so that the load of a shared machine moves them together.
 BENCH_PKGS = ./kernel/outbox/ ./kernel/journal/ ./kernel/operations/ ./pipeline/triage/ ./kernel/runner/ ./kernel/gateway/ ./kernel/manifest/

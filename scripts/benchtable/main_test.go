@@ -53,9 +53,20 @@ func TestRiverRows(t *testing.T) {
 		t.Errorf("sustained vs River: target %q, want ≥ 1.50", r.Target)
 	}
 
+	// The sustained benchmark's own River pairs win over the run's start.
+	if err := parseBench(strings.NewReader("BenchmarkOutboxToJournal-2   \t       1\t  6000 events/s\t  4000 river-jobs/s\t  1.5 x-river\n"), fig); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range build(fig) {
+		if r.Path == "sustained vs River steady (2 producers, 100 / tx)" && (r.Reference != 4000 || r.Ratio != 1.5 || r.Met == nil || !*r.Met) {
+			t.Errorf("with the benchmark's own River figure: reference %v ratio %v met %v, want 4000, 1.5, met", r.Reference, r.Ratio, r.Met)
+		}
+	}
+
 	// Without the River reference (its module not built), its rows say so
 	// rather than vanish or borrow another reference.
 	delete(fig, "ref|river_steady")
+	delete(fig, "BenchmarkOutboxToJournal|river-jobs/s")
 	for _, r := range build(fig) {
 		if r.Path == "sustained vs River steady (2 producers, 100 / tx)" && (len(r.Missing) == 0 || r.Met != nil) {
 			t.Errorf("without ref|river_steady: missing %v met %v, want not measured", r.Missing, r.Met)
