@@ -21,12 +21,17 @@ const (
 	// under load leaves in round trips of a size PostgreSQL handles well.
 	groupMaxEvents = 500
 	// groupMaxInFlight is how many combined batches may be in flight at
-	// once. One: what limits single-event ingest is the commit (a WAL
-	// flush each), and a second batch in flight halves the events per
-	// commit. Measured with 8 callers (BenchmarkIngestSingleConcurrent):
-	// 5,680 events/s with one in flight, 2,713 with two, 1,612 with four;
-	// with 32 callers 12,383 with one, 7,636 with two.
-	groupMaxInFlight = 1
+	// once. Two: one batch's statement and commit run in the database
+	// while the next gathers and is prepared, so the client's work and the
+	// WAL flush overlap; more batches only split the events per commit.
+	// Measured at 3675adb on 2 cores, medians of three pairs against
+	// pgbench in alternating runs: 8 callers 4,740–4,748 events/s with one
+	// in flight, 5,905–7,395 with two, 4,910–4,926 with four; 32 callers
+	// 10,757–11,460 with one, 14,056–16,392 with two, 10,523–10,964 with
+	// four. (An earlier measurement, 5,680 with one against 2,713 with
+	// two, predates pgplan's gate: concurrent batches then ran on a
+	// generic plan made on the empty journal.)
+	groupMaxInFlight = 2
 	// groupSmall is the largest call that joins a group; larger batches
 	// already amortise their round trip and go straight to the database.
 	groupSmall = 64
