@@ -370,8 +370,9 @@ func (p *Publisher) claim(ctx context.Context, tx pgx.Tx) (batch, error) {
 			// valid is not checked here: the journal validates every event
 			// it ingests and rejects such a batch as invalid, and
 			// deliverBatch then parks that one event with the journal's
-			// reason. Validating here too cost a seventh of the
-			// publisher's CPU (the sustained benchmark's profile).
+			// reason. Validating here too was 0.46 s of the 3.41 s of Go CPU
+			// in the sustained benchmark's profile (a quarter of the
+			// publisher's share).
 			b.undecodable = append(b.undecodable, id)
 			continue
 		}
