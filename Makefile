@@ -65,8 +65,10 @@ bench: db deps
 	scripts/bench-reference.sh | tee bin/bench-ref.txt
 	@# River, the queue peer, in its own module (bench/riverref) so that it
 	@# stays out of go.mod. Its failure (say, no module proxy) leaves its
-	@# rows "not measured" rather than stopping the run.
-	{ cd bench/riverref && $(GO) run . || echo "River reference failed: its rows say not measured" >&2; } | tee -a bin/bench-ref.txt
+	@# rows "not measured" rather than stopping the run. Burn-down only:
+	@# the sustained benchmark runs River's steady reference itself, right
+	@# after each of its runs.
+	{ cd bench/riverref && $(GO) run . -mode burndown || echo "River reference failed: its rows say not measured" >&2; } | tee -a bin/bench-ref.txt
 	@# -p 1: one package's benchmarks at a time; go test otherwise runs a
 	@# test binary per core at once and the figures measure each other.
 	$(GO) test -p 1 -run '^$$' -bench . -benchtime 1x -timeout 60m -v $(BENCH_PKGS) | tee bin/bench-raw.txt | grep -vE '^(=== RUN|--- PASS|PASS|goos|goarch|cpu)'

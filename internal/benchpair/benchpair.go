@@ -11,6 +11,7 @@
 package benchpair
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"slices"
@@ -48,15 +49,7 @@ func Repeats() (int, error) {
 // count) and the pairs' ratios as text, for the benchmark's log.
 func Median(pairs []Pair) (Pair, string) {
 	sorted := slices.Clone(pairs)
-	slices.SortStableFunc(sorted, func(a, b Pair) int {
-		switch ra, rb := a.Ratio(), b.Ratio(); {
-		case ra < rb:
-			return -1
-		case ra > rb:
-			return 1
-		}
-		return 0
-	})
+	slices.SortStableFunc(sorted, func(a, b Pair) int { return cmp.Compare(a.Ratio(), b.Ratio()) })
 	ratios := make([]string, len(pairs))
 	for i, p := range pairs {
 		ratios[i] = strconv.FormatFloat(p.Ratio(), 'f', 2, 64)

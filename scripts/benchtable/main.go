@@ -109,8 +109,9 @@ var specs = []spec{
 	{path: "drain vs River burn-down, 100k pre-enqueued", unit: "events/s", refName: "River burn-down, 100k pre-inserted no-op jobs (jobs/s)",
 		reckon: "BenchmarkPublisherDrain/tx|events/s", ref: "ref|river_burndown"},
 	// The sustained benchmark runs River's steady benchmark right after
-	// each of its runs and reports the median pair; River's run at the
-	// start of `make bench` is the fallback.
+	// each of its runs and reports the median pair; a river_steady line of
+	// the reference file (bench/riverref -mode both, run by hand) is the
+	// fallback for a raw file without it.
 	{path: "sustained vs River steady (2 producers, 100 / tx)", unit: "events/s", refName: "River steady, 100k no-op jobs inserted while worked (jobs/s)",
 		reckon: "BenchmarkOutboxToJournal|events/s", ref: "BenchmarkOutboxToJournal|river-jobs/s", refFallback: "ref|river_steady", min: 1.5},
 	{path: "tool-call overhead, no-op tool (median per call)", unit: "ms", refName: "bare no-op Temporal activity, same server",
