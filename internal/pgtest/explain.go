@@ -24,7 +24,17 @@ func (s *Schema) Plan(t testing.TB, q string, args ...any) string {
 	if _, err := tx.Exec(ctx, "SET LOCAL enable_seqscan = off"); err != nil {
 		t.Fatalf("pgtest: plan: %v", err)
 	}
-	rows, err := tx.Query(ctx, "EXPLAIN "+q, args...)
+	return Explain(t, tx, q, args...)
+}
+
+// Explain returns the plan of q with args as db plans it (a transaction
+// whose settings the test chose; q may be EXECUTE of a prepared
+// statement), one line of EXPLAIN's output per line.
+func Explain(t testing.TB, db interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}, q string, args ...any) string {
+	t.Helper()
+	rows, err := db.Query(context.Background(), "EXPLAIN "+q, args...)
 	if err != nil {
 		t.Fatalf("pgtest: explain: %v", err)
 	}

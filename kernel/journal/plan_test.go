@@ -92,26 +92,11 @@ const settlingPair = `('{s,s}', '{x-2,x-3}', '{p,p}', '{r-1,r-1}', '{tool.starte
 		  '{2026-12-01T00:00:00Z,2026-12-01T00:00:00Z}', '{agent,agent}', '{NULL,NULL}', '{NULL,NULL}',
 		  '{"{}","{}"}', '{"\\x00","\\x00"}', '{op-y,op-y}', '{f,t}', '{f,f}', '{0,1}')`
 
-// explainPlan is the plan of EXECUTE stmt (a prepared statement and its
-// arguments).
-func explainPlan(t *testing.T, tx pgx.Tx, stmt string) string {
-	t.Helper()
-	rows, err := tx.Query(context.Background(), "EXPLAIN EXECUTE "+stmt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		t.Fatal(err)
-	}
-	return strings.Join(lines, "\n")
-}
-
 // explain fails t when the plan of the prepared ingest statement with args
 // reads journal_events without an index.
 func explain(t *testing.T, tx pgx.Tx, what, args string) {
 	t.Helper()
-	plan := explainPlan(t, tx, "ingest"+args)
+	plan := pgtest.Explain(t, tx, "EXECUTE ingest"+args)
 	if strings.Contains(plan, "Seq Scan on journal_events") || !strings.Contains(plan, "Index") {
 		t.Errorf("%s: the ingest statement reads the journal without its indexes:\n%s", what, plan)
 	}

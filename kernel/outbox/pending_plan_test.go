@@ -79,25 +79,16 @@ FROM generate_series(1, 6000) g`); err != nil {
 		if _, err := tx.Exec(ctx, "PREPARE pending_"+c.name+" AS "+c.sql); err != nil {
 			t.Fatal(err)
 		}
-		rows, err := tx.Query(ctx, "EXPLAIN EXECUTE pending_"+c.name+c.args)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var plan, cond strings.Builder
-		for rows.Next() {
-			var line string
-			if err := rows.Scan(&line); err != nil {
-				t.Fatal(err)
-			}
-			plan.WriteString(line + "\n")
+		plan := pgtest.Explain(t, tx, "EXECUTE pending_"+c.name+c.args)
+		var cond strings.Builder
+		for _, line := range strings.Split(plan, "\n") {
 			if strings.Contains(line, "Index Cond") {
 				cond.WriteString(line)
 			}
 		}
-		rows.Close()
 		for _, col := range c.want {
 			if !strings.Contains(cond.String(), col) {
-				t.Errorf("%s: the plan (%s) does not look %s up in the index:\n%s", c.name, planMode, col, plan.String())
+				t.Errorf("%s: the plan (%s) does not look %s up in the index:\n%s", c.name, planMode, col, plan)
 			}
 		}
 	}
