@@ -14,8 +14,11 @@ import (
 // goes to the database at once, so a lone caller waits for nothing; calls
 // that arrive while batches are in flight queue up and leave together with
 // the next one. Each caller still gets its own answers (accepted, repeated,
-// conflict) exactly as if the calls had run one after another in arrival
-// order, and one caller's failure never fails the others (see flush).
+// conflict) exactly as if the calls had run one after another: in arrival
+// order within a batch; two batches in flight commit in either order, as
+// two concurrent callers' requests could anyway (a caller's next call
+// starts after its answer, so its own calls keep their order). One
+// caller's failure never fails the others (see flush).
 const (
 	// groupMaxEvents bounds one combined batch, so a queue that built up
 	// under load leaves in round trips of a size PostgreSQL handles well.
