@@ -95,6 +95,7 @@ func measureIngest(b *testing.B, size, total, clients int) (float64, time.Durati
 			next <- batch
 		}
 		close(next)
+		pgtest.Checkpoint(b)
 		start := time.Now()
 		var wg sync.WaitGroup
 		for range clients {
@@ -172,6 +173,7 @@ FROM generate_series(1, %d) g; ANALYZE pgbench_ref.events`, warmEvents)); err !=
 	}
 	defer func() { _, _ = s.Pool.Exec(context.Background(), "DROP SCHEMA pgbench_ref CASCADE") }()
 	secs := max(3, min(10, int(d.Seconds()+0.5)))
+	pgtest.Checkpoint(b)
 	out, err := exec.Command(bin, "-n", "-c", strconv.Itoa(clients), "-j", "1", "-T", strconv.Itoa(secs),
 		"-f", "../../bench/pgbench_"+script+".sql", u.String()).CombinedOutput()
 	if err != nil {

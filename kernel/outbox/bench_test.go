@@ -68,6 +68,7 @@ func measureSustained(b *testing.B) float64 {
 		j := journal.New(s.Pool, nil)
 		ctx, cancel := context.WithCancel(context.Background())
 		var wg sync.WaitGroup
+		pgtest.Checkpoint(b)
 		start := time.Now()
 		for i := 0; i < 2; i++ {
 			p := outbox.NewPublisher(s.Pool, j, outbox.Config{BatchSize: 1000, PollInterval: time.Millisecond}, nil, zerolog.Nop())
@@ -145,6 +146,7 @@ func riverSteady(b *testing.B) func() float64 {
 		return func() float64 { return 0 }
 	}
 	return func() float64 {
+		pgtest.Checkpoint(b)
 		out, err := osexec.Command(bin, "-mode", "steady", "-url", pgtest.BaseURL()).CombinedOutput()
 		if err != nil {
 			b.Logf("no River reference: %v\n%s", err, out)

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/seed-7bc021c3/reckon/internal/benchpair"
+	"github.com/seed-7bc021c3/reckon/internal/pgtest"
 	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/outbox"
 	"github.com/seed-7bc021c3/reckon/pipeline"
@@ -98,6 +99,9 @@ func BenchmarkSweep(b *testing.B) {
 					b.Fatal(err)
 				}
 				sw := e.sweeper(Config{Supervisor: sup, Concurrency: 8, MaxWalls: 10 * runs})
+				if c.name == "builtin" {
+					pgtest.Checkpoint(b) // as before its floor
+				}
 				b.StartTimer()
 				start := time.Now()
 				rep, err := sw.Sweep(context.Background(), SweepParams{})
@@ -149,6 +153,7 @@ func outboxFloor(b *testing.B, rep Report, concurrency int) time.Duration {
 	ctx := context.Background()
 	next := make(chan []kernel.Event)
 	var wg sync.WaitGroup
+	pgtest.Checkpoint(b) // as before the sweep
 	start := time.Now()
 	for range concurrency {
 		wg.Go(func() {
