@@ -57,8 +57,11 @@ func BenchmarkSweep(b *testing.B) {
 	cases := []struct {
 		name  string
 		model func(b *testing.B) (pipeline.Supervisor, func())
+		// paired: measured against its outbox-only floor, pair after pair
+		// (the model sweep's reference is its concurrency limit).
+		paired bool
 	}{
-		{"builtin", func(b *testing.B) (pipeline.Supervisor, func()) { return supervisor.Builtin{}, func() {} }},
+		{"builtin", func(b *testing.B) (pipeline.Supervisor, func()) { return supervisor.Builtin{}, func() {} }, true},
 		{"openai_fake_200ms_c8", func(b *testing.B) (pipeline.Supervisor, func()) {
 			f := fakeopenai.New()
 			f.SetLatency(200 * time.Millisecond)
@@ -70,7 +73,7 @@ func BenchmarkSweep(b *testing.B) {
 				b.Logf("model calls: %d, peak concurrent calls: %d", len(f.Calls()), f.PeakConcurrency())
 				f.Close()
 			}
-		}},
+		}, false},
 	}
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
@@ -79,7 +82,7 @@ func BenchmarkSweep(b *testing.B) {
 			// The built-in sweep is measured with its floor, pair after
 			// pair, and the pair of median ratio is the figure (benchpair).
 			iterations := b.N
-			if c.name == "builtin" {
+			if c.paired {
 				reps, err := benchpair.Repeats()
 				if err != nil {
 					b.Fatal(err)
@@ -99,7 +102,7 @@ func BenchmarkSweep(b *testing.B) {
 					b.Fatal(err)
 				}
 				sw := e.sweeper(Config{Supervisor: sup, Concurrency: 8, MaxWalls: 10 * runs})
-				if c.name == "builtin" {
+				if c.paired {
 					pgtest.Checkpoint(b) // as before its floor
 				}
 				b.StartTimer()
@@ -114,7 +117,7 @@ func BenchmarkSweep(b *testing.B) {
 					b.Fatalf("journaled %d of %d walls, %d failed", rep.Journaled, runs, rep.Failed)
 				}
 				total += elapsed
-				if c.name == "builtin" {
+				if c.paired {
 					floor := outboxFloor(b, rep, 8)
 					b.Logf("sweep %.2fs; outbox-only floor (the same %d walls' events enqueued one transaction per wall at concurrency 8) %.2fs; sweep/floor %.2f",
 						elapsed.Seconds(), runs, floor.Seconds(), elapsed.Seconds()/floor.Seconds())
@@ -122,7 +125,7 @@ func BenchmarkSweep(b *testing.B) {
 				}
 			}
 			perSweep := total.Seconds() / float64(iterations)
-			if c.name == "builtin" {
+			if c.paired {
 				m, ratios := benchpair.Median(pairs)
 				perSweep = m.Value
 				b.ReportMetric(m.Ref, "floor-s")
