@@ -224,7 +224,6 @@ func (s *Store) ingest(ctx context.Context, q querier, preps []prepared) ([]kern
 	}
 
 	out := make([]kernel.IngestResult, len(preps))
-	counts := map[string]float64{}
 	for i, p := range preps {
 		k := p.ev.Key()
 		r := kernel.IngestResult{SourceID: k.SourceID, EventID: k.EventID}
@@ -235,15 +234,29 @@ func (s *Store) ingest(ctx context.Context, q querier, preps []prepared) ([]kern
 			r.Status = kernel.StatusRepeated
 		default:
 			r.Status = kernel.StatusConflict
-			r.Reason = fmt.Sprintf("event %s is already in the journal with a different payload; nothing was overwritten", k)
+			r.Reason = conflictReason(k)
 		}
-		counts[r.Status]++
 		out[i] = r
+	}
+	s.countResults(out)
+	return out, nil
+}
+
+// countResults adds a batch's answers to the results metric, one Add per
+// status.
+func (s *Store) countResults(out []kernel.IngestResult) {
+	counts := map[string]float64{}
+	for _, r := range out {
+		counts[r.Status]++
 	}
 	for st, c := range counts {
 		s.results.WithLabelValues(st).Add(c)
 	}
-	return out, nil
+}
+
+// conflictReason is the reason of a conflict answer.
+func conflictReason(k kernel.EventKey) string {
+	return fmt.Sprintf("event %s is already in the journal with a different payload; nothing was overwritten", k)
 }
 
 func readDigests(ctx context.Context, q querier, keys []kernel.EventKey, into map[kernel.EventKey][]byte) error {
@@ -442,4 +455,73 @@ func DecodeEventCursor(c string) (int64, error) {
 		}
 	}
 	return 0, kernel.Errorf(kernel.EInvalid, "cursor %q is not a next_cursor of GET /v1/runs/{run_id}; start without one", kernel.Abbreviate(c, 64))
+}
+
+// IngestOutboxTx writes outbox rows (ids, and keys[i] the key of ids[i])
+// into the journal inside tx, reading
+// them in the database (ingestOutboxSQL): the in-process publisher's
+// delivery, which spares each event the trip out of the server, the
+// decode, the second Prepare and the trip back. It answers per row, in
+// ids' order, as Ingest would have for the rows' events. The rows must
+// have been enqueued by this version's outbox.Enqueue (their prepared
+// columns set) and be locked by the caller. Nothing is validated again:
+// Enqueue validated every row, and whoever can write the outbox table
+// directly can write the journal's too. A row the journal's table refuses
+// (possible only for a row written past Enqueue) fails the whole statement
+// with the database's error, and the caller delivers the batch the checked
+// way instead.
+func (s *Store) IngestOutboxTx(ctx context.Context, tx pgx.Tx, ids []int64, keys []kernel.EventKey) ([]kernel.IngestResult, error) {
+	if len(ids) != len(keys) {
+		return nil, fmt.Errorf("ingest outbox rows: %d ids and %d keys", len(ids), len(keys))
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	inserted := make(map[kernel.EventKey]bool, len(ids))
+	b := &pgx.Batch{}
+	pgplan.QueueInserted(b, inserted, "journal_events", ingestOutboxSQL, ids)
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return nil, fmt.Errorf("ingest %d outbox rows: %w", len(ids), err)
+	}
+	var missing []int64
+	for i, id := range ids {
+		if !inserted[keys[i]] {
+			missing = append(missing, id)
+		}
+	}
+	same := make(map[int64]bool, len(missing))
+	if len(missing) > 0 {
+		dr, err := tx.Query(ctx, outboxDigestsSQL, missing)
+		if err != nil {
+			return nil, fmt.Errorf("ingest outbox rows: read digests: %w", err)
+		}
+		var id int64
+		var eq bool
+		if _, err := pgx.ForEachRow(dr, []any{&id, &eq}, func() error { same[id] = eq; return nil }); err != nil {
+			return nil, fmt.Errorf("ingest outbox rows: read digests: %w", err)
+		}
+	}
+	out := make([]kernel.IngestResult, len(ids))
+	for i, id := range ids {
+		k := keys[i]
+		res := kernel.IngestResult{SourceID: k.SourceID, EventID: k.EventID}
+		eq, found := same[id]
+		switch {
+		case inserted[k]:
+			res.Status = kernel.StatusAccepted
+		case !found:
+			// Neither inserted nor in the journal: not a row this
+			// statement could see (the caller passed a row it did not
+			// lock, or one gone since).
+			return nil, fmt.Errorf("ingest outbox rows: row %d (%s) was neither written nor found in the journal", id, k)
+		case eq:
+			res.Status = kernel.StatusRepeated
+		default:
+			res.Status = kernel.StatusConflict
+			res.Reason = conflictReason(k)
+		}
+		out[i] = res
+	}
+	s.countResults(out)
+	return out, nil
 }

@@ -84,6 +84,42 @@ FROM generate_series(1, 40000) g`); err != nil {
 	} {
 		explain(t, tx, fmt.Sprintf("batch %d, generic plan", i), args)
 	}
+
+	// The in-process publisher's delivery (ingestOutboxSQL) shares the
+	// open test and the settle step, and reads its rows from the outbox by
+	// id: 500 claimed rows, starts and the completions that settle them.
+	if _, err := tx.Exec(ctx, `INSERT INTO kernel_event_outbox (source_id, event_id, event, payload_digest, operation_id, settles, ts)
+SELECT 's', 'o-' || g, jsonb_build_object('project', 'p', 'run_id', 'r-1', 'actor', 'agent', 'data', '{}'::jsonb,
+    'type', CASE WHEN g % 2 = 0 THEN 'tool.started' ELSE 'tool.completed' END),
+    '\x00', 'op-o' || (g / 2), g % 2 = 1, now()
+FROM generate_series(1, 20000) g`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, `ANALYZE kernel_event_outbox`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, "PREPARE ingest_outbox AS "+ingestOutboxSQL); err != nil {
+		t.Fatal(err)
+	}
+	var ids string
+	if err := tx.QueryRow(ctx, `SELECT array_agg(id)::text FROM (SELECT id FROM kernel_event_outbox ORDER BY id LIMIT 500) o`).Scan(&ids); err != nil {
+		t.Fatal(err)
+	}
+	for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
+		if _, err := tx.Exec(ctx, "SET LOCAL plan_cache_mode = "+mode); err != nil {
+			t.Fatal(err)
+		}
+		what := "500 outbox rows, " + mode
+		plan := explainStatement(t, tx, what, "EXECUTE ingest_outbox('"+ids+"')")
+		if strings.Contains(plan, "Seq Scan on kernel_event_outbox") {
+			t.Errorf("%s: the rows are read from the outbox by a sequential scan:\n%s", what, plan)
+		}
+		// The batch's own settled operations are joined once; searched
+		// per row (a CTE scan in a subplan) a batch of n costs n².
+		if strings.Contains(plan, "CTE Scan on src b") {
+			t.Errorf("%s: each row searches the batch for its settling event:\n%s", what, plan)
+		}
+	}
 }
 
 // settlingPair is the arguments of a batch of two: a start and the
@@ -96,7 +132,14 @@ const settlingPair = `('{s,s}', '{x-2,x-3}', '{p,p}', '{r-1,r-1}', '{tool.starte
 // reads journal_events without an index.
 func explain(t *testing.T, tx pgx.Tx, what, args string) {
 	t.Helper()
-	plan := pgtest.Explain(t, tx, "EXECUTE ingest"+args)
+	explainStatement(t, tx, what, "EXECUTE ingest"+args)
+}
+
+// explainStatement is explain for any EXECUTE of an ingest statement; it
+// returns the plan.
+func explainStatement(t *testing.T, tx pgx.Tx, what, execute string) string {
+	t.Helper()
+	plan := pgtest.Explain(t, tx, execute)
 	if strings.Contains(plan, "Seq Scan on journal_events") || !strings.Contains(plan, "Index") {
 		t.Errorf("%s: the ingest statement reads the journal without its indexes:\n%s", what, plan)
 	}
@@ -108,4 +151,5 @@ func explain(t *testing.T, tx pgx.Tx, what, args string) {
 			t.Errorf("%s: the ingest statement looks operations up through %s:\n%s", what, strings.TrimSpace(idx), plan)
 		}
 	}
+	return plan
 }

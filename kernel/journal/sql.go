@@ -31,11 +31,7 @@ WITH ins AS (
         parent_source_id, parent_event_id, data, payload_digest, operation_id, settles, open)
     SELECT i.source_id, i.event_id, i.project, i.run_id, i.type, i.ts, i.actor,
         i.parent_source_id, i.parent_event_id, i.data, i.payload_digest, i.operation_id, i.settles,
-        i.type = 'tool.started' AND i.open_in_batch AND (
-            SELECT true FROM journal_events t
-            WHERE t.project = i.project AND t.run_id = i.run_id
-              AND t.operation_id = i.operation_id AND t.settles
-            LIMIT 1) IS NULL
+        i.type = 'tool.started' AND i.open_in_batch AND ` + unsettledInJournalSQL + `
     FROM unnest(
         $1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::timestamptz[],
         $7::text[], $8::text[], $9::text[], $10::jsonb[], $11::bytea[], $12::text[],
@@ -46,7 +42,20 @@ WITH ins AS (
     ON CONFLICT (source_id, event_id) DO NOTHING
     RETURNING source_id, event_id, project, run_id, operation_id, settles
 ),
-settle AS (
+` + settleStepSQL
+
+// unsettledInJournalSQL is the open hint's test against the journal for
+// the batch row i (see ingestSQL).
+const unsettledInJournalSQL = `(
+            SELECT true FROM journal_events t
+            WHERE t.project = i.project AND t.run_id = i.run_id
+              AND t.operation_id = i.operation_id AND t.settles
+            LIMIT 1) IS NULL`
+
+// settleStepSQL ends the ingest statements: it closes the open hints of
+// the tool.started rows whose operation a row of ins settles, and returns
+// the keys inserted (see ingestSQL).
+const settleStepSQL = `settle AS (
     UPDATE journal_events t SET open = false
     WHERE t.seq = ANY (ARRAY(
         SELECT o.seq
@@ -120,3 +129,50 @@ const verdictsNamingSQL = `SELECT ` + eventColumns + ` FROM journal_events
 WHERE project = $1 AND run_id = $2 AND type = 'supervisor.verdict'
   AND data->'operation_ids' @> jsonb_build_array($3::text)
 ORDER BY seq`
+
+// ingestOutboxSQL is ingestSQL for outbox rows, read in the database: the
+// in-process publisher's delivery of the rows it claimed ($1, their ids),
+// in one statement and without the events leaving the server. Enqueue
+// validated and prepared every row (kernel.Event.Prepare) and kept what
+// the journal needs beside the event: its canonical data in the event,
+// operation_id, settles and ts as the Go path sends them, so the row this
+// writes is the row ingestSQL writes for the same event
+// (TestIngestOutboxWritesWhatIngestWrites). Rows without them (enqueued
+// before migration 00027) are not for this statement: the publisher sends
+// those through ingestSQL. Journal order follows the outbox's id order, as
+// the publisher's batches do. A tool.started is written closed when its
+// operation is settled in the journal or by another row of the batch: the
+// batch's settled operations are joined once (a hash join), not searched
+// per row, which made a batch of n starts cost n² comparisons.
+const ingestOutboxSQL = `
+WITH src AS (
+    SELECT o.id, o.source_id, o.event_id, o.event, o.payload_digest, o.operation_id, o.settles, o.ts,
+        o.event->>'project' AS project, o.event->>'run_id' AS run_id, o.event->>'type' AS type
+    FROM kernel_event_outbox o
+    WHERE o.id = ANY ($1::bigint[])
+),
+ins AS (
+    INSERT INTO journal_events (source_id, event_id, project, run_id, type, ts, actor,
+        parent_source_id, parent_event_id, data, payload_digest, operation_id, settles, open)
+    SELECT i.source_id, i.event_id, i.project, i.run_id, i.type, i.ts, i.event->>'actor',
+        i.event->'parent_event_id'->>'source_id', i.event->'parent_event_id'->>'event_id',
+        i.event->'data', i.payload_digest, i.operation_id, i.settles,
+        i.type = 'tool.started' AND b.operation_id IS NULL AND ` + unsettledInJournalSQL + `
+    FROM src i
+    LEFT JOIN (SELECT DISTINCT project, run_id, operation_id FROM src WHERE settles) b
+        ON b.project = i.project AND b.run_id = i.run_id AND b.operation_id = i.operation_id
+    ORDER BY i.id
+    ON CONFLICT (source_id, event_id) DO NOTHING
+    RETURNING source_id, event_id, project, run_id, operation_id, settles
+),
+` + settleStepSQL
+
+// outboxDigestsSQL reads, for outbox rows ingestOutboxSQL did not insert,
+// whether the journal's row under the same key has the same digest
+// (repeated) or another (conflict); a key the journal lacks is not
+// returned.
+const outboxDigestsSQL = `
+SELECT o.id, j.payload_digest = o.payload_digest
+FROM kernel_event_outbox o
+JOIN journal_events j ON j.source_id = o.source_id AND j.event_id = o.event_id
+WHERE o.id = ANY ($1::bigint[])`

@@ -41,6 +41,10 @@ func Enqueue(ctx context.Context, db DBTX, events ...kernel.Event) error {
 	srcs, ids := make([]string, n), make([]string, n)
 	bodies, digests := make([][]byte, n), make([][]byte, n)
 	ords := make([]int32, n)
+	// What the journal needs besides the event, so that the in-process
+	// publisher can copy the row into the journal inside the database
+	// (journal.Store.IngestOutboxTx) without preparing it again.
+	opIDs, settles, tss := make([]*string, n), make([]bool, n), make([]time.Time, n)
 	seen := make(map[kernel.EventKey]int, n)
 	for i, ev := range events {
 		p, err := ev.Prepare()
@@ -54,15 +58,25 @@ func Enqueue(ctx context.Context, db DBTX, events ...kernel.Event) error {
 			}
 		}
 		seen[ev.Key()] = i
+		// The row holds the event with its canonical data, the data the
+		// journal stores: copied in the database, the journal's row is
+		// then the one the Go path writes (the same number spellings,
+		// {} for no data). The digest is the same either way.
+		ev.Data = p.CanonicalData
 		body, err := json.Marshal(ev)
 		if err != nil {
 			return fmt.Errorf("enqueue %s: %w", ev.Key(), err)
 		}
 		srcs[i], ids[i], bodies[i], digests[i], ords[i] = ev.SourceID, ev.EventID, body, d, int32(i)
+		if p.OperationID != "" {
+			op := p.OperationID
+			opIDs[i] = &op
+		}
+		settles[i], tss[i] = p.Settles, ev.TS
 	}
 	inserted := make(map[kernel.EventKey]bool, n)
 	b := &pgx.Batch{}
-	pgplan.QueueInserted(b, inserted, "", enqueueSQL, srcs, ids, bodies, digests, ords)
+	pgplan.QueueInserted(b, inserted, "", enqueueSQL, srcs, ids, bodies, digests, ords, opIDs, settles, tss)
 	if err := db.SendBatch(ctx, b).Close(); err != nil {
 		return fmt.Errorf("enqueue %d events: %w", n, err)
 	}

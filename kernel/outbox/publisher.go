@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
@@ -308,10 +310,47 @@ func (p *Publisher) PublishOnce(ctx context.Context) (int, error) {
 		return 0, fmt.Errorf("publish: begin: %w", err)
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	b, err := p.claim(ctx, tx)
-	if err != nil || b.claimed() == 0 {
+	oj, inDB := p.journal.(OutboxJournal)
+	if !inDB {
+		b, err := p.claim(ctx, tx)
+		if err != nil || b.claimed() == 0 {
+			return 0, err
+		}
+		return p.publish(ctx, tx, b)
+	}
+	c, err := p.claimKeys(ctx, tx)
+	if err != nil || len(c.ids) == 0 {
 		return 0, err
 	}
+	if !c.legacy {
+		results, err := p.deliverInDB(ctx, tx, oj, c)
+		switch {
+		case err == nil:
+			return p.finish(ctx, tx, c.ids, results)
+		case ctx.Err() != nil:
+			return 0, ctx.Err()
+		case !isDataError(err):
+			if rerr := p.retryLater(ctx, tx, c.batch, err); rerr != nil {
+				return 0, rerr
+			}
+			return len(c.ids), fmt.Errorf("publish: deliver %d rows: %w", len(c.ids), err)
+		}
+		// A row the journal's table refuses was written past Enqueue;
+		// the checked path below validates every event and parks the
+		// ones the journal rejects instead of retrying the batch forever.
+		p.log.Warn().Err(err).Int("rows", len(c.ids)).Msg("outbox batch refused by the journal's table; delivering it event by event")
+	}
+	// Rows enqueued before their prepared columns existed, or a batch
+	// refused above: read their events and deliver them the checked way.
+	b, err := p.claimed(ctx, tx, c.ids)
+	if err != nil {
+		return 0, err
+	}
+	return p.publish(ctx, tx, b)
+}
+
+// publish delivers a decoded batch and marks the outcome (PublishOnce).
+func (p *Publisher) publish(ctx context.Context, tx pgx.Tx, b batch) (int, error) {
 	if err := p.parkUndecodable(ctx, tx, b.undecodable); err != nil {
 		return 0, err
 	}
@@ -325,7 +364,16 @@ func (p *Publisher) PublishOnce(ctx context.Context) (int, error) {
 		}
 		return b.claimed(), fmt.Errorf("publish: deliver %d events: %w", len(b.events), err)
 	}
-	if err := p.mark(ctx, tx, b.ids, results); err != nil {
+	if _, err := p.finish(ctx, tx, b.ids, results); err != nil {
+		return 0, err
+	}
+	return b.claimed(), nil
+}
+
+// finish marks the journal's answers for ids and commits; it returns how
+// many rows it marked.
+func (p *Publisher) finish(ctx context.Context, tx pgx.Tx, ids []int64, results []kernel.IngestResult) (int, error) {
+	if err := p.mark(ctx, tx, ids, results); err != nil {
 		return 0, err
 	}
 	if err := tx.Commit(ctx); err != nil {
@@ -333,7 +381,87 @@ func (p *Publisher) PublishOnce(ctx context.Context) (int, error) {
 		// redelivered, which the journal answers as repeated.
 		return 0, fmt.Errorf("publish: commit: %w", err)
 	}
-	return b.claimed(), nil
+	return len(ids), nil
+}
+
+// OutboxJournal is a journal in the outbox's own database that writes
+// claimed outbox rows into itself inside the publisher's transaction,
+// reading them in the database (journal.Store). The publisher then never
+// reads the events out: it claims keys, hands over the row ids and marks
+// the answers, all in one commit. The journal answers per row, in ids'
+// order; a database error of class 22 or 23 (a row it cannot store) makes
+// the publisher deliver that batch through the checked path instead.
+type OutboxJournal interface {
+	IngestOutboxTx(ctx context.Context, tx pgx.Tx, ids []int64, keys []kernel.EventKey) ([]kernel.IngestResult, error)
+}
+
+// keyBatch is a batch claimed by key (claimKeys).
+type keyBatch struct {
+	batch
+	keys []kernel.EventKey
+	// legacy: some row lacks the prepared columns.
+	legacy bool
+}
+
+// claimKeys locks a batch of due rows in tx, reading their keys only.
+func (p *Publisher) claimKeys(ctx context.Context, tx pgx.Tx) (keyBatch, error) {
+	rows, err := tx.Query(ctx, claimKeysSQL, p.cfg.BatchSize)
+	if err != nil {
+		return keyBatch{}, fmt.Errorf("publish: claim: %w", err)
+	}
+	var c keyBatch
+	var id int64
+	var att int
+	var k kernel.EventKey
+	var legacy bool
+	_, err = pgx.ForEachRow(rows, []any{&id, &att, &k.SourceID, &k.EventID, &legacy}, func() error {
+		c.ids, c.attempts, c.keys = append(c.ids, id), append(c.attempts, att), append(c.keys, k)
+		c.legacy = c.legacy || legacy
+		return nil
+	})
+	if err != nil {
+		return keyBatch{}, fmt.Errorf("publish: claim: %w", err)
+	}
+	return c, nil
+}
+
+// deliverInDB hands the claimed rows to the journal under a savepoint, so
+// that a refused batch leaves the transaction usable for the checked path
+// or the retry mark.
+func (p *Publisher) deliverInDB(ctx context.Context, tx pgx.Tx, oj OutboxJournal, c keyBatch) ([]kernel.IngestResult, error) {
+	return underSavepoint(ctx, tx, func(sp pgx.Tx) ([]kernel.IngestResult, error) {
+		res, err := oj.IngestOutboxTx(ctx, sp, c.ids, c.keys)
+		if err == nil && len(res) != len(c.ids) {
+			err = fmt.Errorf("journal answered %d results for %d rows", len(res), len(c.ids))
+		}
+		return res, err
+	})
+}
+
+// underSavepoint runs ingest in a savepoint of tx, rolled back when ingest
+// fails, so that the transaction stays usable for what follows.
+func underSavepoint(ctx context.Context, tx pgx.Tx, ingest func(pgx.Tx) ([]kernel.IngestResult, error)) ([]kernel.IngestResult, error) {
+	sp, err := tx.Begin(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("savepoint: %w", err)
+	}
+	res, err := ingest(sp)
+	if err != nil {
+		_ = sp.Rollback(ctx)
+		return nil, err
+	}
+	if err := sp.Commit(ctx); err != nil {
+		return nil, fmt.Errorf("release savepoint: %w", err)
+	}
+	return res, nil
+}
+
+// isDataError reports a database error about the data itself (SQLSTATE
+// class 22, data exception, or 23, integrity constraint violation): the
+// same rows would fail again on every retry.
+func isDataError(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && (strings.HasPrefix(pgErr.Code, "22") || strings.HasPrefix(pgErr.Code, "23"))
 }
 
 // batch is one claimed batch of outbox rows: the valid events with their
@@ -354,6 +482,20 @@ func (p *Publisher) claim(ctx context.Context, tx pgx.Tx) (batch, error) {
 	if err != nil {
 		return batch{}, fmt.Errorf("publish: claim: %w", err)
 	}
+	return decodeBatch(rows)
+}
+
+// claimed reads and decodes the events of rows this transaction claimed.
+func (p *Publisher) claimed(ctx context.Context, tx pgx.Tx, ids []int64) (batch, error) {
+	rows, err := tx.Query(ctx, claimedSQL, ids)
+	if err != nil {
+		return batch{}, fmt.Errorf("publish: read claimed rows: %w", err)
+	}
+	return decodeBatch(rows)
+}
+
+// decodeBatch decodes claimed rows (id, event, attempts).
+func decodeBatch(rows pgx.Rows) (batch, error) {
 	defer rows.Close()
 	var b batch
 	for rows.Next() {
@@ -379,7 +521,7 @@ func (p *Publisher) claim(ctx context.Context, tx pgx.Tx) (batch, error) {
 		b.ids, b.attempts, b.events = append(b.ids, id), append(b.attempts, att), append(b.events, ev)
 	}
 	if err := rows.Err(); err != nil {
-		return batch{}, fmt.Errorf("publish: claim: %w", err)
+		return batch{}, fmt.Errorf("publish: read claimed rows: %w", err)
 	}
 	return b, nil
 }
@@ -528,19 +670,9 @@ func (p *Publisher) deliver(ctx context.Context, tx pgx.Tx, events []kernel.Even
 	if !ok {
 		return p.journal.Ingest(ctx, events)
 	}
-	sp, err := tx.Begin(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("savepoint: %w", err)
-	}
-	res, err := tj.IngestTx(ctx, sp, events)
-	if err != nil {
-		_ = sp.Rollback(ctx)
-		return nil, err
-	}
-	if err := sp.Commit(ctx); err != nil {
-		return nil, fmt.Errorf("release savepoint: %w", err)
-	}
-	return res, nil
+	return underSavepoint(ctx, tx, func(sp pgx.Tx) ([]kernel.IngestResult, error) {
+		return tj.IngestTx(ctx, sp, events)
+	})
 }
 
 // backoff is capped exponential with full jitter: a uniform delay in

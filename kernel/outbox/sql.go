@@ -10,10 +10,11 @@ package outbox
 // the outbox. It runs on its generic plan (pgplan).
 const enqueueSQL = `
 WITH ins AS (
-    INSERT INTO kernel_event_outbox (source_id, event_id, event, payload_digest)
-    SELECT source_id, event_id, event, payload_digest
-    FROM unnest($1::text[], $2::text[], $3::jsonb[], $4::bytea[], $5::int[])
-        AS i(source_id, event_id, event, payload_digest, ord)
+    INSERT INTO kernel_event_outbox (source_id, event_id, event, payload_digest, operation_id, settles, ts)
+    SELECT source_id, event_id, event, payload_digest, operation_id, settles, ts
+    FROM unnest($1::text[], $2::text[], $3::jsonb[], $4::bytea[], $5::int[], $6::text[], $7::bool[],
+        $8::timestamptz[])
+        AS i(source_id, event_id, event, payload_digest, ord, operation_id, settles, ts)
     ORDER BY ord
     ON CONFLICT (source_id, event_id) DO NOTHING
     RETURNING source_id, event_id
@@ -36,6 +37,21 @@ WHERE delivered_at IS NULL AND parked_at IS NULL AND next_attempt_at <= now()
 ORDER BY id
 LIMIT $1
 FOR UPDATE SKIP LOCKED`
+
+// claimKeysSQL is claimSQL for a journal that reads the rows itself
+// (OutboxJournal): the rows' keys instead of their events, and whether a
+// row lacks the prepared columns (enqueued before migration 00027).
+const claimKeysSQL = `
+SELECT id, attempts, source_id, event_id, settles IS NULL FROM kernel_event_outbox
+WHERE delivered_at IS NULL AND parked_at IS NULL AND next_attempt_at <= now()
+ORDER BY id
+LIMIT $1
+FOR UPDATE SKIP LOCKED`
+
+// claimedSQL reads the events of rows already claimed (locked by this
+// transaction), in claim order, with claimSQL's columns.
+const claimedSQL = `
+SELECT id, event, attempts FROM kernel_event_outbox WHERE id = ANY ($1::bigint[]) ORDER BY id`
 
 // The batch updates repeat their ids as o.id = ANY($1): without it the
 // planner hash-joins the unnest against a sequential scan of the whole
