@@ -44,7 +44,7 @@ func Enqueue(ctx context.Context, db DBTX, events ...kernel.Event) error {
 	// What the journal needs besides the event, so that the in-process
 	// publisher can copy the row into the journal inside the database
 	// (journal.Store.IngestOutboxTx) without preparing it again.
-	opIDs, settles, tss := make([]*string, n), make([]bool, n), make([]time.Time, n)
+	opIDs, settles, tss := make([]string, n), make([]bool, n), make([]time.Time, n)
 	seen := make(map[kernel.EventKey]int, n)
 	for i, ev := range events {
 		p, err := ev.Prepare()
@@ -68,11 +68,7 @@ func Enqueue(ctx context.Context, db DBTX, events ...kernel.Event) error {
 			return fmt.Errorf("enqueue %s: %w", ev.Key(), err)
 		}
 		srcs[i], ids[i], bodies[i], digests[i], ords[i] = ev.SourceID, ev.EventID, body, d, int32(i)
-		if p.OperationID != "" {
-			op := p.OperationID
-			opIDs[i] = &op
-		}
-		settles[i], tss[i] = p.Settles, ev.TS
+		opIDs[i], settles[i], tss[i] = p.OperationID, p.Settles, ev.TS
 	}
 	inserted := make(map[kernel.EventKey]bool, n)
 	b := &pgx.Batch{}

@@ -7,11 +7,12 @@ package outbox
 // stored digest of every other key (enqueueRecheckSQL), so a different
 // payload under an existing key is a conflict. Returning only what was
 // inserted spares the common all-new batch a join of the input against
-// the outbox. It runs on its generic plan (pgplan).
+// the outbox. It runs on its generic plan (pgplan). An event without an
+// operation has operation_id NULL, as in the journal ('' in the array).
 const enqueueSQL = `
 WITH ins AS (
     INSERT INTO kernel_event_outbox (source_id, event_id, event, payload_digest, operation_id, settles, ts)
-    SELECT source_id, event_id, event, payload_digest, operation_id, settles, ts
+    SELECT source_id, event_id, event, payload_digest, NULLIF(operation_id, ''), settles, ts
     FROM unnest($1::text[], $2::text[], $3::jsonb[], $4::bytea[], $5::int[], $6::text[], $7::bool[],
         $8::timestamptz[])
         AS i(source_id, event_id, event, payload_digest, ord, operation_id, settles, ts)
