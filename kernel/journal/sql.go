@@ -137,7 +137,7 @@ ORDER BY seq`
 // the journal needs beside the event: its canonical data in the event,
 // operation_id, settles and ts as the Go path sends them, so the row this
 // writes is the row ingestSQL writes for the same event
-// (TestIngestOutboxWritesWhatIngestWrites). Rows without them (enqueued
+// (TestInDatabaseDeliveryWritesWhatIngestWrites in kernel/outbox). Rows without them (enqueued
 // before migration 00027) are not for this statement: the publisher sends
 // those through ingestSQL. Journal order follows the outbox's id order, as
 // the publisher's batches do. A tool.started is written closed when its

@@ -338,7 +338,7 @@ func (p *Publisher) PublishOnce(ctx context.Context) (int, error) {
 		// A row the journal's table refuses was written past Enqueue;
 		// the checked path below validates every event and parks the
 		// ones the journal rejects instead of retrying the batch forever.
-		p.log.Warn().Err(err).Int("rows", len(c.ids)).Msg("outbox batch refused by the journal's table; delivering it event by event")
+		p.log.Warn().Err(err).Int("rows", len(c.ids)).Msg("outbox batch refused by the journal's table; delivering it the checked way (validated, refused events parked)")
 	}
 	// Rows enqueued before their prepared columns existed, or a batch
 	// refused above: read their events and deliver them the checked way.

@@ -8,7 +8,8 @@ package outbox
 // payload under an existing key is a conflict. Returning only what was
 // inserted spares the common all-new batch a join of the input against
 // the outbox. It runs on its generic plan (pgplan). An event without an
-// operation has operation_id NULL, as in the journal ('' in the array).
+// operation has operation_id NULL, as in the journal (an empty string in
+// the array).
 const enqueueSQL = `
 WITH ins AS (
     INSERT INTO kernel_event_outbox (source_id, event_id, event, payload_digest, operation_id, settles, ts)
