@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"go.temporal.io/sdk/client"
 
 	"github.com/seed-7bc021c3/reckon/kernel/outbox"
@@ -63,7 +64,7 @@ func runTriage(ctx context.Context, args []string) error {
 	}
 	if *publish && !*dry && rep.Journaled > 0 {
 		pctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-		err := core.NewPublisher(outbox.Config{}).Drain(pctx)
+		err := publishVerdicts(pctx, core.NewPublisher(outbox.Config{}), core.Pool, rep)
 		cancel()
 		if err != nil {
 			return fmt.Errorf("publish verdicts: %w (they stay in the outbox for the next publisher)", err)
@@ -102,4 +103,46 @@ func printReport(rep triage.Report) {
 	}
 	fmt.Printf("triage: %d project(s), %d run(s), %d journaled, %d failed, %d locked by another sweep, %d left for the next sweep (budget), %d run(s) with operations deferred, %s\n",
 		rep.Projects, rep.Runs, rep.Journaled, rep.Failed, rep.Count(triage.OutcomeLocked), rep.Count(triage.OutcomeBudget), rep.Count(triage.OutcomeDeferred), rep.Duration.Round(time.Millisecond))
+}
+
+// publishVerdicts delivers the sweep's events to the journal and returns
+// once the runs it journaled walls of have nothing left in the outbox.
+// One Drain is not enough: it stops at its first empty claim, and rows
+// another publisher (a gateway's, a server's) holds are skipped, not
+// waited for, so that publisher may still be delivering them when Drain
+// returns (seen under load in TestMCPGatewaySIGKILLMidCall: the report
+// said journaled, the journal lacked one verdict). It drains again until
+// nothing is pending, so rows of a publisher that died mid-delivery are
+// delivered here too.
+func publishVerdicts(ctx context.Context, p *outbox.Publisher, pool *pgxpool.Pool, rep triage.Report) error {
+	var runs []outbox.PendingFilter
+	seen := map[[2]string]bool{}
+	for _, w := range rep.Walls {
+		k := [2]string{w.Project, w.RunID}
+		if w.Outcome == triage.OutcomeJournaled && !seen[k] {
+			seen[k] = true
+			runs = append(runs, outbox.PendingFilter{Project: w.Project, RunID: w.RunID})
+		}
+	}
+	for {
+		if err := p.Drain(ctx); err != nil {
+			return err
+		}
+		left := 0
+		for _, f := range runs {
+			evs, err := outbox.Pending(ctx, pool, f)
+			if err != nil {
+				return err
+			}
+			left += len(evs)
+		}
+		if left == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%d events of the triaged runs not yet delivered: %w", left, ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }

@@ -1,0 +1,65 @@
+package main
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/seed-7bc021c3/reckon/internal/reckontest"
+	"github.com/seed-7bc021c3/reckon/kernel"
+	"github.com/seed-7bc021c3/reckon/kernel/outbox"
+	"github.com/seed-7bc021c3/reckon/pipeline/triage"
+)
+
+// TestTriagePublishWaitsForRowsAnotherPublisherHolds: `reckon triage`
+// returns only when its runs' events are in the journal. While another
+// publisher holds the rows (claimed, not yet delivered) a Drain claims
+// nothing and returns; publishVerdicts keeps waiting, and when that
+// publisher goes away without delivering, delivers the rows itself.
+func TestTriagePublishWaitsForRowsAnotherPublisherHolds(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := reckontest.Setup(t, reckontest.Config{RealClock: true})
+	s, j := b.Schema, b.Journal
+	ev := kernel.Event{SourceID: kernel.SourceKernel, EventID: "r1/verdict/1", Project: "acme", RunID: "r1",
+		Type: kernel.TypeRunCompleted, TS: time.Now().UTC(), Actor: "kernel", Data: []byte(`{}`)}
+	if err := outbox.Enqueue(ctx, s.Pool, ev); err != nil {
+		t.Fatal(err)
+	}
+	// The other publisher: its claim, held open.
+	other, err := s.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = other.Rollback(ctx) }()
+	if _, err := other.Exec(ctx, `SELECT id FROM kernel_event_outbox FOR UPDATE`); err != nil {
+		t.Fatal(err)
+	}
+	rep := triage.Report{Walls: []triage.WallResult{{Project: "acme", RunID: "r1", Outcome: triage.OutcomeJournaled}}}
+	done := make(chan error, 1)
+	go func() {
+		done <- publishVerdicts(ctx, outbox.NewPublisher(s.Pool, j, outbox.Config{}, nil, zerolog.Nop()), s.Pool, rep)
+	}()
+	select {
+	case err := <-done:
+		t.Fatalf("publishVerdicts returned (%v) while the run's event was still in the outbox", err)
+	case <-time.After(500 * time.Millisecond):
+	}
+	if err := other.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("publishVerdicts did not deliver the rows the other publisher let go")
+	}
+	var n int
+	if err := s.Pool.QueryRow(ctx, `SELECT count(*) FROM journal_events WHERE event_id = 'r1/verdict/1'`).Scan(&n); err != nil || n != 1 {
+		t.Fatalf("journal holds %d of the event (%v)", n, err)
+	}
+}
