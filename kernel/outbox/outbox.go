@@ -61,12 +61,9 @@ func Enqueue(ctx context.Context, db DBTX, events ...kernel.Event) error {
 		// The row holds the event with its canonical data, the data the
 		// journal stores: copied in the database, the journal's row is
 		// then the one the Go path writes (the same number spellings,
-		// {} for no data). The digest is the same either way.
-		ev.Data = p.CanonicalData
-		body, err := json.Marshal(ev)
-		if err != nil {
-			return fmt.Errorf("enqueue %s: %w", ev.Key(), err)
-		}
+		// {} for no data). Written from what Prepare already built, not
+		// marshalled again; ts is in UTC, the same instant.
+		body := p.EventJSON(ev.Key())
 		srcs[i], ids[i], bodies[i], digests[i], ords[i] = ev.SourceID, ev.EventID, body, d, int32(i)
 		opIDs[i], settles[i], tss[i] = p.OperationID, p.Settles, ev.TS
 	}
