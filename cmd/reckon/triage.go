@@ -115,13 +115,13 @@ func printReport(rep triage.Report) {
 // nothing is pending, so rows of a publisher that died mid-delivery are
 // delivered here too.
 func publishVerdicts(ctx context.Context, p *outbox.Publisher, pool *pgxpool.Pool, rep triage.Report) error {
-	var runs []outbox.PendingFilter
+	var runs [][2]string
 	seen := map[[2]string]bool{}
 	for _, w := range rep.Walls {
 		k := [2]string{w.Project, w.RunID}
 		if w.Outcome == triage.OutcomeJournaled && !seen[k] {
 			seen[k] = true
-			runs = append(runs, outbox.PendingFilter{Project: w.Project, RunID: w.RunID})
+			runs = append(runs, k)
 		}
 	}
 	for {
@@ -129,12 +129,12 @@ func publishVerdicts(ctx context.Context, p *outbox.Publisher, pool *pgxpool.Poo
 			return err
 		}
 		left := 0
-		for _, f := range runs {
-			evs, err := outbox.Pending(ctx, pool, f)
+		for _, k := range runs {
+			n, err := outbox.PendingCount(ctx, pool, k[0], k[1])
 			if err != nil {
 				return err
 			}
-			left += len(evs)
+			left += n
 		}
 		if left == 0 {
 			return nil

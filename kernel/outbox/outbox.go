@@ -130,8 +130,9 @@ func conflictErr(k kernel.EventKey) error {
 	return kernel.Errorf(kernel.EConflict, "event %s is already enqueued with a different payload; nothing was overwritten", k)
 }
 
-// pendingForRun counts a run's events not yet delivered to the journal.
-func pendingForRun(ctx context.Context, pool *pgxpool.Pool, project, runID string) (int, error) {
+// PendingCount counts a run's events not yet delivered to the journal
+// (parked rows excluded).
+func PendingCount(ctx context.Context, pool *pgxpool.Pool, project, runID string) (int, error) {
 	var n int
 	if err := pool.QueryRow(ctx, pendingForRunSQL, project, runID).Scan(&n); err != nil {
 		return 0, fmt.Errorf("pending outbox rows of %s/%s: %w", project, runID, err)
@@ -144,7 +145,7 @@ func pendingForRun(ctx context.Context, pool *pgxpool.Pool, project, runID strin
 // events (the child-run summary) call it first.
 func WaitDelivered(ctx context.Context, pool *pgxpool.Pool, project, runID string, every time.Duration) error {
 	for {
-		n, err := pendingForRun(ctx, pool, project, runID)
+		n, err := PendingCount(ctx, pool, project, runID)
 		if err != nil {
 			return err
 		}
