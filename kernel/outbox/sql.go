@@ -34,7 +34,11 @@ WHERE (source_id, event_id) IN (SELECT * FROM unnest($1::text[], $2::text[]))`
 // skipped, so publishers never wait on each other or deliver the same row
 // concurrently.
 const claimSQL = `
-SELECT id, event, attempts FROM kernel_event_outbox
+SELECT id, event, attempts FROM kernel_event_outbox` + claimDueSQL
+
+// claimDueSQL is the claims' choice of rows: due, oldest first, a batch
+// of $1, skipping rows another publisher holds.
+const claimDueSQL = `
 WHERE delivered_at IS NULL AND parked_at IS NULL AND next_attempt_at <= now()
 ORDER BY id
 LIMIT $1
@@ -44,11 +48,7 @@ FOR UPDATE SKIP LOCKED`
 // (OutboxJournal): the rows' keys instead of their events, and whether a
 // row lacks the prepared columns (enqueued before migration 00027).
 const claimKeysSQL = `
-SELECT id, attempts, source_id, event_id, settles IS NULL FROM kernel_event_outbox
-WHERE delivered_at IS NULL AND parked_at IS NULL AND next_attempt_at <= now()
-ORDER BY id
-LIMIT $1
-FOR UPDATE SKIP LOCKED`
+SELECT id, attempts, source_id, event_id, settles IS NULL FROM kernel_event_outbox` + claimDueSQL
 
 // claimedSQL reads the events of rows already claimed (locked by this
 // transaction), in claim order, with claimSQL's columns.
