@@ -133,8 +133,12 @@ func conflictErr(k kernel.EventKey) error {
 // PendingCount counts a run's events not yet delivered to the journal
 // (parked rows excluded).
 func PendingCount(ctx context.Context, pool *pgxpool.Pool, project, runID string) (int, error) {
-	var n int
-	if err := pool.QueryRow(ctx, pendingForRunSQL, project, runID).Scan(&n); err != nil {
+	var (
+		n int
+		b pgx.Batch
+	)
+	queuePendingRead(&b, pendingForRunSQL, project, runID).QueryRow(func(row pgx.Row) error { return row.Scan(&n) })
+	if err := pool.SendBatch(ctx, &b).Close(); err != nil {
 		return 0, fmt.Errorf("pending outbox rows of %s/%s: %w", project, runID, err)
 	}
 	return n, nil
@@ -207,15 +211,17 @@ type PendingFilter struct {
 // the two reads is then seen on the journal side, and dropping the outbox
 // copy of a key the journal also holds leaves each event once.
 func Pending(ctx context.Context, db DBTX, f PendingFilter) ([]kernel.Event, error) {
-	sql, args, err := pendingQuery(f)
-	if err != nil {
+	var (
+		b   pgx.Batch
+		evs []kernel.Event
+	)
+	if err := QueuePending(&b, f, &evs); err != nil {
 		return nil, err
 	}
-	rows, err := db.Query(ctx, sql, args...)
-	if err != nil {
-		return nil, fmt.Errorf("pending outbox events of %s: %w", f.Project, err)
+	if err := db.SendBatch(ctx, &b).Close(); err != nil {
+		return nil, fmt.Errorf("outbox: %w", err)
 	}
-	return scanPending(rows)
+	return evs, nil
 }
 
 // QueuePending is Pending queued on a batch, so that a caller reads the
@@ -227,7 +233,7 @@ func QueuePending(b *pgx.Batch, f PendingFilter, into *[]kernel.Event) error {
 	if err != nil {
 		return err
 	}
-	b.Queue(sql, args...).Query(func(rows pgx.Rows) error {
+	queuePendingRead(b, sql, args...).Query(func(rows pgx.Rows) error {
 		evs, err := scanPending(rows)
 		if err != nil {
 			return fmt.Errorf("pending outbox events of %s: %w", f.Project, err)
@@ -236,6 +242,20 @@ func QueuePending(b *pgx.Batch, f PendingFilter, into *[]kernel.Event) error {
 		return nil
 	})
 	return nil
+}
+
+// queuePendingRead queues a read of pending rows by the event's project and
+// run with sequential scans off, on its generic plan (pgplan.Queue; the
+// statement reads no table that must be known large first). A plan made
+// while the outbox was small is kept as it grows (until the table is
+// analyzed again, which autovacuum may not do for a while): made by the
+// planner alone, it was a sequential scan, which every read then paid for
+// with every row of the outbox, delivered ones included — 2 of a triage
+// sweep's 6 s at concurrency 1, each of its 1,000 walls reading twice an
+// outbox its own walls filled. pgplan's two settings statements cost
+// about 0.1 ms per read; TestPendingPlanMadeOnASmallOutbox.
+func queuePendingRead(b *pgx.Batch, sql string, args ...any) *pgx.QueuedQuery {
+	return pgplan.Queue(b, "", sql, args...)
 }
 
 // pendingQuery picks the statement for the filter (see pendingSQL).

@@ -93,3 +93,66 @@ FROM generate_series(1, 6000) g`); err != nil {
 		}
 	}
 }
+
+// TestPendingPlanMadeOnASmallOutbox: the reads of pending rows first run
+// while the outbox is nearly empty (statistics say so too: analyzed
+// empty), and the plan they cache then serves an outbox of 6,000 rows —
+// a triage sweep's lock connections, new each sweep, read twice per wall
+// an outbox the sweep's own walls fill. Left to the planner, that plan was
+// a sequential scan of every row, 1 ms a read at 6,000 rows; the reads
+// must stay index scans. Counted by PostgreSQL itself (the transaction's
+// own scan counts), through the functions reckon calls.
+func TestPendingPlanMadeOnASmallOutbox(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := pgtest.New(t)
+	tx, err := s.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	if _, err := tx.Exec(ctx, `ANALYZE kernel_event_outbox`); err != nil {
+		t.Fatal(err)
+	}
+	filters := []PendingFilter{
+		{Project: "p", RunID: "r-1"},
+		{Project: "p", RunID: "r-1", Types: []string{"operation.reconciled"}},
+		{Project: "p", RunID: "r-1", OperationID: "op-1"},
+	}
+	read := func() {
+		t.Helper()
+		for _, f := range filters {
+			if _, err := Pending(ctx, tx, f); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// More than the five custom plans PostgreSQL makes before it settles
+	// on a generic one.
+	for range 7 {
+		read()
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO kernel_event_outbox (source_id, event_id, event, payload_digest)
+SELECT 's', 'e-' || g, jsonb_build_object('project', 'p', 'run_id', 'r-' || (g % 300), 'type', 'tool.started',
+    'data', jsonb_build_object('operation_id', 'op-' || (g % 7))), '\x00'
+FROM generate_series(1, 6000) g`); err != nil {
+		t.Fatal(err)
+	}
+	scans := func() (seq, idx int64) {
+		t.Helper()
+		if err := tx.QueryRow(ctx, `SELECT seq_scan, COALESCE(idx_scan, 0) FROM pg_stat_xact_user_tables
+WHERE schemaname = current_schema() AND relname = 'kernel_event_outbox'`).Scan(&seq, &idx); err != nil {
+			t.Fatal(err)
+		}
+		return seq, idx
+	}
+	seq0, idx0 := scans()
+	read()
+	seq1, idx1 := scans()
+	if seq1 != seq0 {
+		t.Errorf("%d sequential scans of the outbox for %d reads of pending rows; want none", seq1-seq0, len(filters))
+	}
+	if idx1-idx0 < int64(len(filters)) {
+		t.Errorf("%d index scans of the outbox for %d reads of pending rows; want one each", idx1-idx0, len(filters))
+	}
+}
