@@ -599,9 +599,11 @@ type wallOutcome struct {
 // triageWall decides, validates and journals one wall under the run's
 // lock lk (in a dry run, nil: nothing is journaled). last says it is the
 // run's last wall, whose commit releases the lock.
-func (s *Sweeper) triageWall(ctx context.Context, w pipeline.Wall, lk *runLock, last bool, account func(walls, tokens int)) wallOutcome {
+func (s *Sweeper) triageWall(ctx context.Context, w pipeline.Wall, lk *runLock, last bool, account func(walls, tokens int)) (r wallOutcome) {
 	start := s.cfg.Now()
-	r := wallOutcome{WallResult: WallResult{
+	// r is the named result, so that the deferred duration reaches the
+	// caller (set on a local copy, it never did: every wall reported 0).
+	r = wallOutcome{WallResult: WallResult{
 		Project: w.Project, RunID: w.RunID, Part: w.Part, Parts: w.Parts,
 		Operations: w.OperationIDs(), Digest: w.Digest, Supervisor: s.cfg.Supervisor.Name(),
 	}}

@@ -473,6 +473,41 @@ func TestOneLogLinePerWall(t *testing.T) {
 	}
 }
 
+// TestWallDurationIsReported: each wall's result and log line carry how long
+// the wall took, the supervisor's decision included (they said 0 for
+// every wall, the duration set on a copy of the result).
+func TestWallDurationIsReported(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.seedRun("run-1", uncertainOps(2)...)
+	const think = 30 * time.Millisecond
+	slow := decideFunc{name: "slow", f: func(ctx context.Context, w pipeline.Wall) (pipeline.Decision, error) {
+		time.Sleep(think)
+		return supervisor.Builtin{}.Decide(ctx, w)
+	}}
+	var buf bytes.Buffer
+	rep, err := e.sweeper(Config{Supervisor: slow, Log: zerolog.New(&buf)}).Sweep(context.Background(), SweepParams{})
+	if err != nil || rep.Journaled != 1 {
+		t.Fatalf("sweep: %+v %v", rep, err)
+	}
+	for _, w := range rep.Walls {
+		if w.Duration < think {
+			t.Errorf("wall %s/%s (%s) reports %v; its supervisor alone took %v", w.Project, w.RunID, w.Outcome, w.Duration, think)
+		}
+	}
+	for _, line := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("log line is not JSON: %q", line)
+		}
+		if m["message"] == "triage wall" {
+			if ms, _ := m["duration_ms"].(float64); ms < float64(think.Milliseconds()) {
+				t.Errorf("wall log line says duration_ms %v; its supervisor alone took %v", m["duration_ms"], think)
+			}
+		}
+	}
+}
+
 // An operation whose probe can tell only later (a missing file while its
 // command could still be running) is deferred, not decided: the rest of the
 // run is triaged now, the deferred one by the first sweep after its
