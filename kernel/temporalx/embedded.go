@@ -19,6 +19,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -52,6 +53,7 @@ type Embedded struct {
 	srv      temporal.Server
 	hostPort string
 	stopping *atomic.Bool // quiets the server's shutdown errors
+	ports    *portReservation
 }
 
 const localhost = "127.0.0.1"
@@ -63,10 +65,16 @@ func StartEmbedded(cfg EmbeddedConfig) (*Embedded, error) {
 		cfg.Namespaces = []string{"default"}
 	}
 	// The frontend's gRPC port, 3 more gRPC ports and 4 membership ports.
-	ports, err := freePorts(localhost, 8)
+	ports, reserved, err := freePorts(localhost, 8)
 	if err != nil {
 		return nil, err
 	}
+	started := false
+	defer func() {
+		if !started {
+			reserved.release()
+		}
+	}()
 
 	sqlCfg := config.SQL{
 		PluginName:        sqliteplugin.PluginName,
@@ -189,7 +197,8 @@ func StartEmbedded(cfg EmbeddedConfig) (*Embedded, error) {
 		_ = srv.Stop()
 		return nil, fmt.Errorf("embedded temporal: %w", err)
 	}
-	return &Embedded{srv: srv, hostPort: frontend, stopping: stopping}, nil
+	started = true
+	return &Embedded{srv: srv, hostPort: frontend, stopping: stopping, ports: reserved}, nil
 }
 
 // forgetMembers empties the membership table of an existing SQLite file.
@@ -255,6 +264,10 @@ func (e *Embedded) Stop() error {
 	go func() { done <- e.srv.Stop() }()
 	select {
 	case err := <-done:
+		// The ports are free again only once the server has stopped; a
+		// server still stopping past stopWait keeps them reserved until
+		// the process exits.
+		e.ports.release()
 		if err != nil {
 			return fmt.Errorf("embedded temporal: stop: %w", err)
 		}
@@ -272,27 +285,98 @@ func (e *Embedded) Stop() error {
 // run saw "Failed to start gRPC listener" when :0-picked ports were used
 // this way. Ports
 // below the range are taken only by explicit binds.
-func freePorts(host string, n int) ([]int, error) {
+//
+// Each port is also reserved (reservePort) until the server stops, so that
+// two embedded servers starting at once — tests of one package in
+// parallel, packages in parallel processes, a soak's restarts — never pick
+// the same one between the check and the bind: that happened once in a
+// local make test ("Failed to start ringpop listener", a fatal error of the
+// server that ends the process).
+func freePorts(host string, n int) ([]int, *portReservation, error) {
 	lo, hi := belowEphemeral()
+	return freePortsIn(host, n, lo, hi)
+}
+
+// freePortsIn is freePorts drawing from [lo, hi).
+func freePortsIn(host string, n, lo, hi int) ([]int, *portReservation, error) {
 	seen := map[int]bool{}
 	ports := make([]int, 0, n)
+	res := &portReservation{}
 	for tries := 0; len(ports) < n; tries++ {
 		if tries == 1000 {
-			return nil, fmt.Errorf("embedded temporal: no %d free ports on %s between %d and %d", n, host, lo, hi)
+			res.release()
+			return nil, nil, fmt.Errorf("embedded temporal: no %d free ports on %s between %d and %d", n, host, lo, hi)
 		}
 		p := lo + rand.IntN(hi-lo)
 		if seen[p] {
 			continue
 		}
 		seen[p] = true
+		lock, ok := reservePort(p)
+		if !ok {
+			continue // another server's
+		}
 		l, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(p)))
 		if err != nil {
+			lock.release()
 			continue // taken
 		}
 		_ = l.Close()
 		ports = append(ports, p)
+		res.locks = append(res.locks, lock)
 	}
-	return ports, nil
+	return ports, res, nil
+}
+
+// portReservation holds the reservations of a server's ports.
+type portReservation struct{ locks []portLock }
+
+// release gives the ports back; safe on nil and more than once.
+func (r *portReservation) release() {
+	if r == nil {
+		return
+	}
+	for _, l := range r.locks {
+		l.release()
+	}
+	r.locks = nil
+}
+
+// portLock is one port's reservation: an exclusive flock on a file named
+// after the port, in a directory every reckon process on the machine
+// shares. flock locks belong to the open file, so they also keep two
+// servers of one process apart, and the kernel drops them when a process
+// dies, so a crashed test leaves nothing reserved. The files stay (an
+// unlink races with another process opening the name); they are empty.
+type portLock struct{ f *os.File }
+
+// portLockDir is where the port files are.
+var portLockDir = filepath.Join(os.TempDir(), "reckon-temporal-ports")
+
+// reservePort reserves port p for this process, or says another server
+// holds it. Where no lock file can be made (a read-only temporary
+// directory), the port is taken as free: the listen check alone, as
+// before.
+func reservePort(p int) (portLock, bool) {
+	if err := os.MkdirAll(portLockDir, 0o777); err != nil {
+		return portLock{}, true
+	}
+	f, err := os.OpenFile(filepath.Join(portLockDir, strconv.Itoa(p)), os.O_CREATE|os.O_RDWR, 0o666)
+	if err != nil {
+		return portLock{}, true
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		_ = f.Close()
+		return portLock{}, false
+	}
+	return portLock{f: f}, true
+}
+
+// release drops the reservation (closing the file releases its flock).
+func (l portLock) release() {
+	if l.f != nil {
+		_ = l.f.Close()
+	}
 }
 
 // belowEphemeral is the range to pick server ports from: 10000 up to the

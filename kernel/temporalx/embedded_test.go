@@ -2,7 +2,11 @@ package temporalx
 
 import (
 	"context"
+	"math/rand/v2"
+	"net"
 	"os"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -124,4 +128,68 @@ func TestSDKLoggerFields(t *testing.T) {
 	if got := buf.String(); got != `{"level":"info","workflow_id":"w1","attempt":2,"message":"hello"}`+"\n" {
 		t.Fatalf("log line = %s", got)
 	}
+}
+
+// TestFreePortsSkipsReservedPorts: a port another server reserved is never
+// handed out, though nothing listens on it yet (the server binds its ports
+// only later), and it is handed out again once released.
+func TestFreePortsSkipsReservedPorts(t *testing.T) {
+	t.Parallel()
+	// Ten ports that can be bound right now, each reservable.
+	var lo int
+	for base := 20000 + rand.IntN(10000); ; base++ {
+		if base > 32000 {
+			t.Fatal("no ten consecutive free ports between 20000 and 32000")
+		}
+		if allFree(base, 10) {
+			lo = base
+			break
+		}
+	}
+	held, res, err := freePortsIn(localhost, 5, lo, lo+10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rest, res2, err := freePortsIn(localhost, 5, lo, lo+10)
+	if err != nil {
+		t.Fatalf("the five ports not reserved: %v", err)
+	}
+	for _, p := range rest {
+		if slices.Contains(held, p) {
+			t.Errorf("port %d handed out twice: %v and %v", p, held, rest)
+		}
+	}
+	if _, _, err := freePortsIn(localhost, 1, lo, lo+10); err == nil {
+		t.Error("an eleventh port was handed out from a range of ten, all reserved")
+	}
+	res.release()
+	again, res3, err := freePortsIn(localhost, 5, lo, lo+10)
+	if err != nil {
+		t.Fatalf("released ports not handed out again: %v", err)
+	}
+	slices.Sort(again)
+	slices.Sort(held)
+	if !slices.Equal(again, held) {
+		t.Errorf("after release got %v, want the released %v", again, held)
+	}
+	res2.release()
+	res3.release()
+	res3.release() // twice is harmless
+}
+
+// allFree says whether ports lo … lo+n-1 can be bound and are not reserved.
+func allFree(lo, n int) bool {
+	for p := lo; p < lo+n; p++ {
+		l, err := net.Listen("tcp", net.JoinHostPort(localhost, strconv.Itoa(p)))
+		if err != nil {
+			return false
+		}
+		_ = l.Close()
+		lock, ok := reservePort(p)
+		if !ok {
+			return false
+		}
+		lock.release()
+	}
+	return true
 }
