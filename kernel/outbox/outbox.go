@@ -86,44 +86,51 @@ func Enqueue(ctx context.Context, db DBTX, events ...kernel.Event) error {
 	for i, o := range recheck {
 		rs[i], ri[i] = srcs[o], ids[o]
 	}
-	rows, err := db.Query(ctx, enqueueRecheckSQL, rs, ri)
-	if err != nil {
+	var conflict error
+	rb := &pgx.Batch{}
+	queueIndexedRead(rb, enqueueRecheckSQL, rs, ri).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			var k kernel.EventKey
+			var stored []byte
+			if err := rows.Scan(&k.SourceID, &k.EventID, &stored); err != nil {
+				return err
+			}
+			if conflict == nil && !bytes.Equal(stored, digests[seen[k]]) {
+				conflict = conflictErr(k)
+			}
+		}
+		return rows.Err()
+	})
+	if err := db.SendBatch(ctx, rb).Close(); err != nil {
 		return fmt.Errorf("enqueue: recheck: %w", err)
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var k kernel.EventKey
-		var stored []byte
-		if err := rows.Scan(&k.SourceID, &k.EventID, &stored); err != nil {
-			return fmt.Errorf("enqueue: recheck: %w", err)
-		}
-		if !bytes.Equal(stored, digests[seen[k]]) {
-			return conflictErr(k)
-		}
-	}
-	return rows.Err()
+	return conflict
 }
 
 // Stored returns the event enqueued under key, and false when none is (or it
 // has been pruned after delivery).
 func Stored(ctx context.Context, db DBTX, key kernel.EventKey) (kernel.Event, bool, error) {
-	rows, err := db.Query(ctx, storedSQL, key.SourceID, key.EventID)
-	if err != nil {
-		return kernel.Event{}, false, fmt.Errorf("outbox: read %s: %w", key, err)
-	}
-	defer rows.Close()
-	if !rows.Next() {
-		return kernel.Event{}, false, rows.Err()
-	}
 	var body []byte
-	if err := rows.Scan(&body); err != nil {
+	b := &pgx.Batch{}
+	queueIndexedRead(b, storedSQL, key.SourceID, key.EventID).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			if err := rows.Scan(&body); err != nil {
+				return err
+			}
+		}
+		return rows.Err()
+	})
+	if err := db.SendBatch(ctx, b).Close(); err != nil {
 		return kernel.Event{}, false, fmt.Errorf("outbox: read %s: %w", key, err)
+	}
+	if body == nil {
+		return kernel.Event{}, false, nil
 	}
 	var ev kernel.Event
 	if err := json.Unmarshal(body, &ev); err != nil {
 		return kernel.Event{}, false, fmt.Errorf("outbox: decode %s: %w", key, err)
 	}
-	return ev, true, rows.Err()
+	return ev, true, nil
 }
 
 func conflictErr(k kernel.EventKey) error {
@@ -137,7 +144,7 @@ func PendingCount(ctx context.Context, pool *pgxpool.Pool, project, runID string
 		n int
 		b pgx.Batch
 	)
-	queuePendingRead(&b, pendingForRunSQL, project, runID).QueryRow(func(row pgx.Row) error { return row.Scan(&n) })
+	queueIndexedRead(&b, pendingForRunSQL, project, runID).QueryRow(func(row pgx.Row) error { return row.Scan(&n) })
 	if err := pool.SendBatch(ctx, &b).Close(); err != nil {
 		return 0, fmt.Errorf("pending outbox rows of %s/%s: %w", project, runID, err)
 	}
@@ -233,7 +240,7 @@ func QueuePending(b *pgx.Batch, f PendingFilter, into *[]kernel.Event) error {
 	if err != nil {
 		return err
 	}
-	queuePendingRead(b, sql, args...).Query(func(rows pgx.Rows) error {
+	queueIndexedRead(b, sql, args...).Query(func(rows pgx.Rows) error {
 		evs, err := scanPending(rows)
 		if err != nil {
 			return fmt.Errorf("pending outbox events of %s: %w", f.Project, err)
@@ -244,17 +251,18 @@ func QueuePending(b *pgx.Batch, f PendingFilter, into *[]kernel.Event) error {
 	return nil
 }
 
-// queuePendingRead queues a read of pending rows by the event's project and
-// run with sequential scans off, on its generic plan (pgplan.Queue; the
-// statement reads no table that must be known large first). A plan made
-// while the outbox was small is kept as it grows (until the table is
-// analyzed again, which autovacuum may not do for a while): made by the
-// planner alone, it was a sequential scan, which every read then paid for
-// with every row of the outbox, delivered ones included — 2 of a triage
-// sweep's 6 s at concurrency 1, each of its 1,000 walls reading twice an
-// outbox its own walls filled. pgplan's two settings statements cost
-// about 0.1 ms per read; TestPendingPlanMadeOnASmallOutbox.
-func queuePendingRead(b *pgx.Batch, sql string, args ...any) *pgx.QueuedQuery {
+// queueIndexedRead queues one of the outbox's reads by key or by the
+// event's project and run with sequential scans off, on its generic plan
+// (pgplan.Queue; the statement reads no table that must be known large
+// first). A plan made while the outbox was small is kept as it grows
+// (until the table is analyzed again, which autovacuum may not do for a
+// while): made by the planner alone it was a sequential scan, which every
+// read then paid for with every row of the outbox, delivered ones
+// included — 2 of a triage sweep's 6 s at concurrency 1, each of its 1,000
+// walls reading twice an outbox its own walls filled. pgplan's two
+// settings statements cost about 20 µs per read;
+// TestReadsPlannedOnASmallOutbox.
+func queueIndexedRead(b *pgx.Batch, sql string, args ...any) *pgx.QueuedQuery {
 	return pgplan.Queue(b, "", sql, args...)
 }
 
