@@ -223,3 +223,35 @@ VALUES ('kernel', 'cw/no-project', '{"source_id":"kernel","event_id":"cw/no-proj
 		t.Fatalf("%d deliveries in the database, %d checked", j.inDB.Load(), j.checked.Load())
 	}
 }
+
+// TestInDatabaseDeliveryOfARowNotThere: asked to deliver a row the
+// statement cannot see (an id that is not in the outbox: not locked by the
+// caller, or gone since), IngestOutboxTx answers an error naming the row
+// and writes nothing, rather than an answer for an event it never read;
+// the rows beside it are not journaled either (the caller's transaction
+// rolls back, and the publisher retries the batch).
+func TestInDatabaseDeliveryOfARowNotThere(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := pgtest.New(t)
+	j := journal.New(s.Pool, nil)
+	enqueue(t, s, events("gone", 1)...)
+	var id int64
+	if err := s.Pool.QueryRow(ctx, `SELECT id FROM kernel_event_outbox`).Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	missing := kernel.EventKey{SourceID: kernel.SourceKernel, EventID: "gone/op-9/started"}
+	err := pgx.BeginFunc(ctx, s.Pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT id FROM kernel_event_outbox WHERE id = $1 FOR UPDATE`, id); err != nil {
+			return err
+		}
+		_, err := j.IngestOutboxTx(ctx, tx, []int64{id, id + 1000}, []kernel.EventKey{{SourceID: kernel.SourceKernel, EventID: "gone/op-0/started"}, missing})
+		return err
+	})
+	if err == nil || !strings.Contains(err.Error(), "neither written nor found") || !strings.Contains(err.Error(), missing.EventID) {
+		t.Fatalf("delivering a row that is not there: %v; want an error naming %s", err, missing)
+	}
+	if n := count(t, s, "SELECT count(*) FROM journal_events"); n != 0 {
+		t.Fatalf("%d journal rows after the failed delivery, want none", n)
+	}
+}
