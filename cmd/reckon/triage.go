@@ -115,10 +115,10 @@ func printReport(rep triage.Report) {
 // nothing is pending, so rows of a publisher that died mid-delivery are
 // delivered here too.
 func publishVerdicts(ctx context.Context, p *outbox.Publisher, pool *pgxpool.Pool, rep triage.Report) error {
-	var runs [][2]string
-	seen := map[[2]string]bool{}
+	var runs []outbox.Run
+	seen := map[outbox.Run]bool{}
 	for _, w := range rep.Walls {
-		k := [2]string{w.Project, w.RunID}
+		k := outbox.Run{Project: w.Project, RunID: w.RunID}
 		if w.Outcome == triage.OutcomeJournaled && !seen[k] {
 			seen[k] = true
 			runs = append(runs, k)
@@ -128,13 +128,9 @@ func publishVerdicts(ctx context.Context, p *outbox.Publisher, pool *pgxpool.Poo
 		if err := p.Drain(ctx); err != nil {
 			return err
 		}
-		left := 0
-		for _, k := range runs {
-			n, err := outbox.PendingCount(ctx, pool, k[0], k[1])
-			if err != nil {
-				return err
-			}
-			left += n
+		left, err := outbox.PendingCount(ctx, pool, runs...)
+		if err != nil {
+			return err
 		}
 		if left == 0 {
 			return nil

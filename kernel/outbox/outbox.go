@@ -137,16 +137,24 @@ func conflictErr(k kernel.EventKey) error {
 	return kernel.Errorf(kernel.EConflict, "event %s is already enqueued with a different payload; nothing was overwritten", k)
 }
 
-// PendingCount counts a run's events not yet delivered to the journal
-// (parked rows excluded).
-func PendingCount(ctx context.Context, pool *pgxpool.Pool, project, runID string) (int, error) {
+// Run names one run of a project.
+type Run struct{ Project, RunID string }
+
+// PendingCount counts the events of runs (each named once) not yet
+// delivered to the journal (parked rows excluded), in one statement
+// however many runs.
+func PendingCount(ctx context.Context, db DBTX, runs ...Run) (int, error) {
+	projects, ids := make([]string, len(runs)), make([]string, len(runs))
+	for i, r := range runs {
+		projects[i], ids[i] = r.Project, r.RunID
+	}
 	var (
 		n int
 		b pgx.Batch
 	)
-	queueIndexedRead(&b, pendingForRunSQL, project, runID).QueryRow(func(row pgx.Row) error { return row.Scan(&n) })
-	if err := pool.SendBatch(ctx, &b).Close(); err != nil {
-		return 0, fmt.Errorf("pending outbox rows of %s/%s: %w", project, runID, err)
+	queueIndexedRead(&b, pendingForRunsSQL, projects, ids).QueryRow(func(row pgx.Row) error { return row.Scan(&n) })
+	if err := db.SendBatch(ctx, &b).Close(); err != nil {
+		return 0, fmt.Errorf("pending outbox rows of %d run(s): %w", len(runs), err)
 	}
 	return n, nil
 }
@@ -156,7 +164,7 @@ func PendingCount(ctx context.Context, pool *pgxpool.Pool, project, runID string
 // events (the child-run summary) call it first.
 func WaitDelivered(ctx context.Context, pool *pgxpool.Pool, project, runID string, every time.Duration) error {
 	for {
-		n, err := PendingCount(ctx, pool, project, runID)
+		n, err := PendingCount(ctx, pool, Run{project, runID})
 		if err != nil {
 			return err
 		}

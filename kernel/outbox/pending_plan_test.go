@@ -2,6 +2,7 @@ package outbox
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -125,6 +126,11 @@ func TestReadsPlannedOnASmallOutbox(t *testing.T) {
 		{"pending of an operation", func(t *testing.T, tx pgx.Tx) {
 			pending(t, tx, PendingFilter{Project: "p", RunID: "r-1", OperationID: "op-1"})
 		}},
+		{"pending count of runs", func(t *testing.T, tx pgx.Tx) {
+			if _, err := PendingCount(ctx, tx, Run{"p", "r-1"}, Run{"p", "r-2"}); err != nil {
+				t.Fatal(err)
+			}
+		}},
 		{"stored event", func(t *testing.T, tx pgx.Tx) {
 			if _, _, err := Stored(ctx, tx, kernel.EventKey{SourceID: "s", EventID: "e-1"}); err != nil {
 				t.Fatal(err)
@@ -190,4 +196,42 @@ WHERE schemaname = current_schema() AND relname = 'kernel_event_outbox'`).Scan(&
 		t.Fatal(err)
 	}
 	return seq, idx
+}
+
+// TestPendingCountOfRuns: one count over several runs adds up each run's
+// undelivered rows, and only theirs: not another run's, not a delivered
+// or parked one, not a run of the same id in another project.
+func TestPendingCountOfRuns(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := pgtest.New(t)
+	t0 := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	var evs []kernel.Event
+	for _, r := range []Run{{"p", "a"}, {"p", "a"}, {"p", "a"}, {"p", "b"}, {"p", "b"}, {"p", "c"}, {"q", "a"}} {
+		evs = append(evs, kernel.Event{SourceID: kernel.SourceKernel, EventID: fmt.Sprintf("%s/%s/%d", r.Project, r.RunID, len(evs)),
+			Project: r.Project, RunID: r.RunID, Type: kernel.TypeRunCompleted, TS: t0, Actor: "kernel", Data: []byte(`{}`)})
+	}
+	if err := Enqueue(ctx, s.Pool, evs...); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Pool.Exec(ctx, `UPDATE kernel_event_outbox SET delivered_at = now() WHERE event_id = 'p/a/0'`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Pool.Exec(ctx, `UPDATE kernel_event_outbox SET parked_at = now() WHERE event_id = 'p/b/3'`); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		runs []Run
+		want int
+	}{
+		{[]Run{{"p", "a"}, {"p", "b"}}, 3},
+		{[]Run{{"p", "a"}}, 2},
+		{[]Run{{"q", "a"}, {"p", "c"}}, 2},
+		{[]Run{{"p", "z"}}, 0},
+		{nil, 0},
+	} {
+		if n, err := PendingCount(ctx, s.Pool, c.runs...); err != nil || n != c.want {
+			t.Errorf("PendingCount(%v) = %d, %v; want %d", c.runs, n, err, c.want)
+		}
+	}
 }

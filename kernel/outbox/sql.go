@@ -92,13 +92,14 @@ FROM kernel_event_outbox WHERE delivered_at IS NULL AND parked_at IS NULL`
 
 const parkedCountSQL = `SELECT count(*) FROM kernel_event_outbox WHERE parked_at IS NOT NULL`
 
-// pendingForRunSQL counts a run's undelivered rows (by the event's project
-// and run), for callers that must read the journal only after a run's events
-// have landed.
-const pendingForRunSQL = `
-SELECT count(*) FROM kernel_event_outbox
-WHERE delivered_at IS NULL AND parked_at IS NULL
-  AND event->>'project' = $1 AND event->>'run_id' = $2`
+// pendingForRunsSQL counts the undelivered rows of the runs ($1 projects,
+// $2 run ids, pairwise; by the event's project and run), for callers that
+// must read the journal only after those runs' events have landed: one
+// index lookup per run (kernel_event_outbox_pending_ops).
+const pendingForRunsSQL = `
+SELECT count(*) FROM unnest($1::text[], $2::text[]) AS r(project, run_id)
+JOIN kernel_event_outbox o ON o.event->>'project' = r.project AND o.event->>'run_id' = r.run_id
+WHERE o.delivered_at IS NULL AND o.parked_at IS NULL`
 
 // parkedSQL lists parked rows for operators.
 const parkedSQL = `
