@@ -36,25 +36,28 @@ import (
 // statements run on generic plans.
 const MinAnalyzedRows = 10_000
 
+// saveSettingsSQL keeps the two settings ForceSQL and forceAlwaysSQL
+// replace in settings of our own, for RestoreSQL.
+const saveSettingsSQL = `SELECT set_config('reckon.saved_plan_cache_mode', current_setting('plan_cache_mode'), true),
+    set_config('reckon.saved_enable_seqscan', current_setting('enable_seqscan'), true),`
+
 // ForceSQL switches the rest of the transaction to generic plans when the
 // table $1 (” for a statement that reads none) has statistics of at least
 // $2 rows, and off sequential scans, keeping the settings it replaced in
 // settings of our own for RestoreSQL.
-const ForceSQL = `SELECT set_config('reckon.saved_plan_cache_mode', current_setting('plan_cache_mode'), true),
-    set_config('reckon.saved_enable_seqscan', current_setting('enable_seqscan'), true),
+const ForceSQL = saveSettingsSQL + `
     set_config('plan_cache_mode', CASE
         WHEN $1::text = '' OR (SELECT reltuples FROM pg_class WHERE oid = to_regclass($1::text)) >= $2::float4
         THEN 'force_generic_plan' ELSE current_setting('plan_cache_mode') END, true),
     set_config('enable_seqscan', 'off', true)`
 
 // forceAlwaysSQL is ForceSQL for a statement that reads no table that
-// must be known large first (Queue with reads ”): the same settings kept
-// and set, without parameters. ForceSQL's parameters keep PostgreSQL
-// planning it afresh for each call (its custom plan, which folds the
-// empty name away, always looks cheaper than the generic one): 40 µs a
-// bind against 8 µs for this one, whose one plan is cached.
-const forceAlwaysSQL = `SELECT set_config('reckon.saved_plan_cache_mode', current_setting('plan_cache_mode'), true),
-    set_config('reckon.saved_enable_seqscan', current_setting('enable_seqscan'), true),
+// must be known large first (Queue with reads ”), without parameters.
+// ForceSQL's parameters keep PostgreSQL planning it afresh for each call
+// (its custom plan, which folds the empty name away, always looks cheaper
+// than the generic one): 40 µs a bind against 8 µs for this one, whose one
+// plan is cached.
+const forceAlwaysSQL = saveSettingsSQL + `
     set_config('plan_cache_mode', 'force_generic_plan', true),
     set_config('enable_seqscan', 'off', true)`
 
