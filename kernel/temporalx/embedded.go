@@ -13,6 +13,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math/rand/v2"
 	"net"
 	"os"
@@ -357,11 +358,19 @@ var portLockDir = filepath.Join(os.TempDir(), "reckon-temporal-ports")
 // holds it. Where no lock file can be made (a read-only temporary
 // directory), the port is taken as free: the listen check alone, as
 // before.
+//
+// The directory is shared by every user of the machine, like /tmp itself:
+// made sticky and world-writable (each user's files are theirs), each file
+// opened read-only (all flock needs; nothing is ever written) and never
+// through a symbolic link, so a file another user planted there can at
+// most hold its port, which is then skipped.
 func reservePort(p int) (portLock, bool) {
-	if err := os.MkdirAll(portLockDir, 0o777); err != nil {
+	if err := os.Mkdir(portLockDir, 0o755); err == nil {
+		_ = os.Chmod(portLockDir, 0o777|os.ModeSticky)
+	} else if !errors.Is(err, fs.ErrExist) {
 		return portLock{}, true
 	}
-	f, err := os.OpenFile(filepath.Join(portLockDir, strconv.Itoa(p)), os.O_CREATE|os.O_RDWR, 0o666)
+	f, err := os.OpenFile(filepath.Join(portLockDir, strconv.Itoa(p)), os.O_CREATE|os.O_RDONLY|syscall.O_NOFOLLOW, 0o644)
 	if err != nil {
 		return portLock{}, true
 	}

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -192,4 +193,35 @@ func allFree(lo, n int) bool {
 		lock.release()
 	}
 	return true
+}
+
+// TestReservePortFollowsNoLink: a port file another user planted as a
+// symbolic link is not opened through it (the target is never created or
+// locked); the port is then taken on the listen check alone. Not parallel:
+// it points the shared lock directory elsewhere for its duration.
+func TestReservePortFollowsNoLink(t *testing.T) {
+	dir := t.TempDir()
+	old := portLockDir
+	portLockDir = dir
+	defer func() { portLockDir = old }()
+	target := filepath.Join(t.TempDir(), "target")
+	if err := os.Symlink(target, filepath.Join(dir, "12345")); err != nil {
+		t.Fatal(err)
+	}
+	lock, ok := reservePort(12345)
+	if !ok || lock.f != nil {
+		t.Fatalf("reservePort through a link: locked %v, free %v; want free, unlocked", lock.f != nil, ok)
+	}
+	if _, err := os.Stat(target); !os.IsNotExist(err) {
+		t.Fatalf("the link's target was created: %v", err)
+	}
+	// A plain file is locked as usual, and a second reservation refused.
+	first, ok := reservePort(12346)
+	if !ok || first.f == nil {
+		t.Fatal("a fresh port file was not locked")
+	}
+	defer first.release()
+	if _, ok := reservePort(12346); ok {
+		t.Fatal("a locked port was reserved twice")
+	}
 }
