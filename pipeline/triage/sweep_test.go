@@ -480,13 +480,19 @@ func TestWallDurationIsReported(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	e.seedRun("run-1", uncertainOps(2)...)
+	// The sweep's clock, which the supervisor moves on by its thinking time.
 	const think = 30 * time.Millisecond
+	var mu sync.Mutex
+	clock := e.t0.Add(time.Hour)
+	now := func() time.Time { mu.Lock(); defer mu.Unlock(); return clock }
 	slow := decideFunc{name: "slow", f: func(ctx context.Context, w pipeline.Wall) (pipeline.Decision, error) {
-		time.Sleep(think)
+		mu.Lock()
+		clock = clock.Add(think)
+		mu.Unlock()
 		return supervisor.Builtin{}.Decide(ctx, w)
 	}}
 	var buf bytes.Buffer
-	rep, err := e.sweeper(Config{Supervisor: slow, Log: zerolog.New(&buf)}).Sweep(context.Background(), SweepParams{})
+	rep, err := e.sweeper(Config{Supervisor: slow, Now: now, Log: zerolog.New(&buf)}).Sweep(context.Background(), SweepParams{})
 	if err != nil || rep.Journaled != 1 {
 		t.Fatalf("sweep: %+v %v", rep, err)
 	}
