@@ -268,8 +268,8 @@ func QueuePending(b *pgx.Batch, f PendingFilter, into *[]kernel.Event) error {
 // read then paid for with every row of the outbox, delivered ones
 // included — 2 of a triage sweep's 6 s at concurrency 1, each of its 1,000
 // walls reading twice an outbox its own walls filled. pgplan's two
-// settings statements cost about 20 µs per read;
-// TestReadsPlannedOnASmallOutbox.
+// settings statements cost about 30 µs per read (their bind and execute
+// times in a sweep's statement log); TestReadsPlannedOnASmallOutbox.
 func queueIndexedRead(b *pgx.Batch, sql string, args ...any) *pgx.QueuedQuery {
 	return pgplan.Queue(b, "", sql, args...)
 }
