@@ -42,7 +42,8 @@ const shmSize = 64 << 20
 
 // bwrapArgs builds the sandbox: a fresh root holding only /usr and the
 // system directories (read-only), the few /etc files above, generated
-// passwd and group (fds 4 and 5), /proc of the sandbox's own pid
+// passwd and group (fds 4 and 5), its init's PID reported on fd 6
+// (sandboxInit), /proc of the sandbox's own pid
 // namespace, a minimal /dev, a private /tmp and /dev/shm (tmpfs of bounded
 // size), and the workspace read-write. The root and /dev are then made
 // read-only, so nothing but the workspace and the two tmpfs takes a write.
@@ -84,6 +85,7 @@ func bwrapArgs(ws string, env []string, o Config) []string {
 		"--hostname", "reckon-sandbox",
 		"--cap-drop", "ALL",
 		"--die-with-parent",
+		"--info-fd", strconv.Itoa(infoFD),
 		"--new-session",
 		"--chdir", ws,
 		"--clearenv",

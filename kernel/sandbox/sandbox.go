@@ -345,6 +345,8 @@ func (r *runCommand) Execute(ctx context.Context, call kernel.ToolCall) (kernel.
 	stderr := &cappedBuffer{max: r.o.MaxOutputBytes}
 	var extra []*os.File
 	var output *outputPipes
+	var sbInit *sandboxInit
+	var infoR *os.File
 	if confined {
 		if p.drop != nil {
 			// The workspace belongs to the sandbox's user, whoever wrote
@@ -363,6 +365,20 @@ func (r *runCommand) Execute(ctx context.Context, call kernel.ToolCall) (kernel.
 		}
 		defer closeAll(ids)
 		extra = ids
+		var infoW *os.File
+		if infoR, infoW, err = os.Pipe(); err != nil {
+			return startFailed("sandbox info pipe: %w", err)
+		}
+		defer closeAll([]*os.File{infoW})
+		// Once bubblewrap started, sbInit's reader owns infoR.
+		defer func() {
+			if sbInit.reading() {
+				return
+			}
+			infoR.Close()
+		}()
+		extra = append(extra, infoW)
+		sbInit = newSandboxInit()
 		cmd = exec.CommandContext(runCtx, p.bwrap, append(bwrapArgs(p.workspace, env, r.o), shArgs...)...)
 		// The command's stdout and stderr are pipes the sandbox user owns,
 		// so that reopening them (/dev/stdout, /dev/stderr) works as it
@@ -383,12 +399,18 @@ func (r *runCommand) Execute(ctx context.Context, call kernel.ToolCall) (kernel.
 	cmd.Stdin = nil
 	// Own process group, killed as a whole on timeout; if the worker dies,
 	// the kernel kills bwrap, and --die-with-parent takes the sandbox down.
+	// The sandbox's init leaves the group (it starts a session of its
+	// own), so a cancel kills it first, through its pidfd (sandboxInit).
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL, Credential: p.drop}
 	cmd.Cancel = func() error {
 		if cmd.Process == nil {
 			return nil
 		}
-		return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		var initErr error
+		if sbInit != nil {
+			initErr = sbInit.kill()
+		}
+		return errors.Join(syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL), initErr)
 	}
 	// A leaked descendant holding the output pipes must not block us past
 	// the kill.
@@ -401,7 +423,8 @@ func (r *runCommand) Execute(ctx context.Context, call kernel.ToolCall) (kernel.
 	}
 	defer markR.Close()
 	// fd 3 is the marker; the identity files follow (fds 4 and 5, which
-	// bubblewrap reads and closes before the command starts).
+	// bubblewrap reads and closes before the command starts), then
+	// bubblewrap's report of its init (fd 6).
 	cmd.ExtraFiles = append([]*os.File{markW}, extra...)
 
 	start := time.Now()
@@ -413,12 +436,22 @@ func (r *runCommand) Execute(ctx context.Context, call kernel.ToolCall) (kernel.
 	}
 	markW.Close()
 	closeAll(extra)
+	if sbInit != nil {
+		sbInit.watch(infoR, cmd.Process.Pid)
+		defer sbInit.close()
+	}
 	if output != nil {
 		output.started()
 	}
 
 	// The kernel's RunTool activity heartbeats for every tool while it runs.
 	waitErr := cmd.Wait()
+	if sbInit != nil {
+		// The command has exited or was killed; whatever it left in the
+		// background goes now, not when --die-with-parent gets to it (or
+		// never, if bubblewrap lost that signal).
+		_ = sbInit.kill()
+	}
 	if output != nil {
 		output.wait(cmd.WaitDelay)
 	}
