@@ -172,17 +172,16 @@ func (st *Stack) lose(ctx context.Context, project string, sc Scenario, ws strin
 		running, err := processWith(l.Marker)
 		return !running, err
 	}
-	// Stopping the worker cancels the activity, whose sandbox kills
-	// bubblewrap's process group; the sandbox's own init (a new session in
-	// its own PID namespace) is meant to die with it (--die-with-parent).
-	// In about 1 of 20 drills it did not: the inner bwrap was left with
-	// parent PID 1 and the command ran on (seen with ps), so a command meant
-	// to be lost before its effect slept its 100 s and wrote it (README,
-	// Known limits: the kernel's sandbox does not yet kill that init
-	// itself). The drill stands for a worker that dies, whose commands die
-	// with it: past a grace it kills what is left of the command, as that
-	// death would, and says so in the log. The ground truth is still what
-	// the workspace shows afterwards.
+	// Stopping the worker cancels the activity, whose sandbox kills its own
+	// init and bubblewrap's process group. Before the sandbox killed its
+	// init itself (it relied on --die-with-parent, which bubblewrap arms
+	// only after its setup), about 1 of 20 drills left the command running
+	// on to write an effect meant to be lost. The drill stands for a
+	// worker that dies, whose commands die with it, so it still checks:
+	// past a grace it kills what is left of the command, as that death
+	// would, and says so in the log (a warning that now points at a
+	// sandbox bug). The ground truth is still what the workspace shows
+	// afterwards.
 	gctx, cancel := context.WithTimeout(ctx, commandGrace)
 	err := poll(gctx, gone)
 	cancel()
