@@ -110,6 +110,12 @@ func (c *Core) StartKernel(ctx context.Context, o KernelConfig) (*Kernel, error)
 		ws := filepath.Join(dataDir, "workspaces")
 		err := os.MkdirAll(ws, 0o755)
 		if err == nil {
+			// A dead predecessor's sandboxes go before this worker takes
+			// work (sandbox.ReapOrphans says how they are left).
+			n, rerr := sandbox.ReapOrphans(ws)
+			if n > 0 || rerr != nil {
+				c.Log.Warn().Err(rerr).Int("killed", n).Str("workspaces", ws).Msg("killed sandboxes a dead worker left running")
+			}
 			err = sandbox.Check(c.SandboxConfig(), ws)
 		}
 		if err != nil {

@@ -1,0 +1,128 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// ReapOrphans SIGKILLs the sandboxes a dead worker left behind whose
+// workspace lies beneath root, and says how many it killed.
+//
+// A worker that dies takes bubblewrap's launcher with it (Pdeathsig), but
+// the sandbox's init depends on bubblewrap's --die-with-parent, which is
+// not armed for the whole of bubblewrap's setup. Two ways of being left
+// were seen: killed before it released its child, the launcher leaves the
+// init blocked for good reading an eventfd (nothing runs; the soak met one
+// in 51 worker kills, a scratch loop 2 in 30); killed after the init's
+// setsid and before do_init armed the signal, it leaves the init running
+// the command. Either is an init (PID 1 of a PID namespace of its own)
+// whose parent is no longer a bubblewrap launcher, which a live sandbox's
+// init always has. A worker calls this as it starts, before it takes
+// work, so a command of its dead predecessor cannot still be writing into
+// a workspace that a probe is about to read.
+func ReapOrphans(root string) (int, error) {
+	root, err := filepath.EvalSymlinks(root)
+	if err != nil {
+		return 0, fmt.Errorf("reap orphaned sandboxes: %w", err)
+	}
+	dirs, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0, fmt.Errorf("reap orphaned sandboxes: %w", err)
+	}
+	killed := 0
+	var errs []error
+	for _, d := range dirs {
+		pid, err := strconv.Atoi(d.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		ok, err := reapIfOrphan(pid, root)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		if ok {
+			killed++
+		}
+	}
+	return killed, errors.Join(errs...)
+}
+
+// reapIfOrphan kills pid if it is an orphaned sandbox init of a workspace
+// beneath root. The pidfd is opened before the checks, so the kill reaches
+// the process that was checked, whatever takes its number later.
+func reapIfOrphan(pid int, root string) (bool, error) {
+	fd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		return false, nil // gone
+	}
+	defer unix.Close(fd)
+	if !orphanedInit(pid, root) {
+		return false, nil
+	}
+	if err := unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0); err != nil {
+		if errors.Is(err, unix.ESRCH) {
+			return false, nil
+		}
+		return false, fmt.Errorf("reap orphaned sandbox %d: %w", pid, err)
+	}
+	return true, nil
+}
+
+// orphanedInit says whether pid is bubblewrap's sandbox init (comm
+// "bwrap", PID 1 of a nested PID namespace) for a workspace beneath root
+// (a --bind of a directory there), whose parent is not a bubblewrap
+// launcher. Anything unreadable is not an orphan.
+func orphanedInit(pid int, root string) bool {
+	if comm(pid) != "bwrap" {
+		return false
+	}
+	status, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return false
+	}
+	ppid, nsInit := 0, false
+	for line := range strings.Lines(string(status)) {
+		if v, ok := strings.CutPrefix(line, "PPid:"); ok {
+			ppid, _ = strconv.Atoi(strings.TrimSpace(v))
+		}
+		if v, ok := strings.CutPrefix(line, "NSpid:"); ok {
+			f := strings.Fields(v)
+			nsInit = len(f) >= 2 && f[len(f)-1] == "1"
+		}
+	}
+	if !nsInit || ppid <= 0 || comm(ppid) == "bwrap" {
+		return false
+	}
+	cmdline, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+	if err != nil {
+		return false
+	}
+	args := strings.Split(string(cmdline), "\x00")
+	for i := 0; i+1 < len(args); i++ {
+		if args[i] == "--bind" && beneath(args[i+1], root) {
+			return true
+		}
+	}
+	return false
+}
+
+// comm is a process's command name, "" when it cannot be read.
+func comm(pid int) string {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/comm")
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// beneath says whether path is a directory strictly below root.
+func beneath(path, root string) bool {
+	rel, err := filepath.Rel(root, path)
+	return err == nil && rel != "." && !filepath.IsAbs(rel) && rel != ".." && !strings.HasPrefix(rel, "../")
+}

@@ -1,0 +1,138 @@
+package sandbox
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// orphanSandbox starts a sandbox for a workspace beneath root the way
+// Execute does, under a bubblewrap that never arms --die-with-parent,
+// running command; then it SIGKILLs the launcher, as a dying worker's
+// Pdeathsig would, and returns the sandbox init's PID, still alive.
+func orphanSandbox(t *testing.T, root, command string) int {
+	t.Helper()
+	ws := filepath.Join(root, "ws-"+fmt.Sprint(rand.IntN(1e6)))
+	if err := os.Mkdir(ws, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	o := NewRunCommand(Config{}).(*runCommand).o
+	ids, err := identityFiles(o.UID, o.GID, ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeAll(ids)
+	infoR, infoW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer infoR.Close()
+	devNull, err := os.Open(os.DevNull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer devNull.Close()
+	cmd := exec.Command(bwrapWithoutParentDeath(t), append(bwrapArgs(ws, []string{"PATH=" + sandboxPath}, o), "/bin/sh", "-c", command)...)
+	cmd.ExtraFiles = []*os.File{devNull, ids[0], ids[1], infoW}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if os.Geteuid() == 0 {
+		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: o.UID, Gid: o.GID, Groups: []uint32{}}
+		if err := os.Chown(ws, int(o.UID), int(o.GID)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	infoW.Close()
+	var report struct {
+		ChildPID int `json:"child-pid"`
+	}
+	if err := json.NewDecoder(infoR).Decode(&report); err != nil || report.ChildPID <= 0 {
+		t.Fatalf("bubblewrap's report: %v (%+v)", err, report)
+	}
+	waitFor(t, "the sandbox's command to run", func() bool { return running(command) })
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	waitFor(t, "the sandbox init to be reparented", func() bool { return comm(report.ChildPID) == "bwrap" && !orphanOf(report.ChildPID, cmd.Process.Pid) })
+	return report.ChildPID
+}
+
+// orphanOf says whether pid's parent is still launcher.
+func orphanOf(pid, launcher int) bool {
+	ppid, err := parentPID(pid)
+	return err == nil && ppid == launcher
+}
+
+func waitFor(t *testing.T, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// running says whether a process whose command line contains s exists.
+func running(s string) bool {
+	pids, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range pids {
+		if b, err := os.ReadFile(p); err == nil && strings.Contains(string(b), s) {
+			return true
+		}
+	}
+	return false
+}
+
+// TestReapOrphans leaves a sandbox running after its launcher's death and
+// reaps it: not from another data directory's root, not a live sandbox
+// of the same root, but the orphan and its command.
+func TestReapOrphans(t *testing.T) {
+	t.Parallel()
+	root := wsDir(t)
+	orphanCmd := fmt.Sprintf("sleep 30.%09d", rand.IntN(1e9))
+	initPID := orphanSandbox(t, root, orphanCmd)
+	t.Cleanup(func() { _ = unix.Kill(initPID, unix.SIGKILL) })
+
+	// A live sandbox of the same root, through run_command.
+	liveWS := filepath.Join(root, "live")
+	if err := os.Mkdir(liveWS, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	liveCmd := fmt.Sprintf("sleep 30.%09d", rand.IntN(1e9))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := NewRunCommand(Config{}).Execute(ctx, call(t, liveWS, map[string]any{"command": liveCmd, "timeout_s": 60}))
+		done <- err
+	}()
+	defer func() { cancel(); <-done }()
+	waitFor(t, "the live sandbox's command", func() bool { return running(liveCmd) })
+
+	if n, err := ReapOrphans(wsDir(t)); n != 0 || err != nil {
+		t.Fatalf("ReapOrphans of another root: %d killed, %v", n, err)
+	}
+	if !running(orphanCmd) {
+		t.Fatal("the orphan went without being reaped: the test proves nothing")
+	}
+	n, err := ReapOrphans(root)
+	if err != nil || n != 1 {
+		t.Fatalf("ReapOrphans: %d killed, %v; want the one orphan", n, err)
+	}
+	waitGone(t, strings.TrimPrefix(orphanCmd, "sleep "))
+	if !running(liveCmd) {
+		t.Fatal("ReapOrphans killed a live sandbox")
+	}
+}
