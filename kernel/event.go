@@ -225,3 +225,13 @@ type RunOwners interface {
 type Journal interface {
 	Ingest(ctx context.Context, events []Event) ([]IngestResult, error)
 }
+
+// GuardedJournal is a Journal that can refuse events lying in kernel runs
+// atomically with writing them: a RunOwners check before the write cannot
+// see a run started between the check and the write.
+type GuardedJournal interface {
+	Journal
+	// IngestOutsideKernelRuns is Ingest that refuses the whole call, with
+	// an EForbidden naming the run, when an event lies in a kernel run.
+	IngestOutsideKernelRuns(ctx context.Context, events []Event) ([]IngestResult, error)
+}

@@ -53,7 +53,13 @@ func (s *Server) ingest(w http.ResponseWriter, r *http.Request) error {
 	if err := kernelRunsRefused(r, s.cfg.Owners, events); err != nil {
 		return err
 	}
-	results, err := s.cfg.Journal.Ingest(r.Context(), events)
+	ingest := s.cfg.Journal.Ingest
+	if g, ok := s.cfg.Journal.(kernel.GuardedJournal); ok && s.cfg.Owners != nil {
+		// The check above names the event; this one, in the write's own
+		// transaction, catches a run started since.
+		ingest = g.IngestOutsideKernelRuns
+	}
+	results, err := ingest(r.Context(), events)
 	if err != nil {
 		return fmt.Errorf("ingest: %w", err)
 	}

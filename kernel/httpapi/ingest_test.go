@@ -14,6 +14,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/seed-7bc021c3/reckon/internal/pgtest"
+	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/auth"
 	"github.com/seed-7bc021c3/reckon/kernel/httpapi"
 	"github.com/seed-7bc021c3/reckon/kernel/journal"
@@ -28,14 +29,24 @@ func newServer(t *testing.T) *httptest.Server {
 
 func newServerPool(t *testing.T) (*httptest.Server, *pgxpool.Pool) {
 	t.Helper()
+	return newServerOwners(t, nil)
+}
+
+// newServerOwners is newServerPool with owners telling kernel runs (nil:
+// kernel_runs, as in production).
+func newServerOwners(t *testing.T, owners kernel.RunOwners) (*httptest.Server, *pgxpool.Pool) {
+	t.Helper()
 	s := pgtest.New(t)
 	tokens, err := auth.Parse("bot:agent:agent-secret-1:agent-x,ro:reader:reader-secret-1,op:operator:operator-secret-1:agent-x")
 	if err != nil {
 		t.Fatal(err)
 	}
+	if owners == nil {
+		owners = operations.Owners{Pool: s.Pool}
+	}
 	reg := prometheus.NewRegistry()
 	api := httpapi.New(httpapi.Config{Tokens: tokens, Log: zerolog.Nop(), Registry: reg,
-		Journal: journal.New(s.Pool, reg), Owners: operations.Owners{Pool: s.Pool}})
+		Journal: journal.New(s.Pool, reg), Owners: owners})
 	srv := httptest.NewServer(api)
 	t.Cleanup(srv.Close)
 	return srv, s.Pool
@@ -225,5 +236,36 @@ func TestIngestRefusesKernelRuns(t *testing.T) {
 		if code, out := post(t, srv, "agent-secret-1", `{"events":[`+strings.Replace(okEvent, repl.from, repl.to, 1)+`]}`); code != 200 {
 			t.Errorf("%s: %d %v", repl.to, code, out)
 		}
+	}
+}
+
+// staleOwners answers as a RunOwners check made just before the run's
+// start was recorded would: no kernel runs.
+type staleOwners struct{}
+
+func (staleOwners) KernelRuns(context.Context, []kernel.RunKey) (map[kernel.RunKey]bool, error) {
+	return map[kernel.RunKey]bool{}, nil
+}
+
+// A run recorded between the endpoint's check and its write is still
+// refused, by the write's own transaction, and nothing is written.
+func TestIngestRefusesARunStartedSinceItsCheck(t *testing.T) {
+	t.Parallel()
+	srv, pool := newServerOwners(t, staleOwners{})
+	if _, err := pool.Exec(context.Background(),
+		`INSERT INTO kernel_runs (project, run_id, plan, plan_digest, workflow_id) VALUES ('acme', 'run-42', '{}', '\x00', 'reckon/acme/run-42')`); err != nil {
+		t.Fatal(err)
+	}
+	other := strings.ReplaceAll(okEvent, "run-42", "run-43")
+	code, out := post(t, srv, "agent-secret-1", `{"events":[`+other+`,`+okEvent+`]}`)
+	if msg, _ := out["error"].(string); code != http.StatusForbidden || !strings.Contains(msg, `run "run-42" of project "acme" is a kernel run`) {
+		t.Fatalf("%d %v", code, out)
+	}
+	var n int
+	if err := pool.QueryRow(context.Background(), "SELECT count(*) FROM journal_events").Scan(&n); err != nil || n != 0 {
+		t.Fatalf("journal rows after a refused batch: %d %v", n, err)
+	}
+	if code, out := post(t, srv, "agent-secret-1", `{"events":[`+other+`]}`); code != http.StatusOK {
+		t.Fatalf("a run that is not the kernel's: %d %v", code, out)
 	}
 }

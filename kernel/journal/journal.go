@@ -30,7 +30,7 @@ type Store struct {
 	group   grouper
 }
 
-var _ kernel.Journal = (*Store)(nil)
+var _ kernel.GuardedJournal = (*Store)(nil)
 
 // New returns a journal over pool. Metrics are registered with reg when it is
 // not nil.
@@ -53,6 +53,9 @@ func New(pool *pgxpool.Pool, reg prometheus.Registerer) *Store {
 type prepared struct {
 	ev kernel.Event
 	kernel.Prepared
+	// outsideKernelRuns: the event must not lie in a kernel run
+	// (IngestOutsideKernelRuns).
+	outsideKernelRuns bool
 }
 
 // querier is what ingest runs on: the pool, or a transaction of the caller.
@@ -71,6 +74,32 @@ func (s *Store) Ingest(ctx context.Context, events []kernel.Event) ([]kernel.Ing
 	if err != nil || len(preps) == 0 {
 		return nil, err
 	}
+	return s.ingestPrepared(ctx, preps)
+}
+
+// IngestOutsideKernelRuns is Ingest for events that must not lie in a
+// kernel run (POST /v1/events: only the kernel writes a kernel run's
+// events). In the same transaction as the write it waits for any start of
+// those runs under way, then refuses the whole call with an EForbidden
+// naming the run if one of them, or a run its id descends from, is a
+// kernel run; nothing of the call is written. The caller's own check
+// before the write (kernel.RunOwners) gives the precise message; this one
+// closes the race with a start recorded in between (see
+// reckon_refuse_kernel_runs, migration 00028).
+func (s *Store) IngestOutsideKernelRuns(ctx context.Context, events []kernel.Event) ([]kernel.IngestResult, error) {
+	preps, err := prepare(events)
+	if err != nil || len(preps) == 0 {
+		return nil, err
+	}
+	for i := range preps {
+		preps[i].outsideKernelRuns = true
+	}
+	return s.ingestPrepared(ctx, preps)
+}
+
+// ingestPrepared writes prepared events: small calls through group commit,
+// larger ones alone.
+func (s *Store) ingestPrepared(ctx context.Context, preps []prepared) ([]kernel.IngestResult, error) {
 	if len(preps) <= groupSmall {
 		return s.group.ingest(ctx, preps)
 	}
@@ -204,9 +233,14 @@ func (s *Store) ingest(ctx context.Context, q querier, preps []prepared) ([]kern
 	inserted := make(map[kernel.EventKey]bool, n)
 	// On its generic plan (pgplan), in one round trip.
 	b := &pgx.Batch{}
+	queueRefuseKernelRuns(b, preps)
 	pgplan.QueueInserted(b, inserted, "journal_events", ingestSQL, srcs, ids, projects, runs, types, tss, actors,
 		psrc, pid, datas, digests, opIDs, settles, openInBatch, ords)
 	if err := q.SendBatch(ctx, b).Close(); err != nil {
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.Code == kernelRunCode {
+			return nil, kernel.Errorf(kernel.EForbidden, "%s", pgErr.Message)
+		}
 		return nil, fmt.Errorf("ingest batch of %d: %w", len(preps), err)
 	}
 	var missing []kernel.EventKey
@@ -240,6 +274,33 @@ func (s *Store) ingest(ctx context.Context, q querier, preps []prepared) ([]kern
 	}
 	s.countResults(out)
 	return out, nil
+}
+
+// kernelRunCode is the SQLSTATE reckon_refuse_kernel_runs raises.
+const kernelRunCode = "RK001"
+
+// queueRefuseKernelRuns queues, ahead of the insert, the refusal of
+// kernel runs for the events that must lie outside them: each one's run
+// and every run its id descends from (a kernel run's child runs are the
+// kernel's too), once each.
+func queueRefuseKernelRuns(b *pgx.Batch, preps []prepared) {
+	var projects, runs []string
+	seen := map[kernel.RunKey]bool{}
+	for _, p := range preps {
+		if !p.outsideKernelRuns {
+			continue
+		}
+		for _, id := range kernel.RunAncestry(p.ev.RunID) {
+			k := kernel.RunKey{Project: p.ev.Project, RunID: id}
+			if !seen[k] {
+				seen[k] = true
+				projects, runs = append(projects, k.Project), append(runs, k.RunID)
+			}
+		}
+	}
+	if len(runs) > 0 {
+		b.Queue(refuseKernelRunsSQL, projects, runs)
+	}
 }
 
 // countResults adds a batch's answers to the results metric, one Add per

@@ -3,6 +3,7 @@ package journal_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -221,5 +222,49 @@ func TestOpenHintFollowsSettlingEvents(t *testing.T) {
 	n, err := s.RepairOpenHints(ctx)
 	if err != nil || n != 1 || open("a") {
 		t.Fatalf("repair: n=%d err=%v open=%v", n, err, open("a"))
+	}
+}
+
+// Concurrent guarded calls share group commits; the one into a kernel run
+// is refused alone, and the others are written.
+func TestIngestOutsideKernelRunsRefusesOnlyTheCallInAKernelRun(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	sch := pgtest.New(t)
+	s := journal.New(sch.Pool, nil)
+	if _, err := sch.Pool.Exec(ctx,
+		`INSERT INTO kernel_runs (project, run_id, plan, plan_digest, workflow_id) VALUES ('acme', 'kernel-run', '{}', '\x00', 'reckon/acme/kernel-run')`); err != nil {
+		t.Fatal(err)
+	}
+	const n, refused = 16, 5
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		e := ev("agent-a", fmt.Sprintf("e%d", i), kernel.TypeToolStarted, `{"operation_id":"op-1","tool":"t","args":{}}`)
+		e.RunID = fmt.Sprintf("run-%d", i)
+		if i == refused {
+			e.RunID = "kernel-run" + kernel.ChildSeparator + "op-1"
+		}
+		wg.Go(func() { _, errs[i] = s.IngestOutsideKernelRuns(ctx, []kernel.Event{e}) })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if i == refused {
+			if kernel.ErrorCode(err) != kernel.EForbidden || !strings.Contains(err.Error(), `"kernel-run"`) {
+				t.Errorf("call into the kernel run's child: %v, want a refusal naming kernel-run", err)
+			}
+		} else if err != nil {
+			t.Errorf("call %d: %v", i, err)
+		}
+	}
+	var rows int
+	if err := sch.Pool.QueryRow(ctx, "SELECT count(*) FROM journal_events").Scan(&rows); err != nil || rows != n-1 {
+		t.Fatalf("journal rows: %d %v, want %d", rows, err, n-1)
+	}
+	// Ingest itself (the kernel's and the reconcilers' path) does not refuse.
+	e := ev("agent-a", "plain", kernel.TypeToolStarted, `{"operation_id":"op-1","tool":"t","args":{}}`)
+	e.RunID = "kernel-run"
+	if _, err := s.Ingest(ctx, []kernel.Event{e}); err != nil {
+		t.Fatalf("Ingest into a kernel run: %v", err)
 	}
 }

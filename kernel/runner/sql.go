@@ -21,7 +21,9 @@ LIMIT 1`
 
 // lockRunStartSQL and unlockRunStartSQL make starts of one run id take
 // turns (a session lock on the run's key; a hash collision only makes two
-// unrelated starts take turns too).
+// unrelated starts take turns too). Writes of foreign events take the same
+// key shared (reckon_refuse_kernel_runs, migration 00028): the key's
+// expression must stay the same in both places.
 const (
 	lockRunStartSQL   = `SELECT pg_advisory_lock(hashtextextended($1::text || '/' || $2::text, 0))`
 	unlockRunStartSQL = `SELECT pg_advisory_unlock(hashtextextended($1::text || '/' || $2::text, 0))`
