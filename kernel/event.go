@@ -232,6 +232,7 @@ type Journal interface {
 type GuardedJournal interface {
 	Journal
 	// IngestOutsideKernelRuns is Ingest that refuses the whole call, with
-	// an EForbidden naming the run, when an event lies in a kernel run.
+	// an EForbidden naming the run, when an event lies in a kernel run or
+	// in one being started.
 	IngestOutsideKernelRuns(ctx context.Context, events []Event) ([]IngestResult, error)
 }

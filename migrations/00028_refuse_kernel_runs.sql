@@ -10,7 +10,13 @@
 -- the run for foreign events and records it (runner's lockRunStartSQL,
 -- the same key), then raises if any of them is a kernel run. Either the
 -- start sees the events, or the events see the start's row.
--- SQLSTATE RK001: journal.ErrKernelRun.
+--
+-- It does not wait for a start under way: the lock is tried, and a run
+-- being started is refused like a kernel run. Waiting would hold the
+-- write -- and, under group commit, other callers' events sharing its
+-- transaction -- for as long as the start takes (a Temporal outage makes
+-- that long); a start's lock is the kernel claiming the id.
+-- SQLSTATE RK001 (journal.kernelRunCode).
 -- +goose StatementBegin
 CREATE FUNCTION reckon_refuse_kernel_runs(projects text[], run_ids text[]) RETURNS void
 LANGUAGE plpgsql AS $$
@@ -18,12 +24,14 @@ DECLARE
     p text;
     r text;
 BEGIN
-    -- In key order, so that two ingests never wait on each other's
-    -- (shared locks do not conflict; the order is for a start's wait).
-    PERFORM pg_advisory_xact_lock_shared(k)
-    FROM (SELECT DISTINCT hashtextextended(c.project || '/' || c.run_id, 0) AS k
-          FROM unnest(projects, run_ids) AS c(project, run_id)) keys
-    ORDER BY k;
+    FOR p, r IN
+        SELECT DISTINCT c.project, c.run_id FROM unnest(projects, run_ids) AS c(project, run_id)
+    LOOP
+        IF NOT pg_try_advisory_xact_lock_shared(hashtextextended(p || '/' || r, 0)) THEN
+            RAISE EXCEPTION 'run "%" of project "%" is being started through POST /v1/runs at this moment; only the kernel writes the events of a kernel run and of its child runs', r, p
+                USING ERRCODE = 'RK001';
+        END IF;
+    END LOOP;
     SELECT k.project, k.run_id INTO p, r
     FROM unnest(projects, run_ids) AS c(project, run_id)
     JOIN kernel_runs k ON k.project = c.project AND k.run_id = c.run_id

@@ -79,10 +79,10 @@ func (s *Store) Ingest(ctx context.Context, events []kernel.Event) ([]kernel.Ing
 
 // IngestOutsideKernelRuns is Ingest for events that must not lie in a
 // kernel run (POST /v1/events: only the kernel writes a kernel run's
-// events). In the same transaction as the write it waits for any start of
-// those runs under way, then refuses the whole call with an EForbidden
-// naming the run if one of them, or a run its id descends from, is a
-// kernel run; nothing of the call is written. The caller's own check
+// events). In the same transaction as the write it refuses the whole call
+// with an EForbidden naming the run if one of them, or a run its id
+// descends from, is a kernel run or is being started at that moment;
+// nothing of the call is written. The caller's own check
 // before the write (kernel.RunOwners) gives the precise message; this one
 // closes the race with a start recorded in between (see
 // reckon_refuse_kernel_runs, migration 00028).

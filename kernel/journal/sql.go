@@ -3,9 +3,9 @@ package journal
 // All of the journal's SQL, in one reviewed place.
 
 // refuseKernelRunsSQL goes ahead of ingestSQL in a batch that must not
-// write into kernel runs: it waits for starts of the runs $2 of projects
-// $1 under way and raises RK001 when one is a kernel run (migration
-// 00028), which aborts the batch's implicit transaction.
+// write into kernel runs: it raises RK001 when one of the runs $2 of
+// projects $1 is a kernel run or is being started (migration 00028), which
+// aborts the batch's implicit transaction.
 const refuseKernelRunsSQL = `SELECT reckon_refuse_kernel_runs($1::text[], $2::text[])`
 
 // ingestSQL writes a batch in one round trip. Inputs arrive as parallel

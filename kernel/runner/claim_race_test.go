@@ -14,7 +14,7 @@ import (
 // same instant as the run's start was read as the kernel's. These tests
 // hold one side at its critical point, with the start's own advisory lock
 // (lockRunStartSQL) or the ingest's own refusal (reckon_refuse_kernel_runs),
-// and check that the other side waits and then refuses.
+// and check that the other side refuses (the start after waiting).
 
 // waitForLockWaiter waits until a session waits for the start lock of
 // project/runID, or done is closed first (the other side did not wait).
@@ -56,51 +56,48 @@ func foreignEvent(t *testing.T, e *env, runID string) kernel.Event {
 }
 
 // A start holds its lock while it checks for foreign events and records
-// the run: an ingest into the run (or a child run of it) in that moment
-// waits, then sees the run and is refused; nothing of it is written.
-func TestIngestWaitsForAStartUnderWay(t *testing.T) {
+// the run: an ingest into the run (or a child run of it) in that moment is
+// refused at once, without waiting for the start, and nothing of it is
+// written; once the run is recorded, it is refused as a kernel run.
+func TestIngestDuringAStartIsRefused(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, envOpts{})
 	ctx := context.Background()
-	for _, runID := range []string{"racing", "racing" + kernel.ChildSeparator + "op-2"} {
-		root := kernel.RunAncestry(runID)[0]
-		conn, err := e.pool.Pool.Acquire(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		// A failed check must not leave the lock or the connection held
-		// (the schema's cleanup would wait for it forever).
-		t.Cleanup(func() {
-			_, _ = conn.Exec(ctx, unlockRunStartSQL, e.project, root)
-			conn.Release()
-		})
-		if _, err := conn.Exec(ctx, lockRunStartSQL, e.project, root); err != nil {
-			t.Fatal(err)
-		}
-		done := make(chan struct{})
-		var ingestErr error
-		go func() {
-			defer close(done)
-			_, ingestErr = e.journal.IngestOutsideKernelRuns(ctx, []kernel.Event{foreignEvent(t, e, runID)})
-		}()
-		waitForLockWaiter(t, e, root, done)
-		if root == runID {
-			if _, err := conn.Exec(ctx, insertRunSQL, e.project, root, `{}`, []byte{1}, kernel.WorkflowID(e.project, root)); err != nil {
-				t.Fatal(err)
+	conn, err := e.pool.Pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A failed check must not leave the lock or the connection held (the
+	// schema's cleanup would wait for it forever).
+	t.Cleanup(func() {
+		_, _ = conn.Exec(ctx, unlockRunStartSQL, e.project, "racing")
+		conn.Release()
+	})
+	if _, err := conn.Exec(ctx, lockRunStartSQL, e.project, "racing"); err != nil {
+		t.Fatal(err)
+	}
+	runs := []string{"racing", "racing" + kernel.ChildSeparator + "op-2"}
+	ingest := func(want string) {
+		t.Helper()
+		for _, runID := range runs {
+			_, err := e.journal.IngestOutsideKernelRuns(ctx, []kernel.Event{foreignEvent(t, e, runID)})
+			if kernel.ErrorCode(err) != kernel.EForbidden || !strings.Contains(err.Error(), `run "racing"`) || !strings.Contains(err.Error(), want) {
+				t.Fatalf("ingest into %s: %v, want a refusal naming racing, %q", runID, err, want)
 			}
 		}
-		if _, err := conn.Exec(ctx, unlockRunStartSQL, e.project, root); err != nil {
-			t.Fatal(err)
-		}
-		<-done
-		if kernel.ErrorCode(ingestErr) != kernel.EForbidden || !strings.Contains(ingestErr.Error(), `"`+root+`"`) {
-			t.Fatalf("ingest into %s during its start: %v, want a refusal naming %s", runID, ingestErr, root)
-		}
 		var n int
-		if err := e.pool.Pool.QueryRow(ctx, "SELECT count(*) FROM journal_events WHERE run_id = $1", runID).Scan(&n); err != nil || n != 0 {
-			t.Fatalf("events of %s written: %d %v", runID, n, err)
+		if err := e.pool.Pool.QueryRow(ctx, "SELECT count(*) FROM journal_events WHERE run_id = ANY($1)", runs).Scan(&n); err != nil || n != 0 {
+			t.Fatalf("events written: %d %v", n, err)
 		}
 	}
+	ingest("is being started")
+	if _, err := conn.Exec(ctx, insertRunSQL, e.project, "racing", `{}`, []byte{1}, kernel.WorkflowID(e.project, "racing")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, unlockRunStartSQL, e.project, "racing"); err != nil {
+		t.Fatal(err)
+	}
+	ingest("is a kernel run")
 }
 
 // An ingest holds its shared lock from its refusal check to its commit:

@@ -223,9 +223,9 @@ func (s *Starter) workspaceTools(p Plan) []string {
 // plan may start, already has events that the kernel did not write: a
 // caller who wrote them first would have them read as the kernel's run.
 // Once the run is recorded, ingest refuses such writes (operations.Owners). A
-// write racing this check waits for the start's lock (lockRunStartSQL), which
-// it takes shared in its own transaction (journal.IngestOutsideKernelRuns),
-// so the check sees its events or it sees the run's row.
+// write racing this check tries the start's lock (lockRunStartSQL) shared in
+// its own transaction (journal.IngestOutsideKernelRuns) and is refused when a
+// start holds it, so the check sees its events or it sees the run's row.
 func (s *Starter) refuseClaimed(ctx context.Context, conn *pgxpool.Conn, req StartParams) error {
 	var exists bool
 	if err := conn.QueryRow(ctx, runExistsSQL, req.Project, req.RunID).Scan(&exists); err != nil {
