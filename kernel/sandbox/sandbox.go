@@ -397,10 +397,11 @@ func (r *runCommand) Execute(ctx context.Context, call kernel.ToolCall) (kernel.
 	// worker reaches even the sandbox launcher.
 	cmd.Env = env
 	cmd.Stdin = nil
-	// Own process group, killed as a whole on timeout; if the worker dies,
-	// the kernel kills bwrap, and --die-with-parent takes the sandbox down.
-	// The sandbox's init leaves the group (it starts a session of its
-	// own), so a cancel kills it first, through its pidfd (sandboxInit).
+	// Own process group, killed as a whole on timeout. The sandbox's init
+	// leaves the group (it starts a session of its own), so a cancel kills
+	// it first, through its pidfd (sandboxInit). If the worker dies, the
+	// kernel kills bwrap, and --die-with-parent takes the sandbox down, or,
+	// where bubblewrap had not armed it yet, the next worker's ReapOrphans.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL, Credential: p.drop}
 	cmd.Cancel = func() error {
 		if cmd.Process == nil {
