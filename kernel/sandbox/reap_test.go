@@ -18,9 +18,11 @@ import (
 
 // orphanSandbox starts a sandbox for a workspace beneath root the way
 // Execute does, under a bubblewrap that never arms --die-with-parent,
-// running command; then it SIGKILLs the launcher, as a dying worker's
-// Pdeathsig would, and returns the sandbox init's PID, still alive.
-func orphanSandbox(t *testing.T, root, command string) int {
+// running args (bubblewrap's command line after its own options) until a
+// process carrying marker runs; then it SIGKILLs the launcher, as a dying
+// worker's Pdeathsig would, and returns the sandbox init's PID, still
+// alive.
+func orphanSandbox(t *testing.T, root string, args []string, marker string) int {
 	t.Helper()
 	ws := filepath.Join(root, "ws-"+fmt.Sprint(rand.IntN(1e6)))
 	if err := os.Mkdir(ws, 0o777); err != nil {
@@ -37,12 +39,12 @@ func orphanSandbox(t *testing.T, root, command string) int {
 		t.Fatal(err)
 	}
 	defer infoR.Close()
-	devNull, err := os.Open(os.DevNull)
+	devNull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer devNull.Close()
-	cmd := exec.Command(bwrapWithoutParentDeath(t), append(bwrapArgs(ws, []string{"PATH=" + sandboxPath}, o), "/bin/sh", "-c", command)...)
+	cmd := exec.Command(bwrapWithoutParentDeath(t), append(bwrapArgs(ws, []string{"PATH=" + sandboxPath}, o), args...)...)
 	cmd.ExtraFiles = []*os.File{devNull, ids[0], ids[1], infoW}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if os.Geteuid() == 0 {
@@ -61,7 +63,7 @@ func orphanSandbox(t *testing.T, root, command string) int {
 	if err := json.NewDecoder(infoR).Decode(&report); err != nil || report.ChildPID <= 0 {
 		t.Fatalf("bubblewrap's report: %v (%+v)", err, report)
 	}
-	waitFor(t, "the sandbox's command to run", func() bool { return running(command) })
+	waitFor(t, "the sandbox's command to run", func() bool { return running(marker) })
 	_ = cmd.Process.Kill()
 	_ = cmd.Wait()
 	waitFor(t, "the sandbox init to be reparented", func() bool { return comm(report.ChildPID) == "bwrap" && !orphanOf(report.ChildPID, cmd.Process.Pid) })
@@ -103,7 +105,7 @@ func TestReapOrphans(t *testing.T) {
 	t.Parallel()
 	root := wsDir(t)
 	orphanCmd := fmt.Sprintf("sleep 30.%09d", rand.IntN(1e9))
-	initPID := orphanSandbox(t, root, orphanCmd)
+	initPID := orphanSandbox(t, root, []string{"/bin/sh", "-c", orphanCmd}, orphanCmd)
 	t.Cleanup(func() { _ = unix.Kill(initPID, unix.SIGKILL) })
 
 	// A live sandbox of the same root, through run_command.
@@ -134,5 +136,28 @@ func TestReapOrphans(t *testing.T) {
 	waitGone(t, strings.TrimPrefix(orphanCmd, "sleep "))
 	if !running(liveCmd) {
 		t.Fatal("ReapOrphans killed a live sandbox")
+	}
+}
+
+// TestSandboxDeadlineWithoutItsWorker orphans a sandbox running the real
+// start script for a command with a 1 s timeout that sleeps 30 s: with no
+// worker left to kill it and nobody reaping, the sandbox's own deadline
+// (timeout plus deadlineSlack) ends it.
+func TestSandboxDeadlineWithoutItsWorker(t *testing.T) {
+	t.Parallel()
+	r := NewRunCommand(Config{}).(*runCommand)
+	marker := fmt.Sprintf("30.%09d", rand.IntN(1e9))
+	start := time.Now()
+	initPID := orphanSandbox(t, wsDir(t), r.confinedArgs(prepared{command: "sleep " + marker, timeout: time.Second}), marker)
+	t.Cleanup(func() { _ = unix.Kill(initPID, unix.SIGKILL) })
+	bound := time.Second + deadlineSlack + 3*time.Second
+	for running(marker) {
+		if time.Since(start) > bound {
+			t.Fatalf("the orphaned command still runs %s after its start (timeout 1 s, sandbox deadline %s later)", time.Since(start).Round(time.Millisecond), deadlineSlack)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if el := time.Since(start); el < time.Second {
+		t.Fatalf("the command ended after %s, before its timeout: the test proves nothing", el)
 	}
 }

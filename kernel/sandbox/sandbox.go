@@ -303,9 +303,28 @@ func (r *runCommand) prepare(call kernel.ToolCall) (prepared, error) {
 // resource limits on itself (prlimit on the shell's own pid, inherited by
 // the command), writes one byte to fd 3 (proof that the sandbox is set up
 // and the command is about to run), closes fd 3 so the command does not
-// inherit it, then runs the command exactly as /bin/sh -c would. A limit
-// that cannot be set stops the chain before the marker: nothing ran.
-const startScript = `prlimit --pid $$ --nproc="$2" --as="$3" --fsize="$4" --core=0 && printf . >&3 && exec 3>&- && exec /bin/sh -c "$1"`
+// inherit it, then runs the command as /bin/sh -c would, under the
+// sandbox's own deadline of $5 seconds (coreutils timeout, SIGKILL to the
+// command's process group). A limit that cannot be set stops the chain
+// before the marker: nothing ran.
+const startScript = `prlimit --pid $$ --nproc="$2" --as="$3" --fsize="$4" --core=0 && printf . >&3 && exec 3>&- && exec timeout -s KILL "$5" /bin/sh -c "$1"`
+
+// deadlineSlack is how long past its timeout a command may run before the
+// sandbox's own deadline kills it. The worker's kill comes first and is
+// what reports command_timeout; the sandbox's deadline is for a sandbox
+// the worker can no longer kill (the worker died while bubblewrap had not
+// yet armed --die-with-parent, see ReapOrphans), so that no command runs
+// past the bound the workspace probes take for granted: its timeout plus
+// a minute (probe.commandBound).
+const deadlineSlack = 5 * time.Second
+
+// confinedArgs is the command line that runs p's command in the sandbox,
+// after bubblewrap's own arguments.
+func (r *runCommand) confinedArgs(p prepared) []string {
+	return []string{"/bin/sh", "-c", startScript, "reckon-run-command", p.command,
+		strconv.Itoa(r.o.MaxProcs), strconv.FormatInt(r.o.MaxMemory, 10), strconv.FormatInt(r.o.MaxFileSize, 10),
+		strconv.FormatInt(int64((p.timeout+deadlineSlack+time.Second-1)/time.Second), 10)}
+}
 
 // unconfinedScript is startScript without the limits: unconfined, the
 // command runs as the worker, whose own processes a process limit would
@@ -338,8 +357,7 @@ func (r *runCommand) Execute(ctx context.Context, call kernel.ToolCall) (kernel.
 	var cmd *exec.Cmd
 	shArgs := []string{"/bin/sh", "-c", unconfinedScript, "reckon-run-command", p.command}
 	if confined {
-		shArgs = []string{"/bin/sh", "-c", startScript, "reckon-run-command", p.command,
-			strconv.Itoa(r.o.MaxProcs), strconv.FormatInt(r.o.MaxMemory, 10), strconv.FormatInt(r.o.MaxFileSize, 10)}
+		shArgs = r.confinedArgs(p)
 	}
 	stdout := &cappedBuffer{max: r.o.MaxOutputBytes}
 	stderr := &cappedBuffer{max: r.o.MaxOutputBytes}

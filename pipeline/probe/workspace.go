@@ -128,7 +128,8 @@ const boundSlack = time.Minute
 // commandBound is how long after its start a run_command can still be
 // running anywhere: its timeout_s (or, when the call gave none or one that
 // does not parse, kernel.MaxCommandTimeout, the largest the sandbox
-// accepts) plus boundSlack.
+// accepts) plus boundSlack. A command whose worker died is held to it by
+// the sandbox's own deadline (its timeout plus 5 s, kernel/sandbox).
 func commandBound(args json.RawMessage) time.Duration {
 	var a struct {
 		TimeoutS int `json:"timeout_s"`
