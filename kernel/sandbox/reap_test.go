@@ -28,6 +28,24 @@ func orphanSandbox(t *testing.T, root string, args []string, marker string) int 
 	if err := os.Mkdir(ws, 0o777); err != nil {
 		t.Fatal(err)
 	}
+	devNull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer devNull.Close()
+	cmd, initPID := launchSandbox(t, bwrapWithoutParentDeath(t), ws, []string{"PATH=" + sandboxPath}, args, devNull)
+	waitFor(t, "the sandbox's command to run", func() bool { return running(marker) })
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	waitFor(t, "the sandbox init to be reparented", func() bool { return comm(initPID) == "bwrap" && !orphanOf(initPID, cmd.Process.Pid) })
+	return initPID
+}
+
+// launchSandbox starts bwrap with the sandbox's options for ws, env and
+// args after them, as Execute's user, fd 3 being marker; it returns the
+// launcher and the PID of the sandbox's init from bubblewrap's report.
+func launchSandbox(t *testing.T, bwrap, ws string, env, args []string, marker *os.File) (*exec.Cmd, int) {
+	t.Helper()
 	o := NewRunCommand(Config{}).(*runCommand).o
 	ids, err := identityFiles(o.UID, o.GID, ws)
 	if err != nil {
@@ -39,13 +57,8 @@ func orphanSandbox(t *testing.T, root string, args []string, marker string) int 
 		t.Fatal(err)
 	}
 	defer infoR.Close()
-	devNull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer devNull.Close()
-	cmd := exec.Command(bwrapWithoutParentDeath(t), append(bwrapArgs(ws, []string{"PATH=" + sandboxPath}, o), args...)...)
-	cmd.ExtraFiles = []*os.File{devNull, ids[0], ids[1], infoW}
+	cmd := exec.Command(bwrap, append(bwrapArgs(ws, env, o), args...)...)
+	cmd.ExtraFiles = []*os.File{marker, ids[0], ids[1], infoW}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if os.Geteuid() == 0 {
 		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: o.UID, Gid: o.GID, Groups: []uint32{}}
@@ -63,11 +76,45 @@ func orphanSandbox(t *testing.T, root string, args []string, marker string) int 
 	if err := json.NewDecoder(infoR).Decode(&report); err != nil || report.ChildPID <= 0 {
 		t.Fatalf("bubblewrap's report: %v (%+v)", err, report)
 	}
-	waitFor(t, "the sandbox's command to run", func() bool { return running(marker) })
-	_ = cmd.Process.Kill()
-	_ = cmd.Wait()
-	waitFor(t, "the sandbox init to be reparented", func() bool { return comm(report.ChildPID) == "bwrap" && !orphanOf(report.ChildPID, cmd.Process.Pid) })
-	return report.ChildPID
+	return cmd, report.ChildPID
+}
+
+// TestStartScriptNeedsTimeout runs the real start script in the sandbox
+// with a PATH that has prlimit but no timeout: the chain must stop before
+// the start marker (the command never started), not after it, where the
+// failed exec would read as a command that ran. With the sandbox's PATH
+// the marker comes.
+func TestStartScriptNeedsTimeout(t *testing.T) {
+	t.Parallel()
+	real, err := exec.LookPath("bwrap")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws := wsDir(t)
+	bin := filepath.Join(ws, "bin")
+	if err := os.Mkdir(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/usr/bin/prlimit", filepath.Join(bin, "prlimit")); err != nil {
+		t.Fatal(err)
+	}
+	r := NewRunCommand(Config{}).(*runCommand)
+	for _, c := range []struct {
+		path   string
+		marked bool
+	}{{sandboxPath, true}, {bin, false}} {
+		markR, markW, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd, _ := launchSandbox(t, real, ws, []string{"PATH=" + c.path}, r.confinedArgs(prepared{command: "true", timeout: 5 * time.Second}), markW)
+		markW.Close()
+		_ = cmd.Wait()
+		if got := commandStarted(markR); got != c.marked {
+			t.Errorf("PATH=%s: start marker %v, want %v", c.path, got, c.marked)
+		}
+		markR.Close()
+	}
 }
 
 // orphanOf says whether pid's parent is still launcher.

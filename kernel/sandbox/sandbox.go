@@ -305,9 +305,10 @@ func (r *runCommand) prepare(call kernel.ToolCall) (prepared, error) {
 // and the command is about to run), closes fd 3 so the command does not
 // inherit it, then runs the command as /bin/sh -c would, under the
 // sandbox's own deadline of $5 seconds (coreutils timeout, SIGKILL to the
-// command's process group). A limit that cannot be set stops the chain
-// before the marker: nothing ran.
-const startScript = `prlimit --pid $$ --nproc="$2" --as="$3" --fsize="$4" --core=0 && printf . >&3 && exec 3>&- && exec timeout -s KILL "$5" /bin/sh -c "$1"`
+// command's process group). A limit that cannot be set, or a timeout
+// binary that is not there, stops the chain before the marker: nothing
+// ran (after the marker, a failed exec would read as a command that ran).
+const startScript = `prlimit --pid $$ --nproc="$2" --as="$3" --fsize="$4" --core=0 && command -v timeout >/dev/null && printf . >&3 && exec 3>&- && exec timeout -s KILL "$5" /bin/sh -c "$1"`
 
 // deadlineSlack is how long past its timeout a command may run before the
 // sandbox's own deadline kills it. The worker's kill comes first and is
