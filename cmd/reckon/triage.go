@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.temporal.io/sdk/client"
 
+	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/outbox"
 	"github.com/seed-7bc021c3/reckon/kernel/temporalx"
 	"github.com/seed-7bc021c3/reckon/pipeline/triage"
@@ -115,10 +116,10 @@ func printReport(rep triage.Report) {
 // nothing is pending, so rows of a publisher that died mid-delivery are
 // delivered here too.
 func publishVerdicts(ctx context.Context, p *outbox.Publisher, pool *pgxpool.Pool, rep triage.Report) error {
-	var runs []outbox.Run
-	seen := map[outbox.Run]bool{}
+	var runs []kernel.RunKey
+	seen := map[kernel.RunKey]bool{}
 	for _, w := range rep.Walls {
-		k := outbox.Run{Project: w.Project, RunID: w.RunID}
+		k := kernel.RunKey{Project: w.Project, RunID: w.RunID}
 		if w.Outcome == triage.OutcomeJournaled && !seen[k] {
 			seen[k] = true
 			runs = append(runs, k)

@@ -137,13 +137,10 @@ func conflictErr(k kernel.EventKey) error {
 	return kernel.Errorf(kernel.EConflict, "event %s is already enqueued with a different payload; nothing was overwritten", k)
 }
 
-// Run names one run of a project.
-type Run struct{ Project, RunID string }
-
 // PendingCount counts the events of runs (each named once) not yet
 // delivered to the journal (parked rows excluded), in one statement
 // however many runs.
-func PendingCount(ctx context.Context, db DBTX, runs ...Run) (int, error) {
+func PendingCount(ctx context.Context, db DBTX, runs ...kernel.RunKey) (int, error) {
 	projects, ids := make([]string, len(runs)), make([]string, len(runs))
 	for i, r := range runs {
 		projects[i], ids[i] = r.Project, r.RunID
@@ -164,7 +161,7 @@ func PendingCount(ctx context.Context, db DBTX, runs ...Run) (int, error) {
 // events (the child-run summary) call it first.
 func WaitDelivered(ctx context.Context, pool *pgxpool.Pool, project, runID string, every time.Duration) error {
 	for {
-		n, err := PendingCount(ctx, pool, Run{project, runID})
+		n, err := PendingCount(ctx, pool, kernel.RunKey{Project: project, RunID: runID})
 		if err != nil {
 			return err
 		}

@@ -127,7 +127,7 @@ func TestReadsPlannedOnASmallOutbox(t *testing.T) {
 			pending(t, tx, PendingFilter{Project: "p", RunID: "r-1", OperationID: "op-1"})
 		}},
 		{"pending count of runs", func(t *testing.T, tx pgx.Tx) {
-			if _, err := PendingCount(ctx, tx, Run{"p", "r-1"}, Run{"p", "r-2"}); err != nil {
+			if _, err := PendingCount(ctx, tx, kernel.RunKey{Project: "p", RunID: "r-1"}, kernel.RunKey{Project: "p", RunID: "r-2"}); err != nil {
 				t.Fatal(err)
 			}
 		}},
@@ -207,7 +207,7 @@ func TestPendingCountOfRuns(t *testing.T) {
 	s := pgtest.New(t)
 	t0 := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
 	var evs []kernel.Event
-	for _, r := range []Run{{"p", "a"}, {"p", "a"}, {"p", "a"}, {"p", "b"}, {"p", "b"}, {"p", "c"}, {"q", "a"}} {
+	for _, r := range []kernel.RunKey{{Project: "p", RunID: "a"}, {Project: "p", RunID: "a"}, {Project: "p", RunID: "a"}, {Project: "p", RunID: "b"}, {Project: "p", RunID: "b"}, {Project: "p", RunID: "c"}, {Project: "q", RunID: "a"}} {
 		evs = append(evs, kernel.Event{SourceID: kernel.SourceKernel, EventID: fmt.Sprintf("%s/%s/%d", r.Project, r.RunID, len(evs)),
 			Project: r.Project, RunID: r.RunID, Type: kernel.TypeRunCompleted, TS: t0, Actor: "kernel", Data: []byte(`{}`)})
 	}
@@ -221,13 +221,13 @@ func TestPendingCountOfRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {
-		runs []Run
+		runs []kernel.RunKey
 		want int
 	}{
-		{[]Run{{"p", "a"}, {"p", "b"}}, 3},
-		{[]Run{{"p", "a"}}, 2},
-		{[]Run{{"q", "a"}, {"p", "c"}}, 2},
-		{[]Run{{"p", "z"}}, 0},
+		{[]kernel.RunKey{{Project: "p", RunID: "a"}, {Project: "p", RunID: "b"}}, 3},
+		{[]kernel.RunKey{{Project: "p", RunID: "a"}}, 2},
+		{[]kernel.RunKey{{Project: "q", RunID: "a"}, {Project: "p", RunID: "c"}}, 2},
+		{[]kernel.RunKey{{Project: "p", RunID: "z"}}, 0},
 		{nil, 0},
 	} {
 		if n, err := PendingCount(ctx, s.Pool, c.runs...); err != nil || n != c.want {
