@@ -48,6 +48,24 @@ func RunAncestry(runID string) []string {
 	return append(out, runID)
 }
 
+// AncestryPairs lists every run of runs and every run its id descends
+// from (RunAncestry), each once, in order, as the parallel project and run
+// id slices a SQL unnest takes: what a check for kernel runs must look up,
+// since a kernel run's child runs are the kernel's too.
+func AncestryPairs(runs []RunKey) (projects, runIDs []string) {
+	seen := map[RunKey]bool{}
+	for _, r := range runs {
+		for _, id := range RunAncestry(r.RunID) {
+			k := RunKey{Project: r.Project, RunID: id}
+			if !seen[k] {
+				seen[k] = true
+				projects, runIDs = append(projects, k.Project), append(runIDs, k.RunID)
+			}
+		}
+	}
+	return projects, runIDs
+}
+
 // WorkflowID is the Temporal workflow id of a kernel run.
 func WorkflowID(project, runID string) string { return "reckon/" + project + "/" + runID }
 

@@ -18,3 +18,15 @@ func TestRunAncestry(t *testing.T) {
 		t.Fatal("ChildRunID does not use ChildSeparator")
 	}
 }
+
+func TestAncestryPairs(t *testing.T) {
+	t.Parallel()
+	projects, ids := AncestryPairs([]RunKey{{"p", "a.op-1"}, {"p", "a"}, {"q", "a"}, {"p", "b"}})
+	var got []string
+	for i := range ids {
+		got = append(got, projects[i]+"/"+ids[i])
+	}
+	if s := strings.Join(got, " "); s != "p/a p/a.op-1 q/a p/b" {
+		t.Fatalf("pairs = %q", s)
+	}
+}

@@ -55,8 +55,11 @@ func (s *Server) ingest(w http.ResponseWriter, r *http.Request) error {
 	}
 	ingest := s.cfg.Journal.Ingest
 	if g, ok := s.cfg.Journal.(kernel.GuardedJournal); ok && s.cfg.Owners != nil {
-		// The check above names the event; this one, in the write's own
-		// transaction, catches a run started since.
+		// The check above names the event, and it keeps a caller who
+		// keeps posting into kernel runs out of group commit: refused in
+		// the write, each such call would fail the combined batch it rode
+		// in and send every other caller's events back one by one. This
+		// one, in the write's own transaction, catches a run started since.
 		ingest = g.IngestOutsideKernelRuns
 	}
 	results, err := ingest(r.Context(), events)

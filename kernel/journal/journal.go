@@ -280,25 +280,16 @@ func (s *Store) ingest(ctx context.Context, q querier, preps []prepared) ([]kern
 const kernelRunCode = "RK001"
 
 // queueRefuseKernelRuns queues, ahead of the insert, the refusal of
-// kernel runs for the events that must lie outside them: each one's run
-// and every run its id descends from (a kernel run's child runs are the
-// kernel's too), once each.
+// kernel runs for the events that must lie outside them (their runs'
+// AncestryPairs).
 func queueRefuseKernelRuns(b *pgx.Batch, preps []prepared) {
-	var projects, runs []string
-	seen := map[kernel.RunKey]bool{}
+	var guarded []kernel.RunKey
 	for _, p := range preps {
-		if !p.outsideKernelRuns {
-			continue
-		}
-		for _, id := range kernel.RunAncestry(p.ev.RunID) {
-			k := kernel.RunKey{Project: p.ev.Project, RunID: id}
-			if !seen[k] {
-				seen[k] = true
-				projects, runs = append(projects, k.Project), append(runs, k.RunID)
-			}
+		if p.outsideKernelRuns {
+			guarded = append(guarded, kernel.RunKey{Project: p.ev.Project, RunID: p.ev.RunID})
 		}
 	}
-	if len(runs) > 0 {
+	if projects, runs := kernel.AncestryPairs(guarded); len(runs) > 0 {
 		b.Queue(refuseKernelRunsSQL, projects, runs)
 	}
 }

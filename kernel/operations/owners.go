@@ -23,17 +23,7 @@ var _ kernel.RunOwners = Owners{}
 
 // KernelRuns implements kernel.RunOwners in one round trip.
 func (o Owners) KernelRuns(ctx context.Context, runs []kernel.RunKey) (map[kernel.RunKey]bool, error) {
-	var projects, ids []string
-	seen := map[kernel.RunKey]bool{}
-	for _, r := range runs {
-		for _, c := range kernel.RunAncestry(r.RunID) {
-			k := kernel.RunKey{Project: r.Project, RunID: c}
-			if !seen[k] {
-				seen[k] = true
-				projects, ids = append(projects, r.Project), append(ids, c)
-			}
-		}
-	}
+	projects, ids := kernel.AncestryPairs(runs)
 	owned := map[kernel.RunKey]bool{}
 	if len(ids) == 0 {
 		return owned, nil
