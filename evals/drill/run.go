@@ -8,15 +8,14 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"go.temporal.io/api/serviceerror"
 
 	"github.com/seed-7bc021c3/reckon/evals"
+	"github.com/seed-7bc021c3/reckon/internal/proctab"
 	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/fault"
 	"github.com/seed-7bc021c3/reckon/kernel/operations"
@@ -233,48 +232,20 @@ func poll(ctx context.Context, cond func() (bool, error)) error {
 const commandGrace = 5 * time.Second
 
 // killWith sends SIGKILL to every process of this machine (but this one)
-// with s in its command line, and returns how many it signalled. A process
-// gone meanwhile is not an error.
+// with s in its command line, and returns how many it signalled.
 func killWith(s string) (int, error) {
-	pids, err := processesWith(s)
+	pids, err := proctab.Matching(s)
 	if err != nil {
 		return 0, err
 	}
-	for i, pid := range pids {
-		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
-			return i, fmt.Errorf("kill %d: %w", pid, err)
-		}
-	}
-	return len(pids), nil
+	return proctab.Kill(pids)
 }
 
 // processWith reports whether a process of this machine has s in its
 // command line.
 func processWith(s string) (bool, error) {
-	pids, err := processesWith(s)
+	pids, err := proctab.Matching(s)
 	return len(pids) > 0, err
-}
-
-// processesWith lists the processes of this machine, this one left out,
-// that have s in their command line.
-func processesWith(s string) ([]int, error) {
-	dirs, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil, fmt.Errorf("list processes: %w", err)
-	}
-	self := os.Getpid()
-	var pids []int
-	for _, d := range dirs {
-		pid, err := strconv.Atoi(d.Name())
-		if err != nil || pid == self {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", d.Name(), "cmdline"))
-		if err == nil && strings.Contains(string(b), s) {
-			pids = append(pids, pid)
-		}
-	}
-	return pids, nil
 }
 
 // runnerPlan turns a generated plan into the kernel's, with the workspace

@@ -9,11 +9,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/seed-7bc021c3/reckon/internal/proctab"
 )
 
 // procs starts reckon child processes (the same binary as the soak) and
@@ -212,15 +213,10 @@ func (ps *procs) orphans(dir string) []int {
 		ours[p.cmd.Process.Pid] = true
 	}
 	ps.mu.Unlock()
-	entries, _ := os.ReadDir("/proc")
+	all, _ := proctab.Matching(dir)
 	var pids []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == os.Getpid() || ours[pid] {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err == nil && strings.Contains(string(b), dir) {
+	for _, pid := range all {
+		if !ours[pid] {
 			pids = append(pids, pid)
 		}
 	}
@@ -230,8 +226,6 @@ func (ps *procs) orphans(dir string) []int {
 // killOrphans SIGKILLs what orphans returns and says how many there were.
 func (ps *procs) killOrphans(dir string) int {
 	pids := ps.orphans(dir)
-	for _, pid := range pids {
-		_ = syscall.Kill(pid, syscall.SIGKILL)
-	}
+	_, _ = proctab.Kill(pids)
 	return len(pids)
 }

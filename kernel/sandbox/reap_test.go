@@ -14,6 +14,9 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/seed-7bc021c3/reckon/internal/proctab"
+	"github.com/seed-7bc021c3/reckon/internal/reckontest"
 )
 
 // orphanSandbox starts a sandbox for a workspace beneath root the way
@@ -34,10 +37,10 @@ func orphanSandbox(t *testing.T, root string, args []string, marker string) int 
 	}
 	defer devNull.Close()
 	cmd, initPID := launchSandbox(t, bwrapWithoutParentDeath(t), ws, []string{"PATH=" + sandboxPath}, args, devNull)
-	waitFor(t, "the sandbox's command to run", func() bool { return running(marker) })
+	reckontest.Eventually(t, 5*time.Second, "the sandbox's command to run", func() bool { return running(marker) })
 	_ = cmd.Process.Kill()
 	_ = cmd.Wait()
-	waitFor(t, "the sandbox init to be reparented", func() bool { return comm(initPID) == "bwrap" && !orphanOf(initPID, cmd.Process.Pid) })
+	reckontest.Eventually(t, 5*time.Second, "the sandbox init to be reparented", func() bool { return comm(initPID) == "bwrap" && !orphanOf(initPID, cmd.Process.Pid) })
 	return initPID
 }
 
@@ -123,26 +126,10 @@ func orphanOf(pid, launcher int) bool {
 	return err == nil && ppid == launcher
 }
 
-func waitFor(t *testing.T, what string, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // running says whether a process whose command line contains s exists.
 func running(s string) bool {
-	pids, _ := filepath.Glob("/proc/[0-9]*/cmdline")
-	for _, p := range pids {
-		if b, err := os.ReadFile(p); err == nil && strings.Contains(string(b), s) {
-			return true
-		}
-	}
-	return false
+	pids, _ := proctab.Matching(s)
+	return len(pids) > 0
 }
 
 // TestReapOrphans leaves a sandbox running after its launcher's death and
@@ -168,7 +155,7 @@ func TestReapOrphans(t *testing.T) {
 		done <- err
 	}()
 	defer func() { cancel(); <-done }()
-	waitFor(t, "the live sandbox's command", func() bool { return running(liveCmd) })
+	reckontest.Eventually(t, 5*time.Second, "the live sandbox's command", func() bool { return running(liveCmd) })
 
 	if n, err := ReapOrphans(wsDir(t)); n != 0 || err != nil {
 		t.Fatalf("ReapOrphans of another root: %d killed, %v", n, err)
@@ -198,12 +185,8 @@ func TestSandboxDeadlineWithoutItsWorker(t *testing.T) {
 	initPID := orphanSandbox(t, wsDir(t), r.confinedArgs(prepared{command: "sleep " + marker, timeout: time.Second}), marker)
 	t.Cleanup(func() { _ = unix.Kill(initPID, unix.SIGKILL) })
 	bound := time.Second + deadlineSlack + 3*time.Second
-	for running(marker) {
-		if time.Since(start) > bound {
-			t.Fatalf("the orphaned command still runs %s after its start (timeout 1 s, sandbox deadline %s later)", time.Since(start).Round(time.Millisecond), deadlineSlack)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	reckontest.Eventually(t, bound-time.Since(start), "the orphaned command to end at its sandbox deadline (timeout 1 s, then deadlineSlack)",
+		func() bool { return !running(marker) })
 	if el := time.Since(start); el < time.Second {
 		t.Fatalf("the command ended after %s, before its timeout: the test proves nothing", el)
 	}

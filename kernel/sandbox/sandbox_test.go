@@ -15,6 +15,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/seed-7bc021c3/reckon/internal/proctab"
 	"github.com/seed-7bc021c3/reckon/internal/reckontest"
 	"github.com/seed-7bc021c3/reckon/internal/sandboxtest"
 	"github.com/seed-7bc021c3/reckon/kernel"
@@ -276,13 +277,9 @@ func waitGone(t *testing.T, marker string) {
 	t.Helper()
 	deadline := time.Now().Add(time.Second)
 	for {
-		var left []string
-		pids, _ := filepath.Glob("/proc/[0-9]*/cmdline")
-		for _, p := range pids {
-			b, err := os.ReadFile(p)
-			if err == nil && strings.Contains(string(b), marker) {
-				left = append(left, p)
-			}
+		left, err := proctab.Matching(marker)
+		if err != nil {
+			t.Fatal(err)
 		}
 		if len(left) == 0 {
 			return

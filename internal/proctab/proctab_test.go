@@ -1,4 +1,4 @@
-package drill
+package proctab
 
 import (
 	"fmt"
@@ -8,10 +8,10 @@ import (
 	"time"
 )
 
-// TestKillWith: the drill's last resort for a command that outlived its
-// stopped worker kills exactly the processes that carry the marker in
-// their command line.
-func TestKillWith(t *testing.T) {
+// TestKillMatching kills exactly the processes that carry the marker in
+// their command line (the drill's last resort for a command that outlived
+// its stopped worker, the soak's for a killed worker's leftovers).
+func TestKillMatching(t *testing.T) {
 	t.Parallel()
 	marker := fmt.Sprintf("underway-killwith-%d.mark", time.Now().UnixNano())
 	cmd := exec.Command("sh", "-c", ": "+marker+" && sleep 100")
@@ -22,18 +22,19 @@ func TestKillWith(t *testing.T) {
 		}
 	}
 	defer func() { _ = other.Process.Kill(); _ = other.Wait() }()
-	if running, err := processWith(marker); err != nil || !running {
-		t.Fatalf("the marked command is not seen running: %v %v", running, err)
+	pids, err := Matching(marker)
+	if err != nil || len(pids) != 1 || pids[0] != cmd.Process.Pid {
+		t.Fatalf("Matching: %v %v; want the marked command %d alone", pids, err, cmd.Process.Pid)
 	}
-	n, err := killWith(marker)
+	n, err := Kill(pids)
 	if err != nil || n != 1 {
-		t.Fatalf("killWith: %d killed, %v; want the one marked process", n, err)
+		t.Fatalf("Kill: %d killed, %v; want the one marked process", n, err)
 	}
 	err = cmd.Wait()
 	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
 		t.Fatalf("the marked command ended with %v, want SIGKILL", err)
 	}
-	if running, _ := processWith(marker); running {
+	if pids, _ := Matching(marker); len(pids) != 0 {
 		t.Fatal("the marked command is still seen after the kill")
 	}
 	if err := other.Process.Signal(syscall.Signal(0)); err != nil {
