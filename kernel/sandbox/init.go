@@ -36,8 +36,7 @@ const initReportWait = 5 * time.Second
 // The init is held by a pidfd, so no kill can reach a process that later
 // takes its number.
 type sandboxInit struct {
-	done    chan struct{}
-	started bool // watch was called
+	done chan struct{}
 	// pidfd is -1 when there is no init to kill: bubblewrap failed before
 	// it cloned, or the init was already gone when the report was read.
 	pidfd int
@@ -46,19 +45,14 @@ type sandboxInit struct {
 
 func newSandboxInit() *sandboxInit { return &sandboxInit{done: make(chan struct{}), pidfd: -1} }
 
-// watch reads bubblewrap's report from info (closing it) in the
-// background; launcher is bubblewrap's PID.
+// watch reads bubblewrap's report from info in the background; launcher
+// is bubblewrap's PID. The caller closes info after close returns.
 func (s *sandboxInit) watch(info *os.File, launcher int) {
-	s.started = true
 	go func() {
 		defer close(s.done)
-		defer info.Close()
 		s.pidfd, s.err = openInit(info, launcher)
 	}()
 }
-
-// reading says whether watch took the report's pipe.
-func (s *sandboxInit) reading() bool { return s.started }
 
 // wait waits for the report, for at most initReportWait, and says
 // whether it was read.
@@ -127,7 +121,7 @@ func openInit(info *os.File, launcher int) (int, error) {
 	if err != nil {
 		return -1, fmt.Errorf("sandbox init: pidfd_open %d: %w", report.ChildPID, err)
 	}
-	if ppid, err := parentPID(report.ChildPID); err != nil || ppid != launcher {
+	if st, err := readStatus(report.ChildPID); err != nil || st.ppid != launcher {
 		// Gone and reaped since (its number maybe taken): nothing of
 		// this sandbox to kill.
 		_ = unix.Close(fd)
@@ -136,16 +130,37 @@ func openInit(info *os.File, launcher int) (int, error) {
 	return fd, nil
 }
 
-// parentPID reads a process's parent PID from /proc.
-func parentPID(pid int) (int, error) {
+// procStatus is what the sandbox reads of a process's /proc status.
+type procStatus struct {
+	ppid int
+	// nsInit: the process is PID 1 of a PID namespace nested in ours (its
+	// NSpid line has more than one entry, the last being 1).
+	nsInit bool
+}
+
+// readStatus reads a process's parent PID and whether it is a nested PID
+// namespace's init from /proc/<pid>/status.
+func readStatus(pid int) (procStatus, error) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
 	if err != nil {
-		return 0, err
+		return procStatus{}, err
 	}
+	var st procStatus
+	havePPid := false
 	for line := range strings.Lines(string(b)) {
 		if v, ok := strings.CutPrefix(line, "PPid:"); ok {
-			return strconv.Atoi(strings.TrimSpace(v))
+			if st.ppid, err = strconv.Atoi(strings.TrimSpace(v)); err != nil {
+				return procStatus{}, fmt.Errorf("/proc/%d/status: PPid: %w", pid, err)
+			}
+			havePPid = true
+		}
+		if v, ok := strings.CutPrefix(line, "NSpid:"); ok {
+			f := strings.Fields(v)
+			st.nsInit = len(f) >= 2 && f[len(f)-1] == "1"
 		}
 	}
-	return 0, fmt.Errorf("/proc/%d/status: no PPid", pid)
+	if !havePPid {
+		return procStatus{}, fmt.Errorf("/proc/%d/status: no PPid", pid)
+	}
+	return st, nil
 }

@@ -54,9 +54,14 @@ func ReapOrphans(root string) (int, error) {
 }
 
 // reapIfOrphan kills pid if it is an orphaned sandbox init of a workspace
-// beneath root. The pidfd is opened before the checks, so the kill reaches
-// the process that was checked, whatever takes its number later.
+// beneath root. The command name, which most processes fail on, is read
+// first; then a pidfd is opened and every check made again through /proc,
+// so the kill reaches the process that was checked, whatever takes its
+// number later.
 func reapIfOrphan(pid int, root string) (bool, error) {
+	if comm(pid) != "bwrap" {
+		return false, nil
+	}
 	fd, err := unix.PidfdOpen(pid, 0)
 	if err != nil {
 		return false, nil // gone
@@ -82,21 +87,8 @@ func orphanedInit(pid int, root string) bool {
 	if comm(pid) != "bwrap" {
 		return false
 	}
-	status, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
-	if err != nil {
-		return false
-	}
-	ppid, nsInit := 0, false
-	for line := range strings.Lines(string(status)) {
-		if v, ok := strings.CutPrefix(line, "PPid:"); ok {
-			ppid, _ = strconv.Atoi(strings.TrimSpace(v))
-		}
-		if v, ok := strings.CutPrefix(line, "NSpid:"); ok {
-			f := strings.Fields(v)
-			nsInit = len(f) >= 2 && f[len(f)-1] == "1"
-		}
-	}
-	if !nsInit || ppid <= 0 || comm(ppid) == "bwrap" {
+	st, err := readStatus(pid)
+	if err != nil || !st.nsInit || st.ppid <= 0 || comm(st.ppid) == "bwrap" {
 		return false
 	}
 	cmdline, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")

@@ -122,8 +122,8 @@ func TestStartScriptNeedsTimeout(t *testing.T) {
 
 // orphanOf says whether pid's parent is still launcher.
 func orphanOf(pid, launcher int) bool {
-	ppid, err := parentPID(pid)
-	return err == nil && ppid == launcher
+	st, err := readStatus(pid)
+	return err == nil && st.ppid == launcher
 }
 
 // running says whether a process whose command line contains s exists.

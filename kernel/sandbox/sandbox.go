@@ -388,14 +388,9 @@ func (r *runCommand) Execute(ctx context.Context, call kernel.ToolCall) (kernel.
 		if infoR, infoW, err = os.Pipe(); err != nil {
 			return startFailed("sandbox info pipe: %w", err)
 		}
-		defer closeAll([]*os.File{infoW})
-		// Once bubblewrap started, sbInit's reader owns infoR.
-		defer func() {
-			if sbInit.reading() {
-				return
-			}
-			infoR.Close()
-		}()
+		// Closed after sbInit.close (deferred later, so run earlier) has
+		// waited for the report's reader.
+		defer closeAll([]*os.File{infoR, infoW})
 		extra = append(extra, infoW)
 		sbInit = newSandboxInit()
 		cmd = exec.CommandContext(runCtx, p.bwrap, append(bwrapArgs(p.workspace, env, r.o), shArgs...)...)
