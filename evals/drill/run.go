@@ -233,13 +233,7 @@ const commandGrace = 5 * time.Second
 
 // killWith sends SIGKILL to every process of this machine (but this one)
 // with s in its command line, and returns how many it signalled.
-func killWith(s string) (int, error) {
-	pids, err := proctab.Matching(s)
-	if err != nil {
-		return 0, err
-	}
-	return proctab.Kill(pids)
-}
+func killWith(s string) (int, error) { return proctab.KillMatching(s, nil) }
 
 // processWith reports whether a process of this machine has s in its
 // command line.

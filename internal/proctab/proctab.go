@@ -10,7 +10,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // Matching returns the PIDs of this machine's processes, this one left
@@ -36,13 +37,47 @@ func Matching(s string) ([]int, error) {
 	return pids, nil
 }
 
-// Kill sends SIGKILL to pids and returns how many it signalled; a process
-// gone meanwhile is not an error.
-func Kill(pids []int) (int, error) {
-	for i, pid := range pids {
-		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
-			return i, fmt.Errorf("kill %d: %w", pid, err)
+// KillMatching sends SIGKILL to every process Matching(s) finds that
+// spare does not keep (nil spares none), and returns how many it
+// signalled. Each is held by a pidfd and its command line read again
+// before the signal, so a process that ended and left its number to
+// another is not hit; one gone meanwhile is not an error.
+func KillMatching(s string, spare func(pid int) bool) (int, error) {
+	pids, err := Matching(s)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, pid := range pids {
+		if spare != nil && spare(pid) {
+			continue
+		}
+		ok, err := killIfMatching(pid, s)
+		if err != nil {
+			return n, err
+		}
+		if ok {
+			n++
 		}
 	}
-	return len(pids), nil
+	return n, nil
+}
+
+func killIfMatching(pid int, s string) (bool, error) {
+	fd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		return false, nil // gone
+	}
+	defer unix.Close(fd)
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
+	if err != nil || !strings.Contains(string(b), s) {
+		return false, nil
+	}
+	if err := unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0); err != nil {
+		if errors.Is(err, unix.ESRCH) {
+			return false, nil
+		}
+		return false, fmt.Errorf("kill %d: %w", pid, err)
+	}
+	return true, nil
 }

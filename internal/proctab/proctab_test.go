@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// TestKillMatching kills exactly the processes that carry the marker in
+// TestKillMatching: KillMatching kills exactly the processes that carry the marker in
 // their command line (the drill's last resort for a command that outlived
 // its stopped worker, the soak's for a killed worker's leftovers).
 func TestKillMatching(t *testing.T) {
@@ -26,9 +26,12 @@ func TestKillMatching(t *testing.T) {
 	if err != nil || len(pids) != 1 || pids[0] != cmd.Process.Pid {
 		t.Fatalf("Matching: %v %v; want the marked command %d alone", pids, err, cmd.Process.Pid)
 	}
-	n, err := Kill(pids)
+	if n, err := KillMatching(marker, func(int) bool { return true }); err != nil || n != 0 {
+		t.Fatalf("KillMatching sparing every process: %d killed, %v", n, err)
+	}
+	n, err := KillMatching(marker, nil)
 	if err != nil || n != 1 {
-		t.Fatalf("Kill: %d killed, %v; want the one marked process", n, err)
+		t.Fatalf("KillMatching: %d killed, %v; want the one marked process", n, err)
 	}
 	err = cmd.Wait()
 	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {

@@ -207,25 +207,30 @@ func (ps *procs) killAll() {
 // behind of its tool calls. The soak's private data directory is unique
 // to it, so these are processes the soak caused.
 func (ps *procs) orphans(dir string) []int {
-	ps.mu.Lock()
-	ours := map[int]bool{}
-	for p := range ps.live {
-		ours[p.cmd.Process.Pid] = true
-	}
-	ps.mu.Unlock()
+	ours := ps.ours()
 	all, _ := proctab.Matching(dir)
 	var pids []int
 	for _, pid := range all {
-		if !ours[pid] {
+		if !ours(pid) {
 			pids = append(pids, pid)
 		}
 	}
 	return pids
 }
 
-// killOrphans SIGKILLs what orphans returns and says how many there were.
+// ours says whether a pid is one of the soak's children still running.
+func (ps *procs) ours() func(pid int) bool {
+	ps.mu.Lock()
+	set := map[int]bool{}
+	for p := range ps.live {
+		set[p.cmd.Process.Pid] = true
+	}
+	ps.mu.Unlock()
+	return func(pid int) bool { return set[pid] }
+}
+
+// killOrphans SIGKILLs what orphans finds and says how many there were.
 func (ps *procs) killOrphans(dir string) int {
-	pids := ps.orphans(dir)
-	_, _ = proctab.Kill(pids)
-	return len(pids)
+	n, _ := proctab.KillMatching(dir, ps.ours())
+	return n
 }
