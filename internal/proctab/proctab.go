@@ -64,13 +64,24 @@ func KillMatching(s string, spare func(pid int) bool) (int, error) {
 }
 
 func killIfMatching(pid int, s string) (bool, error) {
+	return KillIf(pid, func() bool {
+		b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
+		return err == nil && strings.Contains(string(b), s)
+	})
+}
+
+// KillIf sends SIGKILL to pid if check, made once a pidfd holds the
+// process, says so, and reports whether it did. check reads /proc/<pid>:
+// if the process ended and its number was taken meanwhile, check sees the
+// newcomer but the signal, sent through the pidfd, reaches no one. A
+// process gone meanwhile is not an error.
+func KillIf(pid int, check func() bool) (bool, error) {
 	fd, err := unix.PidfdOpen(pid, 0)
 	if err != nil {
 		return false, nil // gone
 	}
 	defer unix.Close(fd)
-	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
-	if err != nil || !strings.Contains(string(b), s) {
+	if !check() {
 		return false, nil
 	}
 	if err := unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0); err != nil {

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"golang.org/x/sys/unix"
+	"github.com/seed-7bc021c3/reckon/internal/proctab"
 )
 
 // ReapOrphans SIGKILLs the sandboxes a dead worker left behind whose
@@ -62,21 +62,11 @@ func reapIfOrphan(pid int, root string) (bool, error) {
 	if comm(pid) != "bwrap" {
 		return false, nil
 	}
-	fd, err := unix.PidfdOpen(pid, 0)
+	ok, err := proctab.KillIf(pid, func() bool { return orphanedInit(pid, root) })
 	if err != nil {
-		return false, nil // gone
+		return false, fmt.Errorf("reap orphaned sandbox: %w", err)
 	}
-	defer unix.Close(fd)
-	if !orphanedInit(pid, root) {
-		return false, nil
-	}
-	if err := unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0); err != nil {
-		if errors.Is(err, unix.ESRCH) {
-			return false, nil
-		}
-		return false, fmt.Errorf("reap orphaned sandbox %d: %w", pid, err)
-	}
-	return true, nil
+	return ok, nil
 }
 
 // orphanedInit says whether pid is bubblewrap's sandbox init (comm
