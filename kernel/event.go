@@ -209,15 +209,29 @@ type RunKey struct {
 	RunID   string `json:"run_id"`
 }
 
-// RunOwners tells the kernel's own runs from everyone else's. A kernel run
-// is one started through POST /v1/runs, or a child run beneath one (its id
-// extends the parent's with the child-run separator). Only the kernel
-// writes a kernel run's events, and only a kernel run has a workspace the
-// kernel made.
+// RunOwners tells the runs reckon records itself from everyone else's. A
+// kernel run is one started through POST /v1/runs, or a child run beneath
+// one (its id extends the parent's with the child-run separator). Only the
+// kernel writes a kernel run's events, and only a kernel run has a
+// workspace the kernel made. A gateway run is one the MCP gateway (reckon
+// mcp-gateway) records its calls in; only the gateway writes its events.
 type RunOwners interface {
 	// KernelRuns returns the subset of runs that are kernel runs.
 	KernelRuns(ctx context.Context, runs []RunKey) (map[RunKey]bool, error)
+	// RecordedRuns returns the subset of runs whose events reckon records
+	// itself, kernel runs and gateway runs (and the runs beneath either),
+	// each with its recorder: RecorderKernel or RecorderGateway. No caller
+	// of POST /v1/events writes into them.
+	RecordedRuns(ctx context.Context, runs []RunKey) (map[RunKey]string, error)
 }
+
+// The recorders of RunOwners.RecordedRuns.
+const (
+	// RecorderKernel records kernel runs (POST /v1/runs).
+	RecorderKernel = "kernel"
+	// RecorderGateway records the MCP gateway's runs (reckon mcp-gateway).
+	RecorderGateway = "mcp-gateway"
+)
 
 // Journal ingests batches of events idempotently. It answers one result per
 // event, in order. The publisher delivers through this interface, whether the
@@ -226,13 +240,14 @@ type Journal interface {
 	Ingest(ctx context.Context, events []Event) ([]IngestResult, error)
 }
 
-// GuardedJournal is a Journal that can refuse events lying in kernel runs
-// atomically with writing them: a RunOwners check before the write cannot
-// see a run started between the check and the write.
+// GuardedJournal is a Journal that can refuse events lying in the runs
+// reckon records itself (RunOwners.RecordedRuns) atomically with writing
+// them: a RunOwners check before the write cannot see a run started or
+// claimed between the check and the write.
 type GuardedJournal interface {
 	Journal
-	// IngestOutsideKernelRuns is Ingest that refuses the whole call, with
-	// an EForbidden naming the run, when an event lies in a kernel run or
-	// in one being started.
-	IngestOutsideKernelRuns(ctx context.Context, events []Event) ([]IngestResult, error)
+	// IngestOutsideRecordedRuns is Ingest that refuses the whole call, with
+	// an EForbidden naming the run, when an event lies in a kernel run or a
+	// gateway run, or in one being started or claimed at that moment.
+	IngestOutsideRecordedRuns(ctx context.Context, events []Event) ([]IngestResult, error)
 }

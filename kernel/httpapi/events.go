@@ -18,8 +18,9 @@ const MaxBatch = 1000
 // half-written: a malformed event rejects the batch with a 400 naming the
 // event and field, an event the token may not write with a 403 naming the
 // event, the field and the rule (Authorize). Owners, when set, tells the
-// kernel's own runs, into which no caller may write; production always sets
-// it (nil only in tests of other rules).
+// runs reckon records itself (kernel runs, the MCP gateway's runs), into
+// which no caller may write; production always sets it (nil only in tests
+// of other rules).
 func (s *Server) ingest(w http.ResponseWriter, r *http.Request) error {
 	if s.cfg.Journal == nil {
 		return unserved("ingest")
@@ -50,17 +51,18 @@ func (s *Server) ingest(w http.ResponseWriter, r *http.Request) error {
 			return kernel.Errorf(kernel.EForbidden, "events[%d]: %s", i, kernel.ErrorMessage(err))
 		}
 	}
-	if err := kernelRunsRefused(r, s.cfg.Owners, events); err != nil {
+	if err := recordedRunsRefused(r, s.cfg.Owners, events); err != nil {
 		return err
 	}
 	ingest := s.cfg.Journal.Ingest
 	if g, ok := s.cfg.Journal.(kernel.GuardedJournal); ok && s.cfg.Owners != nil {
 		// The check above names the event, and it keeps a caller who
-		// keeps posting into kernel runs out of group commit: refused in
+		// keeps posting into reckon's runs out of group commit: refused in
 		// the write, each such call would fail the combined batch it rode
 		// in and send every other caller's events back one by one. This
-		// one, in the write's own transaction, catches a run started since.
-		ingest = g.IngestOutsideKernelRuns
+		// one, in the write's own transaction, catches a run started or
+		// claimed since.
+		ingest = g.IngestOutsideRecordedRuns
 	}
 	results, err := ingest(r.Context(), events)
 	if err != nil {
@@ -104,10 +106,11 @@ func Authorize(p auth.Principal, ev kernel.Event) error {
 	return nil
 }
 
-// kernelRunsRefused refuses the batch when an event lies in a kernel run:
-// its events come from the kernel's workflow, and a foreign event there
-// (a forged failure, a settling tool.completed) would rewrite its record.
-func kernelRunsRefused(r *http.Request, owners kernel.RunOwners, events []kernel.Event) error {
+// recordedRunsRefused refuses the batch when an event lies in a run reckon
+// records itself: a kernel run's events come from the kernel's workflow, a
+// gateway run's from the MCP gateway, and a foreign event there (a forged
+// failure, a settling tool.completed) would rewrite its record.
+func recordedRunsRefused(r *http.Request, owners kernel.RunOwners, events []kernel.Event) error {
 	if owners == nil || len(events) == 0 {
 		return nil
 	}
@@ -120,12 +123,18 @@ func kernelRunsRefused(r *http.Request, owners kernel.RunOwners, events []kernel
 			runs = append(runs, k)
 		}
 	}
-	owned, err := owners.KernelRuns(r.Context(), runs)
+	recorded, err := owners.RecordedRuns(r.Context(), runs)
 	if err != nil {
 		return fmt.Errorf("ingest: %w", err)
 	}
 	for i, ev := range events {
-		if owned[kernel.RunKey{Project: ev.Project, RunID: ev.RunID}] {
+		switch recorded[kernel.RunKey{Project: ev.Project, RunID: ev.RunID}] {
+		case "":
+		case kernel.RecorderGateway:
+			return kernel.Errorf(kernel.EForbidden,
+				"events[%d]: field \"run_id\": run %q of project %q is a run of the MCP gateway (reckon mcp-gateway), or a child run of one; only the gateway writes its events",
+				i, ev.RunID, ev.Project)
+		default:
 			return kernel.Errorf(kernel.EForbidden,
 				"events[%d]: field \"run_id\": run %q of project %q is a kernel run (started through POST /v1/runs, or a child run of one); only the kernel writes its events",
 				i, ev.RunID, ev.Project)

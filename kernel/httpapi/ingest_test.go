@@ -247,6 +247,48 @@ func (staleOwners) KernelRuns(context.Context, []kernel.RunKey) (map[kernel.RunK
 	return map[kernel.RunKey]bool{}, nil
 }
 
+func (staleOwners) RecordedRuns(context.Context, []kernel.RunKey) (map[kernel.RunKey]string, error) {
+	return map[kernel.RunKey]string{}, nil
+}
+
+// No caller writes into a run of the MCP gateway or its children: a
+// tool.completed posted there would settle an operation whose upstream
+// call nobody saw end. The check before the write names the gateway;
+// with that check stale, the write's own transaction refuses it.
+func TestIngestRefusesGatewayRuns(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name   string
+		owners kernel.RunOwners
+		want   string
+	}{
+		{"checked before the write", nil, "is a run of the MCP gateway (reckon mcp-gateway), or a child run of one"},
+		{"refused by the write", staleOwners{}, `run "run-42" of project "acme" is a run of the MCP gateway`},
+	} {
+		srv, pool := newServerOwners(t, c.owners)
+		if _, err := pool.Exec(context.Background(),
+			`INSERT INTO gateway_runs (project, run_id, source_id, kind) VALUES ('acme', 'run-42', 'mcp-gateway', 'client')`); err != nil {
+			t.Fatal(err)
+		}
+		for _, run := range []string{"run-42", "run-42.op-1"} {
+			ev := strings.ReplaceAll(okEvent, `"run_id":"run-42"`, `"run_id":"`+run+`"`)
+			ev = strings.Replace(ev, "run-42/op-7", run+"/op-7", 1)
+			code, out := post(t, srv, "agent-secret-1", `{"events":[`+ev+`]}`)
+			if msg, _ := out["error"].(string); code != http.StatusForbidden || !strings.Contains(msg, c.want) {
+				t.Errorf("%s, run %s: %d %v, want 403 saying %q", c.name, run, code, out, c.want)
+			}
+		}
+		var n int
+		if err := pool.QueryRow(context.Background(), "SELECT count(*) FROM journal_events").Scan(&n); err != nil || n != 0 {
+			t.Fatalf("%s: journal rows after refused batches: %d %v", c.name, n, err)
+		}
+		// The same run id in another project is someone else's.
+		if code, out := post(t, srv, "agent-secret-1", `{"events":[`+strings.Replace(okEvent, `"project":"acme"`, `"project":"other"`, 1)+`]}`); code != http.StatusOK {
+			t.Errorf("%s, another project: %d %v", c.name, code, out)
+		}
+	}
+}
+
 // A run recorded between the endpoint's check and its write is still
 // refused, by the write's own transaction, and nothing is written.
 func TestIngestRefusesARunStartedSinceItsCheck(t *testing.T) {

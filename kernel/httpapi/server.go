@@ -59,8 +59,9 @@ type Config struct {
 	// Health is checked by /healthz; nil means always healthy.
 	Health func(ctx context.Context) error
 
-	// Journal ingests POST /v1/events; Owners tells the kernel's own
-	// runs, into which no caller may write (production always sets it).
+	// Journal ingests POST /v1/events; Owners tells the runs reckon
+	// records itself (kernel and gateway runs), into which no caller may
+	// write (production always sets it).
 	Journal kernel.Journal
 	Owners  kernel.RunOwners
 	// Runs starts and shows runs (*runner.Starter).

@@ -53,9 +53,9 @@ func New(pool *pgxpool.Pool, reg prometheus.Registerer) *Store {
 type prepared struct {
 	ev kernel.Event
 	kernel.Prepared
-	// outsideKernelRuns: the event must not lie in a kernel run
-	// (IngestOutsideKernelRuns).
-	outsideKernelRuns bool
+	// outsideRecordedRuns: the event must not lie in a kernel or gateway
+	// run (IngestOutsideRecordedRuns).
+	outsideRecordedRuns bool
 }
 
 // querier is what ingest runs on: the pool, or a transaction of the caller.
@@ -77,22 +77,23 @@ func (s *Store) Ingest(ctx context.Context, events []kernel.Event) ([]kernel.Ing
 	return s.ingestPrepared(ctx, preps)
 }
 
-// IngestOutsideKernelRuns is Ingest for events that must not lie in a
-// kernel run (POST /v1/events: only the kernel writes a kernel run's
-// events). In the same transaction as the write it refuses the whole call
-// with an EForbidden naming the run if one of them, or a run its id
-// descends from, is a kernel run or is being started at that moment;
-// nothing of the call is written. The caller's own check
-// before the write (kernel.RunOwners) gives the precise message; this one
-// closes the race with a start recorded in between (see
-// reckon_refuse_kernel_runs, migration 00028).
-func (s *Store) IngestOutsideKernelRuns(ctx context.Context, events []kernel.Event) ([]kernel.IngestResult, error) {
+// IngestOutsideRecordedRuns is Ingest for events that must not lie in a
+// run reckon records itself (POST /v1/events: only the kernel writes a
+// kernel run's events, only the MCP gateway a gateway run's). In the same
+// transaction as the write it refuses the whole call with an EForbidden
+// naming the run if one of them, or a run its id descends from, is a
+// kernel or gateway run or is being started or claimed at that moment;
+// nothing of the call is written. The caller's own check before the write
+// (kernel.RunOwners) gives the precise message; this one closes the race
+// with a start or a claim recorded in between (see
+// reckon_refuse_kernel_runs, migrations 00028 and 00029).
+func (s *Store) IngestOutsideRecordedRuns(ctx context.Context, events []kernel.Event) ([]kernel.IngestResult, error) {
 	preps, err := prepare(events)
 	if err != nil || len(preps) == 0 {
 		return nil, err
 	}
 	for i := range preps {
-		preps[i].outsideKernelRuns = true
+		preps[i].outsideRecordedRuns = true
 	}
 	return s.ingestPrepared(ctx, preps)
 }
@@ -233,12 +234,12 @@ func (s *Store) ingest(ctx context.Context, q querier, preps []prepared) ([]kern
 	inserted := make(map[kernel.EventKey]bool, n)
 	// On its generic plan (pgplan), in one round trip.
 	b := &pgx.Batch{}
-	queueRefuseKernelRuns(b, preps)
+	queueRefuseRecordedRuns(b, preps)
 	pgplan.QueueInserted(b, inserted, "journal_events", ingestSQL, srcs, ids, projects, runs, types, tss, actors,
 		psrc, pid, datas, digests, opIDs, settles, openInBatch, ords)
 	if err := q.SendBatch(ctx, b).Close(); err != nil {
 		var pgErr *pgconn.PgError
-		if errors.As(err, &pgErr) && pgErr.Code == kernelRunCode {
+		if errors.As(err, &pgErr) && pgErr.Code == recordedRunCode {
 			return nil, kernel.Errorf(kernel.EForbidden, "%s", pgErr.Message)
 		}
 		return nil, fmt.Errorf("ingest batch of %d: %w", len(preps), err)
@@ -276,21 +277,21 @@ func (s *Store) ingest(ctx context.Context, q querier, preps []prepared) ([]kern
 	return out, nil
 }
 
-// kernelRunCode is the SQLSTATE reckon_refuse_kernel_runs raises.
-const kernelRunCode = "RK001"
+// recordedRunCode is the SQLSTATE reckon_refuse_kernel_runs raises.
+const recordedRunCode = "RK001"
 
-// queueRefuseKernelRuns queues, ahead of the insert, the refusal of
-// kernel runs for the events that must lie outside them (their runs'
-// AncestryPairs).
-func queueRefuseKernelRuns(b *pgx.Batch, preps []prepared) {
+// queueRefuseRecordedRuns queues, ahead of the insert, the refusal of
+// kernel and gateway runs for the events that must lie outside them (their
+// runs' AncestryPairs).
+func queueRefuseRecordedRuns(b *pgx.Batch, preps []prepared) {
 	var guarded []kernel.RunKey
 	for _, p := range preps {
-		if p.outsideKernelRuns {
+		if p.outsideRecordedRuns {
 			guarded = append(guarded, kernel.RunKey{Project: p.ev.Project, RunID: p.ev.RunID})
 		}
 	}
 	if projects, runs := kernel.AncestryPairs(guarded); len(runs) > 0 {
-		b.Queue(refuseKernelRunsSQL, projects, runs)
+		b.Queue(refuseRecordedRunsSQL, projects, runs)
 	}
 }
 

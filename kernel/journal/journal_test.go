@@ -245,7 +245,7 @@ func TestIngestOutsideKernelRunsRefusesOnlyTheCallInAKernelRun(t *testing.T) {
 		if i == refused {
 			e.RunID = "kernel-run" + kernel.ChildSeparator + "op-1"
 		}
-		wg.Go(func() { _, errs[i] = s.IngestOutsideKernelRuns(ctx, []kernel.Event{e}) })
+		wg.Go(func() { _, errs[i] = s.IngestOutsideRecordedRuns(ctx, []kernel.Event{e}) })
 	}
 	wg.Wait()
 	for i, err := range errs {

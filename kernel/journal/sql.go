@@ -2,11 +2,13 @@ package journal
 
 // All of the journal's SQL, in one reviewed place.
 
-// refuseKernelRunsSQL goes ahead of ingestSQL in a batch that must not
-// write into kernel runs: it raises RK001 when one of the runs $2 of
-// projects $1 is a kernel run or is being started (migration 00028), which
-// aborts the batch's implicit transaction.
-const refuseKernelRunsSQL = `SELECT reckon_refuse_kernel_runs($1::text[], $2::text[])`
+// refuseRecordedRunsSQL goes ahead of ingestSQL in a batch that must not
+// write into the runs reckon records itself: it raises RK001 when one of
+// the runs $2 of projects $1 is a kernel or gateway run or is being started
+// or claimed (migrations 00028 and 00029; the function kept its first name
+// so that processes of the version before keep working while a fleet
+// upgrades), which aborts the batch's implicit transaction.
+const refuseRecordedRunsSQL = `SELECT reckon_refuse_kernel_runs($1::text[], $2::text[])`
 
 // ingestSQL writes a batch in one round trip. Inputs arrive as parallel
 // arrays; the insert skips existing keys, in the batch's order (journal

@@ -220,11 +220,12 @@ func (s *Starter) workspaceTools(p Plan) []string {
 }
 
 // refuseClaimed refuses a new run whose id, or the id of a child run its
-// plan may start, already has events that the kernel did not write: a
-// caller who wrote them first would have them read as the kernel's run.
+// plan may start, already has events that the kernel did not write, or is
+// a run of the MCP gateway: a caller who wrote them first would have them
+// read as the kernel's run.
 // Once the run is recorded, ingest refuses such writes (operations.Owners). A
 // write racing this check tries the start's lock (lockRunStartSQL) shared in
-// its own transaction (journal.IngestOutsideKernelRuns) and is refused when a
+// its own transaction (journal.IngestOutsideRecordedRuns) and is refused when a
 // start holds it, so the check sees its events or it sees the run's row.
 func (s *Starter) refuseClaimed(ctx context.Context, conn *pgxpool.Conn, req StartParams) error {
 	var exists bool
