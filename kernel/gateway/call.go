@@ -66,7 +66,7 @@ func (g *Gateway) call(ctx context.Context, req *mcp.CallToolRequest, t *tool) (
 	case errors.Is(err, errRunEnded):
 		return gatewayError(fmt.Sprintf("mcp-gateway: run %s of project %s has ended (its end is journaled): nothing was recorded or sent upstream; reconnect for a new session run, or name a new run in _meta[%q]", run.runID, run.project, RunIDMeta)), nil
 	case errors.Is(err, errRunUsed):
-		return gatewayError(fmt.Sprintf("mcp-gateway: run id %s already has events in project %s that this gateway did not write as that run: choose another _meta[%q]; nothing was recorded or sent upstream", run.runID, run.project, RunIDMeta)), nil
+		return gatewayError(fmt.Sprintf("mcp-gateway: run id %s already has events in project %s that this gateway did not write as that run, or is a kernel run: choose another _meta[%q]; nothing was recorded or sent upstream", run.runID, run.project, RunIDMeta)), nil
 	case err != nil:
 		g.log.Error().Err(err).Str("run_id", run.runID).Str("tool", t.def.Name).Msg("mcp gateway: tool.started not recorded; call refused")
 		return gatewayError("mcp-gateway could not record the call durably, so it was not sent upstream: " + oneLine(err)), nil

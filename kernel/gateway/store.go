@@ -36,6 +36,16 @@ VALUES ($1, $2, $3, $4, nullif($5, ''))
 ON CONFLICT (project, run_id) DO NOTHING
 RETURNING true`
 
+// claimRunKeySQL takes, for the rest of the transaction, the lock a run
+// id's claimants share: a kernel run's start holds it (kernel/runner's
+// lockRunStartSQL) and an agent's write into the run tries it shared
+// (reckon_refuse_kernel_runs, migrations 00028 and 00029), so the key's
+// expression must stay the same in all three places. Taken before the
+// gateway looks the run up to record it: a write of someone else's events
+// under way then commits first and is seen, and one tried meanwhile is
+// refused.
+const claimRunKeySQL = `SELECT pg_advisory_xact_lock(hashtextextended($1::text || '/' || $2::text, 0))`
+
 // nextOpSQL takes the run's next operation number under the row lock,
 // which serializes concurrent calls of one run until their tool.started
 // commits.
@@ -44,9 +54,12 @@ UPDATE gateway_runs SET last_op = last_op + 1
 WHERE project = $1 AND run_id = $2
 RETURNING last_op, ended_at IS NOT NULL`
 
-// runJournaledSQL tells whether the journal has events of the run (its
-// events still in the outbox come from outbox.Pending, read first).
-const runJournaledSQL = `SELECT EXISTS (SELECT 1 FROM journal_events WHERE project = $1 AND run_id = $2)`
+// runTakenSQL tells whether the journal has events of the run (its
+// events still in the outbox come from outbox.Pending, read first) or the
+// run is a kernel run: a start records its kernel_runs row, under the
+// same lock as a claim, before its workflow has written any event.
+const runTakenSQL = `SELECT EXISTS (SELECT 1 FROM journal_events WHERE project = $1 AND run_id = $2)
+    OR EXISTS (SELECT 1 FROM kernel_runs WHERE project = $1 AND run_id = $2)`
 
 const asyncCommitSQL = `SET LOCAL synchronous_commit TO off`
 
@@ -116,9 +129,21 @@ func (s store) stopInstance(ctx context.Context, id string) error {
 // nothing is written when the run is already recorded.
 func (s store) startRun(ctx context.Context, project, runID, source, instance string, started kernel.Event) error {
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if err := claimRunKey(ctx, tx, project, runID); err != nil {
+			return err
+		}
 		_, err := s.insertRun(ctx, tx, project, runID, source, kindSession, instance, started)
 		return err
 	})
+}
+
+// claimRunKey takes the run id's claim lock for the rest of tx
+// (claimRunKeySQL).
+func claimRunKey(ctx context.Context, tx pgx.Tx, project, runID string) error {
+	if _, err := tx.Exec(ctx, claimRunKeySQL, project, runID); err != nil {
+		return fmt.Errorf("claim run %s/%s: %w", project, runID, err)
+	}
+	return nil
 }
 
 func (s store) insertRun(ctx context.Context, tx pgx.Tx, project, runID, source, kind, instance string, started kernel.Event) (bool, error) {
@@ -142,10 +167,21 @@ func (s store) insertRun(ctx context.Context, tx pgx.Tx, project, runID, source,
 // run.started (runStarted) in the same transaction: a session run whose
 // start could not be written at initialisation, or a client-named run seen
 // for the first time (refused with errRunUsed when the journal or the
-// outbox already has events of that run id).
+// outbox already has events of that run id, looked up under the run id's
+// claim lock so that an agent's write under way is seen, and one tried
+// meanwhile refused).
 func (s store) beginCall(ctx context.Context, r runRef, runStarted kernel.Event, started func(opID string) (kernel.Event, error)) (opID string, err error) {
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		n, ended, err := nextOp(ctx, tx, r)
+		if errors.Is(err, pgx.ErrNoRows) {
+			// Unknown: claim the run id, then look again, since another
+			// call of the same new run may have recorded it while this
+			// one waited for the claim (it is then this call's run too).
+			if err := claimRunKey(ctx, tx, r.project, r.runID); err != nil {
+				return err
+			}
+			n, ended, err = nextOp(ctx, tx, r)
+		}
 		if errors.Is(err, pgx.ErrNoRows) {
 			if r.kind == kindClient {
 				used, err := runUsed(ctx, tx, r.project, r.runID)
@@ -278,8 +314,9 @@ func (s store) reap(ctx context.Context, self string, failed func(reaped) (kerne
 
 // runUsed tells whether anyone (the kernel, an agent, an earlier gateway
 // run whose row is gone) has events of the run, still in the outbox or
-// journaled: a client-named run id must be new to the gateway's bookkeeping
-// and to the journal alike, or op-1 could be issued twice.
+// journaled, or the run is a kernel run: a client-named run id must be new
+// to the gateway's bookkeeping and to the journal alike, or op-1 could be
+// issued twice, and must not be the kernel's.
 func runUsed(ctx context.Context, tx pgx.Tx, project, runID string) (bool, error) {
 	pending, err := outbox.Pending(ctx, tx, outbox.PendingFilter{Project: project, RunID: runID})
 	if err != nil {
@@ -289,7 +326,7 @@ func runUsed(ctx context.Context, tx pgx.Tx, project, runID string) (bool, error
 		return true, nil
 	}
 	var used bool
-	if err := tx.QueryRow(ctx, runJournaledSQL, project, runID).Scan(&used); err != nil {
+	if err := tx.QueryRow(ctx, runTakenSQL, project, runID).Scan(&used); err != nil {
 		return false, fmt.Errorf("check run %s/%s: %w", project, runID, err)
 	}
 	return used, nil

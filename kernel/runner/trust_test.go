@@ -78,4 +78,13 @@ func TestClaimedRunIDRefused(t *testing.T) {
 	if _, created, err := e.starter.Start(ctx, StartParams{Project: e.project, RunID: "fresh", Plan: plan}); err != nil || !created {
 		t.Fatalf("fresh: %v %v", created, err)
 	}
+	// A run the MCP gateway has claimed, whose events are still in the
+	// outbox (none journaled: here, none at all), is the gateway's.
+	if _, err := e.pool.Pool.Exec(ctx, `INSERT INTO gateway_runs (project, run_id, source_id, kind) VALUES ($1, 'host-1', 'mcp-gateway', 'client')`, e.project); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err := e.starter.Start(ctx, StartParams{Project: e.project, RunID: "host-1", Plan: plan})
+	if kernel.ErrorCode(err) != kernel.EConflict || !strings.Contains(err.Error(), `"mcp-gateway"`) {
+		t.Fatalf("start of a gateway run's id: %v, want a conflict naming mcp-gateway", err)
+	}
 }
