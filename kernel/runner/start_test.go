@@ -99,6 +99,11 @@ func TestIdenticalStartsWaitWithoutConnections(t *testing.T) {
 	if got := waiting(); got != 0 {
 		t.Errorf("the turnstile still lists the run id with %d users", got)
 	}
+	// The run's workflow is still working in the workspace: the test's
+	// data directory is removed only after it has ended.
+	if err := e.wait(ctx, runID); err != nil {
+		t.Errorf("run %s: %v", runID, err)
+	}
 }
 
 // TestTurnstileGivesUp: a start waiting for its turn gives up when its

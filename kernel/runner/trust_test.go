@@ -78,6 +78,12 @@ func TestClaimedRunIDRefused(t *testing.T) {
 	if _, created, err := e.starter.Start(ctx, StartParams{Project: e.project, RunID: "fresh", Plan: plan}); err != nil || !created {
 		t.Fatalf("fresh: %v %v", created, err)
 	}
+	// Ended before the test's data directory is removed.
+	defer func() {
+		if err := e.wait(ctx, "fresh"); err != nil {
+			t.Errorf("run fresh: %v", err)
+		}
+	}()
 	// A run the MCP gateway has claimed, whose events are still in the
 	// outbox (none journaled: here, none at all), is the gateway's.
 	if _, err := e.pool.Pool.Exec(ctx, `INSERT INTO gateway_runs (project, run_id, source_id, kind) VALUES ($1, 'host-1', 'mcp-gateway', 'client')`, e.project); err != nil {
