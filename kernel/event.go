@@ -209,23 +209,34 @@ type RunKey struct {
 	RunID   string `json:"run_id"`
 }
 
-// RunOwners tells the runs reckon records itself from everyone else's. A
-// kernel run is one started through POST /v1/runs, or a child run beneath
-// one (its id extends the parent's with the child-run separator). Only the
-// kernel writes a kernel run's events, and only a kernel run has a
-// workspace the kernel made. A gateway run is one the MCP gateway (reckon
-// mcp-gateway) records its calls in; only the gateway writes its events.
+// RunOwners tells who writes a run's events. A kernel run is one started
+// through POST /v1/runs, or a child run beneath one (its id extends the
+// parent's with the child-run separator). Only the kernel writes a kernel
+// run's events, and only a kernel run has a workspace the kernel made. A
+// gateway run is one the MCP gateway (reckon mcp-gateway) records its
+// calls in; only the gateway writes its events. Every other run is an
+// agent's, reported through POST /v1/events, and belongs to the source of
+// its first event: only that source writes its events.
 type RunOwners interface {
 	// KernelRuns returns the subset of runs that are kernel runs.
 	KernelRuns(ctx context.Context, runs []RunKey) (map[RunKey]bool, error)
-	// RecordedRuns returns the subset of runs whose events reckon records
-	// itself, kernel runs and gateway runs (and the runs beneath either),
-	// each with its recorder: RecorderKernel or RecorderGateway. No caller
-	// of POST /v1/events writes into them.
-	RecordedRuns(ctx context.Context, runs []RunKey) (map[RunKey]string, error)
+	// RunWriters returns, for the runs of runs that have one, who writes
+	// their events: the recorder of a kernel or gateway run (or of a run
+	// beneath one), or the owning source of an agent's run.
+	RunWriters(ctx context.Context, runs []RunKey) (map[RunKey]RunWriter, error)
 }
 
-// The recorders of RunOwners.RecordedRuns.
+// RunWriter is who writes a run's events (RunOwners.RunWriters).
+type RunWriter struct {
+	// Recorder is RecorderKernel or RecorderGateway for a run reckon
+	// records itself; no caller of POST /v1/events writes into it.
+	Recorder string
+	// Source is, for an agent's run, the source that owns it (its first
+	// event's); only events of that source are written into it.
+	Source string
+}
+
+// The recorders of RunWriter.
 const (
 	// RecorderKernel records kernel runs (POST /v1/runs).
 	RecorderKernel = "kernel"
@@ -240,14 +251,16 @@ type Journal interface {
 	Ingest(ctx context.Context, events []Event) ([]IngestResult, error)
 }
 
-// GuardedJournal is a Journal that can refuse events lying in the runs
-// reckon records itself (RunOwners.RecordedRuns) atomically with writing
-// them: a RunOwners check before the write cannot see a run started or
-// claimed between the check and the write.
+// GuardedJournal is a Journal that can apply the runs' writers
+// (RunOwners.RunWriters) atomically with writing the events: a RunOwners
+// check before the write cannot see a run started, claimed or first
+// written between the check and the write.
 type GuardedJournal interface {
 	Journal
-	// IngestOutsideRecordedRuns is Ingest that refuses the whole call, with
+	// IngestAgentEvents is Ingest that refuses the whole call, with
 	// an EForbidden naming the run, when an event lies in a kernel run or a
-	// gateway run, or in one being started or claimed at that moment.
-	IngestOutsideRecordedRuns(ctx context.Context, events []Event) ([]IngestResult, error)
+	// gateway run, or in one being started or claimed at that moment, or
+	// in an agent's run that another source owns; an event into an agent's
+	// run that has no owner yet claims it for its source.
+	IngestAgentEvents(ctx context.Context, events []Event) ([]IngestResult, error)
 }

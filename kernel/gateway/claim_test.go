@@ -46,12 +46,12 @@ func TestAgentsCannotWriteIntoGatewayRuns(t *testing.T) {
 	}
 	j := journal.New(pool, nil)
 	for _, run := range []string{"host-8", "host-8" + kernel.ChildSeparator + "op-1"} {
-		_, err := j.IngestOutsideRecordedRuns(context.Background(), []kernel.Event{agentEvent(t, run)})
+		_, err := j.IngestAgentEvents(context.Background(), []kernel.Event{agentEvent(t, run)})
 		if kernel.ErrorCode(err) != kernel.EForbidden || !strings.Contains(err.Error(), `run "host-8" of project "acme" is a run of the MCP gateway`) {
 			t.Errorf("agent's write into %s: %v, want a refusal naming the gateway's run host-8", run, err)
 		}
 	}
-	if _, err := j.IngestOutsideRecordedRuns(context.Background(), []kernel.Event{agentEvent(t, "host-9")}); err != nil {
+	if _, err := j.IngestAgentEvents(context.Background(), []kernel.Event{agentEvent(t, "host-9")}); err != nil {
 		t.Fatalf("a run the gateway has not recorded: %v", err)
 	}
 }
@@ -68,7 +68,7 @@ func TestClaimWaitsForAnAgentsWriteUnderWay(t *testing.T) {
 	cs := f.client()
 
 	// The agent's write, held open: the refusal's shared lock (the SQL
-	// IngestOutsideRecordedRuns runs ahead of its insert) and the event.
+	// IngestAgentEvents runs ahead of its insert) and the event.
 	tx, err := pool.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)

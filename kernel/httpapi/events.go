@@ -17,10 +17,11 @@ const MaxBatch = 1000
 // is validated and authorized before anything is written, so nothing is
 // half-written: a malformed event rejects the batch with a 400 naming the
 // event and field, an event the token may not write with a 403 naming the
-// event, the field and the rule (Authorize). Owners, when set, tells the
-// runs reckon records itself (kernel runs, the MCP gateway's runs), into
-// which no caller may write; production always sets it (nil only in tests
-// of other rules).
+// event, the field and the rule (Authorize). Owners, when set, tells who
+// writes each run (writersRefused): no caller writes into the runs reckon
+// records itself (kernel runs, the MCP gateway's runs), and an agent's run
+// takes only its owning source's events; production always sets it (nil
+// only in tests of other rules).
 func (s *Server) ingest(w http.ResponseWriter, r *http.Request) error {
 	if s.cfg.Journal == nil {
 		return unserved("ingest")
@@ -51,18 +52,18 @@ func (s *Server) ingest(w http.ResponseWriter, r *http.Request) error {
 			return kernel.Errorf(kernel.EForbidden, "events[%d]: %s", i, kernel.ErrorMessage(err))
 		}
 	}
-	if err := recordedRunsRefused(r, s.cfg.Owners, events); err != nil {
+	if err := writersRefused(r, s.cfg.Owners, events); err != nil {
 		return err
 	}
 	ingest := s.cfg.Journal.Ingest
 	if g, ok := s.cfg.Journal.(kernel.GuardedJournal); ok && s.cfg.Owners != nil {
 		// The check above names the event, and it keeps a caller who
-		// keeps posting into reckon's runs out of group commit: refused in
+		// keeps posting into others' runs out of group commit: refused in
 		// the write, each such call would fail the combined batch it rode
 		// in and send every other caller's events back one by one. This
-		// one, in the write's own transaction, catches a run started or
-		// claimed since.
-		ingest = g.IngestOutsideRecordedRuns
+		// one, in the write's own transaction, catches a run started,
+		// claimed or first written since.
+		ingest = g.IngestAgentEvents
 	}
 	results, err := ingest(r.Context(), events)
 	if err != nil {
@@ -106,11 +107,14 @@ func Authorize(p auth.Principal, ev kernel.Event) error {
 	return nil
 }
 
-// recordedRunsRefused refuses the batch when an event lies in a run reckon
-// records itself: a kernel run's events come from the kernel's workflow, a
-// gateway run's from the MCP gateway, and a foreign event there (a forged
-// failure, a settling tool.completed) would rewrite its record.
-func recordedRunsRefused(r *http.Request, owners kernel.RunOwners, events []kernel.Event) error {
+// writersRefused refuses the batch when an event lies in a run its source
+// may not write: a run reckon records itself (a kernel run's events come
+// from the kernel's workflow, a gateway run's from the MCP gateway), or an
+// agent's run owned by another source (the source of its first event; the
+// batch's first event of a run nobody owns yet makes its source the
+// owner). A foreign event there (a forged failure, a settling
+// tool.completed) would rewrite another writer's record.
+func writersRefused(r *http.Request, owners kernel.RunOwners, events []kernel.Event) error {
 	if owners == nil || len(events) == 0 {
 		return nil
 	}
@@ -123,21 +127,28 @@ func recordedRunsRefused(r *http.Request, owners kernel.RunOwners, events []kern
 			runs = append(runs, k)
 		}
 	}
-	recorded, err := owners.RecordedRuns(r.Context(), runs)
+	writers, err := owners.RunWriters(r.Context(), runs)
 	if err != nil {
 		return fmt.Errorf("ingest: %w", err)
 	}
 	for i, ev := range events {
-		switch recorded[kernel.RunKey{Project: ev.Project, RunID: ev.RunID}] {
-		case "":
-		case kernel.RecorderGateway:
+		k := kernel.RunKey{Project: ev.Project, RunID: ev.RunID}
+		w := writers[k]
+		switch {
+		case w.Recorder == kernel.RecorderGateway:
 			return kernel.Errorf(kernel.EForbidden,
 				"events[%d]: field \"run_id\": run %q of project %q is a run of the MCP gateway (reckon mcp-gateway), or a child run of one; only the gateway writes its events",
 				i, ev.RunID, ev.Project)
-		default:
+		case w.Recorder != "":
 			return kernel.Errorf(kernel.EForbidden,
 				"events[%d]: field \"run_id\": run %q of project %q is a kernel run (started through POST /v1/runs, or a child run of one); only the kernel writes its events",
 				i, ev.RunID, ev.Project)
+		case w.Source == "":
+			writers[k] = kernel.RunWriter{Source: ev.SourceID} // this batch's first event claims it
+		case w.Source != ev.SourceID:
+			return kernel.Errorf(kernel.EForbidden,
+				"events[%d]: field \"source_id\": run %q of project %q belongs to source %q (the source of its first event), and only that source writes its events; got %q — report this run's operations under a run id of your own",
+				i, ev.RunID, ev.Project, w.Source, ev.SourceID)
 		}
 	}
 	return nil

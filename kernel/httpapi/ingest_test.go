@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
@@ -247,8 +248,8 @@ func (staleOwners) KernelRuns(context.Context, []kernel.RunKey) (map[kernel.RunK
 	return map[kernel.RunKey]bool{}, nil
 }
 
-func (staleOwners) RecordedRuns(context.Context, []kernel.RunKey) (map[kernel.RunKey]string, error) {
-	return map[kernel.RunKey]string{}, nil
+func (staleOwners) RunWriters(context.Context, []kernel.RunKey) (map[kernel.RunKey]kernel.RunWriter, error) {
+	return map[kernel.RunKey]kernel.RunWriter{}, nil
 }
 
 // No caller writes into a run of the MCP gateway or its children: a
@@ -309,5 +310,68 @@ func TestIngestRefusesARunStartedSinceItsCheck(t *testing.T) {
 	}
 	if code, out := post(t, srv, "agent-secret-1", `{"events":[`+other+`]}`); code != http.StatusOK {
 		t.Fatalf("a run that is not the kernel's: %d %v", code, out)
+	}
+}
+
+// An agent's run belongs to the source of its first event: another
+// source's event there (a tool.completed settling the first agent's
+// operation, each under its own source) is refused with a 403 naming the
+// owner, whether the endpoint's check sees the owner or only the write's
+// transaction does; a token granted the owner's source still writes it.
+func TestIngestAgentRunsBelongToTheirFirstSource(t *testing.T) {
+	t.Parallel()
+	completed := `{"source_id":"op","event_id":"forged-1","project":"acme","run_id":"run-42",
+ "type":"tool.completed","ts":"2026-11-30T10:00:01Z","actor":"agent","data":{"operation_id":"op-7","result_summary":"done"}}`
+	for _, c := range []struct {
+		name   string
+		owners kernel.RunOwners
+	}{{"checked before the write", nil}, {"refused by the write", staleOwners{}}} {
+		srv, pool := newServerOwners(t, c.owners)
+		if code, out := post(t, srv, "agent-secret-1", `{"events":[`+okEvent+`]}`); code != http.StatusOK {
+			t.Fatalf("%s: the first event: %d %v", c.name, code, out)
+		}
+		code, out := post(t, srv, "operator-secret-1", `{"events":[`+completed+`]}`)
+		if msg, _ := out["error"].(string); code != http.StatusForbidden || !strings.Contains(msg, `run "run-42" of project "acme" belongs to source "agent-x"`) {
+			t.Errorf("%s: another source's event in agent-x's run: %d %v", c.name, code, out)
+		}
+		// The operator's token is granted agent-x: under that source it
+		// writes into the run.
+		if code, out := post(t, srv, "operator-secret-1", `{"events":[`+strings.Replace(completed, `"source_id":"op"`, `"source_id":"agent-x"`, 1)+`]}`); code != http.StatusOK {
+			t.Errorf("%s: a granted owner's source: %d %v", c.name, code, out)
+		}
+		// A batch whose first event of a new run is op's: the run is op's,
+		// and the batch's agent-x event in it is refused with the rest.
+		mixed := strings.ReplaceAll(completed, "run-42", "run-43") + "," + strings.ReplaceAll(okEvent, "run-42", "run-43")
+		code, out = post(t, srv, "operator-secret-1", `{"events":[`+mixed+`]}`)
+		if msg, _ := out["error"].(string); code != http.StatusForbidden || !strings.Contains(msg, `run "run-43" of project "acme" belongs to source "op"`) {
+			t.Errorf("%s: a batch of two sources in a new run: %d %v", c.name, code, out)
+		}
+		var n int
+		if err := pool.QueryRow(context.Background(), "SELECT count(*) FROM journal_events WHERE run_id = 'run-43'").Scan(&n); err != nil || n != 0 {
+			t.Errorf("%s: run-43 holds %d events after a refused batch (%v)", c.name, n, err)
+		}
+	}
+}
+
+// A run journaled before runs had owners belongs to the source of its
+// earliest event: the first guarded write after the upgrade claims it for
+// that source, not for the writer.
+func TestIngestOlderRunsBelongToTheirEarliestSource(t *testing.T) {
+	t.Parallel()
+	srv, pool := newServerPool(t)
+	older := kernel.Event{SourceID: "agent-x", EventID: "old-1", Project: "acme", RunID: "run-old", Type: kernel.TypeToolStarted,
+		TS: time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC), Actor: "agent", Data: []byte(`{"operation_id":"op-1","tool":"t","args":{}}`)}
+	if _, err := journal.New(pool, nil).Ingest(context.Background(), []kernel.Event{older}); err != nil {
+		t.Fatal(err)
+	}
+	forged := `{"source_id":"op","event_id":"forged-1","project":"acme","run_id":"run-old",
+ "type":"tool.completed","ts":"2026-11-30T10:00:01Z","actor":"agent","data":{"operation_id":"op-1","result_summary":"done"}}`
+	code, out := post(t, srv, "operator-secret-1", `{"events":[`+forged+`]}`)
+	if msg, _ := out["error"].(string); code != http.StatusForbidden || !strings.Contains(msg, `belongs to source "agent-x"`) {
+		t.Fatalf("another source's event in an older run of agent-x: %d %v", code, out)
+	}
+	var owner string
+	if err := pool.QueryRow(context.Background(), "SELECT source_id FROM agent_runs WHERE run_id = 'run-old'").Scan(&owner); err == nil {
+		t.Fatalf("a refused write left a claim for %q", owner)
 	}
 }

@@ -59,9 +59,10 @@ type Config struct {
 	// Health is checked by /healthz; nil means always healthy.
 	Health func(ctx context.Context) error
 
-	// Journal ingests POST /v1/events; Owners tells the runs reckon
-	// records itself (kernel and gateway runs), into which no caller may
-	// write (production always sets it).
+	// Journal ingests POST /v1/events; Owners tells who writes each run:
+	// no caller writes into the runs reckon records itself (kernel and
+	// gateway runs), and an agent's run takes only its owning source's
+	// events (production always sets it).
 	Journal kernel.Journal
 	Owners  kernel.RunOwners
 	// Runs starts and shows runs (*runner.Starter).

@@ -103,7 +103,7 @@ func measureIngest(b *testing.B, size, total, clients int) (float64, time.Durati
 				for batch := range next {
 					// The agents' path (POST /v1/events): each write also
 					// refuses kernel runs in its own transaction.
-					res, err := s.IngestOutsideRecordedRuns(ctx, batch)
+					res, err := s.IngestAgentEvents(ctx, batch)
 					if err != nil {
 						b.Error(err)
 						return

@@ -53,9 +53,9 @@ func New(pool *pgxpool.Pool, reg prometheus.Registerer) *Store {
 type prepared struct {
 	ev kernel.Event
 	kernel.Prepared
-	// outsideRecordedRuns: the event must not lie in a kernel or gateway
-	// run (IngestOutsideRecordedRuns).
-	outsideRecordedRuns bool
+	// agent: the event is an agent's, to be written only outside kernel
+	// and gateway runs and into a run its source owns (IngestAgentEvents).
+	agent bool
 }
 
 // querier is what ingest runs on: the pool, or a transaction of the caller.
@@ -77,23 +77,26 @@ func (s *Store) Ingest(ctx context.Context, events []kernel.Event) ([]kernel.Ing
 	return s.ingestPrepared(ctx, preps)
 }
 
-// IngestOutsideRecordedRuns is Ingest for events that must not lie in a
-// run reckon records itself (POST /v1/events: only the kernel writes a
-// kernel run's events, only the MCP gateway a gateway run's). In the same
-// transaction as the write it refuses the whole call with an EForbidden
-// naming the run if one of them, or a run its id descends from, is a
-// kernel or gateway run or is being started or claimed at that moment;
-// nothing of the call is written. The caller's own check before the write
-// (kernel.RunOwners) gives the precise message; this one closes the race
-// with a start or a claim recorded in between (see
-// reckon_refuse_kernel_runs, migrations 00028 and 00029).
-func (s *Store) IngestOutsideRecordedRuns(ctx context.Context, events []kernel.Event) ([]kernel.IngestResult, error) {
+// IngestAgentEvents is Ingest for the events agents report (POST
+// /v1/events), in the same transaction as the write: it refuses the whole
+// call with an EForbidden naming the run if an event, or a run its id
+// descends from, is a kernel or gateway run or is being started or claimed
+// at that moment (only the kernel writes a kernel run's events, only the
+// MCP gateway a gateway run's), or if an event lies in an agent's run
+// that another source owns; an event into a run nobody owns yet claims it
+// for its source (the call's first event of the run, in order). Nothing of
+// a refused call is written. The caller's own check before the write
+// (kernel.RunOwners) gives the precise message; this one closes the races
+// with a start, a claim or a first write in between (see
+// reckon_refuse_kernel_runs, migrations 00028 and 00029, and
+// reckon_claim_agent_runs, migration 00030).
+func (s *Store) IngestAgentEvents(ctx context.Context, events []kernel.Event) ([]kernel.IngestResult, error) {
 	preps, err := prepare(events)
 	if err != nil || len(preps) == 0 {
 		return nil, err
 	}
 	for i := range preps {
-		preps[i].outsideRecordedRuns = true
+		preps[i].agent = true
 	}
 	return s.ingestPrepared(ctx, preps)
 }
@@ -234,12 +237,12 @@ func (s *Store) ingest(ctx context.Context, q querier, preps []prepared) ([]kern
 	inserted := make(map[kernel.EventKey]bool, n)
 	// On its generic plan (pgplan), in one round trip.
 	b := &pgx.Batch{}
-	queueRefuseRecordedRuns(b, preps)
+	queueAgentChecks(b, preps)
 	pgplan.QueueInserted(b, inserted, "journal_events", ingestSQL, srcs, ids, projects, runs, types, tss, actors,
 		psrc, pid, datas, digests, opIDs, settles, openInBatch, ords)
 	if err := q.SendBatch(ctx, b).Close(); err != nil {
 		var pgErr *pgconn.PgError
-		if errors.As(err, &pgErr) && pgErr.Code == recordedRunCode {
+		if errors.As(err, &pgErr) && (pgErr.Code == recordedRunCode || pgErr.Code == otherSourceCode) {
 			return nil, kernel.Errorf(kernel.EForbidden, "%s", pgErr.Message)
 		}
 		return nil, fmt.Errorf("ingest batch of %d: %w", len(preps), err)
@@ -277,22 +280,39 @@ func (s *Store) ingest(ctx context.Context, q querier, preps []prepared) ([]kern
 	return out, nil
 }
 
-// recordedRunCode is the SQLSTATE reckon_refuse_kernel_runs raises.
-const recordedRunCode = "RK001"
+// SQLSTATEs of the agents' write's refusals: reckon_refuse_kernel_runs
+// (a kernel or gateway run) and reckon_claim_agent_runs (another source's
+// run).
+const (
+	recordedRunCode = "RK001"
+	otherSourceCode = "RK002"
+)
 
-// queueRefuseRecordedRuns queues, ahead of the insert, the refusal of
-// kernel and gateway runs for the events that must lie outside them (their
-// runs' AncestryPairs).
-func queueRefuseRecordedRuns(b *pgx.Batch, preps []prepared) {
+// queueAgentChecks queues, ahead of the insert, the checks of the agents'
+// events among preps: the refusal of kernel and gateway runs (their runs'
+// AncestryPairs), then the claim of their runs for their sources, one
+// entry per (run, source) in the order of the events.
+func queueAgentChecks(b *pgx.Batch, preps []prepared) {
 	var guarded []kernel.RunKey
+	type runSource struct{ project, run, source string }
+	seen := map[runSource]bool{}
+	var projects, runs, sources []string
 	for _, p := range preps {
-		if p.outsideRecordedRuns {
-			guarded = append(guarded, kernel.RunKey{Project: p.ev.Project, RunID: p.ev.RunID})
+		if !p.agent {
+			continue
+		}
+		guarded = append(guarded, kernel.RunKey{Project: p.ev.Project, RunID: p.ev.RunID})
+		if k := (runSource{p.ev.Project, p.ev.RunID, p.ev.SourceID}); !seen[k] {
+			seen[k] = true
+			projects, runs, sources = append(projects, k.project), append(runs, k.run), append(sources, k.source)
 		}
 	}
-	if projects, runs := kernel.AncestryPairs(guarded); len(runs) > 0 {
-		b.Queue(refuseRecordedRunsSQL, projects, runs)
+	if len(guarded) == 0 {
+		return
 	}
+	ap, ar := kernel.AncestryPairs(guarded)
+	b.Queue(refuseRecordedRunsSQL, ap, ar)
+	b.Queue(claimAgentRunsSQL, projects, runs, sources)
 }
 
 // countResults adds a batch's answers to the results metric, one Add per

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/seed-7bc021c3/reckon/internal/pgtest"
+	"github.com/seed-7bc021c3/reckon/internal/reckontest"
 	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/journal"
 )
@@ -245,7 +246,7 @@ func TestIngestOutsideKernelRunsRefusesOnlyTheCallInAKernelRun(t *testing.T) {
 		if i == refused {
 			e.RunID = "kernel-run" + kernel.ChildSeparator + "op-1"
 		}
-		wg.Go(func() { _, errs[i] = s.IngestOutsideRecordedRuns(ctx, []kernel.Event{e}) })
+		wg.Go(func() { _, errs[i] = s.IngestAgentEvents(ctx, []kernel.Event{e}) })
 	}
 	wg.Wait()
 	for i, err := range errs {
@@ -266,5 +267,96 @@ func TestIngestOutsideKernelRunsRefusesOnlyTheCallInAKernelRun(t *testing.T) {
 	e.RunID = "kernel-run"
 	if _, err := s.Ingest(ctx, []kernel.Event{e}); err != nil {
 		t.Fatalf("Ingest into a kernel run: %v", err)
+	}
+}
+
+// Concurrent first writes of different sources into one new run: exactly
+// one source gets the run, whatever group commit combined; the others are
+// refused and nothing of theirs is written. Writes of the winning source
+// keep going in.
+func TestIngestAgentEventsOneSourceClaimsANewRun(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	sch := pgtest.New(t)
+	s := journal.New(sch.Pool, nil)
+	const n = 12
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		e := ev(fmt.Sprintf("agent-%d", i), fmt.Sprintf("e%d", i), kernel.TypeToolStarted, `{"operation_id":"op-1","tool":"t","args":{}}`)
+		e.RunID = "contested"
+		wg.Go(func() { _, errs[i] = s.IngestAgentEvents(ctx, []kernel.Event{e}) })
+	}
+	wg.Wait()
+	winner := -1
+	for i, err := range errs {
+		switch {
+		case err == nil && winner < 0:
+			winner = i
+		case err == nil:
+			t.Fatalf("agent-%d and agent-%d both wrote into the new run", winner, i)
+		case kernel.ErrorCode(err) != kernel.EForbidden || !strings.Contains(err.Error(), `run "contested" of project "acme" belongs to source`):
+			t.Errorf("agent-%d: %v, want a refusal naming the run's owner", i, err)
+		}
+	}
+	if winner < 0 {
+		t.Fatal("no source got the run")
+	}
+	var owner string
+	var events int
+	if err := sch.Pool.QueryRow(ctx, `SELECT (SELECT source_id FROM agent_runs WHERE run_id = 'contested'),
+  (SELECT count(*) FROM journal_events WHERE run_id = 'contested')`).Scan(&owner, &events); err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf("agent-%d", winner); owner != want || events != 1 {
+		t.Fatalf("owner %q with %d events, want %s with 1", owner, events, want)
+	}
+	e := ev(owner, "more", kernel.TypeToolCompleted, `{"operation_id":"op-1","result_summary":"ok"}`)
+	e.RunID = "contested"
+	if _, err := s.IngestAgentEvents(ctx, []kernel.Event{e}); err != nil {
+		t.Fatalf("the owner's next event: %v", err)
+	}
+}
+
+// A first write of a new run held open at its claim: another source's
+// write into that run waits for it (the claim's primary key), then reads
+// the owner it committed and is refused.
+func TestIngestAgentEventsWaitsForAClaimUnderWay(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	sch := pgtest.New(t)
+	s := journal.New(sch.Pool, nil)
+	tx, err := sch.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	if _, err := tx.Exec(ctx, `SELECT reckon_claim_agent_runs('{acme}', '{held}', '{agent-a}')`); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		e := ev("agent-b", "b-1", kernel.TypeToolCompleted, `{"operation_id":"op-1","result_summary":"forged"}`)
+		e.RunID = "held"
+		_, err := s.IngestAgentEvents(ctx, []kernel.Event{e})
+		done <- err
+	}()
+	reckontest.Eventually(t, 10*time.Second, "agent-b's write waiting for agent-a's claim", func() bool {
+		select {
+		case err := <-done:
+			t.Fatalf("agent-b's write did not wait for the claim under way: %v", err)
+		default:
+		}
+		var waiting bool
+		if err := sch.Pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'transactionid' AND NOT granted)`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		return waiting
+	})
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; kernel.ErrorCode(err) != kernel.EForbidden || !strings.Contains(err.Error(), `belongs to source "agent-a"`) {
+		t.Fatalf("agent-b's write after agent-a's claim committed: %v, want a refusal naming agent-a", err)
 	}
 }

@@ -10,6 +10,12 @@ package journal
 // upgrades), which aborts the batch's implicit transaction.
 const refuseRecordedRunsSQL = `SELECT reckon_refuse_kernel_runs($1::text[], $2::text[])`
 
+// claimAgentRunsSQL follows refuseRecordedRunsSQL: it claims each run $2
+// of project $1 that has no owner yet for the source $3 of the same entry
+// (entries in the events' order, so the first claims), and raises RK002
+// when a run belongs to another source (migration 00030).
+const claimAgentRunsSQL = `SELECT reckon_claim_agent_runs($1::text[], $2::text[], $3::text[])`
+
 // ingestSQL writes a batch in one round trip. Inputs arrive as parallel
 // arrays; the insert skips existing keys, in the batch's order (journal
 // order follows it); the settle step clears the open hint of tool.started

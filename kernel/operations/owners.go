@@ -10,12 +10,15 @@ import (
 )
 
 // Owners implements kernel.RunOwners over kernel_runs (written by the run
-// starter, kernel/runner) and gateway_runs (written by the MCP gateway,
-// kernel/gateway): a run is the kernel's when kernel_runs holds it, or
-// holds the run its id descends from (every prefix ending before a
-// kernel.ChildSeparator), since only the kernel starts child runs and their
-// ids extend their parent's; gateway runs likewise. Ingest refuses writes
-// into either; the workspace probe finds only kernel runs' workspaces.
+// starter, kernel/runner), gateway_runs (written by the MCP gateway,
+// kernel/gateway) and agent_runs (claimed by the ingest's first write into
+// an agent's run, migration 00030). A run is the kernel's when kernel_runs
+// holds it, or holds the run its id descends from (every prefix ending
+// before a kernel.ChildSeparator), since only the kernel starts child runs
+// and their ids extend their parent's; gateway runs likewise. An agent's
+// run belongs to the source agent_runs names for that very run id. Ingest
+// applies all three; the workspace probe finds only kernel runs'
+// workspaces.
 type Owners struct {
 	Pool *pgxpool.Pool
 }
@@ -24,33 +27,34 @@ var _ kernel.RunOwners = Owners{}
 
 // KernelRuns implements kernel.RunOwners in one round trip.
 func (o Owners) KernelRuns(ctx context.Context, runs []kernel.RunKey) (map[kernel.RunKey]bool, error) {
-	recorded, err := o.lookUp(ctx, kernelRunsSQL, runs)
+	writers, err := o.lookUp(ctx, kernelRunsSQL, runs)
 	if err != nil {
 		return nil, fmt.Errorf("look up kernel runs: %w", err)
 	}
-	owned := make(map[kernel.RunKey]bool, len(recorded))
-	for r := range recorded {
+	owned := make(map[kernel.RunKey]bool, len(writers))
+	for r := range writers {
 		owned[r] = true
 	}
 	return owned, nil
 }
 
-// RecordedRuns implements kernel.RunOwners in one round trip.
-func (o Owners) RecordedRuns(ctx context.Context, runs []kernel.RunKey) (map[kernel.RunKey]string, error) {
-	recorded, err := o.lookUp(ctx, recordedRunsSQL, runs)
+// RunWriters implements kernel.RunOwners in one round trip.
+func (o Owners) RunWriters(ctx context.Context, runs []kernel.RunKey) (map[kernel.RunKey]kernel.RunWriter, error) {
+	writers, err := o.lookUp(ctx, runWritersSQL, runs)
 	if err != nil {
-		return nil, fmt.Errorf("look up the runs reckon records: %w", err)
+		return nil, fmt.Errorf("look up who writes %d runs: %w", len(runs), err)
 	}
-	return recorded, nil
+	return writers, nil
 }
 
-// lookUp runs sql (kernelRunsSQL or recordedRunsSQL: project, run_id,
-// recorder) over runs and every run they descend from, and returns the
-// runs of runs found there or beneath one found there, each with its
-// recorder.
-func (o Owners) lookUp(ctx context.Context, sql string, runs []kernel.RunKey) (map[kernel.RunKey]string, error) {
+// lookUp runs sql (kernelRunsSQL or runWritersSQL: project, run_id,
+// recorder, source) over runs and every run they descend from, and returns
+// the writer of each run of runs that has one: the recorder of the run or
+// of a run it descends from (the kernel's when a run has both), else the
+// source owning that very run.
+func (o Owners) lookUp(ctx context.Context, sql string, runs []kernel.RunKey) (map[kernel.RunKey]kernel.RunWriter, error) {
 	projects, ids := kernel.AncestryPairs(runs)
-	found := map[kernel.RunKey]string{}
+	found := map[kernel.RunKey]kernel.RunWriter{}
 	if len(ids) == 0 {
 		return found, nil
 	}
@@ -59,14 +63,19 @@ func (o Owners) lookUp(ctx context.Context, sql string, runs []kernel.RunKey) (m
 		return nil, err
 	}
 	defer rows.Close()
-	recorders := map[kernel.RunKey]string{}
+	recorders, sources := map[kernel.RunKey]string{}, map[kernel.RunKey]string{}
 	for rows.Next() {
 		var k kernel.RunKey
-		var recorder string
-		if err := rows.Scan(&k.Project, &k.RunID, &recorder); err != nil {
+		var recorder, source string
+		if err := rows.Scan(&k.Project, &k.RunID, &recorder, &source); err != nil {
 			return nil, err
 		}
-		recorders[k] = recorder
+		switch {
+		case recorder == kernel.RecorderKernel || recorder != "" && recorders[k] == "":
+			recorders[k] = recorder
+		case recorder == "":
+			sources[k] = source
+		}
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
@@ -74,9 +83,12 @@ func (o Owners) lookUp(ctx context.Context, sql string, runs []kernel.RunKey) (m
 	for _, r := range runs {
 		for _, c := range kernel.RunAncestry(r.RunID) {
 			if rec, ok := recorders[kernel.RunKey{Project: r.Project, RunID: c}]; ok {
-				found[r] = rec
+				found[r] = kernel.RunWriter{Recorder: rec}
 				break
 			}
+		}
+		if _, ok := found[r]; !ok && sources[r] != "" {
+			found[r] = kernel.RunWriter{Source: sources[r]}
 		}
 	}
 	return found, nil

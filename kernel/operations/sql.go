@@ -142,23 +142,29 @@ JOIN journal_events t
 ORDER BY q.run_id, q.operation_id, t.ts DESC, t.seq DESC`
 
 // kernelRunsSQL returns which of the candidate (project, run_id) pairs are
-// runs started through the API, with recordedRunsSQL's columns: index
+// runs started through the API, with runWritersSQL's columns: index
 // lookups on the primary key.
 const kernelRunsSQL = `
-SELECT k.project, k.run_id, 'kernel'
+SELECT k.project, k.run_id, 'kernel', ''
 FROM unnest($1::text[], $2::text[]) AS c(project, run_id)
 JOIN kernel_runs k ON k.project = c.project AND k.run_id = c.run_id`
 
-// recordedRunsSQL returns which of the candidate (project, run_id) pairs
-// are runs reckon records itself, with their recorder: kernel runs and
-// gateway runs (kernel.RecorderKernel, kernel.RecorderGateway), each an
-// index lookup on a primary key. A pair in both tables (which neither
-// writer lets happen) comes out twice; the kernel's is read last.
-const recordedRunsSQL = `
-SELECT g.project, g.run_id, 'mcp-gateway'
+// runWritersSQL returns, for the candidate (project, run_id) pairs, who
+// writes the events of those that have a writer: the recorder of kernel
+// and gateway runs (kernel.RecorderKernel, kernel.RecorderGateway) with an
+// empty source, and the owning source of agents' runs (agent_runs,
+// migration 00030) with an empty recorder; each an index lookup on a
+// primary key. A run in more than one table (which none of the writers
+// lets happen) comes out more than once; RunWriters prefers the kernel's.
+const runWritersSQL = `
+SELECT a.project, a.run_id, '', a.source_id
+FROM unnest($1::text[], $2::text[]) AS c(project, run_id)
+JOIN agent_runs a ON a.project = c.project AND a.run_id = c.run_id
+UNION ALL
+SELECT g.project, g.run_id, 'mcp-gateway', ''
 FROM unnest($1::text[], $2::text[]) AS c(project, run_id)
 JOIN gateway_runs g ON g.project = c.project AND g.run_id = c.run_id
 UNION ALL
-SELECT k.project, k.run_id, 'kernel'
+SELECT k.project, k.run_id, 'kernel', ''
 FROM unnest($1::text[], $2::text[]) AS c(project, run_id)
 JOIN kernel_runs k ON k.project = c.project AND k.run_id = c.run_id`

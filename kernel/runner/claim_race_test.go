@@ -80,7 +80,7 @@ func TestIngestDuringAStartIsRefused(t *testing.T) {
 	ingest := func(want string) {
 		t.Helper()
 		for _, runID := range runs {
-			_, err := e.journal.IngestOutsideRecordedRuns(ctx, []kernel.Event{foreignEvent(t, e, runID)})
+			_, err := e.journal.IngestAgentEvents(ctx, []kernel.Event{foreignEvent(t, e, runID)})
 			if kernel.ErrorCode(err) != kernel.EForbidden || !strings.Contains(err.Error(), `run "racing"`) || !strings.Contains(err.Error(), want) {
 				t.Fatalf("ingest into %s: %v, want a refusal naming racing, %q", runID, err, want)
 			}

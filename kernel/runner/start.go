@@ -225,7 +225,7 @@ func (s *Starter) workspaceTools(p Plan) []string {
 // read as the kernel's run.
 // Once the run is recorded, ingest refuses such writes (operations.Owners). A
 // write racing this check tries the start's lock (lockRunStartSQL) shared in
-// its own transaction (journal.IngestOutsideRecordedRuns) and is refused when a
+// its own transaction (journal.IngestAgentEvents) and is refused when a
 // start holds it, so the check sees its events or it sees the run's row.
 func (s *Starter) refuseClaimed(ctx context.Context, conn *pgxpool.Conn, req StartParams) error {
 	var exists bool
