@@ -19,15 +19,20 @@ CREATE TABLE agent_runs (
     PRIMARY KEY (project, run_id)
 );
 
--- reckon_claim_agent_runs(projects, run_ids, sources): for each entry of an
--- agents' write (parallel arrays, one entry per run and source, in the
--- order of the events), claims the run for the source when it has no
+-- reckon_check_agent_events(guarded_projects, guarded_run_ids, projects,
+-- run_ids, sources) is the whole check of an agents' write, in one
+-- statement ahead of its insert and in its transaction (so a refusal
+-- writes nothing of the call): first reckon_refuse_kernel_runs over the
+-- guarded pairs (the events' runs and every run they descend from), then,
+-- for each entry of the other three arrays (one per run and source, in the
+-- order of the events), it claims the run for the source when it has no
 -- owner yet (so the write's first event of a new run claims it), and
--- raises RK002 when the run belongs to another source. Called in the
--- write's own transaction, after reckon_refuse_kernel_runs, so a refusal
--- writes nothing of the call.
+-- raises RK002 when the run belongs to another source. One statement
+-- rather than two: single events under group commit pay a statement's
+-- overhead per round trip.
 -- +goose StatementBegin
-CREATE FUNCTION reckon_claim_agent_runs(projects text[], run_ids text[], sources text[]) RETURNS void
+CREATE FUNCTION reckon_check_agent_events(guarded_projects text[], guarded_run_ids text[],
+    projects text[], run_ids text[], sources text[]) RETURNS void
 LANGUAGE plpgsql AS $$
 DECLARE
     p text;
@@ -35,6 +40,7 @@ DECLARE
     s text;
     owner text;
 BEGIN
+    PERFORM reckon_refuse_kernel_runs(guarded_projects, guarded_run_ids);
     FOR p, r, s IN
         SELECT c.project, c.run_id, c.source_id
         FROM unnest(projects, run_ids, sources) WITH ORDINALITY AS c(project, run_id, source_id, n)
@@ -62,5 +68,5 @@ $$;
 -- +goose StatementEnd
 
 -- +goose Down
-DROP FUNCTION reckon_claim_agent_runs(text[], text[], text[]);
+DROP FUNCTION reckon_check_agent_events(text[], text[], text[], text[], text[]);
 DROP TABLE agent_runs;

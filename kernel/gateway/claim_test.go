@@ -67,8 +67,9 @@ func TestClaimWaitsForAnAgentsWriteUnderWay(t *testing.T) {
 	pool, f := issuesGateway(t)
 	cs := f.client()
 
-	// The agent's write, held open: the refusal's shared lock (the SQL
-	// IngestAgentEvents runs ahead of its insert) and the event.
+	// The agent's write, held open: the refusal's shared lock
+	// (reckon_refuse_kernel_runs, which IngestAgentEvents's check runs
+	// ahead of its insert) and the event.
 	tx, err := pool.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)

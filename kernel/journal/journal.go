@@ -88,8 +88,8 @@ func (s *Store) Ingest(ctx context.Context, events []kernel.Event) ([]kernel.Ing
 // a refused call is written. The caller's own check before the write
 // (kernel.RunOwners) gives the precise message; this one closes the races
 // with a start, a claim or a first write in between (see
-// reckon_refuse_kernel_runs, migrations 00028 and 00029, and
-// reckon_claim_agent_runs, migration 00030).
+// reckon_check_agent_events, migration 00030, and
+// reckon_refuse_kernel_runs, migrations 00028 and 00029).
 func (s *Store) IngestAgentEvents(ctx context.Context, events []kernel.Event) ([]kernel.IngestResult, error) {
 	preps, err := prepare(events)
 	if err != nil || len(preps) == 0 {
@@ -280,18 +280,18 @@ func (s *Store) ingest(ctx context.Context, q querier, preps []prepared) ([]kern
 	return out, nil
 }
 
-// SQLSTATEs of the agents' write's refusals: reckon_refuse_kernel_runs
-// (a kernel or gateway run) and reckon_claim_agent_runs (another source's
-// run).
+// SQLSTATEs of the agents' write's refusals (reckon_check_agent_events): a
+// kernel or gateway run, another source's run.
 const (
 	recordedRunCode = "RK001"
 	otherSourceCode = "RK002"
 )
 
-// queueAgentChecks queues, ahead of the insert, the checks of the agents'
-// events among preps: the refusal of kernel and gateway runs (their runs'
-// AncestryPairs), then the claim of their runs for their sources, one
-// entry per (run, source) in the order of the events.
+// queueAgentChecks queues, ahead of the insert, the check of the agents'
+// events among preps (checkAgentEventsSQL): the refusal of kernel and
+// gateway runs over their runs' AncestryPairs, and the claim of their runs
+// for their sources, one entry per (run, source) in the order of the
+// events.
 func queueAgentChecks(b *pgx.Batch, preps []prepared) {
 	var guarded []kernel.RunKey
 	type runSource struct{ project, run, source string }
@@ -311,8 +311,7 @@ func queueAgentChecks(b *pgx.Batch, preps []prepared) {
 		return
 	}
 	ap, ar := kernel.AncestryPairs(guarded)
-	b.Queue(refuseRecordedRunsSQL, ap, ar)
-	b.Queue(claimAgentRunsSQL, projects, runs, sources)
+	b.Queue(checkAgentEventsSQL, ap, ar, projects, runs, sources)
 }
 
 // countResults adds a batch's answers to the results metric, one Add per

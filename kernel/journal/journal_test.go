@@ -331,7 +331,7 @@ func TestIngestAgentEventsWaitsForAClaimUnderWay(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = tx.Rollback(ctx) }()
-	if _, err := tx.Exec(ctx, `SELECT reckon_claim_agent_runs('{acme}', '{held}', '{agent-a}')`); err != nil {
+	if _, err := tx.Exec(ctx, `SELECT reckon_check_agent_events('{acme}', '{held}', '{acme}', '{held}', '{agent-a}')`); err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)

@@ -2,19 +2,16 @@ package journal
 
 // All of the journal's SQL, in one reviewed place.
 
-// refuseRecordedRunsSQL goes ahead of ingestSQL in a batch that must not
-// write into the runs reckon records itself: it raises RK001 when one of
-// the runs $2 of projects $1 is a kernel or gateway run or is being started
-// or claimed (migrations 00028 and 00029; the function kept its first name
-// so that processes of the version before keep working while a fleet
-// upgrades), which aborts the batch's implicit transaction.
-const refuseRecordedRunsSQL = `SELECT reckon_refuse_kernel_runs($1::text[], $2::text[])`
-
-// claimAgentRunsSQL follows refuseRecordedRunsSQL: it claims each run $2
-// of project $1 that has no owner yet for the source $3 of the same entry
-// (entries in the events' order, so the first claims), and raises RK002
-// when a run belongs to another source (migration 00030).
-const claimAgentRunsSQL = `SELECT reckon_claim_agent_runs($1::text[], $2::text[], $3::text[])`
+// checkAgentEventsSQL goes ahead of ingestSQL in a batch of agents'
+// events (migration 00030): it raises RK001 when one of the runs $2 of
+// projects $1 (the events' runs and every run they descend from) is a
+// kernel or gateway run or is being started or claimed
+// (reckon_refuse_kernel_runs, migrations 00028 and 00029), and RK002 when a
+// run $4 of project $3 belongs to a source other than $5 of the same entry,
+// claiming it for that source when nobody owns it yet (entries in the
+// events' order, so the first claims); either aborts the batch's implicit
+// transaction.
+const checkAgentEventsSQL = `SELECT reckon_check_agent_events($1::text[], $2::text[], $3::text[], $4::text[], $5::text[])`
 
 // ingestSQL writes a batch in one round trip. Inputs arrive as parallel
 // arrays; the insert skips existing keys, in the batch's order (journal
