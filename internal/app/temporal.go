@@ -64,6 +64,9 @@ func (c *Core) SandboxConfig() sandbox.Config {
 		MaxFileSize: c.Cfg.SandboxMaxFileSize,
 		UID:         c.Cfg.SandboxUID,
 		GID:         c.Cfg.SandboxGID,
+		Reaped: func(ws string, n int, err error) {
+			c.Log.Warn().Err(err).Int("killed", n).Str("workspace", ws).Msg("killed sandboxes a dead worker left running in this workspace, before its next command")
+		},
 	}
 }
 

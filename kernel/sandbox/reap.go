@@ -31,6 +31,24 @@ func ReapOrphans(root string) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("reap orphaned sandboxes: %w", err)
 	}
+	return reap(func(bind string) bool { return beneath(bind, root) })
+}
+
+// reapWorkspace SIGKILLs the sandboxes a dead worker left behind in the
+// workspace ws itself (a path without symlinks, as prepare makes it), and
+// says how many it killed. Execute calls it before each confined command:
+// a worker that starts first reaps them all (ReapOrphans), but a worker
+// already running when another on the same host died does not, and a
+// re-issue of the dead worker's uncertain operation would then run
+// alongside what is left of the original, in the same workspace, until
+// the original's own deadline.
+func reapWorkspace(ws string) (int, error) {
+	return reap(func(bind string) bool { return bind == ws })
+}
+
+// reap kills every orphaned sandbox init (orphanedInit) one of whose
+// --bind directories match accepts.
+func reap(match func(bind string) bool) (int, error) {
 	dirs, err := os.ReadDir("/proc")
 	if err != nil {
 		return 0, fmt.Errorf("reap orphaned sandboxes: %w", err)
@@ -42,7 +60,7 @@ func ReapOrphans(root string) (int, error) {
 		if err != nil || pid == os.Getpid() {
 			continue
 		}
-		ok, err := reapIfOrphan(pid, root)
+		ok, err := reapIfOrphan(pid, match)
 		if err != nil {
 			errs = append(errs, err)
 		}
@@ -53,16 +71,16 @@ func ReapOrphans(root string) (int, error) {
 	return killed, errors.Join(errs...)
 }
 
-// reapIfOrphan kills pid if it is an orphaned sandbox init of a workspace
-// beneath root. The command name, which most processes fail on, is read
-// first; then a pidfd is opened and every check made again through /proc,
-// so the kill reaches the process that was checked, whatever takes its
-// number later.
-func reapIfOrphan(pid int, root string) (bool, error) {
+// reapIfOrphan kills pid if it is an orphaned sandbox init binding a
+// directory match accepts. The command name, which most processes fail
+// on, is read first; then a pidfd is opened and every check made again
+// through /proc, so the kill reaches the process that was checked,
+// whatever takes its number later.
+func reapIfOrphan(pid int, match func(bind string) bool) (bool, error) {
 	if comm(pid) != "bwrap" {
 		return false, nil
 	}
-	ok, err := proctab.KillIf(pid, func() bool { return orphanedInit(pid, root) })
+	ok, err := proctab.KillIf(pid, func() bool { return orphanedInit(pid, match) })
 	if err != nil {
 		return false, fmt.Errorf("reap orphaned sandbox: %w", err)
 	}
@@ -70,10 +88,10 @@ func reapIfOrphan(pid int, root string) (bool, error) {
 }
 
 // orphanedInit says whether pid is bubblewrap's sandbox init (comm
-// "bwrap", PID 1 of a nested PID namespace) for a workspace beneath root
-// (a --bind of a directory there), whose parent is not a bubblewrap
+// "bwrap", PID 1 of a nested PID namespace) binding a directory match
+// accepts (a --bind, as of a workspace), whose parent is not a bubblewrap
 // launcher. Anything unreadable is not an orphan.
-func orphanedInit(pid int, root string) bool {
+func orphanedInit(pid int, match func(bind string) bool) bool {
 	if comm(pid) != "bwrap" {
 		return false
 	}
@@ -87,7 +105,7 @@ func orphanedInit(pid int, root string) bool {
 	}
 	args := strings.Split(string(cmdline), "\x00")
 	for i := 0; i+1 < len(args); i++ {
-		if args[i] == "--bind" && beneath(args[i+1], root) {
+		if args[i] == "--bind" && match(args[i+1]) {
 			return true
 		}
 	}

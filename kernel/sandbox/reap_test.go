@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -170,6 +171,51 @@ func TestReapOrphans(t *testing.T) {
 	waitGone(t, strings.TrimPrefix(orphanCmd, "sleep "))
 	if !running(liveCmd) {
 		t.Fatal("ReapOrphans killed a live sandbox")
+	}
+}
+
+// TestExecuteReapsItsWorkspacesOrphans: a command does not start alongside
+// what a dead worker left running in its own workspace (a re-issue of an
+// uncertain operation would race the original); it kills that, says so,
+// and leaves another workspace's orphan to its own worker.
+func TestExecuteReapsItsWorkspacesOrphans(t *testing.T) {
+	t.Parallel()
+	type reaped struct {
+		ws     string
+		killed int
+		err    error
+	}
+	var got []reaped
+	var mu sync.Mutex
+	orphan := func(root string) (string, string) {
+		cmd := fmt.Sprintf("sleep 30.%09d", rand.IntN(1e9))
+		initPID := orphanSandbox(t, root, []string{"/bin/sh", "-c", cmd}, cmd)
+		t.Cleanup(func() { _ = unix.Kill(initPID, unix.SIGKILL) })
+		entries, err := os.ReadDir(root)
+		if err != nil || len(entries) != 1 {
+			t.Fatalf("the orphan's workspace: %v %v", entries, err)
+		}
+		return filepath.Join(root, entries[0].Name()), cmd
+	}
+	ws, mine := orphan(wsDir(t))
+	_, other := orphan(wsDir(t))
+
+	r := NewRunCommand(Config{Reaped: func(ws string, n int, err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		got = append(got, reaped{ws, n, err})
+	}})
+	if _, err := r.Execute(context.Background(), call(t, ws, map[string]any{"command": "true"})); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, strings.TrimPrefix(mine, "sleep "))
+	if !running(other) {
+		t.Fatal("a command killed another workspace's orphan")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) != 1 || got[0].ws != ws || got[0].killed != 1 || got[0].err != nil {
+		t.Fatalf("reported %+v, want one orphan killed in %s", got, ws)
 	}
 }
 

@@ -99,6 +99,10 @@ type Config struct {
 	// workspace is handed to it before each command. A worker that is not
 	// root runs the sandbox as itself.
 	UID, GID uint32
+	// Reaped, when set, hears of sandboxes a dead worker left running in a
+	// command's workspace, killed before the command started (killed > 0),
+	// and of a failure to look for them (err); the worker logs both.
+	Reaped func(workspace string, killed int, err error)
 }
 
 // Output is the structured result of one run_command call (ToolResult.Output).
@@ -367,6 +371,12 @@ func (r *runCommand) Execute(ctx context.Context, call kernel.ToolCall) (kernel.
 	var sbInit *sandboxInit
 	var infoR *os.File
 	if confined {
+		// What a dead worker left running in this workspace goes first
+		// (reapWorkspace says why); a failure to look does not stop the
+		// command, which is no worse off than before.
+		if n, err := reapWorkspace(p.workspace); (n > 0 || err != nil) && r.o.Reaped != nil {
+			r.o.Reaped(p.workspace, n, err)
+		}
 		if p.drop != nil {
 			// The workspace belongs to the sandbox's user, whoever wrote
 			// into it since (an MCP server running as root, the test).
