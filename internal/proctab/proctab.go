@@ -1,6 +1,7 @@
-// Package proctab finds this machine's processes by what their command
-// line contains (/proc/<pid>/cmdline): how tests, drills and the soak see,
-// and kill, what a command left running.
+// Package proctab lists this machine's processes and finds them by what
+// their command line contains (/proc/<pid>/cmdline): how tests, drills and
+// the soak see, and kill, what a command left running, and how the
+// sandbox finds what a dead worker left.
 package proctab
 
 import (
@@ -14,22 +15,34 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Matching returns the PIDs of this machine's processes, this one left
-// out, whose command line contains s. A process that ends while it is read
-// is left out.
-func Matching(s string) ([]int, error) {
+// PIDs returns the PIDs of this machine's processes, this one left out,
+// as /proc lists them.
+func PIDs() ([]int, error) {
 	dirs, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil, fmt.Errorf("list processes: %w", err)
 	}
 	self := os.Getpid()
-	var pids []int
+	pids := make([]int, 0, len(dirs))
 	for _, d := range dirs {
-		pid, err := strconv.Atoi(d.Name())
-		if err != nil || pid == self {
-			continue
+		if pid, err := strconv.Atoi(d.Name()); err == nil && pid != self {
+			pids = append(pids, pid)
 		}
-		b, err := os.ReadFile(filepath.Join("/proc", d.Name(), "cmdline"))
+	}
+	return pids, nil
+}
+
+// Matching returns the PIDs of this machine's processes, this one left
+// out, whose command line contains s. A process that ends while it is read
+// is left out.
+func Matching(s string) ([]int, error) {
+	all, err := PIDs()
+	if err != nil {
+		return nil, err
+	}
+	var pids []int
+	for _, pid := range all {
+		b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
 		if err == nil && strings.Contains(string(b), s) {
 			pids = append(pids, pid)
 		}

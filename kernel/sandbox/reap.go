@@ -49,17 +49,13 @@ func reapWorkspace(ws string) (int, error) {
 // reap kills every orphaned sandbox init (orphanedInit) one of whose
 // --bind directories match accepts.
 func reap(match func(bind string) bool) (int, error) {
-	dirs, err := os.ReadDir("/proc")
+	pids, err := proctab.PIDs()
 	if err != nil {
 		return 0, fmt.Errorf("reap orphaned sandboxes: %w", err)
 	}
 	killed := 0
 	var errs []error
-	for _, d := range dirs {
-		pid, err := strconv.Atoi(d.Name())
-		if err != nil || pid == os.Getpid() {
-			continue
-		}
+	for _, pid := range pids {
 		ok, err := reapIfOrphan(pid, match)
 		if err != nil {
 			errs = append(errs, err)
