@@ -64,10 +64,15 @@ func (c *Core) SandboxConfig() sandbox.Config {
 		MaxFileSize: c.Cfg.SandboxMaxFileSize,
 		UID:         c.Cfg.SandboxUID,
 		GID:         c.Cfg.SandboxGID,
-		Reaped: func(ws string, n int, err error) {
-			c.Log.Warn().Err(err).Int("killed", n).Str("workspace", ws).Msg("killed sandboxes a dead worker left running in this workspace, before its next command")
-		},
+		Reaped: c.logReaped,
 	}
+}
+
+// logReaped logs the sandboxes a dead worker left running, killed under
+// dir (the workspaces at a worker's start, one workspace before its next
+// command), or a failure to look for them.
+func (c *Core) logReaped(dir string, killed int, err error) {
+	c.Log.Warn().Err(err).Int("killed", killed).Str("dir", dir).Msg("killed sandboxes a dead worker left running")
 }
 
 // connectTemporal connects to TEMPORAL_ADDRESS, or starts the embedded
@@ -115,9 +120,8 @@ func (c *Core) StartKernel(ctx context.Context, o KernelConfig) (*Kernel, error)
 		if err == nil {
 			// A dead predecessor's sandboxes go before this worker takes
 			// work (sandbox.ReapOrphans says how they are left).
-			n, rerr := sandbox.ReapOrphans(ws)
-			if n > 0 || rerr != nil {
-				c.Log.Warn().Err(rerr).Int("killed", n).Str("workspaces", ws).Msg("killed sandboxes a dead worker left running")
+			if n, rerr := sandbox.ReapOrphans(ws); n > 0 || rerr != nil {
+				c.logReaped(ws, n, rerr)
 			}
 			err = sandbox.Check(c.SandboxConfig(), ws)
 		}
