@@ -64,7 +64,7 @@ func (c *Core) SandboxConfig() sandbox.Config {
 		MaxFileSize: c.Cfg.SandboxMaxFileSize,
 		UID:         c.Cfg.SandboxUID,
 		GID:         c.Cfg.SandboxGID,
-		Reaped: c.logReaped,
+		Reaped:      c.logReaped,
 	}
 }
 
