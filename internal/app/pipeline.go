@@ -48,7 +48,7 @@ func (c *Core) NewProbes() (probe.Set, error) {
 	}
 	if len(servers) > 0 {
 		set = append(set, probe.MCP{Looker: probe.MCPClient{Servers: servers, Workspaces: probe.Workspaces{Root: root, Owners: owners}},
-			Priors: priorstate.Store{Pool: c.Pool}})
+			Priors: priorstate.Store{Pool: c.Pool}, Owners: owners})
 	}
 	return set, nil
 }

@@ -25,6 +25,13 @@ type RunEvents interface {
 // when it performed no operation) — the kernel's own rule for
 // effect=occurred on delegation. A child still running, never seen, or with
 // unresolved operations is inconclusive.
+//
+// Only the kernel's delegations are probed, as the other probes read only
+// what the kernel started: an agent's tool.started naming the tool
+// "delegate" is its account of a call, and the child run id in it (or
+// derived from it) is whatever run the agent pointed at — its own, which it
+// may have ended with nothing in it, or anyone's that ended settled. A
+// replay of that run is no proof of what the agent's call did.
 type Child struct {
 	Journal RunEvents
 	Now     func() time.Time
@@ -35,7 +42,7 @@ func (p Child) Name() string { return ChildName }
 
 // Probe implements Probe.
 func (p Child) Probe(ctx context.Context, run Run, op pipeline.WallOperation) (pipeline.Evidence, bool) {
-	if op.Tool != kernel.DelegateTool {
+	if op.Tool != kernel.DelegateTool || op.StartedKey.SourceID != kernel.SourceKernel {
 		return pipeline.Evidence{}, false
 	}
 	at := nowOr(p.Now)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/mcptool"
 	"github.com/seed-7bc021c3/reckon/kernel/priorstate"
 	"github.com/seed-7bc021c3/reckon/pipeline"
@@ -59,8 +60,10 @@ type ScopedLooker interface {
 // key with the effect it produced. "never_seen" proves it did not only once
 // the call can no longer arrive: the operation must not be in flight
 // (stale_in_flight) and must be older than Grace, which covers a stdio
-// server process still finishing a request after its worker died.
-// Otherwise never_seen is inconclusive.
+// server process still finishing a request after its worker died. And
+// reckon must have made the call, so that it carried the key: the kernel
+// or the MCP gateway did (reckonCalled), not an agent reporting a call of
+// its own. Otherwise never_seen is inconclusive.
 type MCP struct {
 	Looker Looker
 	// Grace is the minimum age of the operation before never_seen counts
@@ -70,6 +73,9 @@ type MCP struct {
 	// write calls (priorstate.Store); without it the state probe never
 	// proves occurred.
 	Priors PriorStates
+	// Owners tells the MCP gateway's runs (operations.Owners does). Without
+	// it, never_seen proves nothing but for the kernel's own calls.
+	Owners kernel.RunOwners
 	Now    func() time.Time
 }
 
@@ -118,6 +124,14 @@ func (p MCP) Probe(ctx context.Context, run Run, op pipeline.WallOperation) (pip
 		return evidence(MCPName, pipeline.FindingOccurred,
 			fmt.Sprintf("server %s has key %s with a stored result: the call was applied", ans.Server, key), at, prov), true
 	case LookupNeverSeen:
+		made, err := p.reckonCalled(ctx, run, op)
+		if err != nil {
+			return evidence(MCPName, pipeline.FindingInconclusive, fmt.Sprintf("server %s has never seen key %s, and whether reckon made the call is unknown: %v", ans.Server, key, err), at, prov), true
+		}
+		if !made {
+			return evidence(MCPName, pipeline.FindingInconclusive,
+				fmt.Sprintf("server %s has never seen key %s, but reckon did not make this call: source %q reported it in a run neither the kernel nor the MCP gateway records, and its own client need not have sent the key", ans.Server, key, op.StartedKey.SourceID), at, prov), true
+		}
 		grace := graceOr(p.Grace)
 		if op.State == "stale_in_flight" || at.Sub(op.StartedAt) < grace {
 			ev := evidence(MCPName, pipeline.FindingInconclusive,
@@ -133,6 +147,29 @@ func (p MCP) Probe(ctx context.Context, run Run, op pipeline.WallOperation) (pip
 			fmt.Sprintf("server %s has never seen key %s and the call can no longer arrive: the call was not applied", ans.Server, key), at, prov), true
 	}
 	return evidence(MCPName, pipeline.FindingInconclusive, fmt.Sprintf("lookup_operation answered an unknown status %q", ans.Status), at, prov), true
+}
+
+// reckonCalled says whether reckon itself made op's call and so sent its
+// key: the kernel (a tool.started under its source, which only it writes)
+// or the MCP gateway (a run it records, whose events only it writes). An
+// agent reporting its own call through POST /v1/events made it with a
+// client of its own: the server's never having seen reckon's key for it
+// says nothing of whether the call landed. "completed" needs no such
+// test: the key names this very operation, so a server holding it with a
+// result applied a call made for it.
+func (p MCP) reckonCalled(ctx context.Context, run Run, op pipeline.WallOperation) (bool, error) {
+	if op.StartedKey.SourceID == kernel.SourceKernel {
+		return true, nil
+	}
+	if p.Owners == nil {
+		return false, nil
+	}
+	rk := kernel.RunKey{Project: run.Project, RunID: run.RunID}
+	w, err := p.Owners.RunWriters(ctx, []kernel.RunKey{rk})
+	if err != nil {
+		return false, err
+	}
+	return w[rk].Recorder == kernel.RecorderGateway, nil
 }
 
 // MCPClient is the Looker over the configured MCP servers

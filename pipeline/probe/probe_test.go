@@ -227,7 +227,8 @@ func TestMCPLookup(t *testing.T) {
 	defer done()
 	p := wp.(MCP)
 	op := func(id, state string, started time.Time) pipeline.WallOperation {
-		return pipeline.WallOperation{OperationID: id, Tool: "mcp__create_issue", State: state, StartedAt: started}
+		return pipeline.WallOperation{OperationID: id, Tool: "mcp__create_issue", State: state, StartedAt: started,
+			StartedKey: kernel.EventKey{SourceID: kernel.SourceKernel, EventID: "acme/run-1/" + id + "/started"}}
 	}
 	cases := []struct {
 		name    string
@@ -257,6 +258,58 @@ func TestMCPLookup(t *testing.T) {
 	// A tool the server does not offer: the probe does not apply.
 	if _, ok := p.Probe(context.Background(), run, pipeline.WallOperation{OperationID: "op-1", Tool: "mcp__delete_repo", StartedAt: t0}); ok {
 		t.Error("unsupported tool: the probe must not apply")
+	}
+}
+
+// never_seen proves none only of a call reckon made, which carried the
+// key: the kernel's or the MCP gateway's. An agent that reports its own
+// call (POST /v1/events) made it with a client of its own that need not
+// have sent reckon's key, so the server's never having seen the key says
+// nothing of whether the issue was filed. completed still proves the
+// call: the key names that very operation.
+func TestMCPNeverSeenProvesOnlyReckonsCalls(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t)
+	if _, err := db.Pool.Exec(context.Background(),
+		`INSERT INTO gateway_runs (project, run_id, source_id, kind) VALUES ('acme', 'gw-1', 'mcp-gateway', 'client')`); err != nil {
+		t.Fatal(err)
+	}
+	store, err := mcpserver.OpenStore(filepath.Join(t.TempDir(), "issues.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := store.CreateIssue(mcptool.IdempotencyKey("acme", "agent-run", "op-2"), "filed with reckon's key", ""); err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(mcpserver.Handler(mcpserver.NewServer(store)))
+	defer hs.Close()
+	client := MCPClient{Servers: []mcptool.ServerConfig{{Name: "issues", URL: hs.URL + mcpserver.HTTPPath}}, Timeout: 10 * time.Second}
+	p := MCP{Looker: client, Now: now, Grace: 5 * time.Minute, Owners: operations.Owners{Pool: db.Pool}}
+	op := func(id, source string) pipeline.WallOperation {
+		return pipeline.WallOperation{OperationID: id, Tool: "mcp__create_issue", State: "crash_window", StartedAt: t0,
+			StartedKey: kernel.EventKey{SourceID: source, EventID: id + "/started"}, AgentReported: source != kernel.SourceKernel}
+	}
+	cases := []struct {
+		name    string
+		run     string
+		op      pipeline.WallOperation
+		finding string
+	}{
+		{"an agent's own call, never seen", "agent-run", op("op-1", "agent-7"), pipeline.FindingInconclusive},
+		{"an agent's own call, applied under reckon's key", "agent-run", op("op-2", "agent-7"), pipeline.FindingOccurred},
+		{"the gateway's call, never seen", "gw-1", op("op-1", "mcp-gateway"), pipeline.FindingNone},
+		{"an agent's call under the gateway's source name, in its own run", "agent-run", op("op-1", "mcp-gateway"), pipeline.FindingInconclusive},
+	}
+	for _, c := range cases {
+		ev, ok := p.Probe(context.Background(), Run{Project: "acme", RunID: c.run}, c.op)
+		if !ok || ev.Finding != c.finding {
+			t.Errorf("%s: got ok=%v %s %q", c.name, ok, ev.Finding, ev.Detail)
+		}
+	}
+	// Without Owners, only the kernel's calls are told apart.
+	p.Owners = nil
+	if ev, _ := p.Probe(context.Background(), Run{Project: "acme", RunID: "gw-1"}, op("op-1", "mcp-gateway")); ev.Finding != pipeline.FindingInconclusive {
+		t.Errorf("no owners: the gateway's never_seen gave %s, want inconclusive", ev.Finding)
 	}
 }
 
@@ -295,9 +348,41 @@ func TestChildReplay(t *testing.T) {
 		"op-1": pipeline.FindingOccurred, "op-2": pipeline.FindingInconclusive, "op-3": pipeline.FindingInconclusive,
 		"op-4": pipeline.FindingInconclusive, "op-5": pipeline.FindingNone,
 	} {
-		e, ok := p.Probe(context.Background(), run, pipeline.WallOperation{OperationID: op, Tool: "delegate"})
+		e, ok := p.Probe(context.Background(), run, pipeline.WallOperation{OperationID: op, Tool: "delegate",
+			StartedKey: kernel.EventKey{SourceID: kernel.SourceKernel, EventID: "r/" + op + "/started"}})
 		if !ok || e.Finding != want {
 			t.Errorf("%s: got %s (%s), want %s", op, e.Finding, e.Detail, want)
+		}
+	}
+}
+
+// An agent's tool.started with the tool "delegate" is its account of a
+// call: the child run it names (or the one derived from its run and
+// operation) is a run the agent chose, and its replay proves nothing of the
+// call. Here the agent points at a run that ended settled and at one that
+// ended empty, which the probe would take for occurred and none.
+func TestChildIgnoresAgentsDelegations(t *testing.T) {
+	t.Parallel()
+	started := ev(t, "k", kernel.TypeToolStarted, kernel.ToolStarted{OperationID: "op-1", Tool: "run_command"})
+	done := ev(t, "k", kernel.TypeToolCompleted, kernel.ToolCompleted{OperationID: "op-1"})
+	runs := fakeRuns{
+		"k":      {ev(t, "k", kernel.TypeRunStarted, kernel.RunStarted{}), started, done, ev(t, "k", kernel.TypeRunCompleted, struct{}{})},
+		"a.op-2": {ev(t, "a.op-2", kernel.TypeRunStarted, kernel.RunStarted{}), ev(t, "a.op-2", kernel.TypeRunCompleted, struct{}{})},
+	}
+	p := Child{Journal: runs, Now: now}
+	run := Run{Project: "acme", RunID: "a"}
+	for _, op := range []pipeline.WallOperation{
+		{OperationID: "op-1", Tool: "delegate", ChildRunID: "k"},
+		{OperationID: "op-2", Tool: "delegate"},
+	} {
+		op.StartedKey = kernel.EventKey{SourceID: "agent-7", EventID: "a/" + op.OperationID + "/started"}
+		op.AgentReported = true
+		if e, ok := p.Probe(context.Background(), run, op); ok {
+			t.Errorf("%s: the agent's delegation was probed: %s (%s)", op.OperationID, e.Finding, e.Detail)
+		}
+		op.StartedKey.SourceID, op.AgentReported = kernel.SourceKernel, false
+		if _, ok := p.Probe(context.Background(), run, op); !ok {
+			t.Errorf("%s: the kernel's delegation was not probed", op.OperationID)
 		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/mcpserver"
 	"github.com/seed-7bc021c3/reckon/kernel/mcptool"
 	"github.com/seed-7bc021c3/reckon/pipeline"
@@ -49,7 +50,8 @@ func TestMCPProbeOneSessionPerWall(t *testing.T) {
 	run := Run{Project: "acme", RunID: "run-1"}
 	set := Set{MCP{Looker: client, Now: now}}
 	op := func(id string) pipeline.WallOperation {
-		return pipeline.WallOperation{OperationID: id, Tool: "mcp__create_issue", State: "failed_uncertain", StartedAt: t0}
+		return pipeline.WallOperation{OperationID: id, Tool: "mcp__create_issue", State: "failed_uncertain", StartedAt: t0,
+			StartedKey: kernel.EventKey{SourceID: kernel.SourceKernel, EventID: id + "/started"}}
 	}
 
 	wall, done := set.ForWall(run)
