@@ -166,7 +166,8 @@ var sha256RE = regexp.MustCompile(`^[0-9a-fA-F]{64}$`)
 // {"path": "<file in the workspace>", "sha256"?: "<hex>"}: the probe reads
 // path beneath the run's workspace only, so a path that is absolute or
 // climbs out of it (or names the workspace itself) is refused here rather
-// than left to look like a declaration the probe can never check.
+// than left to look like a declaration the probe can never check; so is one
+// without a path, or with a key other than path and sha256.
 func validatePostcondition(raw json.RawMessage, field string) error {
 	pc := bytes.TrimSpace(raw)
 	if len(pc) == 0 || string(pc) == "null" {
@@ -179,19 +180,26 @@ func validatePostcondition(raw json.RawMessage, field string) error {
 		Path   *string `json:"path"`
 		SHA256 *string `json:"sha256"`
 	}
-	if err := json.Unmarshal(pc, &d); err != nil {
-		return kernel.Errorf(kernel.EInvalid, "%s: %v", field, err)
+	// Only path and sha256: a misspelt "sha265" would otherwise vanish and
+	// leave a declaration that checks less than its author wrote.
+	dec := json.NewDecoder(bytes.NewReader(pc))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&d); err != nil {
+		return kernel.Errorf(kernel.EInvalid, "%s: must be {\"path\": ..., \"sha256\"?: ...}: %v", field, err)
 	}
-	if d.Path != nil {
-		p := *d.Path
-		switch {
-		case p == "":
-			return kernel.Errorf(kernel.EInvalid, "%s.path: must not be empty", field)
-		case filepath.IsAbs(p):
-			return kernel.Errorf(kernel.EInvalid, "%s.path: must be relative to the workspace, got the absolute path %q", field, p)
-		case strings.ContainsRune(p, 0) || !filepath.IsLocal(p) || filepath.Clean(p) == ".":
-			return kernel.Errorf(kernel.EInvalid, "%s.path: must name a file inside the workspace, without \"..\" climbing out of it, got %q", field, p)
-		}
+	// The probe reads path and nothing else: without it the declaration
+	// can never be checked.
+	if d.Path == nil {
+		return kernel.Errorf(kernel.EInvalid, "%s.path: required (the workspace file the step leaves behind, e.g. {\"path\": \"proof.txt\"})", field)
+	}
+	p := *d.Path
+	switch {
+	case p == "":
+		return kernel.Errorf(kernel.EInvalid, "%s.path: must not be empty", field)
+	case filepath.IsAbs(p):
+		return kernel.Errorf(kernel.EInvalid, "%s.path: must be relative to the workspace, got the absolute path %q", field, p)
+	case strings.ContainsRune(p, 0) || !filepath.IsLocal(p) || filepath.Clean(p) == ".":
+		return kernel.Errorf(kernel.EInvalid, "%s.path: must name a file inside the workspace, without \"..\" climbing out of it, got %q", field, p)
 	}
 	if d.SHA256 != nil && !sha256RE.MatchString(*d.SHA256) {
 		return kernel.Errorf(kernel.EInvalid, "%s.sha256: must be 64 hexadecimal digits, got %q", field, *d.SHA256)
