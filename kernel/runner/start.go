@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
@@ -286,13 +287,24 @@ type EventPage struct {
 // A kernel run's status comes from Temporal; a run Temporal does not know
 // (an external agent's) from its journal events. ENotFound when neither
 // knows it.
+//
+// Ids are held to what ingest accepts (any text of up to kernel.MaxKeyLen
+// bytes), not to the kernel's own alphabet (kernel.ValidateID): an
+// external agent's run may be named "session:42". Only an id the kernel
+// could have started is asked of Temporal.
 func (s *Starter) View(ctx context.Context, project, runID string, page EventPage) (RunView, error) {
-	if err := kernel.ValidateID("project", project); err != nil {
-		return RunView{}, err
+	for _, f := range []struct{ name, val string }{{"project", project}, {"run_id", runID}} {
+		if f.val == "" {
+			return RunView{}, kernel.Errorf(kernel.EInvalid, "%s: required", f.name)
+		}
+		if len(f.val) > kernel.MaxKeyLen {
+			return RunView{}, kernel.Errorf(kernel.EInvalid, "%s: longer than %d bytes, so no event names it", f.name, kernel.MaxKeyLen)
+		}
+		if err := kernel.CheckText(f.name, f.val); err != nil {
+			return RunView{}, err
+		}
 	}
-	if err := kernel.ValidateID("run_id", runID); err != nil {
-		return RunView{}, err
-	}
+	kernelID := kernel.ValidateID("project", project) == nil && kernel.ValidateID("run_id", runID) == nil
 	var after int64
 	if page.Cursor != "" {
 		var err error
@@ -327,8 +339,13 @@ func (s *Starter) View(ctx context.Context, project, runID string, page EventPag
 	if err != nil {
 		return RunView{}, err
 	}
-	d, err := s.Client.DescribeWorkflowExecution(ctx, kernel.WorkflowID(project, runID), "")
+	// An id the kernel could not have started is no workflow of its.
+	var d *workflowservice.DescribeWorkflowExecutionResponse
 	var nf *serviceerror.NotFound
+	err = serviceerror.NewNotFound("not a kernel run id")
+	if kernelID {
+		d, err = s.Client.DescribeWorkflowExecution(ctx, kernel.WorkflowID(project, runID), "")
+	}
 	switch {
 	case err == nil:
 		v.Status = workflowStatus(d.GetWorkflowExecutionInfo().GetStatus())
