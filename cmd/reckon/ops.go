@@ -167,6 +167,9 @@ func opsListCmd(ctx context.Context, o *opsCall, args []string) error {
 	if err := need(map[string]string{"--project": *o.project}); err != nil {
 		return err
 	}
+	if err := checkLimit(*limit, operations.MaxLimit); err != nil {
+		return err
+	}
 	if o.name == "attention" {
 		return opsAttention(ctx, o.c, o.stdout, *o.project, *run, *cursor, *limit, *all, *o.asJSON)
 	}
@@ -269,6 +272,9 @@ func opsVerdictsCmd(ctx context.Context, o *opsCall, args []string) error {
 	if err := need(map[string]string{"--project": *o.project}); err != nil {
 		return err
 	}
+	if err := checkLimit(*limit, operations.MaxVerdictLimit); err != nil {
+		return err
+	}
 	q := url.Values{"project": {*o.project}}
 	if *run != "" {
 		q.Set("run_id", *run)
@@ -309,6 +315,15 @@ func need(flags map[string]string) error {
 	}
 	if len(missing) > 0 {
 		return usageErrorf("missing %s", strings.Join(missing, ", "))
+	}
+	return nil
+}
+
+// checkLimit refuses a --limit outside [0, max] (0: the API's default) as
+// a usage error: a negative one used to be dropped without a word.
+func checkLimit(limit, max int) error {
+	if limit < 0 || limit > max {
+		return usageErrorf("--limit must be between 1 and %d (leave it out for the default of %d), got %d", max, operations.DefaultLimit, limit)
 	}
 	return nil
 }
