@@ -414,23 +414,23 @@ func opsList(ctx context.Context, c *opsClient, stdout, stderr io.Writer, projec
 	for _, it := range items {
 		var detail []string
 		if it.Failure != nil {
-			detail = append(detail, fmt.Sprintf("%s effect=%s", it.Failure.ErrorType, it.Failure.EffectiveEffect()))
+			detail = append(detail, fmt.Sprintf("%s effect=%s", kernel.Printable(it.Failure.ErrorType), it.Failure.EffectiveEffect()))
 		}
 		if it.ChildRunID != "" {
-			s := "child " + it.ChildRunID
+			s := "child " + kernel.Printable(it.ChildRunID)
 			if c := it.ChildSummary; c != nil {
 				s += fmt.Sprintf(" (%d ops, %d unresolved)", c.Total, c.Unresolved)
 			}
 			detail = append(detail, s)
 		}
 		if it.ReissueOf != "" {
-			detail = append(detail, "reissue of "+it.ReissueOf)
+			detail = append(detail, "reissue of "+kernel.Printable(it.ReissueOf))
 		}
 		state := it.State
 		if it.LivenessUnknown {
 			state += " (liveness?)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", it.RunID, it.OperationID, it.Tool, state,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", kernel.Printable(it.RunID), kernel.Printable(it.OperationID), kernel.Printable(it.Tool), state,
 			it.StartedAt.UTC().Format(time.RFC3339), strings.Join(detail, "; "))
 	}
 	if err := tw.Flush(); err != nil {
@@ -447,7 +447,7 @@ func printEvents(w io.Writer, evs []kernel.Event) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "TS\tTYPE\tSOURCE\tACTOR\tDETAIL")
 	for _, ev := range evs {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", ev.TS.UTC().Format(time.RFC3339), ev.Type, ev.SourceID, ev.Actor, eventDetail(ev))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", ev.TS.UTC().Format(time.RFC3339), kernel.Printable(ev.Type), kernel.Printable(ev.SourceID), kernel.Printable(ev.Actor), eventDetail(ev))
 	}
 	return tw.Flush()
 }
@@ -457,11 +457,11 @@ func eventDetail(ev kernel.Event) string {
 	case kernel.TypeToolStarted:
 		var d kernel.ToolStarted
 		_ = ev.DecodeData(&d)
-		return "tool=" + d.Tool + " args=" + oneLine(string(d.Args), 80)
+		return "tool=" + kernel.Printable(d.Tool) + " args=" + oneLine(string(d.Args), 80)
 	case kernel.TypeToolFailed:
 		var d kernel.ToolFailed
 		_ = ev.DecodeData(&d)
-		return fmt.Sprintf("%s effect=%s: %s", d.ErrorType, d.EffectiveEffect(), oneLine(d.Error, 80))
+		return fmt.Sprintf("%s effect=%s: %s", kernel.Printable(d.ErrorType), kernel.Printable(d.EffectiveEffect()), oneLine(d.Error, 80))
 	case kernel.TypeToolBlocked:
 		var d kernel.ToolBlocked
 		_ = ev.DecodeData(&d)
@@ -582,10 +582,13 @@ func orDash(s string) string {
 	return s
 }
 
+// oneLine is s on one line, cut to about n bytes (never inside a UTF-8
+// sequence), quoted when it still holds control characters (an escape
+// sequence someone else wrote must not reach the operator's terminal).
 func oneLine(s string, n int) string {
 	s = strings.Join(strings.Fields(s), " ")
 	if len(s) > n {
-		return s[:n-1] + "…"
+		s = kernel.TruncateUTF8(s, n-1) + "…"
 	}
-	return s
+	return kernel.Printable(s)
 }
