@@ -11,6 +11,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 )
 
@@ -125,6 +126,11 @@ func (t *Tokens) add(spec, where string) error {
 			return fmt.Errorf("configuration: %s has an entry that is not name:role:secret[:source-a|source-b] (the secret may not contain ':')", where)
 		}
 		name, role, secret := parts[0], parts[1], parts[2]
+		// The name is the token's source and, for an operator, its actor
+		// (operator:<name>): it is bounded like every id an event carries.
+		if len(name) > maxNameLen {
+			return fmt.Errorf("configuration: %s has an entry whose name is longer than %d bytes (it names the token's events)", where, maxNameLen)
+		}
 		switch role {
 		case RoleAgent, RoleReader, RoleOperator:
 		default:
@@ -151,10 +157,22 @@ func (t *Tokens) add(spec, where string) error {
 				sources = append(sources, src)
 			}
 		}
+		// One secret, one principal: with two, the role a bearer gets
+		// would depend on the order of the entries.
+		d := sha256.Sum256([]byte(secret))
+		for _, e := range t.entries {
+			if e.digest == d && (e.p.Name != name || e.p.Role != role || !slices.Equal(e.p.Sources, sources)) {
+				return fmt.Errorf("configuration: %s entry %q uses the same secret as entry %q (role %s); give every token its own secret", where, name, e.p.Name, e.p.Role)
+			}
+		}
 		t.AddWithSources(name, role, secret, sources...)
 	}
 	return nil
 }
+
+// maxNameLen bounds a token's name as kernel.MaxKeyLen bounds the ids of
+// events (operator:<name> must fit as an actor).
+const maxNameLen = 512 - len("operator:")
 
 // Add registers a token whose holder writes under its own name only.
 func (t *Tokens) Add(name, role, secret string) { t.AddWithSources(name, role, secret) }
