@@ -36,6 +36,20 @@ func runEval(ctx context.Context, args []string) error {
 	if *supName != supervisor.BuiltinName && *supName != supervisor.OpenAIName {
 		return fmt.Errorf("--supervisor: %q is not builtin or openai", *supName)
 	}
+	// Every flag is checked before the suite is scored: with a model
+	// supervisor, scoring is one paid call per wall.
+	if *concurrency < 1 {
+		return usageErrorf("--concurrency must be at least 1, got %d", *concurrency)
+	}
+	if *caseTimeout < 0 {
+		return usageErrorf("--case-timeout must not be negative (0: no bound), got %s", *caseTimeout)
+	}
+	var gateBaseline *evals.Baseline
+	if *gate != "" {
+		if gateBaseline, err = evals.ReadBaseline(*gate); err != nil {
+			return fmt.Errorf("--gate: %w", err)
+		}
+	}
 	cfg := s.cfg
 	var rejected atomic.Int64
 	sup, err := buildSupervisor(*supName, cfg, func(error) { rejected.Add(1) })
@@ -101,12 +115,8 @@ func runEval(ctx context.Context, args []string) error {
 		}
 		fmt.Printf("baseline written to %s (accuracy %.4f, coverage %.4f)\n", *writeBaseline, bl.Accuracy, bl.Coverage)
 	}
-	if *gate != "" {
-		bl, err := evals.ReadBaseline(*gate)
-		if err != nil {
-			return err
-		}
-		if err := evals.Gate(rep, bl); err != nil {
+	if gateBaseline != nil {
+		if err := evals.Gate(rep, gateBaseline); err != nil {
 			return err
 		}
 		fmt.Printf("gate passed against %s\n", *gate)
