@@ -37,6 +37,22 @@ func ReadBaseline(path string) (*Baseline, error) {
 	if err := json.Unmarshal(b, &bl); err != nil {
 		return nil, fmt.Errorf("baseline %s: %w", path, err)
 	}
+	// The floors must be there: a file without them (an empty object, a
+	// report.json passed by mistake) would read as floors of 0 and pass
+	// any supervisor. Other fields stay optional, as they were.
+	var floors struct {
+		Accuracy *float64 `json:"accuracy"`
+		Coverage *float64 `json:"coverage"`
+	}
+	_ = json.Unmarshal(b, &floors)
+	for _, f := range []struct {
+		name string
+		v    *float64
+	}{{"accuracy", floors.Accuracy}, {"coverage", floors.Coverage}} {
+		if f.v == nil {
+			return nil, fmt.Errorf("baseline %s: field %q is missing: not a baseline file (reckon eval --write-baseline FILE records one)", path, f.name)
+		}
+	}
 	if bl.Accuracy < 0 || bl.Accuracy > 1 || bl.Coverage < 0 || bl.Coverage > 1 {
 		return nil, fmt.Errorf("baseline %s: accuracy and coverage must be within 0..1", path)
 	}
