@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -18,6 +19,10 @@ func runMCPGateway(ctx context.Context, args []string) error {
 	c, err := gateway.ParseCommand(args, os.Getenv, os.Stderr)
 	if gateway.IsHelp(err) {
 		return nil
+	}
+	var ue *gateway.UsageError
+	if errors.As(err, &ue) {
+		return &usageError{err: ue.Err}
 	}
 	if err != nil {
 		return err

@@ -77,10 +77,13 @@ func ParseCommand(args []string, getenv func(string) string, stderr io.Writer) (
 	fs.DurationVar(&c.ShutdownGrace, "shutdown-grace", DefaultShutdownGrace, "on SIGTERM/SIGINT, how long calls in flight may finish before they are canceled")
 	fs.DurationVar(&c.SessionIdle, "session-idle", DefaultSessionIdle, "with --http, close MCP sessions idle this long (their runs complete)")
 	if err := fs.Parse(args); err != nil {
-		return Command{}, err
+		if errors.Is(err, flag.ErrHelp) {
+			return Command{}, err
+		}
+		return Command{}, &UsageError{Err: err}
 	}
 	if fs.NArg() > 0 {
-		return Command{}, fmt.Errorf("unexpected arguments %q (see --help)", fs.Args())
+		return Command{}, &UsageError{Err: fmt.Errorf("unexpected arguments %q (see --help)", fs.Args())}
 	}
 	for name, d := range map[string]time.Duration{"--timeout": c.MCP.Timeout, "--lease": c.Lease, "--shutdown-grace": c.ShutdownGrace, "--session-idle": c.SessionIdle} {
 		if d <= 0 {
@@ -117,6 +120,14 @@ func loopback(host string) bool {
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
 }
+
+// UsageError is a mistake in the command line (an unknown flag, a stray
+// argument), as opposed to a bad configuration value: the binary exits 2
+// for it, as for every command's.
+type UsageError struct{ Err error }
+
+func (e *UsageError) Error() string { return e.Err.Error() }
+func (e *UsageError) Unwrap() error { return e.Err }
 
 // IsHelp reports whether err is the answer to -h/--help.
 func IsHelp(err error) bool { return errors.Is(err, flag.ErrHelp) }
