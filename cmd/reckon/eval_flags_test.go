@@ -25,7 +25,7 @@ func TestEvalRefusesBadFlagsBeforeScoring(t *testing.T) {
 	t.Setenv("RECKON_SUPERVISOR_API_KEY", "sk-test")
 	t.Setenv("RECKON_SUPERVISOR_MODEL", "fake-model")
 	badBaseline := filepath.Join(t.TempDir(), "baseline.json")
-	if err := os.WriteFile(badBaseline, []byte(`{"accuracy": 7}`), 0o644); err != nil {
+	if err := os.WriteFile(badBaseline, []byte(`{"accuracy": 7, "coverage": 0.5}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {
