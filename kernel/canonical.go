@@ -8,8 +8,10 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"math/big"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -211,11 +213,33 @@ func writeString(buf *bytes.Buffer, s string) {
 }
 
 // canonicalNumber spells integers exactly (no float rounding for large ids)
-// and other numbers in the shortest form that round-trips through float64.
+// and other numbers in the shortest form that round-trips through float64
+// — when that form is the number itself. A number float64 cannot hold
+// exactly (an integer past int64, a decimal of more than 17 significant
+// digits) is spelt exactly instead (exactNumber): two different numbers
+// must never share a canonical form, or a changed value under the same
+// key would be answered "repeated" and the journal would keep the rounded
+// one. Numbers float64 holds exactly keep the form they always had, so
+// journaled digests stay valid.
 func canonicalNumber(n json.Number) string {
 	if i, err := strconv.ParseInt(string(n), 10, 64); err == nil {
 		return strconv.FormatInt(i, 10)
 	}
+	short := floatNumber(n)
+	if short == string(n) {
+		return short
+	}
+	want, ok1 := parseDecimal(string(n))
+	got, ok2 := parseDecimal(short)
+	if !ok1 || !ok2 || want == got {
+		return short
+	}
+	return want.String()
+}
+
+// floatNumber is the float64 form of canonicalNumber (the form of every
+// number before exactNumber existed).
+func floatNumber(n json.Number) string {
 	f, err := strconv.ParseFloat(string(n), 64)
 	if err != nil || math.IsInf(f, 0) {
 		return string(n)
@@ -224,6 +248,61 @@ func canonicalNumber(n json.Number) string {
 		return strconv.FormatInt(int64(f), 10)
 	}
 	return strconv.FormatFloat(f, 'g', -1, 64)
+}
+
+// decimal is a JSON number's exact value: (-1)^neg × digits × 10^exp, with
+// digits free of leading and trailing zeros ("" for zero, whose sign and
+// exponent are then cleared). exp is kept as text so that no exponent
+// overflows.
+type decimal struct {
+	neg    bool
+	digits string
+	exp    string
+}
+
+// String spells the value as a JSON number: digits, then e<exp> when exp
+// is not 0.
+func (d decimal) String() string {
+	if d.digits == "" {
+		return "0"
+	}
+	s := d.digits
+	if d.neg {
+		s = "-" + s
+	}
+	if d.exp != "0" {
+		s += "e" + d.exp
+	}
+	return s
+}
+
+// parseDecimal reads a JSON number (or a Go float spelling of one, such
+// as 1.5e+300) into its exact value; ok is false for anything else.
+func parseDecimal(s string) (d decimal, ok bool) {
+	if strings.HasPrefix(s, "-") {
+		d.neg, s = true, s[1:]
+	}
+	mant, expText, hasExp := strings.Cut(strings.ReplaceAll(s, "E", "e"), "e")
+	intPart, frac, _ := strings.Cut(mant, ".")
+	digits := intPart + frac
+	if digits == "" || strings.Trim(digits, "0123456789") != "" {
+		return decimal{}, false
+	}
+	exp := new(big.Int)
+	if hasExp {
+		if _, good := exp.SetString(strings.TrimPrefix(expText, "+"), 10); !good {
+			return decimal{}, false
+		}
+	}
+	exp.Sub(exp, big.NewInt(int64(len(frac))))
+	digits = strings.TrimLeft(digits, "0")
+	trimmed := strings.TrimRight(digits, "0")
+	exp.Add(exp, big.NewInt(int64(len(digits)-len(trimmed))))
+	if trimmed == "" {
+		return decimal{}, true
+	}
+	d.digits, d.exp = trimmed, exp.String()
+	return d, true
 }
 
 // Prepared is an event validated and reduced to what storage needs, computed

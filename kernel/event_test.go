@@ -205,3 +205,55 @@ func TestPrepareMatchesItsParts(t *testing.T) {
 		t.Fatalf("negative child_ops_total: %v", err)
 	}
 }
+
+// TestCanonicalNumbersAreExact: two numbers that differ in value never
+// share a canonical form, even where float64 cannot tell them apart
+// (integers past int64, decimals past 17 significant digits): the
+// journal answers "repeated" for an equal canonical form, so a changed
+// amount or id under the same key would otherwise be taken for a
+// redelivery, and the journal would store the rounded value instead of
+// the one sent. Equal values spelt differently still share one form, and
+// the forms of numbers float64 holds exactly are what they always were.
+func TestCanonicalNumbersAreExact(t *testing.T) {
+	t.Parallel()
+	for _, pair := range [][2]string{
+		{`{"a":12345678901234567890}`, `{"a":12345678901234567891}`},
+		{`{"a":18446744073709551616}`, `{"a":18446744073709551617}`},
+		{`{"a":0.1}`, `{"a":0.10000000000000001}`},
+		{`{"a":1.0000000000000002}`, `{"a":1.00000000000000021}`},
+		{`{"a":-9223372036854775809}`, `{"a":-9223372036854775810}`},
+		{`{"a":1e400}`, `{"a":2e400}`},
+	} {
+		a, err1 := Canonical([]byte(pair[0]))
+		b, err2 := Canonical([]byte(pair[1]))
+		if err1 != nil || err2 != nil {
+			t.Fatalf("%v %v", err1, err2)
+		}
+		if bytes.Equal(a, b) {
+			t.Errorf("%s and %s have the same canonical form %s", pair[0], pair[1], a)
+		}
+	}
+	for _, same := range [][2]string{
+		{`{"a":12345678901234567891}`, `{"a":1.2345678901234567891e19}`},
+		{`{"a":0.10000000000000001}`, `{"a":10000000000000001e-17}`},
+		{`{"a":1.50}`, `{"a":15e-1}`},
+		{`{"a":100}`, `{"a":1e2}`},
+	} {
+		a, _ := Canonical([]byte(same[0]))
+		b, _ := Canonical([]byte(same[1]))
+		if !bytes.Equal(a, b) {
+			t.Errorf("%s and %s are the same number but canonical forms %s and %s", same[0], same[1], a, b)
+		}
+	}
+	// Numbers float64 holds exactly keep their earlier canonical form, so
+	// the digests of events already journaled stay what they were.
+	for in, want := range map[string]string{
+		`1.0`: `1`, `0.1`: `0.1`, `1.5e300`: `1.5e+300`, `2.5e-7`: `2.5e-07`, `1e15`: `1e+15`,
+		`9007199254740993`: `9007199254740993`, `-0.0`: `0`, `123.456`: `123.456`,
+	} {
+		got, err := Canonical([]byte(in))
+		if err != nil || string(got) != want {
+			t.Errorf("Canonical(%s) = %s %v, want %s", in, got, err, want)
+		}
+	}
+}

@@ -360,3 +360,39 @@ func TestIngestAgentEventsWaitsForAClaimUnderWay(t *testing.T) {
 		t.Fatalf("agent-b's write after agent-a's claim committed: %v, want a refusal naming agent-a", err)
 	}
 }
+
+// TestIngestNumberBeyondFloat64IsAConflict: the same key with a number
+// changed past what float64 can tell apart (an id or an amount of more
+// than 17 significant digits) is a different payload, a conflict, never a
+// repeat; and the journal keeps the number that was sent.
+func TestIngestNumberBeyondFloat64IsAConflict(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	sch := pgtest.New(t)
+	s := journal.New(sch.Pool, nil)
+	first := ev("agent-a", "e1", kernel.TypeToolStarted, `{"operation_id":"op-1","tool":"mcp__pay","args":{"invoice":12345678901234567891,"amount":0.10000000000000001}}`)
+	if res, err := s.Ingest(ctx, []kernel.Event{first}); err != nil || res[0].Status != kernel.StatusAccepted {
+		t.Fatalf("first: %v %v", res, err)
+	}
+	for _, data := range []string{
+		`{"operation_id":"op-1","tool":"mcp__pay","args":{"invoice":12345678901234567890,"amount":0.10000000000000001}}`,
+		`{"operation_id":"op-1","tool":"mcp__pay","args":{"invoice":12345678901234567891,"amount":0.1}}`,
+	} {
+		changed := first
+		changed.Data = []byte(data)
+		res, err := s.Ingest(ctx, []kernel.Event{changed})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res[0].Status != kernel.StatusConflict {
+			t.Errorf("%s under the key of %s: %s, want conflict", data, first.Data, res[0].Status)
+		}
+	}
+	var invoice, amount string
+	if err := sch.Pool.QueryRow(ctx, `SELECT data->'args'->>'invoice', data->'args'->>'amount' FROM journal_events WHERE source_id = 'agent-a' AND event_id = 'e1'`).Scan(&invoice, &amount); err != nil {
+		t.Fatal(err)
+	}
+	if invoice != "12345678901234567891" || amount != "0.10000000000000001" {
+		t.Errorf("journal stored invoice %s amount %s, want 12345678901234567891 and 0.10000000000000001", invoice, amount)
+	}
+}
