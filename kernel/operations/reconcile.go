@@ -291,8 +291,12 @@ func (s *Service) decide(req ReconcileParams, evs []kernel.Event) (Recorded, err
 	var eventID string
 	if req.IdempotencyKey != "" {
 		eventID = keyedEventID(req)
+		// A ruling recorded before ids with "/" got the qualified form
+		// (eventIDFor) carries the plain one: a repeat of it is still a
+		// repeat.
+		legacy := legacyEventID(req, keyedSuffix(req))
 		for _, r := range recs {
-			if r.SourceID == kernel.SourceKernel && r.EventID == eventID {
+			if r.SourceID == kernel.SourceKernel && (r.EventID == eventID || r.EventID == legacy) {
 				if sameReconciliation(r, req) {
 					return Recorded{Event: r, Repeated: true}, nil
 				}
@@ -365,8 +369,10 @@ func digest(parts ...string) string {
 
 // keyedEventID derives the event id from the idempotency key, scoped to the
 // operation and the actor.
-func keyedEventID(r ReconcileParams) string {
-	return eventIDFor(r, "k-"+digest(r.Project, r.Actor, r.IdempotencyKey)[:24])
+func keyedEventID(r ReconcileParams) string { return eventIDFor(r, keyedSuffix(r)) }
+
+func keyedSuffix(r ReconcileParams) string {
+	return "k-" + digest(r.Project, r.Actor, r.IdempotencyKey)[:24]
 }
 
 // bodyEventID derives the event id from the request and the number of
@@ -384,12 +390,34 @@ func bodyEventID(r ReconcileParams, n int) string {
 	return eventIDFor(r, strconv.Itoa(n)+"-"+d)
 }
 
+// eventIDFor is the id of a reconciliation of r's operation:
+// <run_id>/<operation_id>/reconciled/<suffix>, readable, when that names
+// one operation only. Agents' run and operation ids may contain "/", and
+// then it does not: run "a" operation "b/c" and run "a/b" operation "c"
+// would share every id, and the second operation's ruling would conflict
+// with the first's (refused, or parked by the publisher). Such ids, and
+// ids past kernel.MaxKeyLen, take reconciled/<digest of project, run and
+// operation>/<suffix> instead (three components, never four: no clash with
+// the readable form).
 func eventIDFor(r ReconcileParams, suffix string) string {
+	if strings.Contains(r.RunID, "/") || strings.Contains(r.OperationID, "/") {
+		return qualifiedEventID(r, suffix)
+	}
+	return legacyEventID(r, suffix)
+}
+
+// legacyEventID is the id every reconciliation had before eventIDFor
+// qualified ids with "/".
+func legacyEventID(r ReconcileParams, suffix string) string {
 	id := r.RunID + "/" + r.OperationID + "/reconciled/" + suffix
 	if len(id) > kernel.MaxKeyLen {
-		id = "reconciled/" + digest(r.Project, r.RunID, r.OperationID)[:32] + "/" + suffix
+		return qualifiedEventID(r, suffix)
 	}
 	return id
+}
+
+func qualifiedEventID(r ReconcileParams, suffix string) string {
+	return "reconciled/" + digest(r.Project, r.RunID, r.OperationID)[:32] + "/" + suffix
 }
 
 // sameReconciliation reports whether the recorded event says what req says.
