@@ -178,11 +178,58 @@ func (c *checker) value() error {
 	case '"':
 		return c.skipStr()
 	default:
+		start := c.pos
 		for c.pos < len(c.raw) && !strings.ContainsRune(" \t\n\r,]}", rune(c.raw[c.pos])) {
 			c.pos++
 		}
+		if tok := c.raw[start:c.pos]; len(tok) > 0 && (tok[0] == '-' || tok[0] >= '0' && tok[0] <= '9') {
+			if err := storableNumber(tok); err != nil {
+				return fmt.Errorf("%s %s", c.where(), err)
+			}
+		}
 		return nil
 	}
+}
+
+// Bounds of a number the journal can store: data is jsonb, whose numbers
+// are PostgreSQL numerics (a weight of at most 32767 base-10000 digits,
+// a display scale of at most 16383).
+const (
+	maxNumericIntDigits  = 131072
+	maxNumericFracDigits = 16383
+)
+
+// storableNumber refuses a JSON number (valid JSON: CheckJSON's caller
+// checked) that PostgreSQL's numeric cannot hold -- 1e200000, 1e-20000,
+// 0e9999999999 -- so that it is a 400 naming the field at the boundary,
+// not an insert that fails with a database error. Its scale is counted as
+// PostgreSQL counts it: every digit written after the point (trailing
+// zeros too) minus the exponent.
+func storableNumber(tok []byte) error {
+	if len(tok) <= maxNumericFracDigits && bytes.IndexAny(tok, "eE") < 0 {
+		return nil // without an exponent, too short to break either bound
+	}
+	s := string(tok)
+	mant, expText, hasExp := strings.Cut(strings.ReplaceAll(s, "E", "e"), "e")
+	_, frac, _ := strings.Cut(mant, ".")
+	var exp int64
+	if hasExp {
+		e, err := strconv.ParseInt(strings.TrimPrefix(expText, "+"), 10, 64)
+		if err != nil || e > 1e9 || e < -1e9 {
+			return fmt.Errorf("is a number whose exponent (%s) is beyond what the journal stores (PostgreSQL numeric)", Abbreviate(expText, 32))
+		}
+		exp = e
+	}
+	if int64(len(frac))-exp > maxNumericFracDigits {
+		return fmt.Errorf("is a number with more than %d digits after the decimal point, beyond what the journal stores (PostgreSQL numeric)", maxNumericFracDigits)
+	}
+	if d, ok := parseDecimal(s); ok && d.digits != "" {
+		e, err := strconv.ParseInt(d.exp, 10, 64)
+		if err != nil || int64(len(d.digits))+e > maxNumericIntDigits {
+			return fmt.Errorf("is a number with more than %d digits before the decimal point, beyond what the journal stores (PostgreSQL numeric)", maxNumericIntDigits)
+		}
+	}
+	return nil
 }
 
 // str reads the string at pos (a key, or the value at c.path) and returns it

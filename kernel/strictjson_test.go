@@ -61,3 +61,24 @@ func TestCheckJSONRepeatedKeys(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckJSONRefusesNumbersNumericCannotHold: the bounds are
+// PostgreSQL's (checked against a server: SELECT '{"a":<n>}'::jsonb).
+func TestCheckJSONRefusesNumbersNumericCannotHold(t *testing.T) {
+	t.Parallel()
+	for n, ok := range map[string]bool{
+		"1e131071": true, "1e131072": false, "100e131070": false, "0.001e131075": false,
+		"1e-16383": true, "1.5e-16383": false, "1.0e-16383": false, "12e-16384": false,
+		"0e200000": true, "0e-20000": false, "0e9999999999": false, "-1E+131072": false,
+		"1e400": true, "1e-400": true, "123.456": true, "-0": true,
+		"0." + strings.Repeat("0", 16383): true, "0." + strings.Repeat("0", 16384): false,
+	} {
+		err := CheckJSON("data", []byte(`{"a":[`+n+`]}`))
+		if (err == nil) != ok {
+			t.Errorf("%s: %v, want storable %v", Abbreviate(n, 24), err, ok)
+		}
+		if err != nil && !strings.Contains(err.Error(), `"a[0]"`) {
+			t.Errorf("%s: %v does not name the field", Abbreviate(n, 24), err)
+		}
+	}
+}
