@@ -31,7 +31,11 @@ type RunEvents interface {
 // "delegate" is its account of a call, and the child run id in it (or
 // derived from it) is whatever run the agent pointed at — its own, which it
 // may have ended with nothing in it, or anyone's that ended settled. A
-// replay of that run is no proof of what the agent's call did.
+// replay of that run is no proof of what the agent's call did. And only
+// the child the kernel starts for the operation (kernel.ChildRunID) is
+// replayed, and only when the kernel wrote every event of it: a child run
+// holding another source's events (journaled before migration 00028
+// refused agents' writes beneath kernel runs) is inconclusive.
 type Child struct {
 	Journal RunEvents
 	Now     func() time.Time
@@ -46,9 +50,11 @@ func (p Child) Probe(ctx context.Context, run Run, op pipeline.WallOperation) (p
 		return pipeline.Evidence{}, false
 	}
 	at := nowOr(p.Now)
-	childID := op.ChildRunID
-	if childID == "" {
-		childID = kernel.ChildRunID(run.RunID, op.OperationID)
+	childID := kernel.ChildRunID(run.RunID, op.OperationID)
+	if op.ChildRunID != "" && op.ChildRunID != childID {
+		return evidence(ChildName, pipeline.FindingInconclusive,
+			fmt.Sprintf("the operation names child run %s, not %s, the run the kernel starts for it", op.ChildRunID, childID), at,
+			map[string]any{"child_run_id": op.ChildRunID}), true
 	}
 	evs, err := p.Journal.RunEvents(ctx, run.Project, childID)
 	if err != nil {
@@ -58,6 +64,11 @@ func (p Child) Probe(ctx context.Context, run Run, op pipeline.WallOperation) (p
 	var lastSeq int64
 	plain := make([]kernel.Event, len(evs))
 	for i, e := range evs {
+		if e.SourceID != kernel.SourceKernel {
+			return evidence(ChildName, pipeline.FindingInconclusive,
+				fmt.Sprintf("child run %s holds events of source %q: only a run the kernel wrote alone can be replayed as proof", childID, e.SourceID), at,
+				map[string]any{"child_run_id": childID}), true
+		}
 		lastSeq, plain[i] = e.Seq, e.Event
 	}
 	// The kernel's own rule (kernel.Replay), now rather than at failure

@@ -354,6 +354,20 @@ func TestChildReplay(t *testing.T) {
 			t.Errorf("%s: got %s (%s), want %s", op, e.Finding, e.Detail, want)
 		}
 	}
+	// A kernel delegation naming another run than its own child is not
+	// replayed as that run.
+	if e, ok := p.Probe(context.Background(), run, pipeline.WallOperation{OperationID: "op-9", Tool: "delegate", ChildRunID: "r.op-1",
+		StartedKey: kernel.EventKey{SourceID: kernel.SourceKernel, EventID: "acme/r/op-9/started"}}); !ok || e.Finding != pipeline.FindingInconclusive {
+		t.Errorf("op-9 naming r.op-1: got %s (%s)", e.Finding, e.Detail)
+	}
+	// A child run holding another source's events proves nothing.
+	foreign := ev(t, "r.op-6", kernel.TypeRunCompleted, struct{}{})
+	foreign.SourceID = "agent-x"
+	runs["r.op-6"] = []journal.StoredEvent{ev(t, "r.op-6", kernel.TypeRunStarted, kernel.RunStarted{}), foreign}
+	if e, ok := p.Probe(context.Background(), run, pipeline.WallOperation{OperationID: "op-6", Tool: "delegate",
+		StartedKey: kernel.EventKey{SourceID: kernel.SourceKernel, EventID: "acme/r/op-6/started"}}); !ok || e.Finding != pipeline.FindingInconclusive {
+		t.Errorf("op-6 with a foreign event: got %s (%s)", e.Finding, e.Detail)
+	}
 }
 
 // An agent's tool.started with the tool "delegate" is its account of a

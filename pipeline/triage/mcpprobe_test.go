@@ -1,0 +1,99 @@
+package triage
+
+import (
+	"context"
+	"net/http/httptest"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/seed-7bc021c3/reckon/kernel"
+	"github.com/seed-7bc021c3/reckon/kernel/mcpserver"
+	"github.com/seed-7bc021c3/reckon/kernel/mcptool"
+	"github.com/seed-7bc021c3/reckon/kernel/operations"
+	"github.com/seed-7bc021c3/reckon/pipeline/probe"
+)
+
+// TestMCPProbeIgnoresAgentReportedCalls: "never_seen" for the key
+// <project>/<run>/<op> proves an MCP call did not land only when the call
+// is known to have carried that key — the kernel's calls and the MCP
+// gateway's do. An external agent that reports its own MCP call through
+// POST /v1/events made that call with its own client, which never sent
+// reckon's key: the server has never seen the key whether or not the
+// issue was created. Such an operation must not be settled none on basis
+// probe (a re-issue would duplicate the effect).
+func TestMCPProbeIgnoresAgentReportedCalls(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	store, err := mcpserver.OpenStore(filepath.Join(t.TempDir(), "issues.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The agent's call did land -- without reckon's key.
+	if _, _, err := store.CreateIssue("agents-own-request-7", "Disk full on db-3", ""); err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(mcpserver.Handler(mcpserver.NewServer(store)))
+	defer hs.Close()
+
+	ev := func(id, typ string, ts time.Time, data any) kernel.Event {
+		x, err := kernel.NewEvent("agent-x", id, "acme", "agent-run", typ, "agent", ts, data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return x
+	}
+	if _, err := e.j.IngestAgentEvents(context.Background(), []kernel.Event{
+		ev("a/run", kernel.TypeRunStarted, e.t0, map[string]any{}),
+		ev("a/op-1/started", kernel.TypeToolStarted, e.t0, map[string]any{
+			"operation_id": "op-1", "tool": "mcp__create_issue", "args": map[string]any{"title": "Disk full on db-3"}}),
+		ev("a/run/failed", kernel.TypeRunFailed, e.t0.Add(time.Minute), kernel.RunFailed{Error: "agent crashed"}),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// The same call recorded by the MCP gateway, which sent the key: a
+	// gateway run, probed as ever.
+	if _, err := e.s.Pool.Exec(context.Background(),
+		`INSERT INTO gateway_runs (project, run_id, source_id, kind) VALUES ('acme', 'gw-run', 'mcp-gateway', 'client')`); err != nil {
+		t.Fatal(err)
+	}
+	gw := func(id, typ string, ts time.Time, data any) kernel.Event {
+		x, err := kernel.NewEvent("mcp-gateway", id, "acme", "gw-run", typ, "agent", ts, data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return x
+	}
+	e.ingest(
+		gw("gw-run/run", kernel.TypeRunStarted, e.t0, map[string]any{}),
+		gw("gw-run/op-1/started", kernel.TypeToolStarted, e.t0, map[string]any{
+			"operation_id": "op-1", "tool": "mcp__create_issue", "args": map[string]any{"title": "Disk full on db-3"}}),
+		gw("gw-run/run/failed", kernel.TypeRunFailed, e.t0.Add(time.Minute), kernel.RunFailed{Error: "gateway instance died"}),
+	)
+	owners := operations.Owners{Pool: e.s.Pool}
+	mcp := probe.MCP{Looker: probe.MCPClient{Servers: []mcptool.ServerConfig{{Name: "issues", URL: hs.URL + mcpserver.HTTPPath}}, Timeout: 10 * time.Second},
+		Owners: owners}
+	rep, err := e.sweeper(Config{Probes: probe.Set{mcp}}).Sweep(context.Background(), SweepParams{Project: "acme", RunID: "agent-run"})
+	if err != nil || rep.Journaled != 1 {
+		t.Fatalf("sweep: %+v %v", rep, err)
+	}
+	e.drain()
+	recs := e.reconciled("agent-run")
+	var d kernel.Reconciliation
+	if len(recs["op-1"]) != 1 || recs["op-1"][0].DecodeData(&d) != nil {
+		t.Fatalf("reconciliations: %+v", recs)
+	}
+	if d.Basis == kernel.BasisProbe || d.Effect != kernel.EffectUnknown {
+		t.Fatalf("an agent's own MCP call settled by the lookup of a key it never sent: effect %s basis %s, evidence %s", d.Effect, d.Basis, d.Evidence)
+	}
+
+	rep, err = e.sweeper(Config{Probes: probe.Set{mcp}}).Sweep(context.Background(), SweepParams{Project: "acme", RunID: "gw-run"})
+	if err != nil || rep.Journaled != 1 {
+		t.Fatalf("sweep of the gateway run: %+v %v", rep, err)
+	}
+	e.drain()
+	recs = e.reconciled("gw-run")
+	if len(recs["op-1"]) != 1 || recs["op-1"][0].DecodeData(&d) != nil || d.Basis != kernel.BasisProbe || d.Effect != kernel.EffectNone {
+		t.Fatalf("gateway call: %+v", d)
+	}
+}
