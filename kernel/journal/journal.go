@@ -88,8 +88,11 @@ func (s *Store) Ingest(ctx context.Context, events []kernel.Event) ([]kernel.Ing
 // a refused call is written. The caller's own check before the write
 // (kernel.RunOwners) gives the precise message; this one closes the races
 // with a start, a claim or a first write in between (see
-// reckon_check_agent_events, migration 00030, and
-// reckon_refuse_kernel_runs, migrations 00028 and 00029).
+// reckon_check_agent_events, migrations 00030 and 00031, and
+// reckon_refuse_kernel_runs, migrations 00028 and 00029). It also refuses
+// events under the MCP gateway's source (its default, or one a gateway
+// instance registered with): their keys could take the ids of the
+// gateway's own events.
 func (s *Store) IngestAgentEvents(ctx context.Context, events []kernel.Event) ([]kernel.IngestResult, error) {
 	preps, err := prepare(events)
 	if err != nil || len(preps) == 0 {
@@ -242,7 +245,7 @@ func (s *Store) ingest(ctx context.Context, q querier, preps []prepared) ([]kern
 		psrc, pid, datas, digests, opIDs, settles, openInBatch, ords)
 	if err := q.SendBatch(ctx, b).Close(); err != nil {
 		var pgErr *pgconn.PgError
-		if errors.As(err, &pgErr) && (pgErr.Code == recordedRunCode || pgErr.Code == otherSourceCode) {
+		if errors.As(err, &pgErr) && (pgErr.Code == recordedRunCode || pgErr.Code == otherSourceCode || pgErr.Code == gatewaySourceCode) {
 			return nil, kernel.Errorf(kernel.EForbidden, "%s", pgErr.Message)
 		}
 		return nil, fmt.Errorf("ingest batch of %d: %w", len(preps), err)
@@ -281,10 +284,12 @@ func (s *Store) ingest(ctx context.Context, q querier, preps []prepared) ([]kern
 }
 
 // SQLSTATEs of the agents' write's refusals (reckon_check_agent_events): a
-// kernel or gateway run, another source's run.
+// kernel or gateway run, another source's run, the MCP gateway's source
+// (migration 00031).
 const (
-	recordedRunCode = "RK001"
-	otherSourceCode = "RK002"
+	recordedRunCode   = "RK001"
+	otherSourceCode   = "RK002"
+	gatewaySourceCode = "RK003"
 )
 
 // queueAgentChecks queues, ahead of the insert, the check of the agents'

@@ -396,3 +396,46 @@ func TestIngestNumberBeyondFloat64IsAConflict(t *testing.T) {
 		t.Errorf("journal stored invoice %s amount %s, want 12345678901234567891 and 0.10000000000000001", invoice, amount)
 	}
 }
+
+// The MCP gateway's source is the gateway's alone (migration 00031): an
+// agent's event under it — its default name, or one a gateway instance
+// registered with — could take the key the gateway will give a call's
+// tool.started (<project>/<run>/op-<n>/started, whatever run the agent
+// writes it into), and the gateway's own event would then be a conflict,
+// parked, while its call goes upstream. The refusal comes before the
+// run's claim, so nothing of the write is left; the gateway's own path
+// (Ingest, from the outbox) is not an agent's write.
+func TestIngestAgentEventsRefusesTheGatewaysSource(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	sch := pgtest.New(t)
+	s := journal.New(sch.Pool, nil)
+	if _, err := sch.Pool.Exec(ctx,
+		`INSERT INTO gateway_instances (instance_id, source_id, lease) VALUES ('gw-1', 'gw-prod', '30 seconds')`); err != nil {
+		t.Fatal(err)
+	}
+	squat := func(src string) kernel.Event {
+		e := ev(src, "acme/later-run/op-1/started", kernel.TypeToolStarted, `{"operation_id":"op-1","tool":"mcp__create_issue","args":{}}`)
+		e.RunID = "squat-" + src
+		return e
+	}
+	for _, src := range []string{"mcp-gateway", "gw-prod"} {
+		_, err := s.IngestAgentEvents(ctx, []kernel.Event{ev("agent-7", "mine-"+src, kernel.TypeRunStarted, `{}`), squat(src)})
+		if kernel.ErrorCode(err) != kernel.EForbidden || !strings.Contains(err.Error(), `source "`+src+`" is the MCP gateway's`) {
+			t.Errorf("%s: %v, want a refusal naming the gateway's source", src, err)
+		}
+	}
+	var events, claims int
+	if err := sch.Pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM journal_events), (SELECT count(*) FROM agent_runs)`).Scan(&events, &claims); err != nil {
+		t.Fatal(err)
+	}
+	if events != 0 || claims != 0 {
+		t.Fatalf("after refused writes: %d events, %d claimed runs", events, claims)
+	}
+	if _, err := s.IngestAgentEvents(ctx, []kernel.Event{squat("agent-7")}); err != nil {
+		t.Fatalf("another source: %v", err)
+	}
+	if _, err := s.Ingest(ctx, []kernel.Event{squat("gw-prod")}); err != nil {
+		t.Fatalf("the gateway's own delivery: %v", err)
+	}
+}
