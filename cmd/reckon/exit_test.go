@@ -44,18 +44,7 @@ func TestExitCodes(t *testing.T) {
 func TestOpsExitCodes(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dead := "http://" + ln.Addr().String()
-	ln.Close()
-	env := func(k string) string {
-		if k == "RECKON_URL" {
-			return dead
-		}
-		return ""
-	}
+	env := deadAPIEnv(t)
 	for _, c := range []struct {
 		args      []string
 		code      int
@@ -83,5 +72,23 @@ func TestOpsExitCodes(t *testing.T) {
 				t.Errorf("reckon ops %q: error is not JSON: %q", c.args, stderr.String())
 			}
 		}
+	}
+}
+
+// deadAPIEnv is a getenv whose RECKON_URL names a loopback port nothing
+// listens on: a command that reaches the network fails with exit 1.
+func deadAPIEnv(t *testing.T) func(string) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := "http://" + ln.Addr().String()
+	ln.Close()
+	return func(k string) string {
+		if k == "RECKON_URL" {
+			return dead
+		}
+		return ""
 	}
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"net"
 	"strings"
 	"testing"
 )
@@ -16,18 +15,7 @@ import (
 func TestOpsListRefusesBadLimit(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dead := "http://" + ln.Addr().String()
-	ln.Close()
-	env := func(k string) string {
-		if k == "RECKON_URL" {
-			return dead
-		}
-		return ""
-	}
+	env := deadAPIEnv(t)
 	for _, sub := range []string{"list", "attention"} {
 		for _, limit := range []string{"-5", "-1"} {
 			var stdout, stderr bytes.Buffer
