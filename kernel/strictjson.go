@@ -206,7 +206,7 @@ const (
 // PostgreSQL counts it: every digit written after the point (trailing
 // zeros too) minus the exponent.
 func storableNumber(tok []byte) error {
-	if len(tok) <= maxNumericFracDigits && bytes.IndexAny(tok, "eE") < 0 {
+	if len(tok) <= maxNumericFracDigits && !bytes.ContainsAny(tok, "eE") {
 		return nil // without an exponent, too short to break either bound
 	}
 	s := string(tok)
