@@ -18,8 +18,10 @@ func EncodeCursor(prefix string, ts time.Time, seq int64) string {
 // is EInvalid (a client passes next_cursor back unchanged).
 func DecodeCursor(s, prefix string) (time.Time, int64, error) {
 	bad := Errorf(EInvalid, "cursor %q is not a cursor this API issued for this list; pass next_cursor from the same list unchanged", Abbreviate(s, 64))
+	// The decoder skips \r and \n even in strict mode: a cursor with them
+	// is not one EncodeCursor made.
 	raw, err := base64.RawURLEncoding.Strict().DecodeString(s)
-	if err != nil {
+	if err != nil || strings.ContainsAny(s, "\r\n") {
 		return time.Time{}, 0, bad
 	}
 	rest, ok := strings.CutPrefix(string(raw), prefix)

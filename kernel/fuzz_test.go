@@ -206,3 +206,19 @@ func FuzzReconcileBody(f *testing.F) {
 		}
 	})
 }
+
+// The base64 decoder skips \r and \n even in strict mode; a cursor with
+// them is not one EncodeCursor made (FuzzEventCursor found the same in
+// the journal's cursor).
+func TestDecodeCursorRefusesLineBreaks(t *testing.T) {
+	t.Parallel()
+	c := EncodeCursor("v1:", time.Unix(1700000000, 0), 7)
+	if _, _, err := DecodeCursor(c, "v1:"); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []string{"\r" + c, c[:4] + "\n" + c[4:], c + "\r\n"} {
+		if _, _, err := DecodeCursor(bad, "v1:"); ErrorCode(err) != EInvalid {
+			t.Errorf("cursor %q: %v, want EInvalid", bad, err)
+		}
+	}
+}

@@ -523,8 +523,10 @@ func EncodeEventCursor(seq int64) string {
 // DecodeEventCursor returns the journal seq a cursor continues after; a
 // cursor this server did not make is EInvalid.
 func DecodeEventCursor(c string) (int64, error) {
+	// The decoder skips \r and \n even in strict mode: a cursor with them
+	// is not one Encode made.
 	raw, err := base64.RawURLEncoding.Strict().DecodeString(c)
-	if err == nil {
+	if err == nil && !strings.ContainsAny(c, "\r\n") {
 		if rest, ok := strings.CutPrefix(string(raw), eventCursorPrefix); ok {
 			if seq, err := strconv.ParseInt(rest, 10, 64); err == nil && seq >= 0 && strconv.FormatInt(seq, 10) == rest {
 				return seq, nil
