@@ -107,6 +107,32 @@ func (e Event) Validate() error {
 	return err
 }
 
+// keyFault says what keeps s from being one of an event's identifiers
+// (source_id, event_id, project, run_id, type, actor), "" when nothing.
+func keyFault(s string) string {
+	switch {
+	case s == "":
+		return "is required"
+	case len(s) > MaxKeyLen:
+		return fmt.Sprintf("is longer than %d bytes", MaxKeyLen)
+	case !utf8.ValidString(s):
+		return "is not valid UTF-8"
+	case strings.IndexByte(s, 0) >= 0:
+		return "contains a NUL character, which reckon does not store"
+	}
+	return ""
+}
+
+// ValidateKey checks an identifier given outside an event (a path or
+// query parameter naming a project or run) by the rules ingest holds an
+// event's identifiers to: whatever an event may carry is accepted.
+func ValidateKey(field, s string) error {
+	if fault := keyFault(s); fault != "" {
+		return Errorf(EInvalid, "%s: %s", field, fault)
+	}
+	return nil
+}
+
 // validate checks the event and returns its data decoded once (numbers as
 // json.Number), for Prepare to reuse.
 func (e Event) validate() (map[string]any, error) {
@@ -114,17 +140,8 @@ func (e Event) validate() (map[string]any, error) {
 		{"source_id", e.SourceID}, {"event_id", e.EventID}, {"project", e.Project},
 		{"run_id", e.RunID}, {"type", e.Type}, {"actor", e.Actor},
 	} {
-		if f.val == "" {
-			return nil, fieldErr(e, f.name, "is required")
-		}
-		if len(f.val) > MaxKeyLen {
-			return nil, fieldErr(e, f.name, "is longer than %d bytes", MaxKeyLen)
-		}
-		if !utf8.ValidString(f.val) {
-			return nil, fieldErr(e, f.name, "is not valid UTF-8")
-		}
-		if strings.IndexByte(f.val, 0) >= 0 {
-			return nil, fieldErr(e, f.name, "contains a NUL character, which reckon does not store")
+		if fault := keyFault(f.val); fault != "" {
+			return nil, fieldErr(e, f.name, "%s", fault)
 		}
 	}
 	if e.TS.IsZero() {

@@ -17,7 +17,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
-	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
@@ -293,16 +292,11 @@ type EventPage struct {
 // external agent's run may be named "session:42". Only an id the kernel
 // could have started is asked of Temporal.
 func (s *Starter) View(ctx context.Context, project, runID string, page EventPage) (RunView, error) {
-	for _, f := range []struct{ name, val string }{{"project", project}, {"run_id", runID}} {
-		if f.val == "" {
-			return RunView{}, kernel.Errorf(kernel.EInvalid, "%s: required", f.name)
-		}
-		if len(f.val) > kernel.MaxKeyLen {
-			return RunView{}, kernel.Errorf(kernel.EInvalid, "%s: longer than %d bytes, so no event names it", f.name, kernel.MaxKeyLen)
-		}
-		if err := kernel.CheckText(f.name, f.val); err != nil {
-			return RunView{}, err
-		}
+	if err := kernel.ValidateKey("project", project); err != nil {
+		return RunView{}, err
+	}
+	if err := kernel.ValidateKey("run_id", runID); err != nil {
+		return RunView{}, err
 	}
 	kernelID := kernel.ValidateID("project", project) == nil && kernel.ValidateID("run_id", runID) == nil
 	var after int64
@@ -339,24 +333,22 @@ func (s *Starter) View(ctx context.Context, project, runID string, page EventPag
 	if err != nil {
 		return RunView{}, err
 	}
-	// An id the kernel could not have started is no workflow of its.
-	var d *workflowservice.DescribeWorkflowExecutionResponse
-	var nf *serviceerror.NotFound
-	err = serviceerror.NewNotFound("not a kernel run id")
+	// Only an id the kernel could have started can be a workflow of its.
 	if kernelID {
-		d, err = s.Client.DescribeWorkflowExecution(ctx, kernel.WorkflowID(project, runID), "")
-	}
-	switch {
-	case err == nil:
-		v.Status = workflowStatus(d.GetWorkflowExecutionInfo().GetStatus())
-	case errors.As(err, &nf):
-		if !known {
-			return RunView{}, kernel.Errorf(kernel.ENotFound, "no run %s in project %s", runID, project)
+		d, err := s.Client.DescribeWorkflowExecution(ctx, kernel.WorkflowID(project, runID), "")
+		var nf *serviceerror.NotFound
+		switch {
+		case err == nil:
+			v.Status = workflowStatus(d.GetWorkflowExecutionInfo().GetStatus())
+			return v, nil
+		case !errors.As(err, &nf):
+			return RunView{}, kernel.Errorf(kernel.EUnavailable, "describe run %s/%s in Temporal: %v", project, runID, err)
 		}
-		v.Status = journalStatus(terminal)
-	default:
-		return RunView{}, kernel.Errorf(kernel.EUnavailable, "describe run %s/%s in Temporal: %v", project, runID, err)
 	}
+	if !known {
+		return RunView{}, kernel.Errorf(kernel.ENotFound, "no run %s in project %s", runID, project)
+	}
+	v.Status = journalStatus(terminal)
 	return v, nil
 }
 
