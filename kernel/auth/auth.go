@@ -13,6 +13,8 @@ import (
 	"os"
 	"slices"
 	"strings"
+
+	"github.com/seed-7bc021c3/reckon/kernel"
 )
 
 // Roles. operator includes reader; agent may only ingest events.
@@ -172,7 +174,7 @@ func (t *Tokens) add(spec, where string) error {
 
 // maxNameLen bounds a token's name as kernel.MaxKeyLen bounds the ids of
 // events (operator:<name> must fit as an actor).
-const maxNameLen = 512 - len("operator:")
+const maxNameLen = kernel.MaxKeyLen - len(kernel.ActorOperatorPrefix)
 
 // Add registers a token whose holder writes under its own name only.
 func (t *Tokens) Add(name, role, secret string) { t.AddWithSources(name, role, secret) }

@@ -126,7 +126,10 @@ func loopback(host string) bool {
 // for it, as for every command's.
 type UsageError struct{ Err error }
 
+// Error implements error.
 func (e *UsageError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the parse error.
 func (e *UsageError) Unwrap() error { return e.Err }
 
 // IsHelp reports whether err is the answer to -h/--help.
