@@ -77,7 +77,13 @@ type MCP struct {
 	// it, never_seen proves nothing but for the kernel's own calls.
 	Owners kernel.RunOwners
 	Now    func() time.Time
+	// recorder, set by ForWall, keeps the wall's run's answer from Owners:
+	// every operation of a wall is of one run, so it is asked once.
+	recorder *wallRecorder
 }
+
+// wallRecorder is one wall's memo of whether its run is the gateway's.
+type wallRecorder struct{ known, gateway bool }
 
 // PriorStates reads recorded prior states (priorstate.Store does).
 type PriorStates interface {
@@ -90,6 +96,7 @@ func (p MCP) Name() string { return MCPName }
 // ForWall implements WallScoped: with a ScopedLooker, the wall's operations
 // share its connections.
 func (p MCP) ForWall(Run) (Probe, func()) {
+	p.recorder = &wallRecorder{}
 	sl, ok := p.Looker.(ScopedLooker)
 	if !ok {
 		return p, func() {}
@@ -164,12 +171,19 @@ func (p MCP) reckonCalled(ctx context.Context, run Run, op pipeline.WallOperatio
 	if p.Owners == nil {
 		return false, nil
 	}
+	if m := p.recorder; m != nil && m.known {
+		return m.gateway, nil
+	}
 	rk := kernel.RunKey{Project: run.Project, RunID: run.RunID}
 	w, err := p.Owners.RunWriters(ctx, []kernel.RunKey{rk})
 	if err != nil {
 		return false, err
 	}
-	return w[rk].Recorder == kernel.RecorderGateway, nil
+	gateway := w[rk].Recorder == kernel.RecorderGateway
+	if m := p.recorder; m != nil {
+		m.known, m.gateway = true, gateway
+	}
+	return gateway, nil
 }
 
 // MCPClient is the Looker over the configured MCP servers

@@ -437,3 +437,52 @@ func TestMCPClientOverHTTP(t *testing.T) {
 		t.Fatalf("unreachable server: %+v", ev)
 	}
 }
+
+// neverSeen is a Looker whose server has never seen any key.
+type neverSeen struct{}
+
+func (neverSeen) LookupOperation(context.Context, Run, string, string) (LookupAnswer, bool, error) {
+	return LookupAnswer{Server: "issues", Status: LookupNeverSeen}, true, nil
+}
+
+// countingOwners answers RunWriters from runs and counts the calls.
+type countingOwners struct {
+	runs  map[kernel.RunKey]kernel.RunWriter
+	calls int
+}
+
+func (o *countingOwners) KernelRuns(context.Context, []kernel.RunKey) (map[kernel.RunKey]bool, error) {
+	return nil, nil
+}
+
+func (o *countingOwners) RunWriters(_ context.Context, rks []kernel.RunKey) (map[kernel.RunKey]kernel.RunWriter, error) {
+	o.calls++
+	out := map[kernel.RunKey]kernel.RunWriter{}
+	for _, rk := range rks {
+		if w, ok := o.runs[rk]; ok {
+			out[rk] = w
+		}
+	}
+	return out, nil
+}
+
+// Every operation of a wall is of one run: whether it is the gateway's is
+// asked once per wall, however many of its calls the server never saw.
+func TestMCPAsksOncePerWallWhoseRunItIs(t *testing.T) {
+	t.Parallel()
+	owners := &countingOwners{runs: map[kernel.RunKey]kernel.RunWriter{{Project: "acme", RunID: "gw-1"}: {Recorder: kernel.RecorderGateway}}}
+	run := Run{Project: "acme", RunID: "gw-1"}
+	wp, done := Set{MCP{Looker: neverSeen{}, Now: now, Grace: time.Minute, Owners: owners}}.ForWall(run)
+	defer done()
+	for _, id := range []string{"op-1", "op-2", "op-3"} {
+		op := pipeline.WallOperation{OperationID: id, Tool: "mcp__create_issue", State: "crash_window", StartedAt: t0,
+			StartedKey: kernel.EventKey{SourceID: "mcp-gateway", EventID: id + "/started"}}
+		evs := wp.Probe(context.Background(), run, op)
+		if len(evs) != 1 || evs[0].Finding != pipeline.FindingNone {
+			t.Fatalf("%s: %+v, want the gateway's never_seen to prove none", id, evs)
+		}
+	}
+	if owners.calls != 1 {
+		t.Fatalf("asked who writes the run %d times for one wall, want 1", owners.calls)
+	}
+}
