@@ -20,11 +20,7 @@ func TestChildProbeIgnoresAgentReportedDelegations(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	ev := func(run, id, typ string, ts time.Time, data any) kernel.Event {
-		x, err := kernel.NewEvent("agent-x", id, "acme", run, typ, "agent", ts, data)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return x
+		return e.agentEvent("agent-x", run, id, typ, ts, data)
 	}
 	// Written through the agents' guarded path, as POST /v1/events does:
 	// every run here is the agent's own.

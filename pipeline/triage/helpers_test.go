@@ -42,7 +42,19 @@ func (e *env) ingest(evs ...kernel.Event) { e.t.Helper(); e.Ingest(evs...) }
 
 func (e *env) event(run, id, typ string, ts time.Time, data any) kernel.Event {
 	e.t.Helper()
-	ev, err := kernel.NewEvent(kernel.SourceKernel, id, "acme", run, typ, "kernel", ts, data)
+	return e.eventBy(kernel.SourceKernel, kernel.ActorKernel, run, id, typ, ts, data)
+}
+
+// agentEvent is an event an agent (or the MCP gateway) reports under
+// source, actor agent, as POST /v1/events takes it.
+func (e *env) agentEvent(source, run, id, typ string, ts time.Time, data any) kernel.Event {
+	e.t.Helper()
+	return e.eventBy(source, kernel.ActorAgent, run, id, typ, ts, data)
+}
+
+func (e *env) eventBy(source, actor, run, id, typ string, ts time.Time, data any) kernel.Event {
+	e.t.Helper()
+	ev, err := kernel.NewEvent(source, id, "acme", run, typ, actor, ts, data)
 	if err != nil {
 		e.t.Fatal(err)
 	}

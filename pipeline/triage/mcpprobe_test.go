@@ -37,11 +37,7 @@ func TestMCPProbeIgnoresAgentReportedCalls(t *testing.T) {
 	defer hs.Close()
 
 	ev := func(id, typ string, ts time.Time, data any) kernel.Event {
-		x, err := kernel.NewEvent("agent-x", id, "acme", "agent-run", typ, "agent", ts, data)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return x
+		return e.agentEvent("agent-x", "agent-run", id, typ, ts, data)
 	}
 	if _, err := e.j.IngestAgentEvents(context.Background(), []kernel.Event{
 		ev("a/run", kernel.TypeRunStarted, e.t0, map[string]any{}),
@@ -58,11 +54,7 @@ func TestMCPProbeIgnoresAgentReportedCalls(t *testing.T) {
 		t.Fatal(err)
 	}
 	gw := func(id, typ string, ts time.Time, data any) kernel.Event {
-		x, err := kernel.NewEvent("mcp-gateway", id, "acme", "gw-run", typ, "agent", ts, data)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return x
+		return e.agentEvent("mcp-gateway", "gw-run", id, typ, ts, data)
 	}
 	e.ingest(
 		gw("gw-run/run", kernel.TypeRunStarted, e.t0, map[string]any{}),

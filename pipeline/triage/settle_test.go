@@ -16,11 +16,7 @@ import (
 func (e *env) seedAgentRun(run string) {
 	e.t.Helper()
 	ev := func(id, typ string, ts time.Time, data any) kernel.Event {
-		x, err := kernel.NewEvent("agent-x", id, "acme", run, typ, "agent", ts, data)
-		if err != nil {
-			e.t.Fatal(err)
-		}
-		return x
+		return e.agentEvent("agent-x", run, id, typ, ts, data)
 	}
 	e.ingest(
 		ev(run+"/run", kernel.TypeRunStarted, e.t0, map[string]any{}),
