@@ -2,7 +2,6 @@ package supervisor
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -239,9 +238,12 @@ func (s *OpenAI) Decide(ctx context.Context, w pipeline.Wall) (pipeline.Decision
 // parse decodes and validates the model's answer.
 func (s *OpenAI) parse(w pipeline.Wall, content string) (pipeline.Decision, error) {
 	var out modelOutput
-	dec := json.NewDecoder(strings.NewReader(stripFence(content)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&out); err != nil {
+	// The ingest boundary's strict decoder: one JSON object and nothing
+	// after it, no field outside the schema, and no duplicate key, NUL or
+	// invalid UTF-8 — which encoding/json would otherwise resolve silently
+	// (the last of two "effect" keys wins, invalid bytes become U+FFFD),
+	// settling on a reading of an ambiguous answer.
+	if err := kernel.DecodeStrict("the answer", []byte(stripFence(content)), &out); err != nil {
 		return pipeline.Decision{}, &InvalidOutputError{Problems: []string{fmt.Sprintf("the answer is not the JSON object of the response schema: %v", err)}}
 	}
 	d := pipeline.Decision{

@@ -121,6 +121,12 @@ func TestValidateRejects(t *testing.T) {
 		// op-5's probes disagree: neither decided effect is allowed.
 		"contradicts a conflicting probe": {func(d *pipeline.Decision) { d.Operations[4].Effect = kernel.EffectOccurred }, `"op-5").effect "occurred" contradicts`},
 		"proposal from a supervisor":      {func(d *pipeline.Decision) { d.Operations[0].ProposedEffect = kernel.EffectNone }, "proposed_effect is set by settlement"},
+		// The reconcile path requires a note and the journal stores no NUL:
+		// refused here, where the model gets its repair round.
+		"blank note":   {func(d *pipeline.Decision) { d.Operations[0].Note = " \n" }, "note is empty"},
+		"NUL note":     {func(d *pipeline.Decision) { d.Operations[0].Note = "a\x00b" }, "holds a NUL character"},
+		"NUL lesson":   {func(d *pipeline.Decision) { d.Lesson = "a\x00b" }, "lesson is not valid UTF-8 or holds a NUL"},
+		"NUL in cause": {func(d *pipeline.Decision) { d.Causes = []string{"a\x00"} }, "causes[0] is not valid UTF-8 or holds a NUL"},
 	}
 	for name, c := range cases {
 		d := good

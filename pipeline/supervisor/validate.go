@@ -46,7 +46,8 @@ func (e *InvalidOutputError) Error() string {
 // overruled by inference; unknown never contradicts), no proposed_effect
 // (settlement's field, not a supervisor's), notes within 2000 bytes, and
 // causes, remedies and lesson non-empty when needs_attention (which an
-// unknown effect requires). Operation ids are quoted in every problem, so
+// unknown effect requires), non-blank notes, and text the journal can
+// store (valid UTF-8, no NUL). Operation ids are quoted in every problem, so
 // an id carrying a newline cannot forge a line of the repair message.
 func Validate(w pipeline.Wall, d pipeline.Decision) error {
 	var ps []string
@@ -99,8 +100,13 @@ func Validate(w pipeline.Wall, d pipeline.Decision) error {
 		if len(v.Note) > kernel.MaxNoteBytes {
 			add("%s.note is %d bytes; at most %d are allowed", where, len(v.Note), kernel.MaxNoteBytes)
 		}
-		if !utf8.ValidString(v.Note) {
-			add("%s.note is not valid UTF-8", where)
+		if strings.TrimSpace(v.Note) == "" {
+			// The reconcile path requires a note: found only when the wall
+			// is recorded, after the repair round, it failed every sweep.
+			add("%s.note is empty; say what the decision rests on", where)
+		}
+		if !storable(v.Note) {
+			add("%s.note is not valid UTF-8 or holds a NUL character", where)
 		}
 	}
 	var missing []string
@@ -140,10 +146,16 @@ func Validate(w pipeline.Wall, d pipeline.Decision) error {
 			if strings.TrimSpace(s) == "" {
 				add("%s[%d] is blank", l.name, i)
 			}
+			if !storable(s) {
+				add("%s[%d] is not valid UTF-8 or holds a NUL character", l.name, i)
+			}
 		}
 	}
 	if len(d.Lesson) > MaxLessonBytes {
 		add("lesson is %d bytes; at most %d are allowed", len(d.Lesson), MaxLessonBytes)
+	}
+	if !storable(d.Lesson) {
+		add("lesson is not valid UTF-8 or holds a NUL character")
 	}
 	if d.Supervisor == "" {
 		add("supervisor name is missing")
@@ -169,6 +181,13 @@ func findings(op pipeline.WallOperation) string {
 		}
 	}
 	return strings.Join(parts, ", ")
+}
+
+// storable reports whether the journal can store s as it is: PostgreSQL
+// refuses a NUL in text, and the event encoder refuses it too (kernel.Canonical),
+// so such a decision would pass validation only to fail its record.
+func storable(s string) bool {
+	return utf8.ValidString(s) && !strings.ContainsRune(s, 0)
 }
 
 func nonBlank(items []string) int {
