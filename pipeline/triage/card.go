@@ -94,10 +94,17 @@ func RenderCard(w io.Writer, verdict kernel.Event, reconciled []kernel.Event) er
 	return err
 }
 
+// wrap breaks s into lines of about width runes. Notes, causes, remedies
+// and lessons are a supervisor's text, which may quote what agents wrote
+// (a model repeating an error message, a probe detail naming a file an
+// agent's command created): a word holding a control character (an escape
+// sequence that could move the cursor and overwrite the card's effect and
+// basis columns on the operator's terminal) is printed quoted.
 func wrap(s string, width int) []string {
 	var lines []string
 	cur := ""
 	for _, word := range strings.Fields(s) {
+		word = kernel.Printable(word)
 		if cur != "" && len([]rune(cur))+1+len([]rune(word)) > width {
 			lines = append(lines, cur)
 			cur = ""

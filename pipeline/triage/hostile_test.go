@@ -173,3 +173,39 @@ func TestHostileModelAnswersLeaveTheWallUnsettled(t *testing.T) {
 		}
 	}
 }
+
+// TestRenderCardQuotesControlCharacters: a supervisor's note, causes,
+// remedies and lesson (a model's text, which may echo an agent's; a
+// builtin note quoting a probe detail that names a file an agent created)
+// reach the operator's terminal on the verdict card. An escape sequence in
+// them must not: it could move the cursor up and overwrite the card's
+// effect and basis columns (here: turn a held unknown into "none probe").
+func TestRenderCardQuotesControlCharacters(t *testing.T) {
+	t.Parallel()
+	ts := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+	forge := "\x1b[1A\x1b[2K\r│ op-1                 none      probe\x07"
+	verdict, err := kernel.NewEvent(kernel.SourceKernel, "run-1/verdict/x", "acme", "run-1", kernel.TypeSupervisorVerdict, kernel.ActorSupervisor, ts,
+		kernel.Verdict{Kind: kernel.VerdictKindReconciliation, NeedsAttention: true, OperationIDs: []string{"op-1"}, Supervisor: "openai",
+			Causes: []string{"cause " + forge}, Remedies: []string{"remedy " + forge}, Lesson: "lesson " + forge})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := kernel.NewEvent(kernel.SourceKernel, "run-1/op-1/reconciled/x", "acme", "run-1", kernel.TypeOperationReconciled, kernel.ActorSupervisor, ts,
+		kernel.Reconciliation{OperationID: "op-1", Effect: kernel.EffectUnknown, ProposedEffect: kernel.EffectNone, Basis: kernel.BasisInference, Note: "note " + forge})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	if err := RenderCard(&b, verdict, []kernel.Event{rec}); err != nil {
+		t.Fatal(err)
+	}
+	card := b.String()
+	for _, r := range card {
+		if r == '\x1b' || r == '\x07' || r == '\r' {
+			t.Fatalf("the card carries control character %q to the terminal:\n%q", r, card)
+		}
+	}
+	if !strings.Contains(card, `\x1b[1A\x1b[2K`) {
+		t.Fatalf("the escape is not shown quoted:\n%s", card)
+	}
+}
