@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"strconv"
@@ -40,6 +41,10 @@ type OpenAIConfig struct {
 	MaxBackoff time.Duration
 	// Timeout bounds one HTTP call; default 2m.
 	Timeout time.Duration
+	// MaxResponseBytes bounds one HTTP response body, error bodies
+	// included; default DefaultMaxResponseBytes. A longer one fails the
+	// call without being retried.
+	MaxResponseBytes int64
 	// Sleep waits between attempts; tests inject a recorder. Default
 	// sleeps honouring ctx.
 	Sleep func(ctx context.Context, d time.Duration) error
@@ -84,13 +89,25 @@ func NewOpenAI(cfg OpenAIConfig) (*OpenAI, error) {
 	if cfg.Sleep == nil {
 		cfg.Sleep = sleepCtx
 	}
+	if cfg.MaxResponseBytes <= 0 {
+		cfg.MaxResponseBytes = DefaultMaxResponseBytes
+	}
 	oc := openai.DefaultConfig(cfg.APIKey)
 	oc.BaseURL = strings.TrimRight(cfg.BaseURL, "/")
+	hc := &http.Client{Timeout: cfg.Timeout}
 	if cfg.HTTPClient != nil {
-		oc.HTTPClient = cfg.HTTPClient
-	} else {
-		oc.HTTPClient = &http.Client{Timeout: cfg.Timeout}
+		c := *cfg.HTTPClient
+		hc = &c
 	}
+	// go-openai reads whole bodies (io.ReadAll, an unbounded decoder): a
+	// compromised or broken endpoint could otherwise answer gigabytes
+	// within the timeout and take the sweep's process down with it.
+	base := hc.Transport
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	hc.Transport = limitTransport{base: base, max: cfg.MaxResponseBytes}
+	oc.HTTPClient = hc
 	return &OpenAI{cfg: cfg, client: openai.NewClientWithConfig(oc)}, nil
 }
 
@@ -322,7 +339,9 @@ func (s *OpenAI) complete(ctx context.Context, msgs []openai.ChatCompletionMessa
 			if len(resp.Choices) == 0 {
 				return "", pipeline.Usage{}, &InvalidOutputError{Problems: []string{"the response has no choices"}}
 			}
-			u := pipeline.Usage{PromptTokens: resp.Usage.PromptTokens, CompletionTokens: resp.Usage.CompletionTokens}
+			// The server's own count, never negative: a negative one
+			// would buy a sweep more than its token budget.
+			u := pipeline.Usage{PromptTokens: max(resp.Usage.PromptTokens, 0), CompletionTokens: max(resp.Usage.CompletionTokens, 0)}
 			c := resp.Choices[0].Message
 			if c.Refusal != "" {
 				return c.Content, u, fmt.Errorf("supervisor %s refused: %s", s.cfg.Model, c.Refusal)
@@ -333,7 +352,8 @@ func (s *OpenAI) complete(ctx context.Context, msgs []openai.ChatCompletionMessa
 			return "", pipeline.Usage{}, fmt.Errorf("supervisor %s: %w", s.cfg.Model, ctx.Err())
 		}
 		status := statusOf(err)
-		retryable := status == http.StatusTooManyRequests || status >= 500 || status == 0
+		// An oversized answer would be as large again: not retried.
+		retryable := (status == http.StatusTooManyRequests || status >= 500 || status == 0) && !errors.Is(err, errResponseTooLarge)
 		lastErr = fmt.Errorf("supervisor %s: attempt %d/%d: %w", s.cfg.Model, attempt, s.cfg.MaxAttempts, err)
 		if !retryable || attempt == s.cfg.MaxAttempts {
 			break
@@ -392,6 +412,53 @@ func retryAfter(h http.Header) (time.Duration, bool) {
 	}
 	return 0, false
 }
+
+// DefaultMaxResponseBytes bounds a model's HTTP response: a wall's answer
+// is at most 50 notes of 2000 bytes plus the conclusion, well under it.
+const DefaultMaxResponseBytes = 4 << 20
+
+// errResponseTooLarge is the read error of a response body past the bound.
+var errResponseTooLarge = errors.New("response body exceeds the supervisor's size bound (OpenAIConfig.MaxResponseBytes)")
+
+// limitTransport bounds every response body it returns to max bytes.
+type limitTransport struct {
+	base http.RoundTripper
+	max  int64
+}
+
+// RoundTrip implements http.RoundTripper.
+func (t limitTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := t.base.RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	resp.Body = &limitedBody{rc: resp.Body, left: t.max}
+	return resp, nil
+}
+
+// limitedBody fails with errResponseTooLarge once more than its bound is
+// read, instead of a silent cut that would decode as a shorter answer.
+type limitedBody struct {
+	rc   io.ReadCloser
+	left int64
+}
+
+func (b *limitedBody) Read(p []byte) (int, error) {
+	if b.left < 0 {
+		return 0, errResponseTooLarge
+	}
+	if int64(len(p)) > b.left+1 {
+		p = p[:b.left+1]
+	}
+	n, err := b.rc.Read(p)
+	b.left -= int64(n)
+	if b.left < 0 {
+		return 0, errResponseTooLarge
+	}
+	return n, err
+}
+
+func (b *limitedBody) Close() error { return b.rc.Close() }
 
 func sleepCtx(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)

@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -295,5 +298,76 @@ func TestCassettes(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// rawServer answers every chat completion with body, counting calls.
+func rawServer(t *testing.T, body func() []byte) (url string, calls *int) {
+	t.Helper()
+	calls = new(int)
+	var mu sync.Mutex
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		*calls++
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(body())
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL + "/v1", calls
+}
+
+// completionBody is a chat.completion answering content with usage.
+func completionBody(content string, prompt, completion int) []byte {
+	b, _ := json.Marshal(map[string]any{
+		"id": "chatcmpl-raw", "object": "chat.completion", "created": 1790000000, "model": "raw",
+		"choices": []map[string]any{{"index": 0, "message": map[string]any{"role": "assistant", "content": content}, "finish_reason": "stop"}},
+		"usage":   map[string]int{"prompt_tokens": prompt, "completion_tokens": completion},
+	})
+	return b
+}
+
+// TestOpenAIResponseBodyIsBounded: a compromised or broken endpoint that
+// answers more than MaxResponseBytes fails the call, once, instead of the
+// whole body being read into memory (go-openai reads bodies whole) and
+// sent again as the repair round's assistant message.
+func TestOpenAIResponseBodyIsBounded(t *testing.T) {
+	t.Parallel()
+	huge := completionBody(strings.Repeat("x", 1<<20), 1, 1)
+	url, calls := rawServer(t, func() []byte { return huge })
+	m, err := NewOpenAI(OpenAIConfig{BaseURL: url, Model: "raw", MaxResponseBytes: 64 << 10, Sleep: (&sleeps{}).sleep})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = m.Decide(context.Background(), testWall())
+	if err == nil || !strings.Contains(err.Error(), "exceeds") {
+		t.Fatalf("want the size bound's error, got %v", err)
+	}
+	if *calls != 1 {
+		t.Fatalf("%d calls: an oversized answer was retried or repaired", *calls)
+	}
+}
+
+// TestOpenAIUsageIsNeverNegative: the server's usage counts go into the
+// sweep's token budget; a negative count would buy more than the budget.
+func TestOpenAIUsageIsNeverNegative(t *testing.T) {
+	t.Parallel()
+	w := testWall()
+	var ops []string
+	for _, id := range w.OperationIDs() {
+		ops = append(ops, fmt.Sprintf(`{"operation_id":%q,"effect":"unknown","basis":"inference","note":"n"}`, id))
+	}
+	answer := `{"needs_attention":true,"causes":["c"],"remedies":["r"],"lesson":"l","operations":[` + strings.Join(ops, ",") + `]}`
+	url, _ := rawServer(t, func() []byte { return completionBody(answer, -1_000_000, -1_000_000) })
+	m, err := NewOpenAI(OpenAIConfig{BaseURL: url, Model: "raw"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := m.Decide(context.Background(), w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Usage.PromptTokens < 0 || d.Usage.CompletionTokens < 0 {
+		t.Fatalf("negative usage counted: %+v", d.Usage)
 	}
 }
