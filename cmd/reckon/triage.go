@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"time"
@@ -78,7 +79,7 @@ func runTriage(ctx context.Context, args []string) error {
 			return err
 		}
 	} else {
-		printReport(rep)
+		printReport(os.Stdout, rep)
 	}
 	if rep.Failed > 0 {
 		return fmt.Errorf("%d wall(s) failed and stay unsettled; see the log lines above", rep.Failed)
@@ -86,23 +87,28 @@ func runTriage(ctx context.Context, args []string) error {
 	return nil
 }
 
-func printReport(rep triage.Report) {
+// printReport writes the sweep's cards and lines for a person. Notes and
+// errors carry a supervisor's text (a model's note or refusal, which may
+// repeat what an agent wrote) and ids an agent chose: each is kept on one
+// line and quoted when it holds a control character, so no escape
+// sequence reaches the operator's terminal (as RenderCard and oneLine do).
+func printReport(out io.Writer, rep triage.Report) {
 	for _, w := range rep.Walls {
 		switch {
 		case w.Verdict != nil:
-			_ = triage.RenderCard(os.Stdout, *w.Verdict, w.Reconciled)
+			_ = triage.RenderCard(out, *w.Verdict, w.Reconciled)
 		case w.Outcome == triage.OutcomeDryRun && w.Decision != nil:
-			fmt.Printf("dry run %s/%s part %d/%d: %d operations, needs_attention=%v\n", w.Project, w.RunID, w.Part, w.Parts, len(w.Operations), w.Decision.NeedsAttention)
+			fmt.Fprintf(out, "dry run %s/%s part %d/%d: %d operations, needs_attention=%v\n", kernel.Printable(w.Project), kernel.Printable(w.RunID), w.Part, w.Parts, len(w.Operations), w.Decision.NeedsAttention)
 			for _, v := range w.Decision.Operations {
-				fmt.Printf("  %-16s %-9s %-10s %s\n", v.OperationID, v.Effect, v.Basis, v.Note)
+				fmt.Fprintf(out, "  %-16s %-9s %-10s %s\n", kernel.Printable(v.OperationID), v.Effect, v.Basis, oneLine(v.Note, kernel.MaxNoteBytes+1))
 			}
 		case w.Outcome == triage.OutcomeFailed:
-			fmt.Printf("FAILED %s/%s: %s\n", w.Project, w.RunID, w.Error)
+			fmt.Fprintf(out, "FAILED %s/%s: %s\n", kernel.Printable(w.Project), kernel.Printable(w.RunID), oneLine(w.Error, 4000))
 		case w.Outcome == triage.OutcomeDeferred:
-			fmt.Printf("deferred %s/%s: %s — a probe can tell only later; a later sweep takes them\n", w.Project, w.RunID, strings.Join(w.Operations, ", "))
+			fmt.Fprintf(out, "deferred %s/%s: %s — a probe can tell only later; a later sweep takes them\n", kernel.Printable(w.Project), kernel.Printable(w.RunID), kernel.Printable(strings.Join(w.Operations, ", ")))
 		}
 	}
-	fmt.Printf("triage: %d project(s), %d run(s), %d journaled, %d failed, %d locked by another sweep, %d left for the next sweep (budget), %d run(s) with operations deferred, %s\n",
+	fmt.Fprintf(out, "triage: %d project(s), %d run(s), %d journaled, %d failed, %d locked by another sweep, %d left for the next sweep (budget), %d run(s) with operations deferred, %s\n",
 		rep.Projects, rep.Runs, rep.Journaled, rep.Failed, rep.Count(triage.OutcomeLocked), rep.Count(triage.OutcomeBudget), rep.Count(triage.OutcomeDeferred), rep.Duration.Round(time.Millisecond))
 }
 
