@@ -107,6 +107,35 @@ func (e Event) Validate() error {
 	return err
 }
 
+// ValidateNew checks the rules of DESIGN.md's event model that events
+// recorded by earlier versions may break, for an event that is being
+// written now through POST /v1/events (call it after DecodeEvent). Today
+// that is tool.failed's data.error, which DESIGN.md lists as required
+// ({operation_id, error_type, error, effect?, ...}) but Validate has never
+// required: the journal, the outbox's checked delivery and replay read
+// stored events with Validate alone, so a failure journaled without an
+// error message still loads, while a new one must say what went wrong.
+// Required means what reckon:"required" means for run.failed's error and
+// tool.blocked's reason: a non-empty string.
+func (e Event) ValidateNew() error {
+	if e.Type != TypeToolFailed {
+		return nil
+	}
+	var d struct {
+		Error *string `json:"error"`
+	}
+	if err := e.DecodeData(&d); err != nil {
+		return fieldErr(e, "data", "%v", err)
+	}
+	switch {
+	case d.Error == nil:
+		return fieldErr(e, "data.error", "is required for %s (what went wrong, for the operator and the supervisor)", e.Type)
+	case *d.Error == "":
+		return fieldErr(e, "data.error", "must not be empty")
+	}
+	return nil
+}
+
 // keyFault says what keeps s from being one of an event's identifiers
 // (source_id, event_id, project, run_id, type, actor), "" when nothing.
 func keyFault(s string) string {

@@ -41,6 +41,11 @@ func (s *Server) ingest(w http.ResponseWriter, r *http.Request) error {
 	events := make([]kernel.Event, len(req.Events))
 	for i, raw := range req.Events {
 		ev, err := kernel.DecodeEvent(raw)
+		if err == nil {
+			// A new write is held to the whole event model, including
+			// what stored events from earlier versions may lack.
+			err = ev.ValidateNew()
+		}
 		if err != nil {
 			return kernel.Errorf(kernel.EInvalid, "events[%d]: %s", i, kernel.ErrorMessage(err))
 		}

@@ -375,3 +375,40 @@ func TestIngestOlderRunsBelongToTheirEarliestSource(t *testing.T) {
 		t.Fatalf("a refused write left a claim for %q", owner)
 	}
 }
+
+// TestIngestRequiresToolFailedError: DESIGN.md lists tool.failed's data as
+// {operation_id, error_type, error, effect?, ...}, error required like
+// run.failed's; ingest accepted a failure without it. A new write through
+// POST /v1/events is a 400 naming data.error, while the journal itself
+// (the outbox's delivery, events recorded by earlier versions) still
+// takes one, so stored failures keep loading.
+func TestIngestRequiresToolFailedError(t *testing.T) {
+	t.Parallel()
+	srv, pool := newServerPool(t)
+	failed := func(id, data string) string {
+		return `{"source_id":"agent-x","event_id":"` + id + `","project":"acme","run_id":"run-43","type":"tool.failed",
+		 "ts":"2026-01-30T10:00:00Z","actor":"agent","data":` + data + `}`
+	}
+	for _, data := range []string{
+		`{"operation_id":"op-1","error_type":"timeout","effect":"uncertain"}`,
+		`{"operation_id":"op-1","error_type":"timeout","error":null}`,
+		`{"operation_id":"op-1","error_type":"timeout","error":""}`,
+	} {
+		code, out := post(t, srv, "agent-secret-1", `{"events":[`+failed("f-1", data)+`]}`)
+		if msg, _ := out["error"].(string); code != http.StatusBadRequest || !strings.Contains(msg, `"data.error"`) || !strings.Contains(msg, "events[0]") {
+			t.Errorf("tool.failed %s: %d %v, want 400 naming events[0] and data.error", data, code, out)
+		}
+	}
+	code, out := post(t, srv, "agent-secret-1", `{"events":[`+failed("f-2", `{"operation_id":"op-1","error_type":"timeout","error":"upstream timed out"}`)+`]}`)
+	if code != http.StatusOK || out["results"].([]any)[0].(map[string]any)["status"] != "accepted" {
+		t.Fatalf("tool.failed with an error: %d %v", code, out)
+	}
+	legacy, err := kernel.DecodeEvent([]byte(failed("f-3", `{"operation_id":"op-2","error_type":"activity_failed"}`)))
+	if err != nil {
+		t.Fatalf("a stored failure without error no longer decodes: %v", err)
+	}
+	res, err := journal.New(pool, nil).Ingest(context.Background(), []kernel.Event{legacy})
+	if err != nil || res[0].Status != kernel.StatusAccepted {
+		t.Fatalf("the journal refuses a stored failure without error: %v %v", res, err)
+	}
+}
