@@ -193,7 +193,8 @@ const DataUnconfined = "unconfined"
 
 // dataRules is implemented by the data types that have rules beyond field
 // types and presence (vocabularies, bounds, the envelope fields the type
-// requires). has reports whether data carried a field, null included.
+// requires). has reports whether data carried a field with a value other
+// than null (null is absent).
 type dataRules interface {
 	check(e Event, has func(field string) bool) error
 }

@@ -257,3 +257,30 @@ func TestCanonicalNumbersAreExact(t *testing.T) {
 		}
 	}
 }
+
+// TestToolFailedNullEffectIsAbsent: effect is optional in DESIGN.md
+// (tool.failed {..., effect?, ...}) and null is absent for every other
+// optional data field, yet "effect": null was refused as `must be none,
+// uncertain or occurred, got ""`. It reads as a failure without an
+// effect (unsettled, as the legacy rule says); an empty string or a
+// value outside the vocabulary is still refused.
+func TestToolFailedNullEffectIsAbsent(t *testing.T) {
+	t.Parallel()
+	base := `{"source_id":"s","event_id":"e","project":"p","run_id":"r","actor":"agent","ts":"2026-11-30T10:00:00Z","type":"tool.failed","data":`
+	e, err := DecodeEvent([]byte(base + `{"operation_id":"op-1","error_type":"activity_failed","error":"lost","effect":null}}`))
+	if err != nil {
+		t.Fatalf("effect null refused: %v", err)
+	}
+	if e.Settles() {
+		t.Fatal("a failure with effect null settles its operation; want it read as uncertain")
+	}
+	p, err := e.Prepare()
+	if err != nil || p.Settles {
+		t.Fatalf("prepared: settles=%v err=%v, want unsettled", p.Settles, err)
+	}
+	for _, eff := range []string{`""`, `"unknown"`, `1`} {
+		if _, err := DecodeEvent([]byte(base + `{"operation_id":"op-1","error_type":"x","error":"e","effect":` + eff + `}}`)); err == nil || !strings.Contains(err.Error(), `"data.effect"`) {
+			t.Errorf("effect %s: %v, want refused naming data.effect", eff, err)
+		}
+	}
+}

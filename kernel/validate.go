@@ -216,7 +216,10 @@ func validateData(e Event, m map[string]any) error {
 		return err
 	}
 	if r, ok := d.(dataRules); ok {
-		return r.check(e, func(f string) bool { _, ok := m[f]; return ok })
+		// null is absent here too, as decodeFields reads it: an optional
+		// field sent as null ("effect": null from a client that encodes
+		// a missing value so) is not refused as an empty value.
+		return r.check(e, func(f string) bool { return m[f] != nil })
 	}
 	return nil
 }
