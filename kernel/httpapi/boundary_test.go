@@ -290,3 +290,21 @@ type nopJournal struct{}
 func (nopJournal) Ingest(context.Context, []kernel.Event) ([]kernel.IngestResult, error) {
 	return nil, nil
 }
+
+// TestAuthBeforeQueryCheck: DESIGN.md answers a missing or unknown token
+// with 401 and a known token with too small a role with 403; a query with
+// a NUL or invalid UTF-8 answered 400 before the token was looked at.
+func TestAuthBeforeQueryCheck(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	_, ts := newAPI(t, e)
+	u := ts.URL + "/v1/agent/operations?project=%00"
+	for _, c := range []struct {
+		token  string
+		status int
+	}{{"", http.StatusUnauthorized}, {"nope-nope-nope", http.StatusUnauthorized}, {agentTok, http.StatusForbidden}, {readerTok, http.StatusBadRequest}} {
+		if r := call(t, http.MethodGet, u, c.token, ""); r.status != c.status {
+			t.Errorf("token %q: %d %s, want %d", c.token, r.status, r.raw, c.status)
+		}
+	}
+}

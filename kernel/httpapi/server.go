@@ -139,8 +139,9 @@ func (s *Server) page(pattern string, h http.Handler) {
 }
 
 // handle mounts one route of the table (a GET also answers HEAD): request
-// metrics, the query check, authentication against its roles (nil roles:
-// public) before any body is read, the body bound, the error mapping.
+// metrics, authentication against its roles (nil roles: public), then the
+// query check, both before any body is read, the body bound, the error
+// mapping.
 func (s *Server) handle(rt route) {
 	s.routes = append(s.routes, rt.Route)
 	method, pattern, roles, h := rt.Method, rt.Pattern, rt.Roles, rt.handler
@@ -154,10 +155,10 @@ func (s *Server) handle(rt route) {
 				(*f)(method+" "+pattern, sw.code)
 			}
 		}()
-		if err := checkQuery(r); err != nil {
-			Error(sw, r, err)
-			return
-		}
+		// Authentication first: DESIGN.md answers a missing or unknown
+		// token with 401 and a too small role with 403 whatever else the
+		// request holds, so a caller without the right token learns that,
+		// not what is wrong with its query.
 		if roles != nil {
 			p, err := s.authenticate(r, roles)
 			if err != nil {
@@ -166,6 +167,10 @@ func (s *Server) handle(rt route) {
 			}
 			info.token = p.Name
 			r = r.WithContext(context.WithValue(r.Context(), principalKey{}, p))
+		}
+		if err := checkQuery(r); err != nil {
+			Error(sw, r, err)
+			return
 		}
 		r.Body = http.MaxBytesReader(sw, r.Body, MaxBodyBytes)
 		if err := h(sw, r); err != nil {
