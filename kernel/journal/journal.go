@@ -64,7 +64,8 @@ type querier interface {
 	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
 }
 
-// Ingest writes a batch of events in one round trip and answers per event.
+// Ingest writes a batch of events and answers per event: in one round trip,
+// or with COPY for a large batch of new events (see ingestLarge).
 // Every event is validated first; an invalid one fails the whole call before
 // anything is written. Small batches from concurrent callers share a round
 // trip and a commit (group commit, see grouper); each still gets its own
@@ -105,12 +106,12 @@ func (s *Store) IngestAgentEvents(ctx context.Context, events []kernel.Event) ([
 }
 
 // ingestPrepared writes prepared events: small calls through group commit,
-// larger ones alone.
+// larger ones alone (see ingestLarge).
 func (s *Store) ingestPrepared(ctx context.Context, preps []prepared) ([]kernel.IngestResult, error) {
 	if len(preps) <= groupSmall {
 		return s.group.ingest(ctx, preps)
 	}
-	return s.ingestRetry(ctx, preps)
+	return s.ingestLarge(ctx, preps)
 }
 
 // ingestRetry writes preps on the pool in their own transaction.
@@ -185,36 +186,58 @@ func prepareSpanOf(events []kernel.Event, preps []prepared) error {
 	return nil
 }
 
-// ingest writes preps through q in one round trip, then reads the stored
-// digests of the keys it did not insert.
-func (s *Store) ingest(ctx context.Context, q querier, preps []prepared) ([]kernel.IngestResult, error) {
-	// Duplicates inside one batch go to the database once; later copies are
-	// answered against the first.
-	first := make(map[kernel.EventKey]int, len(preps))
-	// Operations this batch settles, so a tool.started in the same batch is
-	// written closed.
+// distinctRows is a batch's events as the journal gets them: duplicates
+// inside one batch go to the database once, and later copies are answered
+// against the first.
+type distinctRows struct {
+	// first is each key's first index in the batch.
+	first map[kernel.EventKey]int
+	// order lists the batch index of each key's first event, in batch
+	// order (journal order follows it).
+	order []int
+	// openInBatch is, per entry of order, false when the batch itself
+	// settles the event's operation: a tool.started is then written
+	// closed.
+	openInBatch []bool
+}
+
+// distinct splits preps into the events the journal gets (see
+// distinctRows).
+func distinct(preps []prepared) distinctRows {
+	d := distinctRows{first: make(map[kernel.EventKey]int, len(preps))}
 	settled := map[[3]string]bool{}
 	for i, p := range preps {
-		if _, dup := first[p.ev.Key()]; !dup {
-			first[p.ev.Key()] = i
+		if _, dup := d.first[p.ev.Key()]; !dup {
+			d.first[p.ev.Key()] = i
+			d.order = append(d.order, i)
 		}
 		if p.Settles {
 			settled[[3]string{p.ev.Project, p.ev.RunID, p.OperationID}] = true
 		}
 	}
-	n := len(first)
+	d.openInBatch = make([]bool, len(d.order))
+	for j, i := range d.order {
+		e := preps[i].ev
+		d.openInBatch[j] = !settled[[3]string{e.Project, e.RunID, preps[i].OperationID}]
+	}
+	return d
+}
+
+// ingest writes preps through q in one round trip, then reads the stored
+// digests of the keys it did not insert.
+func (s *Store) ingest(ctx context.Context, q querier, preps []prepared) ([]kernel.IngestResult, error) {
+	d := distinct(preps)
+	n := len(d.order)
 	var (
 		srcs, ids, projects, runs, types, actors = make([]string, 0, n), make([]string, 0, n), make([]string, 0, n), make([]string, 0, n), make([]string, 0, n), make([]string, 0, n)
 		tss                                      = make([]time.Time, 0, n)
 		psrc, pid, opIDs                         = make([]*string, 0, n), make([]*string, 0, n), make([]*string, 0, n)
 		datas, digests                           = make([][]byte, 0, n), make([][]byte, 0, n)
-		settles, openInBatch                     = make([]bool, 0, n), make([]bool, 0, n)
+		settles                                  = make([]bool, 0, n)
 		ords                                     = make([]int32, 0, n)
 	)
-	for i, p := range preps {
-		if first[p.ev.Key()] != i {
-			continue
-		}
+	for _, i := range d.order {
+		p := preps[i]
 		e := p.ev
 		srcs, ids, projects, runs = append(srcs, e.SourceID), append(ids, e.EventID), append(projects, e.Project), append(runs, e.RunID)
 		types, actors, tss = append(types, e.Type), append(actors, e.Actor), append(tss, e.TS)
@@ -232,24 +255,30 @@ func (s *Store) ingest(ctx context.Context, q querier, preps []prepared) ([]kern
 		}
 		datas, digests = append(datas, p.CanonicalData), append(digests, p.Digest)
 		settles = append(settles, p.Settles)
-		openInBatch = append(openInBatch, !settled[[3]string{e.Project, e.RunID, p.OperationID}])
 		ords = append(ords, int32(i))
 	}
 
-	stored := make(map[kernel.EventKey][]byte, n)
 	inserted := make(map[kernel.EventKey]bool, n)
 	// On its generic plan (pgplan), in one round trip.
 	b := &pgx.Batch{}
 	queueAgentChecks(b, preps)
 	pgplan.QueueInserted(b, inserted, "journal_events", ingestSQL, srcs, ids, projects, runs, types, tss, actors,
-		psrc, pid, datas, digests, opIDs, settles, openInBatch, ords)
+		psrc, pid, datas, digests, opIDs, settles, d.openInBatch, ords)
 	if err := q.SendBatch(ctx, b).Close(); err != nil {
-		var pgErr *pgconn.PgError
-		if errors.As(err, &pgErr) && (pgErr.Code == recordedRunCode || pgErr.Code == otherSourceCode || pgErr.Code == gatewaySourceCode) {
-			return nil, kernel.Errorf(kernel.EForbidden, "%s", pgErr.Message)
+		if refusal := agentRefusal(err); refusal != nil {
+			return nil, refusal
 		}
 		return nil, fmt.Errorf("ingest batch of %d: %w", len(preps), err)
 	}
+	return s.answer(ctx, q, preps, d.first, inserted)
+}
+
+// answer reads the stored digests of the keys of preps the write did not
+// insert and answers each event: accepted when its key was inserted by
+// this event, repeated when the stored digest is its own, conflict
+// otherwise.
+func (s *Store) answer(ctx context.Context, q querier, preps []prepared, first map[kernel.EventKey]int, inserted map[kernel.EventKey]bool) ([]kernel.IngestResult, error) {
+	stored := make(map[kernel.EventKey][]byte, len(first))
 	var missing []kernel.EventKey
 	for k, i := range first {
 		if inserted[k] {
@@ -281,6 +310,16 @@ func (s *Store) ingest(ctx context.Context, q querier, preps []prepared) ([]kern
 	}
 	s.countResults(out)
 	return out, nil
+}
+
+// agentRefusal is the EForbidden of an agents' write that
+// reckon_check_agent_events refused, or nil when err is not one.
+func agentRefusal(err error) error {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && (pgErr.Code == recordedRunCode || pgErr.Code == otherSourceCode || pgErr.Code == gatewaySourceCode) {
+		return kernel.Errorf(kernel.EForbidden, "%s", pgErr.Message)
+	}
+	return nil
 }
 
 // SQLSTATEs of the agents' write's refusals (reckon_check_agent_events): a

@@ -1,0 +1,308 @@
+package journal
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/seed-7bc021c3/reckon/internal/pgtest"
+	"github.com/seed-7bc021c3/reckon/kernel"
+)
+
+var copyT0 = time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
+
+// randomBatches is a stream of agents' events cut into batches: several
+// runs, operations started, settled (completed, failed with each effect,
+// reconciled), started twice under two ids, settled before they started;
+// events redelivered as they were (repeats) or changed (conflicts), in a
+// later batch or in the same one. Most batches are large enough for COPY.
+func randomBatches(r *rand.Rand, batches int) [][]kernel.Event {
+	var out [][]kernel.Event
+	var sent []kernel.Event
+	id := 0
+	for range batches {
+		size := 130 + r.IntN(200)
+		if r.IntN(5) == 0 {
+			size = 65 + r.IntN(60) // below copyMin: the statement
+		}
+		// One batch in three redelivers earlier events; the others are
+		// all new, so COPY writes them.
+		redelivers := r.IntN(3) == 0 && len(sent) > 0
+		var b []kernel.Event
+		for len(b) < size {
+			switch x := r.IntN(100); {
+			case x < 6 && redelivers: // a repeat
+				b = append(b, sent[r.IntN(len(sent))])
+			case x < 9 && redelivers: // a conflict
+				e := sent[r.IntN(len(sent))]
+				e.Data = []byte(fmt.Sprintf(`{"operation_id":"op-x","tool":"t","args":{"changed":%d}}`, id))
+				e.Type = kernel.TypeToolStarted
+				b = append(b, e)
+			case x < 11 && len(b) > 0: // a duplicate inside the batch
+				b = append(b, b[r.IntN(len(b))])
+			default:
+				id++
+				run := fmt.Sprintf("run-%d", r.IntN(6))
+				op := fmt.Sprintf("op-%d", r.IntN(400))
+				typ, data := kernel.TypeToolStarted, fmt.Sprintf(`{"operation_id":%q,"tool":"run_command","args":{"n":%d}}`, op, id)
+				switch r.IntN(7) {
+				case 0, 1:
+					typ, data = kernel.TypeToolCompleted, fmt.Sprintf(`{"operation_id":%q,"result_summary":"ok %d"}`, op, id)
+				case 2:
+					eff := []string{"none", "uncertain", "occurred"}[r.IntN(3)]
+					typ, data = kernel.TypeToolFailed, fmt.Sprintf(`{"operation_id":%q,"error_type":"e","error":"x %d","effect":%q}`, op, id, eff)
+				}
+				b = append(b, kernel.Event{SourceID: "agent-a", EventID: fmt.Sprintf("e-%d", id), Project: "acme",
+					RunID: run, Type: typ, TS: copyT0.Add(time.Duration(id) * time.Millisecond), Actor: "agent", Data: []byte(data)})
+			}
+		}
+		sent = append(sent, b...)
+		out = append(out, b)
+	}
+	return out
+}
+
+// journalRows is the journal in seq order: key, type and open hint.
+func journalRows(t *testing.T, s *Store) []string {
+	t.Helper()
+	rows, err := s.pool.Query(context.Background(),
+		`SELECT source_id, event_id, type, open, settles, coalesce(operation_id, ''), encode(payload_digest, 'hex') FROM journal_events ORDER BY seq`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var src, id, typ, op, dig string
+		var open, settles bool
+		if err := rows.Scan(&src, &id, &typ, &open, &settles, &op, &dig); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, fmt.Sprintf("%s:%s %s open=%v settles=%v op=%s %s", src, id, typ, open, settles, op, dig[:12]))
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestCopyWritesWhatTheStatementWrites writes the same random stream of
+// batches through the COPY path and through the ingest statement alone,
+// into two journals: every call's answers, and the journals' rows in
+// order with their open hints, must be the same.
+func TestCopyWritesWhatTheStatementWrites(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for seed := range uint64(3) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			t.Parallel()
+			viaCopy, viaStatement := New(pgtest.New(t).Pool, nil), New(pgtest.New(t).Pool, nil)
+			r := rand.New(rand.NewPCG(seed, 7))
+			copied := 0
+			for i, b := range randomBatches(r, 16) {
+				preps, err := prepare(b)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for j := range preps {
+					preps[j].agent = true
+				}
+				want, err := viaStatement.ingestRetry(ctx, preps)
+				if err != nil {
+					t.Fatalf("batch %d, statement: %v", i, err)
+				}
+				d := distinct(preps)
+				got, ok, err := viaCopy.ingestCopy(ctx, preps, d)
+				if err != nil {
+					t.Fatalf("batch %d, copy: %v", i, err)
+				}
+				if ok {
+					copied++
+				} else if got, err = viaCopy.ingestRetry(ctx, preps); err != nil {
+					t.Fatalf("batch %d, after the copy gave way: %v", i, err)
+				}
+				if !slices.Equal(got, want) {
+					t.Fatalf("batch %d (copied %v): answers differ\ncopy:      %v\nstatement: %v", i, ok, got, want)
+				}
+			}
+			if copied < 6 {
+				t.Fatalf("%d batches were written by COPY: the test did not exercise it", copied)
+			}
+			a, b := journalRows(t, viaCopy), journalRows(t, viaStatement)
+			if !slices.Equal(a, b) {
+				for i := range min(len(a), len(b)) {
+					if a[i] != b[i] {
+						t.Fatalf("journals differ at row %d of %d/%d:\ncopy:      %s\nstatement: %s", i, len(a), len(b), a[i], b[i])
+					}
+				}
+				t.Fatalf("journals differ in length: %d against %d", len(a), len(b))
+			}
+			t.Logf("%d rows, %d batches copied", len(a), copied)
+		})
+	}
+}
+
+// big is a batch of n new events of one run: tool.started and its
+// completion, alternately, with the last operation left open.
+func big(prefix, run string, n int) []kernel.Event {
+	out := make([]kernel.Event, n)
+	for i := range out {
+		op := fmt.Sprintf("%s-op-%d", prefix, i/2)
+		typ, data := kernel.TypeToolStarted, fmt.Sprintf(`{"operation_id":%q,"tool":"t"}`, op)
+		if i%2 == 1 && i < n-1 {
+			typ, data = kernel.TypeToolCompleted, fmt.Sprintf(`{"operation_id":%q}`, op)
+		} else if i%2 == 1 {
+			typ, data = kernel.TypeToolStarted, fmt.Sprintf(`{"operation_id":"%s-last","tool":"t"}`, prefix)
+		}
+		out[i] = kernel.Event{SourceID: "agent-a", EventID: fmt.Sprintf("%s-%d", prefix, i), Project: "acme", RunID: run,
+			Type: typ, TS: copyT0, Actor: "agent", Data: []byte(data)}
+	}
+	return out
+}
+
+// TestCopyGivesWayToTheStatement: a large batch holding a key already in
+// the journal is not written by COPY (nothing of the attempt stays), and
+// the call still answers each event as the statement does.
+func TestCopyGivesWayToTheStatement(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := New(pgtest.New(t).Pool, nil)
+	first := big("a", "run-1", 200)
+	if res, err := s.IngestAgentEvents(ctx, first); err != nil || res[0].Status != kernel.StatusAccepted {
+		t.Fatalf("first batch: %v %v", res, err)
+	}
+	// 200 new events, one repeat at the end, one conflict in the middle.
+	second := big("b", "run-1", 200)
+	changed := first[3]
+	changed.Data = []byte(`{"operation_id":"a-op-1","result_summary":"changed"}`)
+	second = append(second[:100], append([]kernel.Event{changed}, append(second[100:], first[7])...)...)
+	preps, err := prepare(second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range preps {
+		preps[i].agent = true
+	}
+	if _, ok, err := s.ingestCopy(ctx, preps, distinct(preps)); ok || err != nil {
+		t.Fatalf("the copy of a batch with keys already written: ok %v, err %v; want it to give way", ok, err)
+	}
+	if n := len(journalRows(t, s)); n != 200 {
+		t.Fatalf("after the copy gave way the journal holds %d rows, want the first batch's 200", n)
+	}
+	res, err := s.IngestAgentEvents(ctx, second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range res {
+		want := kernel.StatusAccepted
+		switch i {
+		case 100:
+			want = kernel.StatusConflict
+		case len(res) - 1:
+			want = kernel.StatusRepeated
+		}
+		if r.Status != want {
+			t.Fatalf("event %d (%s): %s, want %s", i, r.EventID, r.Status, want)
+		}
+	}
+	if n := len(journalRows(t, s)); n != 400 {
+		t.Fatalf("journal holds %d rows, want 400", n)
+	}
+}
+
+// TestCopyAgentChecks: the agents' checks refuse a large batch as they do
+// a small one, with nothing written, and the connection goes back to the
+// pool outside any transaction.
+func TestCopyAgentChecks(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := New(pgtest.New(t).Pool, nil)
+	if _, err := s.IngestAgentEvents(ctx, big("a", "run-1", 200)); err != nil {
+		t.Fatal(err)
+	}
+	other := big("b", "run-1", 200)
+	for i := range other {
+		other[i].SourceID = "agent-b"
+	}
+	_, err := s.IngestAgentEvents(ctx, other)
+	if kernel.ErrorCode(err) != kernel.EForbidden || !strings.Contains(err.Error(), `belongs to source "agent-a"`) {
+		t.Fatalf("another source's batch into agent-a's run: %v, want EForbidden naming the owner", err)
+	}
+	gw := big("c", "run-2", 200)
+	for i := range gw {
+		gw[i].SourceID = "mcp-gateway"
+	}
+	if _, err := s.IngestAgentEvents(ctx, gw); kernel.ErrorCode(err) != kernel.EForbidden {
+		t.Fatalf("a batch under the gateway's source: %v, want EForbidden", err)
+	}
+	if n := len(journalRows(t, s)); n != 200 {
+		t.Fatalf("journal holds %d rows after two refused batches, want 200", n)
+	}
+	var runs int
+	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM agent_runs`).Scan(&runs); err != nil || runs != 1 {
+		t.Fatalf("agent_runs holds %d runs (%v), want agent-a's one: a refused batch claimed nothing", runs, err)
+	}
+	// Every connection is idle: none was handed back inside a transaction.
+	for range s.pool.Stat().TotalConns() {
+		c, err := s.pool.Acquire(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Release()
+		if st := c.Conn().PgConn().TxStatus(); st != 'I' {
+			t.Fatalf("a pooled connection is in transaction state %q", st)
+		}
+	}
+}
+
+// TestCopyConcurrentOverlappingBatches: large batches written at once
+// whose keys overlap (in opposite orders, so that the copies can deadlock
+// on each other) each answer every event, every key is written once, and
+// each event is accepted exactly once across the calls.
+func TestCopyConcurrentOverlappingBatches(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := New(pgtest.New(t).Pool, nil)
+	base := big("a", "run-1", 300)
+	var wg sync.WaitGroup
+	results := make([][]kernel.IngestResult, 4)
+	for c := range results {
+		b := slices.Clone(base)
+		if c%2 == 1 {
+			slices.Reverse(b)
+		}
+		wg.Go(func() {
+			res, err := s.IngestAgentEvents(ctx, b)
+			if err != nil {
+				t.Error(err)
+			}
+			results[c] = res
+		})
+	}
+	wg.Wait()
+	accepted := map[string]int{}
+	for _, res := range results {
+		for _, r := range res {
+			switch r.Status {
+			case kernel.StatusAccepted:
+				accepted[r.EventID]++
+			case kernel.StatusRepeated:
+			default:
+				t.Fatalf("%s: %s (%s)", r.EventID, r.Status, r.Reason)
+			}
+		}
+	}
+	for _, e := range base {
+		if accepted[e.EventID] != 1 {
+			t.Fatalf("%s accepted %d times", e.EventID, accepted[e.EventID])
+		}
+	}
+	if n := len(journalRows(t, s)); n != 300 {
+		t.Fatalf("journal holds %d rows, want 300", n)
+	}
+}
