@@ -28,12 +28,17 @@ func Abbreviate(s string, n int) string {
 	return TruncateUTF8(s, n) + "…"
 }
 
-// Printable returns s, or s quoted when it holds control characters, so
-// that a value someone else wrote (an agent's run or operation id with a
-// newline) cannot forge lines of a table, a card or a log.
+// Printable returns s, or s quoted when it holds control or format
+// characters, so that a value someone else wrote cannot forge what an
+// operator reads in a table, a card or a log: an agent's run or operation
+// id with a newline or an escape sequence (forged lines, a cursor moved
+// over the effect column), or with a bidirectional override (U+202E
+// displays what follows right to left, so "op-1\u202eenon" reads as
+// "op-1none") or a zero-width character (two ids that print alike). Quoted,
+// each such character shows as its \u escape.
 func Printable(s string) string {
 	for _, r := range s {
-		if unicode.IsControl(r) {
+		if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) {
 			return strconv.Quote(s)
 		}
 	}

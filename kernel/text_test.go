@@ -32,3 +32,23 @@ func TestTruncateUTF8(t *testing.T) {
 		t.Errorf("Abbreviate of a fitting string = %q", got)
 	}
 }
+
+// TestPrintableQuotesWhatCouldForgeADisplay: control characters, and
+// format characters (bidirectional overrides, zero-width spaces), are
+// quoted; everything else, non-ASCII letters included, is left as it is.
+func TestPrintableQuotesWhatCouldForgeADisplay(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		"op-1":              "op-1",
+		"résumé-ß-操作":       "résumé-ß-操作",
+		"op-1\nnone probe":  `"op-1\nnone probe"`,
+		"op-1\x1b[2K":       `"op-1\x1b[2K"`,
+		"op-1\u202eenon":    `"op-1\u202eenon"`,
+		"op-\u200b1":        `"op-\u200b1"`,
+		"run\u2066-7\u2069": `"run\u2066-7\u2069"`,
+	} {
+		if got := Printable(in); got != want {
+			t.Errorf("Printable(%q) = %s, want %s", in, got, want)
+		}
+	}
+}
