@@ -57,8 +57,18 @@ func randomBatches(r *rand.Rand, batches int) [][]kernel.Event {
 					eff := []string{"none", "uncertain", "occurred"}[r.IntN(3)]
 					typ, data = kernel.TypeToolFailed, fmt.Sprintf(`{"operation_id":%q,"error_type":"e","error":"x %d","effect":%q}`, op, id, eff)
 				}
-				b = append(b, kernel.Event{SourceID: "agent-a", EventID: fmt.Sprintf("e-%d", id), Project: "acme",
-					RunID: run, Type: typ, TS: copyT0.Add(time.Duration(id) * time.Millisecond), Actor: "agent", Data: []byte(data)})
+				// Nanoseconds the column truncates to microseconds, and
+				// now and then an instant before 2000 (PostgreSQL's epoch).
+				ts := copyT0.Add(time.Duration(id)*time.Millisecond + time.Duration(id%1000)*time.Nanosecond + 999)
+				if r.IntN(20) == 0 {
+					ts = time.Date(1995, 3, 4, 5, 6, 7, 123456789, time.FixedZone("x", 5400))
+				}
+				e := kernel.Event{SourceID: "agent-a", EventID: fmt.Sprintf("e-%d", id), Project: "acme",
+					RunID: run, Type: typ, TS: ts, Actor: "agent", Data: []byte(data)}
+				if r.IntN(10) == 0 {
+					e.ParentEventID = &kernel.EventKey{SourceID: "agent-a", EventID: fmt.Sprintf("e-%d", r.IntN(id)+1)}
+				}
+				b = append(b, e)
 			}
 		}
 		sent = append(sent, b...)
@@ -67,23 +77,26 @@ func randomBatches(r *rand.Rand, batches int) [][]kernel.Event {
 	return out
 }
 
-// journalRows is the journal in seq order: key, type and open hint.
+// journalRows is the journal in seq order, every column but seq and
+// ingested_at.
 func journalRows(t *testing.T, s *Store) []string {
 	t.Helper()
 	rows, err := s.pool.Query(context.Background(),
-		`SELECT source_id, event_id, type, open, settles, coalesce(operation_id, ''), encode(payload_digest, 'hex') FROM journal_events ORDER BY seq`)
+		`SELECT concat_ws(' ', source_id, event_id, project, run_id, type,
+    (extract(epoch FROM ts) * 1000000)::bigint, actor, coalesce(parent_source_id, '-'), coalesce(parent_event_id, '-'),
+    data::text, encode(payload_digest, 'hex'), coalesce(operation_id, '-'), settles, open)
+FROM journal_events ORDER BY seq`)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer rows.Close()
 	var out []string
 	for rows.Next() {
-		var src, id, typ, op, dig string
-		var open, settles bool
-		if err := rows.Scan(&src, &id, &typ, &open, &settles, &op, &dig); err != nil {
+		var row string
+		if err := rows.Scan(&row); err != nil {
 			t.Fatal(err)
 		}
-		out = append(out, fmt.Sprintf("%s:%s %s open=%v settles=%v op=%s %s", src, id, typ, open, settles, op, dig[:12]))
+		out = append(out, row)
 	}
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)
