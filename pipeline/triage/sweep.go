@@ -18,6 +18,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"sort"
 	"sync"
 	"time"
@@ -310,6 +311,22 @@ func (s *Sweeper) triageRuns(ctx context.Context, locks *pgxpool.Pool, runs []ru
 		go func(i int, rk runPile) {
 			defer wg.Done()
 			defer func() { <-sem }()
+			// A panic in one run's triage (a bug in a supervisor, a probe
+			// or the sweep itself, on data an agent shaped) fails that
+			// run's walls, logged with its stack, rather than taking the
+			// serve or dev process and every other run's walls with it.
+			// Nothing of the run is half-written: its wall's transaction
+			// and the run's lock go with the connection, which the pool
+			// closes as it comes back inside a transaction, or which
+			// triageRun's deferred unlock releases as the panic unwinds.
+			defer func() {
+				if v := recover(); v != nil {
+					s.cfg.Log.Error().Str("project", rk.project).Str("run_id", rk.runID).
+						Str("panic", fmt.Sprint(v)).Bytes("stack", debug.Stack()).Msg("triage of a run panicked; its walls failed and stay unsettled")
+					results[i] = []WallResult{s.failWall(WallResult{Project: rk.project, RunID: rk.runID},
+						fmt.Errorf("triage of run %s/%s panicked: %v; its operations stay unsettled for the next sweep", rk.project, rk.runID, v))}
+				}
+			}()
 			results[i] = s.triageRun(ctx, locks, rk, dry, func(n, t int) {
 				mu.Lock()
 				walls += n

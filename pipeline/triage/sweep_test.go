@@ -392,16 +392,11 @@ func TestRenderCard(t *testing.T) {
 
 func TestWallTimeoutFailsTheWallOnly(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	e.seedRun("run-1", opSpec{id: "op-1", outcome: "uncertain"})
-	e.seedRun("run-2", opSpec{id: "op-1", outcome: "uncertain"})
-	stuck := decideFunc{name: "stuck", f: func(ctx context.Context, w pipeline.Wall) (pipeline.Decision, error) {
-		if w.RunID == "run-1" {
-			<-ctx.Done()
-			return pipeline.Decision{}, ctx.Err()
-		}
-		return supervisor.Builtin{}.Decide(ctx, w)
-	}}
+	e := twoUncertainRuns(t)
+	stuck := builtinBut("stuck", "run-1", func(ctx context.Context) (pipeline.Decision, error) {
+		<-ctx.Done()
+		return pipeline.Decision{}, ctx.Err()
+	})
 	rep, err := e.sweeper(Config{Supervisor: stuck, WallTimeout: 100 * time.Millisecond}).Sweep(context.Background(), SweepParams{})
 	if err != nil || rep.Failed != 1 || rep.Journaled != 1 || !strings.Contains(rep.Walls[0].Error+rep.Walls[1].Error, "deadline exceeded") {
 		t.Fatalf("sweep: %+v %v", rep, err)
@@ -698,4 +693,51 @@ func TestCommitWallRefusesAnAbortedTransaction(t *testing.T) {
 	if err := tx.Commit(ctx); err == nil {
 		t.Fatal("the commit of an aborted transaction was reported as a success")
 	}
+}
+
+// A supervisor that panics on one run's wall fails that run's walls only:
+// the sweep ends, the other run's wall is journaled, the panicking run's
+// operations stay unsettled, and its lock is free for the next sweep.
+func TestPanicFailsItsRunOnly(t *testing.T) {
+	t.Parallel()
+	e := twoUncertainRuns(t)
+	panicky := builtinBut("panicky", "run-1", func(context.Context) (pipeline.Decision, error) {
+		panic("a supervisor's bug")
+	})
+	rep, err := e.sweeper(Config{Supervisor: panicky}).Sweep(context.Background(), SweepParams{})
+	if err != nil || rep.Failed != 1 || rep.Journaled != 1 {
+		t.Fatalf("sweep: %+v %v", rep, err)
+	}
+	for _, w := range rep.Walls {
+		if w.RunID == "run-1" && (w.Outcome != OutcomeFailed || !strings.Contains(w.Error, "panicked")) {
+			t.Fatalf("run-1's wall: %+v, want failed naming the panic", w)
+		}
+	}
+	// The next sweep, with a supervisor that works, takes run-1: its lock
+	// was released and nothing of the failed wall was written.
+	rep, err = e.sweeper(Config{}).Sweep(context.Background(), SweepParams{})
+	if err != nil || rep.Journaled != 1 || rep.Walls[0].RunID != "run-1" {
+		t.Fatalf("second sweep: %+v %v", rep, err)
+	}
+}
+
+// twoUncertainRuns is an env with runs run-1 and run-2, one uncertain
+// operation each.
+func twoUncertainRuns(t *testing.T) *env {
+	t.Helper()
+	e := newEnv(t)
+	e.seedRun("run-1", opSpec{id: "op-1", outcome: "uncertain"})
+	e.seedRun("run-2", opSpec{id: "op-1", outcome: "uncertain"})
+	return e
+}
+
+// builtinBut is the built-in supervisor, except on run's walls, which f
+// decides.
+func builtinBut(name, run string, f func(ctx context.Context) (pipeline.Decision, error)) decideFunc {
+	return decideFunc{name: name, f: func(ctx context.Context, w pipeline.Wall) (pipeline.Decision, error) {
+		if w.RunID == run {
+			return f(ctx)
+		}
+		return supervisor.Builtin{}.Decide(ctx, w)
+	}}
 }
