@@ -292,8 +292,11 @@ var leakIgnores = []goleak.Option{
 // runs); and a workflow task that was waiting for a local activity (the
 // run workflow's RecordEvent) when its worker stopped, which the SDK lets
 // run out until its heartbeat deadline (at most 80 % of the workflow task
-// timeout), with the worker's Stop waiting on it. None of them is
-// reckon's; reckon's own workers are stopped before the server.
+// timeout), with the worker's Stop waiting on it; and the server's own
+// task-queue scavenger (a system-namespace activity that sleeps 10 s
+// between passes, its executor's workers and the SDK's heartbeat goroutine
+// for it), which a test running long enough catches mid-pass at Stop. None
+// of them is reckon's; reckon's own workers are stopped before the server.
 var embeddedTemporalFrames = []string{
 	"go.temporal.io/sdk/internal.(*workflowTaskHandlerImpl).ProcessWorkflowTask",
 	"go.temporal.io/sdk/internal.awaitWaitGroup.func1",
@@ -311,6 +314,9 @@ var embeddedTemporalFrames = []string{
 	"database/sql.(*DB).connectionOpener",
 	"github.com/rcrowley/go-metrics.(*meterArbiter).tick",
 	"go.temporal.io/sdk/internal.(*coroutineState).initialYield",
+	"go.temporal.io/server/service/worker/scanner.TaskQueueScavengerActivity",
+	"go.temporal.io/server/service/worker/scanner/executor.(*fixedPoolExecutor).worker",
+	"go.temporal.io/sdk/internal.(*temporalInvoker).Heartbeat.func1",
 }
 
 // TemporalLeaks are the goleak options of a package that starts the
