@@ -5,7 +5,6 @@ package journal
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"runtime"
@@ -556,17 +555,14 @@ const eventCursorPrefix = "ev1:"
 
 // EncodeEventCursor is the cursor of the events after journal seq.
 func EncodeEventCursor(seq int64) string {
-	return base64.RawURLEncoding.EncodeToString([]byte(eventCursorPrefix + strconv.FormatInt(seq, 10)))
+	return kernel.EncodeOpaque(eventCursorPrefix + strconv.FormatInt(seq, 10))
 }
 
 // DecodeEventCursor returns the journal seq a cursor continues after; a
 // cursor this server did not make is EInvalid.
 func DecodeEventCursor(c string) (int64, error) {
-	// The decoder skips \r and \n even in strict mode: a cursor with them
-	// is not one Encode made.
-	raw, err := base64.RawURLEncoding.Strict().DecodeString(c)
-	if err == nil && !strings.ContainsAny(c, "\r\n") {
-		if rest, ok := strings.CutPrefix(string(raw), eventCursorPrefix); ok {
+	if raw, ok := kernel.DecodeOpaque(c); ok {
+		if rest, ok := strings.CutPrefix(raw, eventCursorPrefix); ok {
 			if seq, err := strconv.ParseInt(rest, 10, 64); err == nil && seq >= 0 && strconv.FormatInt(seq, 10) == rest {
 				return seq, nil
 			}
