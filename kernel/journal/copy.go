@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -15,7 +16,7 @@ import (
 	"github.com/seed-7bc021c3/reckon/kernel/pgplan"
 )
 
-// copyMin is the fewest distinct events a call writes with COPY (see
+// copyMin is the fewest events a call writes with COPY (see
 // ingestCopy); smaller batches go through the ingest statement, whose one
 // round trip costs less than the copy's four. Where they cross, measured
 // (alternated rounds of 40 agents' batches, 2026-12-02): 65 events 3.4–3.8
@@ -29,13 +30,12 @@ var journalColumns = []string{"source_id", "event_id", "project", "run_id", "typ
 	"parent_source_id", "parent_event_id", "data", "payload_digest", "operation_id", "settles", "open"}
 
 // ingestLarge writes a batch too large for group commit: with COPY when
-// it has copyMin distinct events or more and none is in the journal yet,
-// otherwise (or when the copy meets a key already written) through the
-// ingest statement.
+// it has copyMin events or more and none is in the journal yet, otherwise
+// (or when the copy meets a key already written) through the ingest
+// statement.
 func (s *Store) ingestLarge(ctx context.Context, preps []prepared) ([]kernel.IngestResult, error) {
-	d := distinct(preps)
-	if len(d.order) >= copyMin {
-		res, ok, err := s.ingestCopy(ctx, preps, d)
+	if len(preps) >= copyMin {
+		res, ok, err := s.ingestCopy(ctx, preps, distinct(preps))
 		if ok || err != nil {
 			return res, err
 		}
@@ -104,18 +104,12 @@ func (s *Store) ingestCopy(ctx context.Context, preps []prepared, d distinctRows
 		// error; nothing was written.
 		return fail(errors.New("the transaction was rolled back at commit"))
 	}
-	inserted := make(map[kernel.EventKey]bool, len(d.first))
-	for k := range d.first {
-		inserted[k] = true
-	}
-	res, err := s.answer(ctx, s.pool, preps, d.first, inserted)
+	res, err := s.answer(ctx, s.pool, preps, d.first, func(kernel.EventKey) bool { return true })
 	return res, true, err
 }
 
 // copySQL is the copy of a batch's rows (copyData) into the journal.
-const copySQL = `COPY journal_events (source_id, event_id, project, run_id, type, ts, actor,
-    parent_source_id, parent_event_id, data, payload_digest, operation_id, settles, open)
-FROM STDIN (FORMAT binary)`
+var copySQL = `COPY journal_events (` + strings.Join(journalColumns, ", ") + `) FROM STDIN (FORMAT binary)`
 
 // copyData is a batch's distinct events, in journal order, as COPY's
 // binary format with copySQL's columns. Written by hand rather than through
@@ -129,11 +123,18 @@ FROM STDIN (FORMAT binary)`
 // bytes), so both paths store the same rows (TestCopyWritesWhatTheStatementWrites
 // compares them column by column).
 func copyData(preps []prepared, d distinctRows) []byte {
+	// The exact size: the header (19 bytes) and trailer (2); per row its
+	// field count (2), a length word per field, and the values (ts 8
+	// bytes, jsonb's version byte, two booleans).
 	n := 19 + 2
 	for _, i := range d.order {
 		p := preps[i]
-		n += 2 + 14*4 + len(p.ev.SourceID) + len(p.ev.EventID) + len(p.ev.Project) + len(p.ev.RunID) +
-			len(p.ev.Type) + 8 + len(p.ev.Actor) + 1 + len(p.CanonicalData) + len(p.Digest) + len(p.OperationID) + 2 + 64
+		e := p.ev
+		n += 2 + 4*len(journalColumns) + len(e.SourceID) + len(e.EventID) + len(e.Project) + len(e.RunID) +
+			len(e.Type) + 8 + len(e.Actor) + 1 + len(p.CanonicalData) + len(p.Digest) + len(p.OperationID) + 2
+		if e.ParentEventID != nil {
+			n += len(e.ParentEventID.SourceID) + len(e.ParentEventID.EventID)
+		}
 	}
 	buf := make([]byte, 0, n)
 	buf = append(buf, "PGCOPY\n\377\r\n\000"...)
@@ -191,24 +192,23 @@ func copyData(preps []prepared, d distinctRows) []byte {
 // microseconds since the Unix epoch.
 const microsUnixToY2K = 946_684_800_000_000
 
-// touched lists, once each, the operations whose open hints the copy may
-// have left stale: those a copied event settles (a tool.started written
-// earlier may be open) and those of a copied tool.started written open (a
-// settling event may be in the journal already).
+// touched lists the operations whose open hints the copy may have left
+// stale: those the batch settles (a tool.started written earlier may be
+// open; distinct has them already) and those of a copied tool.started
+// written open (a settling event may be in the journal already). An
+// operation may be listed twice (two open tool.started rows of one
+// operation): settleCopiedSQL then finds its rows twice and updates them
+// once.
 func touched(preps []prepared, d distinctRows) (projects, runs, ops []string) {
-	seen := map[[3]string]bool{}
+	add := func(k [3]string) {
+		projects, runs, ops = append(projects, k[0]), append(runs, k[1]), append(ops, k[2])
+	}
+	for k := range d.settled {
+		add(k)
+	}
 	for j, i := range d.order {
-		p := preps[i]
-		if p.OperationID == "" {
-			continue
-		}
-		if !p.Settles && (p.ev.Type != kernel.TypeToolStarted || !d.openInBatch[j]) {
-			continue
-		}
-		k := [3]string{p.ev.Project, p.ev.RunID, p.OperationID}
-		if !seen[k] {
-			seen[k] = true
-			projects, runs, ops = append(projects, k[0]), append(runs, k[1]), append(ops, k[2])
+		if p := preps[i]; p.ev.Type == kernel.TypeToolStarted && d.openInBatch[j] && p.OperationID != "" {
+			add([3]string{p.ev.Project, p.ev.RunID, p.OperationID})
 		}
 	}
 	return projects, runs, ops

@@ -130,6 +130,9 @@ func TestCopyWritesWhatTheStatementWrites(t *testing.T) {
 					t.Fatalf("batch %d, statement: %v", i, err)
 				}
 				d := distinct(preps)
+				if data := copyData(preps, d); len(data) != cap(data) {
+					t.Fatalf("batch %d: copyData sized its buffer %d for %d bytes", i, cap(data), len(data))
+				}
 				got, ok, err := viaCopy.ingestCopy(ctx, preps, d)
 				if err != nil {
 					t.Fatalf("batch %d, copy: %v", i, err)

@@ -198,26 +198,28 @@ type distinctRows struct {
 	// settles the event's operation: a tool.started is then written
 	// closed.
 	openInBatch []bool
+	// settled is the (project, run, operation) of every operation the
+	// batch settles.
+	settled map[[3]string]bool
 }
 
 // distinct splits preps into the events the journal gets (see
 // distinctRows).
 func distinct(preps []prepared) distinctRows {
-	d := distinctRows{first: make(map[kernel.EventKey]int, len(preps))}
-	settled := map[[3]string]bool{}
+	d := distinctRows{first: make(map[kernel.EventKey]int, len(preps)), settled: map[[3]string]bool{}}
 	for i, p := range preps {
 		if _, dup := d.first[p.ev.Key()]; !dup {
 			d.first[p.ev.Key()] = i
 			d.order = append(d.order, i)
 		}
 		if p.Settles {
-			settled[[3]string{p.ev.Project, p.ev.RunID, p.OperationID}] = true
+			d.settled[[3]string{p.ev.Project, p.ev.RunID, p.OperationID}] = true
 		}
 	}
 	d.openInBatch = make([]bool, len(d.order))
 	for j, i := range d.order {
 		e := preps[i].ev
-		d.openInBatch[j] = !settled[[3]string{e.Project, e.RunID, preps[i].OperationID}]
+		d.openInBatch[j] = !d.settled[[3]string{e.Project, e.RunID, preps[i].OperationID}]
 	}
 	return d
 }
@@ -269,18 +271,18 @@ func (s *Store) ingest(ctx context.Context, q querier, preps []prepared) ([]kern
 		}
 		return nil, fmt.Errorf("ingest batch of %d: %w", len(preps), err)
 	}
-	return s.answer(ctx, q, preps, d.first, inserted)
+	return s.answer(ctx, q, preps, d.first, func(k kernel.EventKey) bool { return inserted[k] })
 }
 
 // answer reads the stored digests of the keys of preps the write did not
 // insert and answers each event: accepted when its key was inserted by
 // this event, repeated when the stored digest is its own, conflict
 // otherwise.
-func (s *Store) answer(ctx context.Context, q querier, preps []prepared, first map[kernel.EventKey]int, inserted map[kernel.EventKey]bool) ([]kernel.IngestResult, error) {
+func (s *Store) answer(ctx context.Context, q querier, preps []prepared, first map[kernel.EventKey]int, inserted func(kernel.EventKey) bool) ([]kernel.IngestResult, error) {
 	stored := make(map[kernel.EventKey][]byte, len(first))
 	var missing []kernel.EventKey
 	for k, i := range first {
-		if inserted[k] {
+		if inserted(k) {
 			stored[k] = preps[i].Digest
 		} else {
 			missing = append(missing, k)
@@ -297,7 +299,7 @@ func (s *Store) answer(ctx context.Context, q querier, preps []prepared, first m
 		k := p.ev.Key()
 		r := kernel.IngestResult{SourceID: k.SourceID, EventID: k.EventID}
 		switch {
-		case first[k] == i && inserted[k]:
+		case first[k] == i && inserted(k):
 			r.Status = kernel.StatusAccepted
 		case bytes.Equal(stored[k], p.Digest):
 			r.Status = kernel.StatusRepeated
