@@ -6,7 +6,6 @@ package supervisor
 import (
 	"fmt"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/pipeline"
@@ -187,7 +186,7 @@ func findings(op pipeline.WallOperation) string {
 // refuses a NUL in text, and the event encoder refuses it too (kernel.Canonical),
 // so such a decision would pass validation only to fail its record.
 func storable(s string) bool {
-	return utf8.ValidString(s) && !strings.ContainsRune(s, 0)
+	return kernel.CheckText("", s) == nil
 }
 
 func nonBlank(items []string) int {
