@@ -321,10 +321,12 @@ func (s *Sweeper) triageRuns(ctx context.Context, locks *pgxpool.Pool, runs []ru
 			// triageRun's deferred unlock releases as the panic unwinds.
 			defer func() {
 				if v := recover(); v != nil {
-					s.cfg.Log.Error().Str("project", rk.project).Str("run_id", rk.runID).
-						Str("panic", fmt.Sprint(v)).Bytes("stack", debug.Stack()).Msg("triage of a run panicked; its walls failed and stay unsettled")
-					results[i] = []WallResult{s.failWall(WallResult{Project: rk.project, RunID: rk.runID},
-						fmt.Errorf("triage of run %s/%s panicked: %v; its operations stay unsettled for the next sweep", rk.project, rk.runID, v))}
+					// The run's one wall line, as failWall writes it, with
+					// the stack.
+					r := WallResult{Project: rk.project, RunID: rk.runID, Outcome: OutcomeFailed,
+						Error: fmt.Sprintf("triage of run %s/%s panicked: %v; its operations stay unsettled for the next sweep", rk.project, rk.runID, v)}
+					s.wallEvent(r).Bytes("stack", debug.Stack()).Msg("triage wall")
+					results[i] = []WallResult{r}
 				}
 			}()
 			results[i] = s.triageRun(ctx, locks, rk, dry, func(n, t int) {
@@ -672,6 +674,11 @@ func (s *Sweeper) triageWall(ctx context.Context, w pipeline.Wall, lk *runLock, 
 }
 
 func (s *Sweeper) logWall(r WallResult) {
+	s.wallEvent(r).Msg("triage wall")
+}
+
+// wallEvent is the log event of a wall's one line, without its message.
+func (s *Sweeper) wallEvent(r WallResult) *zerolog.Event {
 	ev := s.cfg.Log.Info()
 	if r.Outcome == OutcomeFailed {
 		ev = s.cfg.Log.Warn()
@@ -700,7 +707,7 @@ func (s *Sweeper) logWall(r WallResult) {
 	if r.Error != "" {
 		ev = ev.Str("error", r.Error)
 	}
-	ev.Int64("duration_ms", r.Duration.Milliseconds()).Msg("triage wall")
+	return ev.Int64("duration_ms", r.Duration.Milliseconds())
 }
 
 func short(d string) string {

@@ -704,9 +704,20 @@ func TestPanicFailsItsRunOnly(t *testing.T) {
 	panicky := builtinBut("panicky", "run-1", func(context.Context) (pipeline.Decision, error) {
 		panic("a supervisor's bug")
 	})
-	rep, err := e.sweeper(Config{Supervisor: panicky}).Sweep(context.Background(), SweepParams{})
+	var log bytes.Buffer
+	rep, err := e.sweeper(Config{Supervisor: panicky, Log: zerolog.New(&log)}).Sweep(context.Background(), SweepParams{})
 	if err != nil || rep.Failed != 1 || rep.Journaled != 1 {
 		t.Fatalf("sweep: %+v %v", rep, err)
+	}
+	// One line for the failed wall, as for every wall, carrying the stack.
+	var lines []string
+	for _, l := range strings.Split(log.String(), "\n") {
+		if strings.Contains(l, `"run_id":"run-1"`) {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) != 1 || !strings.Contains(lines[0], `"stack":`) || !strings.Contains(lines[0], `"outcome":"failed"`) {
+		t.Fatalf("run-1's log lines: %q, want one failed wall line with the stack", lines)
 	}
 	for _, w := range rep.Walls {
 		if w.RunID == "run-1" && (w.Outcome != OutcomeFailed || !strings.Contains(w.Error, "panicked")) {
