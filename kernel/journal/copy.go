@@ -56,9 +56,12 @@ func (s *Store) ingestLarge(ctx context.Context, preps []prepared) ([]kernel.Ing
 // events, encoding 15 arrays) and then the server's (the insert), one
 // after the other; COPY streams the rows, so the server inserts the first
 // ones while the client still encodes the rest, and it inserts them in
-// bulk rather than one speculative insertion each. A batch of repeats
-// (a client retrying a call that had been written) pays for the copy it
-// throws away, then for the statement: that is the rare case.
+// bulk rather than one speculative insertion each. A batch holding a
+// repeat pays for the copy it throws away (up to the row that met the key:
+// its rows stay as dead tuples for vacuum), then for the statement. An
+// honest client meets that when it retries a call that had been written;
+// an agent can make every batch of its own cost so by including one key
+// it sent before, which at most doubles the work of its own batches.
 func (s *Store) ingestCopy(ctx context.Context, preps []prepared, d distinctRows) ([]kernel.IngestResult, bool, error) {
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
