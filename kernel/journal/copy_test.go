@@ -256,8 +256,18 @@ func TestCopyAgentChecks(t *testing.T) {
 	if _, err := s.IngestAgentEvents(ctx, gw); kernel.ErrorCode(err) != kernel.EForbidden {
 		t.Fatalf("a batch under the gateway's source: %v, want EForbidden", err)
 	}
+	// A kernel run's child, a run nobody has claimed: refused (RK001), and
+	// the copy, run before the check, is rolled back with it.
+	if _, err := s.pool.Exec(ctx,
+		`INSERT INTO kernel_runs (project, run_id, plan, plan_digest, workflow_id) VALUES ('acme', 'kernel-run', '{}', '\x00', 'reckon/acme/kernel-run')`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.IngestAgentEvents(ctx, big("d", "kernel-run"+kernel.ChildSeparator+"op-1", 200)); kernel.ErrorCode(err) != kernel.EForbidden ||
+		!strings.Contains(err.Error(), `"kernel-run"`) {
+		t.Fatalf("a batch into a kernel run's child: %v, want EForbidden naming kernel-run", err)
+	}
 	if n := len(journalRows(t, s)); n != 200 {
-		t.Fatalf("journal holds %d rows after two refused batches, want 200", n)
+		t.Fatalf("journal holds %d rows after three refused batches, want 200", n)
 	}
 	var runs int
 	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM agent_runs`).Scan(&runs); err != nil || runs != 1 {

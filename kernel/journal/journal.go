@@ -206,7 +206,7 @@ type distinctRows struct {
 // distinct splits preps into the events the journal gets (see
 // distinctRows).
 func distinct(preps []prepared) distinctRows {
-	d := distinctRows{first: make(map[kernel.EventKey]int, len(preps)), settled: map[[3]string]bool{}}
+	d := distinctRows{first: make(map[kernel.EventKey]int, len(preps)), settled: make(map[[3]string]bool, len(preps)/2)}
 	for i, p := range preps {
 		if _, dup := d.first[p.ev.Key()]; !dup {
 			d.first[p.ev.Key()] = i
