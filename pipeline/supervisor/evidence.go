@@ -120,6 +120,23 @@ func ContradictsProbe(op pipeline.WallOperation, effect string) bool {
 	return false
 }
 
+// ContradictsKernelFact reports whether effect contradicts what a fact the
+// kernel recorded on op proves (Prove without a decisive probe finding: a
+// failure before the execution boundary proves none, a delegation's child
+// summary with every child operation settled proves occurred), and that
+// proof. unknown never contradicts; a probe finding, which Prove puts
+// first, is ContradictsProbe's business.
+func ContradictsKernelFact(op pipeline.WallOperation, effect string) (Proof, bool) {
+	if effect != kernel.EffectOccurred && effect != kernel.EffectNone {
+		return Proof{}, false
+	}
+	p := Prove(op)
+	if !p.Proven() || p.Basis == kernel.BasisProbe {
+		return Proof{}, false
+	}
+	return p, p.Effect != effect
+}
+
 func proofSummary(op pipeline.WallOperation, finding string) string {
 	var parts []string
 	for _, ev := range op.Evidence {

@@ -115,6 +115,9 @@ func TestSettle(t *testing.T) {
 	// proven), op-3 a kernel child summary of a settled child, op-4 a
 	// kernel pre-boundary failure (which proves none, not occurred), op-1
 	// nothing at all; op-5's probes disagree, so it stays unknown.
+	// Validate refuses op-4's answer (the model gets a repair round; the
+	// sweep never settles what Validate refused), and Settle, applied
+	// anyway, holds it under evidence as it holds any unproven inference.
 	d := pipeline.Decision{Supervisor: "openai", Model: "m", NeedsAttention: true,
 		Causes: []string{"probes disagree on op-5"}, Remedies: []string{"look at op-5"}, Lesson: "op-5 needs a person",
 		Operations: []pipeline.EffectAnswer{
@@ -124,8 +127,9 @@ func TestSettle(t *testing.T) {
 			{OperationID: "op-4", Effect: "occurred", Basis: "inference", Note: "guess"},
 			{OperationID: "op-5", Effect: "unknown", Basis: "inference", Note: "probes disagree"},
 		}}
-	if err := Validate(w, d); err != nil {
-		t.Fatal(err)
+	if err := Validate(w, d); err == nil || !strings.Contains(err.Error(), `"op-4").effect "occurred" contradicts a fact the kernel recorded`) ||
+		strings.Count(err.Error(), "contradicts") != 1 {
+		t.Fatalf("Validate: %v, want only op-4's answer refused", err)
 	}
 	before, _ := json.Marshal(d)
 

@@ -123,7 +123,14 @@ func TestValidateRejects(t *testing.T) {
 		}, `"op-2").effect "none" contradicts the probe evidence`},
 		// op-5's probes disagree: neither decided effect is allowed.
 		"contradicts a conflicting probe": {func(d *pipeline.Decision) { d.Operations[4].Effect = kernel.EffectOccurred }, `"op-5").effect "occurred" contradicts`},
-		"proposal from a supervisor":      {func(d *pipeline.Decision) { d.Operations[0].ProposedEffect = kernel.EffectNone }, "proposed_effect is set by settlement"},
+		// op-4 was rejected by the kernel before the execution boundary and
+		// op-3's child run ended with every operation settled: facts the
+		// kernel recorded, which a model's inference cannot overrule.
+		"contradicts a kernel rejection": {func(d *pipeline.Decision) { d.Operations[3].Effect = kernel.EffectOccurred },
+			`"op-4").effect "occurred" contradicts a fact the kernel recorded (the kernel reported a failure before the execution boundary`},
+		"contradicts a kernel child summary": {func(d *pipeline.Decision) { d.Operations[2].Effect = kernel.EffectNone },
+			`"op-3").effect "none" contradicts a fact the kernel recorded (delegated child run run-1.op-3`},
+		"proposal from a supervisor": {func(d *pipeline.Decision) { d.Operations[0].ProposedEffect = kernel.EffectNone }, "proposed_effect is set by settlement"},
 		// The reconcile path requires a note and the journal stores no NUL:
 		// refused here, where the model gets its repair round.
 		"blank note":   {func(d *pipeline.Decision) { d.Operations[0].Note = " \n" }, "note is empty"},

@@ -42,7 +42,8 @@ func (e *InvalidOutputError) Error() string {
 // operation carries a probe finding equal to the effect: an inference is
 // never presented as a proof), no effect that contradicts a decisive probe
 // finding on its operation whatever the basis (a probe finding cannot be
-// overruled by inference; unknown never contradicts), no proposed_effect
+// overruled by inference; unknown never contradicts), none that
+// contradicts a fact the kernel recorded (ContradictsKernelFact), no proposed_effect
 // (settlement's field, not a supervisor's), notes within 2000 bytes, and
 // causes, remedies and lesson non-empty when needs_attention (which an
 // unknown effect requires), non-blank notes, and text the journal can
@@ -80,6 +81,13 @@ func Validate(w pipeline.Wall, d pipeline.Decision) error {
 		if ContradictsProbe(op, v.Effect) {
 			add("%s.effect %q contradicts the probe evidence of this operation (%s); a probe finding cannot be overruled by inference: answer the probe's finding, or unknown when probes disagree",
 				where, v.Effect, findings(op))
+		}
+		if p, ok := ContradictsKernelFact(op, v.Effect); ok {
+			// Under settlement policy inference this would be journaled as
+			// it stands: none where the kernel summarised a finished child
+			// run, occurred where it rejected the call before running it.
+			add("%s.effect %q contradicts a fact the kernel recorded (%s); answer %s, or unknown if you doubt it",
+				where, v.Effect, p.Why, p.Effect)
 		}
 		if v.ProposedEffect != "" {
 			add("%s.proposed_effect is set by settlement, not by a supervisor", where)
