@@ -63,7 +63,9 @@ type ScopedLooker interface {
 // server process still finishing a request after its worker died. And
 // reckon must have made the call, so that it carried the key: the kernel
 // or the MCP gateway did (reckonCalled), not an agent reporting a call of
-// its own. Otherwise never_seen is inconclusive.
+// its own. Otherwise never_seen is inconclusive. An operation whose
+// project, run or operation id contains "/" is not looked up at all
+// (inconclusive): its key could be another operation's.
 type MCP struct {
 	Looker Looker
 	// Grace is the minimum age of the operation before never_seen counts
@@ -115,6 +117,16 @@ func (p MCP) Probe(ctx context.Context, run Run, op pipeline.WallOperation) (pip
 	// The key the kernel sent: qualified by project and run, since
 	// operation ids repeat across runs.
 	key := mcptool.IdempotencyKey(run.Project, run.RunID, op.OperationID)
+	if part, ambiguous := ambiguousKeyPart(run, op); ambiguous {
+		// The key is not asked about: another operation's may read the
+		// same (op "x/y" of run "r" and op "y" of run "r/x" both send
+		// "p/r/x/y"), and its completed would credit this one. The
+		// kernel's and the gateway's ids hold no "/", so only operations
+		// agents report of their own can meet this.
+		return evidence(MCPName, pipeline.FindingInconclusive,
+			fmt.Sprintf("not looked up: the %s contains \"/\", so the idempotency key %s could equally be another operation's, and a server's answer for it proves nothing of this one", part, kernel.Printable(key)),
+			at, map[string]any{"tool": op.Tool, "key": key}), true
+	}
 	ans, supported, err := p.Looker.LookupOperation(ctx, run, op.Tool, key)
 	if !supported && err == nil {
 		if sr, ok := p.Looker.(StateReader); ok {
@@ -156,14 +168,29 @@ func (p MCP) Probe(ctx context.Context, run Run, op pipeline.WallOperation) (pip
 	return evidence(MCPName, pipeline.FindingInconclusive, fmt.Sprintf("lookup_operation answered an unknown status %q", ans.Status), at, prov), true
 }
 
+// ambiguousKeyPart names the first of the project, run id and operation
+// id that contains "/", which mcptool.IdempotencyKey joins with "/"
+// unescaped (the key's form is a contract servers have stored).
+func ambiguousKeyPart(run Run, op pipeline.WallOperation) (string, bool) {
+	for _, p := range []struct{ name, val string }{
+		{"project", run.Project}, {"run id", run.RunID}, {"operation id", op.OperationID},
+	} {
+		if strings.Contains(p.val, "/") {
+			return p.name, true
+		}
+	}
+	return "", false
+}
+
 // reckonCalled says whether reckon itself made op's call and so sent its
 // key: the kernel (a tool.started under its source, which only it writes)
 // or the MCP gateway (a run it records, whose events only it writes). An
 // agent reporting its own call through POST /v1/events made it with a
 // client of its own: the server's never having seen reckon's key for it
 // says nothing of whether the call landed. "completed" needs no such
-// test: the key names this very operation, so a server holding it with a
-// result applied a call made for it.
+// test: the key names this very operation (Probe does not ask about a key
+// that could name another, ambiguousKeyPart), so a server holding it with
+// a result applied a call made for it.
 func (p MCP) reckonCalled(ctx context.Context, run Run, op pipeline.WallOperation) (bool, error) {
 	if op.StartedKey.SourceID == kernel.SourceKernel {
 		return true, nil

@@ -255,6 +255,22 @@ func TestMCPLookup(t *testing.T) {
 	if inflight, _ := p.Probe(context.Background(), run, op("op-4", "stale_in_flight", t0)); inflight.RecheckAfter != nil {
 		t.Errorf("in-flight never_seen: recheck after %v, want none", inflight.RecheckAfter)
 	}
+	// Ids with "/" make keys that read alike: op "y" of run "run-1/x" filed
+	// an issue under "acme/run-1/x/y", which is also what op "x/y" of run
+	// "run-1" would send. Its completed must not prove that operation, nor
+	// a never_seen anything: the probe does not ask.
+	if _, _, err := store.CreateIssue(mcptool.IdempotencyKey("acme", "run-1/x", "y"), "another run's issue", ""); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		run Run
+		op  string
+	}{{run, "x/y"}, {Run{Project: "acme", RunID: "run-1/x"}, "y"}, {Run{Project: "ac/me", RunID: "run-1"}, "op-9"}} {
+		ev, ok := p.Probe(context.Background(), c.run, op(c.op, "failed_uncertain", t0))
+		if !ok || ev.Finding != pipeline.FindingInconclusive || !strings.Contains(ev.Detail, "not looked up") {
+			t.Errorf("run %s op %s, ambiguous key: got ok=%v %s %q", c.run.RunID, c.op, ok, ev.Finding, ev.Detail)
+		}
+	}
 	// A tool the server does not offer: the probe does not apply.
 	if _, ok := p.Probe(context.Background(), run, pipeline.WallOperation{OperationID: "op-1", Tool: "mcp__delete_repo", StartedAt: t0}); ok {
 		t.Error("unsupported tool: the probe must not apply")
