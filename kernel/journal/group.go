@@ -106,8 +106,8 @@ func (g *grouper) loop() {
 
 // flush writes calls in one round trip and hands each its answers. Calls
 // whose caller gave up are dropped before the write. When the combined
-// statement fails, each call is written alone, so that only the call that
-// cannot be written gets the error.
+// statement fails, the calls are written again (retry), so that only the
+// call that cannot be written gets the error.
 func (g *grouper) flush(calls []*groupCall) {
 	live := calls[:0]
 	for _, c := range calls {
@@ -133,9 +133,7 @@ func (g *grouper) flush(calls []*groupCall) {
 	defer cancel()
 	res, err := g.s.ingestRetry(ctx, all)
 	if err != nil {
-		for _, c := range live {
-			g.alone(c)
-		}
+		g.retry(live, err)
 		return
 	}
 	off := 0
@@ -143,6 +141,30 @@ func (g *grouper) flush(calls []*groupCall) {
 		c.res = res[off : off+len(c.preps) : off+len(c.preps)]
 		off += len(c.preps)
 		close(c.done)
+	}
+}
+
+// retry writes again the calls of a combined batch that failed with err.
+// A refusal of an agents' write (a kernel or gateway run, another source's
+// run, the gateway's source) is one call's doing, and the combined batch
+// is written again in halves, each failing half split again, in their
+// order: about 2·log2(n) writes for one refused call among n, where
+// writing every call alone took n. Without that, an agent could make every
+// batch its refused writes rode in cost a round trip per caller. Any other
+// error (the database down, say) has each call written alone, so that
+// each caller gets the error its own write meets.
+func (g *grouper) retry(calls []*groupCall, err error) {
+	if kernel.ErrorCode(err) != kernel.EForbidden || len(calls) <= 2 {
+		for _, c := range calls {
+			g.s.groupRetries.Inc()
+			g.alone(c)
+		}
+		return
+	}
+	half := len(calls) / 2
+	for _, part := range [][]*groupCall{calls[:half], calls[half:]} {
+		g.s.groupRetries.Inc()
+		g.flush(part)
 	}
 }
 

@@ -26,7 +26,10 @@ import (
 type Store struct {
 	pool    *pgxpool.Pool
 	results *prometheus.CounterVec
-	group   grouper
+	// groupRetries counts writes of group-commit calls made again after
+	// their combined batch failed (grouper.retry).
+	groupRetries prometheus.Counter
+	group        grouper
 }
 
 var _ kernel.GuardedJournal = (*Store)(nil)
@@ -40,9 +43,13 @@ func New(pool *pgxpool.Pool, reg prometheus.Registerer) *Store {
 			Name: "reckon_journal_ingest_results_total",
 			Help: "Events ingested into the journal, by status (accepted, repeated, conflict).",
 		}, []string{"status"}),
+		groupRetries: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "reckon_journal_group_retries_total",
+			Help: "Writes of group-commit calls made again after their combined batch failed: halves of it after an agent's write was refused, single calls after any other error.",
+		}),
 	}
 	if reg != nil {
-		reg.MustRegister(s.results)
+		reg.MustRegister(s.results, s.groupRetries)
 	}
 	s.group.s = s
 	return s
