@@ -1,6 +1,8 @@
 package httpapi_test
 
 import (
+	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
@@ -10,6 +12,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/seed-7bc021c3/reckon/internal/reckontest"
 	"github.com/seed-7bc021c3/reckon/kernel/auth"
 	"github.com/seed-7bc021c3/reckon/kernel/httpapi"
 )
@@ -22,7 +25,7 @@ func hostileAPI(t *testing.T, cfg httpapi.Config) *httpapi.Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.Tokens, cfg.Log = tokens, zerolog.Nop()
+	cfg.Tokens = tokens // a zero cfg.Log logs nothing
 	if cfg.Journal == nil {
 		cfg.Journal = nopJournal{}
 	}
@@ -71,5 +74,34 @@ func TestOversizedBatchIsCountedNotKept(t *testing.T) {
 		if rec := serveOnce(api, http.MethodPost, "/v1/events", "agent-secret-1", body); rec.Code != want {
 			t.Errorf("%.40s: %d %s, want %d", body, rec.Code, rec.Body, want)
 		}
+	}
+}
+
+// TestHealthKeepsItsCauseInTheLog: /healthz is public, and its 503 carried
+// the health check's error verbatim, which for the database's ping names
+// its host, port, user and database to any caller without a token. The
+// cause now goes to the server's log, with the request id the 503 echoes.
+func TestHealthKeepsItsCauseInTheLog(t *testing.T) {
+	t.Parallel()
+	const cause = "failed to connect to `user=reckon database=reckon`: 10.1.2.3:5432: dial error"
+	var logs reckontest.Buffer
+	api := hostileAPI(t, httpapi.Config{Log: zerolog.New(&logs),
+		Health: func(context.Context) error { return errors.New(cause) }})
+	rec := serveOnce(api, http.MethodGet, "/healthz", "", "")
+	if rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Retry-After") == "" {
+		t.Fatalf("%d %s, want 503 with Retry-After", rec.Code, rec.Body)
+	}
+	if body := rec.Body.String(); strings.Contains(body, "10.1.2.3") || strings.Contains(body, "user=reckon") {
+		t.Errorf("the public 503 carries the check's error: %s", body)
+	}
+	id := rec.Header().Get(httpapi.RequestIDHeader)
+	var found bool
+	for _, l := range logs.Lines() {
+		if strings.Contains(l, "10.1.2.3:5432") && strings.Contains(l, id) {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("no log line carries the cause with request id %s: %v", id, logs.Lines())
 	}
 }

@@ -1,16 +1,22 @@
 package httpapi
 
 import (
+	"fmt"
 	"net/http"
 
 	"github.com/seed-7bc021c3/reckon/kernel"
 )
 
 // health answers GET /healthz: ok, or 503 when the Health check fails.
+// The route is public, so the check's error stays in the server's log (the
+// 503 is logged with it): a failed database ping names the database's
+// host, port, user and database, which are no business of a caller
+// without a token.
 func (s *Server) health(w http.ResponseWriter, r *http.Request) error {
 	if s.cfg.Health != nil {
 		if err := s.cfg.Health(r.Context()); err != nil {
-			return kernel.Errorf(kernel.EUnavailable, "unhealthy: %v", err)
+			return fmt.Errorf("%w: %w", kernel.Errorf(kernel.EUnavailable,
+				"unhealthy: a dependency of this server failed its health check; the server's log has the cause under this response's %s", RequestIDHeader), err)
 		}
 	}
 	WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
