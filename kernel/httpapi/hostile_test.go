@@ -1,14 +1,18 @@
 package httpapi_test
 
 import (
+	"bufio"
 	"context"
 	"errors"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -103,5 +107,42 @@ func TestHealthKeepsItsCauseInTheLog(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("no log line carries the cause with request id %s: %v", id, logs.Lines())
+	}
+}
+
+// TestIdleConnectionsAreClosed: after one request, a kept-alive connection
+// was held open for as long as its client liked (net/http has no idle
+// bound unless one is set), so anyone reaching the port could pile up
+// connections, one GET /healthz each, until the server ran out of file
+// descriptors. Listen closes a connection idle for IdleTimeout.
+func TestIdleConnectionsAreClosed(t *testing.T) {
+	t.Parallel()
+	api := hostileAPI(t, httpapi.Config{IdleTimeout: 200 * time.Millisecond})
+	ctx, cancel := context.WithCancel(context.Background())
+	bound := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() { done <- api.Listen(ctx, "127.0.0.1:0", bound) }()
+	t.Cleanup(func() { cancel(); <-done })
+	conn, err := net.Dial("tcp", <-bound)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := io.WriteString(conn, "GET /healthz HTTP/1.1\r\nHost: reckon\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(conn)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || resp.Close {
+		t.Fatalf("GET /healthz: %d, close %v; want 200 on a kept-alive connection", resp.StatusCode, resp.Close)
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := br.ReadByte(); err != io.EOF {
+		t.Fatalf("an idle connection is still open after 5 s (read: %v), want it closed after the idle timeout", err)
 	}
 }

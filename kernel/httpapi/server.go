@@ -41,6 +41,13 @@ const MaxBodyBytes = 8 << 20
 // its body gets a 408 instead of holding a connection open forever.
 const BodyReadTimeout = 30 * time.Second
 
+// IdleTimeout bounds how long a kept-alive connection may wait for its
+// next request. Without it net/http waits forever (ReadHeaderTimeout runs
+// only once a request's first bytes arrive), so anyone who can reach the
+// port could hold one file descriptor per connection after a single
+// GET /healthz on each, until the process runs out of them.
+const IdleTimeout = 2 * time.Minute
+
 // RequestIDHeader carries a request's id: a client's own (up to 128
 // printable ASCII characters) is kept, otherwise one is generated; it is
 // echoed on every response and logged on the request's access-log line.
@@ -78,6 +85,9 @@ type Config struct {
 	// Console, when set, is the operator console (kernel/console), served
 	// as pages at / and under console.AssetPrefix.
 	Console http.Handler
+	// IdleTimeout bounds how long Listen keeps an idle kept-alive
+	// connection open; zero means IdleTimeout.
+	IdleTimeout time.Duration
 }
 
 // Server is the API: the route table (routes.go) over the services of its
@@ -98,6 +108,9 @@ func New(cfg Config) *Server {
 	}
 	if cfg.BodyTimeout <= 0 {
 		cfg.BodyTimeout = BodyReadTimeout
+	}
+	if cfg.IdleTimeout <= 0 {
+		cfg.IdleTimeout = IdleTimeout
 	}
 	s := &Server{mux: chi.NewRouter(), cfg: cfg}
 	s.reqs = prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -447,7 +460,7 @@ func (s *Server) Listen(ctx context.Context, addr string, bound chan<- string) e
 	if err != nil {
 		return fmt.Errorf("listen on %s (RECKON_HTTP_ADDR): %w", addr, err)
 	}
-	srv := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: s.cfg.IdleTimeout}
 	if bound != nil {
 		bound <- ln.Addr().String()
 	}
