@@ -3,11 +3,13 @@ package httpapi_test
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"runtime"
 	"strconv"
 	"strings"
@@ -17,8 +19,10 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/seed-7bc021c3/reckon/internal/reckontest"
+	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/auth"
 	"github.com/seed-7bc021c3/reckon/kernel/httpapi"
+	"github.com/seed-7bc021c3/reckon/kernel/runner"
 )
 
 // hostileAPI is the API over a journal that writes nothing, with one agent
@@ -144,5 +148,39 @@ func TestIdleConnectionsAreClosed(t *testing.T) {
 	_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
 	if _, err := br.ReadByte(); err != io.EOF {
 		t.Fatalf("an idle connection is still open after 5 s (read: %v), want it closed after the idle timeout", err)
+	}
+}
+
+// echoRuns is a RunService that answers every View with the ids it was
+// asked for.
+type echoRuns struct{}
+
+func (echoRuns) Start(context.Context, runner.StartParams) (string, bool, error) {
+	return "", false, errors.New("echoRuns starts nothing")
+}
+
+func (echoRuns) View(_ context.Context, project, runID string, _ runner.EventPage) (runner.RunView, error) {
+	return runner.RunView{RunID: runID, Project: project, Events: []kernel.Event{}}, nil
+}
+
+// TestRunPathIsUnescaped: GET /v1/runs/{run_id} takes any run id ingest
+// takes, and an agent's may hold "/" ("agent/session-1"), which a client
+// sends escaped (the console's encodeURIComponent: agent%2Fsession-1).
+// The router matches such a path on its escaped form and handed the
+// handler "agent%2Fsession-1", a run nobody wrote: the run was out of
+// reach. Ids that need no escaping, "%" of "50%" included, are unchanged.
+func TestRunPathIsUnescaped(t *testing.T) {
+	t.Parallel()
+	tokens, err := auth.Parse("ro:reader:reader-secret-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	api := httpapi.New(httpapi.Config{Tokens: tokens, Runs: echoRuns{}})
+	for _, id := range []string{"agent/session-1", "session:42", "50%", "a b", "a%2Fb", "ü/ß"} {
+		rec := serveOnce(api, http.MethodGet, "/v1/runs/"+url.PathEscape(id)+"?project=acme", "reader-secret-1", "")
+		var v runner.RunView
+		if err := json.Unmarshal(rec.Body.Bytes(), &v); rec.Code != http.StatusOK || err != nil || v.RunID != id {
+			t.Errorf("run %q: %d %s, want 200 for that run id", id, rec.Code, rec.Body)
+		}
 	}
 }

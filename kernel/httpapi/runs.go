@@ -3,6 +3,7 @@ package httpapi
 import (
 	"encoding/json"
 	"net/http"
+	"net/url"
 
 	"github.com/go-chi/chi/v5"
 
@@ -56,7 +57,17 @@ func (s *Server) getRun(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	v, err := s.cfg.Runs.View(r.Context(), project, chi.URLParam(r, "run_id"),
+	runID := chi.URLParam(r, "run_id")
+	if r.URL.RawPath != "" {
+		// chi routes on the escaped path when there is one (a run id
+		// holding "/" arrives as %2F) and leaves its parameters escaped;
+		// r.URL.Path, which the server checked for NUL and invalid UTF-8,
+		// holds the same id decoded.
+		if runID, err = url.PathUnescape(runID); err != nil {
+			return kernel.Errorf(kernel.EInvalid, "run id in the path is not a valid escaped path segment: %v", err)
+		}
+	}
+	v, err := s.cfg.Runs.View(r.Context(), project, runID,
 		runner.EventPage{Cursor: r.URL.Query().Get("cursor"), Limit: limit})
 	if err != nil {
 		return err
