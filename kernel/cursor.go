@@ -30,6 +30,14 @@ func EncodeCursor(prefix string, ts time.Time, seq int64) string {
 	return EncodeOpaque(prefix + strconv.FormatInt(ts.UnixMicro(), 10) + ":" + strconv.FormatInt(seq, 10))
 }
 
+// minCursorMicros is the earliest instant PostgreSQL's timestamptz holds
+// (4714-11-24 BC, UTC), in microseconds since the Unix epoch. A cursor's
+// position comes from a stored timestamp, so none EncodeCursor made lies
+// before it; a hand-made one that did reached the listing's query and
+// answered 500 "timestamp out of range" (and one far enough back, such as
+// math.MinInt64, overflowed the driver's encoding into another position).
+const minCursorMicros = -210866803200000000
+
 // DecodeCursor reads a cursor EncodeCursor made with prefix; anything else
 // is EInvalid (a client passes next_cursor back unchanged).
 func DecodeCursor(s, prefix string) (time.Time, int64, error) {
@@ -48,7 +56,7 @@ func DecodeCursor(s, prefix string) (time.Time, int64, error) {
 	}
 	us, err1 := strconv.ParseInt(a, 10, 64)
 	seq, err2 := strconv.ParseInt(b, 10, 64)
-	if err1 != nil || err2 != nil || seq < 0 {
+	if err1 != nil || err2 != nil || seq < 0 || us < minCursorMicros {
 		return time.Time{}, 0, bad
 	}
 	return time.UnixMicro(us).UTC(), seq, nil

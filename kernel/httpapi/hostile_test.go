@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -181,6 +182,30 @@ func TestRunPathIsUnescaped(t *testing.T) {
 		var v runner.RunView
 		if err := json.Unmarshal(rec.Body.Bytes(), &v); rec.Code != http.StatusOK || err != nil || v.RunID != id {
 			t.Errorf("run %q: %d %s, want 200 for that run id", id, rec.Code, rec.Body)
+		}
+	}
+}
+
+// TestForgedCursorTimeIs400: a listing's cursor is opaque but unsigned, so
+// a reader can make one. One whose position lay before the earliest
+// timestamp PostgreSQL holds reached the query and answered 500 (logged
+// as a server fault); it is a 400 like any cursor the API did not issue.
+func TestForgedCursorTimeIs400(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	_, ts := newAPI(t, e)
+	uncertainOp(e, "acme", "r1", "agent-x")
+	for _, c := range []struct{ path, prefix string }{{"/v1/agent/operations", "v1:"}, {"/v1/agent/operations/attention", "a1:"}} {
+		for _, us := range []int64{math.MinInt64, -210866803200000001} {
+			cur := kernel.EncodeCursor(c.prefix, time.UnixMicro(us), 5)
+			if r := call(t, http.MethodGet, ts.URL+c.path+"?project=acme&cursor="+url.QueryEscape(cur), readerTok, ""); r.status != http.StatusBadRequest {
+				t.Errorf("%s, cursor at %d µs: %d %s, want 400", c.path, us, r.status, r.raw)
+			}
+		}
+		// The earliest instant PostgreSQL holds is still a position.
+		cur := kernel.EncodeCursor(c.prefix, time.UnixMicro(-210866803200000000), 5)
+		if r := call(t, http.MethodGet, ts.URL+c.path+"?project=acme&cursor="+url.QueryEscape(cur), readerTok, ""); r.status != http.StatusOK {
+			t.Errorf("%s, cursor at PostgreSQL's earliest instant: %d %s, want 200", c.path, r.status, r.raw)
 		}
 	}
 }
