@@ -15,6 +15,17 @@ import (
 // MaxBatch bounds the events of one ingest request.
 const MaxBatch = 1000
 
+// MaxBatchRuns bounds the runs one ingest request writes into, counting
+// with each run every run its id descends from (kernel.RunAncestry: one
+// more for each "." in the id). The journal's write takes a PostgreSQL
+// advisory lock on each of them (reckon_refuse_kernel_runs), and those
+// locks share one table with every session of the cluster: 100 events in
+// runs whose ids held 253 dots took 25,400 locks, failed with "out of
+// shared memory" (a 500) and made other sessions' locks fail the same way
+// while it ran. Twice MaxBatch lets every event of a full batch lie in a
+// child run of its own.
+const MaxBatchRuns = 2 * MaxBatch
+
 // ingest serves POST /v1/events into the Journal. Every event of the batch
 // is validated and authorized before anything is written, so nothing is
 // half-written: a malformed event rejects the batch with a 400 naming the
@@ -56,6 +67,9 @@ func (s *Server) ingest(w http.ResponseWriter, r *http.Request) error {
 		if err := Authorize(p, ev); err != nil {
 			return kernel.Errorf(kernel.EForbidden, "events[%d]: %s", i, kernel.ErrorMessage(err))
 		}
+	}
+	if err := runsBounded(events); err != nil {
+		return err
 	}
 	if err := writersRefused(r, s.cfg.Owners, events); err != nil {
 		return err
@@ -116,6 +130,26 @@ func splitBatch(raw json.RawMessage) ([]json.RawMessage, error) {
 		return nil, bad(err)
 	}
 	return events, nil
+}
+
+// runsBounded refuses a batch whose runs, with the runs their ids descend
+// from, number more than MaxBatchRuns, naming the event that goes over.
+func runsBounded(events []kernel.Event) error {
+	seen := map[kernel.RunKey]bool{}
+	for i, ev := range events {
+		if seen[kernel.RunKey{Project: ev.Project, RunID: ev.RunID}] {
+			continue // its ancestors were counted with it
+		}
+		for _, id := range kernel.RunAncestry(ev.RunID) {
+			seen[kernel.RunKey{Project: ev.Project, RunID: id}] = true
+		}
+		if len(seen) > MaxBatchRuns {
+			return kernel.Errorf(kernel.ETooLarge,
+				"events[%d]: the batch writes into more than %d runs, counting with each run every run its id descends from (one more for each %q in the id); send the events of fewer runs per request",
+				i, MaxBatchRuns, kernel.ChildSeparator)
+		}
+	}
+	return nil
 }
 
 // Authorize applies the ingest endpoint's provenance rules to one event

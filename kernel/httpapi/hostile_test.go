@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"net"
@@ -207,5 +208,41 @@ func TestForgedCursorTimeIs400(t *testing.T) {
 		if r := call(t, http.MethodGet, ts.URL+c.path+"?project=acme&cursor="+url.QueryEscape(cur), readerTok, ""); r.status != http.StatusOK {
 			t.Errorf("%s, cursor at PostgreSQL's earliest instant: %d %s, want 200", c.path, r.status, r.raw)
 		}
+	}
+}
+
+// TestIngestBoundsTheRunsItLocks: the journal's write takes an advisory
+// lock on every run of the batch and every run their ids descend from, in
+// a lock table the whole PostgreSQL cluster shares. 100 events in runs
+// whose ids held 253 dots took 25,400 locks: the request failed with "out
+// of shared memory" (500), and other sessions' locks failed alike while
+// it ran. Such a batch is now a 413 naming the event that goes over, with
+// nothing written; a full batch whose every event lies in a child run of
+// its own (2,000 runs with their parents) is still written.
+func TestIngestBoundsTheRunsItLocks(t *testing.T) {
+	t.Parallel()
+	srv := newServer(t)
+	event := func(id, run string) string {
+		return fmt.Sprintf(`{"source_id":"agent-x","event_id":%q,"project":"acme","run_id":%q,"type":"run.started","ts":"2026-11-30T10:00:00Z","actor":"agent","data":{}}`, id, run)
+	}
+	var deep []string
+	for i := range 100 {
+		deep = append(deep, event(fmt.Sprint("d-", i), fmt.Sprintf("d%03d", i)+strings.Repeat(".a", 253)))
+	}
+	code, out := post(t, srv, "agent-secret-1", `{"events":[`+strings.Join(deep, ",")+`]}`)
+	if msg, _ := out["error"].(string); code != http.StatusRequestEntityTooLarge || !strings.Contains(msg, "events[7]") {
+		t.Fatalf("100 runs 254 deep: %d %v, want 413 naming events[7], the event past %d runs", code, out, httpapi.MaxBatchRuns)
+	}
+	var wide []string
+	for i := range httpapi.MaxBatch {
+		wide = append(wide, event(fmt.Sprint("w-", i), fmt.Sprintf("w%04d.op-1", i)))
+	}
+	if code, out := post(t, srv, "agent-secret-1", `{"events":[`+strings.Join(wide, ",")+`]}`); code != http.StatusOK {
+		t.Fatalf("%d events each in a child run of its own: %d %.300v, want 200", httpapi.MaxBatch, code, out)
+	}
+	// Nothing of the refused batch was written: its first event is new.
+	if code, out := post(t, srv, "agent-secret-1", `{"events":[`+deep[0]+`]}`); code != http.StatusOK ||
+		out["results"].([]any)[0].(map[string]any)["status"] != "accepted" {
+		t.Fatalf("the refused batch was half-written: %d %v", code, out)
 	}
 }
