@@ -246,3 +246,70 @@ func TestIngestBoundsTheRunsItLocks(t *testing.T) {
 		t.Fatalf("the refused batch was half-written: %d %v", code, out)
 	}
 }
+
+// gateJournal holds every Ingest until the test releases one, reporting
+// each call as it arrives.
+type gateJournal struct {
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (g gateJournal) Ingest(ctx context.Context, events []kernel.Event) ([]kernel.IngestResult, error) {
+	g.entered <- struct{}{}
+	select {
+	case <-g.release:
+		return []kernel.IngestResult{}, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// TestIngestWritesShareARunLockBudget: MaxBatchRuns bounds one request, but the
+// journal's group commit writes concurrent calls in one transaction, and
+// concurrent writes add up in the lock table PostgreSQL shares: 60 callers
+// of 4 events in runs with 490 dots in their ids, each within the bound,
+// still failed with "out of shared memory" and failed other sessions'
+// locks. A server's ingest writes now hold at most MaxRunsInFlight run
+// locks at once: a third full request waits for one of two in flight.
+func TestIngestWritesShareARunLockBudget(t *testing.T) {
+	t.Parallel()
+	g := gateJournal{entered: make(chan struct{}, 3), release: make(chan struct{})}
+	api := hostileAPI(t, httpapi.Config{Journal: g})
+	full := func(n int) string { // MaxBatchRuns runs: MaxBatch child runs and their parents
+		var evs []string
+		for i := range httpapi.MaxBatch {
+			evs = append(evs, fmt.Sprintf(`{"source_id":"bot","event_id":"e-%d","project":"acme","run_id":"r%d-%d.op-1","type":"run.started","ts":"2026-11-30T10:00:00Z","actor":"agent","data":{}}`, i, n, i))
+		}
+		return `{"events":[` + strings.Join(evs, ",") + `]}`
+	}
+	codes := make(chan int, 3)
+	for n := range 3 {
+		body := full(n)
+		go func() { codes <- serveOnce(api, http.MethodPost, "/v1/events", "agent-secret-1", body).Code }()
+	}
+	for range 2 {
+		select {
+		case <-g.entered:
+		case <-time.After(10 * time.Second):
+			t.Fatal("two full requests did not both reach the journal")
+		}
+	}
+	select {
+	case <-g.entered:
+		t.Fatalf("a third request of %d runs reached the journal while two held %d run locks", httpapi.MaxBatchRuns, 2*httpapi.MaxBatchRuns)
+	case <-time.After(300 * time.Millisecond):
+	}
+	g.release <- struct{}{}
+	select {
+	case <-g.entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the third request did not proceed once one of the first two was written")
+	}
+	g.release <- struct{}{}
+	g.release <- struct{}{}
+	for range 3 {
+		if code := <-codes; code != http.StatusOK {
+			t.Errorf("status %d, want 200", code)
+		}
+	}
+}

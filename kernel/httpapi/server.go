@@ -28,6 +28,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/rs/zerolog"
 	"github.com/rs/zerolog/hlog"
+	"golang.org/x/sync/semaphore"
 
 	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/auth"
@@ -99,6 +100,9 @@ type Server struct {
 	reqs   *prometheus.CounterVec
 	prom   http.Handler // the registry's /metrics, nil without one
 	outer  http.Handler // the router inside request id, access log
+	// runLocks is the budget of run locks ingest writes hold at once
+	// (MaxRunsInFlight).
+	runLocks *semaphore.Weighted
 }
 
 // New returns the API server with every route of the route table mounted.
@@ -112,7 +116,7 @@ func New(cfg Config) *Server {
 	if cfg.IdleTimeout <= 0 {
 		cfg.IdleTimeout = IdleTimeout
 	}
-	s := &Server{mux: chi.NewRouter(), cfg: cfg}
+	s := &Server{mux: chi.NewRouter(), cfg: cfg, runLocks: semaphore.NewWeighted(MaxRunsInFlight)}
 	s.reqs = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "reckon_http_requests_total", Help: "API requests by route and status code.",
 	}, []string{"route", "code"})
