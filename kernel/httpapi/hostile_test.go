@@ -313,3 +313,26 @@ func TestIngestWritesShareARunLockBudget(t *testing.T) {
 		}
 	}
 }
+
+// TestAnswersAreNotSniffed: the API's answers echo text callers chose (a
+// 404 names the path to anyone, a listing carries agents' args to
+// readers); only the console's pages said X-Content-Type-Options: nosniff,
+// so a browser that sniffs could render an API answer as HTML. Every
+// answer says it now, from a route, a 404 or the public endpoints.
+func TestAnswersAreNotSniffed(t *testing.T) {
+	t.Parallel()
+	api := hostileAPI(t, httpapi.Config{})
+	for _, c := range []struct{ method, path, token string }{
+		{http.MethodGet, "/%3Cimg%20src=x%20onerror=alert(1)%3E", ""},
+		{http.MethodGet, "/healthz", ""},
+		{http.MethodGet, "/openapi.json", ""},
+		{http.MethodGet, "/v1/whoami", "agent-secret-1"},
+		{http.MethodGet, "/v1/whoami", "wrong-secret"},
+		{http.MethodDelete, "/v1/events", "agent-secret-1"},
+	} {
+		rec := serveOnce(api, c.method, c.path, c.token, "")
+		if got := rec.Header().Get("X-Content-Type-Options"); got != "nosniff" {
+			t.Errorf("%s %s (%d): X-Content-Type-Options %q, want nosniff", c.method, c.path, rec.Code, got)
+		}
+	}
+}

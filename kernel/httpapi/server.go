@@ -246,7 +246,8 @@ func (s *Server) Routes() []Route { return append([]Route(nil), s.routes...) }
 
 // ServeHTTP implements http.Handler: every request gets a request id
 // (echoed in X-Request-Id), its path checked for NUL and invalid UTF-8, a
-// deadline for its body, and one access-log line when it is answered.
+// deadline for its body, and one access-log line when it is answered;
+// every answer carries X-Content-Type-Options: nosniff.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.outer.ServeHTTP(w, r) }
 
 // wrap is the middleware around the router: zerolog's hlog puts the
@@ -308,6 +309,10 @@ func (s *Server) withRequestID(next http.Handler) http.Handler {
 			id = hex.EncodeToString(b[:])
 		}
 		w.Header().Set(RequestIDHeader, id)
+		// Answers echo text a caller chose (a 404 names the path; listings
+		// carry agents' args), so no browser may read one as anything but
+		// its declared type. The console's pages set the same.
+		w.Header().Set("X-Content-Type-Options", "nosniff")
 		// Best effort: a ResponseWriter without deadlines (a test
 		// recorder) simply has none. A request without a body needs none.
 		if r.Body != nil && r.Body != http.NoBody {
