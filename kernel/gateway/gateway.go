@@ -65,6 +65,13 @@ const (
 	DefaultLease         = 30 * time.Second
 	DefaultShutdownGrace = 10 * time.Second
 	DefaultSessionIdle   = 30 * time.Minute
+	// DefaultConnIdle bounds an idle kept-alive connection: without a
+	// bound net/http keeps one open forever (ReadHeaderTimeout runs only
+	// once a request's first bytes arrive), and anyone who can reach the
+	// port, token or not, could hold a file descriptor per connection
+	// until the process has none left. A session's open event stream is a
+	// request in progress, not an idle connection.
+	DefaultConnIdle = 2 * time.Minute
 )
 
 // RunIDMeta is the _meta key under which a client names the run of a call
@@ -103,6 +110,9 @@ type Config struct {
 	// SessionIdle closes HTTP sessions without a request for that long
 	// (DefaultSessionIdle when zero).
 	SessionIdle time.Duration
+	// ConnIdle closes a kept-alive HTTP connection that waits that long
+	// for its next request (DefaultConnIdle when zero).
+	ConnIdle time.Duration
 	// Token, when set, is the bearer token HTTP clients must send.
 	Token string
 	Log   zerolog.Logger
@@ -131,6 +141,9 @@ func (o Config) withDefaults() Config {
 	}
 	if o.SessionIdle <= 0 {
 		o.SessionIdle = DefaultSessionIdle
+	}
+	if o.ConnIdle <= 0 {
+		o.ConnIdle = DefaultConnIdle
 	}
 	if o.Now == nil {
 		o.Now = time.Now

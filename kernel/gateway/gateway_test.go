@@ -1,9 +1,12 @@
 package gateway
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -585,5 +588,52 @@ func TestReservedMetaKey(t *testing.T) {
 		if reservedMetaKey(k) != want {
 			t.Errorf("reservedMetaKey(%q) = %v", k, !want)
 		}
+	}
+}
+
+// A kept-alive connection that waits for its next request is closed after
+// ConnIdle, token or not: otherwise anyone who can reach the port could
+// hold connections, and the process's file descriptors, forever. A wrong
+// token of another length is refused as one of the same length is.
+func TestHTTPIdleConnectionsAreClosed(t *testing.T) {
+	t.Parallel()
+	up := newHTTPIssues(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	g, err := New(ctx, newSchema(t), Config{Servers: []mcptool.ServerConfig{up.config("issues")}, Token: "s3cret", ConnIdle: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- g.ServeHTTP(sctx, ln) }()
+	t.Cleanup(func() { stop(); <-done })
+	conn, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	br := bufio.NewReader(conn)
+	for _, token := range []string{"s3creX", "a-much-longer-wrong-token"} {
+		if _, err := io.WriteString(conn, "POST "+HTTPPath+" HTTP/1.1\r\nHost: gw\r\nAuthorization: Bearer "+token+"\r\nContent-Length: 2\r\n\r\n{}"); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized || resp.Close {
+			t.Fatalf("token %q: %d, close %v; want 401 on a kept-alive connection", token, resp.StatusCode, resp.Close)
+		}
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := br.ReadByte(); err != io.EOF {
+		t.Fatalf("an idle connection is still open after 5 s (read: %v), want it closed after ConnIdle", err)
 	}
 }

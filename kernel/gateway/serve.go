@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"crypto/sha256"
 	"crypto/subtle"
 	"errors"
 	"fmt"
@@ -55,9 +56,12 @@ func (g *Gateway) authorize(h http.Handler) http.Handler {
 	if g.o.Token == "" {
 		return h
 	}
-	want := []byte("Bearer " + g.o.Token)
+	// Digests, not the strings, are compared: ConstantTimeCompare returns
+	// at once on a length mismatch, which would time the token's length.
+	want := sha256.Sum256([]byte("Bearer " + g.o.Token))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
+		got := sha256.Sum256([]byte(r.Header.Get("Authorization")))
+		if subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="reckon mcp-gateway"`)
 			http.Error(w, `{"error": "missing or wrong bearer token (RECKON_GATEWAY_TOKEN)"}`, http.StatusUnauthorized)
 			return
@@ -69,7 +73,7 @@ func (g *Gateway) authorize(h http.Handler) http.Handler {
 // ServeHTTP serves Handler on ln until ctx ends, then shuts down as Close
 // does.
 func (g *Gateway) ServeHTTP(ctx context.Context, ln net.Listener) error {
-	hs := &http.Server{Handler: g.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	hs := &http.Server{Handler: g.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: g.o.ConnIdle}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	var err error
