@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/seed-7bc021c3/reckon/kernel"
 )
 
@@ -314,5 +316,48 @@ func TestSandboxUnreachableWorkspace(t *testing.T) {
 	te := wantToolError(t, err, kernel.ErrorTypeValidation, kernel.EffectNone)
 	if !strings.Contains(te.Error(), filepath.Dir(private)) || !strings.Contains(te.Error(), "not searchable") {
 		t.Fatalf("error = %v", te)
+	}
+}
+
+// A descriptor the worker inherited from whatever started it (a
+// supervisor's pipe, a socket-activated listener, a wrapper's database
+// connection) does not pass through bubblewrap into the sandbox: there a
+// command could read or write it whatever the mounts and namespaces say.
+// Go opens its own descriptors close-on-exec, not the inherited ones; the
+// test plants one the same way, opened without O_CLOEXEC.
+func TestSandboxInheritsNoDescriptor(t *testing.T) {
+	secret := filepath.Join(t.TempDir(), "secret.txt")
+	if err := os.WriteFile(secret, []byte("inherited secret\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	low, err := syscall.Open(secret, syscall.O_RDONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(low)
+	// Above the descriptors the launcher is handed (3-6), which would
+	// otherwise take its number in the child.
+	fd := 100
+	for ; ; fd++ {
+		if _, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0); errors.Is(err, unix.EBADF) {
+			break
+		}
+	}
+	if err := unix.Dup3(low, fd, 0); err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(fd)
+	ws := wsDir(t)
+	out, err := sandboxed(t, Config{}, ws, fmt.Sprintf(
+		"cat /proc/self/fd/%d 2>/dev/null; python3 -c 'import os; print(sorted(int(f) for f in os.listdir(\"/proc/self/fd\")))'", fd))
+	if err != nil {
+		t.Fatalf("%v %+v", err, out)
+	}
+	if strings.Contains(out.Stdout, "inherited secret") {
+		t.Fatalf("the sandbox read the worker's inherited descriptor %d:\n%s", fd, out.Stdout)
+	}
+	// 0-2 and the descriptor listdir itself opens.
+	if got := strings.TrimSpace(out.Stdout); got != "[0, 1, 2, 3]" {
+		t.Fatalf("the command's descriptors are %s, want only stdin, stdout, stderr (and listdir's own)", got)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,6 +21,8 @@ import (
 	"syscall"
 	"time"
 	"unicode/utf8"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/seed-7bc021c3/reckon/kernel"
 )
@@ -452,6 +455,10 @@ func (r *runCommand) Execute(ctx context.Context, call kernel.ToolCall) (kernel.
 	// bubblewrap's report of its init (fd 6).
 	cmd.ExtraFiles = append([]*os.File{markW}, extra...)
 
+	if err := inheritNothing(); err != nil {
+		markW.Close()
+		return startFailed("%w", err)
+	}
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
 		markW.Close()
@@ -528,6 +535,38 @@ func (r *runCommand) Execute(ctx context.Context, call kernel.ToolCall) (kernel.
 			Err: fmt.Errorf("command exited with code %d: %s", out.ExitCode, tail(out.Stderr, 300))}
 	}
 	return res, nil
+}
+
+// inheritNothing marks every descriptor of the worker above stderr
+// close-on-exec, so that the command gets only what Execute hands it. Go
+// opens its own descriptors close-on-exec, but not those the worker
+// inherited from whatever started it (a supervisor's pipe, a
+// socket-activated listener, a wrapper's database connection): bubblewrap
+// passes them on, and inside the sandbox a command could read or write
+// them whatever the mounts and namespaces say. The descriptors a child is
+// given (ExtraFiles) are set up in the child after the fork, so marking
+// the parent's is safe at any time; it is done before every start because
+// anything may open one without the flag meanwhile.
+func inheritNothing() error {
+	err := unix.CloseRange(3, math.MaxUint32, unix.CLOSE_RANGE_CLOEXEC)
+	if err == nil {
+		return nil
+	}
+	// Before Linux 5.11 there is no CLOSE_RANGE_CLOEXEC: one by one.
+	ents, rerr := os.ReadDir("/proc/self/fd")
+	if rerr != nil {
+		return fmt.Errorf("mark inherited descriptors close-on-exec: %w", errors.Join(err, rerr))
+	}
+	for _, e := range ents {
+		fd, aerr := strconv.Atoi(e.Name())
+		if aerr != nil || fd < 3 {
+			continue
+		}
+		if _, ferr := unix.FcntlInt(uintptr(fd), unix.F_SETFD, unix.FD_CLOEXEC); ferr != nil && !errors.Is(ferr, unix.EBADF) {
+			return fmt.Errorf("mark descriptor %d close-on-exec: %w", fd, ferr)
+		}
+	}
+	return nil
 }
 
 // commandStarted reads the start marker. The byte, if written, is already in
