@@ -12,6 +12,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -359,5 +360,73 @@ func TestSandboxInheritsNoDescriptor(t *testing.T) {
 	// 0-2 and the descriptor listdir itself opens.
 	if got := strings.TrimSpace(out.Stdout); got != "[0, 1, 2, 3]" {
 		t.Fatalf("the command's descriptors are %s, want only stdin, stdout, stderr (and listdir's own)", got)
+	}
+}
+
+// A command can nest directories thousands deep in moments. The walks the
+// worker makes around every command (the workspace handed to the sandbox's
+// user before it, set-user-ID bits stripped after it) must not cost the
+// square of that depth, which held the worker for minutes, nor leave a
+// set-user-ID file reachable by other users where they stop descending.
+func TestSandboxDeepWorkspace(t *testing.T) {
+	t.Parallel()
+	ws := wsDir(t)
+	const depth = 3000
+	// A set-user-ID file within the walks' reach, and one below it.
+	mk := fmt.Sprintf(`perl -e 'use File::Copy; for my $i (1..%d) { mkdir "a" or die; chdir "a" or die; if ($i == 100 || $i == %d) { copy("/bin/true", "suid") or die; chmod 04755, "suid" or die } }'`,
+		depth, depth)
+	start := time.Now()
+	out, err := sandboxed(t, Config{}, ws, mk)
+	if err != nil {
+		t.Fatalf("%v %+v", err, out)
+	}
+	out, err = sandboxed(t, Config{}, ws, "cd "+strings.Repeat("a/", 100)+" && ls -l suid | cut -c1-10")
+	if err != nil {
+		t.Fatalf("%v %+v", err, out)
+	}
+	if took := time.Since(start); took > 20*time.Second {
+		t.Fatalf("two commands in a workspace %d directories deep took %s", depth, took)
+	}
+	// The walk stripped what it reached (the sandbox sees the file as the
+	// previous command's strip left it).
+	if !strings.HasPrefix(out.Stdout, "-rwxr-xr-x") {
+		t.Fatalf("the set-user-ID file at depth 100 kept its bit: %q", out.Stdout)
+	}
+	// What it did not reach, no other user can: some directory above it
+	// is closed to group and others.
+	// Paths this deep pass PATH_MAX: each level is opened from the last.
+	fd, err := unix.Open(ws, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { unix.Close(fd) }()
+	closed := false
+	var st unix.Stat_t
+	for i := 0; i < depth && !closed; i++ {
+		next, err := unix.Openat(fd, "a", unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		unix.Close(fd)
+		if err != nil {
+			t.Fatalf("open %d levels down: %v", i+1, err)
+		}
+		fd = next
+		if err := unix.Fstat(fd, &st); err != nil {
+			t.Fatal(err)
+		}
+		closed = st.Mode&0o077 == 0
+	}
+	if !closed {
+		t.Fatalf("every directory down to the set-user-ID file at depth %d is open to other users", depth)
+	}
+	// Closed once, it is left alone: every change of mode is one more
+	// change in the workspace manifests around each later command.
+	if _, err := sandboxed(t, Config{}, ws, "true"); err != nil {
+		t.Fatal(err)
+	}
+	var again unix.Stat_t
+	if err := unix.Fstat(fd, &again); err != nil {
+		t.Fatal(err)
+	}
+	if again.Ctim != st.Ctim {
+		t.Fatalf("the closed directory was changed again by a later command's walks (ctime %v, then %v)", st.Ctim, again.Ctim)
 	}
 }

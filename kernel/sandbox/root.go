@@ -196,28 +196,86 @@ func stripBits(root *os.Root, name string, fi fs.FileInfo) error {
 	return nil
 }
 
+// maxWalkDepth is how many directory levels beneath the workspace
+// walkWorkspace descends. Each level holds one descriptor while the walk
+// is below it, and a command can nest directories thousands deep in
+// moments; workspaces of real projects stay far above this.
+const maxWalkDepth = 256
+
+// walkWorkspace calls f for the workspace itself (name ".") and every
+// entry beneath it, each with the os.Root of its own directory and its
+// name there. Resolving every entry from its own directory keeps a walk
+// linear in the tree's size (a path from the workspace would cost its
+// depth again for each entry: a command's 3000 nested directories held
+// the worker for minutes). A directory at maxWalkDepth is not entered; it
+// is closed to group and others instead (mode &^ 077), so that a
+// set-user-ID file the walk did not reach runs for no other user.
 func walkWorkspace(ws string, f func(root *os.Root, name string, fi fs.FileInfo) error) error {
 	root, err := os.OpenRoot(ws)
 	if err != nil {
 		return err
 	}
 	defer root.Close()
-	return fs.WalkDir(root.FS(), ".", func(name string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				return nil // removed meanwhile
-			}
-			return err
-		}
-		fi, err := d.Info()
+	fi, err := root.Lstat(".")
+	if err != nil {
+		return err
+	}
+	if err := f(root, ".", fi); err != nil {
+		return err
+	}
+	return walkDir(root, f, 1)
+}
+
+// walkDir calls f for every entry of dir, depth levels beneath the
+// workspace, and walks its directories (see walkWorkspace).
+func walkDir(dir *os.Root, f func(root *os.Root, name string, fi fs.FileInfo) error, depth int) error {
+	d, err := dir.Open(".")
+	if err != nil {
+		return err
+	}
+	names, err := d.Readdirnames(-1)
+	d.Close()
+	if err != nil {
+		return err
+	}
+	for _, name := range names {
+		fi, err := dir.Lstat(name)
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil
+			continue // removed meanwhile
 		}
 		if err != nil {
 			return err
 		}
-		return f(root, name, fi)
-	})
+		if err := f(dir, name, fi); err != nil {
+			return err
+		}
+		if !fi.IsDir() {
+			continue
+		}
+		if depth >= maxWalkDepth {
+			// Only when open: a change of mode is a change the next
+			// workspace manifest would show.
+			if perm := fi.Mode().Perm(); perm&0o077 != 0 {
+				if err := dir.Chmod(name, perm&^0o077); err != nil && !errors.Is(err, fs.ErrNotExist) {
+					return err
+				}
+			}
+			continue
+		}
+		sub, err := dir.OpenRoot(name)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		err = walkDir(sub, f, depth+1)
+		sub.Close()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // outputPipes carry a sandboxed command's stdout and stderr into the
