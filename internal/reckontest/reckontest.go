@@ -276,12 +276,14 @@ func FindLeaks(opts ...goleak.Option) error {
 	return goleak.Find(append(leakIgnores, opts...)...)
 }
 
-// leakIgnores are goroutines of libraries that outlive their callers by
-// design: idle connection readers between tests.
+// leakIgnores are goroutines that outlive their callers by design: idle
+// connection readers between tests, the sandbox's launcher.
 var leakIgnores = []goleak.Option{
 	goleak.IgnoreTopFunction("internal/poll.runtime_pollWait"),
 	goleak.IgnoreAnyFunction("net/http.(*persistConn).writeLoop"),
 	goleak.IgnoreAnyFunction("net/http.(*persistConn).readLoop"),
+	// The sandbox's launcher thread, kept for the life of the process.
+	goleak.IgnoreAnyFunction("github.com/seed-7bc021c3/reckon/kernel/sandbox.launch"),
 }
 
 // embeddedTemporalFrames are what the embedded Temporal server (and the

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -428,5 +430,44 @@ func TestSandboxDeepWorkspace(t *testing.T) {
 	}
 	if again.Ctim != st.Ctim {
 		t.Fatalf("the closed directory was changed again by a later command's walks (ctime %v, then %v)", st.Ctim, again.Ctim)
+	}
+}
+
+// The worker's session keyring does not reach the sandbox. A process
+// possesses the session keyring it inherits whatever its uid, so a command
+// started with the worker's could read every key in it (a login's Kerberos
+// tickets, an init's stored credentials) and add keys that outlive it. The
+// test gives the thread that calls Execute a session keyring holding a
+// secret, as a worker started from a login session has one.
+func TestSandboxSeesNoWorkerKeyring(t *testing.T) {
+	t.Parallel()
+	// The thread's credentials change below. It goes back to the runtime
+	// afterwards, keyring and all, rather than ending: a thread that ends
+	// kills the children forked on it with a parent-death signal, other
+	// tests' commands among them.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if _, _, errno := unix.Syscall(unix.SYS_KEYCTL, unix.KEYCTL_JOIN_SESSION_KEYRING, 0, 0); errno != 0 {
+		t.Fatalf("join a session keyring: %v", errno)
+	}
+	id, err := unix.AddKey("user", "reckon-test-secret", []byte("keyring secret"), unix.KEY_SPEC_SESSION_KEYRING)
+	if err != nil {
+		t.Fatalf("add a key: %v", err)
+	}
+	// keyctl(KEYCTL_READ) of the session keyring's keys, through perl's
+	// syscall (no keyctl binary is assumed).
+	read := fmt.Sprintf(`perl -e 'my $b = "\0" x 4096; my $n = syscall(%d, %d, %d, $b, 4096); exit 0 if $n <= 0; for my $id (unpack("l*", substr($b, 0, $n))) { my $c = "\0" x 256; my $m = syscall(%d, %d, $id, $c, 256); print substr($c, 0, $m), "\n" if $m > 0 }'`,
+		unix.SYS_KEYCTL, unix.KEYCTL_READ, unix.KEY_SPEC_SESSION_KEYRING, unix.SYS_KEYCTL, unix.KEYCTL_READ)
+	// Control: a child of this thread reads the key.
+	if b, err := exec.Command("/bin/sh", "-c", read).Output(); err != nil || !strings.Contains(string(b), "keyring secret") {
+		t.Fatalf("control: a child of the thread did not read key %d: %v %q", id, err, b)
+	}
+	ws := wsDir(t)
+	out, err := sandboxed(t, Config{}, ws, read)
+	if err != nil {
+		t.Fatalf("%v %+v", err, out)
+	}
+	if strings.Contains(out.Stdout, "keyring secret") {
+		t.Fatalf("the sandbox read the worker's session keyring:\n%s", out.Stdout)
 	}
 }

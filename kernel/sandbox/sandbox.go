@@ -16,8 +16,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 	"unicode/utf8"
@@ -460,7 +462,11 @@ func (r *runCommand) Execute(ctx context.Context, call kernel.ToolCall) (kernel.
 		return startFailed("%w", err)
 	}
 	start := time.Now()
-	if err := cmd.Start(); err != nil {
+	startCmd := cmd.Start
+	if confined {
+		startCmd = func() error { return startWithOwnKeyring(cmd) }
+	}
+	if err := startCmd(); err != nil {
 		markW.Close()
 		// effect=none: the exec of the launcher failed, so no process of the
 		// command ever existed.
@@ -567,6 +573,56 @@ func inheritNothing() error {
 		}
 	}
 	return nil
+}
+
+// startWithOwnKeyring starts cmd with a new, empty session keyring, which
+// bubblewrap and the sandbox inherit instead of the worker's. A process
+// possesses the session keyring it inherits whatever its uid, so with the
+// worker's a command could read every key in it (a login's Kerberos
+// tickets, credentials an init stored) and add keys that outlive it.
+//
+// Credentials are per thread, so the start runs on one OS thread kept for
+// it (launch), which joins a new keyring before each start. That thread
+// never ends: the launcher's parent-death signal (Pdeathsig) fires when
+// the thread that forked it ends, so ending a thread kills the children
+// any goroutine forked on it, and a locked thread that had served other
+// goroutines before would take their commands down with it.
+func startWithOwnKeyring(cmd *exec.Cmd) error {
+	launcherOnce.Do(func() {
+		launches = make(chan launchRequest)
+		go launch(launches)
+	})
+	req := launchRequest{cmd: cmd, done: make(chan error, 1)}
+	launches <- req
+	return <-req.done
+}
+
+var (
+	launcherOnce sync.Once
+	launches     chan launchRequest
+)
+
+type launchRequest struct {
+	cmd  *exec.Cmd
+	done chan error
+}
+
+// launch starts each requested command from this goroutine's own OS
+// thread, after it joined a new session keyring (startWithOwnKeyring). It
+// runs for the life of the process.
+func launch(reqs <-chan launchRequest) {
+	runtime.LockOSThread()
+	for req := range reqs {
+		// ENOSYS: a kernel without keyrings; EPERM: a seccomp filter (as
+		// container runtimes install) refuses keyctl, to the sandbox too.
+		// Either way there is no keyring to pass on.
+		_, _, errno := unix.Syscall(unix.SYS_KEYCTL, unix.KEYCTL_JOIN_SESSION_KEYRING, 0, 0)
+		if errno != 0 && errno != unix.ENOSYS && errno != unix.EPERM {
+			req.done <- fmt.Errorf("join a new session keyring: %w", errno)
+			continue
+		}
+		req.done <- req.cmd.Start()
+	}
 }
 
 // commandStarted reads the start marker. The byte, if written, is already in
