@@ -14,8 +14,9 @@
 // as the previous change, which only a file changed within Granularity of
 // the walk can suffer; those are hashed.
 //
-// Bounds. A walk stops at Limits.MaxFiles entries or after Limits.Budget;
-// the manifest then says Truncated and proves nothing.
+// Bounds. A walk stops at Limits.MaxFiles entries, after Limits.Budget or
+// at a directory nested deeper than maxDepth levels; the manifest then says
+// Truncated and proves nothing.
 package manifest
 
 import (
@@ -29,6 +30,7 @@ import (
 	"os"
 	"path"
 	"sort"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -48,6 +50,15 @@ const (
 	DefaultMaxFiles = 100_000
 	DefaultBudget   = 10 * time.Second
 )
+
+// maxDepth is the most directory levels beneath the workspace a walk
+// enters; a deeper directory truncates the manifest. The walk holds one
+// descriptor per level, and a command can nest directories tens of
+// thousands deep in moments: walked to the bottom, they would take the
+// worker's whole descriptor limit (the probe's process too) from every
+// connection and file it opens meanwhile. Workspaces of real projects stay
+// far above this.
+const maxDepth = 1024
 
 // Entry types.
 const (
@@ -231,6 +242,10 @@ func (w *walker) walk(fd int, rel string) error {
 		}
 		w.entries = append(w.entries, e)
 		if e.Type == TypeDir {
+			if strings.Count(p, "/")+1 > maxDepth {
+				w.truncated = fmt.Sprintf("directories nested deeper than %d levels", maxDepth)
+				return errStop
+			}
 			sub, err := unix.Openat(fd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 			if err != nil {
 				return fmt.Errorf("open %q: %w", p, err)

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/seed-7bc021c3/reckon/internal/pgtest"
 )
 
@@ -192,5 +194,46 @@ func TestPruneUsesTheIndex(t *testing.T) {
 	s := pgtest.New(t)
 	if plan := s.Plan(t, pruneSQL, 3600.0, 500); !strings.Contains(plan, "kernel_workspace_manifests_taken_at") {
 		t.Errorf("the prune does not use the taken_at index:\n%s", plan)
+	}
+}
+
+// A workspace nested deeper than maxDepth (a sandboxed command makes one in
+// moments) is truncated, not walked to the bottom: the walk holds one
+// descriptor per level, and thousands of levels would take the worker's
+// whole descriptor limit from everything else it does meanwhile.
+func TestTakeStopsAtMaxDepth(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		depth     int
+		truncated bool
+	}{{maxDepth, false}, {maxDepth + 1, true}, {3 * maxDepth, true}} {
+		dir := t.TempDir()
+		fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Level by level from the last: the path passes PATH_MAX.
+		for i := 0; i < tc.depth; i++ {
+			if err := unix.Mkdirat(fd, "a", 0o755); err != nil {
+				t.Fatal(err)
+			}
+			next, err := unix.Openat(fd, "a", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+			unix.Close(fd)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fd = next
+		}
+		unix.Close(fd)
+		m := take(t, dir, Options{})
+		if got := m.Truncated != ""; got != tc.truncated {
+			t.Fatalf("depth %d: truncated %q, want truncated %v", tc.depth, m.Truncated, tc.truncated)
+		}
+		if tc.truncated && !strings.Contains(m.Truncated, "levels") {
+			t.Fatalf("depth %d: truncated %q does not say why", tc.depth, m.Truncated)
+		}
+		if len(m.Entries) > maxDepth+1 {
+			t.Fatalf("depth %d: %d entries, the walk went below %d levels", tc.depth, len(m.Entries), maxDepth)
+		}
 	}
 }
