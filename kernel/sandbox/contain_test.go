@@ -471,3 +471,71 @@ func TestSandboxSeesNoWorkerKeyring(t *testing.T) {
 		t.Fatalf("the sandbox read the worker's session keyring:\n%s", out.Stdout)
 	}
 }
+
+// A worker that is not root strips set-user-ID bits as itself, and a
+// command can leave directories it cannot read (mode 000). The strip goes
+// on past them: a set-user-ID file elsewhere in the workspace would
+// otherwise keep its bit and, on the host, run as the worker's user (its
+// configuration, its database access) for any local user who runs it.
+func TestStripSetIDPastUnreadableDirectories(t *testing.T) {
+	t.Parallel()
+	if os.Geteuid() != 0 {
+		// Starting a worker of another uid needs root.
+		t.Skip("needs a root test process (the CI runs as root)")
+	}
+	ws := wsDir(t)
+	var suid []string
+	// Enough names that, in whatever order the directory lists them, files
+	// come after unreadable directories.
+	const n = 100
+	for i := 0; i < n; i++ {
+		if err := os.Mkdir(filepath.Join(ws, fmt.Sprintf("a%d", i)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		f := filepath.Join(ws, fmt.Sprintf("z%d", i))
+		if err := os.WriteFile(f, []byte("#!/bin/sh\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		suid = append(suid, f)
+	}
+	if err := tidyWorkspace(ws, &syscall.Credential{Uid: DefaultUID, Gid: DefaultGID}); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < n; i++ {
+		if err := os.Chmod(suid[i], os.ModeSetuid|0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(filepath.Join(ws, fmt.Sprintf("a%d", i)), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The test binary, where that uid can run it.
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin, err := os.ReadFile(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	worker := filepath.Join(wsDir(t), "sandbox.test")
+	if err := os.WriteFile(worker, bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(worker)
+	cmd.Env = []string{stripAsEnv + "=" + ws}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: DefaultUID, Gid: DefaultGID, Groups: []uint32{}}}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("strip as uid %d: %v: %s", DefaultUID, err, out)
+	}
+	for _, f := range suid {
+		fi, err := os.Stat(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Mode()&os.ModeSetuid != 0 {
+			t.Fatalf("%s kept its set-user-ID bit (the strip said %q)", filepath.Base(f), out)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -220,23 +221,30 @@ func walkWorkspace(ws string, f func(root *os.Root, name string, fi fs.FileInfo)
 	if err != nil {
 		return err
 	}
-	if err := f(root, ".", fi); err != nil {
-		return err
-	}
-	return walkDir(root, f, 1)
+	err = f(root, ".", fi)
+	// The walk goes on whatever f said of the workspace itself.
+	return cmp.Or(err, walkDir(root, f, 1))
 }
 
 // walkDir calls f for every entry of dir, depth levels beneath the
-// workspace, and walks its directories (see walkWorkspace).
+// workspace, and walks its directories (see walkWorkspace). An entry that
+// fails does not stop the walk, which returns the first error at its end
+// (one is enough to report; a million failing entries must not hold a
+// million errors). A worker that is not root walks as the command's own
+// user, and a command can leave a directory it cannot read (mode 000):
+// stopping there would leave a set-user-ID file elsewhere with its bit.
+// What lies in such a directory no other user can reach either.
 func walkDir(dir *os.Root, f func(root *os.Root, name string, fi fs.FileInfo) error, depth int) error {
 	d, err := dir.Open(".")
 	if err != nil {
 		return err
 	}
-	names, err := d.Readdirnames(-1)
+	names, first := d.Readdirnames(-1)
 	d.Close()
-	if err != nil {
-		return err
+	note := func(err error) {
+		if first == nil {
+			first = err
+		}
 	}
 	for _, name := range names {
 		fi, err := dir.Lstat(name)
@@ -244,11 +252,10 @@ func walkDir(dir *os.Root, f func(root *os.Root, name string, fi fs.FileInfo) er
 			continue // removed meanwhile
 		}
 		if err != nil {
-			return err
+			note(err)
+			continue
 		}
-		if err := f(dir, name, fi); err != nil {
-			return err
-		}
+		note(f(dir, name, fi))
 		if !fi.IsDir() {
 			continue
 		}
@@ -256,8 +263,8 @@ func walkDir(dir *os.Root, f func(root *os.Root, name string, fi fs.FileInfo) er
 			// Only when open: a change of mode is a change the next
 			// workspace manifest would show.
 			if perm := fi.Mode().Perm(); perm&0o077 != 0 {
-				if err := dir.Chmod(name, perm&^0o077); err != nil && !errors.Is(err, fs.ErrNotExist) {
-					return err
+				if err := dir.Chmod(name, perm&^0o077); !errors.Is(err, fs.ErrNotExist) {
+					note(err)
 				}
 			}
 			continue
@@ -267,15 +274,13 @@ func walkDir(dir *os.Root, f func(root *os.Root, name string, fi fs.FileInfo) er
 			continue
 		}
 		if err != nil {
-			return err
+			note(err)
+			continue
 		}
-		err = walkDir(sub, f, depth+1)
+		note(walkDir(sub, f, depth+1))
 		sub.Close()
-		if err != nil {
-			return err
-		}
 	}
-	return nil
+	return first
 }
 
 // outputPipes carry a sandboxed command's stdout and stderr into the
