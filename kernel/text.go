@@ -2,6 +2,7 @@ package kernel
 
 import (
 	"strconv"
+	"strings"
 	"unicode"
 	"unicode/utf8"
 )
@@ -17,6 +18,15 @@ func TruncateUTF8(s string, n int) string {
 		n--
 	}
 	return s[:n]
+}
+
+// Storable returns s with what reckon does not store (CheckText) replaced
+// by U+FFFD: invalid UTF-8 and NUL. Text a tool produced (a command's
+// output, an MCP server's answer) is the tool's to choose; carried into an
+// event as it was, one NUL would make the event unstorable and leave the
+// operation's outcome unjournaled.
+func Storable(s string) string {
+	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
 }
 
 // Abbreviate returns s when it fits in n bytes, otherwise s cut by

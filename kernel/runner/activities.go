@@ -252,7 +252,7 @@ func (a *Activities) RunTool(ctx context.Context, call kernel.ToolCall) (ToolOut
 		log.Warn().Err(err).Msg("fault injected after the effect")
 		return ToolOutcome{}, crash(err)
 	}
-	return ToolOutcome{OK: true, Summary: kernel.Abbreviate(res.Summary, MaxSummaryBytes)}, nil
+	return ToolOutcome{OK: true, Summary: kernel.Abbreviate(kernel.Storable(res.Summary), MaxSummaryBytes)}, nil
 }
 
 // recordPrior reads and records the downstream state a PriorReader tool's
@@ -280,7 +280,7 @@ func (a *Activities) recordPrior(ctx context.Context, tool kernel.Tool, call ker
 // failure turns a tool error into a classified outcome.
 func failure(err error) ToolOutcome {
 	et, eff := kernel.Classify(err)
-	return ToolOutcome{ErrorType: et, Effect: eff, Error: kernel.Abbreviate(toolMessage(err), MaxSummaryBytes)}
+	return ToolOutcome{ErrorType: et, Effect: eff, Error: kernel.Abbreviate(kernel.Storable(toolMessage(err)), MaxSummaryBytes)}
 }
 
 // toolMessage is a tool error's message without the error type a
