@@ -361,11 +361,13 @@ func (c *conn) call(ctx, cctx context.Context, timeout time.Duration, params *mc
 // reported a failure, which proves nothing about what it did first.
 func ResultError(server, tool string, res *mcp.CallToolResult) *kernel.ToolError {
 	return &kernel.ToolError{ErrorType: ErrorTypeErrorResult, Effect: kernel.EffectUncertain,
-		Err: fmt.Errorf("mcp server %q tool %q returned an error result: %s", server, tool, kernel.Abbreviate(ContentText(res.Content), 2000))}
+		Err: fmt.Errorf("mcp server %q tool %q returned an error result: %s", server, tool, kernel.Abbreviate(kernel.Storable(ContentText(res.Content)), 2000))}
 }
 
 // ResultSummary is tool.completed's result_summary for a successful result:
-// its text content, or its structured content as JSON, bounded.
+// its text content, or its structured content as JSON, bounded, with what
+// reckon does not store (a NUL, invalid UTF-8) replaced (kernel.Storable):
+// the server chooses its answer, and the event must be journaled.
 func ResultSummary(res *mcp.CallToolResult) string {
 	summary := ContentText(res.Content)
 	if summary == "" {
@@ -377,7 +379,7 @@ func ResultSummary(res *mcp.CallToolResult) string {
 		}
 		summary = string(b)
 	}
-	return kernel.Abbreviate(summary, 500)
+	return kernel.Abbreviate(kernel.Storable(summary), 500)
 }
 
 // decodeArgs returns the call's arguments as a JSON object (empty for none).

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/mcpserver"
 )
@@ -440,5 +442,20 @@ func TestMemoryFactsRefuseTheUnitSeparator(t *testing.T) {
 	obs := json.RawMessage(`{"observations":[{"entityName":"e","contents":["o\u001fc"]}]}`)
 	if f, err := Memory.Facts("add_observations", obs); err == nil {
 		t.Fatalf("a text holding the separator gave facts %q", f)
+	}
+}
+
+// A server's answer is the server's to choose, NUL bytes included (a
+// filesystem server reading a file a sandboxed command wrote), and reckon
+// stores no NUL: the summary and the error result's message carry it as
+// U+FFFD, so the gateway's tool.completed or tool.failed can be journaled.
+func TestResultTextWithNULIsStorable(t *testing.T) {
+	t.Parallel()
+	res := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "a\x00b\xff"}}}
+	if got := ResultSummary(res); got != "a\uFFFDb\uFFFD" {
+		t.Fatalf("ResultSummary = %q", got)
+	}
+	if err := kernel.CheckText("error", ResultError("fs", "read_file", res).Error()); err != nil {
+		t.Fatalf("ResultError: %v", err)
 	}
 }
