@@ -141,7 +141,10 @@ func (g *Gateway) call(ctx context.Context, req *mcp.CallToolRequest, t *tool) (
 func (g *Gateway) failed(ctx context.Context, s *session, run runRef, opID string, err error, note string, log zerolog.Logger) {
 	errType, effect := kernel.Classify(err)
 	ev, berr := g.event(run.runID, kernel.TypeToolFailed, opID+"/failed", kernel.ToolFailed{
-		OperationID: opID, ErrorType: errType, Error: kernel.Abbreviate(toolErrText(err)+note, 2000), Effect: effect,
+		// The text may be an upstream's (its stderr, its error's message),
+		// and one NUL in it would make the event unstorable: the record
+		// refused, the operation left open although the call had ended.
+		OperationID: opID, ErrorType: errType, Error: kernel.Abbreviate(kernel.Storable(toolErrText(err)+note), 2000), Effect: effect,
 	})
 	if berr == nil {
 		g.record(ctx, ev, log)

@@ -1,0 +1,35 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/rs/zerolog"
+
+	"github.com/seed-7bc021c3/reckon/kernel"
+	"github.com/seed-7bc021c3/reckon/kernel/mcptool"
+)
+
+// An upstream's failure text is the upstream's to choose; with a NUL in
+// it the gateway's tool.failed was refused by the outbox, and the
+// operation stayed open although the call had ended. It is recorded, the
+// NUL as U+FFFD.
+func TestFailedTextWithNULIsRecorded(t *testing.T) {
+	t.Parallel()
+	up := newHTTPIssues(t)
+	f := newFixture(t, newSchema(t), Config{Servers: []mcptool.ServerConfig{up.config("issues")}})
+	s := &session{g: f.g, open: map[string]string{}, atEnd: map[string]bool{}}
+	run := runRef{project: f.g.o.Project, runID: "nul-run", source: f.g.o.Source, kind: kindSession, instance: f.g.instance}
+	upstream := &kernel.ToolError{ErrorType: mcptool.ErrorTypeCallFailed, Effect: kernel.EffectUncertain, Err: errors.New("upstream said a\x00b")}
+	f.g.failed(context.Background(), s, run, "op-1", upstream, "", zerolog.Nop())
+	var got string
+	if err := f.pool.QueryRow(context.Background(),
+		`SELECT event->'data'->>'error' FROM kernel_event_outbox WHERE event->>'type' = 'tool.failed' AND event->>'run_id' = 'nul-run'`).Scan(&got); err != nil {
+		t.Fatalf("tool.failed not recorded: %v", err)
+	}
+	if !strings.Contains(got, "upstream said a\uFFFDb") {
+		t.Fatalf("recorded error %q, want the upstream's text with U+FFFD for the NUL", got)
+	}
+}
