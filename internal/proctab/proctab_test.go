@@ -14,7 +14,14 @@ import (
 func TestKillMatching(t *testing.T) {
 	t.Parallel()
 	marker := fmt.Sprintf("underway-killwith-%d.mark", time.Now().UnixNano())
-	cmd := exec.Command("sh", "-c", ": "+marker+" && sleep 100")
+	// The marked process must not fork: "sh -c ': marker && sleep 100'"
+	// forks for the sleep, and the child carries the shell's command line
+	// until it execs, so Matching could see two marked processes (it did,
+	// once in CI). read is a builtin, waiting on a pipe nobody writes.
+	cmd := exec.Command("sh", "-c", "read x", marker)
+	if _, err := cmd.StdinPipe(); err != nil {
+		t.Fatal(err)
+	}
 	other := exec.Command("sleep", "100")
 	for _, c := range []*exec.Cmd{cmd, other} {
 		if err := c.Start(); err != nil {
