@@ -158,7 +158,7 @@ func drillConsoleRuns(ctx context.Context, t *testing.T, st *Stack, base string)
 		ev("op-1/started", "tool.started", map[string]any{"operation_id": "op-1", "tool": "http_post",
 			"args": map[string]any{"url": "http://billing.invalid/charge", "body": `<img src=x onerror="window.pwned=1"> charge 42 EUR`}}),
 		ev("op-1/failed", "tool.failed", map[string]any{"operation_id": "op-1", "error_type": "timeout", "effect": "uncertain",
-			"error": "<script>window.pwned=2</script>upstream timed out after 30s"}),
+			"error": "<script>window.pwned=2</script>upstream timed out after 30s \u202egnirts"}),
 		ev("run/failed", "run.failed", map[string]any{"error": "the charge step timed out"}),
 	}})
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/events", strings.NewReader(string(body)))

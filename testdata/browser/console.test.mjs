@@ -151,6 +151,9 @@ test('operator console', async (t) => {
     assert.ok((await text('#history')).includes('"body": "<img src=x onerror=\\"window.pwned=1\\"> charge 42 EUR"'), 'the args, as JSON');
     assert.equal(await page.evaluate(() => document.querySelectorAll('img, #detail script').length), 0);
     assert.equal(await page.evaluate(() => window.pwned), undefined);
+    // A bidirectional override in the error is shown, not obeyed.
+    assert.ok((await text('#history')).includes('30s ‹U+202E›gnirts'), 'the override is shown as ‹U+202E›');
+    assert.ok(!(await text('#history')).includes('\u202e'), 'no override reaches the page');
     // Choosing an operation keeps the whole project in view, its row marked.
     assert.equal(await page.locator('#ops tbody tr').count(), 5);
     assert.equal(await page.locator('#ops tbody tr.selected[data-run="agent-7"]').count(), 1);

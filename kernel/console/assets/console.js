@@ -23,25 +23,40 @@ const state = {
 
 const $ = (id) => document.getElementById(id);
 
+// INVISIBLE matches what changes how text reads without showing itself:
+// format characters (bidirectional overrides and isolates, zero-width
+// spaces and joiners, the BOM) and control characters but tab and
+// newline. An agent's operation "op-1\u202Eenon" would read "op-1none".
+const INVISIBLE = /[\p{Cf}\u0000-\u0008\u000B-\u001F\u007F-\u009F]/gu;
+
+// visible shows each such character as ‹U+XXXX›, as the CLI quotes text
+// holding one (kernel.Printable): an operator sees what was written, not
+// what it was made to look like.
+function visible(s) {
+  return String(s).replace(INVISIBLE,
+    (c) => '‹U+' + c.codePointAt(0).toString(16).toUpperCase().padStart(4, '0') + '›');
+}
+
 // el builds an element. attrs: class, text, or attributes set with
-// setAttribute; children: nodes or strings (text nodes, never HTML).
+// setAttribute; children: nodes or strings (text nodes, never HTML). Text
+// goes through visible; attributes (ids a row is found by) do not.
 function el(tag, attrs, ...children) {
   const e = document.createElement(tag);
   for (const [k, v] of Object.entries(attrs || {})) {
     if (v === null || v === undefined || v === false) continue;
     if (k === 'class') e.className = v;
-    else if (k === 'text') e.textContent = v;
+    else if (k === 'text') e.textContent = visible(v);
     else e.setAttribute(k, v === true ? '' : String(v));
   }
   for (const c of children.flat(Infinity)) {
     if (c === null || c === undefined || c === false) continue;
-    e.append(c instanceof Node ? c : String(c));
+    e.append(c instanceof Node ? c : visible(c));
   }
   return e;
 }
 
 function show(node, text) {
-  node.textContent = text || '';
+  node.textContent = visible(text || '');
   node.hidden = !text;
 }
 
