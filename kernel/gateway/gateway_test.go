@@ -1,11 +1,9 @@
 package gateway
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -16,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/seed-7bc021c3/reckon/internal/reckontest"
 	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/mcptool"
 )
@@ -612,28 +611,9 @@ func TestHTTPIdleConnectionsAreClosed(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- g.ServeHTTP(sctx, ln) }()
 	t.Cleanup(func() { stop(); <-done })
-	conn, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	br := bufio.NewReader(conn)
+	var reqs []string
 	for _, token := range []string{"s3creX", "a-much-longer-wrong-token"} {
-		if _, err := io.WriteString(conn, "POST "+HTTPPath+" HTTP/1.1\r\nHost: gw\r\nAuthorization: Bearer "+token+"\r\nContent-Length: 2\r\n\r\n{}"); err != nil {
-			t.Fatal(err)
-		}
-		resp, err := http.ReadResponse(br, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, _ = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusUnauthorized || resp.Close {
-			t.Fatalf("token %q: %d, close %v; want 401 on a kept-alive connection", token, resp.StatusCode, resp.Close)
-		}
+		reqs = append(reqs, "POST "+HTTPPath+" HTTP/1.1\r\nHost: gw\r\nAuthorization: Bearer "+token+"\r\nContent-Length: 2\r\n\r\n{}")
 	}
-	_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
-	if _, err := br.ReadByte(); err != io.EOF {
-		t.Fatalf("an idle connection is still open after 5 s (read: %v), want it closed after ConnIdle", err)
-	}
+	reckontest.IdleConnectionCloses(t, ln.Addr().String(), http.StatusUnauthorized, reqs...)
 }

@@ -1,14 +1,11 @@
 package httpapi_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -129,28 +126,7 @@ func TestIdleConnectionsAreClosed(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- api.Listen(ctx, "127.0.0.1:0", bound) }()
 	t.Cleanup(func() { cancel(); <-done })
-	conn, err := net.Dial("tcp", <-bound)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	if _, err := io.WriteString(conn, "GET /healthz HTTP/1.1\r\nHost: reckon\r\n\r\n"); err != nil {
-		t.Fatal(err)
-	}
-	br := bufio.NewReader(conn)
-	resp, err := http.ReadResponse(br, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, _ = io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK || resp.Close {
-		t.Fatalf("GET /healthz: %d, close %v; want 200 on a kept-alive connection", resp.StatusCode, resp.Close)
-	}
-	_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
-	if _, err := br.ReadByte(); err != io.EOF {
-		t.Fatalf("an idle connection is still open after 5 s (read: %v), want it closed after the idle timeout", err)
-	}
+	reckontest.IdleConnectionCloses(t, <-bound, http.StatusOK, "GET /healthz HTTP/1.1\r\nHost: reckon\r\n\r\n")
 }
 
 // echoRuns is a RunService that answers every View with the ids it was
