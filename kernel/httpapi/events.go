@@ -90,7 +90,8 @@ func (s *Server) ingest(w http.ResponseWriter, r *http.Request) error {
 		// The check above names the event, and it keeps a caller who
 		// keeps posting into others' runs out of group commit: refused in
 		// the write, each such call would fail the combined batch it rode
-		// in and send every other caller's events back one by one. This
+		// in and have it written again in halves (journal's
+		// grouper.retry). This
 		// one, in the write's own transaction, catches a run started,
 		// claimed or first written since.
 		ingest = g.IngestAgentEvents
@@ -111,10 +112,10 @@ func (s *Server) ingest(w http.ResponseWriter, r *http.Request) error {
 }
 
 // splitBatch splits the "events" list of an ingest body into its events,
-// counting them first: decoded straight into a slice, the 8 MiB body
-// limit allowed some 4 million one-byte elements ("[1,1,…]"), and one
-// request made the server allocate about 650 MB before it was refused as
-// over MaxBatch. The count walks the list without keeping its elements.
+// in one walk that keeps at most MaxBatch of them and only counts the
+// rest: decoded straight into a slice, the 8 MiB body limit allowed some
+// 4 million one-byte elements ("[1,1,…]"), and one request made the
+// server allocate about 650 MB before it was refused as over MaxBatch.
 func splitBatch(raw json.RawMessage) ([]json.RawMessage, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
@@ -126,23 +127,29 @@ func splitBatch(raw json.RawMessage) ([]json.RawMessage, error) {
 	bad := func(err error) error {
 		return kernel.Errorf(kernel.EInvalid, "field \"events\" is not a JSON list: %v", err)
 	}
-	n := 0
 	dec := jsontext.NewDecoder(bytes.NewReader(raw))
 	if _, err := dec.ReadToken(); err != nil {
 		return nil, bad(err)
 	}
+	var events []json.RawMessage
+	n := 0
 	for dec.PeekKind() != ']' {
-		if err := dec.SkipValue(); err != nil {
-			return nil, bad(err)
+		if n >= MaxBatch {
+			if err := dec.SkipValue(); err != nil {
+				return nil, bad(err)
+			}
+		} else {
+			v, err := dec.ReadValue()
+			if err != nil {
+				return nil, bad(err)
+			}
+			// ReadValue's bytes are the decoder's until its next read.
+			events = append(events, bytes.Clone(v))
 		}
 		n++
 	}
 	if n > MaxBatch {
 		return nil, kernel.Errorf(kernel.ETooLarge, "batch has %d events; at most %d per request", n, MaxBatch)
-	}
-	events := make([]json.RawMessage, 0, n)
-	if err := json.Unmarshal(raw, &events); err != nil {
-		return nil, bad(err)
 	}
 	return events, nil
 }
