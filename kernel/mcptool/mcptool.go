@@ -66,6 +66,22 @@ func IdempotencyKey(project, runID, operationID string) string {
 	return project + "/" + runID + "/" + operationID
 }
 
+// KeyAmbiguity names the first of the project, run id and operation id
+// that contains "/", which IdempotencyKey joins unescaped (a form servers
+// have stored): op "x/y" of run "r" and op "y" of run "r/x" send the same
+// key. "" when the key names one operation only. The kernel's and the
+// MCP gateway's ids never hold "/"; agents' own reports may.
+func KeyAmbiguity(project, runID, operationID string) string {
+	for _, p := range []struct{ name, val string }{
+		{"project", project}, {"run id", runID}, {"operation id", operationID},
+	} {
+		if strings.Contains(p.val, "/") {
+			return p.name
+		}
+	}
+	return ""
+}
+
 // Prefix is the kernel tool-name prefix of MCP tools.
 const Prefix = "mcp__"
 

@@ -117,7 +117,7 @@ func (p MCP) Probe(ctx context.Context, run Run, op pipeline.WallOperation) (pip
 	// The key the kernel sent: qualified by project and run, since
 	// operation ids repeat across runs.
 	key := mcptool.IdempotencyKey(run.Project, run.RunID, op.OperationID)
-	if part, ambiguous := ambiguousKeyPart(run, op); ambiguous {
+	if part := mcptool.KeyAmbiguity(run.Project, run.RunID, op.OperationID); part != "" {
 		// The key is not asked about: another operation's may read the
 		// same (op "x/y" of run "r" and op "y" of run "r/x" both send
 		// "p/r/x/y"), and its completed would credit this one. The
@@ -168,20 +168,6 @@ func (p MCP) Probe(ctx context.Context, run Run, op pipeline.WallOperation) (pip
 	return evidence(MCPName, pipeline.FindingInconclusive, fmt.Sprintf("lookup_operation answered an unknown status %q", ans.Status), at, prov), true
 }
 
-// ambiguousKeyPart names the first of the project, run id and operation
-// id that contains "/", which mcptool.IdempotencyKey joins with "/"
-// unescaped (the key's form is a contract servers have stored).
-func ambiguousKeyPart(run Run, op pipeline.WallOperation) (string, bool) {
-	for _, p := range []struct{ name, val string }{
-		{"project", run.Project}, {"run id", run.RunID}, {"operation id", op.OperationID},
-	} {
-		if strings.Contains(p.val, "/") {
-			return p.name, true
-		}
-	}
-	return "", false
-}
-
 // reckonCalled says whether reckon itself made op's call and so sent its
 // key: the kernel (a tool.started under its source, which only it writes)
 // or the MCP gateway (a run it records, whose events only it writes). An
@@ -189,7 +175,7 @@ func ambiguousKeyPart(run Run, op pipeline.WallOperation) (string, bool) {
 // client of its own: the server's never having seen reckon's key for it
 // says nothing of whether the call landed. "completed" needs no such
 // test: the key names this very operation (Probe does not ask about a key
-// that could name another, ambiguousKeyPart), so a server holding it with
+// that could name another, mcptool.KeyAmbiguity), so a server holding it with
 // a result applied a call made for it.
 func (p MCP) reckonCalled(ctx context.Context, run Run, op pipeline.WallOperation) (bool, error) {
 	if op.StartedKey.SourceID == kernel.SourceKernel {
