@@ -4,17 +4,12 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/json"
-	"encoding/json/jsontext"
 	"fmt"
-	"io"
 	"math"
 	"math/big"
-	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
-	"unicode/utf8"
 )
 
 // Canonical returns the canonical JSON of raw: object keys sorted, no
@@ -25,191 +20,21 @@ import (
 // error (CheckJSON), never replaced: two different byte strings must never
 // share a canonical form.
 func Canonical(raw []byte) ([]byte, error) {
-	if err := CheckJSON("canonical json", raw); err != nil {
-		return nil, err
-	}
-	v, err := decodeJSON(raw)
+	valid, err := checkedJSON("canonical json", raw)
 	if err != nil {
 		return nil, err
 	}
-	var buf bytes.Buffer
-	buf.Grow(len(raw))
-	writeCanonical(&buf, v)
-	return buf.Bytes(), nil
-}
-
-func decodeJSON(raw []byte) (any, error) {
-	// A token loop over jsontext rather than encoding/json's Decode into
-	// any: the same values (objects as map[string]any, numbers as their
-	// literal json.Number), at about half the cost, which ingest pays per
-	// event. Every caller has run CheckJSON first, so duplicate names and
-	// invalid UTF-8 never reach here; the options only keep this decoder
-	// from being stricter than the one it replaced (last name wins, U+FFFD).
-	//
-	// Decoders are pooled and read raw in place (a bytes.Buffer is parsed
-	// without a copy and never written to): a new decoder and its buffer
-	// per event were most of what remained of the cost.
-	dec := decoders.Get().(*jsontext.Decoder)
-	defer func() {
-		dec.Reset(bytes.NewReader(nil)) // drop raw before pooling
-		decoders.Put(dec)
-	}()
-	dec.Reset(bytes.NewBuffer(raw), decodeOptions...)
-	v, err := decodeValue(dec)
-	if err != nil {
-		return nil, fmt.Errorf("canonical json: %w", err)
+	if !valid {
+		return nil, fmt.Errorf("canonical json: %w", syntaxError(raw))
 	}
-	if _, err := dec.ReadToken(); err != io.EOF {
-		return nil, fmt.Errorf("canonical json: trailing data after the value")
-	}
-	return v, nil
-}
-
-var (
-	decodeOptions = []jsontext.Options{jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true)}
-	decoders      = sync.Pool{New: func() any { return jsontext.NewDecoder(bytes.NewReader(nil)) }}
-)
-
-// decodeValue reads one JSON value from dec.
-func decodeValue(dec *jsontext.Decoder) (any, error) {
-	tok, err := dec.ReadToken()
-	if err != nil {
-		return nil, err
-	}
-	switch tok.Kind() {
-	case 'n':
-		return nil, nil
-	case 't', 'f':
-		return tok.Bool(), nil
-	case '"':
-		return tok.String(), nil
-	case '0':
-		return json.Number(tok.String()), nil
-	case '{':
-		m := map[string]any{}
-		for dec.PeekKind() != '}' {
-			tok, err := dec.ReadToken()
-			if err != nil {
-				return nil, err
-			}
-			// A token is void after the next read: take the name first.
-			name := tok.String()
-			v, err := decodeValue(dec)
-			if err != nil {
-				return nil, err
-			}
-			m[name] = v
-		}
-		if _, err := dec.ReadToken(); err != nil {
-			return nil, err
-		}
-		return m, nil
-	case '[':
-		a := []any{}
-		for dec.PeekKind() != ']' {
-			v, err := decodeValue(dec)
-			if err != nil {
-				return nil, err
-			}
-			a = append(a, v)
-		}
-		if _, err := dec.ReadToken(); err != nil {
-			return nil, err
-		}
-		return a, nil
-	}
-	return nil, fmt.Errorf("unexpected JSON token %v", tok)
-}
-
-func writeCanonical(buf *bytes.Buffer, v any) {
-	switch x := v.(type) {
-	case nil:
-		buf.WriteString("null")
-	case bool:
-		if x {
-			buf.WriteString("true")
-		} else {
-			buf.WriteString("false")
-		}
-	case string:
-		writeString(buf, x)
-	case json.Number:
-		buf.WriteString(canonicalNumber(x))
-	case []any:
-		buf.WriteByte('[')
-		for i, el := range x {
-			if i > 0 {
-				buf.WriteByte(',')
-			}
-			writeCanonical(buf, el)
-		}
-		buf.WriteByte(']')
-	case map[string]any:
-		keys := make([]string, 0, len(x))
-		for k := range x {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		buf.WriteByte('{')
-		for i, k := range keys {
-			if i > 0 {
-				buf.WriteByte(',')
-			}
-			writeString(buf, k)
-			buf.WriteByte(':')
-			writeCanonical(buf, x[k])
-		}
-		buf.WriteByte('}')
-	}
+	return canonicalJSON(raw), nil
 }
 
 const hexDigits = "0123456789abcdef"
 
-// writeString writes s as a JSON string: quotes, backslashes and control
-// characters escaped, invalid UTF-8 replaced by U+FFFD, everything else as
-// is (no HTML escaping: the canonical form is for comparison, not embedding).
+// writeString writes s as a JSON string (appendString).
 func writeString(buf *bytes.Buffer, s string) {
-	buf.WriteByte('"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			buf.WriteString(s[start:i])
-			switch c {
-			case '"', '\\':
-				buf.WriteByte('\\')
-				buf.WriteByte(c)
-			case '\n':
-				buf.WriteString(`\n`)
-			case '\r':
-				buf.WriteString(`\r`)
-			case '\t':
-				buf.WriteString(`\t`)
-			default:
-				buf.WriteString(`\u00`)
-				buf.WriteByte(hexDigits[c>>4])
-				buf.WriteByte(hexDigits[c&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			buf.WriteString(s[start:i])
-			buf.WriteString(`\ufffd`)
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	buf.WriteString(s[start:])
-	buf.WriteByte('"')
+	buf.Write(appendString(buf.AvailableBuffer(), s))
 }
 
 // canonicalNumber spells integers exactly (no float rounding for large ids)
@@ -327,21 +152,19 @@ type Prepared struct {
 // digest. ts is normalised to UTC with nanoseconds, so the same instant
 // spelled with another offset is the same payload.
 func (e Event) Prepare() (Prepared, error) {
-	m, err := e.validate()
+	canon, top, err := e.validate()
 	if err != nil {
 		return Prepared{}, err
 	}
-	var data bytes.Buffer
-	writeCanonical(&data, m)
 
 	// The envelope is written with its keys already in sorted order:
 	// actor, data, parent_event_id, project, run_id, ts, type.
 	var env bytes.Buffer
-	env.Grow(data.Len() + 160)
+	env.Grow(len(canon) + 160)
 	env.WriteString(`{"actor":`)
 	writeString(&env, e.Actor)
 	env.WriteString(`,"data":`)
-	env.Write(data.Bytes())
+	env.Write(canon)
 	env.WriteString(`,"parent_event_id":`)
 	if e.ParentEventID == nil {
 		env.WriteString("null")
@@ -363,9 +186,9 @@ func (e Event) Prepare() (Prepared, error) {
 	env.WriteByte('}')
 	sum := sha256.Sum256(env.Bytes())
 
-	p := Prepared{CanonicalData: data.Bytes(), Digest: sum[:], Envelope: env.Bytes()}
-	p.OperationID, _ = m["operation_id"].(string)
-	eff, _ := m["effect"].(string)
+	p := Prepared{CanonicalData: canon, Digest: sum[:], Envelope: env.Bytes()}
+	p.OperationID, _ = top.str("operation_id")
+	eff, _ := top.str("effect")
 	p.Settles = settles(e.Type, eff)
 	return p, nil
 }

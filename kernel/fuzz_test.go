@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -73,6 +74,13 @@ func FuzzCanonical(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		c, err := Canonical(raw)
+		// The span writer and the tree it replaced accept the same
+		// documents and write the same bytes: journaled digests were
+		// computed by the tree.
+		want, wantErr := canonicalReference(raw)
+		if (err == nil) != (wantErr == nil) || !bytes.Equal(c, want) {
+			t.Fatalf("Canonical(%q) = %q, %v; the tree gives %q, %v", raw, c, err, want, wantErr)
+		}
 		if err != nil {
 			return
 		}
@@ -90,21 +98,21 @@ func FuzzCanonical(f *testing.F) {
 		// UseNumber: on every document it accepts they must agree, or
 		// digests of stored events would change.
 		before := bytes.Clone(raw)
-		got, err := decodeJSON(raw)
+		got, err := decodeTree(raw)
 		if err != nil {
-			t.Fatalf("decodeJSON refused what Canonical accepted: %v", err)
+			t.Fatalf("decodeTree refused what Canonical accepted: %v", err)
 		}
 		if !bytes.Equal(raw, before) {
-			t.Fatalf("decodeJSON wrote to its input: %q became %q", before, raw)
+			t.Fatalf("decodeTree wrote to its input: %q became %q", before, raw)
 		}
 		if want := decodeJSONReference(t, raw); !reflect.DeepEqual(got, want) {
-			t.Fatalf("decodeJSON(%q) = %#v; encoding/json gives %#v", raw, got, want)
+			t.Fatalf("decodeTree(%q) = %#v; encoding/json gives %#v", raw, got, want)
 		}
 	})
 }
 
-// decodeJSONReference is what decodeJSON replaced: encoding/json's Decode
-// into any with UseNumber.
+// decodeJSONReference is what the tree decoder (decodeTree) replaced:
+// encoding/json's Decode into any with UseNumber.
 func decodeJSONReference(t *testing.T, raw []byte) any {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
@@ -221,4 +229,76 @@ func TestDecodeCursorRefusesLineBreaks(t *testing.T) {
 			t.Errorf("cursor %q: %v, want EInvalid", bad, err)
 		}
 	}
+}
+
+// dataSeeds are event data for FuzzPrepareMatchesReference: every field
+// kind the data types declare, right and wrong, nested, escaped, unsorted,
+// null, and the numbers whose spelling the canonical form changes.
+var dataSeeds = []string{
+	`{"operation_id":"op-1","tool":"run_command","args":{"command":"echo ok","b":[1,2.50,1e2,-0,{"z":1,"a":null}]}}`,
+	`{"tool":"t","operation_id":"op\u00e9\n","attempt":2,"workspace_manifest":{"digest":"d","files":1,"bytes":12,"x":[true]}}`,
+	`{"operation_id":"op-1","error_type":"e","error":"x","effect":"uncertain","child_ops_total":3,"child_ops_unresolved":null}`,
+	`{"operation_id":"op-1","effect":"occurred","note":"n","basis":"probe","evidence":{"b":1,"a":2},"proposed_effect":null}`,
+	`{"kind":"reconciliation","operations":["a","b"],"verdicts":[{"operation_id":"x"}]}`,
+	`{"operation_id":1}`, `{"operation_id":""}`, `{"operation_id":null}`, `{"attempt":1.0}`, `{"attempt":-1}`, `{"attempt":"1"}`,
+	`{"workspace_manifest":[]}`, `{"workspace_manifest":{"digest":""}}`, `{"child_run_id":{"source_id":"a"}}`,
+	`{"parent":{"source_id":"a","event_id":"b"}}`, `{ "b" : 1 , "a" : [ ] , "c" : { } }`, `{"a":"\ud83d\ude00\u2028\"\\/"}`,
+	`{"n":[12345678901234567890,1.000000000000000000001,1E400,0.1e-2,-0.0,123456789012345678]}`,
+	`{"a":{"c":{"e":1,"d":2},"b":3}}`, `{}`, ``, `null`, `[]`, `{"a":1,"a":2}`, `{"a":"\u0000"}`, `{"a":1`, `{"a":1} x`,
+}
+
+// FuzzPrepareMatchesReference: Prepare (span readers) and the tree it
+// replaced (prepareReference) refuse the same events with the same
+// message, and of the others compute the same canonical data, operation_id
+// and settlement, for every event type.
+func FuzzPrepareMatchesReference(f *testing.F) {
+	for i, s := range dataSeeds {
+		for typ := range len(KnownTypes) {
+			f.Add(uint8(typ), i%2 == 0, []byte(s))
+		}
+	}
+	f.Fuzz(func(t *testing.T, typ uint8, parent bool, data []byte) {
+		e := Event{SourceID: "s", EventID: "e", Project: "p", RunID: "r", Type: KnownTypes[int(typ)%len(KnownTypes)],
+			TS: time.Unix(1_800_000_000, 0), Actor: "agent", Data: data}
+		if parent {
+			e.ParentEventID = &EventKey{SourceID: "s", EventID: "p"}
+		}
+		got, err := e.Prepare()
+		canon, op, settles, wantErr := prepareReference(e)
+		if (err == nil) != (wantErr == nil) {
+			t.Fatalf("%s %q: Prepare says %v; the tree says %v", e.Type, data, err, wantErr)
+		}
+		if err != nil {
+			// Syntax errors are worded by different decoders; every other
+			// refusal is the same sentence.
+			if !strings.Contains(err.Error(), "is not valid JSON") && err.Error() != wantErr.Error() {
+				t.Fatalf("%s %q: Prepare says %q; the tree says %q", e.Type, data, err, wantErr)
+			}
+			return
+		}
+		if !bytes.Equal(got.CanonicalData, canon) || got.OperationID != op || got.Settles != settles {
+			t.Fatalf("%s %q: Prepare gives %q, %q, %v; the tree %q, %q, %v", e.Type, data,
+				got.CanonicalData, got.OperationID, got.Settles, canon, op, settles)
+		}
+	})
+}
+
+// TestPrepareLargeArrayAllocatesItsOutput: preparing an 8 MiB event whose
+// data holds 4 million elements allocates about what it writes (the
+// canonical data and the envelope, each about the size of the input), not
+// a value per element: the tree decoder allocated about 450 MB here, and
+// nothing bounds how many such events ingest validates at once.
+func TestPrepareLargeArrayAllocatesItsOutput(t *testing.T) {
+	e := largeArrayEvent()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	if _, err := e.Prepare(); err != nil {
+		t.Fatal(err)
+	}
+	runtime.ReadMemStats(&after)
+	alloc := after.TotalAlloc - before.TotalAlloc
+	if limit := uint64(6 * len(e.Data)); alloc > limit {
+		t.Fatalf("Prepare of a %d-byte event allocated %d bytes; want at most %d", len(e.Data), alloc, limit)
+	}
+	t.Logf("Prepare of a %d-byte event allocated %d bytes", len(e.Data), alloc)
 }

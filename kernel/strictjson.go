@@ -17,20 +17,28 @@ import (
 // with an EInvalid naming where: the JSON path of the offending value
 // (events[1].data.note), prefixed by what (e.g. "request body").
 func CheckJSON(what string, raw []byte) error {
+	_, err := checkedJSON(what, raw)
+	return err
+}
+
+// checkedJSON is CheckJSON for a caller that walks the document next
+// (jsonspan.go): it also reports whether the document is syntactically
+// valid JSON, which CheckJSON leaves to the caller's decoder to explain.
+func checkedJSON(what string, raw []byte) (valid bool, err error) {
 	if !json.Valid(raw) {
 		// The caller's decoder explains the syntax error better; only the
 		// byte-level faults json.Valid accepts are CheckJSON's business,
 		// except invalid UTF-8, which json.Valid also accepts inside strings.
 		if !utf8.Valid(raw) {
-			return Errorf(EInvalid, "%s is not valid UTF-8", what)
+			return false, Errorf(EInvalid, "%s is not valid UTF-8", what)
 		}
-		return nil
+		return false, nil
 	}
 	c := checker{raw: raw}
 	if err := c.value(); err != nil {
-		return Errorf(EInvalid, "%s: %s", what, err.Error())
+		return true, Errorf(EInvalid, "%s: %s", what, err.Error())
 	}
-	return nil
+	return true, nil
 }
 
 // DecodeStrict is the boundary's one strict decoder of a JSON request

@@ -103,7 +103,7 @@ func fieldErr(e Event, field, format string, args ...any) error {
 // Validate checks required fields, the type vocabulary and the shape of data
 // for the event's type. Unknown extra fields in data are allowed.
 func (e Event) Validate() error {
-	_, err := e.validate()
+	_, _, err := e.validate()
 	return err
 }
 
@@ -162,64 +162,79 @@ func ValidateKey(field, s string) error {
 	return nil
 }
 
-// validate checks the event and returns its data decoded once (numbers as
-// json.Number), for Prepare to reuse.
-func (e Event) validate() (map[string]any, error) {
+// validate checks the event and returns its data's canonical form and the
+// members of data its type reads (and operation_id and effect, which
+// Prepare reads for every type), for Prepare to reuse.
+func (e Event) validate() (canon []byte, top spanFields, err error) {
 	for _, f := range []struct{ name, val string }{
 		{"source_id", e.SourceID}, {"event_id", e.EventID}, {"project", e.Project},
 		{"run_id", e.RunID}, {"type", e.Type}, {"actor", e.Actor},
 	} {
 		if fault := keyFault(f.val); fault != "" {
-			return nil, fieldErr(e, f.name, "%s", fault)
+			return nil, nil, fieldErr(e, f.name, "%s", fault)
 		}
 	}
 	if e.TS.IsZero() {
-		return nil, fieldErr(e, "ts", "is required (RFC 3339)")
+		return nil, nil, fieldErr(e, "ts", "is required (RFC 3339)")
 	}
 	if !validActor(e.Actor) {
-		return nil, fieldErr(e, "actor", "must be kernel, agent, supervisor or operator:<name>, got %q", e.Actor)
+		return nil, nil, fieldErr(e, "actor", "must be kernel, agent, supervisor or operator:<name>, got %q", e.Actor)
 	}
 	if e.ParentEventID != nil && (e.ParentEventID.SourceID == "" || e.ParentEventID.EventID == "") {
-		return nil, fieldErr(e, "parent_event_id", "must carry both source_id and event_id")
+		return nil, nil, fieldErr(e, "parent_event_id", "must carry both source_id and event_id")
 	}
 	data := bytes.TrimSpace(e.Data)
 	if len(data) == 0 || bytes.Equal(data, []byte("null")) {
 		data = []byte("{}")
 	}
 	if data[0] != '{' {
-		return nil, fieldErr(e, "data", "must be a JSON object")
+		return nil, nil, fieldErr(e, "data", "must be a JSON object")
 	}
-	if err := CheckJSON("data", data); err != nil {
-		return nil, fieldErr(e, "data", "%s", ErrorMessage(err))
-	}
-	v, err := decodeJSON(data)
+	valid, err := checkedJSON("data", data)
 	if err != nil {
-		return nil, fieldErr(e, "data", "is not valid JSON: %v", err)
+		return nil, nil, fieldErr(e, "data", "%s", ErrorMessage(err))
 	}
-	m, ok := v.(map[string]any)
-	if !ok {
-		return nil, fieldErr(e, "data", "must be a JSON object")
+	if !valid {
+		return nil, nil, fieldErr(e, "data", "is not valid JSON: %v", syntaxError(data))
 	}
-	return m, validateData(e, m)
+	d := newData(e.Type)
+	specs := []fieldSpec(nil)
+	if d != nil {
+		specs = specsOf(reflect.TypeOf(d).Elem())
+	}
+	top = fieldsOf(data, func(name []byte) bool {
+		return string(name) == "operation_id" || string(name) == "effect" || hasSpec(specs, name)
+	})
+	return canonicalJSON(data), top, validateData(e, d, top)
 }
 
-// validateData checks data against the event type's declared data type
-// (data.go): it decodes the already-decoded object m into that type field
-// by field, with exact key matches, naming the first bad field, then
-// applies the type's own rules.
-func validateData(e Event, m map[string]any) error {
-	d := newData(e.Type)
+// hasSpec reports whether specs declare a field called name.
+func hasSpec(specs []fieldSpec, name []byte) bool {
+	for _, s := range specs {
+		if s.name == string(name) {
+			return true
+		}
+	}
+	return false
+}
+
+// validateData checks data (its members top, as fieldsOf found them)
+// against the event type's declared data type d (data.go, nil for an
+// unknown type): it decodes the members into that type field by field,
+// with exact key matches, naming the first bad field, then applies the
+// type's own rules.
+func validateData(e Event, d any, top spanFields) error {
 	if d == nil {
 		return fieldErr(e, "type", "is not a known event type (%v), got %q", KnownTypes, e.Type)
 	}
-	if err := decodeFields(e, m, d); err != nil {
+	if err := decodeFields(e, top, d); err != nil {
 		return err
 	}
 	if r, ok := d.(dataRules); ok {
 		// null is absent here too, as decodeFields reads it: an optional
 		// field sent as null ("effect": null from a client that encodes
 		// a missing value so) is not refused as an empty value.
-		return r.check(e, func(f string) bool { return m[f] != nil })
+		return r.check(e, top.has)
 	}
 	return nil
 }
@@ -277,25 +292,26 @@ func specsOf(t reflect.Type) []fieldSpec {
 	return out
 }
 
-// decodeFields fills dst (a pointer to a data struct) from m. Strings must
-// be strings, numbers non-negative integers, bools true or false, lists
-// lists of strings, event keys {"source_id", "event_id"}; null is absent.
-// Unknown fields of m are ignored here and kept in the journal.
-func decodeFields(e Event, m map[string]any, dst any) error {
-	return decodeFieldsAt(e, "data.", m, dst)
+// decodeFields fills dst (a pointer to a data struct) from the members of
+// data that its fields name. Strings must be strings, numbers non-negative
+// integers, bools true or false, lists lists of strings, event keys
+// {"source_id", "event_id"}; null is absent. Unknown fields of data are not
+// read here and are kept in the journal.
+func decodeFields(e Event, f spanFields, dst any) error {
+	return decodeFieldsAt(e, "data.", f, dst)
 }
 
 // decodeFieldsAt is decodeFields for an object nested at prefix (a
 // pointer-to-struct field such as tool.started's workspace_manifest).
-func decodeFieldsAt(e Event, prefix string, m map[string]any, dst any) error {
+func decodeFieldsAt(e Event, prefix string, f spanFields, dst any) error {
 	v := reflect.ValueOf(dst).Elem()
 	for _, s := range specsOf(v.Type()) {
 		if s.raw {
 			continue
 		}
 		field := prefix + s.name
-		raw, present := m[s.name]
-		if raw == nil {
+		raw, present := f[s.name]
+		if !present || isNull(raw) {
 			switch {
 			case s.required && present && s.kind == reflect.String:
 				return fieldErr(e, field, "must not be empty")
@@ -307,18 +323,21 @@ func decodeFieldsAt(e Event, prefix string, m map[string]any, dst any) error {
 		fv := v.Field(s.index)
 		switch {
 		case s.eventKey:
-			k, ok := raw.(map[string]any)
-			src, _ := k["source_id"].(string)
-			id, _ := k["event_id"].(string)
-			if !ok || src == "" || id == "" {
+			if raw[0] != '{' {
+				return fieldErr(e, field, "must be {\"source_id\": ..., \"event_id\": ...}")
+			}
+			k := fieldsOf(raw, func(name []byte) bool { return string(name) == "source_id" || string(name) == "event_id" })
+			src, _ := k.str("source_id")
+			id, _ := k.str("event_id")
+			if src == "" || id == "" {
 				return fieldErr(e, field, "must be {\"source_id\": ..., \"event_id\": ...}")
 			}
 			fv.Set(reflect.ValueOf(&EventKey{SourceID: src, EventID: id}))
 		case s.kind == reflect.String:
-			str, ok := raw.(string)
-			if !ok {
+			if raw[0] != '"' {
 				return fieldErr(e, field, "must be a string")
 			}
+			str := unquote(raw)
 			if s.required && str == "" {
 				return fieldErr(e, field, "must not be empty")
 			}
@@ -327,26 +346,25 @@ func decodeFieldsAt(e Event, prefix string, m map[string]any, dst any) error {
 			}
 			fv.SetString(str)
 		case s.kind == reflect.Struct && s.ptr:
-			obj, ok := raw.(map[string]any)
-			if !ok {
+			if raw[0] != '{' {
 				return fieldErr(e, field, "must be an object")
 			}
 			nv := reflect.New(fv.Type().Elem())
+			specs := specsOf(nv.Type().Elem())
+			obj := fieldsOf(raw, func(name []byte) bool { return hasSpec(specs, name) })
 			if err := decodeFieldsAt(e, field+".", obj, nv.Interface()); err != nil {
 				return err
 			}
 			fv.Set(nv)
 		case s.kind == reflect.Int64 && !s.ptr:
-			n, ok := raw.(json.Number)
-			i, err := n.Int64()
-			if !ok || err != nil || i < 0 {
+			i, ok := nonNegativeInt(raw)
+			if !ok {
 				return fieldErr(e, field, "must be a non-negative integer")
 			}
 			fv.SetInt(i)
 		case s.kind == reflect.Int:
-			n, ok := raw.(json.Number)
-			i, err := n.Int64()
-			if !ok || err != nil || i < 0 {
+			i, ok := nonNegativeInt(raw)
+			if !ok {
 				return fieldErr(e, field, "must be a non-negative integer")
 			}
 			if s.ptr {
@@ -356,24 +374,33 @@ func decodeFieldsAt(e Event, prefix string, m map[string]any, dst any) error {
 				fv.SetInt(i)
 			}
 		case s.kind == reflect.Bool:
-			b, ok := raw.(bool)
-			if !ok {
+			switch string(raw) {
+			case "true":
+				fv.SetBool(true)
+			case "false":
+				fv.SetBool(false)
+			default:
 				return fieldErr(e, field, "must be true or false")
 			}
-			fv.SetBool(b)
 		case s.kind == reflect.Slice:
-			list, ok := raw.([]any)
+			if raw[0] != '[' {
+				return fieldErr(e, field, "must be a list of strings")
+			}
+			var strs []string
+			ok := true
+			elements(raw, func(el []byte) {
+				if ok = ok && el[0] == '"'; ok {
+					strs = append(strs, unquote(el))
+				}
+			})
 			if !ok {
 				return fieldErr(e, field, "must be a list of strings")
 			}
-			strs := make([]string, len(list))
-			for i, el := range list {
-				if strs[i], ok = el.(string); !ok {
-					return fieldErr(e, field, "must be a list of strings")
-				}
-			}
 			if s.required && len(strs) == 0 {
 				return fieldErr(e, field, "must list at least one entry")
+			}
+			if strs == nil {
+				strs = []string{}
 			}
 			fv.Set(reflect.ValueOf(strs))
 		default:
@@ -381,4 +408,15 @@ func decodeFieldsAt(e Event, prefix string, m map[string]any, dst any) error {
 		}
 	}
 	return nil
+}
+
+// nonNegativeInt reads a JSON value as an integer that fits int64 and is
+// not negative, as json.Number's Int64 reads a number: 1.0 and 1e2 are
+// not integers here.
+func nonNegativeInt(raw []byte) (int64, bool) {
+	if raw[0] != '-' && (raw[0] < '0' || raw[0] > '9') {
+		return 0, false
+	}
+	i, err := json.Number(raw).Int64()
+	return i, err == nil && i >= 0
 }
