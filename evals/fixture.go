@@ -211,7 +211,14 @@ func writeFileAtomic(path string, b []byte) error {
 
 // ParseFixture decodes and validates one fixture. Unknown fields are
 // rejected so a typo in a hand-inspected fixture never passes silently.
+// A duplicate key anywhere is rejected too: encoding/json lets the last
+// one win (a second "truth" entry for an operation would silently replace
+// the first), and a second "wall" the decoder merges into the first would
+// let the wall scored differ from the wall the digest covers.
 func ParseFixture(b []byte) (*Fixture, error) {
+	if err := kernel.CheckJSON("decode", b); err != nil {
+		return nil, err
+	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	var f Fixture

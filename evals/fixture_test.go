@@ -321,3 +321,44 @@ func TestHSLHex(t *testing.T) {
 		}
 	}
 }
+
+// TestParseFixtureRefusesDuplicateKeys: a fixture whose JSON repeats a key
+// is ambiguous (encoding/json lets the last win, or merges a repeated
+// object into the first), so it is refused with the path of the key. A
+// repeated "wall": null after a wall with a digest used to panic the
+// loader (nil map in the digest check) instead of failing the load.
+func TestParseFixtureRefusesDuplicateKeys(t *testing.T) {
+	t.Parallel()
+	f := fixture("f1", "s", []pipeline.WallOperation{op("o1", "run_command", "none")}, "none")
+	f.Wall.Digest, _ = f.Wall.ComputeDigest()
+	b, err := f.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ParseFixture(b); err != nil {
+		t.Fatalf("good fixture: %v", err)
+	}
+	end := bytes.LastIndexByte(b, '}')
+	for name, c := range map[string]struct{ extra, want string }{
+		"null wall":       {`, "wall": null`, "wall"},
+		"second truth":    {`, "truth": {"o1": "occurred"}`, "truth"},
+		"truth key twice": {"", "o1"},
+	} {
+		var doc []byte
+		if c.extra != "" {
+			doc = append(append(append([]byte(nil), b[:end]...), c.extra...), b[end:]...)
+		} else {
+			doc = bytes.Replace(b, []byte(`"o1": "none"`), []byte(`"o1": "occurred", "o1": "none"`), 1)
+		}
+		func() {
+			defer func() {
+				if r := recover(); r != nil {
+					t.Errorf("%s: ParseFixture panicked: %v", name, r)
+				}
+			}()
+			if _, err := ParseFixture(doc); err == nil || !strings.Contains(err.Error(), "appears twice") || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("%s: %v, want an error naming the duplicate %s", name, err, c.want)
+			}
+		}()
+	}
+}
