@@ -313,6 +313,47 @@ func LoadDir(dir string) ([]*Fixture, error) {
 	if len(out) == 0 {
 		return nil, fmt.Errorf("fixture folder %s: no fixtures (*.json) found", dir)
 	}
+	if err := checkManifest(dir, ids); err != nil {
+		return nil, err
+	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out, nil
+}
+
+// checkManifest holds the folder to its manifest, when it has one: every
+// fixture the manifest lists (drilled or hand-made) is in the folder, and
+// nothing else is. A deleted fixture (say, one a supervisor gets wrong) or
+// a stray one would otherwise score, and pass a baseline's gate, as a
+// different suite than the one recorded. A folder without a manifest is a
+// hand-assembled one and is taken as it is.
+func checkManifest(dir string, loaded map[string]string) error {
+	m, err := ReadManifest(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	path := filepath.Join(dir, ManifestFile)
+	listed := map[string]bool{}
+	for _, id := range append(append([]string(nil), m.Fixtures...), m.HandMade...) {
+		if listed[id] {
+			return fmt.Errorf("manifest %s: fixture %q is listed twice", path, id)
+		}
+		listed[id] = true
+		if _, ok := loaded[id]; !ok {
+			return fmt.Errorf("manifest %s: fixture %q is listed but %s is not in the folder (a suite missing a case scores a different suite)", path, id, id+".json")
+		}
+	}
+	var extra []string
+	for id := range loaded {
+		if !listed[id] {
+			extra = append(extra, loaded[id])
+		}
+	}
+	if len(extra) > 0 {
+		sort.Strings(extra)
+		return fmt.Errorf("manifest %s: %s not listed under fixtures or hand_made (remove it, or list it in the manifest)", path, strings.Join(extra, ", "))
+	}
+	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -360,5 +361,56 @@ func TestParseFixtureRefusesDuplicateKeys(t *testing.T) {
 				t.Errorf("%s: %v, want an error naming the duplicate %s", name, err, c.want)
 			}
 		}()
+	}
+}
+
+// TestLoadDirHoldsTheFolderToItsManifest: a suite folder with a manifest
+// loads only when it holds exactly the fixtures the manifest lists. A
+// deleted fixture used to load as a smaller suite whose scores still
+// passed the gate of the full suite's baseline (drop the walls a
+// supervisor gets wrong, and it passes); a stray file scored as part of
+// the suite.
+func TestLoadDirHoldsTheFolderToItsManifest(t *testing.T) {
+	t.Parallel()
+	write := func(t *testing.T, m Manifest, ids ...string) string {
+		dir := t.TempDir()
+		for _, f := range threeWalls() {
+			if slices.Contains(ids, f.ID) {
+				f.GeneratedBy = "test"
+				if _, err := WriteFixture(dir, f); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		if err := WriteManifest(dir, m); err != nil {
+			t.Fatal(err)
+		}
+		return dir
+	}
+	m := Manifest{Version: 1, Count: 2, Fixtures: []string{"a", "b"}, HandMade: []string{"c"}}
+	if _, err := LoadDir(write(t, m, "a", "b", "c")); err != nil {
+		t.Fatalf("complete suite: %v", err)
+	}
+	for name, c := range map[string]struct {
+		ids  []string
+		m    Manifest
+		want string
+	}{
+		"drilled fixture missing":   {[]string{"b", "c"}, m, `"a" is listed`},
+		"hand-made fixture missing": {[]string{"a", "b"}, m, `"c" is listed`},
+		"stray fixture":             {[]string{"a", "b", "c"}, Manifest{Version: 1, Count: 2, Fixtures: []string{"a", "b"}}, "c.json not listed"},
+		"listed twice":              {[]string{"a", "b", "c"}, Manifest{Version: 1, Count: 3, Fixtures: []string{"a", "b", "c"}, HandMade: []string{"c"}}, "listed twice"},
+	} {
+		if _, err := LoadDir(write(t, c.m, c.ids...)); err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), ManifestFile) {
+			t.Errorf("%s: %v, want an error naming the manifest and %s", name, err, c.want)
+		}
+	}
+	// A malformed manifest fails the load (before any wall is scored).
+	dir := write(t, m, "a", "b", "c")
+	if err := os.WriteFile(filepath.Join(dir, ManifestFile), []byte(`{"fixtures": "a"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadDir(dir); err == nil || !strings.Contains(err.Error(), ManifestFile) {
+		t.Errorf("malformed manifest: %v", err)
 	}
 }
