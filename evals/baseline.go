@@ -137,6 +137,14 @@ func Gate(rep *Report, bl *Baseline) error {
 		}
 		ps = append(ps, fmt.Sprintf("coverage %.4f is below the baseline %.4f", got, bl.Coverage))
 	}
+	// Accuracy and coverage are ratios, so a floor says nothing about a
+	// different suite: one without the walls a supervisor gets wrong would
+	// pass it. Baselines that do not record their suite's size keep
+	// gating on the ratios alone.
+	if bl.Walls > 0 && (m.Walls != bl.Walls || m.Operations != bl.Operations) {
+		ps = append(ps, fmt.Sprintf("the baseline was recorded on %d walls and %d operations, this run scored %d and %d: not the same suite (re-record the baseline with --write-baseline if the suite changed on purpose)",
+			bl.Walls, bl.Operations, m.Walls, m.Operations))
+	}
 	if len(ps) > 0 {
 		return fmt.Errorf("eval gate failed for supervisor %s: %s", rep.Supervisor, strings.Join(ps, "; "))
 	}

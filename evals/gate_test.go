@@ -88,6 +88,22 @@ func TestGateFailsOnUnsafeAndRegression(t *testing.T) {
 			t.Errorf("%s: gate error = %v, want it to say %q", name, err, c.reason)
 		}
 	}
+	// A baseline that records its suite's size gates only that suite: a
+	// run on fewer walls or operations (fixtures dropped) fails, however
+	// good its ratios.
+	sized := &Baseline{Accuracy: 0.9, Coverage: 0.4, Walls: 10, Operations: 12}
+	same := *ok
+	same.Metrics.Walls, same.Metrics.Operations = 10, 12
+	if err := Gate(&same, sized); err != nil {
+		t.Errorf("the baseline's own suite failed the gate: %v", err)
+	}
+	for _, size := range [][2]int{{9, 11}, {10, 11}, {11, 12}} {
+		r := same
+		r.Metrics.Walls, r.Metrics.Operations = size[0], size[1]
+		if err := Gate(&r, sized); err == nil || !strings.Contains(err.Error(), "not the same suite") {
+			t.Errorf("%d walls, %d operations against a baseline of 10 and 12: %v", size[0], size[1], err)
+		}
+	}
 	bad := *ok
 	bad.Metrics.UnsafeNone = 2
 	if _, err := NewBaseline(&bad, "cmd", time.Now()); err == nil || !strings.Contains(err.Error(), "unsafe-none is 2") {
