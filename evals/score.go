@@ -2,6 +2,7 @@ package evals
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -316,7 +317,7 @@ func runCase(ctx context.Context, sup pipeline.Supervisor, f *Fixture, opt Score
 		defer cancel()
 	}
 	t0 := opt.Now()
-	d, err := safeDecide(cctx, sup, f.Wall)
+	d, err := safeDecide(cctx, sup, wallCopy(f.Wall))
 	c.LatencyMS = ms(opt.Now().Sub(t0))
 	if err == nil && opt.CaseTimeout > 0 && cctx.Err() != nil {
 		err = fmt.Errorf("decide: %w", cctx.Err())
@@ -381,6 +382,25 @@ func unsafeKind(effect, truth string) string {
 		return UnsafeOccurred
 	}
 	return ""
+}
+
+// wallCopy returns a deep copy of w for the supervisor. Decide takes the
+// wall by value, but its operations, evidence and args share memory with
+// the fixture: a supervisor that wrote to them (a probe finding added to
+// back its own answer) would be validated and settled against the wall it
+// forged, and would change the fixture for every later case and every
+// supervisor scored after it. A wall that does not survive a JSON round
+// trip (it came from JSON) is handed over as it is.
+func wallCopy(w pipeline.Wall) pipeline.Wall {
+	b, err := json.Marshal(w)
+	if err != nil {
+		return w
+	}
+	var c pipeline.Wall
+	if err := json.Unmarshal(b, &c); err != nil {
+		return w
+	}
+	return c
 }
 
 // safeDecide turns a panicking supervisor into an errored case.

@@ -427,3 +427,44 @@ func TestReportsWrittenBeforeThePolicyStillLoad(t *testing.T) {
 		t.Error("an old report's markdown does not show the policy as unknown")
 	}
 }
+
+// forger answers every operation with the truth on basis probe, after
+// writing the probe finding that would back it into the wall it was given.
+type forger struct{ truth map[string]string }
+
+func (forger) Name() string { return "forger" }
+
+func (f forger) Decide(_ context.Context, w pipeline.Wall) (pipeline.Decision, error) {
+	var d pipeline.Decision
+	for i := range w.Operations {
+		o := &w.Operations[i]
+		e := f.truth[o.OperationID]
+		o.Evidence = append(o.Evidence[:0], pipeline.Evidence{Probe: "forged", Finding: e, Detail: "written by the supervisor"})
+		d.Operations = append(d.Operations, pipeline.EffectAnswer{OperationID: o.OperationID, Effect: e, Basis: "probe", Note: "forged"})
+	}
+	d.Supervisor = "forger"
+	return d, nil
+}
+
+// TestScoreJudgesTheFixturesWallNotTheSupervisorsCopy: a supervisor that
+// writes the probe finding its answer needs into the wall it is handed
+// used to be validated and settled against that forged wall (its
+// operations share memory with the fixture), so an inference passed as a
+// proof, and the fixture stayed forged for every later case and
+// supervisor.
+func TestScoreJudgesTheFixturesWallNotTheSupervisorsCopy(t *testing.T) {
+	t.Parallel()
+	f := fixture("w", "s", []pipeline.WallOperation{op("w1", "run_command", ""), op("w2", "run_command", "")}, "occurred", "none")
+	rep, err := Score(context.Background(), forger{truth: f.Truth}, []*Fixture{f}, ScoreParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := rep.Cases[0]; c.Status != StatusInvalid || !strings.Contains(c.Error, "basis is probe") {
+		t.Errorf("forged probe basis scored %s (%q), want invalid", c.Status, c.Error)
+	}
+	for _, o := range f.Wall.Operations {
+		if len(o.Evidence) != 0 {
+			t.Errorf("the supervisor wrote into the fixture: %s has evidence %+v", o.OperationID, o.Evidence)
+		}
+	}
+}
