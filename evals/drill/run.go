@@ -497,7 +497,7 @@ type SuiteResult struct {
 func (st *Stack) GenerateSuite(ctx context.Context, o Params, count int, out string, progress func(Progress)) (SuiteResult, error) {
 	o = o.withDefaults()
 	res := SuiteResult{Scenarios: map[string]int{}}
-	handMade, err := removePreviousSuite(out)
+	handMade, replaced, err := removePreviousSuite(out)
 	if err != nil {
 		return res, err
 	}
@@ -533,7 +533,11 @@ func (st *Stack) GenerateSuite(ctx context.Context, o Params, count int, out str
 		}
 	}
 	sort.Strings(res.Written)
-	if len(res.Written) > 0 {
+	// Once a previous suite was removed, its manifest is rewritten even
+	// when nothing was drilled (interrupted at once, or every scenario
+	// failed): it is the only record of the hand-made fixtures left in the
+	// folder, and a suite without it would drop them from the next one.
+	if len(res.Written) > 0 || replaced {
 		if err := evals.WriteManifest(out, evals.Manifest{
 			Version: evals.FixtureVersion, GeneratedBy: o.GeneratedBy, Seed: o.Seed, Count: len(res.Written),
 			GeneratedAt: time.Now().UTC(), Scenarios: res.Scenarios, Fixtures: res.Written, HandMade: handMade,
@@ -564,25 +568,25 @@ func disagrees(f *evals.Fixture) bool {
 // removePreviousSuite deletes the drilled fixtures a previous manifest in
 // dir lists, and the manifest, so a regenerated suite holds no stale
 // cases. The hand-made fixtures it lists stay, and are returned for the
-// new manifest.
-func removePreviousSuite(dir string) ([]string, error) {
+// new manifest; replaced says whether there was a previous suite.
+func removePreviousSuite(dir string) (handMade []string, replaced bool, err error) {
 	m, err := evals.ReadManifest(dir)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
+		return nil, false, nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	for _, id := range m.Fixtures {
 		if strings.ContainsAny(id, `/\`) {
 			continue
 		}
 		if err := os.Remove(filepath.Join(dir, id+".json")); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("remove previous fixture: %w", err)
+			return nil, false, fmt.Errorf("remove previous fixture: %w", err)
 		}
 	}
 	if err := os.Remove(filepath.Join(dir, evals.ManifestFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("remove previous manifest: %w", err)
+		return nil, false, fmt.Errorf("remove previous manifest: %w", err)
 	}
-	return m.HandMade, nil
+	return m.HandMade, true, nil
 }
