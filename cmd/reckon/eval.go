@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/seed-7bc021c3/reckon/evals"
+	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/config"
 	"github.com/seed-7bc021c3/reckon/pipeline"
 	"github.com/seed-7bc021c3/reckon/pipeline/supervisor"
@@ -79,7 +80,7 @@ func runEval(ctx context.Context, args []string) error {
 	opt := evals.ScoreParams{CaseTimeout: *caseTimeout, Concurrency: *concurrency, Policy: policy}
 	if !*quiet {
 		opt.Progress = func(done, total int, c evals.CaseResult) {
-			line := fmt.Sprintf("[%*d/%d] %-44s %-7s %d ops %8.1f ms", len(fmt.Sprint(total)), done, total, c.ID, c.Status, len(c.Operations), c.LatencyMS)
+			line := fmt.Sprintf("[%*d/%d] %-44s %-7s %d ops %8.1f ms", len(fmt.Sprint(total)), done, total, kernel.Printable(c.ID), c.Status, len(c.Operations), c.LatencyMS)
 			if c.Error != "" {
 				line += "  " + firstLine(c.Error)
 			}
@@ -141,12 +142,16 @@ func buildSupervisor(name string, cfg config.Config, onInvalid func(error)) (pip
 	}
 }
 
+// firstLine is the first line of an error for a progress line, cut to
+// about 160 bytes on a UTF-8 boundary and quoted when it still holds
+// control or format characters: a case's error carries text a model or an
+// endpoint wrote, whose escape sequences must not reach the terminal.
 func firstLine(s string) string {
 	if i := strings.IndexByte(s, '\n'); i >= 0 {
 		s = s[:i]
 	}
 	if len(s) > 160 {
-		s = s[:160] + "…"
+		s = kernel.TruncateUTF8(s, 160) + "…"
 	}
-	return s
+	return kernel.Printable(s)
 }
