@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/seed-7bc021c3/reckon/kernel"
 )
 
 // Report file names inside the output folder.
@@ -127,14 +129,18 @@ func PrintSummary(w io.Writer, rep *Report) error {
 	return err
 }
 
-// mdEscape keeps free text from breaking a Markdown table row.
+// mdEscape keeps free text from breaking a Markdown table row, or a
+// terminal or viewer it is read in: a model's note or a fixture's id is
+// someone else's text. Newlines become spaces; any other control or format
+// character (a carriage return, an escape sequence, a bidirectional
+// override) has the text quoted with \u escapes (kernel.Printable); it is
+// cut at 300 bytes on a UTF-8 boundary.
 func mdEscape(s string) string {
-	s = strings.ReplaceAll(s, "|", "\\|")
 	s = strings.ReplaceAll(s, "\n", " ")
 	if len(s) > 300 {
-		s = s[:300] + "…"
+		s = kernel.TruncateUTF8(s, 300) + "…"
 	}
-	return s
+	return strings.ReplaceAll(kernel.Printable(s), "|", "\\|")
 }
 
 // Markdown renders report.md.
@@ -215,13 +221,13 @@ func Markdown(rep *Report) string {
 	var fn, fp []string
 	for _, c := range rep.Cases {
 		if c.Status != StatusOK {
-			failed = append(failed, fmt.Sprintf("| %s | %s | %s |", c.ID, c.Status, mdEscape(c.Error)))
+			failed = append(failed, fmt.Sprintf("| %s | %s | %s |", mdEscape(c.ID), c.Status, mdEscape(c.Error)))
 		}
 		if c.NeedsAttention != nil && *c.NeedsAttention != c.ExpectNeedsAttention {
 			if c.ExpectNeedsAttention {
-				fn = append(fn, c.ID)
+				fn = append(fn, mdEscape(c.ID))
 			} else {
-				fp = append(fp, c.ID)
+				fp = append(fp, mdEscape(c.ID))
 			}
 		}
 	}
