@@ -107,6 +107,12 @@ func (f *Fixture) Validate() error {
 	if strings.ContainsAny(f.ID, `/\ `) {
 		return fmt.Errorf("id: %q must not contain slashes or spaces (it names the file)", f.ID)
 	}
+	// The id names the file <id>.json beside the suite's manifest: it may
+	// not be the manifest's name, a hidden file, or hold characters that
+	// print as something else (kernel.Printable) in a report or a listing.
+	if f.ID == strings.TrimSuffix(ManifestFile, ".json") || strings.HasPrefix(f.ID, ".") || kernel.Printable(f.ID) != f.ID {
+		return fmt.Errorf("id: %s is not a fixture file name (not %q, no leading dot, no control or format characters)", kernel.Printable(f.ID), strings.TrimSuffix(ManifestFile, ".json"))
+	}
 	if f.Scenario == "" {
 		return errors.New("scenario: missing")
 	}

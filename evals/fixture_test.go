@@ -107,6 +107,13 @@ func TestFixtureValidateNamesTheField(t *testing.T) {
 	if err := good().Validate(); err != nil {
 		t.Fatalf("good fixture rejected: %v", err)
 	}
+	for _, id := range []string{"manifest", ".hidden", "a\u200bb", "a\x1bb"} {
+		f := good()
+		f.ID = id
+		if err := f.Validate(); err == nil || !strings.Contains(err.Error(), "id:") {
+			t.Errorf("id %q: %v, want an id error (it names the file beside manifest.json)", id, err)
+		}
+	}
 	// The digest: a fixture written with the sweep's digest loads; the
 	// same file with its wall edited does not, nor can it be written.
 	digested := good()
