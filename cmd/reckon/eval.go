@@ -106,6 +106,17 @@ func runEval(ctx context.Context, args []string) error {
 		return err
 	}
 	fmt.Printf("\nreports: %s\n", strings.Join(paths, ", "))
+	// The gate first: a run that fails it must not leave a baseline behind
+	// that a later gate would then be held to.
+	if gateBaseline != nil {
+		if err := evals.Gate(rep, gateBaseline); err != nil {
+			if *writeBaseline != "" {
+				err = fmt.Errorf("%w (baseline %s not written)", err, *writeBaseline)
+			}
+			return err
+		}
+		fmt.Printf("gate passed against %s\n", *gate)
+	}
 	if *writeBaseline != "" {
 		bl, err := evals.NewBaseline(rep, "reckon eval "+strings.Join(args, " "), time.Now())
 		if err != nil {
@@ -115,12 +126,6 @@ func runEval(ctx context.Context, args []string) error {
 			return err
 		}
 		fmt.Printf("baseline written to %s (accuracy %.4f, coverage %.4f)\n", *writeBaseline, bl.Accuracy, bl.Coverage)
-	}
-	if gateBaseline != nil {
-		if err := evals.Gate(rep, gateBaseline); err != nil {
-			return err
-		}
-		fmt.Printf("gate passed against %s\n", *gate)
 	}
 	return nil
 }

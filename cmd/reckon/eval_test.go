@@ -89,3 +89,27 @@ func TestEvalCLI(t *testing.T) {
 		t.Errorf("unknown supervisor: %v", err)
 	}
 }
+
+// TestFailedGateWritesNoBaseline: `--write-baseline F --gate G` on a run
+// that fails G leaves no F behind, which a later gate would otherwise be
+// held to. G asks the built-in supervisor for more coverage than it has
+// (0.99 against its 0.90), so the run is recordable but fails the gate.
+func TestFailedGateWritesNoBaseline(t *testing.T) {
+	fixtures := filepath.Join("..", "..", "evals", "fixtures")
+	t.Setenv("RECKON_DATA_DIR", t.TempDir())
+	dir := t.TempDir()
+	gate := filepath.Join(dir, "gate.json")
+	if err := os.WriteFile(gate, []byte(`{"supervisor": "builtin", "accuracy": 1, "coverage": 0.99, "walls": 102, "operations": 110,
+  "recorded_at": "2026-12-01T09:24:16Z", "command": "test"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	written := filepath.Join(dir, "new-baseline.json")
+	err := runEval(context.Background(), []string{"--supervisor", "builtin", "--fixtures", fixtures, "--out", filepath.Join(dir, "out"),
+		"--quiet", "--gate", gate, "--write-baseline", written})
+	if err == nil || !strings.Contains(err.Error(), "eval gate failed") || !strings.Contains(err.Error(), "not written") {
+		t.Fatalf("runEval = %v, want the gate's failure saying the baseline was not written", err)
+	}
+	if _, err := os.Stat(written); !os.IsNotExist(err) {
+		t.Errorf("a run that failed its gate wrote %s (stat: %v)", written, err)
+	}
+}
