@@ -463,3 +463,31 @@ func TestOutageCostsOneTimeout(t *testing.T) {
 		t.Fatalf("%d liveness calls during an outage; want at most one concurrent batch (4)", live.calls)
 	}
 }
+
+// TestAncientDuplicateStartDoesNotHideAnOperation: an agent re-reporting
+// its own unsettled operation's tool.started with a ts older than the
+// window must not take the operation off the listing. The old copy is out
+// of the window and the listing hid the in-window one as "not the first",
+// so the operation was in no listing, no wall and no queue while nothing
+// had settled it.
+func TestAncientDuplicateStartDoesNotHideAnOperation(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	b := reckontest.Run{Project: "acme", RunID: "run-1", Source: "agent-x"}
+	s := b.Started("op-1", "run_command", ago(time.Hour))
+	e.Ingest(b.RunStarted(ago(2*time.Hour)), s, b.Failed("op-1", kernel.EffectUncertain, ago(59*time.Minute)))
+	if items, _ := e.List("acme"); items["run-1/op-1"].State != operations.StateFailedUncertain {
+		t.Fatalf("before: %v", items)
+	}
+	ancient := b.Event("op-1/started-again", kernel.TypeToolStarted, time.Unix(0, 0).UTC(), map[string]any{"operation_id": "op-1", "tool": "run_command"})
+	e.Ingest(ancient)
+	items, _ := e.List("acme")
+	it, ok := items["run-1/op-1"]
+	if !ok || it.State != operations.StateFailedUncertain || it.StartedKey != s.Key() {
+		t.Fatalf("after a tool.started dated before the window: %v; want op-1 listed under %v", items, s.Key())
+	}
+	projects, err := e.Ops.Projects(e.Ctx)
+	if err != nil || len(projects) != 1 {
+		t.Fatalf("projects %v %v", projects, err)
+	}
+}

@@ -12,6 +12,10 @@ package operations
 // earlier tool.started of the same operation? the newest tool.failed and
 // who reported it) and
 // one over the run's lifecycle events (who started it, whether it ended).
+// An operation is listed once, under its first tool.started inside the
+// window: a copy dated before the window (an agent may date its reports as
+// far back as the epoch) is not listed itself, so it must not hide the one
+// that is.
 //
 // $1 project, $2 window start, $3 run_id (empty: every run), $4/$5 the first
 // (ts, seq) position to return, $6 limit.
@@ -21,7 +25,7 @@ SELECT s.seq, s.source_id, s.event_id, s.run_id, s.operation_id, s.ts, s.data,
 FROM journal_events s
 CROSS JOIN LATERAL (
     SELECT bool_or(t.settles) AS settled,
-           bool_or(t.type = 'tool.started' AND (t.ts, t.seq) < (s.ts, s.seq)) AS earlier,
+           bool_or(t.type = 'tool.started' AND t.ts >= $2 AND (t.ts, t.seq) < (s.ts, s.seq)) AS earlier,
            (array_agg(t.data ORDER BY t.ts DESC, t.seq DESC) FILTER (WHERE t.type = 'tool.failed'))[1] AS failure,
            (array_agg(t.source_id ORDER BY t.ts DESC, t.seq DESC) FILTER (WHERE t.type = 'tool.failed'))[1] AS failure_source,
            (array_agg(t.event_id ORDER BY t.ts DESC, t.seq DESC) FILTER (WHERE t.type = 'tool.failed'))[1] AS failure_event
