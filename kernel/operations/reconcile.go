@@ -287,6 +287,15 @@ func (s *Service) decide(req ReconcileParams, evs []kernel.Event) (Recorded, err
 		latest = &recs[len(recs)-1]
 	}
 	now := s.now().Truncate(time.Microsecond)
+	// Event time is what orders an operation's reconciliations (the next
+	// reconcile's latest, the operator's queue, the verdicts' resolutions),
+	// so a new one is dated after the one it supersedes even when this
+	// process's clock is behind the one that wrote it (the API and the
+	// sweep on two machines); otherwise a ruling would sort before the
+	// supervisor's reconciliation it overrides and leave it the newest.
+	if latest != nil && !now.After(latest.TS) {
+		now = latest.TS.Truncate(time.Microsecond).Add(time.Microsecond)
+	}
 
 	var eventID string
 	if req.IdempotencyKey != "" {

@@ -443,3 +443,49 @@ func (f *fakeLiveness) Running(_ context.Context, project, runID string) (bool, 
 }
 
 func intp(n int) *int { return &n }
+
+// TestRulingNeverPrecedesWhatItSupersedes: the API process's clock behind
+// the sweep's (two machines, or a clock stepped back) must not record an
+// operator's ruling with a ts before the supervisor's reconciliation it
+// supersedes. Event time orders an operation's reconciliations for the
+// queue, the verdicts' resolutions and the next reconcile's "latest", so
+// such a ruling left the operation in the operator's queue as undecided.
+func TestRulingNeverPrecedesWhatItSupersedes(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	uncertainOp(e, "acme", "run-1", "agent-x")
+	e.Clock.Set(t0.Add(time.Minute))
+	sv, err := e.Ops.Reconcile(e.Ctx, supervisor("acme", "run-1", kernel.EffectUnknown))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Drain()
+	if q, err := e.Ops.Attention(e.Ctx, operations.AttentionParams{Project: "acme"}); err != nil || len(q.Operations) != 1 {
+		t.Fatalf("queue before the ruling: %+v %v", q, err)
+	}
+	e.Clock.Set(t0) // the operator's process is a minute behind
+	h, err := e.Ops.Reconcile(e.Ctx, human("acme", "run-1", kernel.EffectOccurred, "the file is there"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !h.TS.After(sv.TS) {
+		t.Errorf("ruling at %v does not follow the reconciliation it supersedes (%v)", h.TS, sv.TS)
+	}
+	e.Drain()
+	if q, err := e.Ops.Attention(e.Ctx, operations.AttentionParams{Project: "acme"}); err != nil || len(q.Operations) != 0 {
+		t.Fatalf("queue after the operator's ruling: %+v %v", q, err)
+	}
+	last, err := e.Ops.LastReconciliations(e.Ctx, "acme", []operations.OperationRef{{RunID: "run-1", OperationID: "op-1"}})
+	if err != nil || last[operations.OperationRef{RunID: "run-1", OperationID: "op-1"}].Key != h.Key() {
+		t.Fatalf("newest reconciliation %+v %v, want the ruling %v", last, err, h.Key())
+	}
+	// A correction made at the same skewed clock supersedes the ruling,
+	// not the supervisor's reconciliation.
+	h2, err := e.Ops.Reconcile(e.Ctx, human("acme", "run-1", kernel.EffectNone, "wrong workspace, it never ran"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := decodeRec(t, h2).Supersedes; s == nil || *s != h.Key() || !h2.TS.After(h.TS) {
+		t.Fatalf("correction at %v supersedes %v, want %v after %v", h2.TS, s, h.Key(), h.TS)
+	}
+}
