@@ -495,3 +495,36 @@ func TestVerdictsRoute(t *testing.T) {
 		}
 	}
 }
+
+// TestAgentCannotHideItsOperationWithAnAncientCopy: through POST
+// /v1/events an agent re-reports its unsettled operation's tool.started
+// dated at the epoch; the operation stays in the listing.
+func TestAgentCannotHideItsOperationWithAnAncientCopy(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	_, ts := newAPI(t, e)
+	ev := func(id, typ, at, data string) string {
+		return `{"source_id":"bot","event_id":"` + id + `","project":"acme","run_id":"bot-run","type":"` + typ +
+			`","ts":"` + at + `","actor":"agent","data":` + data + `}`
+	}
+	at := ago(time.Hour).Format(time.RFC3339)
+	post := func(evs ...string) {
+		t.Helper()
+		if r := call(t, "POST", ts.URL+httpapi.PathEvents, agentTok, `{"events":[`+strings.Join(evs, ",")+`]}`); r.status != 200 {
+			t.Fatalf("ingest: %d %s", r.status, r.raw)
+		}
+	}
+	post(ev("s", "run.started", at, `{}`),
+		ev("op-1/started", "tool.started", at, `{"operation_id":"op-1","tool":"run_command"}`),
+		ev("op-1/failed", "tool.failed", at, `{"operation_id":"op-1","error_type":"activity_failed","error":"worker lost","effect":"uncertain"}`))
+	list := ts.URL + httpapi.PathOperations + "?project=acme"
+	if r := call(t, "GET", list, readerTok, ""); len(r.body["operations"].([]any)) != 1 {
+		t.Fatalf("listing before: %s", r.raw)
+	}
+	post(ev("op-1/started-1970", "tool.started", "1970-01-01T00:00:01Z", `{"operation_id":"op-1","tool":"run_command"}`))
+	r := call(t, "GET", list, readerTok, "")
+	ops, _ := r.body["operations"].([]any)
+	if len(ops) != 1 || ops[0].(map[string]any)["state"] != "failed_uncertain" {
+		t.Fatalf("listing after an epoch-dated copy of op-1's tool.started: %s", r.raw)
+	}
+}
