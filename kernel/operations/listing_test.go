@@ -491,3 +491,32 @@ func TestAncientDuplicateStartDoesNotHideAnOperation(t *testing.T) {
 		t.Fatalf("projects %v %v", projects, err)
 	}
 }
+
+// TestFutureDatedStartGoesStaleFromItsIngest: an agent may date its
+// tool.started up to a day ahead (clock skew allowance); the operation is
+// stale once it has been in the journal for the stale threshold, not only
+// once that future ts has passed, so it is not hidden for up to a day.
+func TestFutureDatedStartGoesStaleFromItsIngest(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	b := reckontest.Run{Project: "acme", RunID: "run-1", Source: "agent-x"}
+	s := b.Started("op-1", "run_command", t0.Add(20*time.Hour))
+	e.Ingest(b.RunStarted(ago(time.Hour)), s)
+	// The journal took it 11 minutes ago by the test's clock.
+	if _, err := e.Schema.Pool.Exec(e.Ctx, `UPDATE journal_events SET ingested_at = $1 WHERE source_id = $2 AND event_id = $3`,
+		ago(11*time.Minute), s.SourceID, s.EventID); err != nil {
+		t.Fatal(err)
+	}
+	items, _ := e.List("acme")
+	if it, ok := items["run-1/op-1"]; !ok || it.State != operations.StateStaleInFlight {
+		t.Fatalf("future-dated tool.started ingested 11 minutes ago: %v; want stale_in_flight", items)
+	}
+	// One ingested a minute ago is still young.
+	if _, err := e.Schema.Pool.Exec(e.Ctx, `UPDATE journal_events SET ingested_at = $1 WHERE source_id = $2 AND event_id = $3`,
+		ago(time.Minute), s.SourceID, s.EventID); err != nil {
+		t.Fatal(err)
+	}
+	if items, _ := e.List("acme"); len(items) != 0 {
+		t.Fatalf("young operation listed: %v", items)
+	}
+}

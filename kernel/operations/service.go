@@ -80,7 +80,9 @@ const maxRounds = 8
 
 // candidate is one open tool.started row with what the listing needs.
 type candidate struct {
-	pos         position
+	pos position
+	// ingestedAt is when the journal took the tool.started (its clock).
+	ingestedAt  time.Time
 	key         kernel.EventKey
 	runID       string
 	operationID string
@@ -183,7 +185,7 @@ func (s *Service) fetch(ctx context.Context, project, runID string, since time.T
 	for rows.Next() {
 		var c candidate
 		if err := rows.Scan(&c.pos.seq, &c.key.SourceID, &c.key.EventID, &c.runID, &c.operationID,
-			&c.pos.ts, &c.data, &c.failure, &c.failureKey.source, &c.failureKey.event, &c.runSource, &c.runEnded); err != nil {
+			&c.pos.ts, &c.ingestedAt, &c.data, &c.failure, &c.failureKey.source, &c.failureKey.event, &c.runSource, &c.runEnded); err != nil {
 			return nil, fmt.Errorf("list operations of %s: scan: %w", project, err)
 		}
 		c.pos.ts = c.pos.ts.UTC()
@@ -227,7 +229,7 @@ func (s *Service) classify(c candidate, project string, now time.Time, lv *listi
 		switch {
 		case known && !running:
 			it.State = StateCrashWindow
-		case now.Sub(c.pos.ts) >= s.cfg.StaleAfter:
+		case now.Sub(c.startedNoLaterThan()) >= s.cfg.StaleAfter:
 			it.State = StateStaleInFlight
 			it.LivenessUnknown = !known
 		default:
@@ -239,6 +241,18 @@ func (s *Service) classify(c candidate, project string, now time.Time, lv *listi
 		it.ChildRunID = kernel.ChildRunID(c.runID, c.operationID)
 	}
 	return it, true, nil
+}
+
+// startedNoLaterThan is when the operation had started at the latest: its
+// ts, or when the journal took the tool.started if that was earlier. An
+// agent dates its own events and may date one up to kernel.MaxTSAhead in
+// the future; by ts alone its operation would stay "young" and hidden for
+// that long after it was reported.
+func (c candidate) startedNoLaterThan() time.Time {
+	if !c.ingestedAt.IsZero() && c.ingestedAt.Before(c.pos.ts) {
+		return c.ingestedAt
+	}
+	return c.pos.ts
 }
 
 func nonNull(raw json.RawMessage) json.RawMessage {

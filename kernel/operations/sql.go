@@ -20,7 +20,7 @@ package operations
 // $1 project, $2 window start, $3 run_id (empty: every run), $4/$5 the first
 // (ts, seq) position to return, $6 limit.
 const listSQL = `
-SELECT s.seq, s.source_id, s.event_id, s.run_id, s.operation_id, s.ts, s.data,
+SELECT s.seq, s.source_id, s.event_id, s.run_id, s.operation_id, s.ts, s.ingested_at, s.data,
        o.failure, o.failure_source, o.failure_event, rl.started_source, coalesce(rl.ended, false)
 FROM journal_events s
 CROSS JOIN LATERAL (
