@@ -2,6 +2,7 @@ package kernel
 
 import (
 	"encoding/base64"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -56,7 +57,10 @@ func DecodeCursor(s, prefix string) (time.Time, int64, error) {
 	}
 	us, err1 := strconv.ParseInt(a, 10, 64)
 	seq, err2 := strconv.ParseInt(b, 10, 64)
-	if err1 != nil || err2 != nil || seq < 0 || us < minCursorMicros {
+	// A listing resumes after the cursor's position, at seq+1: the
+	// largest int64 would wrap around to the page's start again (a
+	// journal's sequence never gets there).
+	if err1 != nil || err2 != nil || seq < 0 || seq == math.MaxInt64 || us < minCursorMicros {
 		return time.Time{}, 0, bad
 	}
 	return time.UnixMicro(us).UTC(), seq, nil
