@@ -142,32 +142,49 @@ func elements(raw []byte, fn func(value []byte)) {
 	}
 }
 
-// spanFields is the members of one JSON object that a data type reads,
-// each its value's span (the literal null for a member sent as null),
-// keyed by name. Members nothing reads are not kept.
-type spanFields map[string][]byte
+// spanFields is the members of one JSON object that a data type reads:
+// each name (decoded) and its value's span (the literal null for a member
+// sent as null). Members nothing reads are not kept. A list, not a map: a
+// data type reads a dozen fields at most, and a list of spans into the
+// document costs no allocation per member.
+type spanFields []spanField
+
+// spanField is one member of spanFields.
+type spanField struct {
+	name, value []byte
+}
 
 // fieldsOf returns the members of the object at raw named in want.
 func fieldsOf(raw []byte, want func(name []byte) bool) spanFields {
-	f := spanFields{}
+	f := make(spanFields, 0, 4)
 	members(raw, func(key, value []byte) {
 		if name := unquoteBytes(key); want(name) {
-			f[string(name)] = value
+			f = append(f, spanField{name, value})
 		}
 	})
 	return f
 }
 
+// get is the span of member name, and whether the object has it.
+func (f spanFields) get(name string) ([]byte, bool) {
+	for _, m := range f {
+		if string(m.name) == name {
+			return m.value, true
+		}
+	}
+	return nil, false
+}
+
 // has reports whether the object carried name with a value other than
 // null (null is absent).
 func (f spanFields) has(name string) bool {
-	v, ok := f[name]
+	v, ok := f.get(name)
 	return ok && !isNull(v)
 }
 
 // str is the member name as a string when it is one.
 func (f spanFields) str(name string) (string, bool) {
-	v, ok := f[name]
+	v, ok := f.get(name)
 	if !ok || len(v) == 0 || v[0] != '"' {
 		return "", false
 	}
@@ -198,7 +215,8 @@ type canonPiece struct {
 // canonicalJSON returns the canonical form of raw, a JSON document
 // checkedJSON found valid.
 func canonicalJSON(raw []byte) []byte {
-	w := canonWriter{raw: raw, out: make([]byte, 0, len(raw))}
+	var pieces [8]canonPiece // on the stack unless an object has more members
+	w := canonWriter{raw: raw, out: make([]byte, 0, len(raw)), pieces: pieces[:0]}
 	w.value()
 	return w.out
 }

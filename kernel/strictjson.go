@@ -34,7 +34,10 @@ func checkedJSON(what string, raw []byte) (valid bool, err error) {
 		}
 		return false, nil
 	}
-	c := checker{raw: raw}
+	// Room for the usual document's path and keys on the stack.
+	var path [8]pathSeg
+	var keys [16][]byte
+	c := checker{raw: raw, path: path[:0], keys: keys[:0]}
 	if err := c.value(); err != nil {
 		return true, Errorf(EInvalid, "%s: %s", what, err.Error())
 	}
@@ -95,12 +98,14 @@ type checker struct {
 	// in an error: building a path string per value would cost quadratic
 	// time and memory in the nesting depth (150 MB for 20 kB of "[").
 	path []pathSeg
+	// keys holds the keys of the objects being walked (seen).
+	keys [][]byte
 }
 
 // pathSeg is one step of a JSON path: an object key, or an array index
 // when idx >= 0.
 type pathSeg struct {
-	key string
+	key []byte
 	idx int
 }
 
@@ -126,9 +131,10 @@ func (c *checker) where() string {
 		case s.idx >= 0:
 			b.WriteString("[" + strconv.Itoa(s.idx) + "]")
 		case i > 0:
-			b.WriteString("." + s.key)
+			b.WriteByte('.')
+			b.Write(s.key)
 		default:
-			b.WriteString(s.key)
+			b.Write(s.key)
 		}
 	}
 	return fmt.Sprintf("field %q", b.String())
@@ -139,7 +145,13 @@ func (c *checker) value() error {
 	switch c.raw[c.pos] {
 	case '{':
 		c.pos++
-		seen := map[string]bool{}
+		// The object's keys so far, decoded, for the duplicate check: on
+		// a stack shared by the objects being walked, searched in order
+		// (a map per object and a string per key were most of the
+		// checker's allocations); an object past manyKeys gets a map.
+		base := len(c.keys)
+		var seen map[string]bool
+		defer func() { c.keys = c.keys[:base] }()
 		for {
 			c.ws()
 			if c.raw[c.pos] == '}' {
@@ -155,10 +167,9 @@ func (c *checker) value() error {
 				return err
 			}
 			c.path = append(c.path, pathSeg{key: key, idx: -1})
-			if seen[key] {
+			if c.seen(base, &seen, key) {
 				return fmt.Errorf("%s appears twice in one object; send each key once", c.where())
 			}
-			seen[key] = true
 			c.ws()
 			c.pos++ // ':'
 			if err := c.value(); err != nil {
@@ -241,18 +252,44 @@ func storableNumber(tok []byte) error {
 }
 
 // str reads the string at pos (a key, or the value at c.path) and returns it
-// decoded, refusing invalid UTF-8, lone surrogate escapes and NUL.
-func (c *checker) str() (string, error) {
+// decoded (in raw when it holds no escape), refusing invalid UTF-8, lone
+// surrogate escapes and NUL.
+func (c *checker) str() ([]byte, error) {
 	start := c.pos
 	if err := c.skipStr(); err != nil {
-		return "", err
+		return nil, err
 	}
-	s := string(c.raw[start+1 : c.pos-1])
-	if bytes.IndexByte(c.raw[start+1:c.pos-1], '\\') >= 0 {
-		// Valid JSON and every escape checked: Unmarshal is exact.
-		_ = json.Unmarshal(c.raw[start:c.pos], &s)
+	// Valid JSON and every escape checked: the decoding is exact.
+	return unquoteBytes(c.raw[start:c.pos]), nil
+}
+
+// manyKeys is how many keys an object's duplicate check searches in order
+// before it keeps them in a map.
+const manyKeys = 32
+
+// seen reports whether key is among the keys of the object whose first key
+// is c.keys[base], and adds it.
+func (c *checker) seen(base int, m *map[string]bool, key []byte) bool {
+	if *m != nil {
+		if (*m)[string(key)] {
+			return true
+		}
+		(*m)[string(key)] = true
+		return false
 	}
-	return s, nil
+	for _, k := range c.keys[base:] {
+		if bytes.Equal(k, key) {
+			return true
+		}
+	}
+	c.keys = append(c.keys, key)
+	if len(c.keys)-base > manyKeys {
+		*m = make(map[string]bool, 2*manyKeys)
+		for _, k := range c.keys[base:] {
+			(*m)[string(k)] = true
+		}
+	}
+	return false
 }
 
 // skipStr is str without the decoded string: values are checked, not kept,

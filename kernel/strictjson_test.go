@@ -82,3 +82,38 @@ func TestCheckJSONRefusesNumbersNumericCannotHold(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckJSONDuplicateKeysOfAnyObject: the duplicate check compares
+// decoded keys ("a" and "\u0061" are one key), per object (a nested or a
+// sibling object may reuse its parent's keys), in small objects (searched
+// in order) and large ones (past manyKeys, a map) alike.
+func TestCheckJSONDuplicateKeysOfAnyObject(t *testing.T) {
+	t.Parallel()
+	many := func(n int, extra string) string {
+		var b strings.Builder
+		b.WriteString(`{`)
+		for i := range n {
+			fmt.Fprintf(&b, `"k%d":%d,`, i, i)
+		}
+		b.WriteString(extra + `}`)
+		return b.String()
+	}
+	for doc, dup := range map[string]bool{
+		`{"a":1,"\u0061":2}`:                            true,
+		`{"a":{"a":{"a":1}},"b":[{"a":1},{"a":2}]}`:     false,
+		`{"x":{"a":1,"b":2},"y":{"b":1,"a":2},"a":3}`:   false,
+		`{"x":{"a":1,"b":2,"a":3}}`:                     true,
+		many(40, `"k39":0`):                             true,
+		many(40, `"k\u0033":0`):                         true,
+		many(40, `"k40":0`):                             false,
+		`{"o":` + many(40, `"z":{"k1":1}`) + `,"k1":2}`: false,
+	} {
+		err := CheckJSON("doc", []byte(doc))
+		if got := err != nil; got != dup {
+			t.Errorf("%.60s…: duplicate=%v (%v), want %v", doc, got, err, dup)
+		}
+		if dup && (err == nil || !strings.Contains(err.Error(), "appears twice")) {
+			t.Errorf("%.60s…: %v, want the duplicate named", doc, err)
+		}
+	}
+}

@@ -309,14 +309,16 @@ func decodeFieldsAt(e Event, prefix string, f spanFields, dst any) error {
 		if s.raw {
 			continue
 		}
-		field := prefix + s.name
-		raw, present := f[s.name]
+		// The field's path is spelt out only in an error: a string built
+		// per field was most of validation's allocations.
+		field := func() string { return prefix + s.name }
+		raw, present := f.get(s.name)
 		if !present || isNull(raw) {
 			switch {
 			case s.required && present && s.kind == reflect.String:
-				return fieldErr(e, field, "must not be empty")
+				return fieldErr(e, field(), "must not be empty")
 			case s.required:
-				return fieldErr(e, field, "is required for %s", e.Type)
+				return fieldErr(e, field(), "is required for %s", e.Type)
 			}
 			continue
 		}
@@ -324,48 +326,48 @@ func decodeFieldsAt(e Event, prefix string, f spanFields, dst any) error {
 		switch {
 		case s.eventKey:
 			if raw[0] != '{' {
-				return fieldErr(e, field, "must be {\"source_id\": ..., \"event_id\": ...}")
+				return fieldErr(e, field(), "must be {\"source_id\": ..., \"event_id\": ...}")
 			}
 			k := fieldsOf(raw, func(name []byte) bool { return string(name) == "source_id" || string(name) == "event_id" })
 			src, _ := k.str("source_id")
 			id, _ := k.str("event_id")
 			if src == "" || id == "" {
-				return fieldErr(e, field, "must be {\"source_id\": ..., \"event_id\": ...}")
+				return fieldErr(e, field(), "must be {\"source_id\": ..., \"event_id\": ...}")
 			}
 			fv.Set(reflect.ValueOf(&EventKey{SourceID: src, EventID: id}))
 		case s.kind == reflect.String:
 			if raw[0] != '"' {
-				return fieldErr(e, field, "must be a string")
+				return fieldErr(e, field(), "must be a string")
 			}
 			str := unquote(raw)
 			if s.required && str == "" {
-				return fieldErr(e, field, "must not be empty")
+				return fieldErr(e, field(), "must not be empty")
 			}
 			if s.key && len(str) > MaxKeyLen {
-				return fieldErr(e, field, "is longer than %d bytes", MaxKeyLen)
+				return fieldErr(e, field(), "is longer than %d bytes", MaxKeyLen)
 			}
 			fv.SetString(str)
 		case s.kind == reflect.Struct && s.ptr:
 			if raw[0] != '{' {
-				return fieldErr(e, field, "must be an object")
+				return fieldErr(e, field(), "must be an object")
 			}
 			nv := reflect.New(fv.Type().Elem())
 			specs := specsOf(nv.Type().Elem())
 			obj := fieldsOf(raw, func(name []byte) bool { return hasSpec(specs, name) })
-			if err := decodeFieldsAt(e, field+".", obj, nv.Interface()); err != nil {
+			if err := decodeFieldsAt(e, field()+".", obj, nv.Interface()); err != nil {
 				return err
 			}
 			fv.Set(nv)
 		case s.kind == reflect.Int64 && !s.ptr:
 			i, ok := nonNegativeInt(raw)
 			if !ok {
-				return fieldErr(e, field, "must be a non-negative integer")
+				return fieldErr(e, field(), "must be a non-negative integer")
 			}
 			fv.SetInt(i)
 		case s.kind == reflect.Int:
 			i, ok := nonNegativeInt(raw)
 			if !ok {
-				return fieldErr(e, field, "must be a non-negative integer")
+				return fieldErr(e, field(), "must be a non-negative integer")
 			}
 			if s.ptr {
 				x := int(i)
@@ -380,11 +382,11 @@ func decodeFieldsAt(e Event, prefix string, f spanFields, dst any) error {
 			case "false":
 				fv.SetBool(false)
 			default:
-				return fieldErr(e, field, "must be true or false")
+				return fieldErr(e, field(), "must be true or false")
 			}
 		case s.kind == reflect.Slice:
 			if raw[0] != '[' {
-				return fieldErr(e, field, "must be a list of strings")
+				return fieldErr(e, field(), "must be a list of strings")
 			}
 			var strs []string
 			ok := true
@@ -394,10 +396,10 @@ func decodeFieldsAt(e Event, prefix string, f spanFields, dst any) error {
 				}
 			})
 			if !ok {
-				return fieldErr(e, field, "must be a list of strings")
+				return fieldErr(e, field(), "must be a list of strings")
 			}
 			if s.required && len(strs) == 0 {
-				return fieldErr(e, field, "must list at least one entry")
+				return fieldErr(e, field(), "must list at least one entry")
 			}
 			if strs == nil {
 				strs = []string{}
