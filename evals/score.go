@@ -317,7 +317,7 @@ func runCase(ctx context.Context, sup pipeline.Supervisor, f *Fixture, opt Score
 		defer cancel()
 	}
 	t0 := opt.Now()
-	d, err := safeDecide(cctx, sup, wallCopy(f.Wall))
+	d, err := decideBounded(cctx, sup, wallCopy(f.Wall))
 	c.LatencyMS = ms(opt.Now().Sub(t0))
 	if err == nil && opt.CaseTimeout > 0 && cctx.Err() != nil {
 		err = fmt.Errorf("decide: %w", cctx.Err())
@@ -401,6 +401,30 @@ func wallCopy(w pipeline.Wall) pipeline.Wall {
 		return w
 	}
 	return c
+}
+
+// decideBounded is safeDecide that stops waiting once ctx ends (the case's
+// timeout, or the whole run's): a supervisor that ignores its context
+// would otherwise hold Score, and its --concurrency slot, for ever. Its
+// call is abandoned, not stopped: the goroutine ends when Decide returns,
+// and since it decides on a copy of the wall (wallCopy), nothing it writes
+// then reaches the fixture.
+func decideBounded(ctx context.Context, sup pipeline.Supervisor, w pipeline.Wall) (pipeline.Decision, error) {
+	type result struct {
+		d   pipeline.Decision
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		d, err := safeDecide(ctx, sup, w)
+		done <- result{d, err}
+	}()
+	select {
+	case r := <-done:
+		return r.d, r.err
+	case <-ctx.Done():
+		return pipeline.Decision{}, fmt.Errorf("decide: %w (the supervisor did not return when its context ended; the call was abandoned)", ctx.Err())
+	}
 }
 
 // safeDecide turns a panicking supervisor into an errored case.

@@ -375,6 +375,41 @@ func TestScoreStopsWhenContextEnds(t *testing.T) {
 	}
 }
 
+// TestScoreAbandonsASupervisorThatIgnoresItsContext: --case-timeout
+// bounds a case even when the supervisor never looks at its context; Score
+// used to wait for Decide to return, for ever.
+func TestScoreAbandonsASupervisorThatIgnoresItsContext(t *testing.T) {
+	t.Parallel()
+	block := make(chan struct{})
+	t.Cleanup(func() { close(block) })
+	stuck := decideFunc(func(context.Context, pipeline.Wall) (pipeline.Decision, error) {
+		<-block
+		return pipeline.Decision{}, errors.New("released")
+	})
+	type result struct {
+		rep *Report
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		rep, err := Score(context.Background(), stuck, threeWalls(), ScoreParams{CaseTimeout: 50 * time.Millisecond, Concurrency: 2})
+		done <- result{rep, err}
+	}()
+	select {
+	case r := <-done:
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		for _, c := range r.rep.Cases {
+			if c.Status != StatusError || !strings.Contains(c.Error, "abandoned") {
+				t.Errorf("case %s: %s %q, want an error saying the call was abandoned", c.ID, c.Status, c.Error)
+			}
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Score still waits for a supervisor that ignores its context, 10 s past a 50 ms case timeout")
+	}
+}
+
 func TestScoreUsesTheSweepsValidation(t *testing.T) {
 	t.Parallel()
 	fx := threeWalls()
