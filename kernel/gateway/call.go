@@ -65,6 +65,8 @@ func (g *Gateway) call(ctx context.Context, req *mcp.CallToolRequest, t *tool) (
 	switch {
 	case errors.Is(err, errRunEnded):
 		return gatewayError(fmt.Sprintf("mcp-gateway: run %s of project %s has ended (its end is journaled): nothing was recorded or sent upstream; reconnect for a new session run, or name a new run in _meta[%q]", run.runID, run.project, RunIDMeta)), nil
+	case errors.Is(err, errRunSession):
+		return gatewayError(fmt.Sprintf("mcp-gateway: run id %s of project %s is another MCP session's run, which only that session writes into: choose another _meta[%q], or none for this session's own run; nothing was recorded or sent upstream", run.runID, run.project, RunIDMeta)), nil
 	case errors.Is(err, errRunUsed):
 		return gatewayError(fmt.Sprintf("mcp-gateway: run id %s already has events in project %s that this gateway did not write as that run, or is a kernel run: choose another _meta[%q]; nothing was recorded or sent upstream", run.runID, run.project, RunIDMeta)), nil
 	case err != nil:

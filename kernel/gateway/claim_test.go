@@ -197,3 +197,32 @@ func TestClaimRefusesAKernelRunWithoutEvents(t *testing.T) {
 		t.Fatalf("the refused call enqueued %d events in host-5", n)
 	}
 }
+
+// A session run is its session's alone: another client that names it in
+// _meta (it can read run ids in the listing, or guess one) is refused
+// before anything is recorded or sent. Without the check the stranger's
+// tool.started landed in the victim's run, outside the victim's session
+// bookkeeping, so the victim's run.completed could precede it.
+func TestSessionRunCannotBeNamedByAnotherSession(t *testing.T) {
+	t.Parallel()
+	pool, f := issuesGateway(t)
+	victim := f.client()
+	if res := callTool(t, victim, "create_issue", map[string]any{"title": "mine"}, nil); res.IsError {
+		t.Fatalf("victim's call: %s", mcptool.ContentText(res.Content))
+	}
+	runID := events(t, pool, "acme")[0].RunID
+	if !strings.HasPrefix(runID, "gw-") {
+		t.Fatalf("victim's run %q is not a session run", runID)
+	}
+	res := callTool(t, f.client(), "create_issue", map[string]any{"title": "forged"}, mcp.Meta{RunIDMeta: runID})
+	if !res.IsError || !strings.Contains(mcptool.ContentText(res.Content), "nothing was recorded or sent upstream") {
+		t.Fatalf("call naming another session's run: %s, want it refused", mcptool.ContentText(res.Content))
+	}
+	if got := strings.Join(summary(ofRun(events(t, pool, "acme"), runID)), ", "); got != "run.started, tool.started op-1, tool.completed op-1" {
+		t.Fatalf("victim's run %s: %s", runID, got)
+	}
+	// The session itself may name its own run.
+	if res := callTool(t, victim, "create_issue", map[string]any{"title": "mine too"}, mcp.Meta{RunIDMeta: runID}); res.IsError {
+		t.Fatalf("the session naming its own run: %s", mcptool.ContentText(res.Content))
+	}
+}

@@ -48,11 +48,12 @@ const claimRunKeySQL = `SELECT pg_advisory_xact_lock(hashtextextended($1::text |
 
 // nextOpSQL takes the run's next operation number under the row lock,
 // which serializes concurrent calls of one run until their tool.started
-// commits.
+// commits. The run's kind comes back so a call can be refused (and the
+// increment rolled back) when it names a run of another kind.
 const nextOpSQL = `
 UPDATE gateway_runs SET last_op = last_op + 1
 WHERE project = $1 AND run_id = $2
-RETURNING last_op, ended_at IS NOT NULL`
+RETURNING last_op, ended_at IS NOT NULL, kind`
 
 // runTakenSQL tells whether the journal has events of the run (its
 // events still in the outbox come from outbox.Pending, read first) or the
@@ -95,6 +96,11 @@ var errRunEnded = errors.New("run has ended")
 // errRunUsed refuses a client-named run id that already has events the
 // gateway did not write as that run.
 var errRunUsed = errors.New("run id already used")
+
+// errRunSession refuses a client-named run id that is an MCP session's
+// run: only that session writes into it (a call never names another
+// session's run; its own run id is not a client-named run).
+var errRunSession = errors.New("run id is an MCP session's run")
 
 // store is the gateway's database side.
 type store struct {
@@ -169,10 +175,12 @@ func (s store) insertRun(ctx context.Context, tx pgx.Tx, project, runID, source,
 // for the first time (refused with errRunUsed when the journal or the
 // outbox already has events of that run id, looked up under the run id's
 // claim lock so that an agent's write under way is seen, and one tried
-// meanwhile refused).
+// meanwhile refused). A call that names a run of the other kind (a
+// client-named run id that is some MCP session's run) is refused with
+// errRunSession.
 func (s store) beginCall(ctx context.Context, r runRef, runStarted kernel.Event, started func(opID string) (kernel.Event, error)) (opID string, err error) {
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		n, ended, err := nextOp(ctx, tx, r)
+		n, ended, kind, err := nextOp(ctx, tx, r)
 		if errors.Is(err, pgx.ErrNoRows) {
 			// Unknown: claim the run id, then look again, since another
 			// call of the same new run may have recorded it while this
@@ -180,7 +188,7 @@ func (s store) beginCall(ctx context.Context, r runRef, runStarted kernel.Event,
 			if err := claimRunKey(ctx, tx, r.project, r.runID); err != nil {
 				return err
 			}
-			n, ended, err = nextOp(ctx, tx, r)
+			n, ended, kind, err = nextOp(ctx, tx, r)
 		}
 		if errors.Is(err, pgx.ErrNoRows) {
 			if r.kind == kindClient {
@@ -195,10 +203,13 @@ func (s store) beginCall(ctx context.Context, r runRef, runStarted kernel.Event,
 			if _, err := s.insertRun(ctx, tx, r.project, r.runID, r.source, r.kind, r.instance, runStarted); err != nil {
 				return err
 			}
-			n, ended, err = nextOp(ctx, tx, r)
+			n, ended, kind, err = nextOp(ctx, tx, r)
 		}
 		if err != nil {
 			return err
+		}
+		if kind != r.kind {
+			return errRunSession
 		}
 		if ended {
 			return errRunEnded
@@ -219,12 +230,12 @@ func (s store) beginCall(ctx context.Context, r runRef, runStarted kernel.Event,
 	return opID, nil
 }
 
-func nextOp(ctx context.Context, tx pgx.Tx, r runRef) (n int64, ended bool, err error) {
-	err = tx.QueryRow(ctx, nextOpSQL, r.project, r.runID).Scan(&n, &ended)
+func nextOp(ctx context.Context, tx pgx.Tx, r runRef) (n int64, ended bool, kind string, err error) {
+	err = tx.QueryRow(ctx, nextOpSQL, r.project, r.runID).Scan(&n, &ended, &kind)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		err = fmt.Errorf("next operation of %s/%s: %w", r.project, r.runID, err)
 	}
-	return n, ended, err
+	return n, ended, kind, err
 }
 
 // enqueueTerminal writes a call's terminal event in a transaction of its
