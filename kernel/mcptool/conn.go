@@ -48,14 +48,19 @@ func (c ServerConfig) RunScoped() []string {
 
 // Dial opens a session with the server cfg, {project} in its configuration
 // replaced by project. copts (may be nil) sets client handlers, e.g. for
-// progress notifications.
+// progress notifications. The connect is bounded by the server's timeout,
+// as a kernel call's is: a caller's ctx (an MCP client's request) may have
+// no deadline, and a server that never answers initialize would hold it
+// forever.
 func Dial(ctx context.Context, cfg ServerConfig, opts Config, project string, copts *mcp.ClientOptions) (*Conn, error) {
 	if err := Check([]ServerConfig{cfg}); err != nil {
 		return nil, fmt.Errorf("mcp server%v", err)
 	}
 	o := opts.withDefaults()
 	s := &server{cfg: cfg, opts: &o}
-	c, err := s.connect(ctx, "", project, "", "", copts)
+	cctx, cancel := context.WithTimeout(ctx, cfg.timeout(o.Timeout))
+	defer cancel()
+	c, err := s.connect(cctx, "", project, "", "", copts)
 	if err != nil {
 		return nil, err
 	}
