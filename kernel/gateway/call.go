@@ -78,7 +78,7 @@ func (g *Gateway) call(ctx context.Context, req *mcp.CallToolRequest, t *tool) (
 		s.started = true
 		s.mu.Unlock()
 	}
-	s.opened(opID, served)
+	s.opened(run.runID, opID, served)
 	key := mcptool.IdempotencyKey(run.project, run.runID, opID)
 	log := g.log.With().Str("run_id", run.runID).Str("operation_id", opID).Str("tool", t.def.Name).Logger()
 
@@ -120,7 +120,7 @@ func (g *Gateway) call(ctx context.Context, req *mcp.CallToolRequest, t *tool) (
 		}
 		g.failed(ctx, s, run, opID, err, note, log)
 		if cut {
-			s.cutOp(opID)
+			s.cutOp(run.runID, opID)
 		}
 		var wire *jsonrpc.Error
 		if errors.As(err, &wire) {
@@ -134,7 +134,7 @@ func (g *Gateway) call(ctx context.Context, req *mcp.CallToolRequest, t *tool) (
 	}
 	ev, err := g.event(run.runID, kernel.TypeToolCompleted, opID+"/completed", kernel.ToolCompleted{OperationID: opID, ResultSummary: mcptool.ResultSummary(res)})
 	recorded := err == nil && g.record(ctx, ev, log)
-	s.closed(opID, recorded)
+	s.closed(run.runID, opID, recorded)
 	return res, nil
 }
 
@@ -151,7 +151,7 @@ func (g *Gateway) failed(ctx context.Context, s *session, run runRef, opID strin
 	if berr == nil {
 		g.record(ctx, ev, log)
 	}
-	s.closed(opID, false)
+	s.closed(run.runID, opID, false)
 }
 
 // record writes a terminal event, retrying for a while: tool.started is

@@ -26,7 +26,7 @@ type session struct {
 
 	mu       sync.Mutex
 	started  bool              // run.started is committed
-	open     map[string]string // operations in flight: op → tool
+	open     map[string]string // operations of the session's run in flight: op → tool
 	inflight int               // calls in flight, with or without an operation yet
 	drained  chan struct{}     // closed when ended and inflight is 0
 	ended    bool
@@ -204,17 +204,29 @@ func (s *session) leave() {
 	}
 }
 
-// opened notes an operation in flight.
-func (s *session) opened(op, tool string) {
+// The bookkeeping below is of the session's own run only: its end names
+// the operations it cut, and operation ids are unique only within a run,
+// so a call the session made in a client-named run (op-1 of host-7) must
+// neither be named by the session run's end nor be mistaken for the
+// session run's op-1.
+
+// opened notes an operation of run in flight.
+func (s *session) opened(run, op, tool string) {
+	if run != s.runID {
+		return
+	}
 	s.mu.Lock()
 	s.open[op] = tool
 	s.mu.Unlock()
 }
 
-// closed notes an operation's end; completed is false when it failed or
-// its terminal event could not be written. An operation in flight at the
-// session's end that did not complete is cut.
-func (s *session) closed(op string, completed bool) {
+// closed notes the end of an operation of run; completed is false when it
+// failed or its terminal event could not be written. An operation in
+// flight at the session's end that did not complete is cut.
+func (s *session) closed(run, op string, completed bool) {
+	if run != s.runID {
+		return
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.open, op)
@@ -223,8 +235,11 @@ func (s *session) closed(op string, completed bool) {
 	}
 }
 
-// cutOp notes an operation cut by the gateway's shutdown.
-func (s *session) cutOp(op string) {
+// cutOp notes an operation of run cut by the gateway's shutdown.
+func (s *session) cutOp(run, op string) {
+	if run != s.runID {
+		return
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !slices.Contains(s.cut, op) {
