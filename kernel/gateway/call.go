@@ -69,6 +69,11 @@ func (g *Gateway) call(ctx context.Context, req *mcp.CallToolRequest, t *tool) (
 		return gatewayError(fmt.Sprintf("mcp-gateway: run id %s of project %s is another MCP session's run, which only that session writes into: choose another _meta[%q], or none for this session's own run; nothing was recorded or sent upstream", run.runID, run.project, RunIDMeta)), nil
 	case errors.Is(err, errRunUsed):
 		return gatewayError(fmt.Sprintf("mcp-gateway: run id %s already has events in project %s that this gateway did not write as that run, or is a kernel run: choose another _meta[%q]; nothing was recorded or sent upstream", run.runID, run.project, RunIDMeta)), nil
+	case kernel.ErrorCode(err) == kernel.EInvalid:
+		// The client's own arguments (a NUL, a lone surrogate, a key twice)
+		// cannot be stored: its mistake to fix, not an outage to page on.
+		g.log.Warn().Err(err).Str("run_id", run.runID).Str("tool", t.def.Name).Msg("mcp gateway: call refused, its tool.started is not storable")
+		return gatewayError("mcp-gateway refused the call: its arguments cannot be recorded (" + oneLine(err) + "); fix them and call again; nothing was recorded or sent upstream"), nil
 	case err != nil:
 		g.log.Error().Err(err).Str("run_id", run.runID).Str("tool", t.def.Name).Msg("mcp gateway: tool.started not recorded; call refused")
 		return gatewayError("mcp-gateway could not record the call durably, so it was not sent upstream: " + oneLine(err)), nil

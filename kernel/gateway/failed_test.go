@@ -2,10 +2,12 @@ package gateway
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rs/zerolog"
 
 	"github.com/seed-7bc021c3/reckon/kernel"
@@ -31,5 +33,29 @@ func TestFailedTextWithNULIsRecorded(t *testing.T) {
 	}
 	if !strings.Contains(got, "upstream said a\uFFFDb") {
 		t.Fatalf("recorded error %q, want the upstream's text with U+FFFD for the NUL", got)
+	}
+}
+
+// Arguments reckon cannot store (a NUL, a lone surrogate, a key twice) are
+// the client's to fix: the call is refused saying so, never blamed on the
+// database, and nothing is recorded or sent.
+func TestUnstorableArgsRefusedAsTheClients(t *testing.T) {
+	t.Parallel()
+	pool, f := issuesGateway(t)
+	cs := f.client()
+	for _, raw := range []string{`{"title":"a\u0000b"}`, `{"title":"\ud800"}`, `{"title":"a","title":"b"}`} {
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "create_issue", Arguments: json.RawMessage(raw)})
+		if err != nil {
+			t.Fatalf("%s: %v", raw, err)
+		}
+		msg := mcptool.ContentText(res.Content)
+		if !res.IsError || !strings.Contains(msg, "arguments cannot be recorded") || strings.Contains(msg, "durably") || !strings.Contains(msg, "nothing was recorded or sent upstream") {
+			t.Errorf("%s: %s", raw, msg)
+		}
+	}
+	for _, r := range events(t, pool, "acme") {
+		if r.Type != kernel.TypeRunStarted {
+			t.Errorf("refused calls recorded %s %s", r.Type, r.OperationID())
+		}
 	}
 }
