@@ -59,3 +59,28 @@ func TestUnstorableArgsRefusedAsTheClients(t *testing.T) {
 		}
 	}
 }
+
+// The client's name and version are the client's to choose and only
+// describe the run: one with a NUL in it made run.started unstorable, and
+// with it every call of the session (and every client-named run it
+// opened) was refused. They are recorded storable, and bounded.
+func TestClientInfoWithNULDoesNotBlockCalls(t *testing.T) {
+	t.Parallel()
+	pool, f := issuesGateway(t)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "evil\x00host" + strings.Repeat("x", 10000), Version: "1\x00"}, nil).
+		Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: f.url, MaxRetries: -1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	for _, meta := range []mcp.Meta{nil, {RunIDMeta: "host-nul"}} {
+		if res := callTool(t, cs, "create_issue", map[string]any{"title": "t"}, meta); res.IsError {
+			t.Fatalf("call (meta %v): %s", meta, mcptool.ContentText(res.Content))
+		}
+	}
+	for _, r := range events(t, pool, "acme") {
+		if r.Type == kernel.TypeRunStarted && len(r.Data) > 2000 {
+			t.Errorf("run.started of %s holds %d bytes of client info", r.RunID, len(r.Data))
+		}
+	}
+}

@@ -56,8 +56,11 @@ func (g *Gateway) sessionFor(ss *mcp.ServerSession) *session {
 	}
 	s := &session{g: g, ss: ss, runID: newID("gw"), open: map[string]string{}, ups: map[string]*upstreamConn{}, drained: make(chan struct{})}
 	if p := ss.InitializeParams(); p != nil && p.ClientInfo != nil {
+		// The client chooses these and they only describe the run: made
+		// storable and bounded, so that a NUL or a megabyte in them cannot
+		// make run.started unstorable and with it every call refused.
 		c := *p.ClientInfo
-		s.client = &mcp.Implementation{Name: c.Name, Version: c.Version}
+		s.client = &mcp.Implementation{Name: clientField(c.Name), Version: clientField(c.Version)}
 	}
 	for _, up := range g.ups {
 		s.ups[up.cfg.Name] = &upstreamConn{}
@@ -91,6 +94,9 @@ func (g *Gateway) initialized(ctx context.Context, req *mcp.InitializedRequest) 
 	s.mu.Unlock()
 	g.log.Info().Str("run_id", s.runID).Str("client", clientName(s.client)).Msg("mcp session started")
 }
+
+// clientField is a client-chosen name or version as recorded.
+func clientField(v string) string { return kernel.Abbreviate(kernel.Storable(v), 200) }
 
 func clientName(c *mcp.Implementation) string {
 	if c == nil {
