@@ -11,6 +11,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/seed-7bc021c3/reckon/kernel"
@@ -59,6 +60,28 @@ type WallOperation struct {
 	// by an external agent, not the kernel: its tool, args and
 	// postcondition are the agent's account, never evidence.
 	AgentReported bool `json:"agent_reported,omitempty"`
+	// Server and UpstreamTool say where the MCP gateway sent the call (its
+	// tool.started's server and upstream_tool), so that the MCP probes ask
+	// that server rather than the first configured one offering the tool,
+	// which need not be the one the gateway called. Empty for the kernel's
+	// own calls and on walls recorded before them (omitted, so their
+	// digests stand).
+	Server       string `json:"server,omitempty"`
+	UpstreamTool string `json:"upstream_tool,omitempty"`
+}
+
+// MCPTarget is the MCP tool the probes ask about: mcp__<server>__<tool>
+// when the operation names the server the gateway called, its Tool
+// otherwise.
+func (o WallOperation) MCPTarget() string {
+	if o.Server == "" {
+		return o.Tool
+	}
+	name := o.UpstreamTool
+	if name == "" {
+		name = strings.TrimPrefix(o.Tool, "mcp__")
+	}
+	return "mcp__" + o.Server + "__" + name
 }
 
 // WallFailure is the operation's tool.failed, when there is one.

@@ -61,6 +61,10 @@ type Item struct {
 	ChildSummary  *kernel.ChildSummary `json:"child_summary,omitempty"`
 	ReissueOf     string               `json:"reissue_of,omitempty"`
 	Postcondition json.RawMessage      `json:"postcondition,omitempty"`
+	// Server and UpstreamTool name where the MCP gateway sent the call
+	// (its tool.started's server and upstream_tool).
+	Server       string `json:"server,omitempty"`
+	UpstreamTool string `json:"upstream_tool,omitempty"`
 	// LivenessUnknown says the run's liveness could not be established:
 	// Temporal unreachable or the listing's budget of liveness calls spent
 	// (the page is then degraded), or an external run whose run.started the

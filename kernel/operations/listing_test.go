@@ -258,7 +258,10 @@ func TestListingDetails(t *testing.T) {
 	dupA := b.Event("op-5/started", kernel.TypeToolStarted, ago(30*time.Minute), map[string]any{"operation_id": "op-5", "tool": "run_command"})
 	dupB := dupA
 	dupB.SourceID, dupB.EventID, dupB.TS = "agent-x", "again", ago(29*time.Minute)
-	e.Ingest(b.RunStarted(ago(2*time.Hour)), deleg, deleg3, fail3, re, dupA, dupB, b.RunFailed(ago(10*time.Minute)),
+	// Where a gateway's call went: the probes ask that server.
+	gw := b.Event("op-6/started", kernel.TypeToolStarted, ago(20*time.Minute), map[string]any{
+		"operation_id": "op-6", "tool": "mcp__create_issue", "server": "issues", "upstream_tool": "create_issue"})
+	e.Ingest(b.RunStarted(ago(2*time.Hour)), deleg, deleg3, fail3, re, dupA, dupB, gw, b.RunFailed(ago(10*time.Minute)),
 		child.RunStarted(ago(time.Hour)), child.Started("op-1", "run_command", ago(time.Hour)), child.Completed("op-1", ago(time.Hour)),
 		child.Started("op-2", "run_command", ago(time.Hour)))
 
@@ -285,11 +288,14 @@ func TestListingDetails(t *testing.T) {
 	if pc, _ := kernel.Canonical(r.Postcondition); r.ReissueOf != "op-1" || string(pc) != `{"path":"proof.txt"}` {
 		t.Fatalf("reissue: %+v", r)
 	}
+	if g := items["run-1/op-6"]; g.Server != "issues" || g.UpstreamTool != "create_issue" {
+		t.Fatalf("gateway call: server %q, upstream_tool %q", g.Server, g.UpstreamTool)
+	}
 	dup := items["run-1/op-5"]
 	if dup.StartedKey != dupA.Key() {
 		t.Fatalf("duplicate tool.started: listed under %v, want %v", dup.StartedKey, dupA.Key())
 	}
-	if len(items) != 5 { // op-2, op-3, op-4, op-5 of run-1 and op-2 of the child
+	if len(items) != 6 { // op-2 … op-6 of run-1 and op-2 of the child
 		t.Fatalf("%d items: %v", len(items), items)
 	}
 

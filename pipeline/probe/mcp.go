@@ -127,7 +127,7 @@ func (p MCP) Probe(ctx context.Context, run Run, op pipeline.WallOperation) (pip
 			fmt.Sprintf("not looked up: the %s contains \"/\", so the idempotency key %s could equally be another operation's, and a server's answer for it proves nothing of this one", part, kernel.Printable(key)),
 			at, map[string]any{"tool": op.Tool, "key": key}), true
 	}
-	ans, supported, err := p.Looker.LookupOperation(ctx, run, op.Tool, key)
+	ans, supported, err := p.Looker.LookupOperation(ctx, run, op.MCPTarget(), key)
 	if !supported && err == nil {
 		if sr, ok := p.Looker.(StateReader); ok {
 			return p.probeState(ctx, sr, run, op, at)

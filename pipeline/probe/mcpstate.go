@@ -51,7 +51,7 @@ func (p MCP) probeState(ctx context.Context, sr StateReader, run Run, op pipelin
 		// what the call would have written.
 		return pipeline.Evidence{}, false
 	}
-	ans, supported, err := sr.ReadState(ctx, run, op.Tool, op.Args)
+	ans, supported, err := sr.ReadState(ctx, run, op.MCPTarget(), op.Args)
 	if !supported && err == nil {
 		return pipeline.Evidence{}, false
 	}

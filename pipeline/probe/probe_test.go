@@ -277,6 +277,55 @@ func TestMCPLookup(t *testing.T) {
 	}
 }
 
+// The MCP gateway records which upstream it sent a call to (tool.started's
+// server and upstream_tool); the probe asks that server. Asking the first
+// configured server offering the tool instead, another server that has
+// never seen the key answered never_seen, and the probe proved "none" of
+// an issue that exists: an unsafe-none (review of stop 31).
+func TestMCPLookupAsksTheServerTheGatewayCalled(t *testing.T) {
+	t.Parallel()
+	server := func(keys ...string) *httptest.Server {
+		store, err := mcpserver.OpenStore(filepath.Join(t.TempDir(), "issues.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range keys {
+			if _, _, err := store.CreateIssue(k, "filed", ""); err != nil {
+				t.Fatal(err)
+			}
+		}
+		hs := httptest.NewServer(mcpserver.Handler(mcpserver.NewServer(store)))
+		t.Cleanup(hs.Close)
+		return hs
+	}
+	db := pgtest.New(t)
+	if _, err := db.Pool.Exec(context.Background(),
+		`INSERT INTO gateway_runs (project, run_id, source_id, kind) VALUES ('acme', 'gw-1', 'mcp-gateway', 'client')`); err != nil {
+		t.Fatal(err)
+	}
+	a := server()
+	b := server(mcptool.IdempotencyKey("acme", "gw-1", "op-1"))
+	client := MCPClient{Servers: []mcptool.ServerConfig{
+		{Name: "a", URL: a.URL + mcpserver.HTTPPath}, {Name: "b", URL: b.URL + mcpserver.HTTPPath}}, Timeout: 10 * time.Second}
+	run := Run{Project: "acme", RunID: "gw-1"}
+	wp, done := MCP{Looker: client, Now: now, Grace: 5 * time.Minute, Owners: operations.Owners{Pool: db.Pool}}.ForWall(run)
+	defer done()
+	p := wp.(MCP)
+	op := func(server string) pipeline.WallOperation {
+		return pipeline.WallOperation{OperationID: "op-1", Tool: "mcp__create_issue", State: "crash_window", StartedAt: t0,
+			Server: server, UpstreamTool: "create_issue",
+			StartedKey: kernel.EventKey{SourceID: kernel.RecorderGateway, EventID: "gw-1/op-1/started"}}
+	}
+	if ev, ok := p.Probe(context.Background(), run, op("b")); !ok || ev.Finding != pipeline.FindingOccurred {
+		t.Errorf("call the gateway sent to b: got ok=%v %s %q, want occurred (b has the key)", ok, ev.Finding, ev.Detail)
+	}
+	// A server this configuration does not know: nothing is asked, so
+	// nothing is proven.
+	if ev, ok := p.Probe(context.Background(), run, op("c")); ok && ev.Finding == pipeline.FindingNone {
+		t.Errorf("call the gateway sent to an unconfigured server: got %s %q, want no proof", ev.Finding, ev.Detail)
+	}
+}
+
 // never_seen proves none only of a call reckon made, which carried the
 // key: the kernel's or the MCP gateway's. An agent that reports its own
 // call (POST /v1/events) made it with a client of its own that need not

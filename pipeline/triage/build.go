@@ -104,6 +104,8 @@ func (s *Sweeper) wallOperation(it operations.Item, now time.Time) pipeline.Wall
 		ChildRunID:    it.ChildRunID,
 		ReissueOf:     it.ReissueOf,
 		Postcondition: it.Postcondition,
+		Server:        it.Server,
+		UpstreamTool:  it.UpstreamTool,
 	}
 	if op.AgeSeconds < 0 {
 		op.AgeSeconds = 0
