@@ -512,7 +512,7 @@ func (s *server) connect(ctx context.Context, workspace, project, runID, key str
 		}
 		transport = &mcp.StreamableClientTransport{
 			Endpoint:   rep.Replace(s.cfg.URL),
-			HTTPClient: &http.Client{Transport: &headerTransport{base: http.DefaultTransport, headers: headers}},
+			HTTPClient: &http.Client{Transport: &headerTransport{base: LimitResponses(nil), headers: headers}},
 			// No transparent reconnects: a broken call is reported, and
 			// the kernel decides what a retry is.
 			MaxRetries:           -1,

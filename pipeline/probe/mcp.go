@@ -477,5 +477,8 @@ func (t headerRT) RoundTrip(r *http.Request) (*http.Response, error) {
 	for k, v := range t.h {
 		r.Header[k] = v
 	}
-	return http.DefaultTransport.RoundTrip(r)
+	return limitedTransport.RoundTrip(r)
 }
+
+// limitedTransport bounds the servers' JSON answers (mcptool.LimitResponses).
+var limitedTransport = mcptool.LimitResponses(nil)
