@@ -280,3 +280,41 @@ func TestUnconfinedEveryEventSaysSo(t *testing.T) {
 		}
 	}
 }
+
+// Canceling a run while a step that asks for a re-issue runs: the canceled
+// call is uncertain, and no re-issue is recorded, since a canceled run
+// starts no further call (a re-issue under a canceled context would never
+// be scheduled, yet its tool.started would list an operation that never ran
+// as uncertain).
+func TestCancelRunDoesNotReissue(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOpts{timeouts: Timeouts{ToolHeartbeat: time.Second}})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	step := cmd("echo begin >> begin.txt; sleep 20; echo end > end.txt")
+	step.OnUncertain = OnUncertainReissue
+	plan := Plan{Steps: []Step{step, cmd("echo never > never.txt")}}
+	if _, _, err := e.starter.StartUnchecked(ctx, StartParams{Project: e.project, RunID: "c2", Plan: plan}); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(e.workspace("c2"), "begin.txt")); err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatal("the command never began")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := temporalConn.Client.CancelWorkflow(ctx, kernel.WorkflowID(e.project, "c2"), ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.wait(ctx, "c2"); err == nil {
+		t.Fatal("canceled run completed")
+	}
+	evs := e.events("c2")
+	wantShape(t, evs, "run.started", "tool.started op-1", "tool.failed op-1 activity_failed effect=uncertain", "run.failed")
+	if got := e.readFile("c2", "begin.txt"); got != "begin\n" {
+		t.Fatalf("begin.txt = %q: the command ran more than once", got)
+	}
+}

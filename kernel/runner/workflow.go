@@ -161,6 +161,22 @@ const ChangeProjectEventIDs = "project-scoped-event-ids"
 // keep regular activities.
 const ChangeLocalRecord = "local-record-event"
 
+// ChangeNoReissueOnCancel is the workflow.GetVersion change id under which
+// a canceled run no longer re-issues the step whose call the cancel ended
+// (version 1). Before it, the re-issue recorded a tool.started whose call
+// was never scheduled (the context was already canceled) and a
+// tool.failed(uncertain) for it: an operation that certainly did nothing,
+// listed as uncertain. The version is asked only when a re-issue meets a
+// canceled run, so histories without one replay unchanged.
+const ChangeNoReissueOnCancel = "no-reissue-on-cancel"
+
+// reissueCanceled reports whether a re-issue must not start because the
+// run is canceled (runs recorded before ChangeNoReissueOnCancel still
+// re-issue).
+func reissueCanceled(ctx workflow.Context) bool {
+	return ctx.Err() != nil && workflow.GetVersion(ctx, ChangeNoReissueOnCancel, workflow.DefaultVersion, 1) == 1
+}
+
 // RunWorkflow executes a plan. Every step is recorded before it runs and
 // after it ends; the run stops at the first failed step unless the step
 // asks for a re-issue after an uncertain failure. The workflow returns an
@@ -185,7 +201,7 @@ func RunWorkflow(ctx workflow.Context, in RunInput) (RunOutput, error) {
 			return RunOutput{}, err
 		}
 		ops++
-		for k := 1; !res.OK && res.Effect == kernel.EffectUncertain && step.OnUncertain == OnUncertainReissue && k <= MaxReissues; k++ {
+		for k := 1; !res.OK && res.Effect == kernel.EffectUncertain && step.OnUncertain == OnUncertainReissue && k <= MaxReissues && !reissueCanceled(ctx); k++ {
 			prev := opID
 			opID = fmt.Sprintf("op-%d-r%d", i+1, k)
 			if res, err = r.step(ctx, step, opID, prev); err != nil {
