@@ -318,3 +318,79 @@ func TestCancelRunDoesNotReissue(t *testing.T) {
 		t.Fatalf("begin.txt = %q: the command ran more than once", got)
 	}
 }
+
+// A cancel that reaches the run while it is recording a call's outcome
+// (the database slow or down) does not cut that record short: the call
+// ran and completed, so its tool.completed is journaled, and run.failed
+// says the run was canceled. Cutting it short left the operation without
+// a terminal event and the run without its end.
+func TestCancelDuringRecordKeepsTheOutcome(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOpts{})
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	plan := Plan{Steps: []Step{cmd("echo begin > begin.txt; sleep 1; echo end > end.txt"), cmd("echo never > never.txt")}}
+	// Hold the outbox locked from the command's start, so that recording
+	// its outcome waits, as it does while the database is unavailable.
+	lockTx, err := e.pool.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = lockTx.Rollback(context.Background()) }()
+	if _, _, err := e.starter.StartUnchecked(ctx, StartParams{Project: e.project, RunID: "c3", Plan: plan}); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(e.workspace("c3"), "begin.txt")); err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatal("the command never began")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if _, err := lockTx.Exec(ctx, "LOCK TABLE kernel_event_outbox IN EXCLUSIVE MODE"); err != nil {
+		t.Fatal(err)
+	}
+	// Cancel once the call and the manifest after it have reported (three
+	// activities: the manifests before and after, the call), while
+	// tool.completed waits for the outbox.
+	for completedActivities(ctx, t, e.project, "c3") < 3 {
+		if ctx.Err() != nil {
+			t.Fatal("the command never ended")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := temporalConn.Client.CancelWorkflow(ctx, kernel.WorkflowID(e.project, "c3"), ""); err != nil {
+		t.Fatal(err)
+	}
+	// The cancel reaches the workflow code with the next workflow task,
+	// which a pending local activity brings within the task timeout (10 s).
+	time.Sleep(12 * time.Second)
+	if err := lockTx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.wait(ctx, "c3"); err == nil {
+		t.Fatal("canceled run completed")
+	}
+	evs := e.events("c3")
+	wantShape(t, evs, "run.started", "tool.started op-1", "tool.completed op-1", "run.failed")
+}
+
+// completedActivities counts the ActivityTaskCompleted events in a run's
+// workflow history.
+func completedActivities(ctx context.Context, t *testing.T, project, runID string) int {
+	t.Helper()
+	n := 0
+	it := temporalConn.Client.GetWorkflowHistory(ctx, kernel.WorkflowID(project, runID), "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		ev, err := it.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.EventType == enumspb.EVENT_TYPE_ACTIVITY_TASK_COMPLETED {
+			n++
+		}
+	}
+	return n
+}

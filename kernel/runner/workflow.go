@@ -236,8 +236,15 @@ func RunWorkflow(ctx workflow.Context, in RunInput) (RunOutput, error) {
 // timestamp is workflow time, so a replay rebuilds the identical event and
 // a retried activity is an idempotent no-op.
 func (r *run) record(ctx workflow.Context, typ, suffix string, data any) error {
-	if ctx.Err() != nil {
-		// A canceled run still records what happened to it.
+	if ctx.Err() != nil || r.localRecord {
+		// A canceled run still records what happened to it, and a cancel
+		// that arrives while an event is being recorded (the database
+		// slow or down, the record retrying) must not cut it short: a
+		// call's outcome would be lost and the run left without its end.
+		// A local activity's cancel issues no command and its outcome is
+		// replayed from its marker, so histories that recorded such a cut
+		// replay the same; a regular activity's cancel is a command of its
+		// own, so runs from before ChangeLocalRecord keep the old way.
 		ctx, _ = workflow.NewDisconnectedContext(ctx)
 	}
 	ev, err := kernel.NewEvent(kernel.SourceKernel, r.idPrefix+suffix, r.in.Project, r.in.RunID, typ, kernel.ActorKernel, workflow.Now(ctx), data)
