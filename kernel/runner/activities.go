@@ -222,6 +222,12 @@ func (a *Activities) RunTool(ctx context.Context, call kernel.ToolCall) (ToolOut
 		return ToolOutcome{ErrorType: kernel.ErrorTypeUnknownTool, Effect: kernel.EffectNone,
 			Error: fmt.Sprintf("tool %q is not available on this worker", call.Tool)}, nil
 	}
+	// Heartbeat from here to the answer, not only around Execute: the
+	// prior-state read (an MCP server to start and ask) and the fault
+	// claim can outlast the heartbeat timeout, and a live worker judged
+	// dead then executed the call after the workflow had recorded it
+	// failed (and might be re-issuing it).
+	defer heartbeat(ctx)()
 	if err := os.MkdirAll(call.Workspace, 0o755); err != nil {
 		return ToolOutcome{ErrorType: kernel.ErrorTypeValidation, Effect: kernel.EffectNone,
 			Error: fmt.Sprintf("workspace %s: %v", call.Workspace, err)}, nil
@@ -242,9 +248,7 @@ func (a *Activities) RunTool(ctx context.Context, call kernel.ToolCall) (ToolOut
 		log.Warn().Err(err).Msg("fault injected before the effect")
 		return ToolOutcome{}, crash(err)
 	}
-	stop := heartbeat(ctx)
 	res, err := tool.Execute(ctx, call)
-	stop()
 	if err != nil {
 		return failure(err), nil
 	}
