@@ -55,14 +55,20 @@ func (c *JournalClient) Ingest(ctx context.Context, events []kernel.Event) ([]ke
 			Error string `json:"error"`
 		}
 		_ = json.Unmarshal(raw, &e)
-		if resp.StatusCode >= 400 && resp.StatusCode < 500 {
-			code := kernel.EInvalid
-			switch resp.StatusCode {
-			case http.StatusUnauthorized:
-				code = kernel.EUnauthorized
-			case http.StatusForbidden:
-				code = kernel.EForbidden
-			}
+		// Only 400 and 413 judge the events themselves: the publisher
+		// parks what an EInvalid leaves refused one event at a time, so
+		// any other 4xx (a request timeout, a rate limit, a wrong URL)
+		// must stay a failure to retry, or valid events are parked.
+		var code string
+		switch resp.StatusCode {
+		case http.StatusBadRequest, http.StatusRequestEntityTooLarge:
+			code = kernel.EInvalid
+		case http.StatusUnauthorized:
+			code = kernel.EUnauthorized
+		case http.StatusForbidden:
+			code = kernel.EForbidden
+		}
+		if code != "" {
 			return nil, kernel.Errorf(code, "ingest API %d: %s", resp.StatusCode, e.Error)
 		}
 		return nil, fmt.Errorf("ingest API answered %d: %s", resp.StatusCode, e.Error)

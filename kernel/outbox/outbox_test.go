@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -608,5 +610,41 @@ VALUES ('kernel', $1, $2::jsonb, '\x00')`, r.id, r.body); err != nil {
 	}
 	if n := count(t, s, "SELECT count(*) FROM kernel_event_outbox WHERE delivered_at IS NULL AND parked_at IS NULL"); n != 0 {
 		t.Fatalf("%d rows still waiting", n)
+	}
+}
+
+// An answer of the ingest API that says nothing about the events — a
+// request timeout (408, documented on POST /v1/events), a rate limit
+// (429), a proxy's or a wrong URL's 404 — is retried, never taken for a
+// rejection of the events: those used to be parked, one at a time, as
+// "journal rejected the event", valid events and all.
+func TestPublisherRetriesHTTPAnswersThatRejectNoEvent(t *testing.T) {
+	t.Parallel()
+	for _, code := range []int{http.StatusRequestTimeout, http.StatusTooManyRequests, http.StatusNotFound} {
+		t.Run(strconv.Itoa(code), func(t *testing.T) {
+			t.Parallel()
+			s := pgtest.New(t)
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(code)
+				_, _ = w.Write([]byte(`{"error": "not now"}`))
+			}))
+			defer srv.Close()
+			evs := events("transient", 3)
+			for i := range evs {
+				evs[i].SourceID, evs[i].Actor = "pub", "agent"
+			}
+			enqueue(t, s, evs...)
+			p := outbox.NewPublisher(s.Pool, httpapi.NewJournalClient(srv.URL, "secret"), fastCfg(), nil, zerolog.Nop())
+			if _, err := p.PublishOnce(context.Background()); err == nil {
+				t.Fatalf("%d: delivery succeeded", code)
+			}
+			if n := count(t, s, "SELECT count(*) FROM kernel_event_outbox WHERE parked_at IS NOT NULL"); n != 0 {
+				t.Fatalf("%d: %d rows parked; a %d rejects no event", code, n, code)
+			}
+			if n := count(t, s, "SELECT count(*) FROM kernel_event_outbox WHERE delivered_at IS NULL AND attempts = 1"); n != 3 {
+				t.Fatalf("%d: %d rows scheduled for a retry, want 3", code, n)
+			}
+		})
 	}
 }
