@@ -231,15 +231,7 @@ func TestUnreachableUpstreamIsNone(t *testing.T) {
 	if !res.IsError || !strings.Contains(mcptool.ContentText(res.Content), "tools/call not sent") {
 		t.Fatalf("unreachable upstream: %+v", res)
 	}
-	var d kernel.ToolFailed
-	for _, r := range events(t, pool, "acme") {
-		if r.Type == kernel.TypeToolFailed {
-			_ = r.DecodeData(&d)
-		}
-	}
-	if d.ErrorType != mcptool.ErrorTypeConnectFailed || d.Effect != kernel.EffectNone {
-		t.Fatalf("tool.failed %+v, want mcp_connect_failed / none", d)
-	}
+	assertConnectFailed(t, pool)
 }
 
 // A run named in _meta outlives sessions and gateway processes: operation

@@ -11,7 +11,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/mcptool"
 )
 
@@ -54,13 +53,5 @@ func TestHungUpstreamConnectIsBounded(t *testing.T) {
 	if !res.IsError || !strings.Contains(mcptool.ContentText(res.Content), "tools/call not sent") {
 		t.Fatalf("hung upstream: %s", mcptool.ContentText(res.Content))
 	}
-	var d kernel.ToolFailed
-	for _, r := range events(t, pool, "acme") {
-		if r.Type == kernel.TypeToolFailed {
-			_ = r.DecodeData(&d)
-		}
-	}
-	if d.ErrorType != mcptool.ErrorTypeConnectFailed || d.Effect != kernel.EffectNone {
-		t.Fatalf("tool.failed %+v, want mcp_connect_failed / none", d)
-	}
+	assertConnectFailed(t, pool)
 }

@@ -232,3 +232,19 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// assertConnectFailed fails t unless the project acme's last tool.failed
+// is mcp_connect_failed with effect none (the call never reached the
+// upstream).
+func assertConnectFailed(t *testing.T, pool *pgxpool.Pool) {
+	t.Helper()
+	var d kernel.ToolFailed
+	for _, r := range events(t, pool, "acme") {
+		if r.Type == kernel.TypeToolFailed {
+			_ = r.DecodeData(&d)
+		}
+	}
+	if d.ErrorType != mcptool.ErrorTypeConnectFailed || d.Effect != kernel.EffectNone {
+		t.Fatalf("tool.failed %+v, want mcp_connect_failed / none", d)
+	}
+}
