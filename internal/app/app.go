@@ -144,6 +144,9 @@ type Core struct {
 // NewCore connects and migrates. createDB creates a missing database (dev).
 func NewCore(ctx context.Context, cfg config.Config, createDB bool) (*Core, error) {
 	log := NewLogger(cfg)
+	for _, w := range cfg.Warnings() {
+		log.Warn().Msg(w)
+	}
 	tokens, err := auth.Load(cfg.Tokens, cfg.TokensFile)
 	if err != nil {
 		return nil, err

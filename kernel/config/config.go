@@ -83,6 +83,22 @@ type Config struct {
 	EvidenceRetention time.Duration
 }
 
+// Warnings lists what the configuration allows but an operator should
+// hear about at start-up, each a sentence naming the variables: settings
+// that start, and have started before, but cost what the operator may not
+// expect. They are warnings rather than errors so that a configuration
+// that ran yesterday still starts.
+func (c Config) Warnings() []string {
+	var w []string
+	if c.EvidenceRetention < c.OperationsWindow {
+		// Kernel operations stay listed (and walled) for the whole window,
+		// and their probes read the evidence: pruned earlier, a probe that
+		// could have proven the effect says inconclusive instead.
+		w = append(w, fmt.Sprintf("RECKON_EVIDENCE_RETENTION (%s) is shorter than RECKON_OPERATIONS_WINDOW (%s): workspace manifests and MCP prior states of operations still listed are deleted, and their probes say inconclusive instead of proving an effect; set the retention to at least the window", c.EvidenceRetention, c.OperationsWindow))
+	}
+	return w
+}
+
 // MinEvidenceRetention is the shortest RECKON_EVIDENCE_RETENTION accepted:
 // a shorter one would delete evidence before a sweep (every 5m by default)
 // could read it, leaving every such probe inconclusive.

@@ -159,3 +159,35 @@ func TestEvidenceRetention(t *testing.T) {
 		}
 	}
 }
+
+// TestWarnings: an evidence retention shorter than the operations window
+// starts (it always has) but is named at start-up; the defaults and a
+// retention of at least the window warn of nothing.
+func TestWarnings(t *testing.T) {
+	t.Parallel()
+	load := func(retention, window string) Config {
+		c, err := LoadFrom(func(k string) string {
+			switch k {
+			case "RECKON_EVIDENCE_RETENTION":
+				return retention
+			case "RECKON_OPERATIONS_WINDOW":
+				return window
+			}
+			return ""
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	if w := load("", "").Warnings(); len(w) != 0 {
+		t.Errorf("defaults warn: %q", w)
+	}
+	if w := load("168h", "168h").Warnings(); len(w) != 0 {
+		t.Errorf("retention equal to the window warns: %q", w)
+	}
+	w := load("1h", "")
+	if got := w.Warnings(); len(got) != 1 || !strings.Contains(got[0], "RECKON_EVIDENCE_RETENTION (1h0m0s)") || !strings.Contains(got[0], "RECKON_OPERATIONS_WINDOW (168h0m0s)") {
+		t.Errorf("retention 1h against the default window: warnings %q", got)
+	}
+}
