@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strconv"
 	"strings"
 	"time"
 
@@ -45,6 +46,8 @@ environment:
   RECKON_GATEWAY_SOURCE    source_id of the events (default "mcp-gateway")
   RECKON_GATEWAY_TOKEN     bearer token HTTP clients must send (required
                            with --http on a non-loopback address)
+  RECKON_GATEWAY_MAX_SESSIONS  with --http, MCP sessions open at once
+                           (default 256; a new one beyond is refused, 503)
   RECKON_LOG_LEVEL, RECKON_LOG_FORMAT
 
 flags:
@@ -76,6 +79,7 @@ func ParseCommand(args []string, getenv func(string) string, stderr io.Writer) (
 	fs.DurationVar(&c.Lease, "lease", DefaultLease, "instance lease: this long after a gateway stops renewing it, another gateway ends its session runs (run.failed)")
 	fs.DurationVar(&c.ShutdownGrace, "shutdown-grace", DefaultShutdownGrace, "on SIGTERM/SIGINT, how long calls in flight may finish before they are canceled")
 	fs.DurationVar(&c.SessionIdle, "session-idle", DefaultSessionIdle, "with --http, close MCP sessions idle this long (their runs complete)")
+	maxSessions := fs.String("max-sessions", env("RECKON_GATEWAY_MAX_SESSIONS", strconv.Itoa(DefaultMaxSessions)), "with --http, the most MCP sessions open at once (RECKON_GATEWAY_MAX_SESSIONS); a new one beyond it is refused with 503")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return Command{}, err
@@ -90,6 +94,11 @@ func ParseCommand(args []string, getenv func(string) string, stderr io.Writer) (
 			return Command{}, fmt.Errorf("configuration: %s must be a positive duration, got %s", name, d)
 		}
 	}
+	n, nerr := strconv.Atoi(*maxSessions)
+	if nerr != nil || n < 1 {
+		return Command{}, fmt.Errorf("configuration: --max-sessions (RECKON_GATEWAY_MAX_SESSIONS) must be a whole number of at least 1, got %q", *maxSessions)
+	}
+	c.MaxSessions = n
 	if c.Lease < 3*time.Second/10 {
 		return Command{}, fmt.Errorf("configuration: --lease must be at least 300ms (heartbeats come every lease/3), got %s", c.Lease)
 	}

@@ -65,6 +65,8 @@ const (
 	DefaultLease         = 30 * time.Second
 	DefaultShutdownGrace = 10 * time.Second
 	DefaultSessionIdle   = 30 * time.Minute
+	// DefaultMaxSessions is Config.MaxSessions' default.
+	DefaultMaxSessions = 256
 	// DefaultConnIdle bounds an idle kept-alive connection: without a
 	// bound net/http keeps one open forever (ReadHeaderTimeout runs only
 	// once a request's first bytes arrive), and anyone who can reach the
@@ -113,6 +115,11 @@ type Config struct {
 	// ConnIdle closes a kept-alive HTTP connection that waits that long
 	// for its next request (DefaultConnIdle when zero).
 	ConnIdle time.Duration
+	// MaxSessions bounds the MCP sessions served over HTTP at once
+	// (DefaultMaxSessions when zero): each records a run and may start a
+	// process per stdio upstream, so a client opening sessions in a loop
+	// would otherwise fill the journal and the process table.
+	MaxSessions int
 	// Token, when set, is the bearer token HTTP clients must send.
 	Token string
 	Log   zerolog.Logger
@@ -144,6 +151,9 @@ func (o Config) withDefaults() Config {
 	}
 	if o.ConnIdle <= 0 {
 		o.ConnIdle = DefaultConnIdle
+	}
+	if o.MaxSessions <= 0 {
+		o.MaxSessions = DefaultMaxSessions
 	}
 	if o.Now == nil {
 		o.Now = time.Now

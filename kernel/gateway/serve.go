@@ -48,8 +48,30 @@ func (g *Gateway) Handler() http.Handler {
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return g.server },
 		&mcp.StreamableHTTPOptions{SessionTimeout: g.o.SessionIdle})
 	mux := http.NewServeMux()
-	mux.Handle(HTTPPath, g.authorize(h))
+	mux.Handle(HTTPPath, g.authorize(g.limitSessions(h)))
 	return mux
+}
+
+// limitSessions refuses a request that would open a new MCP session (it
+// carries no Mcp-Session-Id) while Config.MaxSessions sessions are open:
+// 503 with a Retry-After, before the SDK creates anything. Requests of
+// open sessions pass.
+func (g *Gateway) limitSessions(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Mcp-Session-Id") == "" && r.Method == http.MethodPost {
+			g.mu.Lock()
+			open := len(g.sessions)
+			g.mu.Unlock()
+			if open >= g.o.MaxSessions {
+				w.Header().Set("Retry-After", "60")
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusServiceUnavailable)
+				_, _ = fmt.Fprintf(w, `{"error": "mcp-gateway serves at most %d MCP sessions at once (--max-sessions, RECKON_GATEWAY_MAX_SESSIONS) and all are open; close one, or retry when an idle one has been closed"}`+"\n", g.o.MaxSessions)
+				return
+			}
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 func (g *Gateway) authorize(h http.Handler) http.Handler {
