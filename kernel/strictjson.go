@@ -109,16 +109,7 @@ type pathSeg struct {
 	idx int
 }
 
-func (c *checker) ws() {
-	for c.pos < len(c.raw) {
-		switch c.raw[c.pos] {
-		case ' ', '\t', '\n', '\r':
-			c.pos++
-		default:
-			return
-		}
-	}
-}
+func (c *checker) ws() { c.pos = skipWS(c.raw, c.pos) }
 
 // where names the value being walked: its path (events[1].data.note).
 func (c *checker) where() string {
@@ -151,11 +142,11 @@ func (c *checker) value() error {
 		// checker's allocations); an object past manyKeys gets a map.
 		base := len(c.keys)
 		var seen map[string]bool
-		defer func() { c.keys = c.keys[:base] }()
 		for {
 			c.ws()
 			if c.raw[c.pos] == '}' {
 				c.pos++
+				c.keys = c.keys[:base] // an error ends the walk: nothing to pop then
 				return nil
 			}
 			if c.raw[c.pos] == ',' {
@@ -198,9 +189,7 @@ func (c *checker) value() error {
 		return c.skipStr()
 	default:
 		start := c.pos
-		for c.pos < len(c.raw) && !strings.ContainsRune(" \t\n\r,]}", rune(c.raw[c.pos])) {
-			c.pos++
-		}
+		c.pos = valueEnd(c.raw, start)
 		if tok := c.raw[start:c.pos]; len(tok) > 0 && (tok[0] == '-' || tok[0] >= '0' && tok[0] <= '9') {
 			if err := storableNumber(tok); err != nil {
 				return fmt.Errorf("%s %s", c.where(), err)
