@@ -13,8 +13,8 @@ import (
 // up to MaxJSONResponseBytes and then fails with ErrResponseTooLarge (the
 // SDK read it whole, so a hostile server's gigabytes sat in memory); an
 // answer at the bound and an event stream (bounded per event by the SDK)
-// are read as they are. The kernel's and the gateway's client goes
-// through the same transport (headerTransport over LimitResponses).
+// are read as they are. HTTPClient is the client every MCP call and
+// lookup over HTTP uses.
 func TestLimitResponsesBoundsJSONAnswers(t *testing.T) {
 	t.Parallel()
 	body := func(n int) string { return `"` + strings.Repeat("x", n-2) + `"` }
@@ -32,7 +32,7 @@ func TestLimitResponsesBoundsJSONAnswers(t *testing.T) {
 		}
 	}))
 	defer hs.Close()
-	client := &http.Client{Transport: &headerTransport{base: LimitResponses(nil), headers: http.Header{}}}
+	client := HTTPClient(http.Header{})
 	read := func(path string) (int, error) {
 		resp, err := client.Get(hs.URL + path)
 		if err != nil {

@@ -512,7 +512,7 @@ func (s *server) connect(ctx context.Context, workspace, project, runID, key str
 		}
 		transport = &mcp.StreamableClientTransport{
 			Endpoint:   rep.Replace(s.cfg.URL),
-			HTTPClient: &http.Client{Transport: &headerTransport{base: LimitResponses(nil), headers: headers}},
+			HTTPClient: HTTPClient(headers),
 			// No transparent reconnects: a broken call is reported, and
 			// the kernel decides what a retry is.
 			MaxRetries:           -1,
@@ -591,6 +591,15 @@ func (b *tailBuffer) String() string {
 // headerTransport adds fixed headers to every request, and the
 // Idempotency-Key of the call a request belongs to (withKey), for sessions
 // that carry several operations.
+// HTTPClient is the client of an MCP server over streamable HTTP: it sends
+// headers (and a call's idempotency key, when its context carries one) on
+// every request, and reads JSON answers up to MaxJSONResponseBytes
+// (LimitResponses). The kernel's and the gateway's calls and the probes'
+// lookups all go through it.
+func HTTPClient(headers http.Header) *http.Client {
+	return &http.Client{Transport: &headerTransport{base: LimitResponses(nil), headers: headers}}
+}
+
 type headerTransport struct {
 	base    http.RoundTripper
 	headers http.Header

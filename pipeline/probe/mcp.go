@@ -411,7 +411,7 @@ func transportFor(sc mcptool.ServerConfig, run Run, ws string) mcp.Transport {
 	}
 	return &mcp.StreamableClientTransport{
 		Endpoint:             rep.Replace(sc.URL),
-		HTTPClient:           &http.Client{Transport: headerRT{h: h}},
+		HTTPClient:           mcptool.HTTPClient(h),
 		MaxRetries:           -1,
 		DisableStandaloneSSE: true,
 	}
@@ -469,16 +469,3 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
-
-type headerRT struct{ h http.Header }
-
-func (t headerRT) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	for k, v := range t.h {
-		r.Header[k] = v
-	}
-	return limitedTransport.RoundTrip(r)
-}
-
-// limitedTransport bounds the servers' JSON answers (mcptool.LimitResponses).
-var limitedTransport = mcptool.LimitResponses(nil)
