@@ -72,3 +72,30 @@ func (u *unavailableError) Error() string { return u.what + ": " + u.err.Error()
 func (u *unavailableError) Unwrap() []error {
 	return []error{&Error{Code: EUnavailable, Message: u.what + " is unavailable; retry later"}, u.err}
 }
+
+// RefusedEvent marks err as the refusal of one event of a batch, the
+// event at index (from 0): the events before it passed the check that
+// refused it. The ingest API answers it with "event_index", so that a
+// publisher delivering over HTTP can deliver the rest of its batch and
+// hold back only the refused event, instead of retrying all of it for as
+// long as one event is refused.
+func RefusedEvent(index int, err *Error) error {
+	return &refusedEvent{index: index, err: err}
+}
+
+// RefusedEventIndex returns the index RefusedEvent recorded in err's chain.
+func RefusedEventIndex(err error) (int, bool) {
+	var r *refusedEvent
+	if errors.As(err, &r) {
+		return r.index, true
+	}
+	return 0, false
+}
+
+type refusedEvent struct {
+	index int
+	err   *Error
+}
+
+func (r *refusedEvent) Error() string { return r.err.Error() }
+func (r *refusedEvent) Unwrap() error { return r.err }

@@ -52,7 +52,8 @@ func (c *JournalClient) Ingest(ctx context.Context, events []kernel.Event) ([]ke
 	}
 	if resp.StatusCode != http.StatusOK {
 		var e struct {
-			Error string `json:"error"`
+			Error      string `json:"error"`
+			EventIndex *int   `json:"event_index"`
 		}
 		_ = json.Unmarshal(raw, &e)
 		// Only 400 and 413 judge the events themselves: the publisher
@@ -69,7 +70,11 @@ func (c *JournalClient) Ingest(ctx context.Context, events []kernel.Event) ([]ke
 			code = kernel.EForbidden
 		}
 		if code != "" {
-			return nil, kernel.Errorf(code, "ingest API %d: %s", resp.StatusCode, e.Error)
+			ke := kernel.Errorf(code, "ingest API %d: %s", resp.StatusCode, e.Error)
+			if e.EventIndex != nil && *e.EventIndex >= 0 && *e.EventIndex < len(events) {
+				return nil, kernel.RefusedEvent(*e.EventIndex, ke)
+			}
+			return nil, ke
 		}
 		return nil, fmt.Errorf("ingest API answered %d: %s", resp.StatusCode, e.Error)
 	}

@@ -68,14 +68,14 @@ func (s *Server) ingest(w http.ResponseWriter, r *http.Request) error {
 			err = ev.ValidateNew()
 		}
 		if err != nil {
-			return kernel.Errorf(kernel.EInvalid, "events[%d]: %s", i, kernel.ErrorMessage(err))
+			return kernel.RefusedEvent(i, kernel.Errorf(kernel.EInvalid, "events[%d]: %s", i, kernel.ErrorMessage(err)))
 		}
 		events[i] = ev
 	}
 	p, _ := PrincipalFrom(r.Context())
 	for i, ev := range events {
 		if err := Authorize(p, ev); err != nil {
-			return kernel.Errorf(kernel.EForbidden, "events[%d]: %s", i, kernel.ErrorMessage(err))
+			return kernel.RefusedEvent(i, kernel.Errorf(kernel.EForbidden, "events[%d]: %s", i, kernel.ErrorMessage(err)))
 		}
 	}
 	runs, err := runsBounded(events)
@@ -235,19 +235,19 @@ func writersRefused(r *http.Request, owners kernel.RunOwners, events []kernel.Ev
 		w := writers[k]
 		switch {
 		case w.Recorder == kernel.RecorderGateway:
-			return kernel.Errorf(kernel.EForbidden,
+			return kernel.RefusedEvent(i, kernel.Errorf(kernel.EForbidden,
 				"events[%d]: field \"run_id\": run %q of project %q is a run of the MCP gateway (reckon mcp-gateway), or a child run of one; only the gateway writes its events",
-				i, ev.RunID, ev.Project)
+				i, ev.RunID, ev.Project))
 		case w.Recorder != "":
-			return kernel.Errorf(kernel.EForbidden,
+			return kernel.RefusedEvent(i, kernel.Errorf(kernel.EForbidden,
 				"events[%d]: field \"run_id\": run %q of project %q is a kernel run (started through POST /v1/runs, or a child run of one); only the kernel writes its events",
-				i, ev.RunID, ev.Project)
+				i, ev.RunID, ev.Project))
 		case w.Source == "":
 			writers[k] = kernel.RunWriter{Source: ev.SourceID} // this batch's first event claims it
 		case w.Source != ev.SourceID:
-			return kernel.Errorf(kernel.EForbidden,
+			return kernel.RefusedEvent(i, kernel.Errorf(kernel.EForbidden,
 				"events[%d]: field \"source_id\": run %q of project %q belongs to source %q (the source of its first event), and only that source writes its events; got %q — report this run's operations under a run id of your own",
-				i, ev.RunID, ev.Project, w.Source, ev.SourceID)
+				i, ev.RunID, ev.Project, w.Source, ev.SourceID))
 		}
 	}
 	return nil

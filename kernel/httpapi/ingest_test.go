@@ -204,6 +204,11 @@ func TestIngestProvenanceRules(t *testing.T) {
 		if !strings.Contains(msg, strings.ReplaceAll(c.rule, `\"`, `"`)) {
 			t.Errorf("%s: %q does not state the rule (%s)", c.name, msg, c.rule)
 		}
+		// The answer names the refused event for a publisher to deliver
+		// the rest of its batch around it (outbox.deliverAround).
+		if idx, ok := out["event_index"].(float64); !ok || idx != 1 {
+			t.Errorf("%s: event_index %v, want 1", c.name, out["event_index"])
+		}
 	}
 	var n int
 	if err := pool.QueryRow(context.Background(), "SELECT count(*) FROM journal_events").Scan(&n); err != nil || n != 0 {

@@ -417,7 +417,19 @@ func Error(w http.ResponseWriter, r *http.Request, err error) {
 		// The connection's read side is past its deadline: close it.
 		w.Header().Set("Connection", "close")
 	}
+	if i, ok := kernel.RefusedEventIndex(err); ok {
+		WriteJSON(w, status, refusal{Error: kernel.ErrorMessage(err), EventIndex: i})
+		return
+	}
 	WriteJSON(w, status, map[string]string{"error": kernel.ErrorMessage(err)})
+}
+
+// refusal is the error answer that names the one event of a batch it
+// refused: "event_index" counts from 0, and the events before it passed
+// the check that refused it.
+type refusal struct {
+	Error      string `json:"error"`
+	EventIndex int    `json:"event_index"`
 }
 
 // WriteJSON writes v as JSON with status.

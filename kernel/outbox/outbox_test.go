@@ -346,6 +346,106 @@ func TestPublisherThroughHTTPIngestAPI(t *testing.T) {
 	}
 }
 
+// httpPublisherSetup serves the ingest API to an agent token "pub",
+// counting the requests to /v1/events.
+func httpPublisherSetup(t *testing.T, s *pgtest.Schema) (url string, posts *atomic.Int64) {
+	t.Helper()
+	tokens, err := auth.Parse("pub:agent:publisher-secret")
+	if err != nil {
+		t.Fatal(err)
+	}
+	api := httpapi.New(httpapi.Config{Tokens: tokens, Log: zerolog.Nop(), Journal: journal.New(s.Pool, nil)})
+	posts = new(atomic.Int64)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/events" {
+			posts.Add(1)
+		}
+		api.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL, posts
+}
+
+// agentEvents are events of an agent's run "run" under the source "pub".
+func agentEvents(run string, n int) []kernel.Event {
+	evs := events(run, n)
+	for i := range evs {
+		evs[i].SourceID, evs[i].Actor = "pub", "agent"
+	}
+	return evs
+}
+
+// One event the ingest API refuses to the publisher's token no longer
+// holds back its batch: the others are delivered in the same pass, and
+// only the refused rows stay due, with the refusal as their last error.
+func TestHTTPPublisherDeliversAroundARefusedEvent(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := pgtest.New(t)
+	url, posts := httpPublisherSetup(t, s)
+	a := agentEvents("a", 30)
+	kern := events("kern", 2)
+	// One Enqueue: the rows keep this order, the kernel events at 10 and 21.
+	enqueue(t, s, slices.Concat(a[:10], kern[:1], a[10:20], kern[1:], a[20:])...)
+	cfg := fastCfg()
+	cfg.BaseBackoff, cfg.MaxBackoff = time.Hour, time.Hour
+	p := outbox.NewPublisher(s.Pool, httpapi.NewJournalClient(url, "publisher-secret"), cfg, nil, zerolog.Nop())
+	n, err := p.PublishOnce(ctx)
+	if n != 32 || kernel.ErrorCode(err) != kernel.EForbidden || !strings.Contains(err.Error(), "2 of 32 events left undelivered") || !strings.Contains(err.Error(), "source_id") {
+		t.Fatalf("PublishOnce: %d, %v; want 32 claimed and a 403 naming the 2 refused events", n, err)
+	}
+	if got := count(t, s, "SELECT count(*) FROM journal_events WHERE source_id = 'pub'"); got != 30 {
+		t.Fatalf("%d agent events delivered, want all 30 in the one pass", got)
+	}
+	if got := count(t, s, `SELECT count(*) FROM kernel_event_outbox WHERE source_id = 'kernel' AND delivered_at IS NULL AND parked_at IS NULL
+		AND attempts = 1 AND last_error LIKE '%source_id%' AND next_attempt_at > now() + interval '30 minutes'`); got != 2 {
+		t.Fatalf("%d kernel rows left due later with the refusal, want 2", got)
+	}
+	if got := count(t, s, "SELECT count(*) FROM journal_events WHERE source_id = 'kernel'"); got != 0 {
+		t.Fatalf("%d kernel events reached the journal over HTTP", got)
+	}
+	// Refused at 10, then [0,10) delivered, then the rest refused at its
+	// 10th, and its two parts delivered: 5 requests, not one per event.
+	if got := posts.Load(); got != 5 {
+		t.Fatalf("%d requests, want 5", got)
+	}
+}
+
+// A batch of mostly refused events spends at most maxRefusalsPerPass
+// requests a pass; what it did not judge stays due, untouched, for the next
+// pass, which delivers the good events behind it.
+func TestHTTPPublisherBoundsRefusalsPerPass(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := pgtest.New(t)
+	url, posts := httpPublisherSetup(t, s)
+	enqueue(t, s, slices.Concat(events("kern", 20), agentEvents("a", 5))...)
+	cfg := fastCfg()
+	cfg.BaseBackoff, cfg.MaxBackoff = time.Hour, time.Hour
+	p := outbox.NewPublisher(s.Pool, httpapi.NewJournalClient(url, "publisher-secret"), cfg, nil, zerolog.Nop())
+	if _, err := p.PublishOnce(ctx); kernel.ErrorCode(err) != kernel.EForbidden {
+		t.Fatalf("first pass: %v, want a 403", err)
+	}
+	if got := posts.Load(); got != 16 {
+		t.Fatalf("first pass: %d requests, want 16 (one per refusal)", got)
+	}
+	if got := count(t, s, "SELECT count(*) FROM kernel_event_outbox WHERE attempts = 0 AND next_attempt_at <= now() AND delivered_at IS NULL AND parked_at IS NULL"); got != 9 {
+		t.Fatalf("%d rows left due and untouched, want 9", got)
+	}
+	if _, err := p.PublishOnce(ctx); kernel.ErrorCode(err) != kernel.EForbidden {
+		t.Fatalf("second pass: %v, want a 403", err)
+	}
+	if got := count(t, s, "SELECT count(*) FROM journal_events WHERE source_id = 'pub'"); got != 5 {
+		t.Fatalf("%d agent events delivered after two passes, want 5", got)
+	}
+	if got := count(t, s, "SELECT count(*) FROM kernel_event_outbox WHERE source_id = 'kernel' AND attempts = 1 AND delivered_at IS NULL AND parked_at IS NULL"); got != 20 {
+		t.Fatalf("%d kernel rows deferred once, want 20", got)
+	}
+	if n, err := p.PublishOnce(ctx); n != 0 || err != nil {
+		t.Fatalf("third pass: %d, %v; want nothing due", n, err)
+	}
+}
+
 func TestPruneDeletesOnlyOldDeliveredRows(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()

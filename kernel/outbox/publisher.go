@@ -326,7 +326,7 @@ func (p *Publisher) PublishOnce(ctx context.Context) (int, error) {
 		results, err := p.deliverInDB(ctx, tx, oj, c)
 		switch {
 		case err == nil:
-			return p.finish(ctx, tx, c.ids, results)
+			return p.finish(ctx, tx, c.batch, results)
 		case ctx.Err() != nil:
 			return 0, ctx.Err()
 		case !isDataError(err):
@@ -364,18 +364,40 @@ func (p *Publisher) publish(ctx context.Context, tx pgx.Tx, b batch) (int, error
 		}
 		return b.claimed(), fmt.Errorf("publish: deliver %d events: %w", len(b.events), err)
 	}
-	if _, err := p.finish(ctx, tx, b.ids, results); err != nil {
+	if _, err := p.finish(ctx, tx, b, results); err != nil {
 		return 0, err
 	}
-	return b.claimed(), nil
+	return b.claimed(), deferredError(results)
 }
 
-// finish marks the journal's answers for ids and commits; it returns how
-// many rows it marked.
-func (p *Publisher) finish(ctx context.Context, tx pgx.Tx, ids []int64, results []kernel.IngestResult) (int, error) {
-	if err := p.mark(ctx, tx, ids, results); err != nil {
+// deferredError reports the events the journal refused to this publisher
+// (statusDeferred), after the rest of their batch was delivered and
+// marked: the pass counts as failed, so Run backs off and Drain stops
+// instead of coming back for rows that only an in-process publisher
+// delivers.
+func deferredError(results []kernel.IngestResult) error {
+	n, first := 0, ""
+	for _, r := range results {
+		if r.Status == statusDeferred {
+			if n == 0 {
+				first = r.Reason
+			}
+			n++
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	return kernel.Errorf(kernel.EForbidden, "publish: %d of %d events left undelivered for a later attempt, the rest delivered; first: %s", n, len(results), first)
+}
+
+// finish marks the journal's answers for b's rows and commits; it returns
+// how many rows it marked.
+func (p *Publisher) finish(ctx context.Context, tx pgx.Tx, b batch, results []kernel.IngestResult) (int, error) {
+	if err := p.mark(ctx, tx, b, results); err != nil {
 		return 0, err
 	}
+	ids := b.ids
 	if err := tx.Commit(ctx); err != nil {
 		// The journal has the events; the rows stay undelivered and will be
 		// redelivered, which the journal answers as repeated.
@@ -548,20 +570,81 @@ func (p *Publisher) parkUndecodable(ctx context.Context, tx pgx.Tx, ids []int64)
 // deliverBatch hands the events to the journal and checks it answered
 // each. When the journal rejects the request as a whole — one event it will
 // never accept, or a batch too large (the HTTP API answers 413) — the same
-// batch would be rejected on every retry, so the events go one at a time
-// and only what the journal rejects on its own is parked.
+// batch would be rejected on every retry. If the journal names the event
+// (kernel.RefusedEventIndex), deliverAround delivers the others around it;
+// otherwise the events go one at a time. Either way only what the journal
+// rejects on its own is parked.
 func (p *Publisher) deliverBatch(ctx context.Context, tx pgx.Tx, events []kernel.Event) ([]kernel.IngestResult, error) {
 	if len(events) == 0 {
 		return nil, nil
 	}
-	results, err := p.deliver(ctx, tx, events)
-	if err == nil && len(results) != len(events) {
-		err = fmt.Errorf("journal answered %d results for %d events", len(results), len(events))
-	}
+	refusals := maxRefusalsPerPass
+	results, err := p.deliverAround(ctx, tx, events, &refusals)
 	if err != nil && kernel.ErrorCode(err) == kernel.EInvalid && ctx.Err() == nil {
 		return p.deliverEach(ctx, tx, events, err)
 	}
 	return results, err
+}
+
+// maxRefusalsPerPass bounds the requests one pass spends on a batch whose
+// events the journal refuses one by one (deliverAround): each refusal
+// costs a request, and a batch of nothing but kernel events sent over
+// HTTP would otherwise cost as many requests as it has events, on every
+// attempt. What is left unjudged stays due for the next pass.
+const maxRefusalsPerPass = 16
+
+// deliverAround delivers events. When the journal refuses the request
+// for one event it names (kernel.RefusedEventIndex) as invalid or as
+// forbidden to this publisher's token, that event is answered
+// statusRejected (to be parked) or statusDeferred (left undelivered for
+// a later attempt: a kernel event an agent's token may not write waits
+// for an in-process publisher), and the events before and after it go in
+// requests of their own. Before, one such event held back its whole
+// batch of up to BatchSize events for as long as it was refused. Once
+// *refusals is spent, the events not yet judged are answered
+// statusUnjudged and left as they were.
+func (p *Publisher) deliverAround(ctx context.Context, tx pgx.Tx, events []kernel.Event, refusals *int) ([]kernel.IngestResult, error) {
+	if len(events) == 0 {
+		return nil, nil
+	}
+	if *refusals <= 0 {
+		out := make([]kernel.IngestResult, len(events))
+		for i, ev := range events {
+			out[i] = kernel.IngestResult{SourceID: ev.SourceID, EventID: ev.EventID, Status: statusUnjudged}
+		}
+		return out, nil
+	}
+	results, err := p.deliver(ctx, tx, events)
+	if err == nil {
+		if len(results) != len(events) {
+			return nil, fmt.Errorf("journal answered %d results for %d events", len(results), len(events))
+		}
+		return results, nil
+	}
+	i, named := kernel.RefusedEventIndex(err)
+	code := kernel.ErrorCode(err)
+	if !named || i < 0 || i >= len(events) || (code != kernel.EInvalid && code != kernel.EForbidden) || ctx.Err() != nil {
+		return nil, err
+	}
+	*refusals--
+	refused := kernel.IngestResult{SourceID: events[i].SourceID, EventID: events[i].EventID, Status: statusRejected,
+		Reason: "journal rejected the event: " + kernel.ErrorMessage(err)}
+	if code == kernel.EForbidden {
+		refused.Status, refused.Reason = statusDeferred, "journal refused the event to this publisher: "+kernel.ErrorMessage(err)
+		p.log.Warn().Str("source_id", refused.SourceID).Str("event_id", refused.EventID).Str("reason", refused.Reason).
+			Msg("outbox row left undelivered: the journal refuses it to this publisher's token (a kernel event waits for an in-process publisher); the rest of its batch is delivered")
+	}
+	head, err := p.deliverAround(ctx, tx, events[:i], refusals)
+	if err != nil {
+		return nil, err
+	}
+	tail, err := p.deliverAround(ctx, tx, events[i+1:], refusals)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]kernel.IngestResult, 0, len(events))
+	out = append(append(append(out, head...), refused), tail...)
+	return out, nil
 }
 
 // retryLater schedules the batch's rows for another attempt after a failed
@@ -581,13 +664,21 @@ func (p *Publisher) retryLater(ctx context.Context, tx pgx.Tx, b batch, cause er
 	return nil
 }
 
-// mark records the journal's answers: rows answered accepted or repeated
-// are delivered, any other answer parks its row with the reason.
-func (p *Publisher) mark(ctx context.Context, tx pgx.Tx, ids []int64, results []kernel.IngestResult) error {
-	var delIDs, parkIDs []int64
-	var delStatus, parkReason []string
+// mark records the journal's answers for b's rows: rows answered accepted
+// or repeated are delivered, deferred rows are scheduled for a later
+// attempt, unjudged rows are left as they are, any other answer parks its
+// row with the reason.
+func (p *Publisher) mark(ctx context.Context, tx pgx.Tx, b batch, results []kernel.IngestResult) error {
+	ids := b.ids
+	var delIDs, parkIDs, deferIDs []int64
+	var delStatus, parkReason, deferReason []string
+	var deferDelay []float64
 	for i, r := range results {
 		switch r.Status {
+		case statusUnjudged:
+		case statusDeferred:
+			deferIDs, deferReason = append(deferIDs, ids[i]), append(deferReason, kernel.TruncateUTF8(r.Reason, 2000))
+			deferDelay = append(deferDelay, p.backoff(b.attempts[i]).Seconds())
 		case kernel.StatusAccepted, kernel.StatusRepeated:
 			delIDs, delStatus = append(delIDs, ids[i]), append(delStatus, r.Status)
 			p.m.delivered.WithLabelValues(r.Status).Inc()
@@ -616,6 +707,12 @@ func (p *Publisher) mark(ctx context.Context, tx pgx.Tx, ids []int64, results []
 			return fmt.Errorf("publish: park: %w", err)
 		}
 	}
+	if len(deferIDs) > 0 {
+		if _, err := tx.Exec(ctx, deferSQL, deferIDs, deferDelay, deferReason); err != nil {
+			return fmt.Errorf("publish: schedule refused rows: %w", err)
+		}
+		p.m.failures.Inc()
+	}
 	return nil
 }
 
@@ -623,6 +720,15 @@ func (p *Publisher) mark(ctx context.Context, tx pgx.Tx, ids []int64, results []
 // journal refused as invalid when delivered alone; it is parked like a
 // conflict. The journal itself never answers it.
 const statusRejected = "rejected"
+
+// statusDeferred and statusUnjudged are the publisher's own answers too
+// (deliverAround): an event the journal refuses to this publisher, kept
+// due for a later attempt with backoff, and an event not sent in this
+// pass, left as it was.
+const (
+	statusDeferred = "deferred"
+	statusUnjudged = "unjudged"
+)
 
 // deliverEach delivers events one at a time after the journal rejected
 // them as a batch (batchErr). An event rejected on its own is answered

@@ -77,6 +77,15 @@ SET attempts = o.attempts + 1, last_error = $3,
 FROM unnest($1::bigint[], $2::float8[]) AS s(id, delay_s)
 WHERE o.id = ANY($1::bigint[]) AND o.id = s.id`
 
+// deferSQL is retryLaterSQL with a reason per row: the rows of a batch
+// the journal refused one by one (deliverAround).
+const deferSQL = `
+UPDATE kernel_event_outbox o
+SET attempts = o.attempts + 1, last_error = s.reason,
+    next_attempt_at = now() + make_interval(secs => s.delay_s)
+FROM unnest($1::bigint[], $2::float8[], $3::text[]) AS s(id, delay_s, reason)
+WHERE o.id = ANY($1::bigint[]) AND o.id = s.id`
+
 // pruneSQL deletes delivered rows older than the retention, a bounded batch
 // at a time so it never holds long locks.
 const pruneSQL = `
