@@ -118,7 +118,22 @@ func Load(spec, file string) (*Tokens, error) {
 }
 
 func (t *Tokens) add(spec, where string) error {
-	for _, item := range strings.FieldsFunc(spec, func(r rune) bool { return r == ',' || r == '\n' }) {
+	for _, line := range strings.Split(spec, "\n") {
+		// A comment is the whole line: splitting it at commas first would
+		// bring the entries after a comma in a commented-out (revoked)
+		// line back to life.
+		if strings.HasPrefix(strings.TrimSpace(line), "#") {
+			continue
+		}
+		if err := t.addLine(line, where); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (t *Tokens) addLine(line, where string) error {
+	for _, item := range strings.Split(line, ",") {
 		item = strings.TrimSpace(item)
 		if item == "" || strings.HasPrefix(item, "#") {
 			continue
