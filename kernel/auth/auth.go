@@ -13,6 +13,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"unicode"
 
 	"github.com/seed-7bc021c3/reckon/kernel"
 )
@@ -106,7 +107,13 @@ func Load(spec, file string) (*Tokens, error) {
 		line := 0
 		for sc.Scan() {
 			line++
-			if err := t.add(sc.Text(), fmt.Sprintf("RECKON_TOKENS_FILE line %d", line)); err != nil {
+			text := sc.Text()
+			if line == 1 {
+				// Some editors begin a UTF-8 file with a byte order mark; it
+				// would hide a first line's comment and join its name.
+				text = strings.TrimPrefix(text, "\ufeff")
+			}
+			if err := t.add(text, fmt.Sprintf("RECKON_TOKENS_FILE line %d", line)); err != nil {
 				return nil, err
 			}
 		}
@@ -148,6 +155,11 @@ func (t *Tokens) addLine(line, where string) error {
 		if len(name) > maxNameLen {
 			return fmt.Errorf("configuration: %s has an entry whose name is longer than %d bytes (it names the token's events)", where, maxNameLen)
 		}
+		// operator:ann and operator:a\u200bnn read the same and are two
+		// actors: a record must name whom it seems to name.
+		if invisible(name) {
+			return fmt.Errorf("configuration: %s entry %+q has a control or format character (invisible, or reordering the text) in its name, which names the token's events and rulings", where, name)
+		}
 		switch role {
 		case RoleAgent, RoleReader, RoleOperator:
 		default:
@@ -168,8 +180,8 @@ func (t *Tokens) addLine(line, where string) error {
 					return fmt.Errorf("configuration: %s entry %q has an empty source in its fourth field (source-a|source-b)", where, name)
 				case Reserved(src):
 					return fmt.Errorf("configuration: %s entry %q grants source %q: %s", where, name, src, ReservedRule)
-				case len(src) > 512 || strings.ContainsAny(src, " \t"):
-					return fmt.Errorf("configuration: %s entry %q grants source %q: a source is at most 512 bytes without spaces", where, name, src)
+				case len(src) > 512 || strings.ContainsAny(src, " \t") || invisible(src):
+					return fmt.Errorf("configuration: %s entry %q grants source %q: a source is at most 512 bytes without spaces, control or format characters", where, name, src)
 				}
 				sources = append(sources, src)
 			}
@@ -185,6 +197,11 @@ func (t *Tokens) addLine(line, where string) error {
 		t.AddWithSources(name, role, secret, sources...)
 	}
 	return nil
+}
+
+// invisible reports whether s holds a control or format character.
+func invisible(s string) bool {
+	return strings.ContainsFunc(s, func(r rune) bool { return unicode.IsControl(r) || unicode.Is(unicode.Cf, r) })
 }
 
 // maxNameLen bounds a token's name as kernel.MaxKeyLen bounds the ids of

@@ -3,6 +3,7 @@ package auth_test
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/seed-7bc021c3/reckon/kernel/auth"
@@ -40,5 +41,43 @@ func TestCommentedOutTokensStayRevoked(t *testing.T) {
 	}
 	if toks.Len() != 3 {
 		t.Errorf("%d tokens loaded, want 3", toks.Len())
+	}
+}
+
+// TestInvisibleCharactersInTokenFiles: a file saved with a byte order mark
+// (as some editors do) began its first line with U+FEFF, so a commented-out
+// first entry ("\ufeff#old:operator:…") was not a comment but a live
+// operator token named "\ufeff#old", and an uncommented one named
+// "\ufeffann" recorded its rulings as operator:\ufeffann, which reads as
+// operator:ann but is another actor. The mark is dropped, and a name
+// holding a control or format character (invisible, or reordering what
+// follows) is a start-up error naming the line.
+func TestInvisibleCharactersInTokenFiles(t *testing.T) {
+	t.Parallel()
+	file := filepath.Join(t.TempDir(), "tokens")
+	if err := os.WriteFile(file, []byte("\ufeff#old:operator:old-secret-1\nann:operator:ann-secret-1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	toks, err := auth.Load("", file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, ok := toks.Authenticate("old-secret-1"); ok {
+		t.Errorf("the commented-out first line after a byte order mark authenticates as %+q", p.Name)
+	}
+	if err := os.WriteFile(file, []byte("\ufeffann:operator:ann-secret-1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if toks, err = auth.Load("", file); err != nil {
+		t.Fatal(err)
+	}
+	if p, ok := toks.Authenticate("ann-secret-1"); !ok || p.Name != "ann" {
+		t.Errorf("first entry after a byte order mark: %+q %v, want ann", p.Name, ok)
+	}
+	for _, name := range []string{"a\u200bnn", "ann\u202e", "an\x1bn", "ann\u00ad"} {
+		_, err := auth.Parse(name + ":operator:ann-secret-1")
+		if err == nil || !strings.Contains(err.Error(), "RECKON_TOKENS") {
+			t.Errorf("name %+q: %v, want a configuration error", name, err)
+		}
 	}
 }
