@@ -67,6 +67,12 @@ func (s *Server) ingest(w http.ResponseWriter, r *http.Request) error {
 			// what stored events from earlier versions may lack.
 			err = ev.ValidateNew()
 		}
+		if err == nil && (ev.RunID == "." || ev.RunID == "..") {
+			// Browsers and most clients resolve such a path segment away,
+			// so GET /v1/runs/{run_id} (the console's detail panel) could
+			// never show the run: its operations would be decided blind.
+			err = kernel.Errorf(kernel.EInvalid, "field \"run_id\": %q is not a run id that GET /v1/runs/{run_id} can address (clients resolve it as a path segment); choose another", ev.RunID)
+		}
 		if err != nil {
 			return kernel.RefusedEvent(i, kernel.Errorf(kernel.EInvalid, "events[%d]: %s", i, kernel.ErrorMessage(err)))
 		}
