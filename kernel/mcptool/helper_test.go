@@ -61,7 +61,7 @@ func runPeer() {
 	})
 	mcp.AddTool(s, &mcp.Tool{Name: "echo"}, func(ctx context.Context, req *mcp.CallToolRequest, _ map[string]any) (*mcp.CallToolResult, any, error) {
 		wd, _ := os.Getwd()
-		b, _ := json.Marshal(map[string]any{"meta": req.Params.GetMeta(), "argv": os.Args, "cwd": wd, "env": os.Getenv("PEER_VAR")})
+		b, _ := json.Marshal(map[string]any{"meta": req.Params.GetMeta(), "argv": os.Args, "cwd": wd, "env": os.Getenv("PEER_VAR"), "environ": os.Environ()})
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}}, nil, nil
 	})
 	_ = s.Run(context.Background(), &mcp.StdioTransport{})

@@ -103,7 +103,8 @@ type Config struct {
 	Timeout time.Duration
 	// DiscoveryTimeout bounds tools/list discovery in Lookup (10s when zero).
 	DiscoveryTimeout time.Duration
-	// Env is the base environment of stdio servers (os.Environ() when nil).
+	// Env is the base environment of stdio servers (BaseEnv(os.Environ())
+	// when nil).
 	Env []string
 	// TerminateGrace is how long a stdio server may take to exit after its
 	// stdin is closed before it is signalled (1s when zero).
@@ -457,6 +458,36 @@ func ContentText(cs []mcp.Content) string {
 	return strings.Join(parts, "\n")
 }
 
+// inheritedEnv are the variables of reckon's environment a stdio server
+// inherits (BaseEnv), with every LC_* locale variable: what a program needs
+// to find its interpreter, home and locale, as the MCP SDKs' own default
+// environment (HOME, LOGNAME, PATH, SHELL, TERM, USER). RECKON_DATA_DIR is
+// no secret and is where `reckon mcp-test-server` keeps its store by
+// default, where the probes' lookups must find it too.
+var inheritedEnv = map[string]bool{
+	"HOME": true, "LOGNAME": true, "PATH": true, "SHELL": true, "TERM": true, "USER": true,
+	"LANG": true, "LANGUAGE": true, "TZ": true, "TMPDIR": true, "RECKON_DATA_DIR": true,
+}
+
+// BaseEnv is the part of environ a stdio server inherits: the worker's
+// environment holds DATABASE_URL, RECKON_TOKENS, the supervisor's API key
+// and whatever else its host gives it, and a server is third-party code,
+// often one that runs what an agent asks (a shell, an interpreter) or
+// drops privileges first, which a secret in its environment would
+// outlive. A server that needs more names it in its entry's env. The
+// kernel's calls, the gateway's and the probes' lookups all start servers
+// with it.
+func BaseEnv(environ []string) []string {
+	var out []string
+	for _, kv := range environ {
+		k, _, _ := strings.Cut(kv, "=")
+		if inheritedEnv[k] || strings.HasPrefix(k, "LC_") {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
 // conn is one connection to a server, for one call.
 type conn struct {
 	srv     *server
@@ -488,7 +519,7 @@ func (s *server) connect(ctx context.Context, workspace, project, runID, key str
 		cmd := exec.Command(argv[0], argv[1:]...)
 		env := s.opts.Env
 		if env == nil {
-			env = os.Environ()
+			env = BaseEnv(os.Environ())
 		}
 		env = slices.Clone(env)
 		for k, v := range s.cfg.Env {

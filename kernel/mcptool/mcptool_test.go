@@ -459,3 +459,58 @@ func TestResultTextWithNULIsStorable(t *testing.T) {
 		t.Fatalf("ResultError: %v", err)
 	}
 }
+
+// A stdio server is third-party code, often one that runs what the agent
+// asks (a shell, an interpreter) or that drops privileges first: it must
+// not inherit the worker's secrets (database, tokens, model key), only
+// what a program needs to run and what its entry's env gives it.
+func TestStdioServerGetsNoWorkerSecrets(t *testing.T) {
+	secrets := map[string]string{
+		"DATABASE_URL":              "postgres://reckon:pw@db/reckon",
+		"PGPASSWORD":                "pw",
+		"RECKON_TOKENS":             "ops:operator:s3cret",
+		"RECKON_SUPERVISOR_API_KEY": "sk-secret",
+		"RECKON_GATEWAY_TOKEN":      "gw-secret",
+		"AWS_SECRET_ACCESS_KEY":     "aws-secret",
+	}
+	for k, v := range secrets {
+		t.Setenv(k, v)
+	}
+	t.Setenv("LC_ALL", "C.UTF-8")
+	cfg := helperServer(t, "peer", "peer")
+	cfg.Env["PEER_VAR"] = "given"
+	ts, err := New([]ServerConfig{cfg}, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := execute(t, lookup(t, ts, "mcp__peer__echo"), "op-1", `{}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out struct {
+		Content []struct {
+			Text string `json:"text"`
+		} `json:"content"`
+	}
+	var got struct {
+		Env     string   `json:"env"`
+		Environ []string `json:"environ"`
+	}
+	if err := json.Unmarshal(res.Output, &out); err != nil || len(out.Content) != 1 {
+		t.Fatalf("output %s: %v", res.Output, err)
+	}
+	if err := json.Unmarshal([]byte(out.Content[0].Text), &got); err != nil {
+		t.Fatalf("echo %q: %v", out.Content[0].Text, err)
+	}
+	seen := map[string]bool{}
+	for _, kv := range got.Environ {
+		k, v, _ := strings.Cut(kv, "=")
+		seen[k] = true
+		if _, secret := secrets[k]; secret || strings.Contains(v, "s3cret") {
+			t.Errorf("the server inherited %s", kv)
+		}
+	}
+	if got.Env != "given" || !seen["PATH"] || !seen["LC_ALL"] || !seen[helperEnv] {
+		t.Errorf("the server's environment lacks its entry's env or PATH/locale: %q", got.Environ)
+	}
+}

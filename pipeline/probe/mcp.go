@@ -397,7 +397,7 @@ func transportFor(sc mcptool.ServerConfig, run Run, ws string) mcp.Transport {
 			argv[i] = rep.Replace(a)
 		}
 		cmd := exec.Command(argv[0], argv[1:]...)
-		cmd.Env = os.Environ()
+		cmd.Env = mcptool.BaseEnv(os.Environ())
 		for k, v := range sc.Env {
 			cmd.Env = append(cmd.Env, k+"="+rep.Replace(v))
 		}
