@@ -483,6 +483,17 @@ func (r *runCommand) Execute(ctx context.Context, call kernel.ToolCall) (kernel.
 	}
 
 	// The kernel's RunTool activity heartbeats for every tool while it runs.
+	if !confined {
+		// Unconfined there is no sandbox to take the background down: the
+		// command's process group goes as soon as its shell exits, so that
+		// nothing it started in the group acts after the call is answered
+		// (and past the bound the probes rely on). The shell is left
+		// unreaped meanwhile, so the group's number cannot be another's.
+		// A process that left the group (setsid) is beyond this; events
+		// of an unconfined worker say "unconfined" for that reason.
+		waitExitNoReap(cmd.Process.Pid)
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	}
 	waitErr := cmd.Wait()
 	if sbInit != nil {
 		// The command has exited or was killed; whatever it left in the
@@ -541,6 +552,19 @@ func (r *runCommand) Execute(ctx context.Context, call kernel.ToolCall) (kernel.
 			Err: fmt.Errorf("command exited with code %d: %s", out.ExitCode, tail(out.Stderr, 300))}
 	}
 	return res, nil
+}
+
+// waitExitNoReap waits until the process pid has exited (or was killed:
+// the caller's context cancel still applies, os/exec watches it from
+// Start), leaving it for cmd.Wait to reap.
+func waitExitNoReap(pid int) {
+	var info unix.Siginfo
+	for {
+		err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
+		if !errors.Is(err, unix.EINTR) {
+			return
+		}
+	}
 }
 
 // inheritNothing marks every descriptor of the worker above stderr

@@ -303,6 +303,18 @@ func TestTimeoutKillsUnconfined(t *testing.T) {
 	waitGone(t, "30.4343")
 }
 
+// Unconfined, a command's background processes go when it exits, as a
+// confined command's do with its sandbox: left running, they would act on
+// the workspace after the call was answered and past the bound the probes
+// take for granted (its timeout plus a minute).
+func TestExitKillsBackgroundUnconfined(t *testing.T) {
+	t.Parallel()
+	tool := NewRunCommand(Config{Unconfined: true})
+	_, _, err := run(t, tool, call(t, wsDir(t), map[string]any{"command": "sleep 30.5151 >/dev/null 2>&1 & exit 3", "timeout_s": 10}))
+	wantToolError(t, err, ErrorTypeCommandFailed, kernel.EffectUncertain)
+	waitGone(t, "30.5151")
+}
+
 func TestCommandFails(t *testing.T) {
 	t.Parallel()
 	ws := wsDir(t)
