@@ -120,6 +120,12 @@ func TestDiffProbe(t *testing.T) {
 	lost := Run{Project: "acme", RunID: "run-1", Ended: true, Started: []StartedOp{cmd("op-2", m2, false), cmd("op-3", m3, true), cmd("op-4", m4, true)}}
 	lost.Started[0].StartedAt = time.Now()
 	check("earlier still running", lost, op("op-3", "failed_uncertain"), pipeline.FindingInconclusive, "earlier operation op-2")
+	// An earlier command that ran unconfined, however long ago and
+	// answered: a process it left outside its group may have made the
+	// change.
+	unconfEarlier := Run{Project: "acme", RunID: "run-1", Ended: true, Started: []StartedOp{cmd("op-2", m2, true), cmd("op-3", m3, true), cmd("op-4", m4, true)}}
+	unconfEarlier.Started[0].Unconfined = true
+	check("earlier unconfined", unconfEarlier, op("op-3", "failed_uncertain"), pipeline.FindingInconclusive, "earlier operation op-2")
 	// An earlier operation the activity gave up on (not answered: a
 	// heartbeat timeout while its worker lived) that could act until just
 	// after op-5's before-manifest — over by the comparison point, op-6's

@@ -121,6 +121,12 @@ func TestWorkspacePostcondition(t *testing.T) {
 	notKernel.RunID = "run-2"
 	linkedWS := base
 	linkedWS.RunID = "run-3"
+	// Unconfined, a command can leave processes that outlive its timeout
+	// (setsid): a missing file proves nothing, whichever command of the
+	// run could still create it or remove it.
+	unconfined := base
+	unconfined.Started = []StartedOp{{OperationID: "op-1", Tool: "run_command", PostconditionPath: "proof.txt", Unconfined: true}}
+	earlierUnconfined := earlier(StartedOp{OperationID: "op-0", Tool: "run_command", StartedAt: t0.Add(-time.Hour), Answered: true, Unconfined: true})
 
 	p := Workspace{Root: root, Owners: operations.Owners{Pool: db.Pool}, Now: now}
 	kernelStarted := kernel.EventKey{SourceID: kernel.SourceKernel, EventID: "acme/run-1/op-1/started"}
@@ -148,6 +154,10 @@ func TestWorkspacePostcondition(t *testing.T) {
 		{"present, earlier op answered", withAnswered, op("proof.txt", good, "failed_uncertain"), pipeline.FindingOccurred, "declared sha256"},
 		{"missing, earlier op answered", withAnswered, op("absent.txt", "", "failed_uncertain"), pipeline.FindingNone, "missing"},
 		{"missing, earlier op past its bound", withPastBound, op("absent.txt", "", "failed_uncertain"), pipeline.FindingNone, "missing"},
+		{"missing, unconfined", unconfined, op("absent.txt", "", "failed_uncertain"), pipeline.FindingInconclusive, "unconfined"},
+		{"missing, earlier op unconfined", earlierUnconfined, op("absent.txt", "", "failed_uncertain"), pipeline.FindingInconclusive, "earlier operation op-0 may still"},
+		{"present, unconfined", unconfined, op("proof.txt", good, "failed_uncertain"), pipeline.FindingOccurred, "declared sha256"},
+		{"present, earlier op unconfined", earlierUnconfined, op("proof.txt", good, "failed_uncertain"), pipeline.FindingInconclusive, "earlier operation op-0 may still"},
 		{"present, earlier MCP call within grace", withMCP, op("proof.txt", good, "failed_uncertain"), pipeline.FindingInconclusive, "earlier operation op-0"},
 		{"present, not in the journal order", unordered, op("proof.txt", good, "failed_uncertain"), pipeline.FindingInconclusive, "not among the run's journaled operations"},
 		{"child run", childRun, op("c.txt", "", "failed_uncertain"), pipeline.FindingOccurred, "exists"},

@@ -101,6 +101,10 @@ func (w Workspaces) Dir(ctx context.Context, project, runID string) string {
 //     in the same workspace (a later command or filesystem tool could delete
 //     it); and the workspace itself must still exist (a cleaned-up workspace
 //     proves nothing). Otherwise inconclusive.
+//   - Unconfined (RECKON_SANDBOX_UNCONFINED), a command's processes can
+//     leave its process group and outlive every bound: a missing file
+//     after an unconfined command, and any file after an earlier
+//     unconfined one, prove nothing.
 //
 // Trust. The probe applies only to operations whose tool.started the kernel
 // wrote, in runs the kernel owns; the workspace is the kernel's own layout
@@ -165,8 +169,14 @@ func actBound(s StartedOp, grace time.Duration) time.Duration {
 }
 
 // over reports whether s can no longer act on the workspace after t: its
-// worker answered for it, or t is past its bound.
+// worker answered for it, or t is past its bound; never for a command
+// that ran unconfined.
 func over(s StartedOp, t time.Time, grace time.Duration) bool {
+	if s.Unconfined && s.Tool == kernel.ToolRunCommand {
+		// Unconfined, a command's processes can leave its process group
+		// (setsid) and outlive every bound: it is never over.
+		return false
+	}
 	return s.Answered || !t.Before(s.StartedAt.Add(actBound(s, grace)))
 }
 
@@ -220,7 +230,7 @@ func (p Workspace) Probe(ctx context.Context, run Run, op pipeline.WallOperation
 	// (a call the activity gave up on keeps running until its bound) could
 	// have written the file or removed it: its state proves nothing about
 	// this operation either way.
-	_, idx := startedOp(run, op.OperationID)
+	self, idx := startedOp(run, op.OperationID)
 	if idx < 0 {
 		return inconclusive("%s is not among the run's journaled operations, so what ran beside it is unknown", op.OperationID)
 	}
@@ -249,6 +259,11 @@ func (p Workspace) Probe(ctx context.Context, run Run, op pipeline.WallOperation
 		}
 		if later := laterOps(run, op.OperationID); len(later) > 0 {
 			return inconclusive("%s is missing, but later operations (%s) ran in the same workspace and could have removed it", pc.Path, strings.Join(later, ", "))
+		}
+		// Unconfined, a command's processes can leave its process group
+		// (setsid) and outlive the bound below.
+		if self.Unconfined {
+			return inconclusive("%s is missing, but %s ran unconfined (RECKON_SANDBOX_UNCONFINED): a process it left could still create it", pc.Path, op.OperationID)
 		}
 		// An ended run or a closed workflow does not prove the command is
 		// gone: a worker that lost its workflow (terminated, or cut off
