@@ -246,6 +246,22 @@ func (r *runCommand) prepare(call kernel.ToolCall) (prepared, error) {
 	if err := json.Unmarshal(call.Args, &a); err != nil {
 		return p, kernel.Rejected("args: must be a JSON object: %v", err)
 	}
+	// encoding/json matches a name in any casing and keeps the last, and
+	// the journal keeps the args with their keys sorted, where another
+	// one is last: the probes would bound the command by another
+	// timeout_s than it ran with, and a reader would see another command.
+	// Only the exact names are taken.
+	var keys map[string]json.RawMessage
+	if err := json.Unmarshal(call.Args, &keys); err != nil {
+		return p, kernel.Rejected("args: must be a JSON object: %v", err)
+	}
+	for k := range keys {
+		for _, name := range []string{"command", "timeout_s"} {
+			if k != name && strings.EqualFold(k, name) {
+				return p, kernel.Rejected("args.%s: write it %q; another casing of a name is ambiguous", k, name)
+			}
+		}
+	}
 	if a.Command == nil {
 		return p, kernel.Rejected("args.command: required")
 	}

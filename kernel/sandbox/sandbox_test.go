@@ -384,6 +384,13 @@ func TestValidationRejections(t *testing.T) {
 		{"timeout too big", raw(`{"command": "true", "timeout_s": 61}`), "args.timeout_s"},
 		{"timeout fraction", raw(`{"command": "true", "timeout_s": 1.5}`), "args.timeout_s"},
 		{"timeout string", raw(`{"command": "true", "timeout_s": "5"}`), "args.timeout_s"},
+		// Go's JSON decoding takes any casing of a name, the last one
+		// winning, and the journal keeps a copy with its keys sorted, in
+		// which another is last: the probes would read a timeout of 5 s
+		// for a command that runs 60 s, or another command than ran.
+		{"timeout in another case", raw(`{"command": "true", "timeout_s": 5, "TIMEOUT_S": 60}`), "TIMEOUT_S"},
+		{"timeout folded", raw(`{"command": "true", "timeout_\u017f": 60}`), "timeout_"},
+		{"command in another case", raw(`{"command": "true", "Command": "rm -rf ."}`), "Command"},
 		{"no workspace", kernel.ToolCall{Args: json.RawMessage(`{"command":"true"}`)}, "workspace"},
 		{"relative workspace", kernel.ToolCall{Args: json.RawMessage(`{"command":"true"}`), Workspace: "ws"}, "workspace"},
 		{"missing workspace", kernel.ToolCall{Args: json.RawMessage(`{"command":"true"}`), Workspace: filepath.Join(ws, "nope")}, "workspace"},
