@@ -561,3 +561,27 @@ func TestMCPAsksOncePerWallWhoseRunItIs(t *testing.T) {
 		t.Fatalf("asked who writes the run %d times for one wall, want 1", owners.calls)
 	}
 }
+
+// A command's bound is the largest timeout_s it may have run with,
+// whatever the casing and order of the journal's copy of its args.
+func TestCommandBoundEveryCasing(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		args string
+		want time.Duration
+	}{
+		{`{"command":"x","timeout_s":30}`, 30*time.Second + boundSlack},
+		{`{"command":"x"}`, kernel.MaxCommandTimeout + boundSlack},
+		{`{"command":"x","timeout_s":null}`, kernel.MaxCommandTimeout + boundSlack},
+		{`{"command":"x","timeout_s":"30"}`, kernel.MaxCommandTimeout + boundSlack},
+		{`{"command":"x","timeout_s":900}`, kernel.MaxCommandTimeout + boundSlack},
+		// The journal's sorted copy of {"timeout_s": 5, "TIMEOUT_S": 300},
+		// which the sandbox ran for 300 s.
+		{`{"TIMEOUT_S":300,"command":"x","timeout_s":5}`, 300*time.Second + boundSlack},
+		{`{"Timeout_S":300,"timeout_s":5}`, 300*time.Second + boundSlack},
+	} {
+		if got := commandBound(json.RawMessage(c.args)); got != c.want {
+			t.Errorf("commandBound(%s) = %s, want %s", c.args, got, c.want)
+		}
+	}
+}

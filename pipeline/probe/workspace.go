@@ -135,12 +135,28 @@ const boundSlack = time.Minute
 // accepts) plus boundSlack. A command whose worker died is held to it by
 // the sandbox's own deadline (its timeout plus 5 s, kernel/sandbox).
 func commandBound(args json.RawMessage) time.Duration {
-	var a struct {
-		TimeoutS int `json:"timeout_s"`
+	// Every casing of timeout_s counts, the largest winning: the sandbox
+	// decoded the plan's args, in which any of them may have come last
+	// (encoding/json matches names in any casing), and these are the
+	// journal's, keys sorted. The sandbox now refuses such args; runs
+	// journaled before may hold them.
+	var m map[string]json.RawMessage
+	limit := time.Duration(0)
+	if json.Unmarshal(args, &m) == nil {
+		for k, v := range m {
+			if !strings.EqualFold(k, "timeout_s") {
+				continue
+			}
+			var secs int
+			if json.Unmarshal(v, &secs) != nil || secs <= 0 {
+				limit = kernel.MaxCommandTimeout
+				break
+			}
+			limit = max(limit, time.Duration(secs)*time.Second)
+		}
 	}
-	limit := kernel.MaxCommandTimeout
-	if json.Unmarshal(args, &a) == nil && a.TimeoutS > 0 && time.Duration(a.TimeoutS)*time.Second < limit {
-		limit = time.Duration(a.TimeoutS) * time.Second
+	if limit <= 0 || limit > kernel.MaxCommandTimeout {
+		limit = kernel.MaxCommandTimeout
 	}
 	return limit + boundSlack
 }
