@@ -61,7 +61,15 @@ func runPeer() {
 	})
 	mcp.AddTool(s, &mcp.Tool{Name: "echo"}, func(ctx context.Context, req *mcp.CallToolRequest, _ map[string]any) (*mcp.CallToolResult, any, error) {
 		wd, _ := os.Getwd()
-		b, _ := json.Marshal(map[string]any{"meta": req.Params.GetMeta(), "argv": os.Args, "cwd": wd, "env": os.Getenv("PEER_VAR"), "environ": os.Environ()})
+		var open []string
+		if ents, err := os.ReadDir("/proc/self/fd"); err == nil {
+			for _, e := range ents {
+				if target, err := os.Readlink("/proc/self/fd/" + e.Name()); err == nil {
+					open = append(open, target)
+				}
+			}
+		}
+		b, _ := json.Marshal(map[string]any{"meta": req.Params.GetMeta(), "argv": os.Args, "cwd": wd, "env": os.Getenv("PEER_VAR"), "environ": os.Environ(), "open": open})
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}}, nil, nil
 	})
 	_ = s.Run(context.Background(), &mcp.StdioTransport{})

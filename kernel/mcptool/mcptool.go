@@ -38,6 +38,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/seed-7bc021c3/reckon/internal/fdguard"
 	"github.com/seed-7bc021c3/reckon/kernel"
 )
 
@@ -548,6 +549,12 @@ func (s *server) connect(ctx context.Context, workspace, project, runID, key str
 			// the kernel decides what a retry is.
 			MaxRetries:           -1,
 			DisableStandaloneSSE: true,
+		}
+	}
+	if len(s.cfg.Command) > 0 {
+		// A stdio server gets its pipes, not what the worker inherited.
+		if err := fdguard.InheritNothing(); err != nil {
+			return nil, fail(err, "")
 		}
 	}
 	session, err := client.Connect(ctx, transport, nil)

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -512,5 +513,46 @@ func TestStdioServerGetsNoWorkerSecrets(t *testing.T) {
 	}
 	if got.Env != "given" || !seen["PATH"] || !seen["LC_ALL"] || !seen[helperEnv] {
 		t.Errorf("the server's environment lacks its entry's env or PATH/locale: %q", got.Environ)
+	}
+}
+
+// A descriptor the worker inherited without close-on-exec (a wrapper's
+// connection, a supervisor's pipe) does not reach a stdio server.
+func TestStdioServerInheritsNoDescriptor(t *testing.T) {
+	secret := filepath.Join(t.TempDir(), "inherited-secret")
+	if err := os.WriteFile(secret, []byte("secret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fd, err := syscall.Open(secret, syscall.O_RDONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(fd)
+	ts, err := New([]ServerConfig{helperServer(t, "peer", "peer")}, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := execute(t, lookup(t, ts, "mcp__peer__echo"), "op-1", `{}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out struct {
+		Content []struct {
+			Text string `json:"text"`
+		} `json:"content"`
+	}
+	var got struct {
+		Open []string `json:"open"`
+	}
+	if err := json.Unmarshal(res.Output, &out); err != nil || len(out.Content) != 1 {
+		t.Fatalf("output %s: %v", res.Output, err)
+	}
+	if err := json.Unmarshal([]byte(out.Content[0].Text), &got); err != nil || len(got.Open) == 0 {
+		t.Fatalf("echo %q: %v", out.Content[0].Text, err)
+	}
+	for _, target := range got.Open {
+		if target == secret {
+			t.Fatalf("the server inherited the worker's descriptor of %s: %q", secret, got.Open)
+		}
 	}
 }

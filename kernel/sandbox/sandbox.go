@@ -12,7 +12,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -26,6 +25,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/seed-7bc021c3/reckon/internal/fdguard"
 	"github.com/seed-7bc021c3/reckon/kernel"
 )
 
@@ -583,37 +583,10 @@ func waitExitNoReap(pid int) {
 	}
 }
 
-// inheritNothing marks every descriptor of the worker above stderr
-// close-on-exec, so that the command gets only what Execute hands it. Go
-// opens its own descriptors close-on-exec, but not those the worker
-// inherited from whatever started it (a supervisor's pipe, a
-// socket-activated listener, a wrapper's database connection): bubblewrap
-// passes them on, and inside the sandbox a command could read or write
-// them whatever the mounts and namespaces say. The descriptors a child is
-// given (ExtraFiles) are set up in the child after the fork, so marking
-// the parent's is safe at any time; it is done before every start because
-// anything may open one without the flag meanwhile.
-func inheritNothing() error {
-	err := unix.CloseRange(3, math.MaxUint32, unix.CLOSE_RANGE_CLOEXEC)
-	if err == nil {
-		return nil
-	}
-	// Before Linux 5.11 there is no CLOSE_RANGE_CLOEXEC: one by one.
-	ents, rerr := os.ReadDir("/proc/self/fd")
-	if rerr != nil {
-		return fmt.Errorf("mark inherited descriptors close-on-exec: %w", errors.Join(err, rerr))
-	}
-	for _, e := range ents {
-		fd, aerr := strconv.Atoi(e.Name())
-		if aerr != nil || fd < 3 {
-			continue
-		}
-		if _, ferr := unix.FcntlInt(uintptr(fd), unix.F_SETFD, unix.FD_CLOEXEC); ferr != nil && !errors.Is(ferr, unix.EBADF) {
-			return fmt.Errorf("mark descriptor %d close-on-exec: %w", fd, ferr)
-		}
-	}
-	return nil
-}
+// inheritNothing keeps the worker's inherited descriptors out of the
+// sandbox: bubblewrap would pass them on, and inside the sandbox a command
+// could read or write them whatever the mounts and namespaces say.
+func inheritNothing() error { return fdguard.InheritNothing() }
 
 // startWithOwnKeyring starts cmd with a new, empty session keyring, which
 // bubblewrap and the sandbox inherit instead of the worker's. A process

@@ -13,6 +13,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/seed-7bc021c3/reckon/internal/fdguard"
 	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/mcptool"
 	"github.com/seed-7bc021c3/reckon/kernel/priorstate"
@@ -420,6 +421,12 @@ func transportFor(sc mcptool.ServerConfig, run Run, ws string) mcp.Transport {
 // connect opens a session over transport and lists the server's tools
 // (and which of them it annotates readOnlyHint).
 func connect(ctx context.Context, transport mcp.Transport) (*mcp.ClientSession, map[string]bool, map[string]bool, error) {
+	if _, stdio := transport.(*mcp.CommandTransport); stdio {
+		// A stdio server gets its pipes, not what this process inherited.
+		if err := fdguard.InheritNothing(); err != nil {
+			return nil, nil, nil, fmt.Errorf("connect: %w", err)
+		}
+	}
 	client := mcp.NewClient(&mcp.Implementation{Name: "reckon-probe", Version: "1"}, nil)
 	cs, err := client.Connect(ctx, transport, nil)
 	if err != nil {
