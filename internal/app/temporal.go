@@ -64,7 +64,9 @@ func (c *Core) SandboxConfig() sandbox.Config {
 		MaxFileSize: c.Cfg.SandboxMaxFileSize,
 		UID:         c.Cfg.SandboxUID,
 		GID:         c.Cfg.SandboxGID,
-		Reaped:      c.logReaped,
+		// config.Load made DataDir absolute.
+		WorkspacesRoot: filepath.Join(c.Cfg.DataDir, "workspaces"),
+		Reaped:         c.logReaped,
 	}
 }
 

@@ -304,6 +304,44 @@ func TestSandboxWorkspaceOwnership(t *testing.T) {
 	}
 }
 
+// While a command runs, a set-user-ID file it makes is its user's on the
+// host, and the host mounts the workspace without nosuid: a local user
+// who reached it would run as the sandbox's user, the owner of every
+// kernel workspace, and could rewrite the evidence of any run. Only root
+// and the sandbox's group may pass the directory above a workspace.
+func TestSandboxSetIDUnreachableWhileRunning(t *testing.T) {
+	t.Parallel()
+	if os.Geteuid() != 0 {
+		t.Skip("needs a root worker (the CI runs as root)")
+	}
+	ws := wsDir(t)
+	done := make(chan error, 1)
+	go func() {
+		_, _, err := run(t, NewRunCommand(Config{WorkspacesRoot: filepath.Dir(ws)}), call(t, ws, map[string]any{
+			"command": "cp /usr/bin/id x && chmod 4755 x && touch ready && sleep 3", "timeout_s": 30}))
+		done <- err
+	}()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if _, err := os.Stat(filepath.Join(ws, "ready")); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the command did not plant its file")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	local := exec.Command(filepath.Join(ws, "x"))
+	local.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 12345, Gid: 12345, Groups: []uint32{}}}
+	out, err := local.CombinedOutput()
+	if err == nil || strings.Contains(string(out), "euid") {
+		t.Errorf("a local user ran the command's set-user-ID file: %s (%v)", out, err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
 // A worker running as root cannot hand the sandbox a workspace its user
 // cannot reach: the command is refused before anything runs, naming the
 // directory in the way.

@@ -164,6 +164,46 @@ func reachable(ws string, uid, gid uint32) error {
 	}
 }
 
+// guardRoot lets only root and the sandbox's group (gid) pass root, the
+// directory every workspace lies beneath, when ws is one of them and
+// root belongs to root. While a command runs, a set-user-ID file it
+// makes in its workspace belongs to the sandbox's user on the host, where
+// the workspace is mounted without nosuid (its bits are stripped only
+// after the command): a local user who could reach it would run as that
+// user, the owner of every kernel workspace, and could rewrite any run's
+// evidence. The sandbox's user still passes through its group; the
+// command cannot undo this, root's directory is not its own.
+func guardRoot(root, ws string, gid uint32) error {
+	if root == "" {
+		return nil
+	}
+	root, err := filepath.EvalSymlinks(root)
+	if err != nil {
+		return err
+	}
+	if !beneath(ws, root) {
+		return nil
+	}
+	fi, err := os.Lstat(root)
+	if err != nil {
+		return err
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok || !fi.IsDir() || st.Uid != 0 {
+		// Another user's data directory: whoever owns it decides.
+		return nil
+	}
+	if st.Gid != gid {
+		if err := os.Lchown(root, 0, int(gid)); err != nil {
+			return err
+		}
+	}
+	if fi.Mode().Perm() != 0o710 {
+		return os.Chmod(root, 0o710)
+	}
+	return nil
+}
+
 // tidyWorkspace hands the workspace tree to the sandbox's user before a
 // command: whatever wrote into it since the last command (an MCP server
 // running as root, a person) may have left entries the unprivileged user

@@ -104,6 +104,11 @@ type Config struct {
 	// workspace is handed to it before each command. A worker that is not
 	// root runs the sandbox as itself.
 	UID, GID uint32
+	// WorkspacesRoot, when set, is the directory every workspace lies
+	// beneath (<RECKON_DATA_DIR>/workspaces). A worker running as root
+	// makes it passable only by root and the sandbox's group (GID) before
+	// each command beneath it (guardRoot says why).
+	WorkspacesRoot string
 	// Reaped, when set, hears of sandboxes a dead worker left running in a
 	// command's workspace, killed before the command started (killed > 0),
 	// and of a failure to look for them (err); the worker logs both.
@@ -403,6 +408,9 @@ func (r *runCommand) Execute(ctx context.Context, call kernel.ToolCall) (kernel.
 			// into it since (an MCP server running as root, the test).
 			if err := tidyWorkspace(p.workspace, p.drop); err != nil {
 				return startFailed("hand the workspace to the sandbox user %d: %w", p.drop.Uid, err)
+			}
+			if err := guardRoot(r.o.WorkspacesRoot, p.workspace, p.drop.Gid); err != nil {
+				return startFailed("close the workspaces to other users: %w", err)
 			}
 		}
 		uid, gid := uint32(os.Getuid()), uint32(os.Getgid())
