@@ -201,9 +201,9 @@ func (p MCP) reckonCalled(ctx context.Context, run Run, op pipeline.WallOperatio
 }
 
 // MCPClient is the Looker over the configured MCP servers
-// (RECKON_MCP_SERVERS): for tool mcp__<tool> (or mcp__<server>__<tool>) it
-// connects to each candidate server, and calls lookup_operation on the
-// first that offers both the tool and lookup_operation.
+// (RECKON_MCP_SERVERS): for tool mcp__<server>__<tool> it asks that
+// server; for mcp__<tool> every configured server offering the tool
+// (LookupOperation says why).
 type MCPClient struct {
 	Servers []mcptool.ServerConfig
 	// Workspaces gives {workspace} in a server's configuration its value:
@@ -273,12 +273,22 @@ func (s *mcpSessions) target(tool string) (server, name string, timeout time.Dur
 	return server, name, timeout
 }
 
-// LookupOperation implements Looker for tool mcp__<tool> (or
-// mcp__<server>__<tool>): it asks lookup_operation on the first configured
-// server that offers both the tool and lookup_operation.
+// LookupOperation implements Looker over the scope's sessions. A tool
+// that names its server (mcp__<server>__<tool>: the gateway's calls, and
+// the kernel's calls from the version that records the server) is looked
+// up there alone. A bare mcp__<tool> names no server: the kernel's worker
+// called the first server of its configuration offering the tool that it
+// could reach at the time, which need not be the first the probe reaches
+// now. Every configured server offering the tool is then asked: one that
+// completed the key proves the call, but never_seen stands only when
+// every one of them answered it; a server that could not be asked (down,
+// or offering the tool without lookup_operation) leaves the answer an
+// error, which the probe reports inconclusive.
 func (s *mcpSessions) LookupOperation(ctx context.Context, run Run, tool, key string) (LookupAnswer, bool, error) {
 	server, name, timeout := s.target(tool)
 	var errs []error
+	var unaskable, unseen []string
+	var first LookupAnswer
 	for _, sc := range s.c.Servers {
 		if server != "" && sc.Name != server {
 			continue
@@ -291,7 +301,11 @@ func (s *mcpSessions) LookupOperation(ctx context.Context, run Run, tool, key st
 			errs = append(errs, fmt.Errorf("server %s: %w", sc.Name, ss.err))
 			continue
 		}
-		if !ss.tools[name] || !ss.tools["lookup_operation"] {
+		if !ss.tools[name] {
+			continue
+		}
+		if !ss.tools["lookup_operation"] {
+			unaskable = append(unaskable, sc.Name)
 			continue
 		}
 		lctx, cancel := context.WithTimeout(ctx, timeout)
@@ -301,12 +315,25 @@ func (s *mcpSessions) LookupOperation(ctx context.Context, run Run, tool, key st
 			errs = append(errs, fmt.Errorf("server %s: %w", sc.Name, err))
 			continue
 		}
-		return ans, true, nil
+		if server != "" || ans.Status != LookupNeverSeen {
+			return ans, true, nil
+		}
+		if len(unseen) == 0 {
+			first = ans
+		}
+		unseen = append(unseen, sc.Name)
 	}
-	if len(errs) > 0 {
+	switch {
+	case len(errs) > 0:
 		return LookupAnswer{}, true, errors.Join(errs...)
+	case len(unseen) == 0:
+		return LookupAnswer{}, false, nil
+	case len(unaskable) > 0:
+		return LookupAnswer{}, true, fmt.Errorf("server %s never saw the key, but %s also offer %s without lookup_operation, and the call names no server: it may have gone there",
+			strings.Join(unseen, ", "), strings.Join(unaskable, ", "), name)
 	}
-	return LookupAnswer{}, false, nil
+	first.Server = strings.Join(unseen, ", ")
+	return first, true, nil
 }
 
 // StateAnswer is what a server's state says about a write call: the facts
@@ -331,43 +358,57 @@ type StateReader interface {
 
 // ReadState implements StateReader over the scope's sessions; like
 // LookupOperation it connects only to servers that may offer the tool.
+// A bare mcp__<tool> names no server, and the state of one server proves
+// nothing of a call another could have taken (LookupOperation says why):
+// the tool must be offered by exactly one configured server, every other
+// one reachable enough to say it does not offer it.
 func (s *mcpSessions) ReadState(ctx context.Context, run Run, tool string, args json.RawMessage) (StateAnswer, bool, error) {
 	server, name, timeout := s.target(tool)
 	var errs []error
-	for _, sc := range s.c.Servers {
-		if server != "" && sc.Name != server || len(sc.Tools) > 0 && !contains(sc.Tools, name) {
+	var offering []string
+	var sc mcptool.ServerConfig
+	var ss *mcpSession
+	for _, c := range s.c.Servers {
+		if server != "" && c.Name != server || len(c.Tools) > 0 && !contains(c.Tools, name) {
 			continue
 		}
-		ss := s.session(ctx, sc, run, timeout)
-		if ss.err != nil {
-			errs = append(errs, fmt.Errorf("server %s: %w", sc.Name, ss.err))
+		cs := s.session(ctx, c, run, timeout)
+		if cs.err != nil {
+			errs = append(errs, fmt.Errorf("server %s: %w", c.Name, cs.err))
 			continue
 		}
-		if !ss.tools[name] {
+		if !cs.tools[name] {
 			continue
 		}
-		if a, ok := mcptool.AdapterFor(name, ss.tools); ok {
-			facts, err := a.Facts(name, args)
-			if err != nil {
-				return StateAnswer{}, true, fmt.Errorf("server %s: %w", sc.Name, err)
-			}
-			rctx, cancel := context.WithTimeout(ctx, timeout)
-			got, err := a.Read(rctx, ss.cs, facts)
-			cancel()
-			if err != nil {
-				return StateAnswer{}, true, fmt.Errorf("server %s: %w", sc.Name, err)
-			}
-			return StateAnswer{Server: sc.Name, Adapter: a.Server, Facts: got}, true, nil
+		if len(offering) == 0 {
+			sc, ss = c, cs
 		}
-		if sc.TrustAnnotations && ss.readOnly[name] {
-			return StateAnswer{Server: sc.Name, ReadOnly: true}, true, nil
-		}
-		// The first server offering the tool is the one the kernel
-		// called (mcptool resolves names in configuration order).
-		return StateAnswer{}, false, nil
+		offering = append(offering, c.Name)
 	}
-	if len(errs) > 0 {
+	switch {
+	case len(errs) > 0:
 		return StateAnswer{}, true, errors.Join(errs...)
+	case len(offering) == 0:
+		return StateAnswer{}, false, nil
+	case len(offering) > 1:
+		return StateAnswer{}, true, fmt.Errorf("servers %s all offer %s and the call names no server: the kernel's worker called the first of them it could reach, so no one server's state proves the call",
+			strings.Join(offering, ", "), name)
+	}
+	if a, ok := mcptool.AdapterFor(name, ss.tools); ok {
+		facts, err := a.Facts(name, args)
+		if err != nil {
+			return StateAnswer{}, true, fmt.Errorf("server %s: %w", sc.Name, err)
+		}
+		rctx, cancel := context.WithTimeout(ctx, timeout)
+		got, err := a.Read(rctx, ss.cs, facts)
+		cancel()
+		if err != nil {
+			return StateAnswer{}, true, fmt.Errorf("server %s: %w", sc.Name, err)
+		}
+		return StateAnswer{Server: sc.Name, Adapter: a.Server, Facts: got}, true, nil
+	}
+	if sc.TrustAnnotations && ss.readOnly[name] {
+		return StateAnswer{Server: sc.Name, ReadOnly: true}, true, nil
 	}
 	return StateAnswer{}, false, nil
 }

@@ -294,20 +294,7 @@ func TestMCPLookup(t *testing.T) {
 // an issue that exists: an unsafe-none (review of stop 31).
 func TestMCPLookupAsksTheServerTheGatewayCalled(t *testing.T) {
 	t.Parallel()
-	server := func(keys ...string) *httptest.Server {
-		store, err := mcpserver.OpenStore(filepath.Join(t.TempDir(), "issues.json"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, k := range keys {
-			if _, _, err := store.CreateIssue(k, "filed", ""); err != nil {
-				t.Fatal(err)
-			}
-		}
-		hs := httptest.NewServer(mcpserver.Handler(mcpserver.NewServer(store)))
-		t.Cleanup(hs.Close)
-		return hs
-	}
+	server := func(keys ...string) *httptest.Server { return issueServer(t, keys...) }
 	db := pgtest.New(t)
 	if _, err := db.Pool.Exec(context.Background(),
 		`INSERT INTO gateway_runs (project, run_id, source_id, kind) VALUES ('acme', 'gw-1', 'mcp-gateway', 'client')`); err != nil {
