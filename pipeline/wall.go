@@ -11,6 +11,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -212,6 +213,22 @@ type EffectAnswer struct {
 type Usage struct {
 	PromptTokens     int `json:"prompt_tokens"`
 	CompletionTokens int `json:"completion_tokens"`
+}
+
+// Total is the tokens spent. The counts come from a model server: a
+// negative one counts as nothing and the sum stops at the largest int, so
+// that no answer can wrap the sweep's spend around below its token budget.
+func (u Usage) Total() int {
+	return AddTokens(max(u.PromptTokens, 0), max(u.CompletionTokens, 0))
+}
+
+// AddTokens adds two token counts that are not negative, stopping at the
+// largest int instead of wrapping around to a negative sum.
+func AddTokens(a, b int) int {
+	if a > math.MaxInt-b {
+		return math.MaxInt
+	}
+	return a + b
 }
 
 // Decision is a supervisor's integrated conclusion on one wall.

@@ -227,8 +227,8 @@ func (s *OpenAI) Decide(ctx context.Context, w pipeline.Wall) (pipeline.Decision
 	// One answer, and at most one more after feeding back its problem.
 	for round := 0; round < 2; round++ {
 		content, u, err := s.complete(ctx, msgs, schema)
-		usage.PromptTokens += u.PromptTokens
-		usage.CompletionTokens += u.CompletionTokens
+		usage.PromptTokens = pipeline.AddTokens(usage.PromptTokens, u.PromptTokens)
+		usage.CompletionTokens = pipeline.AddTokens(usage.CompletionTokens, u.CompletionTokens)
 		if err != nil {
 			return pipeline.Decision{Usage: usage}, err
 		}

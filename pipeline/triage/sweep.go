@@ -332,7 +332,7 @@ func (s *Sweeper) triageRuns(ctx context.Context, locks *pgxpool.Pool, runs []ru
 			results[i] = s.triageRun(ctx, locks, rk, dry, func(n, t int) {
 				mu.Lock()
 				walls += n
-				tokens += t
+				tokens = pipeline.AddTokens(tokens, max(t, 0))
 				mu.Unlock()
 			})
 		}(i, rk)
@@ -634,7 +634,7 @@ func (s *Sweeper) triageWall(ctx context.Context, w pipeline.Wall, lk *runLock, 
 	dctx, cancel := context.WithTimeout(ctx, s.cfg.WallTimeout)
 	d, err := s.cfg.Supervisor.Decide(dctx, w)
 	cancel()
-	account(0, d.Usage.PromptTokens+d.Usage.CompletionTokens)
+	account(0, d.Usage.Total())
 	outcome := "ok"
 	if err != nil {
 		outcome = "error"
