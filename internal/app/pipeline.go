@@ -40,8 +40,9 @@ func (c *Core) NewProbes() (probe.Set, error) {
 	// config.Load made DataDir absolute.
 	root := filepath.Join(c.Cfg.DataDir, "workspaces")
 	owners := operations.Owners{Pool: c.Pool}
-	set := probe.Set{probe.Workspace{Root: root, Owners: owners}, probe.Child{Journal: c.Journal},
-		probe.Diff{Root: root, Owners: owners, Manifests: manifest.Store{Pool: c.Pool}, Limits: c.ManifestLimits()}}
+	manifests := manifest.Store{Pool: c.Pool}
+	set := probe.Set{probe.Workspace{Root: root, Owners: owners, Manifests: manifests}, probe.Child{Journal: c.Journal},
+		probe.Diff{Root: root, Owners: owners, Manifests: manifests, Limits: c.ManifestLimits()}}
 	servers, err := mcptool.ParseConfig(c.Cfg.MCPServers)
 	if err != nil {
 		return nil, err

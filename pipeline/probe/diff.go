@@ -207,7 +207,13 @@ func (p Diff) Probe(ctx context.Context, run Run, op pipeline.WallOperation) (pi
 // stored reads s's before-manifest and checks it is complete and the one
 // its tool.started names.
 func (p Diff) stored(ctx context.Context, run Run, s StartedOp) (manifest.Manifest, error) {
-	m, ok, err := p.Manifests.Get(ctx, manifest.Key{Project: run.Project, RunID: run.RunID, OperationID: s.OperationID, Phase: manifest.PhaseBefore})
+	return storedBefore(ctx, p.Manifests, run, s)
+}
+
+// storedBefore reads s's before-manifest from r and checks it is complete
+// and the one its tool.started names.
+func storedBefore(ctx context.Context, r ManifestReader, run Run, s StartedOp) (manifest.Manifest, error) {
+	m, ok, err := r.Get(ctx, manifest.Key{Project: run.Project, RunID: run.RunID, OperationID: s.OperationID, Phase: manifest.PhaseBefore})
 	switch {
 	case err != nil:
 		return manifest.Manifest{}, err

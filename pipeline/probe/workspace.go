@@ -10,6 +10,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -87,10 +88,12 @@ func (w Workspaces) Dir(ctx context.Context, project, runID string) string {
 //     baseline: a call the activity gave up on (a heartbeat timeout while its
 //     worker lived) keeps running, and could write the file (when it was
 //     this one's abandoned predecessor, say) or remove it after this
-//     operation wrote it. Otherwise inconclusive either way. That a command
-//     without a declaration wrote the same path — an earlier one that was
-//     over before this operation started, or a later one — is a residual
-//     risk the declaration accepts: the plan says this step makes the file.
+//     operation wrote it. Otherwise inconclusive either way. A file the
+//     manifest recorded before this operation already lists was left by
+//     an earlier step, declared or not: inconclusive (Manifests). That a
+//     later command without a declaration wrote the same path, or an
+//     earlier one in a run without manifests, is a residual risk the
+//     declaration accepts: the plan says this step makes the file.
 //   - Present (and matching) then proves the effect landed.
 //   - Present with different content is inconclusive: a partial write or a
 //     later change.
@@ -117,6 +120,13 @@ type Workspace struct {
 	// runs. Both are required: without them the probe finds nothing.
 	Root   string
 	Owners kernel.RunOwners
+	// Manifests reads the manifests the kernel recorded before each
+	// workspace call. With it, a file the manifest recorded before this
+	// operation already lists (an earlier step, which need not declare it,
+	// left it there) proves nothing, nor does a file when that manifest is
+	// gone or incomplete. Without it, or for a run recorded before
+	// manifests, that residual risk stands (see Soundness).
+	Manifests ManifestReader
 	// Grace bounds an earlier MCP call like MCP.Grace; default 5m.
 	Grace time.Duration
 	Now   func() time.Time
@@ -315,11 +325,36 @@ func (p Workspace) Probe(ctx context.Context, run Run, op pipeline.WallOperation
 	if pc.SHA256 != "" && !strings.EqualFold(pc.SHA256, sum) {
 		return inconclusive("%s exists but its sha256 %s differs from the declared %s (partial write or later change)", pc.Path, sum, pc.SHA256)
 	}
+	if why := p.preexisting(ctx, run, run.Started[idx], pc.Path); why != "" {
+		return inconclusive("%s exists, but %s", pc.Path, why)
+	}
 	detail := fmt.Sprintf("%s exists in the workspace", pc.Path)
 	if pc.SHA256 != "" {
 		detail += " with the declared sha256"
 	}
 	return evidence(WorkspaceName, pipeline.FindingOccurred, detail, at, prov), true
+}
+
+// preexisting says why a file present now cannot be credited to self,
+// "" when nothing says so: the manifest the kernel recorded before self
+// already lists the path, or that manifest cannot tell (gone, incomplete,
+// not the one tool.started names). A workspace whose manifest hit its caps
+// must not let an earlier step's file pass for this one's effect.
+func (p Workspace) preexisting(ctx context.Context, run Run, self StartedOp, file string) string {
+	if self.Manifest == nil || p.Manifests == nil {
+		return ""
+	}
+	before, err := storedBefore(ctx, p.Manifests, run, self)
+	if err != nil {
+		return fmt.Sprintf("whether it was there before %s started is unknown (the manifest recorded before it: %v)", self.OperationID, err)
+	}
+	clean := path.Clean(filepath.ToSlash(file))
+	for _, e := range before.Entries {
+		if e.Path == clean {
+			return fmt.Sprintf("the manifest recorded before %s already lists it: it was there before the command ran, so its presence proves nothing about %s", self.OperationID, self.OperationID)
+		}
+	}
+	return ""
 }
 
 // errSymlink says a path component is a symbolic link, which the probe
