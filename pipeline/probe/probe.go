@@ -22,7 +22,9 @@ type Run struct {
 	RunID   string
 	// Ended is true when the journal holds run.completed or run.failed.
 	Ended bool
-	// Started lists the run's tool.started operations in journal order.
+	// Started lists the run's tool.started operations in the order they
+	// ran: by the kernel's (workflow) time when the kernel started every
+	// one of them, in journal order otherwise.
 	Started []StartedOp
 }
 

@@ -3,6 +3,8 @@ package triage
 import (
 	"context"
 	"encoding/json"
+	"slices"
+	"sort"
 	"time"
 
 	"github.com/seed-7bc021c3/reckon/kernel"
@@ -213,6 +215,16 @@ func probeRun(rk runKey, evs []journal.StoredEvent) probe.Run {
 				run.Started[i].Answered = true
 			}
 		}
+	}
+	// Journal order is delivery order: two publishers, or a delivery
+	// retried after a failure, can journal a later operation's
+	// tool.started first, and the probes would take the earlier operation
+	// for the run's last and credit it with what the later one did. The
+	// kernel dates its events with the workflow's clock, which orders its
+	// operations as they ran; an operation another writer recorded has no
+	// such time, and journal order then stands.
+	if byTime := slices.IndexFunc(run.Started, func(s probe.StartedOp) bool { return s.StartedAt.IsZero() }) < 0; byTime {
+		sort.SliceStable(run.Started, func(i, j int) bool { return run.Started[i].StartedAt.Before(run.Started[j].StartedAt) })
 	}
 	return run
 }
