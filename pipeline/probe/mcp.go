@@ -501,10 +501,16 @@ func lookup(ctx context.Context, cs *mcp.ClientSession, serverName, key string) 
 		raw = []byte(mcptool.ContentText(res.Content))
 	}
 	var ans struct {
-		Status string `json:"status"`
+		Key    *string `json:"key"`
+		Status string  `json:"status"`
 	}
 	if err := json.Unmarshal(raw, &ans); err != nil {
 		return LookupAnswer{}, fmt.Errorf("lookup_operation answer is not JSON: %v", err)
+	}
+	if ans.Key != nil && *ans.Key != key {
+		// An answer about another key (a server matching keys loosely, by
+		// prefix say) proves nothing about this one, completed or not.
+		return LookupAnswer{}, fmt.Errorf("lookup_operation answered about key %s, not the key asked about, %s", kernel.Printable(*ans.Key), kernel.Printable(key))
 	}
 	return LookupAnswer{Server: serverName, Status: ans.Status, Result: raw}, nil
 }
