@@ -58,9 +58,10 @@ type ToolStarted struct {
 	Postcondition json.RawMessage `json:"postcondition,omitempty"`
 	// ChildRunID names the child run of a delegation (ChildRunID).
 	ChildRunID string `json:"child_run_id,omitempty"`
-	// Server and UpstreamTool name where the MCP gateway sent the call:
-	// the upstream server and its own name for the tool (Tool is
-	// mcp__<tool>, as the kernel names MCP tools).
+	// Server and UpstreamTool name where the MCP gateway, or the kernel
+	// (runs since runner.ChangeRecordServer), sent the call: the server
+	// and its own name for the tool (Tool is mcp__<tool>, as the kernel
+	// names MCP tools).
 	Server       string `json:"server,omitempty"`
 	UpstreamTool string `json:"upstream_tool,omitempty"`
 	// WorkspaceManifest summarises the run's workspace as the kernel

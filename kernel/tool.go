@@ -17,6 +17,21 @@ type ToolCall struct {
 	Args        json.RawMessage `json:"args,omitempty"`
 	// Workspace is the run's directory; run_command is confined to it.
 	Workspace string `json:"workspace"`
+	// Server and UpstreamTool pin the call to the server and tool its
+	// tool.started names (an Upstream tool's, resolved just before); a
+	// worker that resolves Tool elsewhere refuses the call (effect none)
+	// rather than make it where the probes will not look. Empty: the
+	// worker resolves Tool (calls scheduled before the kernel recorded
+	// the server).
+	Server       string `json:"server,omitempty"`
+	UpstreamTool string `json:"upstream_tool,omitempty"`
+}
+
+// Upstream is a Tool that calls a tool of a named server (an MCP
+// server's): the kernel records both in tool.started, so that a probe
+// asks the server the call went to and no other.
+type Upstream interface {
+	Upstream() (server, tool string)
 }
 
 // ToolResult is what a successful tool call returns.

@@ -64,9 +64,10 @@ type WallOperation struct {
 	// Server and UpstreamTool say where the MCP gateway sent the call (its
 	// tool.started's server and upstream_tool), so that the MCP probes ask
 	// that server rather than the first configured one offering the tool,
-	// which need not be the one the gateway called. Empty for the kernel's
-	// own calls and on walls recorded before them (omitted, so their
-	// digests stand).
+	// which need not be the one the gateway called. The kernel records
+	// them too since runner.ChangeRecordServer. Empty for its calls from
+	// before, and on walls recorded before them (omitted, so their digests
+	// stand).
 	Server       string `json:"server,omitempty"`
 	UpstreamTool string `json:"upstream_tool,omitempty"`
 }

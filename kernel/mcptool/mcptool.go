@@ -257,6 +257,10 @@ var _ kernel.Tool = (*Tool)(nil)
 // Name is the kernel tool name.
 func (t *Tool) Name() string { return t.name }
 
+// Upstream implements kernel.Upstream: the configured server's name and
+// its own name for the tool.
+func (t *Tool) Upstream() (server, tool string) { return t.srv.cfg.Name, t.tool }
+
 // WritesWorkspace implements kernel.WorkspaceTool: a server whose
 // configuration is given the run's workspace ({workspace}, as
 // server-filesystem's root) is taken to write there, so the kernel records

@@ -56,6 +56,57 @@ func Register(r worker.Registry, a *Activities) {
 	r.RegisterActivityWithOptions(a.RunTool, activity.RegisterOptions{Name: ActRunTool})
 	r.RegisterActivityWithOptions(a.SummarizeChildRun, activity.RegisterOptions{Name: ActSummarizeChild})
 	r.RegisterActivityWithOptions(a.SnapshotWorkspace, activity.RegisterOptions{Name: ActSnapshotWorkspace})
+	r.RegisterActivityWithOptions(a.ResolveTool, activity.RegisterOptions{Name: ActResolveTool})
+}
+
+// ResolvedTool is where a tool's calls go on this worker: the server and
+// the server's own name for the tool (kernel.Upstream); empty for a tool
+// that names no server, or that this worker lacks.
+type ResolvedTool struct {
+	Server       string `json:"server,omitempty"`
+	UpstreamTool string `json:"upstream_tool,omitempty"`
+}
+
+// ResolveTool resolves tool as RunTool would, for its tool.started
+// (ChangeRecordServer). It may list a server's tools, never calls one.
+func (a *Activities) ResolveTool(_ context.Context, tool string) (ResolvedTool, error) {
+	t, ok := a.Tools.Lookup(tool)
+	if !ok {
+		return ResolvedTool{}, nil
+	}
+	up, ok := t.(kernel.Upstream)
+	if !ok {
+		return ResolvedTool{}, nil
+	}
+	server, name := up.Upstream()
+	return ResolvedTool{Server: server, UpstreamTool: name}, nil
+}
+
+// lookupPinned resolves call.Tool on this worker; a call pinned to a
+// server (call.Server, recorded in its tool.started) resolves only to that
+// server's tool, by its qualified name if the bare one now goes elsewhere
+// (a server that was down when the run resolved it is back). ok is false
+// when this worker cannot make the call the journal says is being made.
+func (a *Activities) lookupPinned(call kernel.ToolCall) (kernel.Tool, bool) {
+	pinned := func(t kernel.Tool) bool {
+		if call.Server == "" {
+			return true
+		}
+		up, ok := t.(kernel.Upstream)
+		if !ok {
+			return false
+		}
+		server, name := up.Upstream()
+		return server == call.Server && name == call.UpstreamTool
+	}
+	if t, ok := a.Tools.Lookup(call.Tool); ok && pinned(t) {
+		return t, true
+	}
+	if call.Server == "" {
+		return nil, false
+	}
+	t, ok := a.Tools.Lookup(mcpPrefix + call.Server + "__" + call.UpstreamTool)
+	return t, ok && pinned(t)
 }
 
 // SnapshotInput asks for a manifest of a run's workspace around one
@@ -217,10 +268,13 @@ func withField(data json.RawMessage, key string, v any) (json.RawMessage, error)
 // activity error, as a crashed worker would be.
 func (a *Activities) RunTool(ctx context.Context, call kernel.ToolCall) (ToolOutcome, error) {
 	log := a.Log.With().Str("run_id", call.RunID).Str("operation_id", call.OperationID).Str("tool", call.Tool).Logger()
-	tool, ok := a.Tools.Lookup(call.Tool)
+	tool, ok := a.lookupPinned(call)
 	if !ok {
-		return ToolOutcome{ErrorType: kernel.ErrorTypeUnknownTool, Effect: kernel.EffectNone,
-			Error: fmt.Sprintf("tool %q is not available on this worker", call.Tool)}, nil
+		msg := fmt.Sprintf("tool %q is not available on this worker", call.Tool)
+		if call.Server != "" {
+			msg = fmt.Sprintf("tool %q of server %q, where its tool.started says the call goes, is not available on this worker", call.UpstreamTool, call.Server)
+		}
+		return ToolOutcome{ErrorType: kernel.ErrorTypeUnknownTool, Effect: kernel.EffectNone, Error: msg}, nil
 	}
 	// Heartbeat from here to the answer, not only around Execute: the
 	// prior-state read (an MCP server to start and ask) and the fault

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -24,6 +25,9 @@ const (
 	// ActSnapshotWorkspace records a workspace manifest (runs started
 	// since ChangeWorkspaceManifests).
 	ActSnapshotWorkspace = "kernel.snapshot_workspace"
+	// ActResolveTool names the server an MCP tool resolves to on this
+	// worker (runs started since ChangeRecordServer), a local activity.
+	ActResolveTool = "kernel.resolve_tool"
 )
 
 // Error types of workflow and activity failures the kernel raises itself.
@@ -134,7 +138,21 @@ type run struct {
 	// manifests says the run records workspace manifests around workspace
 	// tools (ChangeWorkspaceManifests).
 	manifests bool
+	// recordServer says the run records the server of each MCP call in
+	// its tool.started and pins the call to it (ChangeRecordServer).
+	recordServer bool
 }
+
+// ChangeRecordServer is the workflow.GetVersion change id under which a
+// run resolves each MCP tool's server before its tool.started (version
+// 1, a local activity, ActResolveTool), records it there (server,
+// upstream_tool, as the MCP gateway does) and pins the call to it. Before
+// it, the call went to whichever server the worker resolved, which the
+// journal did not say: with two servers offering a tool, or the first
+// unreachable when the worker looked, a probe could not know which one to
+// ask. Runs recorded before it replay at DefaultVersion and resolve in
+// the call as before.
+const ChangeRecordServer = "record-mcp-server"
 
 // ChangeWorkspaceManifests is the workflow.GetVersion change id under which
 // runs record a workspace manifest before each workspace tool call and
@@ -188,6 +206,7 @@ func RunWorkflow(ctx workflow.Context, in RunInput) (RunOutput, error) {
 	}
 	r.localRecord = workflow.GetVersion(ctx, ChangeLocalRecord, workflow.DefaultVersion, 1) == 1
 	r.manifests = workflow.GetVersion(ctx, ChangeWorkspaceManifests, workflow.DefaultVersion, 1) == 1
+	r.recordServer = workflow.GetVersion(ctx, ChangeRecordServer, workflow.DefaultVersion, 1) == 1
 	if err := r.record(ctx, kernel.TypeRunStarted, "run/started", kernel.RunStarted{
 		PlanSummary: in.Plan.Summary(), ParentRunID: in.ParentRunID, Workspace: in.Workspace,
 	}); err != nil {
@@ -285,6 +304,7 @@ func (r *run) step(ctx workflow.Context, s Step, opID, reissueOf string) (stepRe
 	if s.Tool == kernel.DelegateTool {
 		started.ChildRunID = kernel.ChildRunID(r.in.RunID, opID)
 	} else {
+		started.Server, started.UpstreamTool = r.resolve(ctx, s.Tool)
 		started.WorkspaceManifest = r.snapshot(ctx, s.Tool, opID, manifest.PhaseBefore)
 	}
 	if err := r.record(ctx, kernel.TypeToolStarted, opID+"/started", started); err != nil {
@@ -294,7 +314,7 @@ func (r *run) step(ctx workflow.Context, s Step, opID, reissueOf string) (stepRe
 	if s.Tool == kernel.DelegateTool {
 		res = r.delegate(ctx, s, opID)
 	} else {
-		res = r.runTool(ctx, s, opID)
+		res = r.runTool(ctx, s, opID, started.Server, started.UpstreamTool)
 	}
 	if res.OK {
 		done := kernel.ToolCompleted{OperationID: opID, ResultSummary: res.Summary, ChildRunID: res.ChildRunID}
@@ -310,6 +330,32 @@ func (r *run) step(ctx workflow.Context, s Step, opID, reissueOf string) (stepRe
 	})
 	return res, err
 }
+
+// resolve names the server and the server's tool an MCP tool resolves to
+// on a worker, for its tool.started (ChangeRecordServer); empty for other
+// tools, for runs from before it, and when the tool resolves to nothing
+// or the resolution failed: the call then resolves as it did before, and
+// a tool the worker lacks is refused there (effect none).
+func (r *run) resolve(ctx workflow.Context, tool string) (server, upstream string) {
+	if !r.recordServer || !strings.HasPrefix(tool, mcpPrefix) || ctx.Err() != nil {
+		return "", ""
+	}
+	lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+		// Resolving may list a server's tools (bounded by the tool set's
+		// discovery timeout, 10 s by default).
+		StartToCloseTimeout: time.Minute,
+		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 1},
+	})
+	var out ResolvedTool
+	if err := workflow.ExecuteLocalActivity(lctx, ActResolveTool, tool).Get(ctx, &out); err != nil {
+		return "", ""
+	}
+	return out.Server, out.UpstreamTool
+}
+
+// mcpPrefix starts the kernel's names of MCP tools (mcptool.Prefix; the
+// workflow does not import the client).
+const mcpPrefix = "mcp__"
 
 // snapshot records a manifest of the run's workspace for a workspace tool
 // (nil for any other tool, for runs from before manifests, and when the
@@ -341,7 +387,7 @@ func (r *run) snapshot(ctx workflow.Context, tool, opID, phase string) *kernel.W
 	return sum
 }
 
-func (r *run) runTool(ctx workflow.Context, s Step, opID string) stepResult {
+func (r *run) runTool(ctx workflow.Context, s Step, opID, server, upstream string) stepResult {
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: r.t.ToolStartToClose,
 		HeartbeatTimeout:    r.t.ToolHeartbeat,
@@ -352,6 +398,7 @@ func (r *run) runTool(ctx workflow.Context, s Step, opID string) stepResult {
 	call := kernel.ToolCall{
 		Project: r.in.Project, RunID: r.in.RunID, OperationID: opID,
 		Tool: s.Tool, Args: s.Args, Workspace: r.in.Workspace,
+		Server: server, UpstreamTool: upstream,
 	}
 	var out ToolOutcome
 	if err := workflow.ExecuteActivity(actx, ActRunTool, call).Get(ctx, &out); err != nil {

@@ -1,0 +1,94 @@
+package runner
+
+import (
+	"net/http/httptest"
+	"path/filepath"
+	"testing"
+
+	"github.com/seed-7bc021c3/reckon/kernel"
+	"github.com/seed-7bc021c3/reckon/kernel/mcpserver"
+	"github.com/seed-7bc021c3/reckon/kernel/mcptool"
+)
+
+// issueServers serves reckon's test MCP server once per name, over HTTP,
+// each with a store of its own.
+func issueServers(t *testing.T, names ...string) ([]mcptool.ServerConfig, map[string]*mcpserver.Store) {
+	t.Helper()
+	var cfgs []mcptool.ServerConfig
+	stores := map[string]*mcpserver.Store{}
+	for _, n := range names {
+		store, err := mcpserver.OpenStore(filepath.Join(t.TempDir(), "issues.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		hs := httptest.NewServer(mcpserver.Handler(mcpserver.NewServer(store)))
+		t.Cleanup(hs.Close)
+		cfgs = append(cfgs, mcptool.ServerConfig{Name: n, URL: hs.URL + mcpserver.HTTPPath})
+		stores[n] = store
+	}
+	return cfgs, stores
+}
+
+// The kernel records in tool.started the server its MCP call goes to, as
+// the gateway does, so that a probe asks that server and no other; the
+// call goes there. Before ChangeRecordServer the journal did not say, and
+// with two servers offering create_issue a probe could only guess.
+func TestMCPCallRecordsItsServer(t *testing.T) {
+	t.Parallel()
+	cfgs, stores := issueServers(t, "a", "b")
+	e := newEnv(t, envOpts{extra: mcpTools(t, cfgs, "mcp__create_issue")})
+	evs, err := e.run("pinned", Plan{Steps: []Step{{Tool: "mcp__create_issue", Args: []byte(`{"title": "Disk full"}`)}}})
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	wantShape(t, evs, "run.started", "tool.started op-1", "tool.completed op-1", "run.completed")
+	d := data(t, evs[1])
+	if d["server"] != "a" || d["upstream_tool"] != "create_issue" {
+		t.Fatalf("tool.started records server %v, upstream_tool %v; want a, create_issue", d["server"], d["upstream_tool"])
+	}
+	key := mcptool.IdempotencyKey(e.project, "pinned", "op-1")
+	if _, _, found, _ := stores["a"].Lookup(key); !found {
+		t.Fatal("the issue is not on a, the server tool.started names")
+	}
+	if _, _, found, _ := stores["b"].Lookup(key); found {
+		t.Fatal("the issue is on b too")
+	}
+}
+
+// A call pinned to a server goes there or nowhere: resolved by its bare
+// name to another server (the pinned one was down when this worker first
+// looked, or the configuration changed), it takes the qualified name; a
+// worker without the server refuses it (effect none) rather than make it
+// where the probes will not look.
+func TestRunToolKeepsToThePinnedServer(t *testing.T) {
+	t.Parallel()
+	cfgs, _ := issueServers(t, "a", "b")
+	both, err := mcptool.New(cfgs, mcptool.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	onlyA, err := mcptool.New(cfgs[:1], mcptool.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	call := kernel.ToolCall{Tool: "mcp__create_issue", Server: "b", UpstreamTool: "create_issue"}
+	a := &Activities{Tools: Chain{NewTools(), both}}
+	if r, err := a.ResolveTool(t.Context(), "mcp__create_issue"); err != nil || r.Server != "a" || r.UpstreamTool != "create_issue" {
+		t.Fatalf("resolve: %+v %v, want a's create_issue", r, err)
+	}
+	tool, ok := a.lookupPinned(call)
+	if !ok {
+		t.Fatal("pinned to b: not resolved")
+	}
+	if server, _ := tool.(kernel.Upstream).Upstream(); server != "b" {
+		t.Fatalf("pinned to b: resolved to %s", server)
+	}
+	if tool, ok := (&Activities{Tools: Chain{NewTools(), onlyA}}).lookupPinned(call); ok {
+		server, _ := tool.(kernel.Upstream).Upstream()
+		t.Fatalf("a worker without b resolved the call pinned to b, to %s", server)
+	}
+	call.Server, call.UpstreamTool = "", ""
+	if _, ok := (&Activities{Tools: Chain{NewTools(), onlyA}}).lookupPinned(call); !ok {
+		t.Fatal("an unpinned call (a run from before ChangeRecordServer) no longer resolves")
+	}
+}
