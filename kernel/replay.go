@@ -7,19 +7,31 @@ package kernel
 type ChildSummary struct {
 	Total      int `json:"total"`
 	Unresolved int `json:"unresolved"`
+	// None and Unknown count the settled operations whose last settling
+	// event says effect none (a call refused before it ran, a
+	// reconciliation) and unknown (a reconciliation that could not
+	// tell). Summaries from before they were counted, and the listing's,
+	// leave them 0.
+	None    int `json:"none,omitempty"`
+	Unknown int `json:"unknown,omitempty"`
 }
 
 // Effect is what the counts say of the delegation, once the child run has
-// ended: every operation settled → occurred (none when it performed none);
-// otherwise uncertain.
+// ended: every operation settled, with effect none → none (as when it
+// performed none); some with an effect → occurred; otherwise (an
+// operation unresolved, or settled unknown) uncertain. Before None was
+// counted, a child whose every call was refused before it ran made its
+// delegation occurred, and it was not re-issued.
 func (c ChildSummary) Effect() string {
 	switch {
 	case c.Total == 0:
 		return EffectNone
-	case c.Unresolved == 0:
-		return EffectOccurred
+	case c.Unresolved > 0 || c.Unknown > 0:
+		return EffectUncertain
+	case c.None == c.Total:
+		return EffectNone
 	}
-	return EffectUncertain
+	return EffectOccurred
 }
 
 // RunReplay is what a run's events say about the run and its operations.
@@ -32,11 +44,41 @@ type RunReplay struct {
 	Operations []string
 	// Unsettled lists, in the same order, the operations no event settles.
 	Unsettled []string
+	// Effects maps each settled operation to the effect its last settling
+	// event (in the events' order) says: occurred, none or unknown.
+	Effects map[string]string
 }
 
 // Summary counts the replayed operations.
 func (r RunReplay) Summary() ChildSummary {
-	return ChildSummary{Total: len(r.Operations), Unresolved: len(r.Unsettled)}
+	c := ChildSummary{Total: len(r.Operations), Unresolved: len(r.Unsettled)}
+	for _, op := range r.Operations {
+		switch r.Effects[op] {
+		case EffectNone:
+			c.None++
+		case EffectUnknown:
+			c.Unknown++
+		}
+	}
+	return c
+}
+
+// settledEffect is the effect a settling event says of its operation.
+func settledEffect(e Event) string {
+	switch e.Type {
+	case TypeToolCompleted:
+		return EffectOccurred
+	case TypeToolBlocked:
+		return EffectNone
+	}
+	var d struct {
+		Effect string `json:"effect"`
+	}
+	if e.DecodeData(&d) != nil || d.Effect == "" {
+		// Settling without saying what happened: nothing proves none.
+		return EffectUnknown
+	}
+	return d.Effect
 }
 
 // Replay reads a run's events (in journal order) with the one settlement
@@ -46,7 +88,7 @@ func (r RunReplay) Summary() ChildSummary {
 // the operations listing counts the same way in SQL
 // (operations.childSummarySQL), and a test holds the two together.
 func Replay(events []Event) RunReplay {
-	var r RunReplay
+	r := RunReplay{Effects: map[string]string{}}
 	settled := map[string]bool{}
 	started := map[string]bool{}
 	for _, e := range events {
@@ -66,6 +108,7 @@ func Replay(events []Event) RunReplay {
 		}
 		if e.Settles() {
 			settled[op] = true
+			r.Effects[op] = settledEffect(e)
 		}
 	}
 	for _, op := range r.Operations {

@@ -19,28 +19,52 @@ func TestReplayCountsSettledOperations(t *testing.T) {
 		effect    string
 		unsettled []string
 	}{
-		{"no operations", []Event{ev("run.started", `{}`), ev("run.failed", `{"error":"x"}`)}, ChildSummary{0, 0}, EffectNone, nil},
+		{"no operations", []Event{ev("run.started", `{}`), ev("run.failed", `{"error":"x"}`)}, ChildSummary{}, EffectNone, nil},
 		{"settled by reconciliation", []Event{
 			ev("tool.started", `{"operation_id":"op-1","tool":"t"}`),
 			ev("tool.failed", `{"operation_id":"op-1","error_type":"x","error":"y","effect":"uncertain"}`),
 			ev("operation.reconciled", `{"operation_id":"op-1","effect":"none","basis":"operator","note":""}`),
-		}, ChildSummary{1, 0}, EffectOccurred, nil},
+		}, ChildSummary{Total: 1, None: 1}, EffectNone, nil},
+		// Every call refused before it ran: the delegation did nothing.
+		// It used to count as occurred, and was never re-issued.
+		{"every call refused", []Event{
+			ev("tool.started", `{"operation_id":"op-1","tool":"t"}`),
+			ev("tool.failed", `{"operation_id":"op-1","error_type":"argument_validation","error":"y","effect":"none"}`),
+			ev("tool.started", `{"operation_id":"op-2","tool":"t"}`),
+			ev("tool.blocked", `{"operation_id":"op-2","reason":"policy"}`),
+		}, ChildSummary{Total: 2, None: 2}, EffectNone, nil},
+		{"one call landed, one refused", []Event{
+			ev("tool.started", `{"operation_id":"op-1","tool":"t"}`),
+			ev("tool.completed", `{"operation_id":"op-1"}`),
+			ev("tool.started", `{"operation_id":"op-2","tool":"t"}`),
+			ev("tool.failed", `{"operation_id":"op-2","error_type":"argument_validation","error":"y","effect":"none"}`),
+		}, ChildSummary{Total: 2, None: 1}, EffectOccurred, nil},
+		// The last settling event counts: an operator's later ruling.
+		{"settled none, then ruled occurred", []Event{
+			ev("tool.started", `{"operation_id":"op-1","tool":"t"}`),
+			ev("tool.failed", `{"operation_id":"op-1","error_type":"x","error":"y","effect":"none"}`),
+			ev("operation.reconciled", `{"operation_id":"op-1","effect":"occurred","basis":"operator","note":""}`),
+		}, ChildSummary{Total: 1}, EffectOccurred, nil},
+		{"settled unknown", []Event{
+			ev("tool.started", `{"operation_id":"op-1","tool":"t"}`),
+			ev("operation.reconciled", `{"operation_id":"op-1","effect":"unknown","basis":"operator","note":""}`),
+		}, ChildSummary{Total: 1, Unknown: 1}, EffectUncertain, nil},
 		{"open start", []Event{
 			ev("tool.started", `{"operation_id":"op-1","tool":"t"}`),
 			ev("tool.completed", `{"operation_id":"op-1"}`),
 			ev("tool.started", `{"operation_id":"op-2","tool":"t"}`),
-		}, ChildSummary{2, 1}, EffectUncertain, []string{"op-2"}},
+		}, ChildSummary{Total: 2, Unresolved: 1}, EffectUncertain, []string{"op-2"}},
 		{"legacy activity_failed counts as uncertain", []Event{
 			ev("tool.started", `{"operation_id":"op-1","tool":"t"}`),
 			ev("tool.failed", `{"operation_id":"op-1","error_type":"activity_failed","error":"y"}`),
-		}, ChildSummary{1, 1}, EffectUncertain, []string{"op-1"}},
+		}, ChildSummary{Total: 1, Unresolved: 1}, EffectUncertain, []string{"op-1"}},
 		// Settling in either arrival order, and a settling event of an
 		// operation that never started does not make an operation.
 		{"settled before started", []Event{
 			ev("tool.completed", `{"operation_id":"op-1"}`),
 			ev("tool.started", `{"operation_id":"op-1","tool":"t"}`),
 			ev("tool.completed", `{"operation_id":"op-9"}`),
-		}, ChildSummary{1, 0}, EffectOccurred, nil},
+		}, ChildSummary{Total: 1}, EffectOccurred, nil},
 	}
 	for _, c := range cases {
 		r := Replay(c.evs)

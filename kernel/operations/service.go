@@ -287,7 +287,7 @@ func (s *Service) childSummaries(ctx context.Context, project string, items []It
 	for rows.Next() {
 		var run string
 		var c kernel.ChildSummary
-		if err := rows.Scan(&run, &c.Total, &c.Unresolved); err != nil {
+		if err := rows.Scan(&run, &c.Total, &c.Unresolved, &c.None, &c.Unknown); err != nil {
 			return fmt.Errorf("child summaries in %s: scan: %w", project, err)
 		}
 		got[run] = c

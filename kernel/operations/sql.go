@@ -48,18 +48,28 @@ WHERE s.project = $1 AND s.type = 'tool.started' AND s.open
 ORDER BY s.ts, s.seq
 LIMIT $6`
 
-// childSummarySQL counts, per child run, its operations and those still
-// unresolved, for delegations whose failure did not carry the summary (a
-// delegate caught in the crash window has no tool.failed at all). One
-// statement for every child run of a page. $1 project, $2 child run ids.
+// childSummarySQL counts, per child run, its operations, those still
+// unresolved, and those whose last settling event says effect none and
+// unknown (kernel.Replay's rule), for delegations whose failure did not
+// carry the summary (a delegate caught in the crash window has no
+// tool.failed at all). One statement for every child run of a page; per
+// operation one probe of the operation index. $1 project, $2 child run ids.
 const childSummarySQL = `
 SELECT s.run_id,
        count(DISTINCT s.operation_id),
-       count(DISTINCT s.operation_id) FILTER (WHERE NOT EXISTS (
-           SELECT 1 FROM journal_events t
-           WHERE t.project = s.project AND t.run_id = s.run_id
-             AND t.operation_id = s.operation_id AND t.settles))
+       count(DISTINCT s.operation_id) FILTER (WHERE l.effect IS NULL),
+       count(DISTINCT s.operation_id) FILTER (WHERE l.effect = 'none'),
+       count(DISTINCT s.operation_id) FILTER (WHERE l.effect = 'unknown')
 FROM journal_events s
+LEFT JOIN LATERAL (
+    SELECT CASE t.type WHEN 'tool.completed' THEN 'occurred' WHEN 'tool.blocked' THEN 'none'
+                ELSE coalesce(nullif(t.data->>'effect', ''), 'unknown') END AS effect
+    FROM journal_events t
+    WHERE t.project = s.project AND t.run_id = s.run_id
+      AND t.operation_id = s.operation_id AND t.settles
+    ORDER BY t.seq DESC
+    LIMIT 1
+) l ON true
 WHERE s.project = $1 AND s.run_id = ANY($2::text[]) AND s.type = 'tool.started'
 GROUP BY s.run_id`
 

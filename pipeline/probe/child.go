@@ -22,8 +22,9 @@ type RunEvents interface {
 // summarize_child_run does at failure time, but now: operations settled
 // since (reconciled by hand, for instance) count. A child run that has
 // ended with every operation settled proves the delegation occurred (none
-// when it performed no operation) — the kernel's own rule for
-// effect=occurred on delegation. A child still running, never seen, or with
+// when it performed no operation, or every one settled with effect none;
+// inconclusive when one settled unknown) — the kernel's own rule for
+// a delegation's effect (kernel.ChildSummary.Effect). A child still running, never seen, or with
 // unresolved operations is inconclusive.
 //
 // Only the kernel's delegations are probed, as the other probes read only
@@ -91,6 +92,19 @@ func (p Child) Probe(ctx context.Context, run Run, op pipeline.WallOperation) (p
 	case len(order) == 0:
 		return evidence(ChildName, pipeline.FindingNone,
 			fmt.Sprintf("child run %s ended having performed no operations", childID), at, prov), true
+	}
+	// The settled operations' own effects, as kernel.ChildSummary reads
+	// them: a child whose every call was refused before it ran did
+	// nothing, and one settled unknown proves neither way.
+	sum := r.Summary()
+	prov["child_ops_none"], prov["child_ops_unknown"] = sum.None, sum.Unknown
+	switch {
+	case sum.Unknown > 0:
+		return evidence(ChildName, pipeline.FindingInconclusive,
+			fmt.Sprintf("child run %s ended with all %d operations settled, %d of them as unknown", childID, len(order), sum.Unknown), at, prov), true
+	case sum.None == len(order):
+		return evidence(ChildName, pipeline.FindingNone,
+			fmt.Sprintf("child run %s ended and all %d of its operations are settled with effect none", childID, len(order)), at, prov), true
 	}
 	return evidence(ChildName, pipeline.FindingOccurred,
 		fmt.Sprintf("child run %s ended and all %d of its operations are settled in the journal", childID, len(order)), at, prov), true

@@ -403,12 +403,21 @@ func TestChildReplay(t *testing.T) {
 		"r.op-2": {ev(t, "r.op-2", kernel.TypeRunStarted, kernel.RunStarted{}), started("r.op-2", "op-1"), ev(t, "r.op-2", kernel.TypeRunFailed, kernel.RunFailed{Error: "x"})},
 		"r.op-3": {ev(t, "r.op-3", kernel.TypeRunStarted, kernel.RunStarted{}), started("r.op-3", "op-1")},
 		"r.op-5": {ev(t, "r.op-5", kernel.TypeRunStarted, kernel.RunStarted{}), ev(t, "r.op-5", kernel.TypeRunCompleted, struct{}{})},
+		// Every call refused before it ran: the child did nothing.
+		"r.op-7": {ev(t, "r.op-7", kernel.TypeRunStarted, kernel.RunStarted{}), started("r.op-7", "op-1"),
+			ev(t, "r.op-7", kernel.TypeToolFailed, kernel.ToolFailed{OperationID: "op-1", ErrorType: kernel.ErrorTypeValidation, Error: "bad args", Effect: kernel.EffectNone}),
+			ev(t, "r.op-7", kernel.TypeRunFailed, kernel.RunFailed{Error: "x"})},
+		// Settled unknown proves neither way.
+		"r.op-8": {ev(t, "r.op-8", kernel.TypeRunStarted, kernel.RunStarted{}), started("r.op-8", "op-1"),
+			ev(t, "r.op-8", kernel.TypeOperationReconciled, kernel.Reconciliation{OperationID: "op-1", Effect: kernel.EffectUnknown, Basis: "operator", Note: "cannot tell"}),
+			ev(t, "r.op-8", kernel.TypeRunFailed, kernel.RunFailed{Error: "x"})},
 	}
 	p := Child{Journal: runs, Now: now}
 	run := Run{Project: "acme", RunID: "r"}
 	for op, want := range map[string]string{
 		"op-1": pipeline.FindingOccurred, "op-2": pipeline.FindingInconclusive, "op-3": pipeline.FindingInconclusive,
 		"op-4": pipeline.FindingInconclusive, "op-5": pipeline.FindingNone,
+		"op-7": pipeline.FindingNone, "op-8": pipeline.FindingInconclusive,
 	} {
 		e, ok := p.Probe(context.Background(), run, pipeline.WallOperation{OperationID: op, Tool: "delegate",
 			StartedKey: kernel.EventKey{SourceID: kernel.SourceKernel, EventID: "r/" + op + "/started"}})
