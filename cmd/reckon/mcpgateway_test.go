@@ -393,7 +393,7 @@ func TestMCPGatewaySIGKILLMidCall(t *testing.T) {
 	defer cancel()
 	s := pgtest.New(t)
 	storePath := filepath.Join(t.TempDir(), "issues.json")
-	servers, _ := json.Marshal([]mcptool.ServerConfig{{Name: "issues", Command: []string{os.Args[0], "mcp-test-server", "--store", storePath}}})
+	servers, _ := json.Marshal([]mcptool.ServerConfig{{Name: "issues", Command: []string{os.Args[0], "mcp-test-server", "--store", storePath}, Env: map[string]string{execMainEnv: "1"}}})
 	env := append(os.Environ(),
 		execMainEnv+"=1",
 		"DATABASE_URL="+s.URL,
