@@ -107,7 +107,9 @@ test('operator console', async (t) => {
     assert.equal(await stored(), operator, 'the token is kept in sessionStorage');
     assert.equal(await page.evaluate(() => localStorage.length), 0, 'nothing in localStorage');
     assert.equal(await page.locator('#token').inputValue(), '', 'the token input is cleared');
-    assert.equal(await page.locator('#project').inputValue(), project);
+    // The picker fills once the projects are listed, which may come after
+    // the sign-in shows (a busy machine made the bare read flaky).
+    await page.waitForFunction((p) => document.querySelector('#project').value === p, project, { timeout: REFRESH });
     assert.ok(!page.url().includes(operator), 'the token is not in the URL');
     const deploy = row('ops', 'deploy-42', 'op-1');
     await deploy.waitFor({ timeout: REFRESH });
@@ -263,6 +265,15 @@ test('operator console', async (t) => {
     const supKey = await events.nth(n - 2).getAttribute('data-key');
     assert.equal(await events.nth(n - 1).locator('.supersedes').getAttribute('data-supersedes'), supKey);
     await shot('history');
+  });
+
+  await t.test('the same run and operation in another project is another operation: nothing carries over', async () => {
+    await page.locator('#note').fill('drafted for ' + project);
+    await page.evaluate(() => { location.hash = '#' + new URLSearchParams({ project: 'zeta', run: 'deploy-42', op: 'op-1' }); });
+    await page.waitForFunction(() => document.querySelector('#note')?.value === '', null, { timeout: REFRESH });
+    assert.ok(!(await text('#history')).includes('operator:ann'), "the other project's history is not shown");
+    await page.evaluate((p) => { location.hash = '#' + new URLSearchParams({ project: p, run: 'deploy-42', op: 'op-1' }); }, project);
+    await waitText('#history', 'operator:ann');
   });
 
   await t.test('a reload keeps the tab signed in, on the same operation', async () => {

@@ -457,7 +457,10 @@ function loadOps(gen) {
 
 async function loadDetail(gen) {
   const d = $('detail');
-  const target = state.run + '\u0000' + state.op;
+  // The project is part of the operation: the same run and operation ids
+  // in another project are another operation, whose panel (history, the
+  // drafted decision and its Idempotency-Key) must not carry over.
+  const target = state.project + '\u0000' + state.run + '\u0000' + state.op;
   if (!state.run) {
     if (state.detailFor !== '') {
       state.detailFor = '';
