@@ -216,7 +216,8 @@ type RunKey struct {
 // gateway run is one the MCP gateway (reckon mcp-gateway) records its
 // calls in; only the gateway writes its events. Every other run is an
 // agent's, reported through POST /v1/events, and belongs to the source of
-// its first event: only that source writes its events.
+// its first event, or, before it has any, to the owner of the nearest run
+// its id descends from that has one: only that source writes its events.
 type RunOwners interface {
 	// KernelRuns returns the subset of runs that are kernel runs.
 	KernelRuns(ctx context.Context, runs []RunKey) (map[RunKey]bool, error)
@@ -232,8 +233,14 @@ type RunWriter struct {
 	// records itself; no caller of POST /v1/events writes into it.
 	Recorder string
 	// Source is, for an agent's run, the source that owns it (its first
-	// event's); only events of that source are written into it.
+	// event's); only events of that source are written into it. A run
+	// nobody has claimed belongs to the owner of the nearest run its id
+	// descends from (kernel.RunAncestry) that has one: an agent's child
+	// runs are its own.
 	Source string
+	// SourceRun is the run whose owner Source is: the run itself, or the
+	// run it descends from that it inherits Source from.
+	SourceRun string
 }
 
 // The recorders of RunWriter.
@@ -260,7 +267,8 @@ type GuardedJournal interface {
 	// IngestAgentEvents is Ingest that refuses the whole call, with
 	// an EForbidden naming the run, when an event lies in a kernel run or a
 	// gateway run, or in one being started or claimed at that moment, or
-	// in an agent's run that another source owns; an event into an agent's
-	// run that has no owner yet claims it for its source.
+	// in an agent's run that another source owns (a run nobody has claimed
+	// belongs to the owner of its nearest owned ancestor); an event into
+	// an agent's run that has no owner yet claims it for its source.
 	IngestAgentEvents(ctx context.Context, events []Event) ([]IngestResult, error)
 }

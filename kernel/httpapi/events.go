@@ -217,8 +217,11 @@ func Authorize(p auth.Principal, ev kernel.Event) error {
 // from the kernel's workflow, a gateway run's from the MCP gateway), or an
 // agent's run owned by another source (the source of its first event; the
 // batch's first event of a run nobody owns yet makes its source the
-// owner). A foreign event there (a forged failure, a settling
-// tool.completed) would rewrite another writer's record.
+// owner), or a run nobody owns whose id descends from another source's
+// run (the child runs of an agent's run are its owner's; the nearest
+// owned ancestor decides). A foreign event there (a forged failure, a
+// settling tool.completed, a delegation's child made up) would rewrite
+// another writer's record.
 func writersRefused(r *http.Request, owners kernel.RunOwners, events []kernel.Event) error {
 	if owners == nil || len(events) == 0 {
 		return nil
@@ -236,6 +239,7 @@ func writersRefused(r *http.Request, owners kernel.RunOwners, events []kernel.Ev
 	if err != nil {
 		return fmt.Errorf("ingest: %w", err)
 	}
+	claimed := map[kernel.RunKey]string{} // runs this batch's events claim, and their sources
 	for i, ev := range events {
 		k := kernel.RunKey{Project: ev.Project, RunID: ev.RunID}
 		w := writers[k]
@@ -249,7 +253,26 @@ func writersRefused(r *http.Request, owners kernel.RunOwners, events []kernel.Ev
 				"events[%d]: field \"run_id\": run %q of project %q is a kernel run (started through POST /v1/runs, or a child run of one); only the kernel writes its events",
 				i, ev.RunID, ev.Project))
 		case w.Source == "":
-			writers[k] = kernel.RunWriter{Source: ev.SourceID} // this batch's first event claims it
+			// Nobody owns the run or a run it descends from, unless an
+			// earlier event of this batch claimed one of those: the
+			// nearest such claim decides, else this event claims it.
+			w = kernel.RunWriter{Source: ev.SourceID, SourceRun: ev.RunID}
+			anc := kernel.RunAncestry(ev.RunID)
+			for j := len(anc) - 2; j >= 0; j-- {
+				if c, ok := claimed[kernel.RunKey{Project: ev.Project, RunID: anc[j]}]; ok {
+					w = kernel.RunWriter{Source: c, SourceRun: anc[j]}
+					break
+				}
+			}
+			writers[k] = w
+			if w.SourceRun == ev.RunID {
+				claimed[k] = w.Source
+			}
+			if w.Source != ev.SourceID {
+				return childRefused(i, ev, w)
+			}
+		case w.Source != ev.SourceID && w.SourceRun != "" && w.SourceRun != ev.RunID:
+			return childRefused(i, ev, w)
 		case w.Source != ev.SourceID:
 			return kernel.RefusedEvent(i, kernel.Errorf(kernel.EForbidden,
 				"events[%d]: field \"source_id\": run %q of project %q belongs to source %q (the source of its first event), and only that source writes its events; got %q — report this run's operations under a run id of your own",
@@ -257,4 +280,15 @@ func writersRefused(r *http.Request, owners kernel.RunOwners, events []kernel.Ev
 		}
 	}
 	return nil
+}
+
+// childRefused is writersRefused's refusal of event i, in a run nobody has
+// claimed whose id descends from w.SourceRun, an agent's run of another
+// source: the child runs of an agent's run (kernel.ChildRunID, a
+// delegation's) are its owner's, so that no one else makes up what the
+// listing counts of a delegation's child.
+func childRefused(i int, ev kernel.Event, w kernel.RunWriter) error {
+	return kernel.RefusedEvent(i, kernel.Errorf(kernel.EForbidden,
+		"events[%d]: field \"source_id\": run %q of project %q is a child run of run %q, which belongs to source %q (the source of its first event), and only that source writes the events of that run and of its child runs; got %q — report this run's operations under a run id of your own",
+		i, ev.RunID, ev.Project, w.SourceRun, w.Source, ev.SourceID))
 }

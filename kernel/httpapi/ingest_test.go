@@ -358,6 +358,76 @@ func TestIngestAgentRunsBelongToTheirFirstSource(t *testing.T) {
 	}
 }
 
+// The child runs of an agent's run are its owner's: for agent-x's run-42,
+// run-42.op-1 (kernel.ChildRunID, the child of a delegate operation op-1)
+// and the runs beneath it take only agent-x's events, so another source
+// cannot make up what the listing counts of agent-x's delegation. The
+// refusal names the event, the field, the owning run and source, whether
+// the endpoint's check sees the owner or only the write's transaction
+// does. A run whose ancestors nobody owns is claimed as before.
+func TestIngestAgentChildRunsBelongToTheirOwner(t *testing.T) {
+	t.Parallel()
+	in := func(src, run, id string) string {
+		return `{"source_id":"` + src + `","event_id":"` + id + `","project":"acme","run_id":"` + run + `",
+ "type":"tool.started","ts":"2026-11-30T10:00:00Z","actor":"agent","data":{"operation_id":"op-1","tool":"t","args":{}}}`
+	}
+	for _, c := range []struct {
+		name    string
+		owners  kernel.RunOwners
+		indexed bool
+	}{{"checked before the write", nil, true}, {"refused by the write", staleOwners{}, false}} {
+		srv, pool := newServerOwners(t, c.owners)
+		if code, out := post(t, srv, "agent-secret-1", `{"events":[`+okEvent+`]}`); code != http.StatusOK {
+			t.Fatalf("%s: agent-x's run: %d %v", c.name, code, out)
+		}
+		refused := func(what, body string, index float64, want string) {
+			t.Helper()
+			code, out := post(t, srv, "operator-secret-1", body)
+			msg, _ := out["error"].(string)
+			if code != http.StatusForbidden || !strings.Contains(msg, want) {
+				t.Errorf("%s: %s: %d %v, want 403 saying %q", c.name, what, code, out, want)
+			}
+			if got, ok := out["event_index"]; c.indexed && (!ok || got != index) {
+				t.Errorf("%s: %s: event_index %v, want %v", c.name, what, got, index)
+			}
+		}
+		child := `run "run-42.op-1" of project "acme" is a child run of run "run-42", which belongs to source "agent-x"`
+		grandchild := `run "run-42.op-1.op-3" of project "acme" is a child run of run "run-42", which belongs to source "agent-x"`
+		refused("op in agent-x's child run", `{"events":[`+in("op", "run-50", "a")+`,`+in("op", "run-42.op-1", "b")+`]}`, 1, child)
+		refused("op in a child of agent-x's child run", `{"events":[`+in("op", "run-42.op-1.op-3", "c")+`]}`, 0, grandchild)
+		if c.indexed {
+			var msg string
+			_, out := post(t, srv, "operator-secret-1", `{"events":[`+in("op", "run-42.op-1", "b")+`]}`)
+			msg, _ = out["error"].(string)
+			if !strings.Contains(msg, `events[0]: field "source_id"`) {
+				t.Errorf("%s: the refusal names no event and field: %q", c.name, msg)
+			}
+		}
+		// agent-x writes its child runs, under a granted token too.
+		if code, out := post(t, srv, "agent-secret-1", `{"events":[`+in("agent-x", "run-42.op-1", "d")+`,`+in("agent-x", "run-42.op-1.op-3", "e")+`]}`); code != http.StatusOK {
+			t.Errorf("%s: agent-x in its own child runs: %d %v", c.name, code, out)
+		}
+		if code, out := post(t, srv, "operator-secret-1", `{"events":[`+in("agent-x", "run-42.op-2", "f")+`]}`); code != http.StatusOK {
+			t.Errorf("%s: agent-x's granted token in its child run: %d %v", c.name, code, out)
+		}
+		// Written into by its owner, the child run is still refused to op.
+		refused("op in agent-x's written child run", `{"events":[`+in("op", "run-42.op-1", "g")+`]}`, 0, `run "run-42.op-1" of project "acme"`)
+		// A batch whose first event claims a new run for agent-x: op's
+		// event in that run's child is refused with the rest.
+		refused("op in the child of a run the batch claims", `{"events":[`+in("agent-x", "run-60", "h")+`,`+in("op", "run-60.op-1", "i")+`]}`, 1,
+			`run "run-60.op-1" of project "acme" is a child run of run "run-60", which belongs to source "agent-x"`)
+		var n int
+		if err := pool.QueryRow(context.Background(), "SELECT count(*) FROM journal_events WHERE source_id = 'op' OR run_id LIKE 'run-60%'").Scan(&n); err != nil || n != 0 {
+			t.Errorf("%s: %d events of refused batches were written (%v)", c.name, n, err)
+		}
+		// The child of a run nobody owns is claimed by its first source,
+		// as any run nobody owns.
+		if code, out := post(t, srv, "operator-secret-1", `{"events":[`+in("op", "run-77.op-1", "j")+`]}`); code != http.StatusOK {
+			t.Errorf("%s: op in a child run of a run nobody owns: %d %v", c.name, code, out)
+		}
+	}
+}
+
 // A run journaled before runs had owners belongs to the source of its
 // earliest event: the first guarded write after the upgrade claims it for
 // that source, not for the writer.
@@ -378,6 +448,12 @@ func TestIngestOlderRunsBelongToTheirEarliestSource(t *testing.T) {
 	var owner string
 	if err := pool.QueryRow(context.Background(), "SELECT source_id FROM agent_runs WHERE run_id = 'run-old'").Scan(&owner); err == nil {
 		t.Fatalf("a refused write left a claim for %q", owner)
+	}
+	// Its child runs are agent-x's too (migration 00032), though no row
+	// names its owner yet: the write's transaction refuses another source.
+	code, out = post(t, srv, "operator-secret-1", `{"events":[`+strings.ReplaceAll(forged, `"run-old"`, `"run-old.op-1"`)+`]}`)
+	if msg, _ := out["error"].(string); code != http.StatusForbidden || !strings.Contains(msg, `run "run-old.op-1" of project "acme" is a child run of run "run-old", which belongs to source "agent-x"`) {
+		t.Fatalf("another source's event in a child run of an older run of agent-x: %d %v", code, out)
 	}
 }
 

@@ -90,12 +90,15 @@ func (s *Store) Ingest(ctx context.Context, events []kernel.Event) ([]kernel.Ing
 // descends from, is a kernel or gateway run or is being started or claimed
 // at that moment (only the kernel writes a kernel run's events, only the
 // MCP gateway a gateway run's), or if an event lies in an agent's run
-// that another source owns; an event into a run nobody owns yet claims it
-// for its source (the call's first event of the run, in order). Nothing of
-// a refused call is written. The caller's own check before the write
+// that another source owns, or in a run nobody has claimed whose nearest
+// owned ancestor another source owns (an agent's child runs are its own,
+// migration 00032); an event into a run that has no owner, and no owned
+// run it descends from, claims it for its source (the call's first event
+// of the run, in order). Nothing of a refused call is written. The
+// caller's own check before the write
 // (kernel.RunOwners) gives the precise message; this one closes the races
 // with a start, a claim or a first write in between (see
-// reckon_check_agent_events, migrations 00030 and 00031, and
+// reckon_check_agent_events, migrations 00030, 00031 and 00032, and
 // reckon_refuse_kernel_runs, migrations 00028 and 00029). It also refuses
 // events under the MCP gateway's source (its default, or one a gateway
 // instance registered with): their keys could take the ids of the

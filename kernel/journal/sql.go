@@ -9,7 +9,9 @@ package journal
 // (reckon_refuse_kernel_runs, migrations 00028 and 00029), and RK002 when a
 // run $4 of project $3 belongs to a source other than $5 of the same entry,
 // claiming it for that source when nobody owns it yet (entries in the
-// events' order, so the first claims); and, first of all, RK003 when a
+// events' order, so the first claims) -- a run nobody has claimed belongs
+// to the owner of its nearest owned ancestor (migration 00032); and, first
+// of all, RK003 when a
 // source $5 is the MCP gateway's (migration 00031). Each aborts the
 // batch's implicit transaction.
 const checkAgentEventsSQL = `SELECT reckon_check_agent_events($1::text[], $2::text[], $3::text[], $4::text[], $5::text[])`

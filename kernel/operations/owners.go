@@ -16,7 +16,9 @@ import (
 // holds it, or holds the run its id descends from (every prefix ending
 // before a kernel.ChildSeparator), since only the kernel starts child runs
 // and their ids extend their parent's; gateway runs likewise. An agent's
-// run belongs to the source agent_runs names for that very run id. Ingest
+// run belongs to the source agent_runs names for that very run id, or,
+// when it has none, for the nearest run its id descends from that has one
+// (migration 00032): the child runs of an agent's run are its owner's. Ingest
 // applies all three; the workspace probe finds only kernel runs'
 // workspaces.
 type Owners struct {
@@ -51,7 +53,8 @@ func (o Owners) RunWriters(ctx context.Context, runs []kernel.RunKey) (map[kerne
 // recorder, source) over runs and every run they descend from, and returns
 // the writer of each run of runs that has one: the recorder of the run or
 // of a run it descends from (the kernel's when a run has both), else the
-// source owning that very run.
+// source owning that very run or, failing that, the nearest run it
+// descends from that has an owning source.
 func (o Owners) lookUp(ctx context.Context, sql string, runs []kernel.RunKey) (map[kernel.RunKey]kernel.RunWriter, error) {
 	projects, ids := kernel.AncestryPairs(runs)
 	found := map[kernel.RunKey]kernel.RunWriter{}
@@ -87,8 +90,15 @@ func (o Owners) lookUp(ctx context.Context, sql string, runs []kernel.RunKey) (m
 				break
 			}
 		}
-		if _, ok := found[r]; !ok && sources[r] != "" {
-			found[r] = kernel.RunWriter{Source: sources[r]}
+		if _, ok := found[r]; ok {
+			continue
+		}
+		anc := kernel.RunAncestry(r.RunID)
+		for i := len(anc) - 1; i >= 0; i-- {
+			if src := sources[kernel.RunKey{Project: r.Project, RunID: anc[i]}]; src != "" {
+				found[r] = kernel.RunWriter{Source: src, SourceRun: anc[i]}
+				break
+			}
 		}
 	}
 	return found, nil
