@@ -65,3 +65,36 @@ func TestChildSummarySQLMatchesReplay(t *testing.T) {
 		t.Fatalf("replay of the mixed child: %+v", w)
 	}
 }
+
+// An agent's delegation is summarized from its own source's events in the
+// child run, with reckon's reconciliations: another source's events there
+// (journaled before migration 00032 made an agent's child runs its own)
+// make up nothing of "N of M unresolved".
+func TestChildSummaryCountsTheDelegationsSourceOnly(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	ago := func(d time.Duration) time.Time { return t0.Add(-d) }
+	parent := reckontest.Run{Project: "acme", RunID: "r", Source: "agent-a"}
+	child := reckontest.Run{Project: "acme", RunID: kernel.ChildRunID("r", "op-1"), Source: "agent-a"}
+	forger := reckontest.Run{Project: "acme", RunID: child.RunID, Source: "agent-b"}
+	e.Ingest(parent.RunStarted(ago(3*time.Hour)), parent.Started("op-1", kernel.DelegateTool, ago(2*time.Hour)),
+		child.RunStarted(ago(time.Hour)),
+		child.Started("op-1", "t", ago(time.Hour)), child.Completed("op-1", ago(time.Hour)),
+		child.Started("op-2", "t", ago(time.Hour)), child.Failed("op-2", kernel.EffectUncertain, ago(time.Hour)),
+		child.Started("op-3", "t", ago(time.Hour)),
+		ruling("acme", child.RunID, "op-3", kernel.EffectNone, kernel.EventKey{SourceID: "agent-a", EventID: child.RunID + "/op-3/started"}, ago(time.Hour)),
+		// agent-b's: a settling event of agent-a's uncertain op-2, and
+		// operations of its own, one unresolved.
+		forger.Completed("op-2", ago(time.Minute)),
+		forger.Started("op-8", "t", ago(time.Hour)), forger.Started("op-9", "t", ago(time.Hour)), forger.Completed("op-9", ago(time.Hour)),
+		parent.RunFailed(ago(time.Minute)))
+
+	items, _ := e.List("acme")
+	it, ok := items["r/op-1"]
+	if !ok || it.ChildSummary == nil {
+		t.Fatalf("delegation r/op-1: listed %v, child summary %+v", ok, it.ChildSummary)
+	}
+	if want := (kernel.ChildSummary{Total: 3, Unresolved: 1, None: 1}); *it.ChildSummary != want {
+		t.Errorf("child summary %+v, want agent-a's own %+v", *it.ChildSummary, want)
+	}
+}

@@ -267,30 +267,33 @@ func nonNull(raw json.RawMessage) json.RawMessage {
 // carry them, from the child runs' own events, in one query for the page (a
 // child run without any tool.started counts 0 and 0). childSummarySQL
 // counts as kernel.Replay does; TestChildSummarySQLMatchesReplay holds the
-// two together.
+// two together. It counts only the events of the delegation's own source
+// (and reckon's reconciliations): another writer's events in the child
+// run are no part of the delegation.
 func (s *Service) childSummaries(ctx context.Context, project string, items []Item) error {
-	var runs []string
+	var runs, sources []string
 	for _, it := range items {
 		if it.ChildRunID != "" && it.ChildSummary == nil {
-			runs = append(runs, it.ChildRunID)
+			runs, sources = append(runs, it.ChildRunID), append(sources, it.StartedKey.SourceID)
 		}
 	}
 	if len(runs) == 0 {
 		return nil
 	}
-	got := make(map[string]kernel.ChildSummary, len(runs))
-	rows, err := s.pool.Query(ctx, childSummarySQL, project, runs)
+	type child struct{ run, source string }
+	got := make(map[child]kernel.ChildSummary, len(runs))
+	rows, err := s.pool.Query(ctx, childSummarySQL, project, runs, sources)
 	if err != nil {
 		return fmt.Errorf("child summaries in %s: %w", project, err)
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var run string
+		var k child
 		var c kernel.ChildSummary
-		if err := rows.Scan(&run, &c.Total, &c.Unresolved, &c.None, &c.Unknown); err != nil {
+		if err := rows.Scan(&k.run, &k.source, &c.Total, &c.Unresolved, &c.None, &c.Unknown); err != nil {
 			return fmt.Errorf("child summaries in %s: scan: %w", project, err)
 		}
-		got[run] = c
+		got[k] = c
 	}
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("child summaries in %s: %w", project, err)
@@ -300,7 +303,7 @@ func (s *Service) childSummaries(ctx context.Context, project string, items []It
 		if it.ChildRunID == "" || it.ChildSummary != nil {
 			continue
 		}
-		c := got[it.ChildRunID]
+		c := got[child{it.ChildRunID, it.StartedKey.SourceID}]
 		it.ChildSummary = &c
 	}
 	return nil

@@ -53,25 +53,33 @@ LIMIT $6`
 // unknown (kernel.Replay's rule), for delegations whose failure did not
 // carry the summary (a delegate caught in the crash window has no
 // tool.failed at all). One statement for every child run of a page; per
-// operation one probe of the operation index. $1 project, $2 child run ids.
+// operation one probe of the operation index. $1 project, $2 child run ids,
+// $3 the source of each one's delegation (its tool.started's): only that
+// source's tool.started events count, and only its settling events and
+// reckon's own (source kernel: operator and supervisor reconciliations)
+// settle them, so no other writer's events in the child run (journaled
+// before migration 00032 made an agent's child runs its own) make up the
+// delegation's summary.
 const childSummarySQL = `
-SELECT s.run_id,
+SELECT s.run_id, q.source_id,
        count(DISTINCT s.operation_id),
        count(DISTINCT s.operation_id) FILTER (WHERE l.effect IS NULL),
        count(DISTINCT s.operation_id) FILTER (WHERE l.effect = 'none'),
        count(DISTINCT s.operation_id) FILTER (WHERE l.effect = 'unknown')
-FROM journal_events s
+FROM (SELECT DISTINCT * FROM unnest($2::text[], $3::text[])) AS q(run_id, source_id)
+JOIN journal_events s
+  ON s.project = $1 AND s.run_id = q.run_id AND s.source_id = q.source_id AND s.type = 'tool.started'
 LEFT JOIN LATERAL (
     SELECT CASE t.type WHEN 'tool.completed' THEN 'occurred' WHEN 'tool.blocked' THEN 'none'
                 ELSE coalesce(nullif(t.data->>'effect', ''), 'unknown') END AS effect
     FROM journal_events t
     WHERE t.project = s.project AND t.run_id = s.run_id
       AND t.operation_id = s.operation_id AND t.settles
+      AND t.source_id IN (q.source_id, 'kernel')
     ORDER BY t.seq DESC
     LIMIT 1
 ) l ON true
-WHERE s.project = $1 AND s.run_id = ANY($2::text[]) AND s.type = 'tool.started'
-GROUP BY s.run_id`
+GROUP BY s.run_id, q.source_id`
 
 // projectsSQL lists projects with at least one open operation inside the
 // window, from the same partial index.
