@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"syscall"
 
 	"github.com/seed-7bc021c3/reckon/internal/app"
 )
@@ -22,6 +23,7 @@ func runDev(ctx context.Context, args []string) error {
 		return err
 	}
 	defer stack.Close()
+	stack.Core.ReloadTokensOn(ctx, syscall.SIGHUP)
 	if stack.GeneratedToken != "" {
 		fmt.Fprintf(os.Stderr, "reckon dev: no RECKON_TOKENS set; generated operator token (shown once):\n  %s\n", stack.GeneratedToken)
 	}

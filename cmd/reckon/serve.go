@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"syscall"
 
 	"github.com/seed-7bc021c3/reckon/internal/app"
 	"github.com/seed-7bc021c3/reckon/kernel/config"
@@ -43,6 +44,9 @@ func runServe(ctx context.Context, args []string) error {
 	}
 	defer s.close()
 	cfg, core := s.cfg, s.core
+	hup, stopHup := context.WithCancel(ctx)
+	defer stopHup()
+	core.ReloadTokensOn(hup, syscall.SIGHUP) // re-reads RECKON_TOKENS_FILE
 	needsTemporal := *api || *wrk || *pipe
 	if *api && core.Tokens.Len() == 0 {
 		return &config.Error{Var: "RECKON_TOKENS", Problem: "(or RECKON_TOKENS_FILE) must name at least one token for serve --api; nobody could call the API otherwise"}

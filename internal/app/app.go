@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"os/signal"
 	"strings"
 	"sync"
 	"time"
@@ -139,6 +140,69 @@ type Core struct {
 	OperationsMetrics *operations.Metrics
 
 	outboxOnce, opsOnce sync.Once
+	// reloadMu serializes ReloadTokens; added are the tokens AddToken
+	// registered, kept across reloads.
+	reloadMu sync.Mutex
+	added    []func(*auth.Tokens)
+}
+
+// AddToken registers a token the configuration does not name (dev's
+// generated one); ReloadTokens keeps it.
+func (c *Core) AddToken(name, role, secret string) {
+	c.reloadMu.Lock()
+	defer c.reloadMu.Unlock()
+	c.added = append(c.added, func(t *auth.Tokens) { t.Add(name, role, secret) })
+	c.Tokens.Add(name, role, secret)
+}
+
+// ReloadTokens reads RECKON_TOKENS_FILE again and swaps the token set the
+// API authenticates against, whole: a token removed or commented out is
+// refused from the next request on, a new one accepted, a new role applies.
+// RECKON_TOKENS is the value the process started with (its environment
+// cannot change). A file that cannot be read or parsed changes nothing: the
+// error (naming the line) is logged and returned, and the old set serves on.
+// The log says how many tokens were loaded, never a secret.
+func (c *Core) ReloadTokens() error {
+	c.reloadMu.Lock()
+	defer c.reloadMu.Unlock()
+	if c.Cfg.TokensFile == "" {
+		c.Log.Info().Int("tokens", c.Tokens.Len()).Msg("tokens not reloaded: RECKON_TOKENS_FILE is unset and RECKON_TOKENS cannot change in a running process")
+		return nil
+	}
+	next, err := auth.Load(c.Cfg.Tokens, c.Cfg.TokensFile)
+	if err != nil {
+		c.Log.Error().Err(err).Int("tokens", c.Tokens.Len()).Msg("tokens not reloaded; the tokens loaded before are still in force")
+		return err
+	}
+	for _, add := range c.added {
+		add(next)
+	}
+	c.Tokens.Replace(next)
+	if next.Len() == 0 {
+		c.Log.Warn().Msg("tokens reloaded: none is configured now, so the API refuses every request")
+		return nil
+	}
+	c.Log.Info().Int("tokens", next.Len()).Msgf("tokens reloaded from RECKON_TOKENS and RECKON_TOKENS_FILE: %d", next.Len())
+	return nil
+}
+
+// ReloadTokensOn calls ReloadTokens on each of the signals (SIGHUP for
+// `reckon serve` and `reckon dev`) until ctx ends. Once it returns, the
+// signals are being caught: one sent then no longer ends the process.
+func (c *Core) ReloadTokensOn(ctx context.Context, sig ...os.Signal) {
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, sig...)
+	go func() {
+		defer signal.Stop(ch)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-ch:
+				_ = c.ReloadTokens()
+			}
+		}
+	}()
 }
 
 // NewCore connects and migrates. createDB creates a missing database (dev).

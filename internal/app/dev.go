@@ -53,7 +53,7 @@ func StartDev(ctx context.Context, cfg config.Config, o DevConfig) (*Stack, erro
 	s := &Stack{Core: core}
 	if core.Tokens.Len() == 0 {
 		s.GeneratedToken = auth.NewSecret()
-		core.Tokens.Add("dev", auth.RoleOperator, s.GeneratedToken)
+		core.AddToken("dev", auth.RoleOperator, s.GeneratedToken)
 	}
 	runCtx, cancel := context.WithCancel(context.Background())
 	s.ctx, s.cancel = runCtx, cancel

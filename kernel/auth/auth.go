@@ -13,6 +13,8 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"unicode"
 
 	"github.com/seed-7bc021c3/reckon/kernel"
@@ -78,9 +80,31 @@ type entry struct {
 	p      Principal
 }
 
-// Tokens is the set of known tokens.
+// Tokens is the set of known tokens. Its zero value is empty and ready to
+// use. The set is a slice behind an atomic pointer whose published elements
+// are never changed (Add only appends past the published length), so
+// Replace swaps a whole new set in while requests authenticate: each sees
+// the old set or the new one, never a mix.
 type Tokens struct {
-	entries []entry
+	mu      sync.Mutex // serializes writers; readers never take it
+	entries atomic.Pointer[[]entry]
+}
+
+// list is the current set; the caller must not modify it.
+func (t *Tokens) list() []entry {
+	if p := t.entries.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// Replace makes t's set the set of from, at once (from is not changed).
+// A request authenticated after Replace returns sees only from's tokens.
+func (t *Tokens) Replace(from *Tokens) {
+	set := slices.Clip(from.list()) // t's next Add must not append into from's array
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.entries.Store(&set)
 }
 
 // Parse reads comma- or newline-separated name:role:secret[:source-a|source-b]
@@ -189,7 +213,7 @@ func (t *Tokens) addLine(line, where string) error {
 		// One secret, one principal: with two, the role a bearer gets
 		// would depend on the order of the entries.
 		d := sha256.Sum256([]byte(secret))
-		for _, e := range t.entries {
+		for _, e := range t.list() {
 			if e.digest == d && (e.p.Name != name || e.p.Role != role || !slices.Equal(e.p.Sources, sources)) {
 				return fmt.Errorf("configuration: %s entry %q uses the same secret as entry %q (role %s); give every token its own secret", where, name, e.p.Name, e.p.Role)
 			}
@@ -220,11 +244,16 @@ func (t *Tokens) AddWithSources(name, role, secret string, sources ...string) {
 			p.Sources = append(p.Sources, s)
 		}
 	}
-	t.entries = append(t.entries, entry{digest: sha256.Sum256([]byte(secret)), p: p})
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	// Readers hold at most the old length: the new element is written
+	// where none of them reads, and published by the Store.
+	next := append(t.list(), entry{digest: sha256.Sum256([]byte(secret)), p: p})
+	t.entries.Store(&next)
 }
 
 // Len is the number of known tokens.
-func (t *Tokens) Len() int { return len(t.entries) }
+func (t *Tokens) Len() int { return len(t.list()) }
 
 // Authenticate returns the principal of secret. Every entry is compared, in
 // constant time, so timing reveals neither which token matched nor how much.
@@ -232,7 +261,7 @@ func (t *Tokens) Authenticate(secret string) (Principal, bool) {
 	d := sha256.Sum256([]byte(secret))
 	var found Principal
 	ok := 0
-	for _, e := range t.entries {
+	for _, e := range t.list() {
 		if subtle.ConstantTimeCompare(d[:], e.digest[:]) == 1 {
 			found = e.p
 			ok = 1
