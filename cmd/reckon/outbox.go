@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"text/tabwriter"
 
+	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/outbox"
 )
 
@@ -42,14 +44,22 @@ func runOutbox(ctx context.Context, args []string) error {
 		}
 		return json.NewEncoder(os.Stdout).Encode(map[string]any{"parked": out})
 	}
-	tw := tabwriter.NewWriter(os.Stdout, 0, 2, 2, ' ', 0)
+	return printParked(os.Stdout, rows)
+}
+
+// printParked writes the table of parked rows. Their ids are an agent's
+// choice and the reason may quote them: each goes through kernel.Printable,
+// so no escape sequence reaches the terminal.
+func printParked(w io.Writer, rows []outbox.Parked) error {
+	tw := tabwriter.NewWriter(w, 0, 2, 2, ' ', 0)
 	fmt.Fprintln(tw, "PARKED AT\tSOURCE\tEVENT\tREASON")
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.ParkedAt.UTC().Format("2006-01-02T15:04:05Z"), r.Key.SourceID, r.Key.EventID, r.Reason)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.ParkedAt.UTC().Format("2006-01-02T15:04:05Z"),
+			kernel.Printable(r.Key.SourceID), kernel.Printable(r.Key.EventID), kernel.Printable(r.Reason))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Printf("%d parked row(s)\n", len(rows))
-	return nil
+	_, err := fmt.Fprintf(w, "%d parked row(s)\n", len(rows))
+	return err
 }
