@@ -488,21 +488,11 @@ func TestStdioServerGetsNoWorkerSecrets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out struct {
-		Content []struct {
-			Text string `json:"text"`
-		} `json:"content"`
-	}
 	var got struct {
 		Env     string   `json:"env"`
 		Environ []string `json:"environ"`
 	}
-	if err := json.Unmarshal(res.Output, &out); err != nil || len(out.Content) != 1 {
-		t.Fatalf("output %s: %v", res.Output, err)
-	}
-	if err := json.Unmarshal([]byte(out.Content[0].Text), &got); err != nil {
-		t.Fatalf("echo %q: %v", out.Content[0].Text, err)
-	}
+	decodeEcho(t, res.Output, &got)
 	seen := map[string]bool{}
 	for _, kv := range got.Environ {
 		k, v, _ := strings.Cut(kv, "=")
@@ -536,23 +526,32 @@ func TestStdioServerInheritsNoDescriptor(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out struct {
-		Content []struct {
-			Text string `json:"text"`
-		} `json:"content"`
-	}
 	var got struct {
 		Open []string `json:"open"`
 	}
-	if err := json.Unmarshal(res.Output, &out); err != nil || len(out.Content) != 1 {
-		t.Fatalf("output %s: %v", res.Output, err)
-	}
-	if err := json.Unmarshal([]byte(out.Content[0].Text), &got); err != nil || len(got.Open) == 0 {
-		t.Fatalf("echo %q: %v", out.Content[0].Text, err)
+	if decodeEcho(t, res.Output, &got); len(got.Open) == 0 {
+		t.Fatalf("echo %s lists no open descriptor", res.Output)
 	}
 	for _, target := range got.Open {
 		if target == secret {
 			t.Fatalf("the server inherited the worker's descriptor of %s: %q", secret, got.Open)
 		}
+	}
+}
+
+// decodeEcho decodes the peer's echo answer (the one text content of the
+// tool's output) into v.
+func decodeEcho(t *testing.T, output json.RawMessage, v any) {
+	t.Helper()
+	var out struct {
+		Content []struct {
+			Text string `json:"text"`
+		} `json:"content"`
+	}
+	if err := json.Unmarshal(output, &out); err != nil || len(out.Content) != 1 {
+		t.Fatalf("output %s: %v", output, err)
+	}
+	if err := json.Unmarshal([]byte(out.Content[0].Text), v); err != nil {
+		t.Fatalf("echo %q: %v", out.Content[0].Text, err)
 	}
 }
