@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"syscall"
 	"time"
 
 	"github.com/seed-7bc021c3/reckon/kernel/gateway"
@@ -36,6 +37,7 @@ func runMCPGateway(ctx context.Context, args []string) error {
 	}
 	defer s.close()
 	core := s.core
+	core.KeepOnSignal(ctx, "reckon mcp-gateway", syscall.SIGHUP)
 	c.Log = core.Log.With().Str("component", "mcp-gateway").Logger()
 	g, err := gateway.New(ctx, core.Pool, c.Config)
 	if err != nil {

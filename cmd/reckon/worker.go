@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"flag"
+	"syscall"
 
 	"github.com/seed-7bc021c3/reckon/internal/app"
 )
@@ -20,6 +21,7 @@ func runWorker(ctx context.Context, args []string) error {
 		return err
 	}
 	defer s.close()
+	s.core.KeepOnSignal(ctx, "reckon worker", syscall.SIGHUP)
 	cfg := s.cfg
 	k, err := s.core.StartKernel(ctx, app.KernelConfig{})
 	if err != nil {

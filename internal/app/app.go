@@ -190,6 +190,24 @@ func (c *Core) ReloadTokens() error {
 // `reckon serve` and `reckon dev`) until ctx ends. Once it returns, the
 // signals are being caught: one sent then no longer ends the process.
 func (c *Core) ReloadTokensOn(ctx context.Context, sig ...os.Signal) {
+	onSignal(ctx, func() { _ = c.ReloadTokens() }, sig...)
+}
+
+// KeepOnSignal makes each of the signals a logged no-op for a
+// long-running command that has nothing to reload (what names it:
+// `reckon worker`, `reckon mcp-gateway`), until ctx ends. SIGHUP's
+// default action ends a process: an operator reloading the API's tokens
+// with `pkill -HUP reckon` would kill every worker in the middle of its
+// calls (each then uncertain) and every gateway with its sessions.
+func (c *Core) KeepOnSignal(ctx context.Context, what string, sig ...os.Signal) {
+	onSignal(ctx, func() {
+		c.Log.Info().Msgf("%s has nothing to reload on this signal (reckon serve and reckon dev reload RECKON_TOKENS_FILE); ignored", what)
+	}, sig...)
+}
+
+// onSignal calls f on each of the signals until ctx ends; once it
+// returns, the signals are being caught.
+func onSignal(ctx context.Context, f func(), sig ...os.Signal) {
 	ch := make(chan os.Signal, 1)
 	signal.Notify(ch, sig...)
 	go func() {
@@ -199,7 +217,7 @@ func (c *Core) ReloadTokensOn(ctx context.Context, sig ...os.Signal) {
 			case <-ctx.Done():
 				return
 			case <-ch:
-				_ = c.ReloadTokens()
+				f()
 			}
 		}
 	}()
