@@ -22,7 +22,8 @@ type ToolCall struct {
 	// worker that resolves Tool elsewhere refuses the call (effect none)
 	// rather than make it where the probes will not look. Empty: the
 	// worker resolves Tool (calls scheduled before the kernel recorded
-	// the server).
+	// the server, and calls whose tool resolved to no server just before
+	// their tool.started, which then names none).
 	Server       string `json:"server,omitempty"`
 	UpstreamTool string `json:"upstream_tool,omitempty"`
 }
