@@ -110,6 +110,14 @@ type ToolFailed struct {
 	ChildRunID         string `json:"child_run_id,omitempty"`
 	ChildOpsTotal      *int   `json:"child_ops_total,omitempty"`
 	ChildOpsUnresolved *int   `json:"child_ops_unresolved,omitempty"`
+	// ChildOpsNone and ChildOpsUnknown count the child's settled
+	// operations whose last settling event says effect none and unknown
+	// (kernel.ChildSummary's None and Unknown); omitted when 0, as in
+	// failures recorded before they were counted. Without them the counts
+	// said "all settled" of a child whose operation was ruled unknown, and
+	// a reader inferred occurred where the kernel said uncertain.
+	ChildOpsNone    int `json:"child_ops_none,omitempty"`
+	ChildOpsUnknown int `json:"child_ops_unknown,omitempty"`
 }
 
 // EffectiveEffect applies the legacy rule: a tool.failed without an effect
@@ -134,7 +142,7 @@ func (f ToolFailed) ChildSummary() *ChildSummary {
 	if f.ChildOpsTotal == nil || f.ChildOpsUnresolved == nil {
 		return nil
 	}
-	return &ChildSummary{Total: *f.ChildOpsTotal, Unresolved: *f.ChildOpsUnresolved}
+	return &ChildSummary{Total: *f.ChildOpsTotal, Unresolved: *f.ChildOpsUnresolved, None: f.ChildOpsNone, Unknown: f.ChildOpsUnknown}
 }
 
 // ToolBlocked is the data of tool.blocked.

@@ -206,7 +206,8 @@ func TestDelegatedChildFailureSettled(t *testing.T) {
 	if err := evs[2].DecodeData(&d); err != nil {
 		t.Fatal(err)
 	}
-	if d.ChildRunID != "p1.op-1" || d.ChildOpsTotal == nil || *d.ChildOpsTotal != 2 || d.ChildOpsUnresolved == nil || *d.ChildOpsUnresolved != 0 {
+	if d.ChildRunID != "p1.op-1" || d.ChildOpsTotal == nil || *d.ChildOpsTotal != 2 || d.ChildOpsUnresolved == nil || *d.ChildOpsUnresolved != 0 ||
+		d.ChildOpsNone != 1 || d.ChildOpsUnknown != 0 {
 		t.Fatalf("tool.failed = %+v", d)
 	}
 }

@@ -126,6 +126,9 @@ type stepResult struct {
 	ChildRunID         string
 	ChildOpsTotal      *int
 	ChildOpsUnresolved *int
+	// ChildOpsNone and ChildOpsUnknown are kernel.ChildSummary's None and
+	// Unknown (recorded only when not 0).
+	ChildOpsNone, ChildOpsUnknown int
 }
 
 type run struct {
@@ -327,6 +330,7 @@ func (r *run) step(ctx workflow.Context, s Step, opID, reissueOf string) (stepRe
 	err := r.record(ctx, kernel.TypeToolFailed, opID+"/failed", kernel.ToolFailed{
 		OperationID: opID, ErrorType: res.ErrorType, Error: res.Error, Effect: res.Effect,
 		ChildRunID: res.ChildRunID, ChildOpsTotal: res.ChildOpsTotal, ChildOpsUnresolved: res.ChildOpsUnresolved,
+		ChildOpsNone: res.ChildOpsNone, ChildOpsUnknown: res.ChildOpsUnknown,
 	})
 	return res, err
 }
@@ -483,6 +487,7 @@ func (r *run) delegate(ctx workflow.Context, s Step, opID string) stepResult {
 	}
 	res.Effect = sum.Effect
 	res.ChildOpsTotal, res.ChildOpsUnresolved = &sum.Total, &sum.Unresolved
+	res.ChildOpsNone, res.ChildOpsUnknown = sum.None, sum.Unknown
 	return res
 }
 

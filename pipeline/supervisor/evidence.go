@@ -68,7 +68,9 @@ func Prove(op pipeline.WallOperation) Proof {
 	if f == nil {
 		return Proof{}
 	}
-	if c := op.KernelChildSummary(); c != nil && f.ErrorType == kernel.ErrorTypeDelegationFail && c.Total > 0 && c.Unresolved == 0 {
+	// The kernel's own rule (kernel.ChildSummary.Effect): every child
+	// operation settled, none of them unknown and not all of them none.
+	if c := op.KernelChildSummary(); c != nil && f.ErrorType == kernel.ErrorTypeDelegationFail && c.Total > 0 && c.Effect() == kernel.EffectOccurred {
 		return Proof{Effect: kernel.EffectOccurred, Basis: kernel.BasisInference,
 			Why: fmt.Sprintf("delegated child run %s: the kernel's summary counts all %d child operations settled in the journal", op.ChildRunID, c.Total)}
 	}

@@ -191,3 +191,36 @@ func TestSettle(t *testing.T) {
 		t.Error("ParseSettlePolicy accepted trust")
 	}
 }
+
+// TestKernelChildSummaryFollowsTheKernelsRule: since a child run's
+// operations settled unknown or all none stopped making its delegation
+// occurred (kernel.ChildSummary.Effect), the kernel records such a
+// delegation's failure uncertain (or none) with every child operation
+// settled. "All settled" must not prove occurred by inference then.
+func TestKernelChildSummaryFollowsTheKernelsRule(t *testing.T) {
+	t.Parallel()
+	var f kernel.ToolFailed
+	if err := json.Unmarshal([]byte(`{"operation_id":"op-1","error_type":"delegated_run_failed","error":"x","effect":"uncertain",
+		"child_ops_total":2,"child_ops_unresolved":0,"child_ops_unknown":1}`), &f); err != nil {
+		t.Fatal(err)
+	}
+	c := f.ChildSummary()
+	if c == nil || c.Unknown != 1 {
+		t.Fatalf("tool.failed's child summary %+v lost child_ops_unknown", c)
+	}
+	op := pipeline.WallOperation{OperationID: "op-1", Tool: "delegate", State: "failed_uncertain",
+		StartedKey: kernel.EventKey{SourceID: "kernel", EventID: "r/op-1/started"}, ChildRunID: "r.op-1",
+		Failure:  &pipeline.WallFailure{ErrorType: kernel.ErrorTypeDelegationFail, Error: "x", Effect: "uncertain", ReportedBy: "kernel"},
+		ChildOps: &pipeline.ChildSummary{ChildSummary: *c, ReportedBy: "kernel"}}
+	if p := Prove(op); p.Effect == kernel.EffectOccurred {
+		t.Fatalf("a child with an operation ruled unknown proved its delegation occurred: %+v", p)
+	}
+	op.ChildOps.Unknown, op.ChildOps.None = 0, 2
+	if p := Prove(op); p.Effect == kernel.EffectOccurred {
+		t.Fatalf("a child whose every operation settled none proved its delegation occurred: %+v", p)
+	}
+	op.ChildOps.None = 1
+	if p := Prove(op); p.Effect != kernel.EffectOccurred {
+		t.Fatalf("a child with an operation that occurred, all settled: %+v, want occurred", p)
+	}
+}
