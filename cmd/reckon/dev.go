@@ -23,7 +23,11 @@ func runDev(ctx context.Context, args []string) error {
 		return err
 	}
 	defer stack.Close()
-	stack.Core.ReloadTokensOn(ctx, syscall.SIGHUP)
+	if cfg.TokensFile != "" {
+		// Only with a file to re-read: dev often runs in a terminal, whose
+		// hangup (SIGHUP) should still end it.
+		stack.Core.ReloadTokensOn(ctx, syscall.SIGHUP)
+	}
 	if stack.GeneratedToken != "" {
 		fmt.Fprintf(os.Stderr, "reckon dev: no RECKON_TOKENS set; generated operator token (shown once):\n  %s\n", stack.GeneratedToken)
 	}
