@@ -28,6 +28,13 @@ type ToolCall struct {
 	UpstreamTool string `json:"upstream_tool,omitempty"`
 }
 
+// MCPPrefix starts the kernel's names of MCP tools: mcp__<tool>, or
+// mcp__<server>__<tool> for one server's.
+const MCPPrefix = "mcp__"
+
+// MCPToolName is the kernel's name of server's tool: mcp__<server>__<tool>.
+func MCPToolName(server, tool string) string { return MCPPrefix + server + "__" + tool }
+
 // Upstream is a Tool that calls a tool of a named server (an MCP
 // server's): the kernel records both in tool.started, so that a probe
 // asks the server the call went to and no other.

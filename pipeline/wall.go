@@ -81,9 +81,9 @@ func (o WallOperation) MCPTarget() string {
 	}
 	name := o.UpstreamTool
 	if name == "" {
-		name = strings.TrimPrefix(o.Tool, "mcp__")
+		name = strings.TrimPrefix(o.Tool, kernel.MCPPrefix)
 	}
-	return "mcp__" + o.Server + "__" + name
+	return kernel.MCPToolName(o.Server, name)
 }
 
 // WallFailure is the operation's tool.failed, when there is one.

@@ -84,7 +84,7 @@ func KeyAmbiguity(project, runID, operationID string) string {
 }
 
 // Prefix is the kernel tool-name prefix of MCP tools.
-const Prefix = "mcp__"
+const Prefix = kernel.MCPPrefix
 
 // Error types of MCP tool failures (tool.failed.error_type).
 const (

@@ -105,7 +105,7 @@ func (a *Activities) lookupPinned(call kernel.ToolCall) (kernel.Tool, bool) {
 	if call.Server == "" {
 		return nil, false
 	}
-	t, ok := a.Tools.Lookup(mcpPrefix + call.Server + "__" + call.UpstreamTool)
+	t, ok := a.Tools.Lookup(kernel.MCPToolName(call.Server, call.UpstreamTool))
 	return t, ok && pinned(t)
 }
 

@@ -341,7 +341,7 @@ func (r *run) step(ctx workflow.Context, s Step, opID, reissueOf string) (stepRe
 // or the resolution failed: the call then resolves as it did before, and
 // a tool the worker lacks is refused there (effect none).
 func (r *run) resolve(ctx workflow.Context, tool string) (server, upstream string) {
-	if !r.recordServer || !strings.HasPrefix(tool, mcpPrefix) || ctx.Err() != nil {
+	if !r.recordServer || !strings.HasPrefix(tool, kernel.MCPPrefix) || ctx.Err() != nil {
 		return "", ""
 	}
 	lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
@@ -356,10 +356,6 @@ func (r *run) resolve(ctx workflow.Context, tool string) (server, upstream strin
 	}
 	return out.Server, out.UpstreamTool
 }
-
-// mcpPrefix starts the kernel's names of MCP tools (mcptool.Prefix; the
-// workflow does not import the client).
-const mcpPrefix = "mcp__"
 
 // snapshot records a manifest of the run's workspace for a workspace tool
 // (nil for any other tool, for runs from before manifests, and when the
