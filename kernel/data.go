@@ -145,6 +145,16 @@ func (f ToolFailed) ChildSummary() *ChildSummary {
 	return &ChildSummary{Total: *f.ChildOpsTotal, Unresolved: *f.ChildOpsUnresolved, None: f.ChildOpsNone, Unknown: f.ChildOpsUnknown}
 }
 
+// WithChildSummary returns f carrying c's counts (ChildSummary reads them
+// back); a nil c leaves f as it is.
+func (f ToolFailed) WithChildSummary(c *ChildSummary) ToolFailed {
+	if c != nil {
+		f.ChildOpsTotal, f.ChildOpsUnresolved = &c.Total, &c.Unresolved
+		f.ChildOpsNone, f.ChildOpsUnknown = c.None, c.Unknown
+	}
+	return f
+}
+
 // ToolBlocked is the data of tool.blocked.
 type ToolBlocked struct {
 	OperationID string `json:"operation_id" reckon:"required,key"`

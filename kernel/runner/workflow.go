@@ -123,12 +123,9 @@ type ChildSummary struct {
 // stepResult is the outcome of one operation as the workflow records it.
 type stepResult struct {
 	ToolOutcome
-	ChildRunID         string
-	ChildOpsTotal      *int
-	ChildOpsUnresolved *int
-	// ChildOpsNone and ChildOpsUnknown are kernel.ChildSummary's None and
-	// Unknown (recorded only when not 0).
-	ChildOpsNone, ChildOpsUnknown int
+	ChildRunID string
+	// Child is a failed delegation's child summary, when it was taken.
+	Child *kernel.ChildSummary
 }
 
 type run struct {
@@ -329,9 +326,8 @@ func (r *run) step(ctx workflow.Context, s Step, opID, reissueOf string) (stepRe
 	}
 	err := r.record(ctx, kernel.TypeToolFailed, opID+"/failed", kernel.ToolFailed{
 		OperationID: opID, ErrorType: res.ErrorType, Error: res.Error, Effect: res.Effect,
-		ChildRunID: res.ChildRunID, ChildOpsTotal: res.ChildOpsTotal, ChildOpsUnresolved: res.ChildOpsUnresolved,
-		ChildOpsNone: res.ChildOpsNone, ChildOpsUnknown: res.ChildOpsUnknown,
-	})
+		ChildRunID: res.ChildRunID,
+	}.WithChildSummary(res.Child))
 	return res, err
 }
 
@@ -482,8 +478,7 @@ func (r *run) delegate(ctx workflow.Context, s Step, opID string) stepResult {
 		return res
 	}
 	res.Effect = sum.Effect
-	res.ChildOpsTotal, res.ChildOpsUnresolved = &sum.Total, &sum.Unresolved
-	res.ChildOpsNone, res.ChildOpsUnknown = sum.None, sum.Unknown
+	res.Child = &sum.ChildSummary
 	return res
 }
 
