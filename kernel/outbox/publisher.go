@@ -627,8 +627,7 @@ func (p *Publisher) deliverAround(ctx context.Context, tx pgx.Tx, events []kerne
 		return nil, err
 	}
 	*refusals--
-	refused := kernel.IngestResult{SourceID: events[i].SourceID, EventID: events[i].EventID, Status: statusRejected,
-		Reason: "journal rejected the event: " + kernel.ErrorMessage(err)}
+	refused := rejected(events[i], err)
 	if code == kernel.EForbidden {
 		refused.Status, refused.Reason = statusDeferred, "journal refused the event to this publisher: "+kernel.ErrorMessage(err)
 		p.log.Warn().Str("source_id", refused.SourceID).Str("event_id", refused.EventID).Str("reason", refused.Reason).
@@ -651,10 +650,12 @@ func (p *Publisher) deliverAround(ctx context.Context, tx pgx.Tx, events []kerne
 // delivery and commits that.
 func (p *Publisher) retryLater(ctx context.Context, tx pgx.Tx, b batch, cause error) error {
 	delays := make([]float64, len(b.ids))
+	reasons := make([]string, len(b.ids))
+	reason := kernel.TruncateUTF8(cause.Error(), 2000)
 	for i, a := range b.attempts {
-		delays[i] = p.backoff(a).Seconds()
+		delays[i], reasons[i] = p.backoff(a).Seconds(), reason
 	}
-	if _, err := tx.Exec(ctx, retryLaterSQL, b.ids, delays, kernel.TruncateUTF8(cause.Error(), 2000)); err != nil {
+	if _, err := tx.Exec(ctx, retryLaterSQL, b.ids, delays, reasons); err != nil {
 		return errors.Join(fmt.Errorf("publish: deliver: %w", cause), fmt.Errorf("publish: schedule retry: %w", err))
 	}
 	p.m.failures.Inc()
@@ -708,7 +709,7 @@ func (p *Publisher) mark(ctx context.Context, tx pgx.Tx, b batch, results []kern
 		}
 	}
 	if len(deferIDs) > 0 {
-		if _, err := tx.Exec(ctx, deferSQL, deferIDs, deferDelay, deferReason); err != nil {
+		if _, err := tx.Exec(ctx, retryLaterSQL, deferIDs, deferDelay, deferReason); err != nil {
 			return fmt.Errorf("publish: schedule refused rows: %w", err)
 		}
 		p.m.failures.Inc()
@@ -730,16 +731,19 @@ const (
 	statusUnjudged = "unjudged"
 )
 
+// rejected is the publisher's answer for an event the journal refused as
+// invalid (err), to be parked.
+func rejected(ev kernel.Event, err error) kernel.IngestResult {
+	return kernel.IngestResult{SourceID: ev.SourceID, EventID: ev.EventID, Status: statusRejected,
+		Reason: "journal rejected the event: " + kernel.ErrorMessage(err)}
+}
+
 // deliverEach delivers events one at a time after the journal rejected
 // them as a batch (batchErr). An event rejected on its own is answered
 // statusRejected, to be parked; any other failure ends the pass and is
 // returned, and the whole batch is retried later (what was delivered before
 // it is answered repeated then).
 func (p *Publisher) deliverEach(ctx context.Context, tx pgx.Tx, events []kernel.Event, batchErr error) ([]kernel.IngestResult, error) {
-	rejected := func(ev kernel.Event, err error) kernel.IngestResult {
-		return kernel.IngestResult{SourceID: ev.SourceID, EventID: ev.EventID, Status: statusRejected,
-			Reason: "journal rejected the event: " + kernel.ErrorMessage(err)}
-	}
 	if len(events) == 1 {
 		return []kernel.IngestResult{rejected(events[0], batchErr)}, nil
 	}

@@ -70,16 +70,11 @@ UPDATE kernel_event_outbox o SET parked_at = now(), park_reason = s.reason, deli
 FROM unnest($1::bigint[], $2::text[]) AS s(id, reason)
 WHERE o.id = ANY($1::bigint[]) AND o.id = s.id`
 
+// retryLaterSQL schedules rows ($1) for another attempt after their
+// delays ($2, seconds) with their reasons ($3): a failed batch, whose rows
+// share one, or the rows of a batch the journal refused one by one
+// (deliverAround).
 const retryLaterSQL = `
-UPDATE kernel_event_outbox o
-SET attempts = o.attempts + 1, last_error = $3,
-    next_attempt_at = now() + make_interval(secs => s.delay_s)
-FROM unnest($1::bigint[], $2::float8[]) AS s(id, delay_s)
-WHERE o.id = ANY($1::bigint[]) AND o.id = s.id`
-
-// deferSQL is retryLaterSQL with a reason per row: the rows of a batch
-// the journal refused one by one (deliverAround).
-const deferSQL = `
 UPDATE kernel_event_outbox o
 SET attempts = o.attempts + 1, last_error = s.reason,
     next_attempt_at = now() + make_interval(secs => s.delay_s)
