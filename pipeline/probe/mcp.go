@@ -285,43 +285,28 @@ func (s *mcpSessions) target(tool string) (server, name string, timeout time.Dur
 // or offering the tool without lookup_operation) leaves the answer an
 // error, which the probe reports inconclusive.
 func (s *mcpSessions) LookupOperation(ctx context.Context, run Run, tool, key string) (LookupAnswer, bool, error) {
-	server, name, timeout := s.target(tool)
-	var errs []error
+	named, name, timeout, offers, errs := s.offering(ctx, run, tool)
 	var unaskable, unseen []string
 	var first LookupAnswer
-	for _, sc := range s.c.Servers {
-		if server != "" && sc.Name != server {
-			continue
-		}
-		if len(sc.Tools) > 0 && !contains(sc.Tools, name) {
-			continue
-		}
-		ss := s.session(ctx, sc, run, timeout)
-		if ss.err != nil {
-			errs = append(errs, fmt.Errorf("server %s: %w", sc.Name, ss.err))
-			continue
-		}
-		if !ss.tools[name] {
-			continue
-		}
-		if !ss.tools["lookup_operation"] {
-			unaskable = append(unaskable, sc.Name)
+	for _, o := range offers {
+		if !o.ss.tools["lookup_operation"] {
+			unaskable = append(unaskable, o.sc.Name)
 			continue
 		}
 		lctx, cancel := context.WithTimeout(ctx, timeout)
-		ans, err := lookup(lctx, ss.cs, sc.Name, key)
+		ans, err := lookup(lctx, o.ss.cs, o.sc.Name, key)
 		cancel()
 		if err != nil {
-			errs = append(errs, fmt.Errorf("server %s: %w", sc.Name, err))
+			errs = append(errs, fmt.Errorf("server %s: %w", o.sc.Name, err))
 			continue
 		}
-		if server != "" || ans.Status != LookupNeverSeen {
+		if named || ans.Status != LookupNeverSeen {
 			return ans, true, nil
 		}
 		if len(unseen) == 0 {
 			first = ans
 		}
-		unseen = append(unseen, sc.Name)
+		unseen = append(unseen, o.sc.Name)
 	}
 	switch {
 	case len(errs) > 0:
@@ -334,6 +319,36 @@ func (s *mcpSessions) LookupOperation(ctx context.Context, run Run, tool, key st
 	}
 	first.Server = strings.Join(unseen, ", ")
 	return first, true, nil
+}
+
+// offer is a configured server that offers a tool, with the scope's
+// session with it.
+type offer struct {
+	sc mcptool.ServerConfig
+	ss *mcpSession
+}
+
+// offering connects to the servers that may offer tool — the one
+// mcp__<server>__<tool> names (named), or every configured one for a bare
+// mcp__<tool> — and returns those that offer it, in configuration order,
+// with the server's name for the tool, the per-request timeout, and the
+// errors of the servers that could not be reached.
+func (s *mcpSessions) offering(ctx context.Context, run Run, tool string) (named bool, name string, timeout time.Duration, offers []offer, errs []error) {
+	server, name, timeout := s.target(tool)
+	for _, sc := range s.c.Servers {
+		if server != "" && sc.Name != server || len(sc.Tools) > 0 && !contains(sc.Tools, name) {
+			continue
+		}
+		ss := s.session(ctx, sc, run, timeout)
+		if ss.err != nil {
+			errs = append(errs, fmt.Errorf("server %s: %w", sc.Name, ss.err))
+			continue
+		}
+		if ss.tools[name] {
+			offers = append(offers, offer{sc: sc, ss: ss})
+		}
+	}
+	return server != "", name, timeout, offers, errs
 }
 
 // StateAnswer is what a server's state says about a write call: the facts
@@ -363,37 +378,21 @@ type StateReader interface {
 // the tool must be offered by exactly one configured server, every other
 // one reachable enough to say it does not offer it.
 func (s *mcpSessions) ReadState(ctx context.Context, run Run, tool string, args json.RawMessage) (StateAnswer, bool, error) {
-	server, name, timeout := s.target(tool)
-	var errs []error
-	var offering []string
-	var sc mcptool.ServerConfig
-	var ss *mcpSession
-	for _, c := range s.c.Servers {
-		if server != "" && c.Name != server || len(c.Tools) > 0 && !contains(c.Tools, name) {
-			continue
-		}
-		cs := s.session(ctx, c, run, timeout)
-		if cs.err != nil {
-			errs = append(errs, fmt.Errorf("server %s: %w", c.Name, cs.err))
-			continue
-		}
-		if !cs.tools[name] {
-			continue
-		}
-		if len(offering) == 0 {
-			sc, ss = c, cs
-		}
-		offering = append(offering, c.Name)
-	}
+	_, name, timeout, offers, errs := s.offering(ctx, run, tool)
 	switch {
 	case len(errs) > 0:
 		return StateAnswer{}, true, errors.Join(errs...)
-	case len(offering) == 0:
+	case len(offers) == 0:
 		return StateAnswer{}, false, nil
-	case len(offering) > 1:
+	case len(offers) > 1:
+		names := make([]string, len(offers))
+		for i, o := range offers {
+			names[i] = o.sc.Name
+		}
 		return StateAnswer{}, true, fmt.Errorf("servers %s all offer %s and the call names no server: the kernel's worker called the first of them it could reach, so no one server's state proves the call",
-			strings.Join(offering, ", "), name)
+			strings.Join(names, ", "), name)
 	}
+	sc, ss := offers[0].sc, offers[0].ss
 	if a, ok := mcptool.AdapterFor(name, ss.tools); ok {
 		facts, err := a.Facts(name, args)
 		if err != nil {
