@@ -116,8 +116,14 @@ func (e Event) Validate() error {
 // stored events with Validate alone, so a failure journaled without an
 // error message still loads, while a new one must say what went wrong.
 // Required means what reckon:"required" means for run.failed's error and
-// tool.blocked's reason: a non-empty string.
+// tool.blocked's reason: a non-empty string. And a run id may not be "."
+// or "..": clients resolve such a path segment away, so GET
+// /v1/runs/{run_id} (the console's detail panel) could never show the run,
+// and its operations would be decided blind.
 func (e Event) ValidateNew() error {
+	if e.RunID == "." || e.RunID == ".." {
+		return fieldErr(e, "run_id", "%q is not a run id that GET /v1/runs/{run_id} can address (clients resolve it as a path segment); choose another", e.RunID)
+	}
 	if e.Type != TypeToolFailed {
 		return nil
 	}

@@ -67,21 +67,15 @@ func (s *Server) ingest(w http.ResponseWriter, r *http.Request) error {
 			// what stored events from earlier versions may lack.
 			err = ev.ValidateNew()
 		}
-		if err == nil && (ev.RunID == "." || ev.RunID == "..") {
-			// Browsers and most clients resolve such a path segment away,
-			// so GET /v1/runs/{run_id} (the console's detail panel) could
-			// never show the run: its operations would be decided blind.
-			err = kernel.Errorf(kernel.EInvalid, "field \"run_id\": %q is not a run id that GET /v1/runs/{run_id} can address (clients resolve it as a path segment); choose another", ev.RunID)
-		}
 		if err != nil {
-			return kernel.RefusedEvent(i, kernel.Errorf(kernel.EInvalid, "events[%d]: %s", i, kernel.ErrorMessage(err)))
+			return refusedEvent(i, kernel.EInvalid, "%s", kernel.ErrorMessage(err))
 		}
 		events[i] = ev
 	}
 	p, _ := PrincipalFrom(r.Context())
 	for i, ev := range events {
 		if err := Authorize(p, ev); err != nil {
-			return kernel.RefusedEvent(i, kernel.Errorf(kernel.EForbidden, "events[%d]: %s", i, kernel.ErrorMessage(err)))
+			return refusedEvent(i, kernel.EForbidden, "%s", kernel.ErrorMessage(err))
 		}
 	}
 	runs, err := runsBounded(events)
@@ -245,13 +239,13 @@ func writersRefused(r *http.Request, owners kernel.RunOwners, events []kernel.Ev
 		w := writers[k]
 		switch {
 		case w.Recorder == kernel.RecorderGateway:
-			return kernel.RefusedEvent(i, kernel.Errorf(kernel.EForbidden,
-				"events[%d]: field \"run_id\": run %q of project %q is a run of the MCP gateway (reckon mcp-gateway), or a child run of one; only the gateway writes its events",
-				i, ev.RunID, ev.Project))
+			return refusedEvent(i, kernel.EForbidden,
+				"field \"run_id\": run %q of project %q is a run of the MCP gateway (reckon mcp-gateway), or a child run of one; only the gateway writes its events",
+				ev.RunID, ev.Project)
 		case w.Recorder != "":
-			return kernel.RefusedEvent(i, kernel.Errorf(kernel.EForbidden,
-				"events[%d]: field \"run_id\": run %q of project %q is a kernel run (started through POST /v1/runs, or a child run of one); only the kernel writes its events",
-				i, ev.RunID, ev.Project))
+			return refusedEvent(i, kernel.EForbidden,
+				"field \"run_id\": run %q of project %q is a kernel run (started through POST /v1/runs, or a child run of one); only the kernel writes its events",
+				ev.RunID, ev.Project)
 		case w.Source == "":
 			// Nobody owns the run or a run it descends from, unless an
 			// earlier event of this batch claimed one of those: the
@@ -274,12 +268,19 @@ func writersRefused(r *http.Request, owners kernel.RunOwners, events []kernel.Ev
 		case w.Source != ev.SourceID && w.SourceRun != "" && w.SourceRun != ev.RunID:
 			return childRefused(i, ev, w)
 		case w.Source != ev.SourceID:
-			return kernel.RefusedEvent(i, kernel.Errorf(kernel.EForbidden,
-				"events[%d]: field \"source_id\": run %q of project %q belongs to source %q (the source of its first event), and only that source writes its events; got %q — report this run's operations under a run id of your own",
-				i, ev.RunID, ev.Project, w.Source, ev.SourceID))
+			return refusedEvent(i, kernel.EForbidden,
+				"field \"source_id\": run %q of project %q belongs to source %q (the source of its first event), and only that source writes its events; got %q — report this run's operations under a run id of your own",
+				ev.RunID, ev.Project, w.Source, ev.SourceID)
 		}
 	}
 	return nil
+}
+
+// refusedEvent is the refusal of the batch's event i, with code and the
+// message format says, named "events[i]: ..." and answered with
+// event_index (kernel.RefusedEvent).
+func refusedEvent(i int, code, format string, args ...any) error {
+	return kernel.RefusedEvent(i, kernel.Errorf(code, "events[%d]: %s", i, fmt.Sprintf(format, args...)))
 }
 
 // childRefused is writersRefused's refusal of event i, in a run nobody has
@@ -288,7 +289,7 @@ func writersRefused(r *http.Request, owners kernel.RunOwners, events []kernel.Ev
 // delegation's) are its owner's, so that no one else makes up what the
 // listing counts of a delegation's child.
 func childRefused(i int, ev kernel.Event, w kernel.RunWriter) error {
-	return kernel.RefusedEvent(i, kernel.Errorf(kernel.EForbidden,
-		"events[%d]: field \"source_id\": run %q of project %q is a child run of run %q, which belongs to source %q (the source of its first event), and only that source writes the events of that run and of its child runs; got %q — report this run's operations under a run id of your own",
-		i, ev.RunID, ev.Project, w.SourceRun, w.Source, ev.SourceID))
+	return refusedEvent(i, kernel.EForbidden,
+		"field \"source_id\": run %q of project %q is a child run of run %q, which belongs to source %q (the source of its first event), and only that source writes the events of that run and of its child runs; got %q — report this run's operations under a run id of your own",
+		ev.RunID, ev.Project, w.SourceRun, w.Source, ev.SourceID)
 }
