@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
-	"sort"
 	"time"
 
 	"github.com/seed-7bc021c3/reckon/kernel"
@@ -223,8 +222,8 @@ func probeRun(rk runKey, evs []journal.StoredEvent) probe.Run {
 	// kernel dates its events with the workflow's clock, which orders its
 	// operations as they ran; an operation another writer recorded has no
 	// such time, and journal order then stands.
-	if byTime := slices.IndexFunc(run.Started, func(s probe.StartedOp) bool { return s.StartedAt.IsZero() }) < 0; byTime {
-		sort.SliceStable(run.Started, func(i, j int) bool { return run.Started[i].StartedAt.Before(run.Started[j].StartedAt) })
+	if !slices.ContainsFunc(run.Started, func(s probe.StartedOp) bool { return s.StartedAt.IsZero() }) {
+		slices.SortStableFunc(run.Started, func(a, b probe.StartedOp) int { return a.StartedAt.Compare(b.StartedAt) })
 	}
 	return run
 }
