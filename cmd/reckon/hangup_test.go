@@ -32,13 +32,7 @@ func TestWorkerSurvivesSIGHUP(t *testing.T) {
 	s := pgtest.New(t)
 	var logs lockedBuffer
 	cmd := exec.Command(os.Args[0], "worker")
-	cmd.Env = append(os.Environ(),
-		execMainEnv+"=1",
-		"DATABASE_URL="+s.URL,
-		"TEMPORAL_ADDRESS="+conn.Embedded.HostPort(),
-		"TEMPORAL_NAMESPACE=hangup-test",
-		"RECKON_TASK_QUEUE=hangup-test",
-		"RECKON_DATA_DIR="+sandboxtest.Dir(t),
+	cmd.Env = reckonEnv(s.URL, conn, "hangup-test", "hangup-test", sandboxtest.Dir(t),
 		"RECKON_LOG_LEVEL=info",
 		"RECKON_TOKENS=",
 	)

@@ -47,13 +47,7 @@ func TestServeAllRoles(t *testing.T) {
 	}
 
 	cmd := exec.CommandContext(ctx, os.Args[0], "serve")
-	cmd.Env = append(os.Environ(),
-		execMainEnv+"=1",
-		"DATABASE_URL="+s.URL,
-		"TEMPORAL_ADDRESS="+conn.Embedded.HostPort(),
-		"TEMPORAL_NAMESPACE=serve-test",
-		"RECKON_TASK_QUEUE=serve-"+s.Name,
-		"RECKON_DATA_DIR="+sandboxtest.Dir(t),
+	cmd.Env = reckonEnv(s.URL, conn, "serve-test", "serve-"+s.Name, sandboxtest.Dir(t),
 		"RECKON_HTTP_ADDR=127.0.0.1:0",
 		"RECKON_TOKENS=ops:operator:operator-secret,ro:reader:reader-secret",
 		"RECKON_TRIAGE_SCHEDULE=@every 1s",

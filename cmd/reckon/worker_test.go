@@ -30,6 +30,21 @@ import (
 // running the real command, without a second link of the whole binary.
 const execMainEnv = "RECKON_TEST_EXEC_MAIN"
 
+// reckonEnv is the environment of a reckon process the test starts from
+// its own binary (execMainEnv), against the database at dbURL and the
+// Temporal frontend of conn (namespace ns, task queue queue), keeping its
+// data in dataDir; extra entries come after, and win.
+func reckonEnv(dbURL string, conn *temporalx.Conn, ns, queue, dataDir string, extra ...string) []string {
+	return append(append(os.Environ(),
+		execMainEnv+"=1",
+		"DATABASE_URL="+dbURL,
+		"TEMPORAL_ADDRESS="+conn.Embedded.HostPort(),
+		"TEMPORAL_NAMESPACE="+ns,
+		"RECKON_TASK_QUEUE="+queue,
+		"RECKON_DATA_DIR="+dataDir,
+	), extra...)
+}
+
 func TestMain(m *testing.M) {
 	if os.Getenv(execMainEnv) == "1" {
 		main()
@@ -79,13 +94,7 @@ func TestWorkerSIGKILLDuringRunCommand(t *testing.T) {
 		// A killed worker stops heartbeating; the server notices within 1s.
 		Timeouts: runner.Timeouts{ToolHeartbeat: time.Second, ToolStartToClose: 30 * time.Second},
 	}
-	env := append(os.Environ(),
-		execMainEnv+"=1",
-		"DATABASE_URL="+s.URL,
-		"TEMPORAL_ADDRESS="+conn.Embedded.HostPort(),
-		"TEMPORAL_NAMESPACE=crash-test",
-		"RECKON_TASK_QUEUE="+queue,
-		"RECKON_DATA_DIR="+dataDir,
+	env := reckonEnv(s.URL, conn, "crash-test", queue, dataDir,
 		"RECKON_LOG_LEVEL=error",
 		"RECKON_TOKENS=",
 		"KERNEL_FAULT_AFTER_EFFECT=",
