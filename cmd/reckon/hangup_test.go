@@ -9,11 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
-
 	"github.com/seed-7bc021c3/reckon/internal/pgtest"
 	"github.com/seed-7bc021c3/reckon/internal/sandboxtest"
-	"github.com/seed-7bc021c3/reckon/kernel/temporalx"
 )
 
 // A SIGHUP meant for the API's token reload (`pkill -HUP reckon`) does
@@ -24,11 +21,7 @@ func TestWorkerSurvivesSIGHUP(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	conn, err := temporalx.Connect(ctx, temporalx.Config{Namespace: "hangup-test", Log: zerolog.Nop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn := connectTemporal(ctx, t, "hangup-test")
 	s := pgtest.New(t)
 	var logs lockedBuffer
 	cmd := exec.Command(os.Args[0], "worker")

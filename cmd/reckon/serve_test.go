@@ -14,11 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
-
 	"github.com/seed-7bc021c3/reckon/internal/pgtest"
 	"github.com/seed-7bc021c3/reckon/internal/sandboxtest"
-	"github.com/seed-7bc021c3/reckon/kernel/temporalx"
 )
 
 // TestServeAllRoles runs `reckon serve` as a separate process against an
@@ -31,11 +28,7 @@ func TestServeAllRoles(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	conn, err := temporalx.Connect(ctx, temporalx.Config{Namespace: "serve-test", Log: zerolog.Nop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn := connectTemporal(ctx, t, "serve-test")
 	s := pgtest.New(t)
 
 	// Without TEMPORAL_ADDRESS, serve refuses with one line naming it.

@@ -30,6 +30,18 @@ import (
 // running the real command, without a second link of the whole binary.
 const execMainEnv = "RECKON_TEST_EXEC_MAIN"
 
+// connectTemporal connects to the tests' embedded Temporal server in
+// namespace ns, closed when the test ends.
+func connectTemporal(ctx context.Context, t *testing.T, ns string) *temporalx.Conn {
+	t.Helper()
+	conn, err := temporalx.Connect(ctx, temporalx.Config{Namespace: ns, Log: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(conn.Close)
+	return conn
+}
+
 // reckonEnv is the environment of a reckon process the test starts from
 // its own binary (execMainEnv), against the database at dbURL and the
 // Temporal frontend of conn (namespace ns, task queue queue), keeping its
@@ -69,11 +81,7 @@ func TestWorkerSIGKILLDuringRunCommand(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 
-	conn, err := temporalx.Connect(ctx, temporalx.Config{Namespace: "crash-test", Log: zerolog.Nop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn := connectTemporal(ctx, t, "crash-test")
 	b := reckontest.Setup(t, reckontest.Config{RealClock: true})
 	s, j := b.Schema, b.Journal
 	pubCtx, stopPub := context.WithCancel(ctx)
