@@ -14,6 +14,7 @@ func FuzzParseTokens(f *testing.F) {
 	for _, s := range []string{
 		"bot:agent:s3cret", "bot:agent:s3cret:src-a|src-b,ro:reader:r", "op:operator:x:kernel", "a:b", "", ",,",
 		"bot:agent:s\x00cret", "bot:agent:\xff", "bot:admin:x", "bot:agent:x,bot:reader:y", "  bot : agent : x  ",
+		"#,::", "# old:agent:s1, ops:operator:s2\nbot:agent:s3",
 	} {
 		f.Add(s)
 	}
@@ -22,12 +23,20 @@ func FuzzParseTokens(f *testing.F) {
 		if err != nil {
 			return
 		}
-		// The entries as Parse reads them: comma- or newline-separated,
-		// trimmed, "#" lines skipped.
-		for _, entry := range strings.FieldsFunc(spec, func(r rune) bool { return r == ',' || r == '\n' }) {
+		// The entries as Parse reads them: a line whose text starts with
+		// "#" is a comment whole, whatever commas it holds (a revoked
+		// line stays revoked); the other lines' comma-separated items,
+		// trimmed, except those starting with "#".
+		var entries []string
+		for _, line := range strings.Split(spec, "\n") {
+			if !strings.HasPrefix(strings.TrimSpace(line), "#") {
+				entries = append(entries, strings.Split(line, ",")...)
+			}
+		}
+		for _, entry := range entries {
 			entry = strings.TrimSpace(entry)
 			parts := strings.Split(entry, ":")
-			if strings.HasPrefix(entry, "#") || len(parts) < 3 {
+			if entry == "" || strings.HasPrefix(entry, "#") || len(parts) < 3 {
 				continue
 			}
 			secret := parts[2]
