@@ -28,7 +28,7 @@ func TestExitCodes(t *testing.T) {
 		{args: []string{"nope"}, code: 2, stderrHas: `unknown command "nope"`, stdoutNone: true},
 		{args: []string{"migrate", "--bogus"}, code: 2, stderrHas: "flag provided but not defined: -bogus", stdoutNone: true},
 		{args: []string{"migrate", "stray"}, code: 2, stderrHas: `unexpected argument "stray"`, stdoutNone: true},
-		{args: []string{"outbox"}, code: 2, stderrHas: "usage: reckon outbox parked", stdoutNone: true},
+		{args: []string{"outbox"}, code: 2, stderrHas: "usage: reckon outbox parked|retrying", stdoutNone: true},
 	} {
 		var stdout, stderr bytes.Buffer
 		code := run(ctx, c.args, &stdout, &stderr)

@@ -29,7 +29,7 @@ var commands = map[string]command{
 	"mcp-gateway":     {"MCP server in front of RECKON_MCP_SERVERS: every tools/call of any MCP client becomes a reconcilable operation (stdio, or --http ADDR)", runMCPGateway},
 	"migrate":         {"apply database migrations (safe to run twice, or from two processes)", runMigrate},
 	"ops":             {"operations API client: list, attention, history, reconcile, verdicts (RECKON_URL, RECKON_TOKEN)", runOps},
-	"outbox":          {"operator view of the outbox: `outbox parked` lists rows parked on a journal conflict, with the reason", runOutbox},
+	"outbox":          {"operator view of the outbox: `outbox parked` lists rows parked on a journal conflict, with the reason; `outbox retrying` rows whose delivery failed and is retried, with the last error", runOutbox},
 	"serve":           {"production roles (--api --worker --publisher --pipeline; default all) on external Temporal and PostgreSQL", runServe},
 	"soak":            {"fault soak: kill -9 dev, worker and triage, restart a private PostgreSQL, prove nothing is lost (SOAK_ROUNDS, SOAK_TIMEOUT)", runSoak},
 	"triage":          {"run one supervisor sweep now: walls of unsettled operations → verdicts (--project P --run R --dry-run)", runTriage},

@@ -8,19 +8,27 @@ import (
 	"io"
 	"os"
 	"text/tabwriter"
+	"time"
 
 	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/outbox"
 )
 
-// runOutbox lists parked outbox rows straight from DATABASE_URL: a parked
-// row never reaches the journal, so the API cannot show it.
+// runOutbox lists outbox rows straight from DATABASE_URL: parked rows
+// never reach the journal and retried ones have not yet, so the API
+// cannot show either.
 func runOutbox(ctx context.Context, args []string) error {
-	if len(args) == 0 || args[0] != "parked" {
-		return usageErrorf("usage: reckon outbox parked [--limit N] [--json]")
+	const usage = "usage: reckon outbox parked|retrying [--limit N] [--json]"
+	if len(args) == 0 || (args[0] != "parked" && args[0] != "retrying") {
+		return usageErrorf(usage)
 	}
-	fs := flag.NewFlagSet("outbox parked", flag.ContinueOnError)
-	limit := fs.Int("limit", 50, "at most this many rows, newest first")
+	what := args[0]
+	fs := flag.NewFlagSet("outbox "+what, flag.ContinueOnError)
+	order := "newest first"
+	if what == "retrying" {
+		order = "oldest first"
+	}
+	limit := fs.Int("limit", 50, "at most this many rows, "+order)
 	asJSON := fs.Bool("json", false, "print JSON instead of a table")
 	s, err := prologue(fs, args[1:])
 	if err != nil {
@@ -33,18 +41,53 @@ func runOutbox(ctx context.Context, args []string) error {
 		return err
 	}
 	defer s.close()
+	if what == "retrying" {
+		rows, err := outbox.ListRetrying(ctx, s.pool, *limit)
+		if err != nil {
+			return err
+		}
+		return printRows(*asJSON, what, rows, printRetrying, func(r outbox.Retrying) map[string]any {
+			return map[string]any{"source_id": r.Key.SourceID, "event_id": r.Key.EventID, "attempts": r.Attempts,
+				"enqueued_at": r.EnqueuedAt, "next_attempt_at": r.NextAttemptAt, "last_error": r.LastError}
+		})
+	}
 	rows, err := outbox.ListParked(ctx, s.pool, *limit)
 	if err != nil {
 		return err
 	}
-	if *asJSON {
-		out := make([]map[string]any, len(rows))
-		for i, r := range rows {
-			out[i] = map[string]any{"source_id": r.Key.SourceID, "event_id": r.Key.EventID, "reason": r.Reason, "parked_at": r.ParkedAt}
-		}
-		return json.NewEncoder(os.Stdout).Encode(map[string]any{"parked": out})
+	return printRows(*asJSON, what, rows, printParked, func(r outbox.Parked) map[string]any {
+		return map[string]any{"source_id": r.Key.SourceID, "event_id": r.Key.EventID, "reason": r.Reason, "parked_at": r.ParkedAt}
+	})
+}
+
+// printRows prints rows to stdout as table does, or as JSON ({"<key>":
+// [...]}, each row as object makes it).
+func printRows[T any](asJSON bool, key string, rows []T, table func(io.Writer, []T) error, object func(T) map[string]any) error {
+	if !asJSON {
+		return table(os.Stdout, rows)
 	}
-	return printParked(os.Stdout, rows)
+	out := make([]map[string]any, len(rows))
+	for i, r := range rows {
+		out[i] = object(r)
+	}
+	return json.NewEncoder(os.Stdout).Encode(map[string]any{key: out})
+}
+
+// printRetrying writes the table of rows whose delivery is retried, each
+// id and error through kernel.Printable as printParked does.
+func printRetrying(w io.Writer, rows []outbox.Retrying) error {
+	tw := tabwriter.NewWriter(w, 0, 2, 2, ' ', 0)
+	fmt.Fprintln(tw, "ENQUEUED AT	SOURCE	EVENT	ATTEMPTS	NEXT ATTEMPT	LAST ERROR")
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", r.EnqueuedAt.UTC().Format(time.RFC3339),
+			kernel.Printable(r.Key.SourceID), kernel.Printable(r.Key.EventID), r.Attempts,
+			r.NextAttemptAt.UTC().Format(time.RFC3339), kernel.Printable(kernel.Abbreviate(r.LastError, 200)))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(w, "%d row(s) retried (neither delivered nor parked)\n", len(rows))
+	return err
 }
 
 // printParked writes the table of parked rows. Their ids are an agent's
@@ -54,7 +97,7 @@ func printParked(w io.Writer, rows []outbox.Parked) error {
 	tw := tabwriter.NewWriter(w, 0, 2, 2, ' ', 0)
 	fmt.Fprintln(tw, "PARKED AT\tSOURCE\tEVENT\tREASON")
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.ParkedAt.UTC().Format("2006-01-02T15:04:05Z"),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.ParkedAt.UTC().Format(time.RFC3339),
 			kernel.Printable(r.Key.SourceID), kernel.Printable(r.Key.EventID), kernel.Printable(r.Reason))
 	}
 	if err := tw.Flush(); err != nil {

@@ -201,6 +201,38 @@ func ListParked(ctx context.Context, pool *pgxpool.Pool, limit int) ([]Parked, e
 	return out, rows.Err()
 }
 
+// Retrying is an outbox row whose delivery failed and is tried again with
+// backoff: neither delivered nor parked.
+type Retrying struct {
+	Key           kernel.EventKey
+	Attempts      int
+	EnqueuedAt    time.Time
+	NextAttemptAt time.Time
+	// LastError is the last failure: the journal unreachable, or its
+	// refusal of the event to this publisher (a kernel event sent to a
+	// journal behind the HTTP API waits for an in-process publisher).
+	LastError string
+}
+
+// ListRetrying returns up to limit rows whose delivery has failed and is
+// retried, oldest first: the events an operator looks for when they are
+// late, which ListParked does not show (they may still arrive).
+func ListRetrying(ctx context.Context, pool *pgxpool.Pool, limit int) ([]Retrying, error) {
+	rows, err := pool.Query(ctx, retryingSQL, limit)
+	if err != nil {
+		return nil, fmt.Errorf("list retrying: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Retrying, error) {
+		var x Retrying
+		err := r.Scan(&x.Key.SourceID, &x.Key.EventID, &x.Attempts, &x.EnqueuedAt, &x.NextAttemptAt, &x.LastError)
+		return x, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list retrying: %w", err)
+	}
+	return out, nil
+}
+
 // PendingFilter selects pending events (enqueued, neither delivered nor
 // parked) by the event's own fields. Project is required; an empty RunID
 // or OperationID and a nil Types match any; an OperationID needs its RunID

@@ -148,6 +148,16 @@ WHERE delivered_at IS NULL AND parked_at IS NULL
 ORDER BY id + 0`
 )
 
+// retryingSQL lists undelivered, unparked rows whose delivery has failed
+// at least once, oldest first, for operators: the pending index, filtered
+// on attempts (a listing an operator asks for, as long as the backlog).
+const retryingSQL = `
+SELECT source_id, event_id, attempts, created_at, next_attempt_at, coalesce(last_error, '')
+FROM kernel_event_outbox
+WHERE delivered_at IS NULL AND parked_at IS NULL AND attempts > 0
+ORDER BY id
+LIMIT $1`
+
 // storedSQL reads the event enqueued under one key.
 const storedSQL = `
 SELECT event FROM kernel_event_outbox WHERE source_id = $1 AND event_id = $2`
