@@ -21,6 +21,7 @@ import (
 	"github.com/seed-7bc021c3/reckon/internal/pgtest"
 	"github.com/seed-7bc021c3/reckon/internal/sandboxtest"
 	"github.com/seed-7bc021c3/reckon/kernel"
+	"github.com/seed-7bc021c3/reckon/kernel/auth"
 	"github.com/seed-7bc021c3/reckon/kernel/fault"
 	"github.com/seed-7bc021c3/reckon/kernel/outbox"
 	"github.com/seed-7bc021c3/reckon/kernel/runner"
@@ -198,6 +199,21 @@ func consoleControl(ctx context.Context, t *testing.T, st *Stack) string {
 		}
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(map[string]int{"journaled": rep.Journaled, "failed": rep.Failed})
+	})
+	// A token reload, as SIGHUP with RECKON_TOKENS_FILE makes it: ann's
+	// token takes the role ?ann= names.
+	mux.HandleFunc("POST /role", func(w http.ResponseWriter, r *http.Request) {
+		role := r.URL.Query().Get("ann")
+		if role != "operator" && role != "reader" {
+			http.Error(w, "?ann= must be operator or reader", http.StatusBadRequest)
+			return
+		}
+		next := &auth.Tokens{}
+		next.Add("ann", role, consoleOperatorTok)
+		next.Add("rita", "reader", consoleReaderTok)
+		next.Add("bot", "agent", consoleAgentTok)
+		st.Tokens.Replace(next)
+		w.WriteHeader(http.StatusNoContent)
 	})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -284,6 +284,23 @@ test('operator console', async (t) => {
     await waitText('#history', 'operator:ann');
   });
 
+  await t.test("a token reload that changes the token's role shows without a page reload", async () => {
+    const role = async (r) => {
+      const res = await fetch(control + '/role?ann=' + r, { method: 'POST' });
+      assert.equal(res.status, 204, await res.text());
+    };
+    await page.locator('#decide').waitFor();
+    await role('reader');
+    await waitText('#who', 'reader', REFRESH);
+    await page.locator('#decide').waitFor({ state: 'detached', timeout: REFRESH });
+    assert.equal(await page.locator('#readonly').isVisible(), true);
+    await waitText('#history', 'operator:ann');
+    await role('operator');
+    await waitText('#who', 'operator', REFRESH);
+    await page.locator('#decide').waitFor({ timeout: REFRESH });
+    assert.equal(await page.locator('#readonly').isVisible(), false);
+  });
+
   await t.test('sign-out forgets the token', async () => {
     await page.locator('#signout').click();
     await page.locator('#signin-form').waitFor();

@@ -266,9 +266,31 @@ function start(me) {
   $('signin').hidden = true;
   $('app').hidden = false;
   $('session').hidden = false;
+  showWho(me);
+  route();
+}
+
+function showWho(me) {
   $('who').replaceChildren(el('span', { text: me.name }), ' ', chip(me.role, 'role'));
   $('readonly').hidden = me.role === 'operator';
-  route();
+}
+
+// checkWho asks the server who the token is on every poll: a token
+// reload (SIGHUP with RECKON_TOKENS_FILE) can change its role while the
+// tab is open, and the page must not keep offering an operator's
+// decision form the server now refuses, nor hide it from a token that
+// became an operator. A change rebuilds the detail panel for the new role.
+async function checkWho() {
+  const { data: me } = await api('/v1/whoami');
+  if (!state.me) return;
+  if (me.role === 'agent') {
+    signOut('"' + me.name + '" is now an agent token; the console needs a reader or an operator token.');
+    return;
+  }
+  if (me.role === state.me.role && me.name === state.me.name) return;
+  state.me = me;
+  showWho(me);
+  state.detailFor = null; // not '' (no selection) nor a target: rebuilt by the next load
 }
 
 // loadProjects keeps the picker current (new projects appear without a
@@ -348,6 +370,13 @@ function route() {
 async function refresh() {
   clearTimeout(state.timer);
   state.timer = null;
+  if (!state.token || !state.me) return;
+  try {
+    await checkWho();
+  } catch (e) {
+    if (authLost(e)) return;
+    // Unreachable: the loads below say so on the page.
+  }
   if (!state.token || !state.me) return;
   const gen = ++state.gen;
   const loads = [loadProjects()];
