@@ -267,13 +267,16 @@ func (c *Core) NewAPI(k *Kernel, ops *operations.Service) *httpapi.Server {
 	}
 	return httpapi.New(httpapi.Config{
 		Tokens: c.Tokens, Log: c.Log, Registry: c.Registry,
-		Health:     func(ctx context.Context) error { return c.Pool.Ping(ctx) },
-		Journal:    c.Journal,
-		Owners:     operations.Owners{Pool: c.Pool},
-		Runs:       runs,
-		Operations: ops,
-		Verdicts:   ops,
-		Console:    console.Handler(),
+		Health:  func(ctx context.Context) error { return c.Pool.Ping(ctx) },
+		Journal: c.Journal,
+		Owners:  operations.Owners{Pool: c.Pool},
+		// The listing's window: an agent's tool.started dated before it
+		// would never be listed (httpapi.Config.OperationsWindow).
+		OperationsWindow: c.Cfg.OperationsWindow,
+		Runs:             runs,
+		Operations:       ops,
+		Verdicts:         ops,
+		Console:          console.Handler(),
 	})
 }
 

@@ -282,6 +282,21 @@ func TestHostileCallers(t *testing.T) {
 		t.Fatalf("kernel_runs %d, want %d", n, runsBefore+1)
 	}
 
+	// 8b. An operation dated before the listing's window
+	//     (RECKON_OPERATIONS_WINDOW): stored, nobody would ever list,
+	//     triage or show it.
+	hidden := event("bot", "hidden-1/op-1/started", "acme", "hidden-1", kernel.TypeToolStarted, "agent",
+		map[string]any{"operation_id": "op-1", "tool": "http_post", "args": map[string]any{}})
+	hidden["ts"] = time.Now().Add(-h.st.Cfg.OperationsWindow - time.Hour).UTC().Format(time.RFC3339Nano)
+	rowsBefore := h.journalRows()
+	if code, out := h.call("POST", "/v1/events", botTok, map[string]any{"events": []any{hidden}}); code != http.StatusBadRequest ||
+		!strings.Contains(fmt.Sprint(out["error"]), "before the operations window") {
+		t.Errorf("a tool.started dated before the window: %d %v, want 400 naming the window", code, out)
+	}
+	if n := h.journalRows(); n != rowsBefore {
+		t.Errorf("a tool.started dated before the window: journal rows %d → %d", rowsBefore, n)
+	}
+
 	// 9. A forged workspace: an agent's own run whose run.started names a
 	//    directory through the kernel run's symlink, and whose run_command
 	//    declares the secret as its postcondition.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/auth"
@@ -67,6 +68,9 @@ func (s *Server) ingest(w http.ResponseWriter, r *http.Request) error {
 			// what stored events from earlier versions may lack.
 			err = ev.ValidateNew()
 		}
+		if err == nil {
+			err = s.inWindow(ev)
+		}
 		if err != nil {
 			return refusedEvent(i, kernel.EInvalid, "%s", kernel.ErrorMessage(err))
 		}
@@ -109,6 +113,27 @@ func (s *Server) ingest(w http.ResponseWriter, r *http.Request) error {
 	}
 	WriteJSON(w, http.StatusOK, map[string]any{"results": results})
 	return nil
+}
+
+// inWindow refuses a tool.started dated before the operations window
+// (Config.OperationsWindow): stored, it would be an operation nobody
+// lists. Settling and lifecycle events may be old (a backfill, a late
+// completion): they hide nothing.
+func (s *Server) inWindow(ev kernel.Event) error {
+	if s.cfg.OperationsWindow <= 0 || ev.Type != kernel.TypeToolStarted {
+		return nil
+	}
+	now := time.Now
+	if s.cfg.Now != nil {
+		now = s.cfg.Now
+	}
+	start := now().Add(-s.cfg.OperationsWindow)
+	if !ev.TS.Before(start) {
+		return nil
+	}
+	return kernel.Errorf(kernel.EInvalid,
+		"field \"ts\": %s is before the operations window (RECKON_OPERATIONS_WINDOW=%s, which starts at %s): an operation started then would never be listed, triaged or shown to an operator; report the time it started by a clock in sync with the server's, or widen the window",
+		ev.TS.UTC().Format(time.RFC3339Nano), s.cfg.OperationsWindow, start.UTC().Format(time.RFC3339))
 }
 
 // splitBatch splits the "events" list of an ingest body into its events,

@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -37,18 +38,27 @@ func newServerPool(t *testing.T) (*httptest.Server, *pgxpool.Pool) {
 // kernel_runs, as in production).
 func newServerOwners(t *testing.T, owners kernel.RunOwners) (*httptest.Server, *pgxpool.Pool) {
 	t.Helper()
+	return newServerConfig(t, func(c *httpapi.Config) {
+		if owners != nil {
+			c.Owners = owners
+		}
+	})
+}
+
+// newServerConfig is the tests' server (its tokens, the journal, owners
+// as in production) with the config changed by with.
+func newServerConfig(t *testing.T, with func(*httpapi.Config)) (*httptest.Server, *pgxpool.Pool) {
+	t.Helper()
 	s := pgtest.New(t)
 	tokens, err := auth.Parse("bot:agent:agent-secret-1:agent-x,ro:reader:reader-secret-1,op:operator:operator-secret-1:agent-x")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if owners == nil {
-		owners = operations.Owners{Pool: s.Pool}
-	}
 	reg := prometheus.NewRegistry()
-	api := httpapi.New(httpapi.Config{Tokens: tokens, Log: zerolog.Nop(), Registry: reg,
-		Journal: journal.New(s.Pool, reg), Owners: owners})
-	srv := httptest.NewServer(api)
+	cfg := httpapi.Config{Tokens: tokens, Log: zerolog.Nop(), Registry: reg,
+		Journal: journal.New(s.Pool, reg), Owners: operations.Owners{Pool: s.Pool}}
+	with(&cfg)
+	srv := httptest.NewServer(httpapi.New(cfg))
 	t.Cleanup(srv.Close)
 	return srv, s.Pool
 }
@@ -491,5 +501,61 @@ func TestIngestRequiresToolFailedError(t *testing.T) {
 	res, err := journal.New(pool, nil).Ingest(context.Background(), []kernel.Event{legacy})
 	if err != nil || res[0].Status != kernel.StatusAccepted {
 		t.Fatalf("the journal refuses a stored failure without error: %v %v", res, err)
+	}
+}
+
+// TestIngestRefusesAToolStartedBeforeTheOperationsWindow: the listing
+// reads the open operations of RECKON_OPERATIONS_WINDOW by their ts, so a
+// tool.started an agent dates before the window would be stored and
+// never listed, triaged or shown. It is refused, naming the event, the
+// field and the window, and nothing of its batch is written. A
+// tool.started inside the window, and old settling or lifecycle events
+// (a late completion, a backfill), are taken.
+func TestIngestRefusesAToolStartedBeforeTheOperationsWindow(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	srv, pool := newServerConfig(t, func(c *httpapi.Config) {
+		c.OperationsWindow, c.Now = 168*time.Hour, func() time.Time { return now }
+	})
+
+	ev := func(run, op, typ string, ts time.Time) string {
+		data := fmt.Sprintf(`{"operation_id":%q,"tool":"t","args":{}}`, op)
+		if typ == "tool.completed" {
+			data = fmt.Sprintf(`{"operation_id":%q,"result_summary":"done"}`, op)
+		}
+		return fmt.Sprintf(`{"source_id":"agent-x","event_id":"%s/%s/%s","project":"acme","run_id":%q,"type":%q,"ts":%q,"actor":"agent","data":%s}`,
+			run, op, typ, run, typ, ts.Format(time.RFC3339Nano), data)
+	}
+	rows := func() int {
+		var n int
+		if err := pool.QueryRow(ctx, "SELECT count(*) FROM journal_events").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+
+	before := now.Add(-168*time.Hour - time.Second)
+	code, out := post(t, srv, "agent-secret-1", `{"events":[`+ev("r1", "op-1", "tool.started", now.Add(-time.Hour))+","+ev("r1", "op-2", "tool.started", before)+`]}`)
+	msg := fmt.Sprint(out["error"])
+	if code != http.StatusBadRequest || out["event_index"] != float64(1) ||
+		!strings.Contains(msg, `events[1]`) || !strings.Contains(msg, `field "ts"`) || !strings.Contains(msg, "RECKON_OPERATIONS_WINDOW=168h0m0s") {
+		t.Fatalf("tool.started before the window: %d %v", code, out)
+	}
+	if n := rows(); n != 0 {
+		t.Fatalf("a refused batch wrote %d rows", n)
+	}
+
+	// Inside the window, at its very start; an old completion; an old
+	// run.started.
+	code, out = post(t, srv, "agent-secret-1", `{"events":[`+
+		ev("r2", "op-1", "tool.started", now.Add(-168*time.Hour))+","+
+		ev("r2", "op-0", "tool.completed", now.AddDate(-1, 0, 0))+","+
+		strings.Replace(ev("r2", "run", "run.started", now.AddDate(-1, 0, 0)), `"data":{"operation_id":"run","tool":"t","args":{}}`, `"data":{}`, 1)+`]}`)
+	if code != http.StatusOK {
+		t.Fatalf("events the window does not hide: %d %v", code, out)
+	}
+	if n := rows(); n != 3 {
+		t.Fatalf("journal has %d rows, want 3", n)
 	}
 }

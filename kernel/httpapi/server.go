@@ -73,6 +73,15 @@ type Config struct {
 	// events (production always sets it).
 	Journal kernel.Journal
 	Owners  kernel.RunOwners
+	// OperationsWindow, when set (RECKON_OPERATIONS_WINDOW; production
+	// sets it), makes POST /v1/events refuse a tool.started dated before
+	// now minus the window: the listing and the triage sweep read the
+	// open operations of the window by their ts, so an operation an agent
+	// dates earlier (a wrong clock, or on purpose) would never be listed,
+	// triaged or shown to an operator. Now is the clock it is measured
+	// on; nil means time.Now.
+	OperationsWindow time.Duration
+	Now              func() time.Time
 	// Runs starts and shows runs (*runner.Starter).
 	Runs RunService
 	// Operations is the listing, reconcile, history and the operator's
