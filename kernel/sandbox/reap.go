@@ -26,12 +26,23 @@ import (
 // init always has. A worker calls this as it starts, before it takes
 // work, so a command of its dead predecessor cannot still be writing into
 // a workspace that a probe is about to read.
+//
+// It also removes the empty cgroups dead workers left in the hierarchy at
+// DefaultCgroupRoot (reapCgroups), when this worker can use it.
 func ReapOrphans(root string) (int, error) {
 	root, err := filepath.EvalSymlinks(root)
 	if err != nil {
 		return 0, fmt.Errorf("reap orphaned sandboxes: %w", err)
 	}
-	return reap(func(bind string) bool { return beneath(bind, root) })
+	n, err := reap(func(bind string) bool { return beneath(bind, root) })
+	// Without a usable hierarchy there is nothing to remove; the worker's
+	// tool says so once (Config.Warn).
+	if c, _ := newCgroups(DefaultCgroupRoot); c != nil {
+		if _, cerr := c.reapCgroups(); cerr != nil {
+			err = errors.Join(err, cerr)
+		}
+	}
+	return n, err
 }
 
 // reapWorkspace SIGKILLs the sandboxes a dead worker left behind in the

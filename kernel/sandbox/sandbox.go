@@ -88,13 +88,21 @@ type Config struct {
 	DefaultTimeout time.Duration
 	// MaxTimeout is the largest timeout_s accepted (default 10 minutes).
 	MaxTimeout time.Duration
-	// MaxProcs is RLIMIT_NPROC inside the sandbox (default 256). The
-	// sandbox has a user namespace of its own, in which the kernel (Linux
-	// 5.14 and later) counts processes, so concurrent commands do not
-	// share the budget.
+	// MaxProcs bounds the processes and threads of one command (default
+	// 256): RLIMIT_NPROC inside the sandbox, which has a user namespace of
+	// its own in which the kernel (Linux 5.14 and later) counts them, so
+	// concurrent commands do not share the budget; and, where the command
+	// has a cgroup (see CgroupRoot), its pids.max, which counts bubblewrap
+	// too.
 	MaxProcs int
-	// MaxMemory is RLIMIT_AS of every process of the command, in bytes
-	// (default 1 GiB), and the size of its private /tmp (a tmpfs).
+	// MaxMemory is one number that bounds three things, in bytes (default
+	// 1 GiB): RLIMIT_AS of every process of the command; the size of its
+	// private /tmp (a tmpfs); and, where the command has a cgroup (see
+	// CgroupRoot), the memory of the whole command, all its processes and
+	// its /tmp's pages together (and swap, where the kernel accounts it).
+	// Past that sum the kernel's OOM killer SIGKILLs a process of the
+	// command (Output.OOMKilled). Without a cgroup only the per-process
+	// bound and /tmp's size hold: N processes may use N × MaxMemory.
 	MaxMemory int64
 	// MaxFileSize is RLIMIT_FSIZE, in bytes (default 1 GiB): writing past
 	// it kills the writer with SIGXFSZ.
@@ -109,6 +117,20 @@ type Config struct {
 	// makes it passable only by root and the sandbox's group (GID) before
 	// each command beneath it (guardRoot says why).
 	WorkspacesRoot string
+	// CgroupRoot is where the cgroup hierarchy is mounted (default
+	// /sys/fs/cgroup; v2 or v1, found at NewRunCommand). A worker running
+	// as root gives each confined command a cgroup of its own beneath
+	// reckon-sandbox, before the command's first process starts, with
+	// MaxMemory, MaxProcs and one CPU as its limits, and removes it when
+	// the command ends. Without a usable hierarchy (not root, read-only,
+	// no memory controller) commands run with the per-process limits only,
+	// and Warn hears why.
+	CgroupRoot string
+	// Warn, when set, hears of what leaves commands less bounded than
+	// configured without stopping them: no usable cgroup hierarchy (once,
+	// from NewRunCommand), a command's cgroup that could not be removed.
+	// The worker logs it.
+	Warn func(err error)
 	// Reaped, when set, hears of sandboxes a dead worker left running in a
 	// command's workspace, killed before the command started (killed > 0),
 	// and of a failure to look for them (err); the worker logs both.
@@ -124,6 +146,9 @@ type Output struct {
 	TimedOut   bool   `json:"timed_out,omitempty"`
 	DurationMS int64  `json:"duration_ms"`
 	Confined   bool   `json:"confined"`
+	// OOMKilled: the command reached its memory limit (Config.MaxMemory,
+	// the sum over its processes) and the kernel killed a process of it.
+	OOMKilled bool `json:"oom_killed,omitempty"`
 }
 
 // args are the known arguments of run_command; unknown fields are kept in
@@ -135,6 +160,10 @@ type args struct {
 
 type runCommand struct {
 	o Config
+	// cg is the hierarchy commands get cgroups in; nil without one.
+	cg *cgroups
+	// cgroupMade, when set (by tests), hears of each command's cgroup.
+	cgroupMade func(*cgroup)
 }
 
 // NewRunCommand returns the run_command tool.
@@ -166,7 +195,37 @@ func NewRunCommand(o Config) kernel.Tool {
 	if o.GID == 0 {
 		o.GID = DefaultGID
 	}
-	return &runCommand{o: o}
+	if o.CgroupRoot == "" {
+		o.CgroupRoot = DefaultCgroupRoot
+	}
+	r := &runCommand{o: o}
+	if !o.Unconfined {
+		var err error
+		r.cg, err = newCgroups(o.CgroupRoot)
+		if err != nil && o.Warn != nil {
+			o.Warn(err)
+		}
+	}
+	return r
+}
+
+// newCgroups is the hierarchy commands get cgroups in, nil when there is
+// none this worker can use; the error says what is missing, and what
+// that leaves unbounded.
+func newCgroups(root string) (*cgroups, error) {
+	if os.Geteuid() != 0 {
+		return nil, fmt.Errorf("sandbox: the worker is not root, so commands get no cgroup: " +
+			"each process of a command is bounded (RLIMIT_AS, RLIMIT_NPROC), not the command's sum, nor its CPU")
+	}
+	c, missing, err := detectCgroups(root)
+	if err != nil {
+		return nil, fmt.Errorf("%w; commands get no cgroup: each process of a command is bounded (RLIMIT_AS, RLIMIT_NPROC), not the command's sum, nor its CPU", err)
+	}
+	if len(missing) > 0 {
+		return c, fmt.Errorf("sandbox: the cgroup hierarchy at %s has no %s controller: commands get a cgroup bounding their memory, without that bound",
+			root, strings.Join(missing, " or "))
+	}
+	return c, nil
 }
 
 // Name implements kernel.Tool.
@@ -196,6 +255,8 @@ func Check(o Config, dir string) error {
 	}
 	defer os.RemoveAll(ws)
 	o.Unconfined = false
+	// The worker's own tool said it already, once.
+	o.Warn = nil
 	r := NewRunCommand(o)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -357,6 +418,15 @@ func (r *runCommand) confinedArgs(p prepared) []string {
 		strconv.FormatInt(int64((p.timeout+deadlineSlack+time.Second-1)/time.Second), 10)}
 }
 
+// gateScript holds the sandbox's launcher until the worker has put it in
+// the command's cgroup, then execs bubblewrap ($0, its arguments after)
+// in the same process: every process of the sandbox descends from one
+// that was in the cgroup before it could fork. Moving bubblewrap after it
+// started would leave out whatever it forked meanwhile. The worker
+// releases the gate with a newline on fd 7; a gate closed without one
+// (the placement failed, the worker died) execs nothing.
+const gateScript = `read -r go <&7 && exec "$0" "$@" 7<&-`
+
 // unconfinedScript is startScript without the limits: unconfined, the
 // command runs as the worker, whose own processes a process limit would
 // count.
@@ -396,6 +466,11 @@ func (r *runCommand) Execute(ctx context.Context, call kernel.ToolCall) (kernel.
 	var output *outputPipes
 	var sbInit *sandboxInit
 	var infoR *os.File
+	// cg is the command's cgroup (nil without one), gateW the write end of
+	// the gate that holds the launcher until it is in cg.
+	var cg *cgroup
+	var gateW *os.File
+	removeCgroup := func() {}
 	if confined {
 		// What a dead worker left running in this workspace goes first
 		// (reapWorkspace says why); a failure to look does not stop the
@@ -432,7 +507,32 @@ func (r *runCommand) Execute(ctx context.Context, call kernel.ToolCall) (kernel.
 		defer closeAll([]*os.File{infoR, infoW})
 		extra = append(extra, infoW)
 		sbInit = newSandboxInit()
-		cmd = exec.CommandContext(runCtx, p.bwrap, append(bwrapArgs(p.workspace, env, r.o), shArgs...)...)
+		argv := append(append([]string{p.bwrap}, bwrapArgs(p.workspace, env, r.o)...), shArgs...)
+		if r.cg != nil {
+			if cg, err = r.cg.create(cgroupLimits{memory: r.o.MaxMemory, procs: r.o.MaxProcs}); err != nil {
+				return startFailed("%w", err)
+			}
+			if r.cgroupMade != nil {
+				r.cgroupMade(cg)
+			}
+			var once sync.Once
+			removeCgroup = func() {
+				once.Do(func() {
+					if err := cg.remove(); err != nil && r.o.Warn != nil {
+						r.o.Warn(err)
+					}
+				})
+			}
+			defer removeCgroup()
+			var gateR *os.File
+			if gateR, gateW, err = os.Pipe(); err != nil {
+				return startFailed("sandbox gate pipe: %w", err)
+			}
+			defer gateW.Close()
+			extra = append(extra, gateR)
+			argv = append([]string{"/bin/sh", "-c", gateScript}, argv...)
+		}
+		cmd = exec.CommandContext(runCtx, argv[0], argv[1:]...)
 		// The command's stdout and stderr are pipes the sandbox user owns,
 		// so that reopening them (/dev/stdout, /dev/stderr) works as it
 		// does anywhere else.
@@ -478,7 +578,8 @@ func (r *runCommand) Execute(ctx context.Context, call kernel.ToolCall) (kernel.
 	defer markR.Close()
 	// fd 3 is the marker; the identity files follow (fds 4 and 5, which
 	// bubblewrap reads and closes before the command starts), then
-	// bubblewrap's report of its init (fd 6).
+	// bubblewrap's report of its init (fd 6), then the gate (fd 7, closed
+	// before bubblewrap starts).
 	cmd.ExtraFiles = append([]*os.File{markW}, extra...)
 
 	if err := inheritNothing(); err != nil {
@@ -498,6 +599,22 @@ func (r *runCommand) Execute(ctx context.Context, call kernel.ToolCall) (kernel.
 	}
 	markW.Close()
 	closeAll(extra)
+	if cg != nil {
+		if err := cg.place(cmd.Process.Pid); err != nil {
+			// The gate execs nothing when closed unreleased; the kill is
+			// only so as not to wait for it.
+			gateW.Close()
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+			return startFailed("%w", err)
+		}
+		if _, err := gateW.Write([]byte("\n")); err != nil {
+			// The gate is gone (a cancel killed it): what follows reports
+			// a sandbox that never started.
+			_ = cmd.Process.Kill()
+		}
+		gateW.Close()
+	}
 	if sbInit != nil {
 		sbInit.watch(infoR, cmd.Process.Pid)
 		defer sbInit.close()
@@ -534,6 +651,8 @@ func (r *runCommand) Execute(ctx context.Context, call kernel.ToolCall) (kernel.
 		// host they would run as the sandbox's user. Strip those bits.
 		_ = stripSetID(p.workspace)
 	}
+	oomKilled := cg != nil && cg.oomKills() > 0
+	removeCgroup()
 
 	out := Output{
 		ExitCode:   -1,
@@ -542,6 +661,7 @@ func (r *runCommand) Execute(ctx context.Context, call kernel.ToolCall) (kernel.
 		Truncated:  stdout.truncated || stderr.truncated,
 		DurationMS: dur.Milliseconds(),
 		Confined:   confined,
+		OOMKilled:  oomKilled,
 	}
 	if cmd.ProcessState != nil {
 		out.ExitCode = cmd.ProcessState.ExitCode()
@@ -573,9 +693,17 @@ func (r *runCommand) Execute(ctx context.Context, call kernel.ToolCall) (kernel.
 	case out.ExitCode != 0:
 		// The command ran: whatever it did before failing stays done.
 		return res, &kernel.ToolError{ErrorType: ErrorTypeCommandFailed, Effect: kernel.EffectUncertain,
-			Err: fmt.Errorf("command exited with code %d: %s", out.ExitCode, tail(out.Stderr, 300))}
+			Err: fmt.Errorf("command exited with code %d%s: %s", out.ExitCode, oomNote(out, r.o.MaxMemory), tail(out.Stderr, 300))}
 	}
 	return res, nil
+}
+
+// oomNote says, for an error's text, that the command ran out of memory.
+func oomNote(o Output, limit int64) string {
+	if !o.OOMKilled {
+		return ""
+	}
+	return fmt.Sprintf(" (out of memory: its processes reached the command's limit of %d bytes together, and the kernel killed one)", limit)
 }
 
 // waitExitNoReap waits until the process pid has exited (or was killed:
@@ -666,6 +794,9 @@ func summary(o Output) string {
 	}
 	if o.TimedOut {
 		b.WriteString("timeout; ")
+	}
+	if o.OOMKilled {
+		b.WriteString("out of memory; ")
 	}
 	fmt.Fprintf(&b, "exit %d", o.ExitCode)
 	if o.Truncated {

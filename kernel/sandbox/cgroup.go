@@ -1,0 +1,358 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// DefaultCgroupRoot is where the cgroup hierarchy is mounted.
+const DefaultCgroupRoot = "/sys/fs/cgroup"
+
+// cgroupParent is the cgroup every command's own cgroup is made in, at the
+// top of the hierarchy (of each controller's, on cgroup v1). It is left in
+// place: other workers of the host may be using it.
+const cgroupParent = "reckon-sandbox"
+
+// cpuPeriod and cpuQuota give each command one CPU's worth of time: a
+// command that spins on every core (a fork of busy loops, make -j64)
+// leaves the rest of the host to the worker (its heartbeats, the other
+// commands, a database on the same machine). One core is what most build
+// and test steps use; a parallel build on a large host gets slower, not
+// stopped.
+const (
+	cpuPeriod = 100_000 // µs, the kernel's default
+	cpuQuota  = cpuPeriod
+)
+
+// cgroupRemoveWait bounds how long a command's cgroup may take to empty
+// once its processes were SIGKILLed: they exit in milliseconds, unless
+// the host is thrashing.
+const cgroupRemoveWait = 5 * time.Second
+
+// cgroups is the hierarchy commands are confined in: cgroup v2 (one
+// unified tree) or v1 (one tree per controller). Memory is required;
+// pids and cpu are used where the host has them.
+type cgroups struct {
+	v2 bool
+	// parents are the reckon-sandbox directories: one on v2 (controller
+	// ""); on v1 one per controller, memory first.
+	parents []parent
+	// pids and cpu say whether those controllers are available.
+	pids, cpu bool
+}
+
+// cgroupSeq numbers this process's commands, whichever tool runs them
+// (cgroup names, see newName).
+var cgroupSeq atomic.Uint64
+
+// parent is a reckon-sandbox directory and the v1 controller it is of.
+type parent struct{ controller, dir string }
+
+// cgroupLimits are what one command's cgroup bounds.
+type cgroupLimits struct {
+	memory int64
+	procs  int
+}
+
+// detectCgroups finds a usable hierarchy under root (v2 when
+// root/cgroup.controllers exists, else v1 controllers in root/memory,
+// root/pids, root/cpu) and makes the parent cgroup. The error says what
+// is missing; missing says which optional controllers were not found
+// (commands are confined all the same, without those bounds).
+func detectCgroups(root string) (c *cgroups, missing []string, err error) {
+	c = &cgroups{}
+	if b, err := os.ReadFile(filepath.Join(root, "cgroup.controllers")); err == nil {
+		c.v2 = true
+		have := strings.Fields(string(b))
+		want := []string{"memory"}
+		for _, ctl := range []string{"pids", "cpu"} {
+			if slices.Contains(have, ctl) {
+				want = append(want, ctl)
+			} else {
+				missing = append(missing, ctl)
+			}
+		}
+		if !slices.Contains(have, "memory") {
+			return nil, nil, fmt.Errorf("sandbox: cgroup v2 at %s has no memory controller (cgroup.controllers: %q)", root, strings.TrimSpace(string(b)))
+		}
+		c.pids, c.cpu = slices.Contains(want, "pids"), slices.Contains(want, "cpu")
+		c.parents = []parent{{"", filepath.Join(root, cgroupParent)}}
+		if err := c.makeParents(); err != nil {
+			return nil, nil, err
+		}
+		return c, missing, nil
+	}
+	mem := filepath.Join(root, "memory")
+	if _, err := os.Stat(filepath.Join(mem, "memory.usage_in_bytes")); err != nil {
+		return nil, nil, fmt.Errorf("sandbox: no cgroup hierarchy with a memory controller at %s (neither %s nor %s): %w",
+			root, filepath.Join(root, "cgroup.controllers"), filepath.Join(mem, "memory.usage_in_bytes"), err)
+	}
+	c.parents = []parent{{"memory", filepath.Join(mem, cgroupParent)}}
+	for _, ctl := range []struct {
+		name, probe string
+		have        *bool
+	}{{"pids", "cgroup.procs", &c.pids}, {"cpu", "cpu.cfs_quota_us", &c.cpu}} {
+		dir := filepath.Join(root, ctl.name)
+		if _, err := os.Stat(filepath.Join(dir, ctl.probe)); err != nil {
+			missing = append(missing, ctl.name)
+			continue
+		}
+		*ctl.have = true
+		c.parents = append(c.parents, parent{ctl.name, filepath.Join(dir, cgroupParent)})
+	}
+	if err := c.makeParents(); err != nil {
+		return nil, nil, err
+	}
+	return c, missing, nil
+}
+
+// controllers are the v2 controllers commands get, "+memory +pids +cpu"
+// as cgroup.subtree_control takes them.
+func (c *cgroups) controllers() string {
+	s := "+memory"
+	if c.pids {
+		s += " +pids"
+	}
+	if c.cpu {
+		s += " +cpu"
+	}
+	return s
+}
+
+// makeParents makes the reckon-sandbox cgroups (again, when someone
+// removed them) and, on v2, hands the controllers down to its children:
+// the top of the tree first, then reckon-sandbox itself, which holds no
+// process (v2 allows controllers only below cgroups without processes).
+func (c *cgroups) makeParents() error {
+	for _, p := range c.parents {
+		if err := os.Mkdir(p.dir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+			return fmt.Errorf("sandbox: create cgroup %s: %w", p.dir, err)
+		}
+	}
+	if !c.v2 {
+		return nil
+	}
+	for _, dir := range []string{filepath.Dir(c.parents[0].dir), c.parents[0].dir} {
+		if err := writeControl(filepath.Join(dir, "cgroup.subtree_control"), c.controllers()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// newName is a fresh name for a command's cgroup: the worker's PID, which
+// tells the reaper whether its owner still lives (reapCgroups), and a
+// sequence number.
+func newName() string {
+	return strconv.Itoa(os.Getpid()) + "-" + strconv.FormatUint(cgroupSeq.Add(1), 10)
+}
+
+// cgroup is one command's cgroup: a directory per controller on v1, one
+// on v2.
+type cgroup struct {
+	v2   bool
+	dirs []string
+}
+
+// create makes a command's cgroup with its limits.
+func (c *cgroups) create(l cgroupLimits) (*cgroup, error) {
+	name := newName()
+	g := &cgroup{v2: c.v2}
+	for _, p := range c.parents {
+		dir := filepath.Join(p.dir, name)
+		err := os.Mkdir(dir, 0o755)
+		if errors.Is(err, os.ErrNotExist) {
+			// The parent was removed since (by hand, by a test's end).
+			if err = c.makeParents(); err == nil {
+				err = os.Mkdir(dir, 0o755)
+			}
+		}
+		if err != nil {
+			_ = g.remove()
+			return nil, fmt.Errorf("sandbox: create cgroup %s: %w", dir, err)
+		}
+		g.dirs = append(g.dirs, dir)
+		if err := c.limit(dir, p.controller, l); err != nil {
+			_ = g.remove()
+			return nil, err
+		}
+	}
+	return g, nil
+}
+
+// limit writes the limits of dir, a command's cgroup in the hierarchy of
+// controller (v1) or the unified one (v2, "").
+func (c *cgroups) limit(dir, controller string, l cgroupLimits) error {
+	mem := strconv.FormatInt(l.memory, 10)
+	procs := strconv.Itoa(l.procs)
+	var w []control
+	switch {
+	case c.v2:
+		w = []control{{"memory.max", mem, false}, {"memory.swap.max", "0", true}}
+		if c.pids {
+			w = append(w, control{"pids.max", procs, false})
+		}
+		if c.cpu {
+			w = append(w, control{"cpu.max", fmt.Sprintf("%d %d", cpuQuota, cpuPeriod), false})
+		}
+	case controller == "memory":
+		// Swap counts too where the kernel accounts it (memsw), so that
+		// the limit is not a mere push into swap; it must follow the
+		// memory limit, never be below it.
+		w = []control{{"memory.limit_in_bytes", mem, false}, {"memory.memsw.limit_in_bytes", mem, true}}
+	case controller == "pids":
+		w = []control{{"pids.max", procs, false}}
+	default:
+		w = []control{{"cpu.cfs_period_us", strconv.Itoa(cpuPeriod), false}, {"cpu.cfs_quota_us", strconv.Itoa(cpuQuota), false}}
+	}
+	for _, ctl := range w {
+		f := filepath.Join(dir, ctl.file)
+		if ctl.optional {
+			if _, err := os.Stat(f); err != nil {
+				continue
+			}
+		}
+		if err := writeControl(f, ctl.value); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// control is a value written to a cgroup's file; an optional file the
+// kernel does not offer (swap accounting off) is skipped.
+type control struct {
+	file, value string
+	optional    bool
+}
+
+// writeControl writes value to a cgroup control file. The file is
+// created if absent only so that tests can lay a hierarchy out in a
+// plain directory: cgroupfs refuses to create files.
+func writeControl(path, value string) error {
+	if err := os.WriteFile(path, []byte(value), 0o644); err != nil {
+		return fmt.Errorf("sandbox: write %q to %s: %w", value, path, err)
+	}
+	return nil
+}
+
+// place moves pid into the cgroup, in every controller.
+func (g *cgroup) place(pid int) error {
+	for _, dir := range g.dirs {
+		if err := writeControl(filepath.Join(dir, "cgroup.procs"), strconv.Itoa(pid)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// path is the cgroup's path in the memory hierarchy.
+func (g *cgroup) path() string { return g.dirs[0] }
+
+// oomKills says how many processes of the cgroup the kernel's OOM killer
+// killed (memory.events on v2, memory.oom_control on v1); 0 when unknown.
+func (g *cgroup) oomKills() int {
+	file := "memory.oom_control"
+	if g.v2 {
+		file = "memory.events"
+	}
+	b, err := os.ReadFile(filepath.Join(g.path(), file))
+	if err != nil {
+		return 0
+	}
+	for line := range strings.Lines(string(b)) {
+		if v, ok := strings.CutPrefix(line, "oom_kill "); ok {
+			n, _ := strconv.Atoi(strings.TrimSpace(v))
+			return n
+		}
+	}
+	return 0
+}
+
+// remove kills whatever is left in the cgroup and removes it. The
+// sandbox's init was killed already, which takes the command's processes
+// with it; this is for what escaped that (a launcher killed before it
+// reported its init). A process killed is still in the cgroup until it
+// has exited, so the removal is retried, killing again, until
+// cgroupRemoveWait.
+func (g *cgroup) remove() error {
+	deadline := time.Now().Add(cgroupRemoveWait)
+	var errs []error
+	for i := len(g.dirs) - 1; i >= 0; i-- {
+		dir := g.dirs[i]
+		for {
+			g.kill(dir)
+			err := syscall.Rmdir(dir)
+			if err == nil || errors.Is(err, syscall.ENOENT) {
+				break
+			}
+			if !errors.Is(err, syscall.EBUSY) || time.Now().After(deadline) {
+				errs = append(errs, fmt.Errorf("sandbox: remove cgroup %s: %w", dir, err))
+				break
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// kill SIGKILLs every process in the cgroup dir: through cgroup.kill
+// where the kernel has it (v2, Linux 5.14), which also reaches processes
+// forked meanwhile; else one by one from cgroup.procs (a process forked
+// after the read is caught by the next round of remove).
+func (g *cgroup) kill(dir string) {
+	if g.v2 && writeControl(filepath.Join(dir, "cgroup.kill"), "1") == nil {
+		return
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+	if err != nil {
+		return
+	}
+	for _, f := range strings.Fields(string(b)) {
+		if pid, err := strconv.Atoi(f); err == nil && pid > 0 {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+}
+
+// reapCgroups removes the command cgroups of workers that are gone
+// (their PID, the first part of the name, no longer runs) and that are
+// empty; a cgroup with processes left in it (an orphaned sandbox not yet
+// reaped) stays, bounded as before. It says how many it removed.
+func (c *cgroups) reapCgroups() (int, error) {
+	removed := 0
+	var errs []error
+	names, err := os.ReadDir(c.parents[0].dir)
+	if err != nil {
+		return 0, fmt.Errorf("sandbox: list cgroups: %w", err)
+	}
+	for _, e := range names {
+		owner, _, ok := strings.Cut(e.Name(), "-")
+		pid, err := strconv.Atoi(owner)
+		if !e.IsDir() || !ok || err != nil || pid <= 0 || syscall.Kill(pid, 0) != syscall.ESRCH {
+			continue
+		}
+		gone := true
+		for i := len(c.parents) - 1; i >= 0; i-- {
+			err := syscall.Rmdir(filepath.Join(c.parents[i].dir, e.Name()))
+			if err != nil && !errors.Is(err, syscall.ENOENT) {
+				gone = false
+				if !errors.Is(err, syscall.EBUSY) {
+					errs = append(errs, fmt.Errorf("sandbox: remove leftover cgroup %s: %w", e.Name(), err))
+				}
+			}
+		}
+		if gone {
+			removed++
+		}
+	}
+	return removed, errors.Join(errs...)
+}

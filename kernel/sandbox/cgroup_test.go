@@ -1,0 +1,397 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/seed-7bc021c3/reckon/internal/proctab"
+	"github.com/seed-7bc021c3/reckon/kernel"
+)
+
+// hostCgroups is this machine's hierarchy, nil when commands get no
+// cgroup here (the tests then assert the fallback).
+func hostCgroups(t *testing.T) *cgroups {
+	t.Helper()
+	c, err := newCgroups(DefaultCgroupRoot)
+	if c == nil {
+		t.Logf("no cgroups on this machine (%v): asserting the fallback", err)
+	}
+	return c
+}
+
+// cgroupTool is run_command with o, recording the cgroups of its commands.
+func cgroupTool(o Config) (*runCommand, func() []*cgroup) {
+	r := NewRunCommand(o).(*runCommand)
+	var mu sync.Mutex
+	var made []*cgroup
+	r.cgroupMade = func(g *cgroup) {
+		mu.Lock()
+		defer mu.Unlock()
+		made = append(made, g)
+	}
+	return r, func() []*cgroup {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]*cgroup(nil), made...)
+	}
+}
+
+// wantRemoved fails unless every directory of every cgroup in gs is gone.
+func wantRemoved(t *testing.T, what string, gs []*cgroup) {
+	t.Helper()
+	for _, g := range gs {
+		for _, dir := range g.dirs {
+			if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("%s: cgroup %s left behind (%v)", what, dir, err)
+			}
+		}
+	}
+}
+
+// Four processes of 40 MiB each fit their own 64 MiB address space, not
+// the command's 64 MiB together; /tmp's pages count in the sum too.
+func TestCgroupMemoryBoundsTheCommand(t *testing.T) {
+	t.Parallel()
+	c := hostCgroups(t)
+	// A tail of a stream without a newline holds all of it (40 MiB
+	// touched) until the end, which the sleep delays so that the four
+	// hold theirs at once.
+	hold := `{ head -c 40M /dev/zero; sleep 1; } | tail -n1 >/dev/null`
+	cases := map[string]string{
+		"four processes":    `for i in 1 2 3 4; do ` + hold + ` & pids="$pids $!"; done; rc=0; for p in $pids; do wait $p || rc=$?; done; exit $rc`,
+		"tmp and a process": `head -c 40M /dev/zero > /tmp/fill && ` + hold,
+	}
+	for name, command := range cases {
+		tool, made := cgroupTool(Config{MaxMemory: 64 << 20})
+		out, res, err := run(t, tool, call(t, wsDir(t), map[string]any{"command": command, "timeout_s": 30}))
+		wantRemoved(t, name, made())
+		if c == nil {
+			if err != nil || out.OOMKilled {
+				t.Fatalf("%s without cgroups: %v (%+v)", name, err, out)
+			}
+			continue
+		}
+		te := wantToolError(t, err, ErrorTypeCommandFailed, kernel.EffectUncertain)
+		if out.ExitCode != 137 || !out.OOMKilled {
+			t.Fatalf("%s: exit %d, oom_killed %v (stderr %q), want 137 after an OOM kill", name, out.ExitCode, out.OOMKilled, out.Stderr)
+		}
+		if !strings.Contains(res.Summary, "out of memory") || !strings.Contains(te.Error(), "out of memory") {
+			t.Fatalf("%s: summary %q, error %v", name, res.Summary, te)
+		}
+		if !strings.Contains(string(res.Output), `"oom_killed":true`) {
+			t.Fatalf("%s: output %s", name, res.Output)
+		}
+	}
+	// A command within its limit is not marked.
+	out, _, err := run(t, NewRunCommand(Config{MaxMemory: 64 << 20}), call(t, wsDir(t), map[string]any{"command": "head -c 20M /dev/zero | tail -n1 | wc -c"}))
+	if err != nil || out.OOMKilled || strings.Contains(string(mustJSON(out)), "oom_killed") {
+		t.Fatalf("20 MiB under 64: %v %+v", err, out)
+	}
+}
+
+// More processes than MaxProcs fail to start, and the cgroup counts the
+// sandbox's own (bubblewrap's launcher, outside the sandbox's user
+// namespace, is not counted by RLIMIT_NPROC).
+func TestCgroupProcessLimit(t *testing.T) {
+	t.Parallel()
+	c := hostCgroups(t)
+	ws := wsDir(t)
+	const maxProcs = 16
+	out, err := sandboxed(t, Config{MaxProcs: maxProcs}, ws,
+		"n=0; while [ $n -lt 40 ]; do sleep 31.1616 & n=$((n+1)); echo $n > count; done")
+	mustFail(t, "40 processes under 16", out, err)
+	b, _ := os.ReadFile(filepath.Join(ws, "count"))
+	n, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	// In the command's cgroup besides the sleeps: the launcher, the
+	// sandbox's init, timeout and the command's shell. RLIMIT_NPROC
+	// alone lets one more sleep start.
+	want := maxProcs - 4
+	if c == nil {
+		want = maxProcs - 3
+	}
+	if n != want {
+		t.Fatalf("started %d sleeps under %d processes, want %d (stderr %q)", n, maxProcs, want, out.Stderr)
+	}
+	waitGone(t, "31.1616")
+}
+
+// Every process of the command, the ones bubblewrap and the command fork
+// first included, is in the command's cgroup, whose limits are set; a
+// cancel removes it.
+func TestCgroupPlacement(t *testing.T) {
+	t.Parallel()
+	c := hostCgroups(t)
+	const maxMemory = 96 << 20
+	tool, made := cgroupTool(Config{MaxMemory: maxMemory, MaxProcs: 50})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := tool.Execute(ctx, call(t, wsDir(t), map[string]any{
+			"command": "sleep 30.7171 & sh -c 'sleep 30.7272' & wait", "timeout_s": 60}))
+		done <- err
+	}()
+	var pids []int
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		a, _ := proctab.Matching("sleep\x0030.7171")
+		b, _ := proctab.Matching("sleep\x0030.7272")
+		if len(a) > 0 && len(b) > 0 {
+			// Both sleeps run, so every process the test looks for is
+			// there: the launcher, the init, timeout, the shells.
+			pids, _ = proctab.Matching("30.7")
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the command's processes did not appear")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	gs := made()
+	if c == nil {
+		if len(gs) != 0 {
+			t.Fatalf("cgroups made without a hierarchy: %v", gs)
+		}
+	} else {
+		if len(gs) != 1 {
+			t.Fatalf("%d cgroups made, want 1", len(gs))
+		}
+		g := gs[0]
+		rel := "/" + cgroupParent + "/" + filepath.Base(g.path())
+		if len(pids) < 6 {
+			t.Fatalf("found %d processes of the command, want at least 6: %v", len(pids), pids)
+		}
+		for _, pid := range pids {
+			b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cgroup")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, ctl := range []string{"memory", "pids", "cpu"} {
+				if got := cgroupOf(string(b), ctl, c.v2); got != rel {
+					t.Errorf("process %d (%s) is in %s cgroup %q, want %q", pid, comm(pid), ctl, got, rel)
+				}
+			}
+		}
+		wantLimits(t, c, g, maxMemory, 50)
+	}
+	cancel()
+	wantToolError(t, <-done, ErrorTypeCommandCanceled, kernel.EffectUncertain)
+	wantRemoved(t, "cancel", gs)
+	waitGone(t, "30.7")
+}
+
+// cgroupOf is the cgroup of controller ctl in a /proc/<pid>/cgroup text.
+func cgroupOf(procCgroup, ctl string, v2 bool) string {
+	for line := range strings.Lines(procCgroup) {
+		f := strings.SplitN(strings.TrimSpace(line), ":", 3)
+		if len(f) != 3 {
+			continue
+		}
+		if v2 && f[0] == "0" {
+			return f[2]
+		}
+		for _, c := range strings.Split(f[1], ",") {
+			if !v2 && c == ctl {
+				return f[2]
+			}
+		}
+	}
+	return ""
+}
+
+// wantLimits checks the limit files of the command's cgroup g.
+func wantLimits(t *testing.T, c *cgroups, g *cgroup, memory int64, procs int) {
+	t.Helper()
+	name := filepath.Base(g.path())
+	want := map[string]string{}
+	dir := func(ctl string) string {
+		for _, p := range c.parents {
+			if p.controller == ctl || c.v2 {
+				return filepath.Join(p.dir, name)
+			}
+		}
+		return ""
+	}
+	if c.v2 {
+		want[filepath.Join(dir(""), "memory.max")] = strconv.FormatInt(memory, 10)
+		want[filepath.Join(dir(""), "pids.max")] = strconv.Itoa(procs)
+		want[filepath.Join(dir(""), "cpu.max")] = "100000 100000"
+	} else {
+		want[filepath.Join(dir("memory"), "memory.limit_in_bytes")] = strconv.FormatInt(memory, 10)
+		want[filepath.Join(dir("pids"), "pids.max")] = strconv.Itoa(procs)
+		want[filepath.Join(dir("cpu"), "cpu.cfs_quota_us")] = "100000"
+	}
+	for f, v := range want {
+		b, err := os.ReadFile(f)
+		if err != nil || strings.TrimSpace(string(b)) != v {
+			t.Errorf("%s = %q (%v), want %q", f, b, err, v)
+		}
+	}
+}
+
+// A command's cgroup goes when it exits, when it times out, and when it
+// leaves processes behind.
+func TestCgroupRemoved(t *testing.T) {
+	t.Parallel()
+	c := hostCgroups(t)
+	tool, made := cgroupTool(Config{})
+	ws := wsDir(t)
+	if _, _, err := run(t, tool, call(t, ws, map[string]any{"command": "echo ok"})); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := run(t, tool, call(t, ws, map[string]any{"command": "sleep 30.8181 & echo left", "timeout_s": 5})); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err := run(t, tool, call(t, ws, map[string]any{"command": "sleep 30.8282", "timeout_s": 1}))
+	wantToolError(t, err, ErrorTypeCommandTimeout, kernel.EffectUncertain)
+	gs := made()
+	if c != nil && len(gs) != 3 {
+		t.Fatalf("%d cgroups made, want 3", len(gs))
+	}
+	wantRemoved(t, "exit, background, timeout", gs)
+	waitGone(t, "30.8")
+}
+
+// Without a usable hierarchy commands run as before, bounded per
+// process, and the tool says why once.
+func TestCgroupFallback(t *testing.T) {
+	t.Parallel()
+	var warnings []error
+	tool, made := cgroupTool(Config{CgroupRoot: "/nonexistent/cgroup", Warn: func(err error) { warnings = append(warnings, err) }})
+	if tool.cg != nil {
+		t.Fatalf("a hierarchy at /nonexistent/cgroup")
+	}
+	if len(warnings) != 1 {
+		t.Fatalf("warnings = %v, want one", warnings)
+	}
+	msg := warnings[0].Error()
+	for _, want := range []string{"/nonexistent/cgroup", "memory", "no cgroup", "RLIMIT_AS"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("warning %q does not say %q", msg, want)
+		}
+	}
+	out, _, err := run(t, tool, call(t, wsDir(t), map[string]any{"command": "echo ok"}))
+	if err != nil || out.Stdout != "ok\n" || !out.Confined {
+		t.Fatalf("without cgroups: %v %+v", err, out)
+	}
+	if len(made()) != 0 || len(warnings) != 1 {
+		t.Fatalf("cgroups %v, warnings %v", made(), warnings)
+	}
+}
+
+// fakeV2 lays out a cgroup v2 root in a temporary directory with
+// controllers.
+func fakeV2(t *testing.T, controllers string) string {
+	t.Helper()
+	root := t.TempDir()
+	for f, v := range map[string]string{"cgroup.controllers": controllers, "cgroup.subtree_control": ""} {
+		if err := os.WriteFile(filepath.Join(root, f), []byte(v), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return root
+}
+
+func readTrim(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// The v2 path against files laid out as cgroup v2 has them: only what is
+// written is checked, not what a kernel makes of it.
+func TestCgroupV2Files(t *testing.T) {
+	t.Parallel()
+	root := fakeV2(t, "cpuset cpu io memory pids")
+	c, missing, err := detectCgroups(root)
+	if err != nil || !c.v2 || len(missing) != 0 {
+		t.Fatalf("detect: %v %+v missing %v", err, c, missing)
+	}
+	parent := filepath.Join(root, cgroupParent)
+	for _, dir := range []string{root, parent} {
+		if got := readTrim(t, filepath.Join(dir, "cgroup.subtree_control")); got != "+memory +pids +cpu" {
+			t.Fatalf("%s/cgroup.subtree_control = %q", dir, got)
+		}
+	}
+	g, err := c.create(cgroupLimits{memory: 64 << 20, procs: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(g.dirs) != 1 || filepath.Dir(g.path()) != parent {
+		t.Fatalf("cgroup dirs %v", g.dirs)
+	}
+	wantLimits(t, c, g, 64<<20, 16)
+	if err := g.place(4242); err != nil {
+		t.Fatal(err)
+	}
+	if got := readTrim(t, filepath.Join(g.path(), "cgroup.procs")); got != "4242" {
+		t.Fatalf("cgroup.procs = %q", got)
+	}
+	if n := g.oomKills(); n != 0 {
+		t.Fatalf("oom kills before any: %d", n)
+	}
+	if err := os.WriteFile(filepath.Join(g.path(), "memory.events"), []byte("low 0\nhigh 0\nmax 5\noom 2\noom_kill 2\noom_group_kill 0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if n := g.oomKills(); n != 2 {
+		t.Fatalf("oom kills = %d, want 2", n)
+	}
+	// A plain directory is not empty as a cgroup's is, so its removal
+	// fails, after cgroup.kill was written.
+	if err := g.remove(); err == nil || !strings.Contains(err.Error(), "remove cgroup") {
+		t.Fatalf("remove: %v", err)
+	}
+	if got := readTrim(t, filepath.Join(g.path(), "cgroup.kill")); got != "1" {
+		t.Fatalf("cgroup.kill = %q", got)
+	}
+
+	// Without pids and cpu: a cgroup all the same, and what is missing said.
+	c, missing, err = detectCgroups(fakeV2(t, "memory io"))
+	if err != nil || fmt.Sprint(missing) != "[pids cpu]" || c.controllers() != "+memory" {
+		t.Fatalf("memory only: %v %v", err, missing)
+	}
+	// Without memory: no cgroups.
+	if _, _, err := detectCgroups(fakeV2(t, "cpu pids")); err == nil || !strings.Contains(err.Error(), "no memory controller") {
+		t.Fatalf("no memory: %v", err)
+	}
+}
+
+// Leftover empty cgroups of a worker that is gone are removed; a live
+// worker's are not.
+func TestReapCgroups(t *testing.T) {
+	t.Parallel()
+	c, _, err := detectCgroups(fakeV2(t, "memory pids cpu"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	parent := c.parents[0].dir
+	dead := filepath.Join(parent, "999999999-1") // above any pid_max
+	live := filepath.Join(parent, strconv.Itoa(os.Getpid())+"-1")
+	for _, d := range []string{dead, live} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n, err := c.reapCgroups()
+	if err != nil || n != 1 {
+		t.Fatalf("reaped %d: %v", n, err)
+	}
+	if _, err := os.Stat(dead); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("dead worker's cgroup left: %v", err)
+	}
+	if _, err := os.Stat(live); err != nil {
+		t.Fatalf("live worker's cgroup removed: %v", err)
+	}
+}
