@@ -67,7 +67,14 @@ func (c *Core) SandboxConfig() sandbox.Config {
 		// config.Load made DataDir absolute.
 		WorkspacesRoot: filepath.Join(c.Cfg.DataDir, "workspaces"),
 		Reaped:         c.logReaped,
+		Warn:           c.logSandboxWeakened,
 	}
+}
+
+// logSandboxWeakened logs what leaves run_command's commands less bounded
+// than configured (no cgroup for them on this host, one not removed).
+func (c *Core) logSandboxWeakened(err error) {
+	c.Log.Warn().Err(err).Msg("run_command's sandbox bounds commands less than configured")
 }
 
 // logReaped logs the sandboxes a dead worker left running, killed under
