@@ -395,3 +395,43 @@ func TestReapCgroups(t *testing.T) {
 		t.Fatalf("live worker's cgroup removed: %v", err)
 	}
 }
+
+// A command runs through the v2 path end to end against files laid out
+// as cgroup v2 has them (the gate is released after the PID is written);
+// the directory, not being a real cgroup, cannot be removed, and Warn
+// hears of it.
+func TestCgroupV2Execute(t *testing.T) {
+	t.Parallel()
+	if os.Geteuid() != 0 {
+		// newCgroups needs root; a worker that is not root gets the fallback.
+		tool, made := cgroupTool(Config{CgroupRoot: fakeV2(t, "memory pids cpu")})
+		if _, _, err := run(t, tool, call(t, wsDir(t), map[string]any{"command": "true"})); err != nil || len(made()) != 0 {
+			t.Fatalf("not root: %v, cgroups %v", err, made())
+		}
+		return
+	}
+	var mu sync.Mutex
+	var warnings []error
+	root := fakeV2(t, "memory pids cpu")
+	tool, made := cgroupTool(Config{CgroupRoot: root, Warn: func(err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		warnings = append(warnings, err)
+	}})
+	out, _, err := run(t, tool, call(t, wsDir(t), map[string]any{"command": "echo ok"}))
+	if err != nil || out.Stdout != "ok\n" {
+		t.Fatalf("%v %+v", err, out)
+	}
+	gs := made()
+	if len(gs) != 1 {
+		t.Fatalf("%d cgroups", len(gs))
+	}
+	if pid := readTrim(t, filepath.Join(gs[0].path(), "cgroup.procs")); pid == "" {
+		t.Fatalf("no PID written")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(warnings) != 1 || !strings.Contains(warnings[0].Error(), "remove cgroup "+gs[0].path()) {
+		t.Fatalf("warnings %v", warnings)
+	}
+}
