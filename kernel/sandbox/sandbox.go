@@ -148,6 +148,8 @@ type Output struct {
 	Confined   bool   `json:"confined"`
 	// OOMKilled: the command reached its memory limit (Config.MaxMemory,
 	// the sum over its processes) and the kernel killed a process of it.
+	// That process need not be the one whose status is ExitCode: a shell
+	// whose background job was killed may still exit 0.
 	OOMKilled bool `json:"oom_killed,omitempty"`
 }
 
