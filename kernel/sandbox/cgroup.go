@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/seed-7bc021c3/reckon/internal/proctab"
 )
 
 // DefaultCgroupRoot is where the cgroup hierarchy is mounted.
@@ -307,7 +309,9 @@ func (g *cgroup) remove() error {
 // kill SIGKILLs every process in the cgroup dir: through cgroup.kill
 // where the kernel has it (v2, Linux 5.14), which also reaches processes
 // forked meanwhile; else one by one from cgroup.procs (a process forked
-// after the read is caught by the next round of remove).
+// after the read is caught by the next round of remove). Each of those is
+// held by a pidfd and seen still in the cgroup before the signal, so a
+// process that exited and left its number to another is not hit.
 func (g *cgroup) kill(dir string) {
 	if g.v2 && writeControl(filepath.Join(dir, "cgroup.kill"), "1") == nil {
 		return
@@ -316,10 +320,16 @@ func (g *cgroup) kill(dir string) {
 	if err != nil {
 		return
 	}
+	member := "/" + cgroupParent + "/" + filepath.Base(dir) + "\n"
 	for _, f := range strings.Fields(string(b)) {
-		if pid, err := strconv.Atoi(f); err == nil && pid > 0 {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
+		pid, err := strconv.Atoi(f)
+		if err != nil || pid <= 0 {
+			continue
 		}
+		_, _ = proctab.KillIf(pid, func() bool {
+			b, err := os.ReadFile("/proc/" + f + "/cgroup")
+			return err == nil && strings.Contains(string(b), member)
+		})
 	}
 }
 

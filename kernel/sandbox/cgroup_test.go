@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -434,4 +435,39 @@ func TestCgroupV2Execute(t *testing.T) {
 	if len(warnings) != 1 || !strings.Contains(warnings[0].Error(), "remove cgroup "+gs[0].path()) {
 		t.Fatalf("warnings %v", warnings)
 	}
+}
+
+// What is left in a command's cgroup (here a process the test placed in
+// it) is killed when the cgroup is removed.
+func TestCgroupRemoveKillsWhatIsLeft(t *testing.T) {
+	t.Parallel()
+	c := hostCgroups(t)
+	if c == nil {
+		return // nothing to remove; TestCgroupFallback covers this host
+	}
+	g, err := c.create(cgroupLimits{memory: 64 << 20, procs: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sleep := exec.Command("sleep", "30.9191")
+	if err := sleep.Start(); err != nil {
+		_ = g.remove()
+		t.Fatal(err)
+	}
+	waited := make(chan error, 1)
+	go func() { waited <- sleep.Wait() }()
+	if err := g.place(sleep.Process.Pid); err != nil {
+		_ = sleep.Process.Kill()
+		<-waited
+		_ = g.remove()
+		t.Fatal(err)
+	}
+	// Reaped meanwhile, so that the cgroup can empty.
+	if err := g.remove(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-waited; err == nil || !strings.Contains(err.Error(), "killed") {
+		t.Fatalf("sleep in the cgroup: %v, want killed", err)
+	}
+	wantRemoved(t, "leftover process", []*cgroup{g})
 }
