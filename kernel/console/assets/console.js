@@ -279,7 +279,8 @@ function showWho(me) {
 // reload (SIGHUP with RECKON_TOKENS_FILE) can change its role while the
 // tab is open, and the page must not keep offering an operator's
 // decision form the server now refuses, nor hide it from a token that
-// became an operator. A change rebuilds the detail panel for the new role.
+// became an operator. It says whether the role changed; the caller then
+// loads again, the detail panel rebuilt for the new role.
 async function checkWho() {
   const { data: me } = await api('/v1/whoami');
   if (!state.me) return;
@@ -287,10 +288,11 @@ async function checkWho() {
     signOut('"' + me.name + '" is now an agent token; the console needs a reader or an operator token.');
     return;
   }
-  if (me.role === state.me.role && me.name === state.me.name) return;
+  if (me.role === state.me.role && me.name === state.me.name) return false;
   state.me = me;
   showWho(me);
   state.detailFor = null; // not '' (no selection) nor a target: rebuilt by the next load
+  return true;
 }
 
 // loadProjects keeps the picker current (new projects appear without a
@@ -371,19 +373,22 @@ async function refresh() {
   clearTimeout(state.timer);
   state.timer = null;
   if (!state.token || !state.me) return;
-  try {
-    await checkWho();
-  } catch (e) {
-    if (authLost(e)) return;
-    // Unreachable: the loads below say so on the page.
-  }
-  if (!state.token || !state.me) return;
   const gen = ++state.gen;
+  // The loads start before any await: a navigation rebuilds the detail
+  // panel at once, and no card of the operation left behind stays on
+  // screen while the role is asked for.
   const loads = [loadProjects()];
   if (state.project) loads.push(loadQueue(gen), loadOps(gen), loadDetail(gen));
-  const results = await Promise.allSettled(loads);
-  if (gen !== state.gen || !state.token) return; // signed out or navigated meanwhile
+  const [who, ...results] = await Promise.allSettled([checkWho(), ...loads]);
+  if (who.status === 'rejected' && authLost(who.reason)) return;
+  if (gen !== state.gen || !state.token || !state.me) return; // signed out or navigated meanwhile
   for (const r of results) if (r.status === 'rejected' && authLost(r.reason)) return;
+  if (who.status === 'fulfilled' && who.value) {
+    // The role changed while this round loaded under the old one: load
+    // again at once, the detail panel rebuilt for the new role.
+    refresh();
+    return;
+  }
   for (const c of document.querySelectorAll('td.age')) c.textContent = age(c.getAttribute('data-ts'));
   const failed = results.filter((r) => r.status === 'rejected');
   show($('projects-error'), results[0].status === 'rejected' ? 'Could not list projects: ' + errorText(results[0].reason) : '');
