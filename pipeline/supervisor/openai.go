@@ -39,7 +39,9 @@ type OpenAIConfig struct {
 	// MaxBackoff caps every wait, including a server's Retry-After, so one
 	// wall never stalls a sweep; default 30s.
 	MaxBackoff time.Duration
-	// Timeout bounds one HTTP call; default 2m.
+	// Timeout bounds one model call (one HTTP attempt, its answer read
+	// whole), also through a supplied HTTPClient, whose own Timeout may be
+	// unset; default 2m.
 	Timeout time.Duration
 	// MaxResponseBytes bounds one HTTP response body, error bodies
 	// included; default DefaultMaxResponseBytes. A longer one fails the
@@ -94,7 +96,10 @@ func NewOpenAI(cfg OpenAIConfig) (*OpenAI, error) {
 	}
 	oc := openai.DefaultConfig(cfg.APIKey)
 	oc.BaseURL = strings.TrimRight(cfg.BaseURL, "/")
-	hc := &http.Client{Timeout: cfg.Timeout}
+	// No client Timeout: each call's context carries cfg.Timeout (see
+	// complete), so a supplied client is bounded too, and a stuck call
+	// fails with one error that names the bound.
+	hc := &http.Client{}
 	if cfg.HTTPClient != nil {
 		c := *cfg.HTTPClient
 		hc = &c
@@ -327,7 +332,14 @@ func (s *OpenAI) complete(ctx context.Context, msgs []openai.ChatCompletionMessa
 	var lastErr error
 	for attempt := 1; attempt <= s.cfg.MaxAttempts; attempt++ {
 		start := time.Now()
-		resp, err := s.client.CreateChatCompletion(ctx, req)
+		actx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+		resp, err := s.client.CreateChatCompletion(actx, req)
+		// go-openai has read the whole answer by now: the deadline can go.
+		timedOut := err != nil && ctx.Err() == nil && errors.Is(actx.Err(), context.DeadlineExceeded)
+		cancel()
+		if timedOut {
+			err = fmt.Errorf("model call timed out after %s (OpenAIConfig.Timeout): %w", s.cfg.Timeout, err)
+		}
 		outcome := "ok"
 		if err != nil {
 			outcome = "error"

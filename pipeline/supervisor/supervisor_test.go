@@ -378,3 +378,42 @@ func TestOpenAIUsageIsNeverNegative(t *testing.T) {
 		t.Fatalf("negative usage counted: %+v", d.Usage)
 	}
 }
+
+// TestOpenAICallTimeoutWithSuppliedClient: a caller's HTTPClient carries no
+// timeout of its own, and the endpoint accepts the request but never
+// answers. Each model call is still bounded by OpenAIConfig.Timeout and
+// fails with an error that says so, instead of holding the wall (and the
+// run's triage lock) until the sweep's much longer wall timeout.
+func TestOpenAICallTimeoutWithSuppliedClient(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-release:
+		}
+	}))
+	t.Cleanup(srv.Close)
+	t.Cleanup(func() { close(release) }) // runs first: lets Close return
+	const timeout = 200 * time.Millisecond
+	m, err := NewOpenAI(OpenAIConfig{BaseURL: srv.URL + "/v1", Model: "silent", HTTPClient: &http.Client{},
+		Timeout: timeout, MaxAttempts: 2, Sleep: (&sleeps{}).sleep})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	start := time.Now()
+	_, err = m.Decide(ctx, testWall())
+	took := time.Since(start)
+	if err == nil || !strings.Contains(err.Error(), "timed out after 200ms") {
+		t.Fatalf("want the call timeout's error, got %v", err)
+	}
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("error does not wrap the deadline: %v", err)
+	}
+	// Two attempts of 200ms each, with the test's sleeps not sleeping.
+	if took > 5*time.Second || ctx.Err() != nil {
+		t.Fatalf("Decide took %s: the call was bounded by the caller's context, not OpenAIConfig.Timeout", took)
+	}
+}
