@@ -73,6 +73,22 @@ func (u *unavailableError) Unwrap() []error {
 	return []error{&Error{Code: EUnavailable, Message: u.what + " is unavailable; retry later"}, u.err}
 }
 
+// Redacted is an error answered to its caller with public's code and
+// message while its Error() (what the server logs) is detail's: for a
+// refusal whose full text names what the caller may not learn, such as
+// the source that owns a run another source tried to write.
+func Redacted(public *Error, detail error) error {
+	return &redactedError{public: public, detail: detail}
+}
+
+type redactedError struct {
+	public *Error
+	detail error
+}
+
+func (r *redactedError) Error() string   { return r.detail.Error() }
+func (r *redactedError) Unwrap() []error { return []error{r.public, r.detail} }
+
 // RefusedEvent marks err as the refusal of one event of a batch, the
 // event at index (from 0): the events before it passed the check that
 // refused it. The ingest API answers it with "event_index", so that a

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rs/zerolog/hlog"
+
 	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/auth"
 )
@@ -106,6 +108,12 @@ func (s *Server) ingest(w http.ResponseWriter, r *http.Request) error {
 	results, err := ingest(r.Context(), events)
 	s.runLocks.Release(int64(runs))
 	if err != nil {
+		if kernel.ErrorCode(err) == kernel.EForbidden {
+			// The write's own check refused the batch (a run claimed
+			// since the check above); the error's text, unlike its
+			// answer, names the run and its owner.
+			hlog.FromRequest(r).Warn().Err(err).Msg("ingest refused in the write")
+		}
 		return fmt.Errorf("ingest: %w", err)
 	}
 	if results == nil {
@@ -288,14 +296,15 @@ func writersRefused(r *http.Request, owners kernel.RunOwners, events []kernel.Ev
 				claimed[k] = w.Source
 			}
 			if w.Source != ev.SourceID {
-				return childRefused(i, ev, w)
+				return childRefused(r, i, ev, w)
 			}
 		case w.Source != ev.SourceID && w.SourceRun != "" && w.SourceRun != ev.RunID:
-			return childRefused(i, ev, w)
+			return childRefused(r, i, ev, w)
 		case w.Source != ev.SourceID:
+			logForeignWrite(r, i, ev, w)
 			return refusedEvent(i, kernel.EForbidden,
-				"field \"source_id\": run %q of project %q belongs to source %q (the source of its first event), and only that source writes its events; got %q — report this run's operations under a run id of your own",
-				ev.RunID, ev.Project, w.Source, ev.SourceID)
+				"field \"source_id\": run %q of project %q belongs to another source (the source of its first event), and only that source writes its events; got %q — report this run's operations under a run id of your own",
+				ev.RunID, ev.Project, ev.SourceID)
 		}
 	}
 	return nil
@@ -313,8 +322,19 @@ func refusedEvent(i int, code, format string, args ...any) error {
 // source: the child runs of an agent's run (kernel.ChildRunID, a
 // delegation's) are its owner's, so that no one else makes up what the
 // listing counts of a delegation's child.
-func childRefused(i int, ev kernel.Event, w kernel.RunWriter) error {
+func childRefused(r *http.Request, i int, ev kernel.Event, w kernel.RunWriter) error {
+	logForeignWrite(r, i, ev, w)
 	return refusedEvent(i, kernel.EForbidden,
-		"field \"source_id\": run %q of project %q is a child run of run %q, which belongs to source %q (the source of its first event), and only that source writes the events of that run and of its child runs; got %q — report this run's operations under a run id of your own",
-		ev.RunID, ev.Project, w.SourceRun, w.Source, ev.SourceID)
+		"field \"source_id\": run %q of project %q is a child run of run %q, which belongs to another source (the source of its first event), and only that source writes the events of that run and of its child runs; got %q — report this run's operations under a run id of your own",
+		ev.RunID, ev.Project, w.SourceRun, ev.SourceID)
+}
+
+// logForeignWrite logs the refusal of event i, written by ev.SourceID into
+// a run w.Source owns, with the owner: the answer leaves the owner out,
+// since the writer may be a hostile agent mapping whose runs are whose,
+// but whoever operates the server needs it to sort out the clash.
+func logForeignWrite(r *http.Request, i int, ev kernel.Event, w kernel.RunWriter) {
+	hlog.FromRequest(r).Warn().Int("event_index", i).Str("project", ev.Project).Str("run_id", ev.RunID).
+		Str("source_id", ev.SourceID).Str("owner", w.Source).Str("owner_run_id", w.SourceRun).
+		Msg("ingest refused an event into a run another source owns")
 }

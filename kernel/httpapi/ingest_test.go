@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -330,9 +332,10 @@ func TestIngestRefusesARunStartedSinceItsCheck(t *testing.T) {
 
 // An agent's run belongs to the source of its first event: another
 // source's event there (a tool.completed settling the first agent's
-// operation, each under its own source) is refused with a 403 naming the
-// owner, whether the endpoint's check sees the owner or only the write's
-// transaction does; a token granted the owner's source still writes it.
+// operation, each under its own source) is refused with a 403 saying the
+// run is another source's, without naming it, whether the endpoint's check
+// sees the owner (which names the run) or only the write's transaction
+// does; a token granted the owner's source still writes it.
 func TestIngestAgentRunsBelongToTheirFirstSource(t *testing.T) {
 	t.Parallel()
 	completed := `{"source_id":"op","event_id":"forged-1","project":"acme","run_id":"run-42",
@@ -342,11 +345,18 @@ func TestIngestAgentRunsBelongToTheirFirstSource(t *testing.T) {
 		owners kernel.RunOwners
 	}{{"checked before the write", nil}, {"refused by the write", staleOwners{}}} {
 		srv, pool := newServerOwners(t, c.owners)
+		// The write's own check cannot tell which run it refused.
+		foreign := func(run string) string {
+			if c.owners == nil {
+				return `run "` + run + `" of project "acme" belongs to another source`
+			}
+			return "belongs to another source"
+		}
 		if code, out := post(t, srv, "agent-secret-1", `{"events":[`+okEvent+`]}`); code != http.StatusOK {
 			t.Fatalf("%s: the first event: %d %v", c.name, code, out)
 		}
 		code, out := post(t, srv, "operator-secret-1", `{"events":[`+completed+`]}`)
-		if msg, _ := out["error"].(string); code != http.StatusForbidden || !strings.Contains(msg, `run "run-42" of project "acme" belongs to source "agent-x"`) {
+		if msg, _ := out["error"].(string); code != http.StatusForbidden || !strings.Contains(msg, foreign("run-42")) || strings.Contains(msg, "agent-x") {
 			t.Errorf("%s: another source's event in agent-x's run: %d %v", c.name, code, out)
 		}
 		// The operator's token is granted agent-x: under that source it
@@ -358,7 +368,7 @@ func TestIngestAgentRunsBelongToTheirFirstSource(t *testing.T) {
 		// and the batch's agent-x event in it is refused with the rest.
 		mixed := strings.ReplaceAll(completed, "run-42", "run-43") + "," + strings.ReplaceAll(okEvent, "run-42", "run-43")
 		code, out = post(t, srv, "operator-secret-1", `{"events":[`+mixed+`]}`)
-		if msg, _ := out["error"].(string); code != http.StatusForbidden || !strings.Contains(msg, `run "run-43" of project "acme" belongs to source "op"`) {
+		if msg, _ := out["error"].(string); code != http.StatusForbidden || !strings.Contains(msg, foreign("run-43")) || strings.Contains(msg, "belongs to source") {
 			t.Errorf("%s: a batch of two sources in a new run: %d %v", c.name, code, out)
 		}
 		var n int
@@ -368,13 +378,97 @@ func TestIngestAgentRunsBelongToTheirFirstSource(t *testing.T) {
 	}
 }
 
+// lockedLog is a log sink the server's handlers and the test share.
+type lockedLog struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestIngestForeignRunRefusalKeepsTheOwnerOutOfTheAnswer: an agent that
+// writes into another source's run, or a child run of one, learns that
+// the run is not its own and nothing about whose it is (a hostile agent
+// could otherwise map which sources own which runs); the server's log
+// keeps the owner, for whoever sorts out the clash. Both refusals: the
+// endpoint's check, and the write's own transaction when that check did
+// not see the owner yet.
+func TestIngestForeignRunRefusalKeepsTheOwnerOutOfTheAnswer(t *testing.T) {
+	t.Parallel()
+	const owner = "owner-7f3a91c2"
+	tokens, err := auth.Parse("bot:agent:agent-secret-1:agent-x,own:agent:owner-secret-1:" + owner)
+	if err != nil {
+		t.Fatal(err)
+	}
+	event := func(src, run, id, typ, data string) string {
+		return `{"source_id":"` + src + `","event_id":"` + id + `","project":"acme","run_id":"` + run + `","type":"` + typ +
+			`","ts":"2026-11-30T10:00:00Z","actor":"agent","data":` + data + `}`
+	}
+	started := func(src, run, id string) string {
+		return event(src, run, id, "tool.started", `{"operation_id":"op-1","tool":"t","args":{}}`)
+	}
+	raw := func(srv *httptest.Server, token, body string) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/v1/events", strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	for _, c := range []struct {
+		name   string
+		owners kernel.RunOwners
+	}{{"checked before the write", nil}, {"refused by the write", staleOwners{}}} {
+		log := &lockedLog{}
+		srv, _ := newServerConfig(t, func(cfg *httpapi.Config) {
+			cfg.Tokens, cfg.Log = tokens, zerolog.New(log)
+			if c.owners != nil {
+				cfg.Owners = c.owners
+			}
+		})
+		if code, body := raw(srv, "owner-secret-1", `{"events":[`+started(owner, "run-9", "own-1")+`]}`); code != http.StatusOK {
+			t.Fatalf("%s: the owner's first event: %d %s", c.name, code, body)
+		}
+		for _, hostile := range []struct{ what, body string }{
+			{"a forged completion in the run", `{"events":[` + event("agent-x", "run-9", "x-1", "tool.completed", `{"operation_id":"op-1","result_summary":"done"}`) + `]}`},
+			{"an event in its child run", `{"events":[` + started("agent-x", "run-9.op-1", "x-2") + `]}`},
+		} {
+			code, body := raw(srv, "agent-secret-1", hostile.body)
+			if code != http.StatusForbidden || !strings.Contains(body, "belongs to another source") {
+				t.Errorf("%s: %s: %d %s, want a 403 saying the run belongs to another source", c.name, hostile.what, code, body)
+			}
+			if strings.Contains(body, owner) {
+				t.Errorf("%s: %s: the 403 names the run's owner: %s", c.name, hostile.what, body)
+			}
+		}
+		if got := strings.Count(log.String(), owner); got < 2 {
+			t.Errorf("%s: the server's log names the owner %d times for two refusals:\n%s", c.name, got, log.String())
+		}
+	}
+}
+
 // The child runs of an agent's run are its owner's: for agent-x's run-42,
 // run-42.op-1 (kernel.ChildRunID, the child of a delegate operation op-1)
 // and the runs beneath it take only agent-x's events, so another source
 // cannot make up what the listing counts of agent-x's delegation. The
-// refusal names the event, the field, the owning run and source, whether
-// the endpoint's check sees the owner or only the write's transaction
-// does. A run whose ancestors nobody owns is claimed as before.
+// refusal never names the owning source; the endpoint's check names the
+// event, the field and the owning run, the write's transaction (when only
+// it sees the owner) says only that the run is another source's. A run
+// whose ancestors nobody owns is claimed as before.
 func TestIngestAgentChildRunsBelongToTheirOwner(t *testing.T) {
 	t.Parallel()
 	in := func(src, run, id string) string {
@@ -394,15 +488,18 @@ func TestIngestAgentChildRunsBelongToTheirOwner(t *testing.T) {
 			t.Helper()
 			code, out := post(t, srv, "operator-secret-1", body)
 			msg, _ := out["error"].(string)
-			if code != http.StatusForbidden || !strings.Contains(msg, want) {
-				t.Errorf("%s: %s: %d %v, want 403 saying %q", c.name, what, code, out, want)
+			if !c.indexed {
+				want = "belongs to another source"
+			}
+			if code != http.StatusForbidden || !strings.Contains(msg, want) || strings.Contains(msg, "agent-x") {
+				t.Errorf("%s: %s: %d %v, want 403 saying %q, not naming agent-x", c.name, what, code, out, want)
 			}
 			if got, ok := out["event_index"]; c.indexed && (!ok || got != index) {
 				t.Errorf("%s: %s: event_index %v, want %v", c.name, what, got, index)
 			}
 		}
-		child := `run "run-42.op-1" of project "acme" is a child run of run "run-42", which belongs to source "agent-x"`
-		grandchild := `run "run-42.op-1.op-3" of project "acme" is a child run of run "run-42", which belongs to source "agent-x"`
+		child := `run "run-42.op-1" of project "acme" is a child run of run "run-42", which belongs to another source`
+		grandchild := `run "run-42.op-1.op-3" of project "acme" is a child run of run "run-42", which belongs to another source`
 		refused("op in agent-x's child run", `{"events":[`+in("op", "run-50", "a")+`,`+in("op", "run-42.op-1", "b")+`]}`, 1, child)
 		refused("op in a child of agent-x's child run", `{"events":[`+in("op", "run-42.op-1.op-3", "c")+`]}`, 0, grandchild)
 		if c.indexed {
@@ -425,7 +522,7 @@ func TestIngestAgentChildRunsBelongToTheirOwner(t *testing.T) {
 		// A batch whose first event claims a new run for agent-x: op's
 		// event in that run's child is refused with the rest.
 		refused("op in the child of a run the batch claims", `{"events":[`+in("agent-x", "run-60", "h")+`,`+in("op", "run-60.op-1", "i")+`]}`, 1,
-			`run "run-60.op-1" of project "acme" is a child run of run "run-60", which belongs to source "agent-x"`)
+			`run "run-60.op-1" of project "acme" is a child run of run "run-60", which belongs to another source`)
 		var n int
 		if err := pool.QueryRow(context.Background(), "SELECT count(*) FROM journal_events WHERE source_id = 'op' OR run_id LIKE 'run-60%'").Scan(&n); err != nil || n != 0 {
 			t.Errorf("%s: %d events of refused batches were written (%v)", c.name, n, err)
@@ -452,7 +549,7 @@ func TestIngestOlderRunsBelongToTheirEarliestSource(t *testing.T) {
 	forged := `{"source_id":"op","event_id":"forged-1","project":"acme","run_id":"run-old",
  "type":"tool.completed","ts":"2026-11-30T10:00:01Z","actor":"agent","data":{"operation_id":"op-1","result_summary":"done"}}`
 	code, out := post(t, srv, "operator-secret-1", `{"events":[`+forged+`]}`)
-	if msg, _ := out["error"].(string); code != http.StatusForbidden || !strings.Contains(msg, `belongs to source "agent-x"`) {
+	if msg, _ := out["error"].(string); code != http.StatusForbidden || !strings.Contains(msg, `belongs to another source`) || strings.Contains(msg, "agent-x") {
 		t.Fatalf("another source's event in an older run of agent-x: %d %v", code, out)
 	}
 	var owner string
@@ -462,7 +559,7 @@ func TestIngestOlderRunsBelongToTheirEarliestSource(t *testing.T) {
 	// Its child runs are agent-x's too (migration 00032), though no row
 	// names its owner yet: the write's transaction refuses another source.
 	code, out = post(t, srv, "operator-secret-1", `{"events":[`+strings.ReplaceAll(forged, `"run-old"`, `"run-old.op-1"`)+`]}`)
-	if msg, _ := out["error"].(string); code != http.StatusForbidden || !strings.Contains(msg, `run "run-old.op-1" of project "acme" is a child run of run "run-old", which belongs to source "agent-x"`) {
+	if msg, _ := out["error"].(string); code != http.StatusForbidden || !strings.Contains(msg, `belongs to another source`) || strings.Contains(msg, "agent-x") {
 		t.Fatalf("another source's event in a child run of an older run of agent-x: %d %v", code, out)
 	}
 }

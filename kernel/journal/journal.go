@@ -327,11 +327,26 @@ func (s *Store) answer(ctx context.Context, q querier, preps []prepared, first m
 // reckon_check_agent_events refused, or nil when err is not one.
 func agentRefusal(err error) error {
 	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && (pgErr.Code == recordedRunCode || pgErr.Code == otherSourceCode || pgErr.Code == gatewaySourceCode) {
+	if !errors.As(err, &pgErr) {
+		return nil
+	}
+	switch pgErr.Code {
+	case recordedRunCode, gatewaySourceCode:
 		return kernel.Errorf(kernel.EForbidden, "%s", pgErr.Message)
+	case otherSourceCode:
+		// The function's message names the run's owner: kept for the
+		// server's log, never answered to the writer, which may be a
+		// hostile agent probing whose runs are whose.
+		return kernel.Redacted(kernel.Errorf(kernel.EForbidden, "%s", otherSourceRefusal),
+			kernel.Errorf(kernel.EForbidden, "%s", pgErr.Message))
 	}
 	return nil
 }
+
+// otherSourceRefusal is what a writer refused with RK002 is told. Only
+// this race (a claim landing between the ingest's own check and its
+// write) reaches it; that check names the run.
+const otherSourceRefusal = "an event lies in a run that belongs to another source (the source of its first event), or in a child run of one, and only that source writes its events — report this run's operations under a run id of your own"
 
 // SQLSTATEs of the agents' write's refusals (reckon_check_agent_events): a
 // kernel or gateway run, another source's run, the MCP gateway's source
