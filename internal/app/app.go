@@ -301,7 +301,9 @@ func (c *Core) ServeMetrics(ctx context.Context, addr string, bound chan<- strin
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(c.Registry, promhttp.HandlerOpts{}))
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	// The API's bounds: a scrape is one small answer, nothing streams.
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: httpapi.ReadHeaderTimeout,
+		WriteTimeout: httpapi.WriteTimeout, IdleTimeout: httpapi.IdleTimeout}
 	if bound != nil {
 		bound <- ln.Addr().String()
 	}

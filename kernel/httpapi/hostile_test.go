@@ -5,13 +5,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"runtime"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -127,6 +130,102 @@ func TestIdleConnectionsAreClosed(t *testing.T) {
 	go func() { done <- api.Listen(ctx, "127.0.0.1:0", bound) }()
 	t.Cleanup(func() { cancel(); <-done })
 	reckontest.IdleConnectionCloses(t, <-bound, http.StatusOK, "GET /healthz HTTP/1.1\r\nHost: reckon\r\n\r\n")
+}
+
+// listen serves api on a free port until the test ends and returns its
+// address.
+func listen(t *testing.T, api *httpapi.Server) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	bound := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() { done <- api.Listen(ctx, "127.0.0.1:0", bound) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return <-bound
+}
+
+// TestSlowHeadersAreCutOff: a client that opens a connection and sends its
+// headers a byte at a time, never finishing them (slowloris), is cut off
+// once ReadHeaderTimeout has passed, however steadily the bytes come.
+func TestSlowHeadersAreCutOff(t *testing.T) {
+	t.Parallel()
+	addr := listen(t, hostileAPI(t, httpapi.Config{ReadHeaderTimeout: 200 * time.Millisecond}))
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		head := "GET /healthz HTTP/1.1\r\nHost: reckon\r\nX-Slow: "
+		for i := 0; ; i++ {
+			b := byte('a')
+			if i < len(head) {
+				b = head[i]
+			}
+			if _, err := conn.Write([]byte{b}); err != nil {
+				return
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}()
+	start := time.Now()
+	_ = conn.SetReadDeadline(start.Add(5 * time.Second))
+	// net/http may answer an error (400) before it closes; either way the
+	// connection must end, and the request must not be served.
+	got, err := io.ReadAll(conn)
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		t.Fatalf("the trickling connection is still open after %s (read %q), want it cut off after ReadHeaderTimeout", time.Since(start), got)
+	}
+	if err != nil && !errors.Is(err, syscall.ECONNRESET) {
+		t.Fatalf("read: %v, want the connection closed", err)
+	}
+	if strings.HasPrefix(string(got), "HTTP/1.1 2") {
+		t.Fatalf("answered %q, want the request refused unserved", got)
+	}
+}
+
+// TestStalledReaderIsCutOff: a client that sends a request and then reads
+// none of a large answer leaves its handler blocked in Write; WriteTimeout
+// makes that write fail, so the handler returns and its connection goes.
+func TestStalledReaderIsCutOff(t *testing.T) {
+	t.Parallel()
+	wrote := make(chan error, 1)
+	chunk := make([]byte, 1<<20)
+	api := hostileAPI(t, httpapi.Config{WriteTimeout: 300 * time.Millisecond,
+		Console: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			// 256 MiB: far more than the sockets' buffers hold.
+			for range 256 {
+				if _, err := w.Write(chunk); err != nil {
+					wrote <- err
+					return
+				}
+			}
+			wrote <- nil
+		})})
+	addr := listen(t, api)
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := io.WriteString(conn, "GET / HTTP/1.1\r\nHost: reckon\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-wrote:
+		if err == nil {
+			t.Fatal("the handler wrote 256 MiB to a client that read nothing")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the handler is still blocked writing to a client that stopped reading, 5 s on")
+	}
 }
 
 // echoRuns is a RunService that answers every View with the ids it was

@@ -49,6 +49,22 @@ const BodyReadTimeout = 30 * time.Second
 // GET /healthz on each, until the process runs out of them.
 const IdleTimeout = 2 * time.Minute
 
+// ReadHeaderTimeout bounds how long a request's headers may take to
+// arrive: a client that opens a connection and trickles its headers
+// (slowloris) is cut off instead of holding a file descriptor and a
+// goroutine for as long as it likes.
+const ReadHeaderTimeout = 10 * time.Second
+
+// WriteTimeout bounds a request from the end of its headers to the end of
+// its answer. No route streams or long-polls (every answer is one JSON
+// document or one console page), so one bound fits all: it cuts off a
+// client that stops reading a large answer (a full listing page), whose
+// handler would otherwise block in Write, holding its goroutine and
+// connection, for as long as the client stays silent. It is generous
+// beside BodyReadTimeout, which the body's arrival must meet first, so
+// that a slow answer under load is not mistaken for a stalled reader.
+const WriteTimeout = 2 * time.Minute
+
 // RequestIDHeader carries a request's id: a client's own (up to 128
 // printable ASCII characters) is kept, otherwise one is generated; it is
 // echoed on every response and logged on the request's access-log line.
@@ -98,6 +114,11 @@ type Config struct {
 	// IdleTimeout bounds how long Listen keeps an idle kept-alive
 	// connection open; zero means IdleTimeout.
 	IdleTimeout time.Duration
+	// ReadHeaderTimeout and WriteTimeout are Listen's bounds on a
+	// request's headers and on its answer; zero means ReadHeaderTimeout
+	// and WriteTimeout.
+	ReadHeaderTimeout time.Duration
+	WriteTimeout      time.Duration
 }
 
 // Server is the API: the route table (routes.go) over the services of its
@@ -124,6 +145,12 @@ func New(cfg Config) *Server {
 	}
 	if cfg.IdleTimeout <= 0 {
 		cfg.IdleTimeout = IdleTimeout
+	}
+	if cfg.ReadHeaderTimeout <= 0 {
+		cfg.ReadHeaderTimeout = ReadHeaderTimeout
+	}
+	if cfg.WriteTimeout <= 0 {
+		cfg.WriteTimeout = WriteTimeout
 	}
 	s := &Server{mux: chi.NewRouter(), cfg: cfg, runLocks: semaphore.NewWeighted(MaxRunsInFlight)}
 	s.reqs = prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -490,7 +517,7 @@ func (s *Server) Listen(ctx context.Context, addr string, bound chan<- string) e
 	if err != nil {
 		return fmt.Errorf("listen on %s (RECKON_HTTP_ADDR): %w", addr, err)
 	}
-	srv := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: s.cfg.IdleTimeout}
+	srv := &http.Server{Handler: s, ReadHeaderTimeout: s.cfg.ReadHeaderTimeout, WriteTimeout: s.cfg.WriteTimeout, IdleTimeout: s.cfg.IdleTimeout}
 	if bound != nil {
 		bound <- ln.Addr().String()
 	}
