@@ -732,6 +732,44 @@ func TestPanicFailsItsRunOnly(t *testing.T) {
 	}
 }
 
+// panicProbe panics on every operation of run; it applies to all others
+// and finds nothing there.
+type panicProbe struct{ run string }
+
+func (panicProbe) Name() string { return "panicky" }
+
+func (p panicProbe) Probe(_ context.Context, run probe.Run, _ pipeline.WallOperation) (pipeline.Evidence, bool) {
+	if run.RunID == p.run {
+		panic("a probe's bug")
+	}
+	return pipeline.Evidence{}, false
+}
+
+// A probe that panics on one run's operation proves nothing and settles
+// nothing: that run's walls fail, no verdict is written for it, and the
+// other run of the same sweep is still judged; the next sweep, without the
+// bug, takes the run.
+func TestProbePanicFailsItsRunOnly(t *testing.T) {
+	t.Parallel()
+	e := twoUncertainRuns(t)
+	rep, err := e.sweeper(Config{Probes: probe.Set{panicProbe{run: "run-1"}}}).Sweep(context.Background(), SweepParams{})
+	if err != nil || rep.Failed != 1 || rep.Journaled != 1 {
+		t.Fatalf("sweep: %+v %v", rep, err)
+	}
+	for _, w := range rep.Walls {
+		switch {
+		case w.RunID == "run-1" && (w.Outcome != OutcomeFailed || !strings.Contains(w.Error, "panicked") || w.Verdict != nil || len(w.Reconciled) > 0):
+			t.Fatalf("run-1's wall: %+v, want failed naming the panic, nothing written", w)
+		case w.RunID == "run-2" && w.Outcome != OutcomeJournaled:
+			t.Fatalf("run-2's wall: %+v, want journaled", w)
+		}
+	}
+	rep, err = e.sweeper(Config{}).Sweep(context.Background(), SweepParams{})
+	if err != nil || rep.Journaled != 1 || rep.Walls[0].RunID != "run-1" {
+		t.Fatalf("second sweep: %+v %v", rep, err)
+	}
+}
+
 // twoUncertainRuns is an env with runs run-1 and run-2, one uncertain
 // operation each.
 func twoUncertainRuns(t *testing.T) *env {
