@@ -164,9 +164,40 @@ type cgroup struct {
 	dirs []string
 }
 
-// create makes a command's cgroup with its limits.
+// cgroupNameAttempts bounds how many names create tries before it gives
+// up: a name is taken only when a directory of that name already exists
+// (a crashed worker whose PID this one now has, or one planted there),
+// so a few in a row mean something is filling the parent on purpose.
+const cgroupNameAttempts = 16
+
+// errCgroupNameTaken says a command cgroup's name exists already in one
+// of the hierarchies.
+var errCgroupNameTaken = errors.New("name taken")
+
+// create makes a command's cgroup with its limits. Every directory of it
+// is made by this call: a name that exists already in any hierarchy (left
+// by a crashed worker with this PID, or planted by someone else) is never
+// adopted, as its limits, its processes and its owner are not this
+// command's; the next name is tried instead, up to cgroupNameAttempts.
 func (c *cgroups) create(l cgroupLimits) (*cgroup, error) {
-	name := newName()
+	var taken []string
+	for range cgroupNameAttempts {
+		name := newName()
+		g, err := c.createNamed(name, l)
+		if !errors.Is(err, errCgroupNameTaken) {
+			return g, err
+		}
+		taken = append(taken, name)
+	}
+	return nil, fmt.Errorf("sandbox: create cgroup under %s: %d names in a row exist already (%s to %s), none adopted",
+		c.parents[0].dir, len(taken), taken[0], taken[len(taken)-1])
+}
+
+// createNamed makes the command's cgroup name in every hierarchy, each
+// directory by a mkdir that fails if it exists. When one exists, the
+// directories this call made are removed, the existing one is left as it
+// is, and the error is errCgroupNameTaken.
+func (c *cgroups) createNamed(name string, l cgroupLimits) (*cgroup, error) {
 	g := &cgroup{v2: c.v2}
 	for _, p := range c.parents {
 		dir := filepath.Join(p.dir, name)
@@ -176,6 +207,10 @@ func (c *cgroups) create(l cgroupLimits) (*cgroup, error) {
 			if err = c.makeParents(); err == nil {
 				err = os.Mkdir(dir, 0o755)
 			}
+		}
+		if errors.Is(err, os.ErrExist) {
+			_ = g.remove()
+			return nil, fmt.Errorf("sandbox: create cgroup %s: %w", dir, errCgroupNameTaken)
 		}
 		if err != nil {
 			_ = g.remove()

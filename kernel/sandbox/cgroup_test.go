@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -470,4 +471,100 @@ func TestCgroupRemoveKillsWhatIsLeft(t *testing.T) {
 		t.Fatalf("sleep in the cgroup: %v, want killed", err)
 	}
 	wantRemoved(t, "leftover process", []*cgroup{g})
+}
+
+// nextNames are the names the next n commands' cgroups would get, were
+// nothing else to take a number meanwhile (the tests planting them do not
+// run in parallel).
+func nextNames(n int) []string {
+	var names []string
+	next := cgroupSeq.Load()
+	for i := range uint64(n) {
+		names = append(names, strconv.Itoa(os.Getpid())+"-"+strconv.FormatUint(next+1+i, 10))
+	}
+	return names
+}
+
+// plant makes dir, a cgroup directory someone else left or put where a
+// command's would go.
+func plant(t *testing.T, dir string) {
+	t.Helper()
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A name taken in the hierarchy (a crashed worker's that had this PID, or
+// one planted) is not adopted: the command gets the next name, in a cgroup
+// of its own, and the existing directory is left untouched. Past
+// 16 taken names, creation fails and says why. Not
+// parallel: the names planted are the next of this process's sequence.
+func TestCgroupNameTaken(t *testing.T) {
+	root := fakeV2(t, "memory pids cpu")
+	c, _, err := detectCgroups(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	parent := c.parents[0].dir
+	taken := filepath.Join(parent, nextNames(1)[0])
+	plant(t, taken)
+	if err := os.WriteFile(filepath.Join(taken, "memory.max"), []byte("max"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	g, err := c.create(cgroupLimits{memory: 64 << 20, procs: 16})
+	if err != nil {
+		t.Fatalf("create with the next name taken: %v", err)
+	}
+	if g.path() == taken || filepath.Dir(g.path()) != parent {
+		t.Fatalf("cgroup %v, the taken one is %s", g.dirs, taken)
+	}
+	wantLimits(t, c, g, 64<<20, 16)
+	if got := readTrim(t, filepath.Join(taken, "memory.max")); got != "max" {
+		t.Fatalf("the taken cgroup's memory.max = %q, want it untouched", got)
+	}
+	if entries, _ := os.ReadDir(taken); len(entries) != 1 {
+		t.Fatalf("the taken cgroup holds %d files, want only the planted one", len(entries))
+	}
+
+	// Every name create would try is taken.
+	for _, name := range nextNames(cgroupNameAttempts) {
+		plant(t, filepath.Join(parent, name))
+	}
+	before, _ := os.ReadDir(parent)
+	if g, err := c.create(cgroupLimits{memory: 64 << 20, procs: 16}); err == nil || !strings.Contains(err.Error(), "exist already") {
+		t.Fatalf("create with every name taken: %v %v", g, err)
+	}
+	if after, _ := os.ReadDir(parent); len(after) != len(before) {
+		t.Fatalf("%d entries in the parent after a failed create, %d before", len(after), len(before))
+	}
+
+	// On this host's hierarchy, through Execute: the next name taken in
+	// the last controller only (as a leftover of a worker that died
+	// while it made its cgroup), the command runs all the same.
+	host := hostCgroups(t)
+	if host == nil {
+		return
+	}
+	last := filepath.Join(host.parents[len(host.parents)-1].dir, nextNames(1)[0])
+	plant(t, last)
+	defer func() {
+		if err := syscall.Rmdir(last); err != nil {
+			t.Errorf("remove the planted cgroup: %v", err)
+		}
+	}()
+	tool, made := cgroupTool(Config{})
+	out, _, err := run(t, tool, call(t, wsDir(t), map[string]any{"command": "echo ok"}))
+	if err != nil || out.Stdout != "ok\n" {
+		t.Fatalf("command with the next name taken: %v %+v", err, out)
+	}
+	gs := made()
+	if len(gs) != 1 || filepath.Base(gs[0].path()) == filepath.Base(last) {
+		t.Fatalf("cgroups %v, the taken name is %s", gs, filepath.Base(last))
+	}
+	wantRemoved(t, "name taken", gs)
+	// Still there (the command's cleanup did not remove it) and empty
+	// (the deferred rmdir succeeds): nothing of the command went in it.
+	if _, err := os.Stat(last); err != nil {
+		t.Fatalf("the planted cgroup: %v", err)
+	}
 }
