@@ -294,24 +294,71 @@ func (g *cgroup) place(pid int) error {
 // path is the cgroup's path in the memory hierarchy.
 func (g *cgroup) path() string { return g.dirs[0] }
 
-// oomKills says how many processes of the cgroup the kernel's OOM killer
-// killed (memory.events on v2, memory.oom_control on v1); 0 when unknown.
-func (g *cgroup) oomKills() int {
-	file := "memory.oom_control"
+// oomKilled says whether the kernel's OOM killer killed a process of the
+// cgroup because the cgroup reached its own memory limit. The kernel's
+// count of kills in a cgroup (oom_kill) counts victims of any OOM killer:
+// a host-wide OOM, or one of an ancestor cgroup's limit (a container's),
+// that picked a process of the command counts there too, though the
+// command stayed within its limit. So the kill needs the cgroup's own
+// evidence of reaching its limit beside it: on v2, memory.events' "oom"
+// (raised only when a charge of this cgroup, which has no children,
+// failed at its memory.max and the OOM path was entered); on v1, which
+// has no such count, limitReached. On v1 a command that reached its limit
+// (its page cache reclaimed, say) and later lost a process to a host-wide
+// OOM is still reported. False when unknown.
+func (g *cgroup) oomKilled() bool {
+	dir := g.path()
 	if g.v2 {
-		file = "memory.events"
+		ev := counters(filepath.Join(dir, "memory.events"))
+		return ev["oom_kill"] > 0 && ev["oom"] > 0
 	}
-	b, err := os.ReadFile(filepath.Join(g.path(), file))
+	return counters(filepath.Join(dir, "memory.oom_control"))["oom_kill"] > 0 &&
+		(limitReached(dir, "memory.") || limitReached(dir, "memory.memsw."))
+}
+
+// limitSlack is how far below a v1 limit the cgroup's peak usage may stay
+// and still count as having reached it: the charge that fails at the
+// limit and leads to the cgroup's own OOM is of at most 8 pages (larger
+// ones fail without an OOM), so the usage then was within 32 KiB of it.
+const limitSlack = 1 << 20
+
+// limitReached says whether a v1 memory cgroup's counter (prefix
+// "memory." or "memory.memsw.") ever stood at its limit: a charge failed
+// there (failcnt, which recent kernels no longer count on every failure),
+// or its peak usage (max_usage_in_bytes) came within limitSlack of it.
+func limitReached(dir, prefix string) bool {
+	read := func(f string) (int64, bool) {
+		b, err := os.ReadFile(filepath.Join(dir, prefix+f))
+		if err != nil {
+			return 0, false
+		}
+		n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+		return n, err == nil
+	}
+	if n, ok := read("failcnt"); ok && n > 0 {
+		return true
+	}
+	peak, ok1 := read("max_usage_in_bytes")
+	limit, ok2 := read("limit_in_bytes")
+	return ok1 && ok2 && peak > 0 && peak >= limit-limitSlack
+}
+
+// counters reads a cgroup file of "name value" lines (memory.events,
+// memory.oom_control); empty when it cannot be read.
+func counters(path string) map[string]int64 {
+	m := map[string]int64{}
+	b, err := os.ReadFile(path)
 	if err != nil {
-		return 0
+		return m
 	}
 	for line := range strings.Lines(string(b)) {
-		if v, ok := strings.CutPrefix(line, "oom_kill "); ok {
-			n, _ := strconv.Atoi(strings.TrimSpace(v))
-			return n
+		if k, v, ok := strings.Cut(strings.TrimSpace(line), " "); ok {
+			if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+				m[k] = n
+			}
 		}
 	}
-	return 0
+	return m
 }
 
 // remove kills whatever is left in the cgroup and removes it. The

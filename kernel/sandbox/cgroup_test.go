@@ -341,14 +341,14 @@ func TestCgroupV2Files(t *testing.T) {
 	if got := readTrim(t, filepath.Join(g.path(), "cgroup.procs")); got != "4242" {
 		t.Fatalf("cgroup.procs = %q", got)
 	}
-	if n := g.oomKills(); n != 0 {
-		t.Fatalf("oom kills before any: %d", n)
+	if g.oomKilled() {
+		t.Fatalf("OOM-killed before any kill")
 	}
 	if err := os.WriteFile(filepath.Join(g.path(), "memory.events"), []byte("low 0\nhigh 0\nmax 5\noom 2\noom_kill 2\noom_group_kill 0\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if n := g.oomKills(); n != 2 {
-		t.Fatalf("oom kills = %d, want 2", n)
+	if !g.oomKilled() {
+		t.Fatalf("not OOM-killed after 2 kills at the limit")
 	}
 	// A plain directory is not empty as a cgroup's is, so its removal
 	// fails, after cgroup.kill was written.
@@ -567,4 +567,90 @@ func TestCgroupNameTaken(t *testing.T) {
 	if _, err := os.Stat(last); err != nil {
 		t.Fatalf("the planted cgroup: %v", err)
 	}
+}
+
+// oom_killed is the command's own OOM: a kill the kernel counts in the
+// command's cgroup (oom_kill counts the victims of any OOM killer, the
+// host's too) together with the cgroup's own evidence of reaching its
+// limit (v2: memory.events' oom; v1: a failcnt, or a peak usage at the
+// limit). Files laid out as each version has them.
+func TestOOMKilledIsTheCgroupsOwn(t *testing.T) {
+	t.Parallel()
+	const oomControl = "oom_kill_disable 0\nunder_oom 0\noom_kill %d\n"
+	events := func(max, oom, kill int) string {
+		return fmt.Sprintf("low 0\nhigh 0\nmax %d\noom %d\noom_kill %d\noom_group_kill 0\n", max, oom, kill)
+	}
+	const limit = 64 << 20
+	v1 := func(kill, failcnt, peak int) map[string]string {
+		return map[string]string{
+			"memory.oom_control": fmt.Sprintf(oomControl, kill), "memory.failcnt": strconv.Itoa(failcnt),
+			"memory.max_usage_in_bytes": strconv.Itoa(peak), "memory.limit_in_bytes": strconv.Itoa(limit),
+			"memory.memsw.failcnt": "0", "memory.memsw.max_usage_in_bytes": strconv.Itoa(peak), "memory.memsw.limit_in_bytes": strconv.Itoa(limit),
+		}
+	}
+	with := func(m map[string]string, f, v string) map[string]string {
+		m[f] = v
+		return m
+	}
+	for _, tc := range []struct {
+		name  string
+		v2    bool
+		files map[string]string
+		want  bool
+	}{
+		{"v2 nothing", true, map[string]string{"memory.events": events(0, 0, 0)}, false},
+		{"v2 host-wide OOM killed one", true, map[string]string{"memory.events": events(0, 0, 1)}, false},
+		{"v2 reached memory.max, reclaimed, then a host-wide kill", true, map[string]string{"memory.events": events(40, 0, 1)}, false},
+		{"v2 own limit", true, map[string]string{"memory.events": events(40, 1, 1)}, true},
+		{"v2 own limit, no victim", true, map[string]string{"memory.events": events(40, 1, 0)}, false},
+		{"v2 unreadable", true, nil, false},
+		{"v1 nothing", false, v1(0, 0, 0), false},
+		{"v1 host-wide OOM killed one", false, v1(1, 0, 40<<20), false},
+		{"v1 host-wide OOM, usage near the limit but below", false, v1(1, 0, limit-2<<20), false},
+		{"v1 own limit, peak at it", false, v1(1, 0, limit), true},
+		{"v1 own limit, failcnt", false, v1(2, 12, 60<<20), true},
+		{"v1 own memsw limit", false, with(v1(1, 0, 40<<20), "memory.memsw.max_usage_in_bytes", strconv.Itoa(limit)), true},
+		{"v1 own memsw limit, failcnt", false, with(v1(1, 0, 40<<20), "memory.memsw.failcnt", "3"), true},
+		{"v1 limit reached, no kill", false, v1(0, 7, limit), false},
+		{"v1 no usage files", false, map[string]string{"memory.oom_control": fmt.Sprintf(oomControl, 1)}, false},
+	} {
+		dir := t.TempDir()
+		for f, v := range tc.files {
+			if err := os.WriteFile(filepath.Join(dir, f), []byte(v), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := (&cgroup{v2: tc.v2, dirs: []string{dir}}).oomKilled(); got != tc.want {
+			t.Errorf("%s: oomKilled = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// A command whose process is SIGKILLed from outside (by the test here, as
+// an operator or another program might), with no OOM anywhere, exits 137
+// and is not reported out of memory: a kill signal alone is no evidence.
+func TestKilledFromOutsideIsNotOOM(t *testing.T) {
+	t.Parallel()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		deadline := time.Now().Add(10 * time.Second)
+		for time.Now().Before(deadline) {
+			if pids, _ := proctab.Matching("sleep\x0030.5151"); len(pids) > 0 {
+				for _, pid := range pids {
+					_ = syscall.Kill(pid, syscall.SIGKILL)
+				}
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}()
+	out, res, err := run(t, NewRunCommand(Config{MaxMemory: 64 << 20}), call(t, wsDir(t), map[string]any{"command": "sleep 30.5151", "timeout_s": 20}))
+	<-done
+	te := wantToolError(t, err, ErrorTypeCommandFailed, kernel.EffectUncertain)
+	if out.ExitCode != 137 || out.OOMKilled || strings.Contains(res.Summary, "out of memory") || strings.Contains(te.Error(), "out of memory") ||
+		strings.Contains(string(res.Output), "oom_killed") {
+		t.Fatalf("killed from outside: exit %d, oom_killed %v, summary %q, error %v", out.ExitCode, out.OOMKilled, res.Summary, te)
+	}
+	waitGone(t, "30.5151")
 }

@@ -653,7 +653,7 @@ func (r *runCommand) Execute(ctx context.Context, call kernel.ToolCall) (kernel.
 		// host they would run as the sandbox's user. Strip those bits.
 		_ = stripSetID(p.workspace)
 	}
-	oomKilled := cg != nil && cg.oomKills() > 0
+	oomKilled := cg != nil && cg.oomKilled()
 	removeCgroup()
 
 	out := Output{
