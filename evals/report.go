@@ -31,6 +31,9 @@ func WriteReports(dir string, rep *Report) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("marshal report.json: %w", err)
 	}
+	// A fixture's or a model's text with a bidirectional override would
+	// reorder the lines of a report.json read in a terminal.
+	js = kernel.TerminalJSON(js)
 	files := []struct {
 		name string
 		body []byte

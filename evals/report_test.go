@@ -1,6 +1,9 @@
 package evals
 
 import (
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -36,5 +39,31 @@ func TestMarkdownQuotesOthersText(t *testing.T) {
 	}
 	if got := mdEscape("a|b\nc"); got != `a\|b c` {
 		t.Errorf("mdEscape(a|b\\nc) = %q", got)
+	}
+}
+
+// TestReportJSONEscapesFormatCharacters: report.json holds a fixture's and
+// a model's text; a bidirectional override in it is written as its \u
+// escape (kernel.TerminalJSON), and the file reads back the same.
+func TestReportJSONEscapesFormatCharacters(t *testing.T) {
+	t.Parallel()
+	rep := &Report{Version: 1, Supervisor: "scripted", Model: "m-1\u202eenon", Fixtures: "testdata\u200b"}
+	dir := t.TempDir()
+	if _, err := WriteReports(dir, rep); err != nil {
+		t.Fatal(err)
+	}
+	js, err := os.ReadFile(filepath.Join(dir, ReportJSONFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.ContainsAny(string(js), "\u202e\u200b") || !strings.Contains(string(js), `m-1\u202eenon`) {
+		t.Fatalf("report.json:\n%s", js)
+	}
+	var got Report
+	if err := json.Unmarshal(js, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Model != rep.Model || got.Fixtures != rep.Fixtures {
+		t.Fatalf("read back %q %q, want %q %q", got.Model, got.Fixtures, rep.Model, rep.Fixtures)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -53,4 +54,55 @@ func Printable(s string) string {
 		}
 	}
 	return s
+}
+
+// TerminalJSON returns b, JSON text, with every character that would
+// change how a terminal shows it written as its \u escape: the C1
+// controls, the format characters (bidirectional embeddings, overrides
+// and isolates U+202A–U+202E and U+2066–U+2069, the marks and zero-width
+// characters U+200B–U+200F, U+FEFF, ...), the line and paragraph
+// separators U+2028 and U+2029, and a byte that is not UTF-8 (as \ufffd,
+// which is what a decoder reads it as). encoding/json leaves all but the
+// separators as they are, so an agent's id or error printed by a --json
+// command could reorder the line it is on ("op-1\u202eenon" reads as
+// "op-1none"), as Printable prevents in a table. Outside its strings,
+// JSON text is ASCII, so each such character is inside a string, where
+// its escape decodes to the same character: the values are unchanged.
+// Characters beyond U+FFFF are escaped as UTF-16 surrogate pairs, as
+// JSON has them.
+func TerminalJSON(b []byte) []byte {
+	out := make([]byte, 0, len(b))
+	for i := 0; i < len(b); {
+		if b[i] < utf8.RuneSelf {
+			out = append(out, b[i])
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRune(b[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			out = appendJSONEscape(out, utf8.RuneError)
+		case unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || r == '\u2028' || r == '\u2029':
+			out = appendJSONEscape(out, r)
+		default:
+			out = append(out, b[i:i+size]...)
+		}
+		i += size
+	}
+	return out
+}
+
+// appendJSONEscape appends r as JSON writes it escaped: \uXXXX, in lower
+// case hex as encoding/json does, or a surrogate pair of those.
+func appendJSONEscape(out []byte, r rune) []byte {
+	const hex = "0123456789abcdef"
+	units := []rune{r}
+	if r > 0xFFFF {
+		hi, lo := utf16.EncodeRune(r)
+		units = []rune{hi, lo}
+	}
+	for _, u := range units {
+		out = append(out, '\\', 'u', hex[u>>12&0xF], hex[u>>8&0xF], hex[u>>4&0xF], hex[u&0xF])
+	}
+	return out
 }

@@ -1,6 +1,8 @@
 package kernel
 
 import (
+	"encoding/json"
+	"reflect"
 	"testing"
 	"unicode/utf8"
 )
@@ -49,6 +51,39 @@ func TestPrintableQuotesWhatCouldForgeADisplay(t *testing.T) {
 	} {
 		if got := Printable(in); got != want {
 			t.Errorf("Printable(%q) = %s, want %s", in, got, want)
+		}
+	}
+}
+
+// TerminalJSON escapes in JSON text what a terminal would act on or hide,
+// and leaves the values as they were.
+func TestTerminalJSON(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ in, want string }{
+		{`{"a":"plain é € 😀 ok"}`, `{"a":"plain é € 😀 ok"}`},
+		{"{\"reason\":\"op-1\u202eenon\"}", `{"reason":"op-1\u202eenon"}`},
+		{"[\"\u202a\u202b\u202c\u202d\u202e\"]", `["\u202a\u202b\u202c\u202d\u202e"]`},
+		{"[\"\u2066\u2067\u2068\u2069\"]", `["\u2066\u2067\u2068\u2069"]`},
+		{"[\"\u200b\u200c\u200d\u200e\u200f\ufeff\u00ad\u061c\"]", `["\u200b\u200c\u200d\u200e\u200f\ufeff\u00ad\u061c"]`},
+		{"[\"\u2028\u2029\u0085\u009b\"]", `["\u2028\u2029\u0085\u009b"]`},
+		{"[\"tag \U000e0041\"]", `["tag \udb40\udc41"]`},
+		{"[\"bad \xff byte\"]", `["bad \ufffd byte"]`},
+		{"{\n  \"k\": \"v\"\n}\n", "{\n  \"k\": \"v\"\n}\n"},
+	} {
+		got := string(TerminalJSON([]byte(c.in)))
+		if got != c.want {
+			t.Errorf("TerminalJSON(%q) = %q, want %q", c.in, got, c.want)
+			continue
+		}
+		var in, out any
+		if err := json.Unmarshal([]byte(c.in), &in); err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal([]byte(got), &out); err != nil {
+			t.Fatalf("TerminalJSON(%q) = %q: %v", c.in, got, err)
+		}
+		if !reflect.DeepEqual(in, out) {
+			t.Errorf("TerminalJSON(%q) decodes to %q, the input to %q", c.in, out, in)
 		}
 	}
 }

@@ -64,11 +64,8 @@ func demoListing(ctx context.Context, d *demoEnv) error {
 	ops, _ := m["operations"].([]any)
 	fmt.Fprintf(d.Out, "%d unresolved operation(s), degraded=%v; the first item as the API returns it:\n", len(ops), m["degraded"])
 	if len(ops) > 0 {
-		enc := json.NewEncoder(d.Out)
-		enc.SetEscapeHTML(false)
-		enc.SetIndent("  ", "  ")
 		fmt.Fprint(d.Out, "  ")
-		if err := enc.Encode(ops[0]); err != nil {
+		if err := writeJSON(d.Out, ops[0], "  ", "  "); err != nil {
 			return err
 		}
 	}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -90,7 +89,7 @@ func report(stderr io.Writer, name string, err error) int {
 		if code == exitUsage {
 			out["usage"] = true
 		}
-		_ = json.NewEncoder(stderr).Encode(out)
+		_ = writeJSON(stderr, out, "", "")
 		return code
 	}
 	fmt.Fprintf(stderr, "reckon %s: %v\n", name, err)

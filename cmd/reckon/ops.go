@@ -328,17 +328,6 @@ func checkLimit(limit, max int) error {
 	return nil
 }
 
-func writeRaw(w io.Writer, raw []byte) error {
-	var buf bytes.Buffer
-	if err := json.Indent(&buf, bytes.TrimSpace(raw), "", "  "); err != nil {
-		_, err = w.Write(raw)
-		return err
-	}
-	buf.WriteByte('\n')
-	_, err := w.Write(buf.Bytes())
-	return err
-}
-
 // pages GETs path page by page (following next_cursor when all is set)
 // and hands each raw page to add, which decodes it and returns its
 // next_cursor. It returns the raw pages and the cursor left over.

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -46,31 +45,37 @@ func runOutbox(ctx context.Context, args []string) error {
 		if err != nil {
 			return err
 		}
-		return printRows(*asJSON, what, rows, printRetrying, func(r outbox.Retrying) map[string]any {
-			return map[string]any{"source_id": r.Key.SourceID, "event_id": r.Key.EventID, "attempts": r.Attempts,
-				"enqueued_at": r.EnqueuedAt, "next_attempt_at": r.NextAttemptAt, "last_error": r.LastError}
-		})
+		return printRows(os.Stdout, *asJSON, what, rows, printRetrying, retryingObject)
 	}
 	rows, err := outbox.ListParked(ctx, s.pool, *limit)
 	if err != nil {
 		return err
 	}
-	return printRows(*asJSON, what, rows, printParked, func(r outbox.Parked) map[string]any {
-		return map[string]any{"source_id": r.Key.SourceID, "event_id": r.Key.EventID, "reason": r.Reason, "parked_at": r.ParkedAt}
-	})
+	return printRows(os.Stdout, *asJSON, what, rows, printParked, parkedObject)
 }
 
-// printRows prints rows to stdout as table does, or as JSON ({"<key>":
-// [...]}, each row as object makes it).
-func printRows[T any](asJSON bool, key string, rows []T, table func(io.Writer, []T) error, object func(T) map[string]any) error {
+// retryingObject is a retried row in --json output.
+func retryingObject(r outbox.Retrying) map[string]any {
+	return map[string]any{"source_id": r.Key.SourceID, "event_id": r.Key.EventID, "attempts": r.Attempts,
+		"enqueued_at": r.EnqueuedAt, "next_attempt_at": r.NextAttemptAt, "last_error": r.LastError}
+}
+
+// parkedObject is a parked row in --json output.
+func parkedObject(r outbox.Parked) map[string]any {
+	return map[string]any{"source_id": r.Key.SourceID, "event_id": r.Key.EventID, "reason": r.Reason, "parked_at": r.ParkedAt}
+}
+
+// printRows prints rows to w as table does, or as JSON ({"<key>": [...]},
+// each row as object makes it) through writeJSON.
+func printRows[T any](w io.Writer, asJSON bool, key string, rows []T, table func(io.Writer, []T) error, object func(T) map[string]any) error {
 	if !asJSON {
-		return table(os.Stdout, rows)
+		return table(w, rows)
 	}
 	out := make([]map[string]any, len(rows))
 	for i, r := range rows {
 		out[i] = object(r)
 	}
-	return json.NewEncoder(os.Stdout).Encode(map[string]any{key: out})
+	return writeJSON(w, map[string]any{key: out}, "", "")
 }
 
 // printRetrying writes the table of rows whose delivery is retried, each

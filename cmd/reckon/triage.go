@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -73,9 +72,7 @@ func runTriage(ctx context.Context, args []string) error {
 		}
 	}
 	if *asJSON {
-		enc := json.NewEncoder(os.Stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(rep); err != nil {
+		if err := writeJSON(os.Stdout, rep, "", "  "); err != nil {
 			return err
 		}
 	} else {
