@@ -323,6 +323,59 @@ test('operator console', async (t) => {
     await shot('reader');
   });
 
+  await t.test("a late whoami of a token signed out meanwhile is ignored", async () => {
+    // The page asks /v1/whoami on every poll. Here the poll's request of
+    // one token is held until that token was signed out and another
+    // signed in; its answer then comes, and must change nothing.
+    let hold = null;
+    await page.route('**/v1/whoami', async (route) => {
+      const auth = (await route.request().allHeaders()).authorization;
+      if (hold && auth === 'Bearer ' + hold.token) {
+        const h = hold;
+        hold = null;
+        h.resolve(route);
+        return;
+      }
+      await route.continue();
+    });
+    const held = (token) => new Promise((resolve, reject) => {
+      hold = { token, resolve };
+      setTimeout(() => reject(new Error('no whoami poll with the token within ' + REFRESH + ' ms')), REFRESH).unref();
+    });
+    const watchWho = () => page.evaluate(() => {
+      window.whoShown = [];
+      new MutationObserver(() => window.whoShown.push(document.querySelector('#who').textContent))
+        .observe(document.querySelector('#who'), { childList: true, subtree: true, characterData: true });
+    });
+
+    // The reader's answer, as the server gives it, after the operator
+    // signed in: the page must not show the reader again.
+    const readers = await held(reader);
+    await page.locator('#signout').click();
+    await page.locator('#signin-form').waitFor();
+    await signIn(operator);
+    await waitText('#who', 'operator');
+    await watchWho();
+    await readers.continue();
+    await page.waitForTimeout(1500);
+    assert.deepEqual(await page.evaluate(() => window.whoShown), [], "the old token's identity was shown again");
+    assert.match(await text('#who'), /ann/);
+
+    // The operator's token refused, after the reader signed in: the page
+    // must not sign the reader out.
+    const operators = await held(operator);
+    await page.locator('#signout').click();
+    await page.locator('#signin-form').waitFor();
+    await signIn(reader);
+    await waitText('#who', 'reader');
+    await operators.fulfill({ status: 401, contentType: 'application/json', body: JSON.stringify({ error: 'unknown token' }) });
+    await page.waitForTimeout(1500);
+    assert.equal(await stored(), reader, "the new session was signed out by the old token's refusal");
+    assert.equal(await page.locator('#app').isVisible(), true);
+    assert.match(await text('#who'), /rita/);
+    await page.unroute('**/v1/whoami');
+  });
+
   await t.test('nothing left this origin, and the policy was never violated', async () => {
     assert.deepEqual(offOrigin, []);
     assert.deepEqual(tokenInURL, []);

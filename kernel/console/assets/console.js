@@ -280,10 +280,21 @@ function showWho(me) {
 // tab is open, and the page must not keep offering an operator's
 // decision form the server now refuses, nor hide it from a token that
 // became an operator. It says whether the role changed; the caller then
-// loads again, the detail panel rebuilt for the new role.
+// loads again, the detail panel rebuilt for the new role. The answer is
+// about the token the request carried: if that one was signed out (and
+// perhaps another signed in) while the request was on its way, the
+// answer, or the refusal, is dropped, so that it neither shows the old
+// identity again nor signs the new session out.
 async function checkWho() {
-  const { data: me } = await api('/v1/whoami');
-  if (!state.me) return;
+  const token = state.token;
+  let me;
+  try {
+    ({ data: me } = await api('/v1/whoami', { token }));
+  } catch (e) {
+    if (state.token !== token) return false;
+    throw e;
+  }
+  if (state.token !== token || !state.me) return false;
   if (me.role === 'agent') {
     signOut('"' + me.name + '" is now an agent token; the console needs a reader or an operator token.');
     return;
