@@ -376,6 +376,59 @@ test('operator console', async (t) => {
     await page.unroute('**/v1/whoami');
   });
 
+  await t.test("a late answer to a reload's sign-in of a token replaced meanwhile is ignored", async () => {
+    // A reloaded tab signs back in with its stored token (resume). The
+    // server fails that first whoami, so the page offers the form and asks
+    // again every poll; the retry is held until the user signed in with
+    // another token, and its answer (the stored token's identity) must
+    // then change nothing.
+    assert.equal(await stored(), reader);
+    let failed = false;
+    let release;
+    const retried = new Promise((resolve, reject) => {
+      release = resolve;
+      setTimeout(() => reject(new Error('no retried whoami with the stored token within ' + REFRESH + ' ms')), REFRESH).unref();
+    });
+    let heldRoute = null;
+    await page.route('**/v1/whoami', async (route) => {
+      const auth = (await route.request().allHeaders()).authorization;
+      if (auth === 'Bearer ' + reader && !failed) {
+        failed = true;
+        await route.fulfill({ status: 503, contentType: 'application/json', body: JSON.stringify({ error: 'unavailable' }) });
+        return;
+      }
+      if (auth === 'Bearer ' + reader && !heldRoute) {
+        heldRoute = route;
+        release(route);
+        return;
+      }
+      await route.continue();
+    });
+    await page.reload();
+    await page.locator('#signin-form').waitFor();
+    const held = await retried;
+    await signIn(operator);
+    await waitText('#who', 'operator');
+    // The page corrects #who at its next whoami, so what it showed in
+    // between is watched, not only what it shows at the end.
+    await page.evaluate(() => {
+      window.whoShown = [];
+      new MutationObserver(() => window.whoShown.push(document.querySelector('#who').textContent))
+        .observe(document.querySelector('#who'), { childList: true, subtree: true, characterData: true });
+    });
+    await held.continue();
+    await page.waitForTimeout(1500);
+    assert.deepEqual(await page.evaluate(() => window.whoShown.filter((w) => /rita/.test(w))), [], "the replaced token's identity was shown");
+    assert.match(await text('#who'), /ann/);
+    assert.equal(await stored(), operator);
+    await page.unroute('**/v1/whoami');
+    // Back to the reader, as the subtests before left the page.
+    await page.locator('#signout').click();
+    await page.locator('#signin-form').waitFor();
+    await signIn(reader);
+    await waitText('#who', 'reader');
+  });
+
   await t.test('nothing left this origin, and the policy was never violated', async () => {
     assert.deepEqual(offOrigin, []);
     assert.deepEqual(tokenInURL, []);

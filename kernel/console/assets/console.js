@@ -241,14 +241,20 @@ async function boot() {
 // it refuses is forgotten.
 async function resume() {
   if (!state.token || state.me) return;
+  // A retry still on its way when the user signed in with another token
+  // (the form is offered while the stored one cannot be checked) answers
+  // for the old token: dropped, as checkWho drops its late answers.
+  const token = state.token;
   try {
-    const { data: me } = await api('/v1/whoami');
+    const { data: me } = await api('/v1/whoami', { token });
+    if (state.token !== token || state.me) return;
     if (me.role === 'agent') {
       signOut('"' + me.name + '" is an agent token; the console needs a reader or an operator token.');
       return;
     }
     start(me);
   } catch (e) {
+    if (state.token !== token || state.me) return;
     if (e.status === 401) {
       signOut('Your token is no longer accepted (' + e.message + '); sign in again.');
       return;
