@@ -147,6 +147,13 @@ func TestListingStates(t *testing.T) {
 		projects[i] = evs[0].Project
 		e.Ingest(evs...)
 	}
+	// The journal took each event when it is dated, as if ingested live on
+	// the test's clock: the journal's own ingested_at (the wall clock, days
+	// after T0) would put every tool.started inside the window, and the
+	// window cases are about where the ts falls.
+	if _, err := e.Schema.Pool.Exec(e.Ctx, `UPDATE journal_events SET ingested_at = ts`); err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() {
 		if n := live.asked["k-running-ended"]; n != 0 {
 			t.Errorf("Temporal asked %d times about a run whose run.failed is journaled", n)
@@ -524,5 +531,76 @@ func TestFutureDatedStartGoesStaleFromItsIngest(t *testing.T) {
 	}
 	if items, _ := e.List("acme"); len(items) != 0 {
 		t.Fatalf("young operation listed: %v", items)
+	}
+}
+
+// TestStartDatedAtTheWindowsEdgeStaysListed: POST /v1/events takes an
+// agent's tool.started dated just inside the window; by its ts alone it
+// left the listing (and Projects, hence the sweep) a second later, an
+// unsettled operation hidden by the agent's own clock. It counts as inside
+// while the journal took it inside the window. A copy of the operation
+// that is outside by both its ts and its ingest is not listed and hides
+// nothing; one inside by its ingest hides the copies after it.
+func TestStartDatedAtTheWindowsEdgeStaysListed(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	const window = 168 * time.Hour
+	setIngestedAt := func(ev kernel.Event, at time.Time) {
+		t.Helper()
+		if _, err := e.Schema.Pool.Exec(e.Ctx, `UPDATE journal_events SET ingested_at = $1 WHERE source_id = $2 AND event_id = $3`,
+			at, ev.SourceID, ev.EventID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Taken at T0, dated one second after that moment's window start: what
+	// ingest lets through.
+	b := reckontest.Run{Project: "acme", RunID: "run-1", Source: "agent-x"}
+	edge := b.Started("op-1", "run_command", t0.Add(-window+time.Second))
+	// An earlier copy of the same operation dated before the window and
+	// taken before it too (a report of an earlier version, say).
+	stale := b.Event("op-1/started-long-ago", kernel.TypeToolStarted, t0.Add(-window-time.Hour), map[string]any{"operation_id": "op-1", "tool": "run_command"})
+	e.Ingest(b.RunStarted(t0.Add(-window+time.Second)), stale, edge, b.RunFailed(t0))
+	setIngestedAt(stale, t0.Add(-window-time.Hour))
+	setIngestedAt(edge, t0)
+
+	// An hour later the ts is outside the window; the ingest is not.
+	e.Clock.Set(t0.Add(time.Hour))
+	listed := func(what string, want kernel.EventKey) {
+		t.Helper()
+		items, _ := e.List("acme")
+		it, ok := items["run-1/op-1"]
+		if !ok || len(items) != 1 || it.State != operations.StateCrashWindow || it.StartedKey != want {
+			t.Fatalf("%s: listed %v; want op-1 in crash_window under %v", what, items, want)
+		}
+		projects, err := e.Ops.Projects(e.Ctx)
+		if err != nil || len(projects) != 1 || projects[0] != "acme" {
+			t.Fatalf("%s: projects %v %v; want [acme]", what, projects, err)
+		}
+	}
+	listed("ts an hour before the window, ingested inside it", edge.Key())
+	for _, run := range []string{"", "run-1"} {
+		p, err := e.Ops.List(e.Ctx, operations.ListParams{Project: "acme", RunID: run, Limit: 1})
+		if err != nil || len(p.Operations) != 1 || p.Operations[0].StartedKey != edge.Key() {
+			t.Fatalf("run filter %q, a page of one: %+v %v", run, p, err)
+		}
+	}
+
+	// A later copy dated inside the window: the operation is still listed
+	// once, under the copy that counts as inside first.
+	again := b.Event("op-1/started-again", kernel.TypeToolStarted, t0.Add(30*time.Minute), map[string]any{"operation_id": "op-1", "tool": "run_command"})
+	e.Ingest(again)
+	setIngestedAt(again, t0.Add(30*time.Minute))
+	listed("a later copy inside the window", edge.Key())
+
+	// Once the ingest has left the window too, the later copy is listed.
+	e.Clock.Set(t0.Add(window + time.Minute))
+	listed("the edge copy outside by both clocks", again.Key())
+	// And once every copy is outside, nothing is.
+	e.Clock.Set(t0.Add(30*time.Minute + window + time.Minute))
+	if items, _ := e.List("acme"); len(items) != 0 {
+		t.Fatalf("every copy outside the window: listed %v", items)
+	}
+	if projects, err := e.Ops.Projects(e.Ctx); err != nil || len(projects) != 0 {
+		t.Fatalf("every copy outside the window: projects %v %v", projects, err)
 	}
 }

@@ -23,8 +23,9 @@ const (
 
 // Config configures a Service.
 type Config struct {
-	// Window bounds the listing over event time (RECKON_OPERATIONS_WINDOW):
-	// a tool.started older than now-Window is not listed. It is also the
+	// Window bounds the listing (RECKON_OPERATIONS_WINDOW): a tool.started
+	// whose ts and ingested_at are both older than now-Window is not
+	// listed (Service.window). It is also the
 	// span within which the same reconcile body is answered idempotently.
 	Window time.Duration
 	// StaleAfter is the in-flight age that makes stale_in_flight
@@ -73,6 +74,33 @@ func New(pool *pgxpool.Pool, opts Config) *Service {
 
 func (s *Service) now() time.Time { return s.cfg.Now().UTC() }
 
+// ingestSlack lowers Service.window's floor for what lies between POST
+// /v1/events' check of a tool.started's ts (the API process's clock,
+// before the write) and the ingested_at the journal gives it (PostgreSQL's
+// now() when the write's transaction starts): the wait for the request's
+// run locks and group commit, and any drift between the two clocks. An hour of open
+// operations more in the index range is nothing next to a window's; an
+// event that took longer than that to reach the journal leaves the
+// listing earlier than its ingested_at would say, by the excess.
+const ingestSlack = time.Hour
+
+// window returns, for a listing at now, the window start (a tool.started
+// is inside when its ts or its ingested_at is at or after it) and the
+// floor of ts from which listSQL and projectsSQL read the open-operations
+// index. The floor is one window and ingestSlack before the start: ingest
+// refuses an agent's tool.started dated more than one window before it
+// is taken (httpapi.Config.OperationsWindow, since commit 9e1a6a4), so a
+// tool.started ingested inside the window is dated after the floor, and
+// the index range stays two windows of open operations however long the
+// journal's history. A row ingested inside the window but dated before the
+// floor (taken before that rule, or by a process whose window was wider)
+// is not listed once its ts has left the window, as before ingested_at
+// counted; that is accepted, not an oversight.
+func (s *Service) window(now time.Time) (since, floor time.Time) {
+	since = now.Add(-s.cfg.Window)
+	return since, since.Add(-s.cfg.Window - ingestSlack)
+}
+
 // maxRounds bounds the queries of one listing call when many candidates are
 // hidden (young operations of running runs); the page then ends early with
 // a cursor, never with an unbounded walk.
@@ -110,8 +138,10 @@ func (s *Service) list(ctx context.Context, p ListParams) (Page, error) {
 		return Page{}, err
 	}
 	now := s.now()
-	since := now.Add(-s.cfg.Window)
-	start := position{ts: since, seq: 0}
+	since, floor := s.window(now)
+	// Pages are ordered by (ts, seq) from the floor: a tool.started inside
+	// the window by its ingested_at may be dated before since.
+	start := position{ts: floor, seq: 0}
 	if p.Cursor != "" {
 		c, err := decodeCursor(p.Cursor)
 		if err != nil {
@@ -124,7 +154,7 @@ func (s *Service) list(ctx context.Context, p ListParams) (Page, error) {
 	page := Page{Operations: []Item{}}
 	for round := 0; round < maxRounds; round++ {
 		need := limit - len(page.Operations)
-		cands, err := s.fetch(ctx, p.Project, p.RunID, since, start, need+1)
+		cands, err := s.fetch(ctx, p.Project, p.RunID, since, floor, start, need+1)
 		if err != nil {
 			return Page{}, err
 		}
@@ -175,8 +205,8 @@ func pageParams(project string, limit int) (int, error) {
 	return limit, nil
 }
 
-func (s *Service) fetch(ctx context.Context, project, runID string, since time.Time, start position, n int) ([]candidate, error) {
-	rows, err := s.pool.Query(ctx, listSQL, project, since, runID, start.ts, start.seq, n)
+func (s *Service) fetch(ctx context.Context, project, runID string, since, floor time.Time, start position, n int) ([]candidate, error) {
+	rows, err := s.pool.Query(ctx, listSQL, project, since, runID, start.ts, start.seq, n, floor)
 	if err != nil {
 		return nil, fmt.Errorf("list operations of %s: %w", project, err)
 	}
@@ -310,9 +340,10 @@ func (s *Service) childSummaries(ctx context.Context, project string, items []It
 }
 
 // Projects returns the projects that have open operations inside the window
-// (the sweep iterates these).
+// (by ts or ingested_at, as the listing; the sweep iterates these).
 func (s *Service) Projects(ctx context.Context) ([]string, error) {
-	rows, err := s.pool.Query(ctx, projectsSQL, s.now().Add(-s.cfg.Window))
+	since, floor := s.window(s.now())
+	rows, err := s.pool.Query(ctx, projectsSQL, since, floor)
 	if err != nil {
 		return nil, fmt.Errorf("projects with open operations: %w", err)
 	}

@@ -17,15 +17,33 @@ package operations
 // far back as the epoch) is not listed itself, so it must not hide the one
 // that is.
 //
+// A tool.started is inside the window when its ts or its ingested_at is at
+// or after the window start: ts is the agent's clock, and an agent that
+// dated its report just inside the window (POST /v1/events takes it) would
+// otherwise have it fall out moments later, an operation hidden from the
+// operator by the agent's own clock. ingested_at is the journal's. The
+// same predicate picks the candidates and decides which earlier copy
+// hides a later one, so a copy inside by either clock hides the later
+// copies and one outside by both never hides. The index range starts at
+// the floor $7 (Service.window: one window and an hour before $2): ingest
+// refuses an agent's tool.started dated more than a window before it is
+// taken, so one ingested inside the window is dated after the floor; the
+// OR is a filter over that range, whose cost follows the open operations
+// of two windows, not journal history. A row ingested inside the window
+// but dated before the floor (taken before that rule, or by a process with
+// a wider window) is not listed once its ts has left the window, as
+// before ingested_at counted: accepted, see Service.window.
+//
 // $1 project, $2 window start, $3 run_id (empty: every run), $4/$5 the first
-// (ts, seq) position to return, $6 limit.
+// (ts, seq) position to return, $6 limit, $7 the floor of ts.
 const listSQL = `
 SELECT s.seq, s.source_id, s.event_id, s.run_id, s.operation_id, s.ts, s.ingested_at, s.data,
        o.failure, o.failure_source, o.failure_event, rl.started_source, coalesce(rl.ended, false)
 FROM journal_events s
 CROSS JOIN LATERAL (
     SELECT bool_or(t.settles) AS settled,
-           bool_or(t.type = 'tool.started' AND t.ts >= $2 AND (t.ts, t.seq) < (s.ts, s.seq)) AS earlier,
+           bool_or(t.type = 'tool.started' AND t.ts >= $7 AND (t.ts >= $2 OR t.ingested_at >= $2)
+                   AND (t.ts, t.seq) < (s.ts, s.seq)) AS earlier,
            (array_agg(t.data ORDER BY t.ts DESC, t.seq DESC) FILTER (WHERE t.type = 'tool.failed'))[1] AS failure,
            (array_agg(t.source_id ORDER BY t.ts DESC, t.seq DESC) FILTER (WHERE t.type = 'tool.failed'))[1] AS failure_source,
            (array_agg(t.event_id ORDER BY t.ts DESC, t.seq DESC) FILTER (WHERE t.type = 'tool.failed'))[1] AS failure_event
@@ -40,7 +58,7 @@ CROSS JOIN LATERAL (
       AND r.type IN ('run.started', 'run.completed', 'run.failed')
 ) rl
 WHERE s.project = $1 AND s.type = 'tool.started' AND s.open
-  AND s.ts >= $2
+  AND s.ts >= $7 AND (s.ts >= $2 OR s.ingested_at >= $2)
   AND (s.ts, s.seq) >= ($4::timestamptz, $5::bigint)
   AND ($3 = '' OR s.run_id = $3)
   AND NOT coalesce(o.settled, false)
@@ -82,10 +100,12 @@ LEFT JOIN LATERAL (
 GROUP BY s.run_id, q.source_id`
 
 // projectsSQL lists projects with at least one open operation inside the
-// window, from the same partial index.
+// window (by its ts or its ingested_at, as listSQL), from the same partial
+// index. $1 window start, $2 the floor of ts (listSQL's $7).
 const projectsSQL = `
 SELECT DISTINCT s.project FROM journal_events s
-WHERE s.type = 'tool.started' AND s.open AND s.ts >= $1
+WHERE s.type = 'tool.started' AND s.open
+  AND s.ts >= $2 AND (s.ts >= $1 OR s.ingested_at >= $1)
   AND NOT EXISTS (
       SELECT 1 FROM journal_events t
       WHERE t.project = s.project AND t.run_id = s.run_id AND t.operation_id = s.operation_id
