@@ -94,8 +94,11 @@ type Config struct {
 	// now minus the window: the listing and the triage sweep read the
 	// open operations of the window by their ts, so an operation an agent
 	// dates earlier (a wrong clock, or on purpose) would never be listed,
-	// triaged or shown to an operator. Now is the clock it is measured
-	// on; nil means time.Now.
+	// triaged or shown to an operator. The listing also counts one the
+	// journal took inside the window, reading the index only from a
+	// window (and an hour) before the window's start on the strength of
+	// this refusal (operations.Service.window). Now is the clock it is
+	// measured on; nil means time.Now.
 	OperationsWindow time.Duration
 	Now              func() time.Time
 	// Runs starts and shows runs (*runner.Starter).
