@@ -418,27 +418,38 @@ func (g *cgroup) kill(dir string) {
 // reapCgroups removes the command cgroups of workers that are gone
 // (their PID, the first part of the name, no longer runs) and that are
 // empty; a cgroup with processes left in it (an orphaned sandbox not yet
-// reaped) stays, bounded as before. It says how many it removed.
+// reaped) stays, bounded as before. It says how many it removed. On v1 it
+// reads every controller's parent, not only memory's: a worker that died
+// while creating a command's cgroup (memory's removed or never made, the
+// pids or cpu one made) leaves a name in the other hierarchies only.
 func (c *cgroups) reapCgroups() (int, error) {
 	removed := 0
 	var errs []error
-	names, err := os.ReadDir(c.parents[0].dir)
-	if err != nil {
-		return 0, fmt.Errorf("sandbox: list cgroups: %w", err)
+	var names []string
+	for _, p := range c.parents {
+		entries, err := os.ReadDir(p.dir)
+		if err != nil {
+			return 0, fmt.Errorf("sandbox: list cgroups: %w", err)
+		}
+		for _, e := range entries {
+			if e.IsDir() && !slices.Contains(names, e.Name()) {
+				names = append(names, e.Name())
+			}
+		}
 	}
-	for _, e := range names {
-		owner, _, ok := strings.Cut(e.Name(), "-")
+	for _, name := range names {
+		owner, _, ok := strings.Cut(name, "-")
 		pid, err := strconv.Atoi(owner)
-		if !e.IsDir() || !ok || err != nil || pid <= 0 || syscall.Kill(pid, 0) != syscall.ESRCH {
+		if !ok || err != nil || pid <= 0 || syscall.Kill(pid, 0) != syscall.ESRCH {
 			continue
 		}
 		gone := true
 		for i := len(c.parents) - 1; i >= 0; i-- {
-			err := syscall.Rmdir(filepath.Join(c.parents[i].dir, e.Name()))
+			err := syscall.Rmdir(filepath.Join(c.parents[i].dir, name))
 			if err != nil && !errors.Is(err, syscall.ENOENT) {
 				gone = false
 				if !errors.Is(err, syscall.EBUSY) {
-					errs = append(errs, fmt.Errorf("sandbox: remove leftover cgroup %s: %w", e.Name(), err))
+					errs = append(errs, fmt.Errorf("sandbox: remove leftover cgroup %s: %w", name, err))
 				}
 			}
 		}

@@ -398,6 +398,62 @@ func TestReapCgroups(t *testing.T) {
 	}
 }
 
+// fakeV1 is a directory laid out as cgroup v1 has it, with the memory,
+// pids and cpu controllers, for detectCgroups.
+func fakeV1(t *testing.T) string {
+	t.Helper()
+	root := t.TempDir()
+	for _, f := range []string{"memory/memory.usage_in_bytes", "pids/cgroup.procs", "cpu/cpu.cfs_quota_us"} {
+		if err := os.MkdirAll(filepath.Join(root, filepath.Dir(f)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(root, f), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return root
+}
+
+// On v1 a dead worker's leftover that exists in the pids or cpu hierarchy
+// only (it died between the controllers' mkdirs, or memory's was removed
+// first) is removed too; a live worker's is not.
+func TestReapCgroupsInEveryHierarchy(t *testing.T) {
+	t.Parallel()
+	c, missing, err := detectCgroups(fakeV1(t))
+	if err != nil || len(missing) != 0 || c.v2 || len(c.parents) != 3 {
+		t.Fatalf("fake v1: %+v missing %v: %v", c, missing, err)
+	}
+	dir := func(ctl, name string) string {
+		for _, p := range c.parents {
+			if p.controller == ctl {
+				return filepath.Join(p.dir, name)
+			}
+		}
+		t.Fatalf("no %s parent", ctl)
+		return ""
+	}
+	deadPids := dir("pids", "999999999-1") // above any pid_max
+	deadCPU := dir("cpu", "999999999-2")
+	live := dir("cpu", strconv.Itoa(os.Getpid())+"-1")
+	for _, d := range []string{deadPids, deadCPU, live} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n, err := c.reapCgroups()
+	if err != nil || n != 2 {
+		t.Fatalf("reaped %d: %v; want the 2 dead worker's cgroups", n, err)
+	}
+	for _, d := range []string{deadPids, deadCPU} {
+		if _, err := os.Stat(d); !errors.Is(err, fs.ErrNotExist) {
+			t.Fatalf("dead worker's cgroup %s left: %v", d, err)
+		}
+	}
+	if _, err := os.Stat(live); err != nil {
+		t.Fatalf("live worker's cgroup removed: %v", err)
+	}
+}
+
 // A command runs through the v2 path end to end against files laid out
 // as cgroup v2 has them (the gate is released after the PID is written);
 // the directory, not being a real cgroup, cannot be removed, and Warn
