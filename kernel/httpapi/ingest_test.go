@@ -656,3 +656,45 @@ func TestIngestRefusesAToolStartedBeforeTheOperationsWindow(t *testing.T) {
 		t.Fatalf("journal has %d rows, want 3", n)
 	}
 }
+
+// TestAToolStartedAtTheWindowsEdgeStaysListed: end to end, what an agent
+// can do at the edge of RECKON_OPERATIONS_WINDOW. POST /v1/events takes a
+// tool.started dated two seconds inside the window (the earliest it
+// takes); an hour later its ts is outside the window, and the listing and
+// Projects still show it by when the journal took it, so an agent cannot
+// hide an operation from the operator by dating it at the edge. Listed
+// at a later time through operations.Service with the same window, as the
+// API's own listing is.
+func TestAToolStartedAtTheWindowsEdgeStaysListed(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	const window = 168 * time.Hour
+	now := time.Now().UTC()
+	srv, pool := newServerConfig(t, func(c *httpapi.Config) {
+		c.OperationsWindow, c.Now = window, func() time.Time { return now }
+	})
+	edge := now.Add(-window + 2*time.Second)
+	ev := fmt.Sprintf(`{"source_id":"agent-x","event_id":"edge/op-1/started","project":"acme","run_id":"edge",
+ "type":"tool.started","ts":%q,"actor":"agent","data":{"operation_id":"op-1","tool":"mcp__create_issue","args":{}}}`,
+		edge.Format(time.RFC3339Nano))
+	if code, out := post(t, srv, "agent-secret-1", `{"events":[`+ev+`]}`); code != http.StatusOK {
+		t.Fatalf("the edge tool.started was refused: %d %v", code, out)
+	}
+	later := now.Add(time.Hour)
+	ops := operations.New(pool, operations.Config{Window: window, Now: func() time.Time { return later }})
+	page, err := ops.List(ctx, operations.ListParams{Project: "acme"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Operations) != 1 || page.Operations[0].OperationID != "op-1" || page.Operations[0].State != operations.StateStaleInFlight {
+		t.Fatalf("an hour later, with its ts outside the window: listed %+v; want op-1 stale_in_flight", page.Operations)
+	}
+	if projects, err := ops.Projects(ctx); err != nil || len(projects) != 1 || projects[0] != "acme" {
+		t.Fatalf("projects %v %v; want [acme]", projects, err)
+	}
+	// A window later the journal's time is outside too: not listed.
+	gone := operations.New(pool, operations.Config{Window: window, Now: func() time.Time { return now.Add(window + time.Hour) }})
+	if page, err := gone.List(ctx, operations.ListParams{Project: "acme"}); err != nil || len(page.Operations) != 0 {
+		t.Fatalf("a window after it was taken: listed %+v %v; want nothing", page.Operations, err)
+	}
+}
