@@ -429,6 +429,71 @@ test('operator console', async (t) => {
     await waitText('#who', 'reader');
   });
 
+  await t.test("a late answer to a decision of a session signed out meanwhile is ignored", async () => {
+    // A decision is held on its way until its session was signed out and
+    // the same operator signed in again (the panel rebuilt for the same
+    // operation, a new note drafted); its answer then comes, and must
+    // neither clear the new draft nor, refused, sign the new session out.
+    let hold = null;
+    await page.route('**/v1/agent/operations/reconcile', async (route) => {
+      if (hold) {
+        const h = hold;
+        hold = null;
+        h.resolve(route);
+        return;
+      }
+      await route.continue();
+    });
+    const held = () => new Promise((resolve, reject) => {
+      hold = { resolve };
+      setTimeout(() => reject(new Error('no decision posted within ' + REFRESH + ' ms')), REFRESH).unref();
+    });
+    const draft = 'drafted in the new session';
+    const decideThenSignInAgain = async () => {
+      const posted = held();
+      await page.locator('#decide input[value=occurred]').check();
+      await page.locator('#note').fill('drafted in the old session');
+      await page.locator('#decide-button').click();
+      const route = await posted;
+      await page.locator('#signout').click();
+      await page.locator('#signin-form').waitFor();
+      await signIn(operator);
+      await waitText('#who', 'operator');
+      await page.locator('#decide').waitFor({ timeout: REFRESH });
+      await page.locator('#note').fill(draft);
+      return route;
+    };
+
+    await page.locator('#signout').click();
+    await page.locator('#signin-form').waitFor();
+    await signIn(operator);
+    await waitText('#who', 'operator');
+    await page.evaluate((p) => { location.hash = '#' + new URLSearchParams({ project: p, run: 'deploy-42', op: 'op-1' }); }, project);
+    await page.locator('#decide').waitFor({ timeout: REFRESH });
+
+    // Recorded, as far as the old session's answer says.
+    let route = await decideThenSignInAgain();
+    await route.fulfill({ status: 200, contentType: 'application/json',
+      body: JSON.stringify({ source_id: 'kernel', event_id: 'late-decision', actor: 'operator:ann', data: { effect: 'occurred' } }) });
+    await page.waitForTimeout(1500);
+    assert.equal(await page.locator('#note').inputValue(), draft, "the old session's answer cleared the new draft");
+    assert.equal(await page.locator('#decide-done').isVisible(), false, "the old session's answer was shown");
+
+    // Refused: the old session's token as the server no longer takes it.
+    route = await decideThenSignInAgain();
+    await route.fulfill({ status: 401, contentType: 'application/json', body: JSON.stringify({ error: 'unknown token' }) });
+    await page.waitForTimeout(1500);
+    assert.equal(await stored(), operator, "the new session was signed out by the old session's refusal");
+    assert.equal(await page.locator('#app').isVisible(), true);
+    assert.equal(await page.locator('#note').inputValue(), draft);
+    await page.unroute('**/v1/agent/operations/reconcile');
+    // Back to the reader, as the subtests before left the page.
+    await page.locator('#signout').click();
+    await page.locator('#signin-form').waitFor();
+    await signIn(reader);
+    await waitText('#who', 'reader');
+  });
+
   await t.test('nothing left this origin, and the policy was never violated', async () => {
     assert.deepEqual(offOrigin, []);
     assert.deepEqual(tokenInURL, []);

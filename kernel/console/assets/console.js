@@ -784,11 +784,16 @@ async function decide(ev) {
   const button = $('decide-button');
   button.disabled = true;
   const target = state.detailFor;
+  // The answer is about this session's decision: if the user signed out
+  // (and perhaps in again, the panel rebuilt for the same operation) while
+  // it was on its way, it must neither clear the new session's draft nor,
+  // refused, sign the new session out. start() makes a new state.me.
+  const me = state.me;
   try {
     const { data: rec, headers } = await api('/v1/agent/operations/reconcile', {
       method: 'POST', body, headers: { 'Idempotency-Key': state.draftKey },
     });
-    if (state.detailFor !== target) return;
+    if (state.me !== me || state.detailFor !== target) return;
     state.draftKey = newKey();
     const d = rec.data || {};
     done.replaceChildren(el('span', null, headers.get('Idempotent-Replayed') === 'true' ? 'Already recorded: ' : 'Recorded ',
@@ -801,6 +806,7 @@ async function decide(ev) {
     for (const r of document.querySelectorAll('#decide input[name=effect]')) r.checked = false;
     refresh();
   } catch (e) {
+    if (state.me !== me) return;
     if (authLost(e)) return;
     show(err, 'Not recorded: ' + errorText(e));
   } finally {
