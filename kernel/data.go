@@ -16,10 +16,10 @@ import (
 // a string to MaxKeyLen; numbers are non-negative integers. Every field
 // declared here is checked at ingest, including the conventions beyond
 // DESIGN.md's list (workspace, reissue_of, postcondition, child_run_id,
-// part/parts, the MCP gateway's server/upstream_tool and run_kind/
-// gateway_instance/mcp_client): readers decode events into these types,
-// so a value of the wrong type must be refused at the boundary rather than
-// break a listing.
+// part/parts, the MCP gateway's server/upstream_tool/server_endpoint and
+// run_kind/gateway_instance/mcp_client): readers decode events into these
+// types, so a value of the wrong type must be refused at the boundary
+// rather than break a listing.
 
 // RunStarted is the data of run.started.
 type RunStarted struct {
@@ -64,6 +64,12 @@ type ToolStarted struct {
 	// names MCP tools).
 	Server       string `json:"server,omitempty"`
 	UpstreamTool string `json:"upstream_tool,omitempty"`
+	// ServerEndpoint is the endpoint identity of Server where the call
+	// went (mcptool.ServerConfig.Endpoint: a digest of its URL, or of its
+	// command and arguments): a probe whose server of that name has
+	// another does not ask it. Absent from events recorded before it, and
+	// from calls of a server that cannot tell it.
+	ServerEndpoint string `json:"server_endpoint,omitempty"`
 	// WorkspaceManifest summarises the run's workspace as the kernel
 	// recorded it just before a workspace tool ran (kernel/manifest); the
 	// entries are stored beside the run, not in the event.

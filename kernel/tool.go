@@ -42,6 +42,15 @@ type Upstream interface {
 	Upstream() (server, tool string)
 }
 
+// Endpointed is an Upstream tool that also tells its server's endpoint
+// identity (a digest of where calls go: mcptool.ServerConfig.Endpoint).
+// The kernel records it in tool.started (server_endpoint), so that a probe
+// whose server of the same name goes elsewhere does not answer for the
+// call.
+type Endpointed interface {
+	ServerEndpoint() string
+}
+
 // ToolResult is what a successful tool call returns.
 type ToolResult struct {
 	// Summary goes into tool.completed.result_summary (bounded).

@@ -1,6 +1,8 @@
 package mcptool
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/url"
@@ -155,4 +157,49 @@ func (c ServerConfig) usesWorkspace() bool {
 		}
 	}
 	return has(c.URL) || has(c.Dir)
+}
+
+// Endpoint is the server's endpoint identity: a short, stable digest of
+// where its calls go — the URL of an HTTP server (scheme, host and path:
+// user info, query and fragment are left out, as they may carry
+// credentials), the command and its arguments of a stdio server (env and
+// dir are left out: env carries secrets) — as configured, placeholders
+// unfilled, so every process configured alike computes the same value.
+// The kernel and the MCP gateway record it in tool.started
+// (server_endpoint) and the MCP probes compare it with their own server of
+// the same name: a name that goes elsewhere here (a staging store) must
+// not answer for the call. Headers never enter it, and a digest cannot be
+// turned back into what it hashed; still, a secret has no place in a URL
+// path or in argv.
+func (c ServerConfig) Endpoint() string {
+	var what []string
+	if len(c.Command) > 0 {
+		what = append([]string{"command"}, c.Command...)
+	} else {
+		what = []string{"url", urlLocation(c.URL)}
+	}
+	b, _ := json.Marshal(what) // a list of strings always encodes
+	sum := sha256.Sum256(append([]byte("reckon mcp endpoint v1\x00"), b...))
+	return hex.EncodeToString(sum[:8])
+}
+
+// urlLocation is raw without user info, query and fragment, its scheme
+// and host lowercased. It works on the text rather than a parsed URL so
+// that placeholders ({project} in a host, say) need not parse.
+func urlLocation(raw string) string {
+	scheme, rest, ok := strings.Cut(raw, "://")
+	if !ok {
+		scheme, rest = "", raw
+	}
+	if i := strings.IndexAny(rest, "?#"); i >= 0 {
+		rest = rest[:i]
+	}
+	host, path := rest, ""
+	if i := strings.IndexByte(rest, '/'); i >= 0 {
+		host, path = rest[:i], rest[i:]
+	}
+	if i := strings.LastIndexByte(host, '@'); i >= 0 {
+		host = host[i+1:]
+	}
+	return strings.ToLower(scheme) + "://" + strings.ToLower(host) + path
 }

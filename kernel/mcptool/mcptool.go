@@ -136,6 +136,8 @@ type ToolSet struct {
 type server struct {
 	cfg  ServerConfig
 	opts *Config
+	// endpoint is cfg.Endpoint(), computed once.
+	endpoint string
 
 	mu    sync.Mutex
 	tools map[string]*mcp.Tool // nil until discovered or configured
@@ -149,7 +151,7 @@ func New(servers []ServerConfig, opts Config) (*ToolSet, error) {
 	}
 	ts := &ToolSet{opts: opts.withDefaults()}
 	for _, c := range servers {
-		s := &server{cfg: c, opts: &ts.opts}
+		s := &server{cfg: c, opts: &ts.opts, endpoint: c.Endpoint()}
 		if len(c.Tools) > 0 {
 			s.tools = map[string]*mcp.Tool{}
 			for _, t := range c.Tools {
@@ -260,6 +262,10 @@ func (t *Tool) Name() string { return t.name }
 // Upstream implements kernel.Upstream: the configured server's name and
 // its own name for the tool.
 func (t *Tool) Upstream() (server, tool string) { return t.srv.cfg.Name, t.tool }
+
+// ServerEndpoint implements kernel.Endpointed: the configured server's
+// endpoint identity (ServerConfig.Endpoint).
+func (t *Tool) ServerEndpoint() string { return t.srv.endpoint }
 
 // WritesWorkspace implements kernel.WorkspaceTool: a server whose
 // configuration is given the run's workspace ({workspace}, as
