@@ -60,11 +60,17 @@ func Register(r worker.Registry, a *Activities) {
 }
 
 // ResolvedTool is where a tool's calls go on this worker: the server and
-// the server's own name for the tool (kernel.Upstream); empty for a tool
-// that names no server, or that this worker lacks.
+// the server's own name for the tool (kernel.Upstream), and the server's
+// endpoint identity (kernel.Endpointed); empty for a tool that names no
+// server, or that this worker lacks.
 type ResolvedTool struct {
 	Server       string `json:"server,omitempty"`
 	UpstreamTool string `json:"upstream_tool,omitempty"`
+	// ServerEndpoint came after ChangeRecordServer without a version of
+	// its own: it is only copied into tool.started, and a result recorded
+	// before it decodes with it empty, so a replay rebuilds the
+	// tool.started it recorded then (without server_endpoint).
+	ServerEndpoint string `json:"server_endpoint,omitempty"`
 }
 
 // ResolveTool resolves tool as RunTool would, for its tool.started
@@ -79,7 +85,11 @@ func (a *Activities) ResolveTool(_ context.Context, tool string) (ResolvedTool, 
 		return ResolvedTool{}, nil
 	}
 	server, name := up.Upstream()
-	return ResolvedTool{Server: server, UpstreamTool: name}, nil
+	out := ResolvedTool{Server: server, UpstreamTool: name}
+	if e, ok := t.(kernel.Endpointed); ok {
+		out.ServerEndpoint = e.ServerEndpoint()
+	}
+	return out, nil
 }
 
 // lookupPinned resolves call.Tool on this worker; a call pinned to a

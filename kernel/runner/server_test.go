@@ -46,6 +46,11 @@ func TestMCPCallRecordsItsServer(t *testing.T) {
 	if d["server"] != "a" || d["upstream_tool"] != "create_issue" {
 		t.Fatalf("tool.started records server %v, upstream_tool %v; want a, create_issue", d["server"], d["upstream_tool"])
 	}
+	// And a's endpoint identity, so that a probe whose "a" is elsewhere
+	// does not answer for the call.
+	if d["server_endpoint"] != cfgs[0].Endpoint() || cfgs[0].Endpoint() == cfgs[1].Endpoint() {
+		t.Fatalf("tool.started records server_endpoint %v; want a's, %s (b's is %s)", d["server_endpoint"], cfgs[0].Endpoint(), cfgs[1].Endpoint())
+	}
 	key := mcptool.IdempotencyKey(e.project, "pinned", "op-1")
 	if _, _, found, _ := stores["a"].Lookup(key); !found {
 		t.Fatal("the issue is not on a, the server tool.started names")
@@ -73,7 +78,7 @@ func TestRunToolKeepsToThePinnedServer(t *testing.T) {
 	}
 	call := kernel.ToolCall{Tool: "mcp__create_issue", Server: "b", UpstreamTool: "create_issue"}
 	a := &Activities{Tools: Chain{NewTools(), both}}
-	if r, err := a.ResolveTool(t.Context(), "mcp__create_issue"); err != nil || r.Server != "a" || r.UpstreamTool != "create_issue" {
+	if r, err := a.ResolveTool(t.Context(), "mcp__create_issue"); err != nil || r.Server != "a" || r.UpstreamTool != "create_issue" || r.ServerEndpoint != cfgs[0].Endpoint() {
 		t.Fatalf("resolve: %+v %v, want a's create_issue", r, err)
 	}
 	tool, ok := a.lookupPinned(call)

@@ -304,7 +304,8 @@ func (r *run) step(ctx workflow.Context, s Step, opID, reissueOf string) (stepRe
 	if s.Tool == kernel.DelegateTool {
 		started.ChildRunID = kernel.ChildRunID(r.in.RunID, opID)
 	} else {
-		started.Server, started.UpstreamTool = r.resolve(ctx, s.Tool)
+		resolved := r.resolve(ctx, s.Tool)
+		started.Server, started.UpstreamTool, started.ServerEndpoint = resolved.Server, resolved.UpstreamTool, resolved.ServerEndpoint
 		started.WorkspaceManifest = r.snapshot(ctx, s.Tool, opID, manifest.PhaseBefore)
 	}
 	if err := r.record(ctx, kernel.TypeToolStarted, opID+"/started", started); err != nil {
@@ -331,14 +332,15 @@ func (r *run) step(ctx workflow.Context, s Step, opID, reissueOf string) (stepRe
 	return res, err
 }
 
-// resolve names the server and the server's tool an MCP tool resolves to
-// on a worker, for its tool.started (ChangeRecordServer); empty for other
-// tools, for runs from before it, and when the tool resolves to nothing
-// or the resolution failed: the call then resolves as it did before, and
-// a tool the worker lacks is refused there (effect none).
-func (r *run) resolve(ctx workflow.Context, tool string) (server, upstream string) {
+// resolve names the server, the server's tool and the server's endpoint
+// an MCP tool resolves to on a worker, for its tool.started
+// (ChangeRecordServer); empty for other tools, for runs from before it,
+// and when the tool resolves to nothing or the resolution failed: the
+// call then resolves as it did before, and a tool the worker lacks is
+// refused there (effect none).
+func (r *run) resolve(ctx workflow.Context, tool string) ResolvedTool {
 	if !r.recordServer || !strings.HasPrefix(tool, kernel.MCPPrefix) || ctx.Err() != nil {
-		return "", ""
+		return ResolvedTool{}
 	}
 	lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
 		// Resolving may list a server's tools (bounded by the tool set's
@@ -348,9 +350,9 @@ func (r *run) resolve(ctx workflow.Context, tool string) (server, upstream strin
 	})
 	var out ResolvedTool
 	if err := workflow.ExecuteLocalActivity(lctx, ActResolveTool, tool).Get(ctx, &out); err != nil {
-		return "", ""
+		return ResolvedTool{}
 	}
-	return out.Server, out.UpstreamTool
+	return out
 }
 
 // snapshot records a manifest of the run's workspace for a workspace tool
