@@ -56,9 +56,11 @@ func (g *Gateway) call(ctx context.Context, req *mcp.CallToolRequest, t *tool) (
 	opID, err := g.st.beginCall(bctx, run, runStarted, func(opID string) (kernel.Event, error) {
 		// The tool named as the kernel names MCP tools (mcp__<tool>), so
 		// probes and supervisors treat gateway operations like the
-		// kernel's, and which upstream server and tool the call went to.
+		// kernel's, and which upstream server (by name and endpoint
+		// identity) and tool the call went to.
 		return g.event(run.runID, kernel.TypeToolStarted, opID+"/started", kernel.ToolStarted{
 			OperationID: opID, Tool: served, Args: args, Server: t.up.cfg.Name, UpstreamTool: t.def.Name,
+			ServerEndpoint: t.up.endpoint,
 		})
 	})
 	cancel()

@@ -9,9 +9,9 @@
 //
 //  1. the run's next operation id (op-<n>, a per-run counter in
 //     gateway_runs) and tool.started {operation_id, tool: "mcp__<tool>",
-//     args, server, upstream_tool} commit in one transaction (the same
-//     transactional outbox as the kernel's, under the gateway's source id,
-//     actor "agent");
+//     args, server, upstream_tool, server_endpoint} commit in one
+//     transaction (the same transactional outbox as the kernel's, under
+//     the gateway's source id, actor "agent");
 //  2. only then is the call sent upstream, carrying the operation's
 //     idempotency key (mcptool.IdempotencyKey: <project>/<run_id>/<op>) in
 //     _meta["dev.reckon/idempotency-key"], and as the Idempotency-Key header
@@ -202,7 +202,10 @@ func CheckSource(src string) error {
 
 // upstream is one configured server.
 type upstream struct {
-	cfg          mcptool.ServerConfig
+	cfg mcptool.ServerConfig
+	// endpoint is cfg.Endpoint(), computed once, for each call's
+	// tool.started (server_endpoint).
+	endpoint     string
 	instructions string
 }
 
@@ -317,7 +320,7 @@ func (g *Gateway) discover(ctx context.Context) error {
 	res := make([]found, len(g.o.Servers))
 	var wg sync.WaitGroup
 	for i, cfg := range g.o.Servers {
-		g.ups = append(g.ups, &upstream{cfg: cfg})
+		g.ups = append(g.ups, &upstream{cfg: cfg, endpoint: cfg.Endpoint()})
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

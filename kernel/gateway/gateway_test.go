@@ -71,6 +71,9 @@ func TestCallRecordedAroundUpstream(t *testing.T) {
 	if started.Tool != "mcp__create_issue" || started.Server != "issues" || started.UpstreamTool != "create_issue" || len(args) != 1 || args["title"] != "Disk full on db-3" {
 		t.Fatalf("tool.started data %+v args %s", started, started.Args)
 	}
+	if want := up.config("issues").Endpoint(); started.ServerEndpoint != want {
+		t.Fatalf("tool.started server_endpoint %q, want the upstream's, %q", started.ServerEndpoint, want)
+	}
 
 	key := mcptool.IdempotencyKey("acme", runID, "op-1")
 	op, _, found, err := up.store.Lookup(key)
