@@ -70,6 +70,11 @@ type WallOperation struct {
 	// stand).
 	Server       string `json:"server,omitempty"`
 	UpstreamTool string `json:"upstream_tool,omitempty"`
+	// ServerEndpoint is Server's endpoint identity where the call went
+	// (tool.started's server_endpoint): the MCP probes do not ask a
+	// server of that name configured with another. Empty for events
+	// recorded before it (omitted, so those walls' digests stand).
+	ServerEndpoint string `json:"server_endpoint,omitempty"`
 }
 
 // MCPTarget is the MCP tool the probes ask about: mcp__<server>__<tool>

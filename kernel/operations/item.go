@@ -62,9 +62,11 @@ type Item struct {
 	ReissueOf     string               `json:"reissue_of,omitempty"`
 	Postcondition json.RawMessage      `json:"postcondition,omitempty"`
 	// Server and UpstreamTool name where the MCP gateway sent the call
-	// (its tool.started's server and upstream_tool).
-	Server       string `json:"server,omitempty"`
-	UpstreamTool string `json:"upstream_tool,omitempty"`
+	// (its tool.started's server and upstream_tool), ServerEndpoint the
+	// server's endpoint identity there (server_endpoint).
+	Server         string `json:"server,omitempty"`
+	UpstreamTool   string `json:"upstream_tool,omitempty"`
+	ServerEndpoint string `json:"server_endpoint,omitempty"`
 	// LivenessUnknown says the run's liveness could not be established:
 	// Temporal unreachable or the listing's budget of liveness calls spent
 	// (the page is then degraded), or an external run whose run.started the

@@ -267,7 +267,7 @@ func TestListingDetails(t *testing.T) {
 	dupB.SourceID, dupB.EventID, dupB.TS = "agent-x", "again", ago(29*time.Minute)
 	// Where a gateway's call went: the probes ask that server.
 	gw := b.Event("op-6/started", kernel.TypeToolStarted, ago(20*time.Minute), map[string]any{
-		"operation_id": "op-6", "tool": "mcp__create_issue", "server": "issues", "upstream_tool": "create_issue"})
+		"operation_id": "op-6", "tool": "mcp__create_issue", "server": "issues", "upstream_tool": "create_issue", "server_endpoint": "0123456789abcdef"})
 	e.Ingest(b.RunStarted(ago(2*time.Hour)), deleg, deleg3, fail3, re, dupA, dupB, gw, b.RunFailed(ago(10*time.Minute)),
 		child.RunStarted(ago(time.Hour)), child.Started("op-1", "run_command", ago(time.Hour)), child.Completed("op-1", ago(time.Hour)),
 		child.Started("op-2", "run_command", ago(time.Hour)))
@@ -295,8 +295,8 @@ func TestListingDetails(t *testing.T) {
 	if pc, _ := kernel.Canonical(r.Postcondition); r.ReissueOf != "op-1" || string(pc) != `{"path":"proof.txt"}` {
 		t.Fatalf("reissue: %+v", r)
 	}
-	if g := items["run-1/op-6"]; g.Server != "issues" || g.UpstreamTool != "create_issue" {
-		t.Fatalf("gateway call: server %q, upstream_tool %q", g.Server, g.UpstreamTool)
+	if g := items["run-1/op-6"]; g.Server != "issues" || g.UpstreamTool != "create_issue" || g.ServerEndpoint != "0123456789abcdef" {
+		t.Fatalf("gateway call: server %q, upstream_tool %q, server_endpoint %q", g.Server, g.UpstreamTool, g.ServerEndpoint)
 	}
 	dup := items["run-1/op-5"]
 	if dup.StartedKey != dupA.Key() {

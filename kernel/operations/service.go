@@ -238,7 +238,7 @@ func (s *Service) classify(c candidate, project string, now time.Time, lv *listi
 		Project: project, RunID: c.runID, OperationID: c.operationID, Tool: d.Tool,
 		StartedAt: c.pos.ts, StartedKey: c.key, Args: nonNull(d.Args),
 		ReissueOf: d.ReissueOf, Postcondition: nonNull(d.Postcondition),
-		Server: d.Server, UpstreamTool: d.UpstreamTool,
+		Server: d.Server, UpstreamTool: d.UpstreamTool, ServerEndpoint: d.ServerEndpoint,
 	}
 	if n := len(it.Args); n > MaxListedArgsBytes {
 		it.Args, it.ArgsTruncated, it.ArgsBytes = nil, true, n

@@ -95,18 +95,19 @@ func recheckLater(evs []pipeline.Evidence, now time.Time) bool {
 
 func (s *Sweeper) wallOperation(it operations.Item, now time.Time) pipeline.WallOperation {
 	op := pipeline.WallOperation{
-		OperationID:   it.OperationID,
-		Tool:          it.Tool,
-		State:         it.State,
-		StartedAt:     it.StartedAt.UTC(),
-		AgeSeconds:    int64(now.Sub(it.StartedAt).Seconds()),
-		Args:          boundArgs(it.Args, s.cfg.MaxArgBytes),
-		StartedKey:    it.StartedKey,
-		ChildRunID:    it.ChildRunID,
-		ReissueOf:     it.ReissueOf,
-		Postcondition: it.Postcondition,
-		Server:        it.Server,
-		UpstreamTool:  it.UpstreamTool,
+		OperationID:    it.OperationID,
+		Tool:           it.Tool,
+		State:          it.State,
+		StartedAt:      it.StartedAt.UTC(),
+		AgeSeconds:     int64(now.Sub(it.StartedAt).Seconds()),
+		Args:           boundArgs(it.Args, s.cfg.MaxArgBytes),
+		StartedKey:     it.StartedKey,
+		ChildRunID:     it.ChildRunID,
+		ReissueOf:      it.ReissueOf,
+		Postcondition:  it.Postcondition,
+		Server:         it.Server,
+		UpstreamTool:   it.UpstreamTool,
+		ServerEndpoint: it.ServerEndpoint,
 	}
 	if op.AgeSeconds < 0 {
 		op.AgeSeconds = 0
