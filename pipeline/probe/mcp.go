@@ -46,6 +46,14 @@ type Looker interface {
 	LookupOperation(ctx context.Context, run Run, tool, key string) (ans LookupAnswer, supported bool, err error)
 }
 
+// EndpointTeller is a Looker that tells the endpoint identity
+// (mcptool.ServerConfig.Endpoint) of its server of a name: configured is
+// false when it has none of that name. The MCP probe compares it with the
+// endpoint the call's tool.started records before asking (MCP says why).
+type EndpointTeller interface {
+	Endpoint(server string) (endpoint string, configured bool)
+}
+
 // ScopedLooker is a Looker that can keep its connections for a scope (one
 // wall's operations): l answers lookups within it, done releases them.
 type ScopedLooker interface {
@@ -67,6 +75,17 @@ type ScopedLooker interface {
 // its own. Otherwise never_seen is inconclusive. An operation whose
 // project, run or operation id contains "/" is not looked up at all
 // (inconclusive): its key could be another operation's.
+//
+// Servers are configured by name, and a name need not go to the same
+// place here as where the call was made: the probes' "issues" may be a
+// staging store the worker's is not, which has never seen the key and
+// would prove none of an effect that landed elsewhere. When the call's
+// tool.started records the endpoint identity of its server
+// (server_endpoint) and the server of that name here has another, the
+// server is not asked (for lookup_operation or its state) and the
+// evidence is inconclusive: neither its never_seen nor its completed is
+// about the store the call went to. Events without server_endpoint
+// (recorded before it) are looked up by name alone, as before.
 type MCP struct {
 	Looker Looker
 	// Grace is the minimum age of the operation before never_seen counts
@@ -128,6 +147,9 @@ func (p MCP) Probe(ctx context.Context, run Run, op pipeline.WallOperation) (pip
 			fmt.Sprintf("not looked up: the %s contains \"/\", so the idempotency key %s could equally be another operation's, and a server's answer for it proves nothing of this one", part, kernel.Printable(key)),
 			at, map[string]any{"tool": op.Tool, "key": key}), true
 	}
+	if ev, mismatch := p.endpointMismatch(op, key, at); mismatch {
+		return ev, true
+	}
 	ans, supported, err := p.Looker.LookupOperation(ctx, run, op.MCPTarget(), key)
 	if !supported && err == nil {
 		if sr, ok := p.Looker.(StateReader); ok {
@@ -167,6 +189,37 @@ func (p MCP) Probe(ctx context.Context, run Run, op pipeline.WallOperation) (pip
 			fmt.Sprintf("server %s has never seen key %s and the call can no longer arrive: the call was not applied", ans.Server, key), at, prov), true
 	}
 	return evidence(MCPName, pipeline.FindingInconclusive, fmt.Sprintf("lookup_operation answered an unknown status %q", ans.Status), at, prov), true
+}
+
+// endpointMismatch is the inconclusive evidence for an operation whose
+// tool.started records its server's endpoint identity when the server of
+// that name here has another (or the Looker cannot tell its own): it is
+// not asked. ok is false when it may be asked: the event records no
+// endpoint (recorded before server_endpoint), no server, or the same
+// endpoint; or no server of that name is configured here, which
+// LookupOperation reports as it always has.
+func (p MCP) endpointMismatch(op pipeline.WallOperation, key string, at time.Time) (pipeline.Evidence, bool) {
+	if op.Server == "" || op.ServerEndpoint == "" {
+		return pipeline.Evidence{}, false
+	}
+	prov := map[string]any{"tool": op.Tool, "key": key, "server": op.Server, "server_endpoint": op.ServerEndpoint}
+	// Event data, possibly an agent's: shown escaped and bounded.
+	went := kernel.Printable(kernel.Abbreviate(op.ServerEndpoint, 64))
+	et, ok := p.Looker.(EndpointTeller)
+	if !ok {
+		return evidence(MCPName, pipeline.FindingInconclusive,
+			fmt.Sprintf("server %q not asked: the call went to its endpoint %s, and this probe cannot tell which endpoint its own %q is", op.Server, went, op.Server),
+			at, prov), true
+	}
+	here, configured := et.Endpoint(op.Server)
+	if !configured || here == op.ServerEndpoint {
+		return pipeline.Evidence{}, false
+	}
+	prov["configured_endpoint"] = here
+	return evidence(MCPName, pipeline.FindingInconclusive,
+		fmt.Sprintf("server %q is configured here as endpoint %s, the call went to endpoint %s: not asked, as its answer (never_seen or completed) would be about another store; configure %q in the probes' RECKON_MCP_SERVERS with the url, or command and args, it has where the call was made",
+			op.Server, here, went, op.Server),
+		at, prov), true
 }
 
 // reckonCalled says whether reckon itself made op's call and so sent its
@@ -214,6 +267,17 @@ type MCPClient struct {
 	Timeout time.Duration
 }
 
+// Endpoint implements EndpointTeller: the endpoint identity of the
+// configured server named server.
+func (c MCPClient) Endpoint(server string) (string, bool) {
+	for _, sc := range c.Servers {
+		if sc.Name == server {
+			return sc.Endpoint(), true
+		}
+	}
+	return "", false
+}
+
 // LookupOperation implements Looker with connections of its own, closed
 // before it returns. The sweep uses Scoped instead, which keeps them for a
 // whole wall.
@@ -248,6 +312,9 @@ type mcpSession struct {
 	readOnly map[string]bool // tools annotated readOnlyHint
 	err      error           // why the server could not be used in this scope
 }
+
+// Endpoint implements EndpointTeller over the scope's configuration.
+func (s *mcpSessions) Endpoint(server string) (string, bool) { return s.c.Endpoint(server) }
 
 func (s *mcpSessions) close() {
 	for _, ss := range s.open {
