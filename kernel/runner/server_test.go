@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"go.temporal.io/sdk/converter"
+
 	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/mcpserver"
 	"github.com/seed-7bc021c3/reckon/kernel/mcptool"
@@ -95,5 +97,23 @@ func TestRunToolKeepsToThePinnedServer(t *testing.T) {
 	call.Server, call.UpstreamTool = "", ""
 	if _, ok := (&Activities{Tools: Chain{NewTools(), onlyA}}).lookupPinned(call); !ok {
 		t.Fatal("an unpinned call (a run from before ChangeRecordServer) no longer resolves")
+	}
+}
+
+// ResolveTool's result gained server_endpoint without a workflow version:
+// a result recorded before it (a local activity marker's payload, which a
+// replay decodes rather than runs ResolveTool again) must decode with it
+// empty, so the replay rebuilds the tool.started recorded then, without
+// server_endpoint.
+func TestResolvedToolRecordedBeforeServerEndpoint(t *testing.T) {
+	t.Parallel()
+	dc := converter.GetDefaultDataConverter()
+	old, err := dc.ToPayload(map[string]string{"server": "a", "upstream_tool": "create_issue"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got ResolvedTool
+	if err := dc.FromPayload(old, &got); err != nil || got != (ResolvedTool{Server: "a", UpstreamTool: "create_issue"}) {
+		t.Fatalf("an old ResolveTool result decodes as %+v (%v)", got, err)
 	}
 }
