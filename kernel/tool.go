@@ -26,6 +26,12 @@ type ToolCall struct {
 	// their tool.started, which then names none).
 	Server       string `json:"server,omitempty"`
 	UpstreamTool string `json:"upstream_tool,omitempty"`
+	// ServerEndpoint, when set, pins the call to that endpoint identity
+	// of Server too (its tool.started's server_endpoint): a worker whose
+	// server of that name goes elsewhere refuses the call (effect none),
+	// as the probes would ask the recorded endpoint. Empty for calls
+	// scheduled before it: those are pinned by name alone.
+	ServerEndpoint string `json:"server_endpoint,omitempty"`
 }
 
 // MCPPrefix starts the kernel's names of MCP tools: mcp__<tool>, or

@@ -95,8 +95,10 @@ func (a *Activities) ResolveTool(_ context.Context, tool string) (ResolvedTool, 
 // lookupPinned resolves call.Tool on this worker; a call pinned to a
 // server (call.Server, recorded in its tool.started) resolves only to that
 // server's tool, by its qualified name if the bare one now goes elsewhere
-// (a server that was down when the run resolved it is back). ok is false
-// when this worker cannot make the call the journal says is being made.
+// (a server that was down when the run resolved it is back), and, when
+// its endpoint is recorded too (call.ServerEndpoint), only where this
+// worker's server of that name has that endpoint. ok is false when this
+// worker cannot make the call the journal says is being made.
 func (a *Activities) lookupPinned(call kernel.ToolCall) (kernel.Tool, bool) {
 	pinned := func(t kernel.Tool) bool {
 		if call.Server == "" {
@@ -107,7 +109,14 @@ func (a *Activities) lookupPinned(call kernel.ToolCall) (kernel.Tool, bool) {
 			return false
 		}
 		server, name := up.Upstream()
-		return server == call.Server && name == call.UpstreamTool
+		if server != call.Server || name != call.UpstreamTool {
+			return false
+		}
+		if call.ServerEndpoint == "" {
+			return true
+		}
+		e, ok := t.(kernel.Endpointed)
+		return ok && e.ServerEndpoint() == call.ServerEndpoint
 	}
 	if t, ok := a.Tools.Lookup(call.Tool); ok && pinned(t) {
 		return t, true
@@ -318,6 +327,9 @@ func (a *Activities) RunTool(ctx context.Context, call kernel.ToolCall) (ToolOut
 		msg := fmt.Sprintf("tool %q is not available on this worker", call.Tool)
 		if call.Server != "" {
 			msg = fmt.Sprintf("tool %q of server %q, where its tool.started says the call goes, is not available on this worker", call.UpstreamTool, call.Server)
+			if call.ServerEndpoint != "" {
+				msg = fmt.Sprintf("tool %q of server %q at endpoint %s, where its tool.started says the call goes, is not available on this worker (its server of that name, if any, is configured with another url or command)", call.UpstreamTool, call.Server, call.ServerEndpoint)
+			}
 		}
 		return ToolOutcome{ErrorType: kernel.ErrorTypeUnknownTool, Effect: kernel.EffectNone, Error: msg}, nil
 	}

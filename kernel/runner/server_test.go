@@ -94,6 +94,25 @@ func TestRunToolKeepsToThePinnedServer(t *testing.T) {
 		server, _ := tool.(kernel.Upstream).Upstream()
 		t.Fatalf("a worker without b resolved the call pinned to b, to %s", server)
 	}
+	// Pinned to b's endpoint too: a worker whose "b" is elsewhere (another
+	// store under the same name) refuses it; pinned by name alone (a call
+	// scheduled before server_endpoint), it goes to that worker's b.
+	call.ServerEndpoint = cfgs[1].Endpoint()
+	if _, ok := a.lookupPinned(call); !ok {
+		t.Fatal("pinned to b at its endpoint: not resolved")
+	}
+	other, _ := issueServers(t, "b")
+	elsewhere, err := mcptool.New([]mcptool.ServerConfig{cfgs[0], other[0]}, mcptool.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tool, ok := (&Activities{Tools: Chain{NewTools(), elsewhere}}).lookupPinned(call); ok {
+		t.Fatalf("a worker whose b is at another endpoint resolved the call pinned to b's, to %s", tool.(kernel.Endpointed).ServerEndpoint())
+	}
+	call.ServerEndpoint = ""
+	if _, ok := (&Activities{Tools: Chain{NewTools(), elsewhere}}).lookupPinned(call); !ok {
+		t.Fatal("a call pinned by name alone no longer resolves to the worker's b")
+	}
 	call.Server, call.UpstreamTool = "", ""
 	if _, ok := (&Activities{Tools: Chain{NewTools(), onlyA}}).lookupPinned(call); !ok {
 		t.Fatal("an unpinned call (a run from before ChangeRecordServer) no longer resolves")

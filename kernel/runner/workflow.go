@@ -315,7 +315,7 @@ func (r *run) step(ctx workflow.Context, s Step, opID, reissueOf string) (stepRe
 	if s.Tool == kernel.DelegateTool {
 		res = r.delegate(ctx, s, opID)
 	} else {
-		res = r.runTool(ctx, s, opID, started.Server, started.UpstreamTool)
+		res = r.runTool(ctx, s, opID, resolvedOf(started))
 	}
 	if res.OK {
 		done := kernel.ToolCompleted{OperationID: opID, ResultSummary: res.Summary, ChildRunID: res.ChildRunID}
@@ -385,7 +385,12 @@ func (r *run) snapshot(ctx workflow.Context, tool, opID, phase string) *kernel.W
 	return sum
 }
 
-func (r *run) runTool(ctx workflow.Context, s Step, opID, server, upstream string) stepResult {
+// resolvedOf is where started says the call goes, to pin the call there.
+func resolvedOf(started kernel.ToolStarted) ResolvedTool {
+	return ResolvedTool{Server: started.Server, UpstreamTool: started.UpstreamTool, ServerEndpoint: started.ServerEndpoint}
+}
+
+func (r *run) runTool(ctx workflow.Context, s Step, opID string, to ResolvedTool) stepResult {
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: r.t.ToolStartToClose,
 		HeartbeatTimeout:    r.t.ToolHeartbeat,
@@ -396,7 +401,7 @@ func (r *run) runTool(ctx workflow.Context, s Step, opID, server, upstream strin
 	call := kernel.ToolCall{
 		Project: r.in.Project, RunID: r.in.RunID, OperationID: opID,
 		Tool: s.Tool, Args: s.Args, Workspace: r.in.Workspace,
-		Server: server, UpstreamTool: upstream,
+		Server: to.Server, UpstreamTool: to.UpstreamTool, ServerEndpoint: to.ServerEndpoint,
 	}
 	var out ToolOutcome
 	if err := workflow.ExecuteActivity(actx, ActRunTool, call).Get(ctx, &out); err != nil {
