@@ -14,6 +14,7 @@ const NOTE_LIMIT = 2000; // kernel.MaxNoteBytes: bytes of UTF-8, not characters
 
 const state = {
   token: null, me: null,
+  session: 0,    // counts sign-ins and sign-outs: an answer is for the session that asked (api)
   project: '', run: '', op: '', listRun: '',
   timer: null, busy: false, gen: 0,
   seen: {},      // section → JSON of what it last rendered (no re-render, no flicker, when unchanged)
@@ -69,7 +70,32 @@ class APIError extends Error {
   }
 }
 
-async function api(path, { method = 'GET', query, body, headers, token } = {}) {
+// StaleAnswer is what api throws instead of an answer, or a refusal,
+// that arrives after the session that asked ended (a sign-out, perhaps
+// followed by another sign-in, with another token or the same one): it is
+// about that session's token and decision, and acted on it would show the
+// old identity, clear the new session's draft or, a 401, sign the new
+// session out. Callers stop on it (authLost says so).
+class StaleAnswer extends Error {
+  constructor() {
+    super('the answer came after its session ended');
+  }
+}
+
+async function api(path, options = {}) {
+  const session = state.session;
+  let out, err;
+  try {
+    out = await request(path, options);
+  } catch (e) {
+    err = e;
+  }
+  if (state.session !== session) throw new StaleAnswer();
+  if (err) throw err;
+  return out;
+}
+
+async function request(path, { method = 'GET', query, body, headers, token } = {}) {
   const url = new URL(path, location.origin);
   for (const [k, v] of Object.entries(query || {})) if (v) url.searchParams.set(k, v);
   const h = { Authorization: 'Bearer ' + (token || state.token), Accept: 'application/json' };
@@ -194,6 +220,7 @@ function signOut(message) {
   sessionStorage.removeItem(TOKEN_KEY);
   state.token = null;
   state.me = null;
+  state.session++;
   state.gen++;
   clearTimeout(state.timer);
   state.timer = null;
@@ -243,18 +270,17 @@ async function resume() {
   if (!state.token || state.me) return;
   // A retry still on its way when the user signed in with another token
   // (the form is offered while the stored one cannot be checked) answers
-  // for the old token: dropped, as checkWho drops its late answers.
-  const token = state.token;
+  // for the old token: api drops it (StaleAnswer), start() having begun
+  // another session.
   try {
-    const { data: me } = await api('/v1/whoami', { token });
-    if (state.token !== token || state.me) return;
+    const { data: me } = await api('/v1/whoami');
     if (me.role === 'agent') {
       signOut('"' + me.name + '" is an agent token; the console needs a reader or an operator token.');
       return;
     }
     start(me);
   } catch (e) {
-    if (state.token !== token || state.me) return;
+    if (e instanceof StaleAnswer) return;
     if (e.status === 401) {
       signOut('Your token is no longer accepted (' + e.message + '); sign in again.');
       return;
@@ -267,6 +293,7 @@ async function resume() {
 
 function start(me) {
   clearTimeout(state.timer);
+  state.session++;
   state.me = me;
   show($('signin-error'), '');
   $('signin').hidden = true;
@@ -287,20 +314,13 @@ function showWho(me) {
 // decision form the server now refuses, nor hide it from a token that
 // became an operator. It says whether the role changed; the caller then
 // loads again, the detail panel rebuilt for the new role. The answer is
-// about the token the request carried: if that one was signed out (and
-// perhaps another signed in) while the request was on its way, the
-// answer, or the refusal, is dropped, so that it neither shows the old
+// about the session that asked: if it ended (and perhaps another began)
+// while the request was on its way, api drops the answer, or the refusal
+// (StaleAnswer, which refresh stops on), so that it neither shows the old
 // identity again nor signs the new session out.
 async function checkWho() {
-  const token = state.token;
-  let me;
-  try {
-    ({ data: me } = await api('/v1/whoami', { token }));
-  } catch (e) {
-    if (state.token !== token) return false;
-    throw e;
-  }
-  if (state.token !== token || !state.me) return false;
+  const { data: me } = await api('/v1/whoami');
+  if (!state.me) return false;
   if (me.role === 'agent') {
     signOut('"' + me.name + '" is now an agent token; the console needs a reader or an operator token.');
     return;
@@ -337,7 +357,10 @@ function fillPicker(projects, chosen) {
   sel.value = chosen;
 }
 
+// authLost says whether the caller must stop on e: a 401 (the token is
+// refused: signed out) or an answer for a session that ended meanwhile.
 function authLost(e) {
+  if (e instanceof StaleAnswer) return true;
   if (e instanceof APIError && e.status === 401) {
     signOut('Your token is no longer accepted (' + e.message + '); sign in again.');
     return true;
@@ -784,16 +807,15 @@ async function decide(ev) {
   const button = $('decide-button');
   button.disabled = true;
   const target = state.detailFor;
-  // The answer is about this session's decision: if the user signed out
-  // (and perhaps in again, the panel rebuilt for the same operation) while
-  // it was on its way, it must neither clear the new session's draft nor,
-  // refused, sign the new session out. start() makes a new state.me.
-  const me = state.me;
+  // An answer that comes after this session ended (a sign-out, perhaps a
+  // sign-in again, the panel rebuilt for the same operation) is dropped by
+  // api (StaleAnswer, authLost below): it must neither clear the new
+  // session's draft nor, refused, sign the new session out.
   try {
     const { data: rec, headers } = await api('/v1/agent/operations/reconcile', {
       method: 'POST', body, headers: { 'Idempotency-Key': state.draftKey },
     });
-    if (state.me !== me || state.detailFor !== target) return;
+    if (state.detailFor !== target) return;
     state.draftKey = newKey();
     const d = rec.data || {};
     done.replaceChildren(el('span', null, headers.get('Idempotent-Replayed') === 'true' ? 'Already recorded: ' : 'Recorded ',
@@ -806,7 +828,6 @@ async function decide(ev) {
     for (const r of document.querySelectorAll('#decide input[name=effect]')) r.checked = false;
     refresh();
   } catch (e) {
-    if (state.me !== me) return;
     if (authLost(e)) return;
     show(err, 'Not recorded: ' + errorText(e));
   } finally {
