@@ -49,11 +49,18 @@ func Abbreviate(s string, n int) string {
 // each such character shows as its \u escape.
 func Printable(s string) string {
 	for _, r := range s {
-		if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) {
+		if disguises(r) {
 			return strconv.Quote(s)
 		}
 	}
 	return s
+}
+
+// disguises says whether r changes how the text around it reads without
+// showing itself: a control character or a format character (Printable,
+// TerminalJSON).
+func disguises(r rune) bool {
+	return unicode.IsControl(r) || unicode.Is(unicode.Cf, r)
 }
 
 // TerminalJSON returns b, JSON text, with every character that would
@@ -82,7 +89,7 @@ func TerminalJSON(b []byte) []byte {
 		switch {
 		case r == utf8.RuneError && size == 1:
 			out = appendJSONEscape(out, utf8.RuneError)
-		case unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || r == '\u2028' || r == '\u2029':
+		case disguises(r) || r == '\u2028' || r == '\u2029':
 			out = appendJSONEscape(out, r)
 		default:
 			out = append(out, b[i:i+size]...)
