@@ -193,3 +193,31 @@ FROM generate_series(1, %d) g; ANALYZE pgbench_ref.events`, warmEvents)); err !=
 	b.Fatalf("no tps in pgbench output:\n%s", out)
 	return 0
 }
+
+// BenchmarkRunEvents reads one run of 20 events (ten operations, started
+// and completed) back from the journal, as the triage sweep reads each
+// run and GET /v1/runs/{run_id} reads a page: the client's cost of
+// scanning rows, per read (go test -bench RunEvents -benchmem).
+func BenchmarkRunEvents(b *testing.B) {
+	ctx := context.Background()
+	s := journal.New(pgtest.New(b).Pool, nil)
+	evs := make([]kernel.Event, 20)
+	for i := range evs {
+		typ, data := kernel.TypeToolStarted, fmt.Sprintf(`{"operation_id":"op-%d","tool":"run_command","args":{"command":"echo %d > f","timeout_s":30,"env":{"A":"1","B":"2"}}}`, i/2, i)
+		if i%2 == 1 {
+			typ, data = kernel.TypeToolCompleted, fmt.Sprintf(`{"operation_id":"op-%d","result_summary":"exit 0","output":{"stdout":"ok\n","exit_code":0}}`, i/2)
+		}
+		evs[i] = kernel.Event{SourceID: "bench", EventID: fmt.Sprintf("e-%d", i), Project: "bench", RunID: "run-1",
+			Type: typ, TS: time.Now().UTC(), Actor: "agent", Data: []byte(data)}
+	}
+	if _, err := s.Ingest(ctx, evs); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		got, err := s.RunEvents(ctx, "bench", "run-1")
+		if err != nil || len(got) != len(evs) {
+			b.Fatalf("read %d events (%v), want %d", len(got), err, len(evs))
+		}
+	}
+}
