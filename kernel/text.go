@@ -46,8 +46,13 @@ func Abbreviate(s string, n int) string {
 // over the effect column), or with a bidirectional override (U+202E
 // displays what follows right to left, so "op-1\u202eenon" reads as
 // "op-1none") or a zero-width character (two ids that print alike). Quoted,
-// each such character shows as its \u escape.
+// each such character shows as its \u escape. A byte that is not UTF-8 is
+// quoted too (as \x9b): a terminal set for 8-bit controls reads the byte
+// 0x9b alone as an escape sequence's start.
 func Printable(s string) string {
+	if !utf8.ValidString(s) {
+		return strconv.Quote(s)
+	}
 	for _, r := range s {
 		if disguises(r) {
 			return strconv.Quote(s)
@@ -64,7 +69,7 @@ func disguises(r rune) bool {
 }
 
 // TerminalJSON returns b, JSON text, with every character that would
-// change how a terminal shows it written as its \u escape: the C1
+// change how a terminal shows it written as its \u escape: DEL and the C1
 // controls, the format characters (bidirectional embeddings, overrides
 // and isolates U+202A–U+202E and U+2066–U+2069, the marks and zero-width
 // characters U+200B–U+200F, U+FEFF, ...), the line and paragraph
@@ -81,7 +86,13 @@ func TerminalJSON(b []byte) []byte {
 	out := make([]byte, 0, len(b))
 	for i := 0; i < len(b); {
 		if b[i] < utf8.RuneSelf {
-			out = append(out, b[i])
+			// DEL is the one ASCII control encoding/json leaves raw (it
+			// escapes those below space); outside strings JSON has none.
+			if b[i] == 0x7f {
+				out = appendJSONEscape(out, 0x7f)
+			} else {
+				out = append(out, b[i])
+			}
 			i++
 			continue
 		}

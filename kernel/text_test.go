@@ -37,7 +37,8 @@ func TestTruncateUTF8(t *testing.T) {
 
 // TestPrintableQuotesWhatCouldForgeADisplay: control characters, and
 // format characters (bidirectional overrides, zero-width spaces), are
-// quoted; everything else, non-ASCII letters included, is left as it is.
+// quoted, and so are bytes that are not UTF-8; everything else, non-ASCII
+// letters included, is left as it is.
 func TestPrintableQuotesWhatCouldForgeADisplay(t *testing.T) {
 	t.Parallel()
 	for in, want := range map[string]string{
@@ -48,6 +49,8 @@ func TestPrintableQuotesWhatCouldForgeADisplay(t *testing.T) {
 		"op-1\u202eenon":    `"op-1\u202eenon"`,
 		"op-\u200b1":        `"op-\u200b1"`,
 		"run\u2066-7\u2069": `"run\u2066-7\u2069"`,
+		"op-1\x9b2K":        `"op-1\x9b2K"`,
+		"op-\xffé":          `"op-\xffé"`,
 	} {
 		if got := Printable(in); got != want {
 			t.Errorf("Printable(%q) = %s, want %s", in, got, want)
@@ -68,6 +71,7 @@ func TestTerminalJSON(t *testing.T) {
 		{"[\"\u2028\u2029\u0085\u009b\"]", `["\u2028\u2029\u0085\u009b"]`},
 		{"[\"tag \U000e0041\"]", `["tag \udb40\udc41"]`},
 		{"[\"bad \xff byte\"]", `["bad \ufffd byte"]`},
+		{"[\"del \x7f\"]", `["del \u007f"]`},
 		{"{\n  \"k\": \"v\"\n}\n", "{\n  \"k\": \"v\"\n}\n"},
 	} {
 		got := string(TerminalJSON([]byte(c.in)))
