@@ -411,3 +411,44 @@ func TestAnswersAreNotSniffed(t *testing.T) {
 		}
 	}
 }
+
+// stuckRuns is a RunService whose View waits for its request to end, as
+// a read held up by a lock or a stalled database does.
+type stuckRuns struct{ echoRuns }
+
+func (stuckRuns) View(ctx context.Context, _, _ string, _ runner.EventPage) (runner.RunView, error) {
+	<-ctx.Done()
+	return runner.RunView{}, fmt.Errorf("view: %w", ctx.Err())
+}
+
+// TestStuckRequestIsAnsweredBeforeTheWriteDeadline: a handler held up past
+// the server's bound is stopped and answered 503 saying so, before the
+// connection's write deadline. Before, its context never ended (the write
+// deadline cancels nothing) and the client waited on, to get at best a
+// closed connection.
+func TestStuckRequestIsAnsweredBeforeTheWriteDeadline(t *testing.T) {
+	t.Parallel()
+	tokens, err := auth.Parse("ro:reader:reader-secret-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := listen(t, httpapi.New(httpapi.Config{Tokens: tokens, Runs: stuckRuns{}, WriteTimeout: 500 * time.Millisecond}))
+	req, err := http.NewRequest(http.MethodGet, "http://"+addr+"/v1/runs/r1?project=acme", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer reader-secret-1")
+	start := time.Now()
+	resp, err := (&http.Client{Timeout: 5 * time.Second}).Do(req)
+	if err != nil {
+		t.Fatalf("no answer to a stuck request: %v", err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(body), "did not finish within this server's bound of 450ms") {
+		t.Fatalf("answered %d %s, want 503 naming the bound", resp.StatusCode, body)
+	}
+	// Written past the connection's write deadline, the answer would
+	// not have arrived at all: its arrival is the proof it was in time.
+	t.Logf("answered after %v", time.Since(start))
+}

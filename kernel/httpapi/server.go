@@ -63,6 +63,8 @@ const ReadHeaderTimeout = 10 * time.Second
 // connection, for as long as the client stays silent. It is generous
 // beside BodyReadTimeout, which the body's arrival must meet first, so
 // that a slow answer under load is not mistaken for a stalled reader.
+// A route's handler gets a little less (handlerBound), so that one held up
+// past it is answered rather than cut off.
 const WriteTimeout = 2 * time.Minute
 
 // RequestIDHeader carries a request's id: a client's own (up to 128
@@ -204,6 +206,15 @@ func (s *Server) handle(rt route) {
 	serve := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		info := infoFrom(r.Context())
 		info.route = method + " " + pattern
+		// The handler's context ends a little before the connection's
+		// write deadline (WriteTimeout): a request held up by the
+		// database or a lock is stopped and answered, 503 saying so,
+		// while the server can still answer. Before, it ran on past the
+		// deadline and its client saw only a closed connection.
+		bound := s.handlerBound()
+		ctx, cancel := context.WithTimeoutCause(r.Context(), bound, errOutOfTime)
+		defer cancel()
+		r = r.WithContext(ctx)
 		sw := &statusWriter{ResponseWriter: w, code: http.StatusOK}
 		defer func() {
 			s.reqs.WithLabelValues(method+" "+pattern, fmt.Sprint(sw.code)).Inc()
@@ -230,6 +241,9 @@ func (s *Server) handle(rt route) {
 		}
 		r.Body = http.MaxBytesReader(sw, r.Body, MaxBodyBytes)
 		if err := h(sw, r); err != nil {
+			if ctx.Err() != nil && errors.Is(context.Cause(ctx), errOutOfTime) {
+				err = outOfTime(bound, err)
+			}
 			err = classify(err)
 			if code := kernel.ErrorCode(err); code == kernel.EInternal || code == kernel.EUnavailable {
 				hlog.FromRequest(r).Error().Err(err).Str("route", method+" "+pattern).Msg("request failed")
@@ -241,6 +255,23 @@ func (s *Server) handle(rt route) {
 	if method == http.MethodGet {
 		s.mux.Method(http.MethodHead, pattern, serve)
 	}
+}
+
+// errOutOfTime is the cause a handler's context ends with at its bound.
+var errOutOfTime = errors.New("the request reached the server's time bound")
+
+// handlerBound is how long a route's handler may run: WriteTimeout less
+// a tenth (at most 5 s), the time left to write the answer.
+func (s *Server) handlerBound() time.Duration {
+	return s.cfg.WriteTimeout - min(s.cfg.WriteTimeout/10, 5*time.Second)
+}
+
+// outOfTime is err, from a handler stopped at its bound, as the 503 its
+// caller reads. A write may have landed before the stop; a retry is
+// answered as any repeat is.
+func outOfTime(bound time.Duration, err error) error {
+	return fmt.Errorf("%w: %w", kernel.Errorf(kernel.EUnavailable,
+		"the request did not finish within this server's bound of %v and was stopped; retry it (a write that had landed is answered as a repeat)", bound), err)
 }
 
 // allowed lists the methods served at path, for a 405's Allow header.
