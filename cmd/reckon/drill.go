@@ -35,7 +35,7 @@ func runDrill(ctx context.Context, args []string) error {
 		return err
 	}
 	if *count < 1 {
-		return fmt.Errorf("--count: must be at least 1")
+		return usageErrorf("--count: must be at least 1")
 	}
 	cfg := s.cfg
 	if *fsServer == "" {

@@ -35,7 +35,12 @@ func runEval(ctx context.Context, args []string) error {
 		return err
 	}
 	if *supName != supervisor.BuiltinName && *supName != supervisor.OpenAIName {
-		return fmt.Errorf("--supervisor: %q is not builtin or openai", *supName)
+		return usageErrorf("--supervisor: %q is not builtin or openai", *supName)
+	}
+	if *settle != "" {
+		if _, err := supervisor.ParseSettlePolicy(*settle); err != nil {
+			return usageErrorf("--settle: %w", err)
+		}
 	}
 	// Every flag is checked before the suite is scored: with a model
 	// supervisor, scoring is one paid call per wall.

@@ -29,6 +29,15 @@ func TestExitCodes(t *testing.T) {
 		{args: []string{"migrate", "--bogus"}, code: 2, stderrHas: "flag provided but not defined: -bogus", stdoutNone: true},
 		{args: []string{"migrate", "stray"}, code: 2, stderrHas: `unexpected argument "stray"`, stdoutNone: true},
 		{args: []string{"outbox"}, code: 2, stderrHas: "usage: reckon outbox parked|retrying", stdoutNone: true},
+		// A flag's value out of its range is a usage error too, refused
+		// before anything is read or connected (these exited 1).
+		{args: []string{"outbox", "parked", "--limit", "-3"}, code: 2, stderrHas: "--limit must be positive", stdoutNone: true},
+		{args: []string{"eval", "--supervisor", "bogus"}, code: 2, stderrHas: `--supervisor: "bogus"`, stdoutNone: true},
+		{args: []string{"eval", "--settle", "bogus"}, code: 2, stderrHas: "--settle: must be evidence or inference", stdoutNone: true},
+		{args: []string{"triage", "--run", "r1"}, code: 2, stderrHas: "--run needs --project", stdoutNone: true},
+		{args: []string{"triage", "--concurrency", "0"}, code: 2, stderrHas: "--concurrency must be at least 1", stdoutNone: true},
+		{args: []string{"drill", "--count", "0"}, code: 2, stderrHas: "--count: must be at least 1", stdoutNone: true},
+		{args: []string{"soak", "--rounds", "0"}, code: 2, stderrHas: "--rounds must be at least 1", stdoutNone: true},
 	} {
 		var stdout, stderr bytes.Buffer
 		code := run(ctx, c.args, &stdout, &stderr)
@@ -58,6 +67,8 @@ func TestOpsExitCodes(t *testing.T) {
 		{args: []string{"frobnicate"}, code: 2},
 		{args: []string{"list"}, code: 2},
 		{args: []string{"list", "--json"}, code: 2, json: true},
+		{args: []string{"verdicts", "--project", "p", "--since", "yesterday"}, code: 2},
+		{args: []string{"reconcile", "--project", "p", "--run", "r", "--op", "o", "--effect", "none", "--note", "n", "--evidence", "notjson"}, code: 2},
 		{args: []string{"list", "--project", "p"}, code: 1},
 		{args: []string{"list", "--project", "p", "--json"}, code: 1, json: true},
 	} {

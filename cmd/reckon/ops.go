@@ -228,7 +228,7 @@ func opsReconcileCmd(ctx context.Context, o *opsCall, args []string) error {
 			ev = b
 		}
 		if !json.Valid(ev) {
-			return fmt.Errorf("--evidence must be JSON (e.g. '{\"workspace_file\": \"proof.txt\"}') or @file")
+			return usageErrorf("--evidence must be JSON (e.g. '{\"workspace_file\": \"proof.txt\"}') or @file")
 		}
 		body["evidence"] = json.RawMessage(ev)
 	}
@@ -282,7 +282,7 @@ func opsVerdictsCmd(ctx context.Context, o *opsCall, args []string) error {
 	if *since != "" {
 		t, err := parseSince(*since, time.Now())
 		if err != nil {
-			return err
+			return &usageError{err: err}
 		}
 		q.Set("since", t.UTC().Format(time.RFC3339))
 	}

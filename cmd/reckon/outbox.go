@@ -34,7 +34,7 @@ func runOutbox(ctx context.Context, args []string) error {
 		return err
 	}
 	if *limit <= 0 {
-		return fmt.Errorf("--limit must be positive, got %d", *limit)
+		return usageErrorf("--limit must be positive, got %d", *limit)
 	}
 	if err := s.openPool(ctx, false); err != nil {
 		return err

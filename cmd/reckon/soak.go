@@ -54,10 +54,10 @@ func soakMain(ctx context.Context, args []string, stdout io.Writer, getenv func(
 		return false, err
 	}
 	if fs.NArg() > 0 {
-		return false, fmt.Errorf("unexpected arguments %q", fs.Args())
+		return false, usageErrorf("unexpected arguments %q", fs.Args())
 	}
 	if *rounds < 1 || *timeout <= 0 || *outage <= 0 || *rate < 0 {
-		return false, fmt.Errorf("--rounds must be at least 1, --timeout and --outage positive, --ingest-rate at least 0")
+		return false, usageErrorf("--rounds must be at least 1, --timeout and --outage positive, --ingest-rate at least 0")
 	}
 	bin, err := os.Executable()
 	if err != nil {

@@ -33,10 +33,10 @@ func runTriage(ctx context.Context, args []string) error {
 		return err
 	}
 	if *run != "" && *project == "" {
-		return fmt.Errorf("--run needs --project")
+		return usageErrorf("--run needs --project")
 	}
 	if *maxWalls < 1 || *concurrency < 1 || *maxTokens < 0 {
-		return fmt.Errorf("--max-walls and --concurrency must be at least 1, --max-tokens at least 0")
+		return usageErrorf("--max-walls and --concurrency must be at least 1, --max-tokens at least 0")
 	}
 	if err := s.openCore(ctx); err != nil {
 		return err
