@@ -98,9 +98,11 @@ func TestClaimWaitsForAnAgentsWriteUnderWay(t *testing.T) {
 			t.Fatalf("the call finished while an agent's write into its run id was under way: %+v", res)
 		case <-time.After(20 * time.Millisecond):
 		}
-		if err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted)`).Scan(&waiting); err != nil {
+		var n int
+		if err := pool.QueryRow(ctx, runKeyWaitersSQL, "acme", "host-7").Scan(&n); err != nil {
 			t.Fatal(err)
 		}
+		waiting = n > 0
 		if time.Now().After(deadline) {
 			t.Fatal("the call never waited for the run id's lock")
 		}
@@ -120,6 +122,18 @@ func TestClaimWaitsForAnAgentsWriteUnderWay(t *testing.T) {
 		t.Fatalf("the refused call enqueued %d events in host-7", n)
 	}
 }
+
+// runKeyWaitersSQL counts the sessions waiting for the run key of
+// project $1, run $2 (claimRunKeySQL's key), in this database. pg_locks
+// shows every database's locks and shows a bigint key split into classid
+// (its high half) and objid (its low half). Counting every advisory waiter
+// instead caught other tests' locks: when a parallel test also waited,
+// "exactly two waiters" never held, and the test timed out after 30 s.
+const runKeyWaitersSQL = `
+SELECT count(*) FROM pg_locks
+WHERE locktype = 'advisory' AND NOT granted AND objsubid = 1
+  AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+  AND ((classid::bigint << 32) | objid::bigint) = hashtextextended($1::text || '/' || $2::text, 0)`
 
 // Two calls of one new client-named run at once, each from its own
 // session: the second waits for the first's claim and then finds the run
@@ -156,10 +170,10 @@ func TestConcurrentCallsOfANewRunShareIt(t *testing.T) {
 	}
 	waitFor(t, "both calls waiting for the run id's lock", func() bool {
 		var n int
-		if err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted`).Scan(&n); err != nil {
+		if err := pool.QueryRow(ctx, runKeyWaitersSQL, "acme", "host-6").Scan(&n); err != nil {
 			t.Fatal(err)
 		}
-		return n == 2
+		return n >= 2
 	})
 	if err := hold.Rollback(ctx); err != nil {
 		t.Fatal(err)
