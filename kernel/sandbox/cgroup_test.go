@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -137,20 +139,31 @@ func TestCgroupPlacement(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan error, 1)
+	// Markers of this run only: fixed ones (and "30.7" matching both)
+	// also caught the processes of another sandbox test running at the
+	// same time, in another cgroup, and failed the test.
+	m1, m2 := fmt.Sprintf("30.%09d", rand.IntN(1e9)), fmt.Sprintf("31.%09d", rand.IntN(1e9))
 	go func() {
 		_, err := tool.Execute(ctx, call(t, wsDir(t), map[string]any{
-			"command": "sleep 30.7171 & sh -c 'sleep 30.7272' & wait", "timeout_s": 60}))
+			"command": "sleep " + m1 + " & sh -c 'sleep " + m2 + "' & wait", "timeout_s": 60}))
 		done <- err
 	}()
 	var pids []int
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		a, _ := proctab.Matching("sleep\x0030.7171")
-		b, _ := proctab.Matching("sleep\x0030.7272")
+		a, _ := proctab.Matching("sleep\x00" + m1)
+		b, _ := proctab.Matching("sleep\x00" + m2)
 		if len(a) > 0 && len(b) > 0 {
 			// Both sleeps run, so every process the test looks for is
-			// there: the launcher, the init, timeout, the shells.
-			pids, _ = proctab.Matching("30.7")
+			// there: the launcher, the init, timeout, the shells (each
+			// carries one marker or both).
+			pids, _ = proctab.Matching(m1)
+			more, _ := proctab.Matching(m2)
+			for _, p := range more {
+				if !slices.Contains(pids, p) {
+					pids = append(pids, p)
+				}
+			}
 			break
 		}
 		if time.Now().After(deadline) {
@@ -687,12 +700,16 @@ func TestOOMKilledIsTheCgroupsOwn(t *testing.T) {
 // and is not reported out of memory: a kill signal alone is no evidence.
 func TestKilledFromOutsideIsNotOOM(t *testing.T) {
 	t.Parallel()
+	// A marker of this test's own: with a fixed one, shared with another
+	// test running at the same time, it could kill that test's sleep
+	// instead of its own.
+	marker := fmt.Sprintf("32.%09d", rand.IntN(1e9))
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		deadline := time.Now().Add(10 * time.Second)
 		for time.Now().Before(deadline) {
-			if pids, _ := proctab.Matching("sleep\x0030.5151"); len(pids) > 0 {
+			if pids, _ := proctab.Matching("sleep\x00" + marker); len(pids) > 0 {
 				for _, pid := range pids {
 					_ = syscall.Kill(pid, syscall.SIGKILL)
 				}
@@ -701,12 +718,12 @@ func TestKilledFromOutsideIsNotOOM(t *testing.T) {
 			time.Sleep(10 * time.Millisecond)
 		}
 	}()
-	out, res, err := run(t, NewRunCommand(Config{MaxMemory: 64 << 20}), call(t, wsDir(t), map[string]any{"command": "sleep 30.5151", "timeout_s": 20}))
+	out, res, err := run(t, NewRunCommand(Config{MaxMemory: 64 << 20}), call(t, wsDir(t), map[string]any{"command": "sleep " + marker, "timeout_s": 20}))
 	<-done
 	te := wantToolError(t, err, ErrorTypeCommandFailed, kernel.EffectUncertain)
 	if out.ExitCode != 137 || out.OOMKilled || strings.Contains(res.Summary, "out of memory") || strings.Contains(te.Error(), "out of memory") ||
 		strings.Contains(string(res.Output), "oom_killed") {
 		t.Fatalf("killed from outside: exit %d, oom_killed %v, summary %q, error %v", out.ExitCode, out.OOMKilled, res.Summary, te)
 	}
-	waitGone(t, "30.5151")
+	waitGone(t, marker)
 }

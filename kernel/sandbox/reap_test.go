@@ -22,8 +22,9 @@ import (
 
 // orphanSandbox starts a sandbox for a workspace beneath root the way
 // Execute does, under a bubblewrap that never arms --die-with-parent,
-// running args (bubblewrap's command line after its own options) until a
-// process carrying marker runs; then it SIGKILLs the launcher, as a dying
+// running args (bubblewrap's command line after its own options) until
+// the sandbox's command, a sleep marked by marker, runs (commandRuns);
+// then it SIGKILLs the launcher, as a dying
 // worker's Pdeathsig would, and returns the sandbox init's PID, still
 // alive.
 func orphanSandbox(t *testing.T, root string, args []string, marker string) int {
@@ -38,7 +39,7 @@ func orphanSandbox(t *testing.T, root string, args []string, marker string) int 
 	}
 	defer devNull.Close()
 	cmd, initPID := launchSandbox(t, bwrapWithoutParentDeath(t), ws, []string{"PATH=" + sandboxPath}, args, devNull)
-	reckontest.Eventually(t, 5*time.Second, "the sandbox's command to run", func() bool { return running(marker) })
+	reckontest.Eventually(t, 10*time.Second, "the sandbox's command to run", func() bool { return commandRuns(marker) })
 	_ = cmd.Process.Kill()
 	_ = cmd.Wait()
 	reckontest.Eventually(t, 5*time.Second, "the sandbox init to be reparented", func() bool { return comm(initPID) == "bwrap" && !orphanOf(initPID, cmd.Process.Pid) })
@@ -130,6 +131,18 @@ func orphanOf(pid, launcher int) bool {
 // running says whether a process whose command line contains s exists.
 func running(s string) bool {
 	pids, _ := proctab.Matching(s)
+	return len(pids) > 0
+}
+
+// commandRuns reports whether a sandbox's command, "sleep <arg>" with
+// marker "<arg>" or "sleep <arg>", itself runs: the process whose own
+// arguments those are (NUL-separated in /proc's cmdline). The marker
+// alone also matches the launcher's and the shells' arguments, which
+// exist before bubblewrap has set the sandbox up; a launcher killed then
+// (two of these tests at once took 3-4 s to set up) left its sandbox's
+// setup stuck for good, and the tests waiting on it failed.
+func commandRuns(marker string) bool {
+	pids, _ := proctab.Matching("sleep\x00" + strings.TrimPrefix(marker, "sleep "))
 	return len(pids) > 0
 }
 
@@ -230,11 +243,9 @@ func TestSandboxDeadlineWithoutItsWorker(t *testing.T) {
 	start := time.Now()
 	initPID := orphanSandbox(t, wsDir(t), r.confinedArgs(prepared{command: "sleep " + marker, timeout: time.Second}), marker)
 	t.Cleanup(func() { _ = unix.Kill(initPID, unix.SIGKILL) })
-	// The command was running when orphanSandbox returned, so its
-	// deadline (its start, plus the timeout and deadlineSlack) is at most
-	// that far from now. Counted from before the launch instead, a
-	// sandbox slow to start under load (bubblewrap, its cgroup) ate the
-	// margin: the test failed with the deadline working.
+	// The command itself ran (under the sandbox's timeout, started first)
+	// when orphanSandbox returned, so its deadline (timeout plus
+	// deadlineSlack) is at most that far from now.
 	bound := time.Second + deadlineSlack + 3*time.Second
 	reckontest.Eventually(t, bound, "the orphaned command to end at its sandbox deadline (timeout 1 s, then deadlineSlack)",
 		func() bool { return !running(marker) })

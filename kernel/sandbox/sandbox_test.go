@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
@@ -310,9 +311,12 @@ func TestTimeoutKillsUnconfined(t *testing.T) {
 func TestExitKillsBackgroundUnconfined(t *testing.T) {
 	t.Parallel()
 	tool := NewRunCommand(Config{Unconfined: true})
-	_, _, err := run(t, tool, call(t, wsDir(t), map[string]any{"command": "sleep 30.5151 >/dev/null 2>&1 & exit 3", "timeout_s": 10}))
+	// Its own marker: TestKilledFromOutsideIsNotOOM used the same fixed
+	// one, and each could see (or kill) the other's sleep.
+	marker := fmt.Sprintf("33.%09d", rand.IntN(1e9))
+	_, _, err := run(t, tool, call(t, wsDir(t), map[string]any{"command": "sleep " + marker + " >/dev/null 2>&1 & exit 3", "timeout_s": 10}))
 	wantToolError(t, err, ErrorTypeCommandFailed, kernel.EffectUncertain)
-	waitGone(t, "30.5151")
+	waitGone(t, marker)
 }
 
 func TestCommandFails(t *testing.T) {
