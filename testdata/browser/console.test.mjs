@@ -174,8 +174,11 @@ test('operator console', async (t) => {
     assert.match(await queued.textContent(), /inference/);
     assert.equal(await row('queue', 'report-7', 'op-1').count(), 0, 'a probe-proven operation needs nobody');
     await queued.locator('a', { hasText: 'op-1' }).click();
+    // The operation selected before (agent-7's op-1) has a verdict card
+    // of its own after the sweep, still shown until the click's history
+    // arrives: waiting for any card read that one (CI, once).
+    await waitText('#cards', 'deploy-42/verdict/');
     const card = page.locator('#cards article.card').first();
-    await card.waitFor({ timeout: REFRESH });
     const c = await card.textContent();
     for (const want of ['needs attention', 'supervisor builtin', 'policy evidence', 'Causes', 'Remedies', 'Lesson', 'unknown', 'inference', 'workspace.diff', 'inconclusive']) {
       assert.ok(c.includes(want), `the card says ${want}: ${c}`);
