@@ -301,10 +301,11 @@ func (r *run) step(ctx workflow.Context, s Step, opID, reissueOf string) (stepRe
 		OperationID: opID, Tool: s.Tool, Args: s.Args, Attempt: 1, ReissueOf: reissueOf,
 		Postcondition: s.Postcondition,
 	}
+	var resolved ResolvedTool
 	if s.Tool == kernel.DelegateTool {
 		started.ChildRunID = kernel.ChildRunID(r.in.RunID, opID)
 	} else {
-		resolved := r.resolve(ctx, s.Tool)
+		resolved = r.resolve(ctx, s.Tool)
 		started.Server, started.UpstreamTool, started.ServerEndpoint = resolved.Server, resolved.UpstreamTool, resolved.ServerEndpoint
 		started.WorkspaceManifest = r.snapshot(ctx, s.Tool, opID, manifest.PhaseBefore)
 	}
@@ -315,7 +316,7 @@ func (r *run) step(ctx workflow.Context, s Step, opID, reissueOf string) (stepRe
 	if s.Tool == kernel.DelegateTool {
 		res = r.delegate(ctx, s, opID)
 	} else {
-		res = r.runTool(ctx, s, opID, resolvedOf(started))
+		res = r.runTool(ctx, s, opID, resolved)
 	}
 	if res.OK {
 		done := kernel.ToolCompleted{OperationID: opID, ResultSummary: res.Summary, ChildRunID: res.ChildRunID}
@@ -385,11 +386,8 @@ func (r *run) snapshot(ctx workflow.Context, tool, opID, phase string) *kernel.W
 	return sum
 }
 
-// resolvedOf is where started says the call goes, to pin the call there.
-func resolvedOf(started kernel.ToolStarted) ResolvedTool {
-	return ResolvedTool{Server: started.Server, UpstreamTool: started.UpstreamTool, ServerEndpoint: started.ServerEndpoint}
-}
-
+// runTool runs the step's tool, pinned to where its tool.started says the
+// call goes (to: the resolution recorded there).
 func (r *run) runTool(ctx workflow.Context, s Step, opID string, to ResolvedTool) stepResult {
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: r.t.ToolStartToClose,
