@@ -37,10 +37,14 @@ func runEval(ctx context.Context, args []string) error {
 	if *supName != supervisor.BuiltinName && *supName != supervisor.OpenAIName {
 		return usageErrorf("--supervisor: %q is not builtin or openai", *supName)
 	}
+	// RECKON_SUPERVISOR_SETTLE is checked with the configuration; a
+	// --settle given replaces it and is checked here.
+	policy := s.cfg.SupervisorSettle
 	if *settle != "" {
 		if _, err := supervisor.ParseSettlePolicy(*settle); err != nil {
 			return usageErrorf("--settle: %w", err)
 		}
+		policy = *settle
 	}
 	// Every flag is checked before the suite is scored: with a model
 	// supervisor, scoring is one paid call per wall.
@@ -74,13 +78,6 @@ func runEval(ctx context.Context, args []string) error {
 		outDir = filepath.Join(cfg.DataDir, "eval", sup.Name())
 	}
 
-	policy := cfg.SupervisorSettle
-	if *settle != "" {
-		policy = *settle
-	}
-	if _, err := supervisor.ParseSettlePolicy(policy); err != nil {
-		return fmt.Errorf("--settle: %w", err)
-	}
 	fmt.Fprintf(os.Stderr, "eval: %d fixtures from %s, supervisor %s, settlement policy %s\n", len(fx), *fixtures, sup.Name(), policy)
 	opt := evals.ScoreParams{CaseTimeout: *caseTimeout, Concurrency: *concurrency, Policy: policy}
 	if !*quiet {

@@ -53,9 +53,6 @@ func soakMain(ctx context.Context, args []string, stdout io.Writer, getenv func(
 	if err := parseFlags(fs, args); err != nil {
 		return false, err
 	}
-	if fs.NArg() > 0 {
-		return false, usageErrorf("unexpected arguments %q", fs.Args())
-	}
 	if *rounds < 1 || *timeout <= 0 || *outage <= 0 || *rate < 0 {
 		return false, usageErrorf("--rounds must be at least 1, --timeout and --outage positive, --ingest-rate at least 0")
 	}
