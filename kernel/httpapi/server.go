@@ -241,7 +241,7 @@ func (s *Server) handle(rt route) {
 		}
 		r.Body = http.MaxBytesReader(sw, r.Body, MaxBodyBytes)
 		if err := h(sw, r); err != nil {
-			if ctx.Err() != nil && errors.Is(context.Cause(ctx), errOutOfTime) {
+			if errors.Is(context.Cause(ctx), errOutOfTime) {
 				err = outOfTime(bound, err)
 			}
 			err = classify(err)
