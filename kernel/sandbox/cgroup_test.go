@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -139,10 +138,11 @@ func TestCgroupPlacement(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan error, 1)
-	// Markers of this run only: fixed ones (and "30.7" matching both)
-	// also caught the processes of another sandbox test running at the
-	// same time, in another cgroup, and failed the test.
-	m1, m2 := fmt.Sprintf("30.%09d", rand.IntN(1e9)), fmt.Sprintf("31.%09d", rand.IntN(1e9))
+	// Markers of this run only, sharing its token: fixed ones (and "30.7"
+	// matching both) also caught the processes of another sandbox test
+	// running at the same time, in another cgroup, and failed the test.
+	token := fmt.Sprintf("%09d", rand.IntN(1e9))
+	m1, m2 := "30."+token+"1", "30."+token+"2"
 	go func() {
 		_, err := tool.Execute(ctx, call(t, wsDir(t), map[string]any{
 			"command": "sleep " + m1 + " & sh -c 'sleep " + m2 + "' & wait", "timeout_s": 60}))
@@ -156,14 +156,8 @@ func TestCgroupPlacement(t *testing.T) {
 		if len(a) > 0 && len(b) > 0 {
 			// Both sleeps run, so every process the test looks for is
 			// there: the launcher, the init, timeout, the shells (each
-			// carries one marker or both).
-			pids, _ = proctab.Matching(m1)
-			more, _ := proctab.Matching(m2)
-			for _, p := range more {
-				if !slices.Contains(pids, p) {
-					pids = append(pids, p)
-				}
-			}
+			// carries a marker, so the token).
+			pids, _ = proctab.Matching("30." + token)
 			break
 		}
 		if time.Now().After(deadline) {

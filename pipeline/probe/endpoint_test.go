@@ -28,6 +28,9 @@ func TestMCPLookupSkipsAServerConfiguredElsewhere(t *testing.T) {
 	staging := mcptool.ServerConfig{Name: "issues", URL: empty.URL + mcpserver.HTTPPath}
 	stagingWithKey := mcptool.ServerConfig{Name: "issues", URL: holding.URL + mcpserver.HTTPPath}
 	run := Run{Project: "acme", RunID: "run-1"}
+	client := func(c mcptool.ServerConfig) Looker {
+		return MCPClient{Servers: []mcptool.ServerConfig{c}, Timeout: 10 * time.Second}
+	}
 	op := func(endpoint string) pipeline.WallOperation {
 		return pipeline.WallOperation{OperationID: "op-1", Tool: "mcp__create_issue", State: "crash_window", StartedAt: t0,
 			Server: "issues", UpstreamTool: "create_issue", ServerEndpoint: endpoint,
@@ -40,16 +43,16 @@ func TestMCPLookupSkipsAServerConfiguredElsewhere(t *testing.T) {
 		finding string
 		detail  string
 	}{
-		{"call went to production, staging configured here, never seen there", MCPClient{Servers: []mcptool.ServerConfig{staging}, Timeout: 10 * time.Second},
+		{"call went to production, staging configured here, never seen there", client(staging),
 			op(production.Endpoint()), pipeline.FindingInconclusive,
 			`server "issues" is configured here as endpoint ` + staging.Endpoint() + `, the call went to endpoint ` + production.Endpoint() + `: not asked`},
-		{"call went to production, a staging store holding the key configured here", MCPClient{Servers: []mcptool.ServerConfig{stagingWithKey}, Timeout: 10 * time.Second},
+		{"call went to production, a staging store holding the key configured here", client(stagingWithKey),
 			op(production.Endpoint()), pipeline.FindingInconclusive, "not asked"},
-		{"same endpoint as the call's", MCPClient{Servers: []mcptool.ServerConfig{staging}, Timeout: 10 * time.Second},
+		{"same endpoint as the call's", client(staging),
 			op(staging.Endpoint()), pipeline.FindingNone, "has never seen key"},
-		{"same endpoint, holding the key", MCPClient{Servers: []mcptool.ServerConfig{stagingWithKey}, Timeout: 10 * time.Second},
+		{"same endpoint, holding the key", client(stagingWithKey),
 			op(stagingWithKey.Endpoint()), pipeline.FindingOccurred, "stored result"},
-		{"an event from before server_endpoint", MCPClient{Servers: []mcptool.ServerConfig{staging}, Timeout: 10 * time.Second},
+		{"an event from before server_endpoint", client(staging),
 			op(""), pipeline.FindingNone, "has never seen key"},
 		{"a looker that cannot tell its endpoints", neverSeen{},
 			op(production.Endpoint()), pipeline.FindingInconclusive, "cannot tell which endpoint"},
