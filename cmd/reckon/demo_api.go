@@ -127,7 +127,7 @@ func demoOverride(ctx context.Context, d *demoEnv) error {
 		return err
 	}
 	data, _ := m["data"].(map[string]any)
-	fmt.Fprintf(d.Out, "operator verdict %v: effect=%v basis=%v supersedes=%v\n", m["event_id"], data["effect"], data["basis"], data["supersedes"])
+	fmt.Fprintf(d.Out, "operator verdict %v: effect=%v basis=%v supersedes=%s\n", m["event_id"], data["effect"], data["basis"], supersededKey(data))
 	wctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	if err := outbox.WaitDelivered(wctx, d.Stack.Pool, d.Project, run, 20*time.Millisecond); err != nil {
@@ -149,8 +149,8 @@ func demoOverride(ctx context.Context, d *demoEnv) error {
 				extra = append(extra, fmt.Sprintf("%s=%v", k, v))
 			}
 		}
-		if s, ok := data["supersedes"].(map[string]any); ok {
-			extra = append(extra, fmt.Sprintf("supersedes=%v", s["event_id"]))
+		if k := supersededKey(data); k != "" {
+			extra = append(extra, "supersedes="+k)
 		}
 		fmt.Fprintf(d.Out, "  %-22v %-20v %s\n", ev["type"], ev["actor"], strings.Join(extra, " "))
 	}
@@ -160,6 +160,17 @@ func demoOverride(ctx context.Context, d *demoEnv) error {
 	}
 	fmt.Fprintf(d.Out, "operator's queue after the override: %d operation(s)\n", n)
 	return nil
+}
+
+// supersededKey is the key (source:event) of the reconciliation that a
+// reconciliation's data says it supersedes, as `reckon ops` prints it; ""
+// when it supersedes none.
+func supersededKey(data map[string]any) string {
+	s, ok := data["supersedes"].(map[string]any)
+	if !ok {
+		return ""
+	}
+	return fmt.Sprintf("%v:%v", s["source_id"], s["event_id"])
 }
 
 // demoEval scores the built-in supervisor on the committed fixtures (from
