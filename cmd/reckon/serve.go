@@ -51,6 +51,13 @@ func runServe(ctx context.Context, args []string) error {
 	if *api && core.Tokens.Len() == 0 {
 		return &config.Error{Var: "RECKON_TOKENS", Problem: "(or RECKON_TOKENS_FILE) must name at least one token for serve --api; nobody could call the API otherwise"}
 	}
+	if *api {
+		// A TLS pair that does not load stops start-up here, before
+		// Temporal is dialled.
+		if _, err := core.APITLS(); err != nil {
+			return err
+		}
+	}
 
 	var roles []string
 	var kernel *app.Kernel
@@ -72,7 +79,10 @@ func runServe(ctx context.Context, args []string) error {
 	errc := make(chan error, 4)
 	if *api {
 		ops = core.OperationsService(kernel.Conn.Client)
-		srv := core.NewAPI(kernel, ops)
+		srv, err := core.NewAPI(kernel, ops)
+		if err != nil {
+			return fmt.Errorf("api: %w", err)
+		}
 		bound := make(chan string, 1)
 		wg.Add(1)
 		go func() {
@@ -83,7 +93,7 @@ func runServe(ctx context.Context, args []string) error {
 		}()
 		select {
 		case addr := <-bound:
-			roles = append(roles, "api on http://"+addr)
+			roles = append(roles, "api on "+srv.Scheme()+"://"+addr)
 		case err := <-errc:
 			cancel()
 			wg.Wait()

@@ -49,30 +49,7 @@ func TestServeAllRoles(t *testing.T) {
 		"KERNEL_FAULT_BEFORE_EFFECT=",
 		"RECKON_MCP_SERVERS=",
 	)
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = cmd.Process.Signal(os.Interrupt); _ = cmd.Wait() }()
-	addrc := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		re := regexp.MustCompile(`api on (http://[0-9.:]+)`)
-		for sc.Scan() {
-			if m := re.FindStringSubmatch(sc.Text()); m != nil {
-				addrc <- m[1]
-			}
-		}
-	}()
-	var base string
-	select {
-	case base = <-addrc:
-	case <-ctx.Done():
-		t.Fatal("serve never announced its API address")
-	}
+	base := startServe(ctx, t, cmd)
 
 	call := func(method, path, token, body string) (int, map[string]any) {
 		req, _ := http.NewRequestWithContext(ctx, method, base+path, strings.NewReader(body))
@@ -146,5 +123,37 @@ func TestServeAllRoles(t *testing.T) {
 	}
 	if code != 200 || strings.Join(chain, ",") != "tool.started/kernel,tool.failed/kernel,supervisor.verdict/supervisor,operation.reconciled/supervisor" {
 		t.Fatalf("history: %d %v", code, chain)
+	}
+}
+
+// startServe starts a `reckon serve` process with the API, stops it (an
+// interrupt, then a wait) when the test ends, and returns the API's base
+// URL as the process announced it on stderr ("api on http(s)://…").
+func startServe(ctx context.Context, t *testing.T, cmd *exec.Cmd) string {
+	t.Helper()
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Signal(os.Interrupt); _ = cmd.Wait() })
+	addrc := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		re := regexp.MustCompile(`api on (https?://[0-9.:]+)`)
+		for sc.Scan() {
+			if m := re.FindStringSubmatch(sc.Text()); m != nil {
+				addrc <- m[1]
+			}
+		}
+	}()
+	select {
+	case base := <-addrc:
+		return base
+	case <-ctx.Done():
+		t.Fatal("serve never announced its API address")
+		return ""
 	}
 }

@@ -5,6 +5,7 @@ package app
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -26,6 +27,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/seed-7bc021c3/reckon/kernel/auth"
+	"github.com/seed-7bc021c3/reckon/kernel/certfile"
 	"github.com/seed-7bc021c3/reckon/kernel/config"
 	"github.com/seed-7bc021c3/reckon/kernel/console"
 	"github.com/seed-7bc021c3/reckon/kernel/httpapi"
@@ -140,6 +142,10 @@ type Core struct {
 	OperationsMetrics *operations.Metrics
 
 	outboxOnce, opsOnce sync.Once
+	// tlsOnce loads the API's TLS pair once (APITLS).
+	tlsOnce sync.Once
+	tlsCfg  *tls.Config
+	tlsErr  error
 	// reloadMu serializes ReloadTokens; added are the tokens AddToken
 	// registered, kept across reloads.
 	reloadMu sync.Mutex
@@ -260,10 +266,14 @@ func (c *Core) Close() { c.Pool.Close() }
 // reconcile, history, queue, projects and verdicts through ops, and the
 // operator console at / (a page over the same API).
 // A nil k serves no runs (a process without Temporal).
-func (c *Core) NewAPI(k *Kernel, ops *operations.Service) *httpapi.Server {
+func (c *Core) NewAPI(k *Kernel, ops *operations.Service) (*httpapi.Server, error) {
 	var runs httpapi.RunService
 	if k != nil {
 		runs = k.Starter
+	}
+	tlsCfg, err := c.APITLS()
+	if err != nil {
+		return nil, err
 	}
 	return httpapi.New(httpapi.Config{
 		Tokens: c.Tokens, Log: c.Log, Registry: c.Registry,
@@ -277,7 +287,39 @@ func (c *Core) NewAPI(k *Kernel, ops *operations.Service) *httpapi.Server {
 		Operations:       ops,
 		Verdicts:         ops,
 		Console:          console.Handler(),
-	})
+		TLS:              tlsCfg,
+	}), nil
+}
+
+// APITLS is the API's TLS configuration: nil without RECKON_TLS_CERT_FILE
+// (plain HTTP), else the pair in those files, read at the first call (a
+// pair that does not load stops start-up; `reckon serve --api` asks before
+// it connects to anything else) and again whenever the files are
+// replaced. Read here rather than with the rest of the configuration: only
+// a process serving the API needs to read the key.
+func (c *Core) APITLS() (*tls.Config, error) {
+	c.tlsOnce.Do(func() { c.tlsCfg, c.tlsErr = c.loadAPITLS() })
+	return c.tlsCfg, c.tlsErr
+}
+
+func (c *Core) loadAPITLS() (*tls.Config, error) {
+	if c.Cfg.TLSCertFile == "" {
+		return nil, nil
+	}
+	log := c.Log.With().Str("component", "tls").Logger()
+	pair, err := certfile.Load(c.Cfg.TLSCertFile, c.Cfg.TLSKeyFile, certfile.Options{OnReload: func(err error) {
+		if err != nil {
+			log.Error().Err(err).Msg("TLS certificate files changed but do not load; the certificate in service is kept")
+			return
+		}
+		log.Info().Msg("TLS certificate reloaded from RECKON_TLS_CERT_FILE and RECKON_TLS_KEY_FILE")
+	}})
+	if err != nil {
+		return nil, fmt.Errorf("RECKON_TLS_CERT_FILE / RECKON_TLS_KEY_FILE: %w", err)
+	}
+	leaf := pair.Leaf()
+	log.Info().Str("subject", leaf.Subject.String()).Time("not_after", leaf.NotAfter).Msg("the API serves HTTPS")
+	return pair.TLSConfig(), nil
 }
 
 // NewPublisher returns an in-process publisher from the outbox to the

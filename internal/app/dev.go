@@ -25,8 +25,11 @@ type DevConfig struct {
 // the triage pipeline, in one process.
 type Stack struct {
 	*Core
-	API            *httpapi.Server
-	APIAddr        string
+	API     *httpapi.Server
+	APIAddr string
+	// APIURL is the API's base URL: http or https (RECKON_TLS_CERT_FILE)
+	// and APIAddr.
+	APIURL         string
 	GeneratedToken string // set when no token was configured
 	// Kernel is Temporal, the run worker and the run starter.
 	Kernel *Kernel
@@ -67,7 +70,10 @@ func StartDev(ctx context.Context, cfg config.Config, o DevConfig) (*Stack, erro
 	s.Kernel = k
 	s.OnClose(k.Close)
 	s.Operations = core.OperationsService(k.Conn.Client)
-	s.API = core.NewAPI(k, s.Operations)
+	if s.API, err = core.NewAPI(k, s.Operations); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("api: %w", err)
+	}
 
 	bound := make(chan string, 1)
 	errc := make(chan error, 1)
@@ -78,6 +84,7 @@ func StartDev(ctx context.Context, cfg config.Config, o DevConfig) (*Stack, erro
 	}()
 	select {
 	case s.APIAddr = <-bound:
+		s.APIURL = s.API.Scheme() + "://" + s.APIAddr
 	case err := <-errc:
 		s.Close()
 		return nil, fmt.Errorf("api: %w", err)

@@ -62,7 +62,9 @@ func TestMetricsPerRole(t *testing.T) {
 
 	api := newCore()
 	ops := api.OperationsService(nil)
-	api.NewAPI(nil, ops)
+	if _, err := api.NewAPI(nil, ops); err != nil {
+		t.Fatal(err)
+	}
 	body = scrape(api)
 	if !strings.Contains(body, "reckon_operations_degraded_listings_total") {
 		t.Errorf("API process lacks the operations series:\n%s", body)

@@ -98,7 +98,11 @@ func TestStartPipeline(t *testing.T) {
 		}
 		return len(evs) == 1
 	})
-	hs := httptest.NewServer(core.NewAPI(nil, core.OperationsService(nil)))
+	api, err := core.NewAPI(nil, core.OperationsService(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(api)
 	defer hs.Close()
 	req, _ := http.NewRequest(http.MethodGet, hs.URL+"/v1/supervisor/verdicts?project=acme", nil)
 	req.Header.Set("Authorization", "Bearer secret-reader")

@@ -39,7 +39,11 @@ func tokensAPI(t *testing.T, content string) (*Core, string, *reckontest.Buffer,
 	t.Cleanup(core.Close)
 	logs := &reckontest.Buffer{}
 	core.Log = zerolog.New(logs)
-	srv := httptest.NewServer(core.NewAPI(nil, core.OperationsService(nil)))
+	api, err := core.NewAPI(nil, core.OperationsService(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(api)
 	t.Cleanup(srv.Close)
 	whoami := func(secret string) (int, string) {
 		t.Helper()

@@ -28,7 +28,13 @@ type Config struct {
 	// MetricsAddr, when set, serves this process's /metrics on its own
 	// listener (RECKON_METRICS_ADDR), so every serve role can be scraped,
 	// not only the API's.
-	MetricsAddr       string
+	MetricsAddr string
+	// TLSCertFile and TLSKeyFile, when set (RECKON_TLS_CERT_FILE,
+	// RECKON_TLS_KEY_FILE, both or neither), make the API serve HTTPS with
+	// the PEM certificate and key in those files, read again when they are
+	// replaced (kernel/certfile).
+	TLSCertFile       string
+	TLSKeyFile        string
 	Tokens            string // RECKON_TOKENS
 	TokensFile        string // RECKON_TOKENS_FILE
 	DataDir           string
@@ -132,6 +138,8 @@ func LoadFrom(getenv func(string) string) (Config, error) {
 		TaskQueue:         get("RECKON_TASK_QUEUE", "reckon-runs"),
 		HTTPAddr:          get("RECKON_HTTP_ADDR", "127.0.0.1:8080"),
 		MetricsAddr:       get("RECKON_METRICS_ADDR", ""),
+		TLSCertFile:       get("RECKON_TLS_CERT_FILE", ""),
+		TLSKeyFile:        get("RECKON_TLS_KEY_FILE", ""),
 		Tokens:            get("RECKON_TOKENS", ""),
 		TokensFile:        get("RECKON_TOKENS_FILE", ""),
 		DataDir:           get("RECKON_DATA_DIR", "./.reckon"),
@@ -208,6 +216,9 @@ func LoadFrom(getenv func(string) string) (Config, error) {
 	case "evidence", "inference":
 	default:
 		return Config{}, &Error{"RECKON_SUPERVISOR_SETTLE", fmt.Sprintf("must be evidence (settle only what a probe or a kernel fact proves) or inference (settle a supervisor's inferences too), got %q", c.SupervisorSettle)}
+	}
+	if (c.TLSCertFile == "") != (c.TLSKeyFile == "") {
+		return Config{}, &Error{"RECKON_TLS_CERT_FILE", "and RECKON_TLS_KEY_FILE must be set together (both unset serves plain HTTP)"}
 	}
 	if (c.SupervisorBaseURL == "") != (c.SupervisorModel == "") {
 		return Config{}, &Error{"RECKON_SUPERVISOR_MODEL", "and RECKON_SUPERVISOR_BASE_URL must be set together (both unset selects the built-in supervisor)"}

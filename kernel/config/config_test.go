@@ -60,6 +60,9 @@ func TestErrorsNameTheVariable(t *testing.T) {
 		"RECKON_SANDBOX_UNCONFINED":     "yes",
 		"RECKON_SUPERVISOR_SETTLE":      "trust-the-model",
 		"RECKON_TOOL_HEARTBEAT_TIMEOUT": "500ms",
+		// Each of the pair without the other.
+		"RECKON_TLS_CERT_FILE": "/etc/reckon/tls.crt",
+		"RECKON_TLS_KEY_FILE":  "/etc/reckon/tls.key",
 	} {
 		_, err := LoadFrom(func(name string) string {
 			if name == k {

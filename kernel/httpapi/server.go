@@ -9,11 +9,13 @@ package httpapi
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"net"
 	"net/http"
 	"net/url"
@@ -116,6 +118,10 @@ type Config struct {
 	// Console, when set, is the operator console (kernel/console), served
 	// as pages at / and under console.AssetPrefix.
 	Console http.Handler
+	// TLS, when set, makes Listen serve HTTPS with it (RECKON_TLS_CERT_FILE
+	// and RECKON_TLS_KEY_FILE: certfile.Pair.TLSConfig); nil serves plain
+	// HTTP.
+	TLS *tls.Config
 	// IdleTimeout bounds how long Listen keeps an idle kept-alive
 	// connection open; zero means IdleTimeout.
 	IdleTimeout time.Duration
@@ -544,19 +550,55 @@ func (w *statusWriter) WriteHeader(code int) {
 	w.ResponseWriter.WriteHeader(code)
 }
 
+// Scheme is how the API is reached: https when it serves TLS, else http.
+func (s *Server) Scheme() string {
+	if s.cfg.TLS != nil {
+		return "https"
+	}
+	return "http"
+}
+
+// serverLog takes net/http's server log lines to the API's log: a failed
+// TLS handshake at debug (a line for every connection that did not
+// complete one: load balancers' TCP checks, scanners, a client speaking
+// plain HTTP), anything else at warn.
+type serverLog struct{ log zerolog.Logger }
+
+func (h serverLog) Write(p []byte) (int, error) {
+	msg := strings.TrimRight(string(p), "\n")
+	ev := h.log.Warn()
+	if strings.Contains(msg, "TLS handshake error") {
+		ev = h.log.Debug()
+	}
+	ev.Str("component", "http").Msg(msg)
+	return len(p), nil
+}
+
 // Listen binds addr (127.0.0.1:0 picks a free port) and serves s until ctx
-// ends. The bound address is sent on bound before serving starts.
+// ends, over TLS when the config has it. The bound address is sent on
+// bound before serving starts.
 func (s *Server) Listen(ctx context.Context, addr string, bound chan<- string) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s (RECKON_HTTP_ADDR): %w", addr, err)
 	}
 	srv := &http.Server{Handler: s, ReadHeaderTimeout: s.cfg.ReadHeaderTimeout, WriteTimeout: s.cfg.WriteTimeout, IdleTimeout: s.cfg.IdleTimeout}
+	// net/http's own lines go to the API's log rather than to stderr.
+	srv.ErrorLog = log.New(serverLog{s.cfg.Log}, "", 0)
+	if s.cfg.TLS != nil {
+		srv.TLSConfig = s.cfg.TLS.Clone()
+	}
 	if bound != nil {
 		bound <- ln.Addr().String()
 	}
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	go func() {
+		if s.cfg.TLS != nil {
+			errc <- srv.ServeTLS(ln, "", "")
+			return
+		}
+		errc <- srv.Serve(ln)
+	}()
 	select {
 	case <-ctx.Done():
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
