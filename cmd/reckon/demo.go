@@ -89,8 +89,8 @@ func runDemo(ctx context.Context, args []string) error {
 	}
 	defer stack.Close()
 	d := &demoEnv{Stack: stack, Out: demoOut, Project: "demo"}
-	fmt.Fprintf(d.Out, "reckon demo: dev stack up (API http://%s, embedded Temporal %s, data dir %s)\n",
-		stack.APIAddr, stack.Kernel.Conn.Embedded.HostPort(), cfg.DataDir)
+	fmt.Fprintf(d.Out, "reckon demo: dev stack up (API %s, embedded Temporal %s, data dir %s)\n",
+		stack.APIURL, stack.Kernel.Conn.Embedded.HostPort(), cfg.DataDir)
 
 	for i, step := range demoSteps {
 		fmt.Fprintf(d.Out, "\n== %d. %s\n", i+1, step.name)
