@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/seed-7bc021c3/reckon/evals"
+	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/httpapi"
 	"github.com/seed-7bc021c3/reckon/kernel/outbox"
 	"github.com/seed-7bc021c3/reckon/kernel/runner"
@@ -162,15 +163,19 @@ func demoOverride(ctx context.Context, d *demoEnv) error {
 	return nil
 }
 
-// supersededKey is the key (source:event) of the reconciliation that a
-// reconciliation's data says it supersedes, as `reckon ops` prints it; ""
-// when it supersedes none.
+// supersededKey is the key of the reconciliation that a reconciliation's
+// data (as the API answered it) says it supersedes, spelt as `reckon ops`
+// prints it (kernel.EventKey.String); "" when it supersedes none.
 func supersededKey(data map[string]any) string {
-	s, ok := data["supersedes"].(map[string]any)
-	if !ok {
+	raw, err := json.Marshal(data)
+	if err != nil {
 		return ""
 	}
-	return fmt.Sprintf("%v:%v", s["source_id"], s["event_id"])
+	var d kernel.Reconciliation
+	if json.Unmarshal(raw, &d) != nil || d.Supersedes == nil {
+		return ""
+	}
+	return d.Supersedes.String()
 }
 
 // demoEval scores the built-in supervisor on the committed fixtures (from
