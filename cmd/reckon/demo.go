@@ -90,7 +90,7 @@ func runDemo(ctx context.Context, args []string) error {
 	defer stack.Close()
 	d := &demoEnv{Stack: stack, Out: demoOut, Project: "demo"}
 	fmt.Fprintf(d.Out, "reckon demo: dev stack up (API %s, embedded Temporal %s, data dir %s)\n",
-		stack.APIURL, stack.Kernel.Conn.Embedded.HostPort(), cfg.DataDir)
+		stack.APIURL(), stack.Kernel.Conn.Embedded.HostPort(), cfg.DataDir)
 
 	for i, step := range demoSteps {
 		fmt.Fprintf(d.Out, "\n== %d. %s\n", i+1, step.name)

@@ -45,7 +45,7 @@ func demoFailingRun(ctx context.Context, d *demoEnv) error {
 // demoAPI calls the stack's own API with the demo's operator token,
 // through the `reckon ops` client; a non-2xx answer is an error.
 func demoAPI(ctx context.Context, d *demoEnv, method, path string, q url.Values, body any) (map[string]any, error) {
-	c := &opsClient{base: d.Stack.APIURL, token: d.Stack.GeneratedToken, http: http.DefaultClient}
+	c := &opsClient{base: d.Stack.APIURL(), token: d.Stack.GeneratedToken, http: http.DefaultClient}
 	raw, _, err := c.do(ctx, method, path, q, body, nil)
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", method, path, err)

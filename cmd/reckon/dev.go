@@ -39,7 +39,7 @@ func runDev(ctx context.Context, args []string) error {
 	// of the stream is JSON (the generated token above is the one
 	// exception: a secret shown once belongs on the terminal, not in logs).
 	log := stack.Core.Log
-	log.Log().Str("api_addr", stack.APIAddr).Msgf("reckon dev: API on %s", stack.APIURL)
+	log.Log().Str("api_addr", stack.APIAddr).Msgf("reckon dev: API on %s", stack.APIURL())
 	if e := stack.Kernel.Conn.Embedded; e != nil {
 		more := "more workers"
 		if *noWorker {

@@ -25,11 +25,8 @@ type DevConfig struct {
 // the triage pipeline, in one process.
 type Stack struct {
 	*Core
-	API     *httpapi.Server
-	APIAddr string
-	// APIURL is the API's base URL: http or https (RECKON_TLS_CERT_FILE)
-	// and APIAddr.
-	APIURL         string
+	API            *httpapi.Server
+	APIAddr        string
 	GeneratedToken string // set when no token was configured
 	// Kernel is Temporal, the run worker and the run starter.
 	Kernel *Kernel
@@ -84,7 +81,6 @@ func StartDev(ctx context.Context, cfg config.Config, o DevConfig) (*Stack, erro
 	}()
 	select {
 	case s.APIAddr = <-bound:
-		s.APIURL = s.API.Scheme() + "://" + s.APIAddr
 	case err := <-errc:
 		s.Close()
 		return nil, fmt.Errorf("api: %w", err)
@@ -94,6 +90,10 @@ func StartDev(ctx context.Context, cfg config.Config, o DevConfig) (*Stack, erro
 	s.Go(func(ctx context.Context) { _ = pub.Run(ctx) })
 	return s, nil
 }
+
+// APIURL is the API's base URL: its scheme (https with
+// RECKON_TLS_CERT_FILE) and APIAddr.
+func (s *Stack) APIURL() string { return s.API.Scheme() + "://" + s.APIAddr }
 
 // OnClose registers f to run when the stack closes, before the pool closes.
 func (s *Stack) OnClose(f func()) { s.closers = append(s.closers, f) }
