@@ -154,6 +154,8 @@ func parse(certPEM, keyPEM []byte) (*tls.Certificate, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Go fills Leaf itself unless GODEBUG=x509keypairleaf=0 says not to;
+	// Leaf is what the start-up log and Pair.Leaf read.
 	if cert.Leaf == nil {
 		if len(cert.Certificate) == 0 {
 			return nil, errors.New("no certificate")

@@ -1,13 +1,6 @@
 package certfile_test
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,22 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seed-7bc021c3/reckon/internal/reckontest"
 	"github.com/seed-7bc021c3/reckon/kernel/certfile"
 	"github.com/seed-7bc021c3/reckon/kernel/certfile/certtest"
 )
-
-// clock is a settable clock.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
 
 // served is the serial of the certificate the pair hands a handshake.
 func served(t *testing.T, p *certfile.Pair) int64 {
@@ -48,10 +29,10 @@ func TestRotationIsServedFromTheNextCheck(t *testing.T) {
 	certPath, keyPath := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
 	a, b := certtest.New(t, 1, "localhost"), certtest.New(t, 2, "localhost")
 	a.Write(t, certPath, keyPath)
-	clk := &clock{t: time.Unix(1_700_000_000, 0)}
+	clk := reckontest.NewClock(time.Unix(1_700_000_000, 0))
 	var mu sync.Mutex
 	var reloads []error
-	p, err := certfile.Load(certPath, keyPath, certfile.Options{Now: clk.now, OnReload: func(err error) {
+	p, err := certfile.Load(certPath, keyPath, certfile.Options{Now: clk.Now, OnReload: func(err error) {
 		mu.Lock()
 		defer mu.Unlock()
 		reloads = append(reloads, err)
@@ -66,11 +47,11 @@ func TestRotationIsServedFromTheNextCheck(t *testing.T) {
 	// Rewritten in place: the same inode and, on a coarse file clock,
 	// perhaps the same modification time; the bytes tell.
 	b.Write(t, certPath, keyPath)
-	clk.add(certfile.CheckInterval / 2)
+	clk.Advance(certfile.CheckInterval / 2)
 	if got := served(t, p); got != 1 {
 		t.Fatalf("serial %d served before the check interval passed, want 1", got)
 	}
-	clk.add(certfile.CheckInterval)
+	clk.Advance(certfile.CheckInterval)
 	if got := served(t, p); got != 2 {
 		t.Fatalf("serial %d served after the rotation, want 2", got)
 	}
@@ -82,7 +63,7 @@ func TestRotationIsServedFromTheNextCheck(t *testing.T) {
 		t.Fatal(err)
 	}
 	for range 3 {
-		clk.add(certfile.CheckInterval)
+		clk.Advance(certfile.CheckInterval)
 		if got := served(t, p); got != 2 {
 			t.Fatalf("serial %d served with a mismatched pair on disk, want the pair in service (2)", got)
 		}
@@ -91,7 +72,7 @@ func TestRotationIsServedFromTheNextCheck(t *testing.T) {
 	if err := os.WriteFile(keyPath, c.KeyPEM, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	clk.add(certfile.CheckInterval)
+	clk.Advance(certfile.CheckInterval)
 	if got := served(t, p); got != 3 {
 		t.Fatalf("serial %d served once the key followed, want 3", got)
 	}
@@ -100,7 +81,7 @@ func TestRotationIsServedFromTheNextCheck(t *testing.T) {
 	if err := os.Remove(keyPath); err != nil {
 		t.Fatal(err)
 	}
-	clk.add(certfile.CheckInterval)
+	clk.Advance(certfile.CheckInterval)
 	if got := served(t, p); got != 3 {
 		t.Fatalf("serial %d served with the key gone, want 3", got)
 	}
@@ -166,31 +147,12 @@ func TestLeafIsParsed(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	certPath, keyPath := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(9), Subject: pkix.Name{CommonName: "old"},
-		NotBefore: time.Now().Add(-48 * time.Hour), NotAfter: time.Now().Add(-24 * time.Hour)}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kder, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(certPath, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(keyPath, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	certtest.NewValid(t, 9, "old", time.Now().Add(-48*time.Hour), time.Now().Add(-24*time.Hour)).Write(t, certPath, keyPath)
 	p, err := certfile.Load(certPath, keyPath, certfile.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Leaf().Subject.CommonName != "old" {
+	if p.Leaf().Subject.CommonName != "old" || p.Leaf().SerialNumber.Int64() != 9 {
 		t.Errorf("leaf %v", p.Leaf().Subject)
 	}
 }

@@ -6,10 +6,10 @@ import (
 	"net/http"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/seed-7bc021c3/reckon/internal/reckontest"
 	"github.com/seed-7bc021c3/reckon/kernel/certfile"
 	"github.com/seed-7bc021c3/reckon/kernel/certfile/certtest"
 	"github.com/seed-7bc021c3/reckon/kernel/httpapi"
@@ -24,9 +24,8 @@ func TestListenServesTLS(t *testing.T) {
 	certPath, keyPath := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
 	first, second := certtest.New(t, 1, "localhost"), certtest.New(t, 2, "localhost")
 	first.Write(t, certPath, keyPath)
-	var mu sync.Mutex
-	now := time.Unix(1_700_000_000, 0)
-	pair, err := certfile.Load(certPath, keyPath, certfile.Options{Now: func() time.Time { mu.Lock(); defer mu.Unlock(); return now }})
+	clk := reckontest.NewClock(time.Unix(1_700_000_000, 0))
+	pair, err := certfile.Load(certPath, keyPath, certfile.Options{Now: clk.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,9 +83,7 @@ func TestListenServesTLS(t *testing.T) {
 	// connection gets the new certificate, which a client trusting only the
 	// new one accepts.
 	second.Write(t, certPath, keyPath)
-	mu.Lock()
-	now = now.Add(certfile.CheckInterval)
-	mu.Unlock()
+	clk.Advance(certfile.CheckInterval)
 	resp, _ = get(client(second), "https://"+addr+"/healthz")
 	if s := resp.TLS.PeerCertificates[0].SerialNumber.Int64(); s != 2 {
 		t.Errorf("served certificate %d after the rotation, want 2", s)

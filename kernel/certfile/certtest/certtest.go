@@ -15,8 +15,8 @@ import (
 	"time"
 )
 
-// Cert is a self-signed server certificate, valid for an hour either side
-// of now, for its host and 127.0.0.1, and its key, both PEM.
+// Cert is a self-signed server certificate for its host and 127.0.0.1,
+// and its key, both PEM.
 type Cert struct {
 	CertPEM, KeyPEM []byte
 	Leaf            *x509.Certificate
@@ -24,6 +24,12 @@ type Cert struct {
 
 // New makes a certificate with serial for host (a DNS name).
 func New(t testing.TB, serial int64, host string) Cert {
+	t.Helper()
+	return NewValid(t, serial, host, time.Now().Add(-time.Hour), time.Now().Add(time.Hour))
+}
+
+// NewValid is New valid from notBefore to notAfter (an expired one, say).
+func NewValid(t testing.TB, serial int64, host string, notBefore, notAfter time.Time) Cert {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -34,8 +40,8 @@ func New(t testing.TB, serial int64, host string) Cert {
 		Subject:      pkix.Name{CommonName: host},
 		DNSNames:     []string{host},
 		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(time.Hour),
+		NotBefore:    notBefore,
+		NotAfter:     notAfter,
 		KeyUsage:     x509.KeyUsageDigitalSignature,
 		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 	}
