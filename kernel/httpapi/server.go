@@ -561,14 +561,18 @@ func (s *Server) Scheme() string {
 // serverLog takes net/http's server log lines to the API's log: a failed
 // TLS handshake at debug (a line for every connection that did not
 // complete one: load balancers' TCP checks, scanners, a client speaking
-// plain HTTP), anything else at warn.
+// plain HTTP), a handler's panic (net/http recovers it and logs it with
+// its stack) at error, anything else at warn.
 type serverLog struct{ log zerolog.Logger }
 
 func (h serverLog) Write(p []byte) (int, error) {
 	msg := strings.TrimRight(string(p), "\n")
 	ev := h.log.Warn()
-	if strings.Contains(msg, "TLS handshake error") {
+	switch {
+	case strings.Contains(msg, "TLS handshake error"):
 		ev = h.log.Debug()
+	case strings.HasPrefix(msg, "http: panic serving"):
+		ev = h.log.Error()
 	}
 	ev.Str("component", "http").Msg(msg)
 	return len(p), nil

@@ -1,7 +1,9 @@
 package httpapi_test
 
 import (
+	"context"
 	"crypto/tls"
+	"encoding/json"
 	"io"
 	"net/http"
 	"path/filepath"
@@ -9,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
 	"github.com/seed-7bc021c3/reckon/internal/reckontest"
 	"github.com/seed-7bc021c3/reckon/kernel/certfile"
 	"github.com/seed-7bc021c3/reckon/kernel/certfile/certtest"
@@ -98,5 +101,58 @@ func TestPlainHTTPWithoutTLS(t *testing.T) {
 	t.Parallel()
 	if s := hostileAPI(t, httpapi.Config{}).Scheme(); s != "http" {
 		t.Errorf("scheme %q, want http", s)
+	}
+}
+
+// TestServerLogLevels: net/http's own lines reach the API's log, a
+// handler's panic (which net/http recovers and logs with its stack) at
+// error level, so that it is not filed beside routine warnings, and a
+// failed TLS handshake at debug.
+func TestServerLogLevels(t *testing.T) {
+	t.Parallel()
+	var logs reckontest.Buffer
+	dir := t.TempDir()
+	certPath, keyPath := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
+	cert := certtest.New(t, 1, "localhost")
+	cert.Write(t, certPath, keyPath)
+	pair, err := certfile.Load(certPath, keyPath, certfile.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	api := hostileAPI(t, httpapi.Config{
+		Log: zerolog.New(&logs).Level(zerolog.DebugLevel), TLS: pair.TLSConfig(),
+		Health: func(context.Context) error { panic("health check exploded") },
+	})
+	addr := listen(t, api)
+	// Plain HTTP on the TLS port: a failed handshake.
+	if resp, err := (&http.Client{Timeout: 10 * time.Second}).Get("http://" + addr + "/healthz"); err == nil {
+		resp.Body.Close()
+	}
+	trusting := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{RootCAs: cert.Pool(), ServerName: "localhost"},
+	}}
+	if _, err := trusting.Get("https://" + addr + "/healthz"); err == nil {
+		t.Error("a panicking handler answered")
+	}
+	levels := map[string]string{}
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) && (levels["panic"] == "" || levels["handshake"] == "") {
+		for _, l := range logs.Lines() {
+			var m map[string]any
+			if json.Unmarshal([]byte(l), &m) != nil {
+				continue
+			}
+			msg, _ := m["message"].(string)
+			switch {
+			case strings.HasPrefix(msg, "http: panic serving"):
+				levels["panic"], _ = m["level"].(string)
+			case strings.Contains(msg, "TLS handshake error"):
+				levels["handshake"], _ = m["level"].(string)
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if levels["panic"] != "error" || levels["handshake"] != "debug" {
+		t.Errorf("levels %v, want the panic at error and the handshake at debug; log: %v", levels, logs.Lines())
 	}
 }
