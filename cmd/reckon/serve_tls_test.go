@@ -27,8 +27,7 @@ func TestServeAPIOverTLS(t *testing.T) {
 	defer cancel()
 	conn := connectTemporal(ctx, t, "serve-tls-test")
 	s := pgtest.New(t)
-	dir := t.TempDir()
-	certPath, keyPath := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
+	certPath, keyPath := certtest.Paths(t)
 	good, other := certtest.New(t, 1, "localhost"), certtest.New(t, 2, "localhost")
 	env := func(extra ...string) []string {
 		return reckonEnv(s.URL, conn, "serve-tls-test", "serve-tls-"+s.Name, sandboxtest.Dir(t),
@@ -88,7 +87,7 @@ func TestServeAPIOverTLS(t *testing.T) {
 	if out, err := ops("SSL_CERT_FILE=" + certPath); err != nil {
 		t.Fatalf("reckon ops over TLS with SSL_CERT_FILE: %v\n%s", err, out)
 	}
-	if out, err := ops("SSL_CERT_FILE=" + filepath.Join(dir, "none.pem")); err == nil || !strings.Contains(out, "certificate") {
+	if out, err := ops("SSL_CERT_FILE=" + filepath.Join(filepath.Dir(certPath), "none.pem")); err == nil || !strings.Contains(out, "certificate") {
 		t.Errorf("reckon ops trusting nothing: err=%v out=%s, want a certificate error", err, out)
 	}
 }

@@ -2,7 +2,6 @@ package certfile_test
 
 import (
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -25,8 +24,7 @@ func served(t *testing.T, p *certfile.Pair) int64 {
 
 func TestRotationIsServedFromTheNextCheck(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	certPath, keyPath := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
+	certPath, keyPath := certtest.Paths(t)
 	a, b := certtest.New(t, 1, "localhost"), certtest.New(t, 2, "localhost")
 	a.Write(t, certPath, keyPath)
 	clk := reckontest.NewClock(time.Unix(1_700_000_000, 0))
@@ -104,8 +102,7 @@ func TestRotationIsServedFromTheNextCheck(t *testing.T) {
 
 func TestLoadRefusesWhatItCannotServe(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	certPath, keyPath := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
+	certPath, keyPath := certtest.Paths(t)
 	if _, err := certfile.Load(certPath, keyPath, certfile.Options{}); err == nil || !strings.Contains(err.Error(), "TLS certificate") {
 		t.Errorf("missing files: %v", err)
 	}
@@ -129,8 +126,7 @@ func TestLoadRefusesWhatItCannotServe(t *testing.T) {
 
 func TestTLSConfigRefusesOldProtocols(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	certPath, keyPath := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
+	certPath, keyPath := certtest.Paths(t)
 	certtest.New(t, 1, "localhost").Write(t, certPath, keyPath)
 	p, err := certfile.Load(certPath, keyPath, certfile.Options{})
 	if err != nil {
@@ -145,8 +141,7 @@ func TestTLSConfigRefusesOldProtocols(t *testing.T) {
 // client refuses it), and the leaf is parsed for the logs.
 func TestLeafIsParsed(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	certPath, keyPath := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
+	certPath, keyPath := certtest.Paths(t)
 	certtest.NewValid(t, 9, "old", time.Now().Add(-48*time.Hour), time.Now().Add(-24*time.Hour)).Write(t, certPath, keyPath)
 	p, err := certfile.Load(certPath, keyPath, certfile.Options{})
 	if err != nil {

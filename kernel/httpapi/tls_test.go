@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -23,8 +22,7 @@ import (
 // replaced pair from the next connection on without a restart.
 func TestListenServesTLS(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	certPath, keyPath := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
+	certPath, keyPath := certtest.Paths(t)
 	first, second := certtest.New(t, 1, "localhost"), certtest.New(t, 2, "localhost")
 	first.Write(t, certPath, keyPath)
 	clk := reckontest.NewClock(time.Unix(1_700_000_000, 0))
@@ -111,8 +109,7 @@ func TestPlainHTTPWithoutTLS(t *testing.T) {
 func TestServerLogLevels(t *testing.T) {
 	t.Parallel()
 	var logs reckontest.Buffer
-	dir := t.TempDir()
-	certPath, keyPath := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
+	certPath, keyPath := certtest.Paths(t)
 	cert := certtest.New(t, 1, "localhost")
 	cert.Write(t, certPath, keyPath)
 	pair, err := certfile.Load(certPath, keyPath, certfile.Options{})

@@ -11,6 +11,7 @@ import (
 	"math/big"
 	"net"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 )
@@ -62,6 +63,14 @@ func NewValid(t testing.TB, serial int64, host string, notBefore, notAfter time.
 		KeyPEM:  pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}),
 		Leaf:    leaf,
 	}
+}
+
+// Paths names a certificate file and a key file in a directory of the
+// test's own (nothing written yet).
+func Paths(t testing.TB) (certFile, keyFile string) {
+	t.Helper()
+	dir := t.TempDir()
+	return filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
 }
 
 // Write writes the certificate and the key to their files (over whatever
