@@ -327,25 +327,30 @@ func TestScoreConcurrentKeepsFixtureOrder(t *testing.T) {
 		"b": attention(v("b1", "occurred", "probe"), v("b2", "unknown", "inference"), v("b3", "unknown", "inference")),
 		"c": calm(v("c1", "none", "probe"), v("c2", "occurred", "probe")),
 	}}
-	// Wall a is decided only after wall c, so the cases finish out of
-	// fixture order (a after c); the report must still list them in it.
+	// Wall a is decided only once case c has finished (its progress
+	// reported), so the cases finish out of fixture order (a after c); the
+	// report must still list them in it. Releasing a when c's decision
+	// returned, rather than when its case was reported, let a's report
+	// overtake c's (120 runs in 9,000).
 	cDone := make(chan struct{})
 	ordered := decideFunc(func(ctx context.Context, w pipeline.Wall) (pipeline.Decision, error) {
-		switch w.RunID {
-		case "a":
+		if w.RunID == "a" {
 			select {
 			case <-cDone:
 			case <-ctx.Done():
 				return pipeline.Decision{}, ctx.Err()
 			}
-		case "c":
-			defer close(cDone)
 		}
 		return sup.Decide(ctx, w)
 	})
 	var finished []string
 	rep, err := Score(context.Background(), ordered, fx, ScoreParams{Concurrency: 3, CaseTimeout: 10 * time.Second,
-		Progress: func(_, _ int, c CaseResult) { finished = append(finished, c.ID) }})
+		Progress: func(_, _ int, c CaseResult) {
+			finished = append(finished, c.ID)
+			if c.ID == "c" {
+				close(cDone)
+			}
+		}})
 	if err != nil {
 		t.Fatal(err)
 	}
