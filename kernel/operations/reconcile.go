@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -14,10 +15,12 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/journal"
 	"github.com/seed-7bc021c3/reckon/kernel/outbox"
+	"github.com/seed-7bc021c3/reckon/kernel/pgplan"
 )
 
 // MaxEvidenceBytes bounds a reconciliation's evidence JSON: it is
@@ -191,31 +194,10 @@ func (s *Service) ReconcileAllTx(ctx context.Context, tx outbox.DBTX, reqs []Rec
 		}
 		return nil, nil
 	}
-	// validate normalizes (an empty or null evidence becomes none), as in
-	// ReconcileTx; on a copy, so the caller's slice stays as it was.
-	reqs = slices.Clone(reqs)
-	project, runID := reqs[0].Project, reqs[0].RunID
-	keys := make([]string, 0, len(reqs))
-	ops := make([]string, 0, len(reqs))
-	seen := map[string]bool{}
-	for i := range reqs {
-		req := &reqs[i]
-		if err := req.validate(); err != nil {
-			return nil, err
-		}
-		if req.Project != project || req.RunID != runID {
-			return nil, kernel.Errorf(kernel.EInvalid, "reconcile: one call reconciles operations of one run (%s/%s), not of %s/%s", project, runID, req.Project, req.RunID)
-		}
-		if seen[req.OperationID] {
-			return nil, kernel.Errorf(kernel.EInvalid, "reconcile: operation %q appears twice in one call", req.OperationID)
-		}
-		seen[req.OperationID] = true
-		keys = append(keys, lockKey(req.Project, req.RunID, req.OperationID))
-		ops = append(ops, req.OperationID)
+	c, err := checkAll(reqs)
+	if err != nil {
+		return nil, err
 	}
-	// Sorted, so that two callers locking overlapping sets wait instead of
-	// deadlocking; unnest's scan takes them in array order.
-	sort.Strings(keys)
 	// One round trip, three statements run in order: the reads are
 	// statements of their own, so each takes its snapshot after the locks
 	// are held and sees whatever a reconcile that held them committed.
@@ -225,41 +207,181 @@ func (s *Service) ReconcileAllTx(ctx context.Context, tx outbox.DBTX, reqs []Rec
 		pending   []kernel.Event
 		journaled []journal.StoredEvent
 	)
-	b.Queue(lockOperationsSQL, keys)
-	if err := outbox.QueuePending(&b, outbox.PendingFilter{Project: project, RunID: runID}, &pending); err != nil {
-		return nil, fmt.Errorf("reconcile: read run %s/%s: %w", project, runID, err)
+	b.Queue(lockOperationsSQL, c.keys)
+	if err := outbox.QueuePending(&b, outbox.PendingFilter{Project: c.project, RunID: c.runID}, &pending); err != nil {
+		return nil, fmt.Errorf("reconcile: read run %s/%s: %w", c.project, c.runID, err)
 	}
-	journal.QueueOperationsEvents(&b, project, runID, ops, &journaled)
+	journal.QueueOperationsEvents(&b, c.project, c.runID, c.ops, &journaled)
 	if err := tx.SendBatch(ctx, &b).Close(); err != nil {
-		return nil, fmt.Errorf("reconcile: lock and read %d operations of %s/%s: %w", len(ops), project, runID, err)
+		return nil, fmt.Errorf("reconcile: lock and read %d operations of %s/%s: %w", len(c.ops), c.project, c.runID, err)
 	}
+	out, writes, err := s.decideAll(c, journaled, pending, also)
+	if err != nil {
+		return nil, err
+	}
+	if err := outbox.Enqueue(ctx, tx, writes...); err != nil {
+		return nil, fmt.Errorf("reconcile: enqueue %d events of %s/%s: %w", len(writes), c.project, c.runID, err)
+	}
+	return out, nil
+}
+
+// reconcileAll is a ReconcileAllTx call's requests, checked.
+type reconcileAll struct {
+	reqs           []ReconcileParams // validated, normalized copies
+	project, runID string
+	keys           []string // the operations' lock keys, sorted
+	ops            []string // the operations, in request order
+	seen           map[string]bool
+}
+
+// checkAll validates reqs: one run, each operation once.
+func checkAll(reqs []ReconcileParams) (reconcileAll, error) {
+	// validate normalizes (an empty or null evidence becomes none), as in
+	// ReconcileTx; on a copy, so the caller's slice stays as it was.
+	reqs = slices.Clone(reqs)
+	c := reconcileAll{
+		reqs: reqs, project: reqs[0].Project, runID: reqs[0].RunID,
+		keys: make([]string, 0, len(reqs)), ops: make([]string, 0, len(reqs)), seen: map[string]bool{},
+	}
+	for i := range reqs {
+		req := &reqs[i]
+		if err := req.validate(); err != nil {
+			return reconcileAll{}, err
+		}
+		if req.Project != c.project || req.RunID != c.runID {
+			return reconcileAll{}, kernel.Errorf(kernel.EInvalid, "reconcile: one call reconciles operations of one run (%s/%s), not of %s/%s", c.project, c.runID, req.Project, req.RunID)
+		}
+		if c.seen[req.OperationID] {
+			return reconcileAll{}, kernel.Errorf(kernel.EInvalid, "reconcile: operation %q appears twice in one call", req.OperationID)
+		}
+		c.seen[req.OperationID] = true
+		c.keys = append(c.keys, lockKey(req.Project, req.RunID, req.OperationID))
+		c.ops = append(c.ops, req.OperationID)
+	}
+	// Sorted, so that two callers locking overlapping sets wait instead of
+	// deadlocking; unnest's scan takes them in array order.
+	sort.Strings(c.keys)
+	return c, nil
+}
+
+// decideAll applies the rules to each request against its operation's
+// journaled and pending events (journaled may hold other operations'
+// events too, pending other events of the run), and returns the answers
+// and what to enqueue: also, then each new reconciliation.
+func (s *Service) decideAll(c reconcileAll, journaled []journal.StoredEvent, pending, also []kernel.Event) ([]Recorded, []kernel.Event, error) {
 	byOpJournaled := map[string][]journal.StoredEvent{}
 	for _, e := range journaled {
-		byOpJournaled[e.OperationID()] = append(byOpJournaled[e.OperationID()], e)
+		if op := e.OperationID(); c.seen[op] {
+			byOpJournaled[op] = append(byOpJournaled[op], e)
+		}
 	}
 	byOpPending := map[string][]kernel.Event{}
 	for _, e := range pending {
-		if op := e.OperationID(); seen[op] {
+		if op := e.OperationID(); c.seen[op] {
 			byOpPending[op] = append(byOpPending[op], e)
 		}
 	}
-	out := make([]Recorded, len(reqs))
+	out := make([]Recorded, len(c.reqs))
 	writes := slices.Clone(also)
-	for i, req := range reqs {
+	for i, req := range c.reqs {
 		rec, err := s.decide(req, mergePending(byOpJournaled[req.OperationID], byOpPending[req.OperationID]))
 		if err != nil {
-			return nil, fmt.Errorf("operation %s: %w", req.OperationID, err)
+			return nil, nil, fmt.Errorf("operation %s: %w", req.OperationID, err)
 		}
 		out[i] = rec
 		if !rec.Repeated {
 			writes = append(writes, rec.Event)
 		}
 	}
-	if err := outbox.Enqueue(ctx, tx, writes...); err != nil {
-		return nil, fmt.Errorf("reconcile: enqueue %d events of %s/%s: %w", len(writes), project, runID, err)
+	return out, writes, nil
+}
+
+// RunRead is a run as a caller read it before taking its operations'
+// locks: every journaled event of the run, and its events pending in the
+// outbox (outbox.PendingFilter with the run and no types), the pending
+// ones read first (see outbox.Pending).
+type RunRead struct {
+	Journaled []journal.StoredEvent
+	Pending   []kernel.Event
+}
+
+// QueueReconcileAll is ReconcileAllTx decided on a run the caller has
+// already read, queued on b instead of sent: the operations' locks, a
+// guard, and the enqueue of also and the reconciliations, for the caller
+// to send with its COMMIT in one round trip (the triage sweep, which read
+// the run under its triage lock to build the wall, writes a wall so).
+//
+// The answers are decided now, on read; the guard, once the locks are
+// held, raises SQLSTATE RK004 when the run has changed since in a way
+// that could change them — an event of one of the operations journaled
+// that read lacks (an operator's ruling delivered, a late tool.completed),
+// or any event of the run pending in the outbox that read lacks — and the
+// enqueue raises RK005 when one of its events is already enqueued (see
+// outbox.QueueEnqueueNew). Either aborts the caller's transaction with
+// nothing written; Stale tells them from other errors, and the caller
+// rolls back and calls ReconcileAllTx, which reads again under the locks
+// and answers repeats and conflicts. The guard errs on the side of
+// raising: a pending event of read delivered since is a journaled event
+// read lacks. A request that would be a repeat is refused at once
+// (ErrRepeat), before anything is queued.
+//
+// The rules read an operation's events by data.operation_id here and by
+// the journal's operation_id column under the locks; the two agree for
+// every event the rules look at (tool.started and operation.reconciled,
+// whose operation_id is required and spelled exactly so).
+func (s *Service) QueueReconcileAll(b *pgx.Batch, read RunRead, reqs []ReconcileParams, also ...kernel.Event) ([]Recorded, error) {
+	if len(reqs) == 0 {
+		return nil, kernel.Errorf(kernel.EInvalid, "reconcile: no operations to reconcile")
 	}
+	c, err := checkAll(reqs)
+	if err != nil {
+		return nil, err
+	}
+	out, writes, err := s.decideAll(c, read.Journaled, read.Pending, also)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range out {
+		if r.Repeated {
+			return nil, ErrRepeat
+		}
+	}
+	jsrc, jid := make([]string, len(read.Journaled)), make([]string, len(read.Journaled))
+	for i, e := range read.Journaled {
+		jsrc[i], jid[i] = e.SourceID, e.EventID
+	}
+	psrc, pid := make([]string, len(read.Pending)), make([]string, len(read.Pending))
+	for i, e := range read.Pending {
+		psrc[i], pid[i] = e.SourceID, e.EventID
+	}
+	b.Queue(lockOperationsSQL, c.keys)
+	// The guard reads the outbox by the run (kernel_event_outbox_pending_ops)
+	// and the enqueue writes it: both on generic plans without sequential
+	// scans (outbox.queueIndexedRead says why), one pair of settings
+	// statements around the two.
+	pgplan.Force(b, "")
+	b.Queue(readUnchangedSQL, c.project, c.runID, c.ops, jsrc, jid, psrc, pid)
+	if err := outbox.QueueEnqueueNew(b, writes...); err != nil {
+		return nil, fmt.Errorf("reconcile: enqueue %d events of %s/%s: %w", len(writes), c.project, c.runID, err)
+	}
+	pgplan.Restore(b)
 	return out, nil
 }
+
+// ErrRepeat is QueueReconcileAll's refusal of a request that would repeat
+// a reconciliation already recorded: ReconcileAllTx answers it.
+var ErrRepeat = errors.New("reconcile: a request repeats a recorded reconciliation")
+
+// Stale reports whether err is QueueReconcileAll's guard or enqueue
+// refusing to write on what the caller read (RK004, RK005): the caller
+// rolls back and calls ReconcileAllTx.
+func Stale(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == runChangedCode || outbox.AlreadyEnqueued(err)
+}
+
+// runChangedCode is readUnchangedSQL's SQLSTATE.
+const runChangedCode = "RK004"
 
 // decide applies the reconcile rules to one request against the
 // operation's events (journaled and pending, in order) and returns the

@@ -133,6 +133,27 @@ const lockOperationSQL = `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`
 // the order of the (sorted) array $1.
 const lockOperationsSQL = `SELECT count(pg_advisory_xact_lock(hashtextextended(k, 0))) FROM unnest($1::text[]) AS k`
 
+// readUnchangedSQL is QueueReconcileAll's guard, run once the operations'
+// locks are held: it raises RK004 (reckon_require, migration 00033) when
+// the journal holds an event of one of the operations $3 of run $1/$2
+// whose key is not among the keys read ($4/$5), or the outbox an
+// undelivered event of the run (any operation, any type) whose key is not
+// among the pending keys read ($6/$7). Keys, not sequence numbers: a
+// journal row with a lower seq may commit after one with a higher.
+const readUnchangedSQL = `
+SELECT reckon_require(
+    NOT EXISTS (
+        SELECT 1 FROM journal_events j
+        WHERE j.project = $1 AND j.run_id = $2 AND j.operation_id = ANY($3::text[])
+          AND (j.source_id, j.event_id) NOT IN (SELECT * FROM unnest($4::text[], $5::text[])))
+    AND NOT EXISTS (
+        SELECT 1 FROM kernel_event_outbox o
+        WHERE o.delivered_at IS NULL AND o.parked_at IS NULL
+          AND o.event->>'project' = $1 AND o.event->>'run_id' = $2
+          AND (o.source_id, o.event_id) NOT IN (SELECT * FROM unnest($6::text[], $7::text[]))),
+    '` + runChangedCode + `',
+    'reconcile: run "' || $2 || '" of project "' || $1 || '" changed since it was read; read it again under the operations'' locks')`
+
 // attentionSQL pages through the operator's queue: operations whose newest
 // reconciliation is the supervisor's and either says unknown or belongs to
 // a verdict that asked for attention, with no later reconciliation (an

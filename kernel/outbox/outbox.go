@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -37,39 +38,15 @@ func Enqueue(ctx context.Context, db DBTX, events ...kernel.Event) error {
 	if len(events) == 0 {
 		return nil
 	}
-	n := len(events)
-	srcs, ids := make([]string, n), make([]string, n)
-	bodies, digests := make([][]byte, n), make([][]byte, n)
-	ords := make([]int32, n)
-	// What the journal needs besides the event, so that the in-process
-	// publisher can copy the row into the journal inside the database
-	// (journal.Store.IngestOutboxTx) without preparing it again.
-	opIDs, settles, tss := make([]string, n), make([]bool, n), make([]time.Time, n)
-	seen := make(map[kernel.EventKey]int, n)
-	for i, ev := range events {
-		p, err := ev.Prepare()
-		if err != nil {
-			return err
-		}
-		d := p.Digest
-		if j, dup := seen[ev.Key()]; dup {
-			if !bytes.Equal(digests[j], d) {
-				return kernel.Errorf(kernel.EConflict, "enqueue: event %s appears twice in one batch with different payloads", ev.Key())
-			}
-		}
-		seen[ev.Key()] = i
-		// The row holds the event with its canonical data, the data the
-		// journal stores: copied in the database, the journal's row is
-		// then the one the Go path writes (the same number spellings,
-		// {} for no data). Written from what Prepare already built, not
-		// marshalled again; ts is in UTC, the same instant.
-		body := p.EventJSON(ev.Key())
-		srcs[i], ids[i], bodies[i], digests[i], ords[i] = ev.SourceID, ev.EventID, body, d, int32(i)
-		opIDs[i], settles[i], tss[i] = p.OperationID, p.Settles, ev.TS
+	r, err := prepareRows(events)
+	if err != nil {
+		return err
 	}
+	n := len(events)
+	srcs, ids, digests, seen := r.srcs, r.ids, r.digests, r.seen
 	inserted := make(map[kernel.EventKey]bool, n)
 	b := &pgx.Batch{}
-	pgplan.QueueInserted(b, inserted, "", enqueueSQL, srcs, ids, bodies, digests, ords, opIDs, settles, tss)
+	pgplan.QueueInserted(b, inserted, "", enqueueSQL, r.args()...)
 	if err := db.SendBatch(ctx, b).Close(); err != nil {
 		return fmt.Errorf("enqueue %d events: %w", n, err)
 	}
@@ -106,6 +83,92 @@ func Enqueue(ctx context.Context, db DBTX, events ...kernel.Event) error {
 	}
 	return conflict
 }
+
+// rows are events prepared for enqueueSQL's arrays, in the batch's order.
+type rows struct {
+	srcs, ids       []string
+	bodies, digests [][]byte
+	ords            []int32
+	// What the journal needs besides the event, so that the in-process
+	// publisher can copy the row into the journal inside the database
+	// (journal.Store.IngestOutboxTx) without preparing it again.
+	opIDs   []string
+	settles []bool
+	tss     []time.Time
+	// seen is each key's last position; a key twice with two payloads is
+	// refused by prepareRows.
+	seen map[kernel.EventKey]int
+}
+
+// prepareRows validates and prepares events for the outbox.
+func prepareRows(events []kernel.Event) (rows, error) {
+	n := len(events)
+	r := rows{
+		srcs: make([]string, n), ids: make([]string, n),
+		bodies: make([][]byte, n), digests: make([][]byte, n), ords: make([]int32, n),
+		opIDs: make([]string, n), settles: make([]bool, n), tss: make([]time.Time, n),
+		seen: make(map[kernel.EventKey]int, n),
+	}
+	for i, ev := range events {
+		p, err := ev.Prepare()
+		if err != nil {
+			return rows{}, err
+		}
+		d := p.Digest
+		if j, dup := r.seen[ev.Key()]; dup {
+			if !bytes.Equal(r.digests[j], d) {
+				return rows{}, kernel.Errorf(kernel.EConflict, "enqueue: event %s appears twice in one batch with different payloads", ev.Key())
+			}
+		}
+		r.seen[ev.Key()] = i
+		// The row holds the event with its canonical data, the data the
+		// journal stores: copied in the database, the journal's row is
+		// then the one the Go path writes (the same number spellings,
+		// {} for no data). Written from what Prepare already built, not
+		// marshalled again; ts is in UTC, the same instant.
+		r.srcs[i], r.ids[i], r.bodies[i], r.digests[i], r.ords[i] = ev.SourceID, ev.EventID, p.EventJSON(ev.Key()), d, int32(i)
+		r.opIDs[i], r.settles[i], r.tss[i] = p.OperationID, p.Settles, ev.TS
+	}
+	return r, nil
+}
+
+// args are enqueueSQL's (and enqueueNewSQL's) parameters.
+func (r rows) args() []any {
+	return []any{r.srcs, r.ids, r.bodies, r.digests, r.ords, r.opIDs, r.settles, r.tss}
+}
+
+// QueueEnqueueNew validates events and queues on b, between a caller's
+// pgplan.Force and pgplan.Restore, the statement that writes them to the
+// outbox on the condition that every one of them is new: when a key is
+// already enqueued (with the same payload or another) the statement
+// raises SQLSTATE RK005 (AlreadyEnqueued tells) and its transaction is
+// aborted with nothing written. Enqueue's answers for such keys (a repeat
+// is a no-op, another payload a conflict) need the stored digests read
+// and compared before the transaction may commit; this statement lets a
+// caller queue the COMMIT in the same round trip, and take Enqueue's way
+// after a rollback in the rare case it raises. Nothing is queued when an
+// event is invalid.
+func QueueEnqueueNew(b *pgx.Batch, events ...kernel.Event) error {
+	if len(events) == 0 {
+		return nil
+	}
+	r, err := prepareRows(events)
+	if err != nil {
+		return err
+	}
+	b.Queue(enqueueNewSQL, r.args()...)
+	return nil
+}
+
+// AlreadyEnqueued reports whether err is QueueEnqueueNew's refusal of an
+// event already enqueued.
+func AlreadyEnqueued(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == alreadyEnqueuedCode
+}
+
+// alreadyEnqueuedCode is enqueueNewSQL's SQLSTATE.
+const alreadyEnqueuedCode = "RK005"
 
 // Stored returns the event enqueued under key, and false when none is (or it
 // has been pruned after delivery).

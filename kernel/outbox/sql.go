@@ -11,17 +11,32 @@ package outbox
 // operation has operation_id NULL, as in the journal (an empty string in
 // the array).
 const enqueueSQL = `
-WITH ins AS (
+WITH ins AS (` + enqueueInsertSQL + `
+    RETURNING source_id, event_id
+)
+SELECT source_id, event_id FROM ins`
+
+// enqueueInsertSQL is the insert of enqueueSQL and enqueueNewSQL.
+const enqueueInsertSQL = `
     INSERT INTO kernel_event_outbox (source_id, event_id, event, payload_digest, operation_id, settles, ts)
     SELECT source_id, event_id, event, payload_digest, NULLIF(operation_id, ''), settles, ts
     FROM unnest($1::text[], $2::text[], $3::jsonb[], $4::bytea[], $5::int[], $6::text[], $7::bool[],
         $8::timestamptz[])
         AS i(source_id, event_id, event, payload_digest, ord, operation_id, settles, ts)
     ORDER BY ord
-    ON CONFLICT (source_id, event_id) DO NOTHING
-    RETURNING source_id, event_id
+    ON CONFLICT (source_id, event_id) DO NOTHING`
+
+// enqueueNewSQL is enqueueSQL on the condition that it inserts every row:
+// it raises RK005 (reckon_require, migration 00033) when a key is already
+// in the outbox, so that a COMMIT queued behind it in the same round trip
+// commits nothing (QueueEnqueueNew).
+const enqueueNewSQL = `
+WITH ins AS (` + enqueueInsertSQL + `
+    RETURNING 1
 )
-SELECT source_id, event_id FROM ins`
+SELECT reckon_require(count(*) = cardinality($1::text[]), '` + alreadyEnqueuedCode + `',
+    'enqueue: an event of the batch is already in the outbox; nothing of the batch was written')
+FROM ins`
 
 // enqueueRecheckSQL reads the stored digests of the keys enqueueSQL did
 // not insert (in a statement of its own, so it also sees the rows of a

@@ -75,14 +75,29 @@ const RestoreSQL = `SELECT set_config('plan_cache_mode', current_setting('reckon
 // batch's implicit transaction ends with it. A batch that fails rolls the
 // settings back with everything else.
 func Queue(b *pgx.Batch, reads, sql string, args ...any) *pgx.QueuedQuery {
+	Force(b, reads)
+	q := b.Queue(sql, args...)
+	Restore(b)
+	return q
+}
+
+// Force queues on b what Queue queues before its statement: the statements
+// queued after it, up to Restore, run on their generic plans (once reads,
+// ” for none, is known to be large) and without sequential scans. For
+// several statements in a row, one Force and one Restore around them
+// spare the two settings statements Queue pays per statement (about 30 µs
+// a pair in a sweep's statement log).
+func Force(b *pgx.Batch, reads string) {
 	if reads == "" {
 		b.Queue(forceAlwaysSQL)
 	} else {
 		b.Queue(ForceSQL, reads, MinAnalyzedRows)
 	}
-	q := b.Queue(sql, args...)
+}
+
+// Restore queues the statement that ends what Force began.
+func Restore(b *pgx.Batch) {
 	b.Queue(RestoreSQL)
-	return q
 }
 
 // QueueInserted is Queue for the journal's and the outbox's batch

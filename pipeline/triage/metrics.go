@@ -16,7 +16,15 @@ type Metrics struct {
 	decide   *prometheus.HistogramVec
 	calls    *prometheus.HistogramVec
 	sweeps   prometheus.Histogram
+	writes   *prometheus.CounterVec
 }
+
+// How a wall was written (reckon_triage_wall_writes_total's path).
+const (
+	writeOnRead  = "on_read" // in one round trip, on the run as read under its lock
+	writeReread  = "reread"  // the run changed since: written the checked way (counted also as checked)
+	writeChecked = "checked" // read again under the operations' locks, then written
+)
 
 // NewMetrics registers the pipeline metrics with reg (when not nil).
 func NewMetrics(reg prometheus.Registerer) *Metrics {
@@ -43,6 +51,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help:    "Latency of single model calls (chat completions), by outcome.",
 			Buckets: []float64{.05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120},
 		}, []string{"outcome"}),
+		writes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "reckon_triage_wall_writes_total",
+			Help: "Walls written, by path: on_read (one round trip, on the run as read under its triage lock), checked (read again under the operations' locks first); reread counts the on_read attempts that found the run changed (an operator's ruling, a late event) and went the checked way.",
+		}, []string{"path"}),
 		sweeps: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "reckon_triage_sweep_duration_seconds",
 			Help:    "Duration of whole triage sweeps.",
@@ -58,6 +70,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		m.decide = register(reg, m.decide)
 		m.calls = register(reg, m.calls)
 		m.sweeps = register(reg, m.sweeps)
+		m.writes = register(reg, m.writes)
 	}
 	return m
 }

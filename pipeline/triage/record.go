@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/operations"
 	"github.com/seed-7bc021c3/reckon/kernel/outbox"
@@ -64,6 +66,22 @@ func (s *Sweeper) record(ctx context.Context, lk *runLock, w pipeline.Wall, d pi
 		verdict.EventID = "verdict/" + key
 	}
 
+	vk := verdict.Key()
+	reqs, err := s.reconcileParams(w, d, vk)
+	if err != nil {
+		return kernel.Event{}, nil, err
+	}
+	if lk.read != nil {
+		recs, err := s.recordOnRead(ctx, lk, verdict, reqs, last)
+		if !errors.Is(err, errReadStale) {
+			return verdict, recs, err
+		}
+		// The read is no longer the run: this wall and the run's next
+		// ones are written the checked way, until a rebuild reads again.
+		lk.read = nil
+		s.cfg.Metrics.writes.WithLabelValues(writeReread).Inc()
+	}
+
 	// BEGIN rides in ReconcileAllTx's first batch (lazyTx).
 	tx := &lazyTx{conn: lk.conn.Conn()}
 	if last {
@@ -71,21 +89,6 @@ func (s *Sweeper) record(ctx context.Context, lk *runLock, w pipeline.Wall, d pi
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 
-	vk := verdict.Key()
-	reqs := make([]operations.ReconcileParams, 0, len(d.Operations))
-	for _, v := range d.Operations {
-		op, _ := w.Operation(v.OperationID)
-		evidence, err := operationEvidence(vk, w.Digest, op.Evidence)
-		if err != nil {
-			return kernel.Event{}, nil, fmt.Errorf("triage: evidence of %s: %w", v.OperationID, err)
-		}
-		reqs = append(reqs, operations.ReconcileParams{
-			Project: w.Project, RunID: w.RunID, OperationID: v.OperationID,
-			Effect: v.Effect, Note: v.Note, Evidence: evidence, ProposedEffect: v.ProposedEffect,
-			Basis: v.Basis, Actor: kernel.ActorSupervisor,
-			IdempotencyKey: "wall/" + key,
-		})
-	}
 	// The verdict and all of the wall's reconciliations in two round trips
 	// (the rules of ReconcileTx, the operator's path, applied to each; the
 	// verdict enqueued in the same statement).
@@ -116,7 +119,86 @@ func (s *Sweeper) record(ctx context.Context, lk *runLock, w pipeline.Wall, d pi
 	if last {
 		lk.held = false
 	}
+	s.cfg.Metrics.writes.WithLabelValues(writeChecked).Inc()
 	return verdict, recs, nil
+}
+
+// reconcileParams are the wall's reconciliations as requests of the
+// operations service (the rules of an operator's ruling), keyed by the
+// wall's verdict vk.
+func (s *Sweeper) reconcileParams(w pipeline.Wall, d pipeline.Decision, vk kernel.EventKey) ([]operations.ReconcileParams, error) {
+	key := wallKey(w)
+	reqs := make([]operations.ReconcileParams, 0, len(d.Operations))
+	for _, v := range d.Operations {
+		op, _ := w.Operation(v.OperationID)
+		evidence, err := operationEvidence(vk, w.Digest, op.Evidence)
+		if err != nil {
+			return nil, fmt.Errorf("triage: evidence of %s: %w", v.OperationID, err)
+		}
+		reqs = append(reqs, operations.ReconcileParams{
+			Project: w.Project, RunID: w.RunID, OperationID: v.OperationID,
+			Effect: v.Effect, Note: v.Note, Evidence: evidence, ProposedEffect: v.ProposedEffect,
+			Basis: v.Basis, Actor: kernel.ActorSupervisor,
+			IdempotencyKey: "wall/" + key,
+		})
+	}
+	return reqs, nil
+}
+
+// errReadStale says a wall could not be written on the run as read under
+// its lock (operations.QueueReconcileAll refused: the run changed since,
+// an event was already enqueued, or a request repeats a reconciliation);
+// record then writes it the checked way, reading again under the
+// operations' locks.
+var errReadStale = errors.New("the run changed since it was read")
+
+// recordOnRead writes the wall (the verdict and reqs) on the run as read
+// under its lock, in ONE round trip: BEGIN, the operations' locks, a
+// guard that the run has not changed since the read, the enqueue, COMMIT
+// and, for the run's last wall, the release of the run's lock. What would
+// make the read's answers wrong aborts the transaction before its COMMIT
+// (see operations.QueueReconcileAll) and is errReadStale, after a
+// rollback; nothing is written then.
+func (s *Sweeper) recordOnRead(ctx context.Context, lk *runLock, verdict kernel.Event, reqs []operations.ReconcileParams, last bool) ([]kernel.Event, error) {
+	b := &pgx.Batch{}
+	b.Queue("BEGIN")
+	done, err := s.ops.QueueReconcileAll(b, *lk.read, reqs, verdict)
+	if errors.Is(err, operations.ErrRepeat) {
+		return nil, errReadStale
+	}
+	if err != nil {
+		return nil, fmt.Errorf("triage: reconcile: %w", err)
+	}
+	b.Queue("COMMIT")
+	if last {
+		// Queued behind COMMIT: a statement after an error is not run,
+		// so the lock is never released before the wall is committed.
+		b.Queue(unlockAllSQL)
+	}
+	conn := lk.conn.Conn()
+	if err := conn.SendBatch(ctx, b).Close(); err != nil {
+		if conn.PgConn().TxStatus() != 'I' {
+			if _, rerr := conn.Exec(context.WithoutCancel(ctx), "ROLLBACK"); rerr != nil {
+				return nil, fmt.Errorf("triage: roll back wall of %s/%s: %w (after %v)", verdict.Project, verdict.RunID, rerr, err)
+			}
+		}
+		if operations.Stale(err) {
+			return nil, errReadStale
+		}
+		return nil, fmt.Errorf("triage: write wall of %s/%s: %w", verdict.Project, verdict.RunID, err)
+	}
+	if last {
+		lk.held = false
+	}
+	recs := make([]kernel.Event, len(done))
+	for i, r := range done {
+		recs[i] = r.Event
+	}
+	// The next wall of the run is written on the same read: what this one
+	// enqueued is the run's pending events now, not a change.
+	lk.read.Pending = append(append(lk.read.Pending, verdict), recs...)
+	s.cfg.Metrics.writes.WithLabelValues(writeOnRead).Inc()
+	return recs, nil
 }
 
 // reconcileEvidence is the evidence attached to a supervisor

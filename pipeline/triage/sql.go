@@ -20,7 +20,11 @@ const unlockSQL = `SELECT pg_advisory_unlock($1::int4, hashtext(current_schema()
 // unlocking the run. Its one result hides COMMIT's tag, which says
 // ROLLBACK only for a transaction already aborted by an error: record
 // commits only when every statement succeeded.
-const commitUnlockSQL = `COMMIT; SELECT pg_advisory_unlock_all()`
+const commitUnlockSQL = `COMMIT; ` + unlockAllSQL
+
+// unlockAllSQL releases the lock connection's session locks: the run's
+// triage lock, the only one it holds (see commitUnlockSQL).
+const unlockAllSQL = `SELECT pg_advisory_unlock_all()`
 
 // triageLockClass is the advisory-lock classid of triage locks ("rkn1").
 const triageLockClass = 0x726b6e31

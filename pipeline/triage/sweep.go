@@ -42,6 +42,7 @@ type Operations interface {
 	Projects(ctx context.Context) ([]string, error)
 	List(ctx context.Context, p operations.ListParams) (operations.Page, error)
 	ReconcileAllTx(ctx context.Context, tx outbox.DBTX, ps []operations.ReconcileParams, also ...kernel.Event) ([]operations.Recorded, error)
+	QueueReconcileAll(b *pgx.Batch, read operations.RunRead, ps []operations.ReconcileParams, also ...kernel.Event) ([]operations.Recorded, error)
 }
 
 var _ Operations = (*operations.Service)(nil)
@@ -472,6 +473,10 @@ type runLock struct {
 	// held is whether the session may hold the lock: until the lock is
 	// known not taken, or released with the run's last wall.
 	held bool
+	// read is the run as last read under the lock, with the events of the
+	// walls written since added to its pending ones: what record writes a
+	// wall on in one round trip (operations.QueueReconcileAll).
+	read *operations.RunRead
 }
 
 // failWall is base failed with err, logged.
@@ -502,6 +507,9 @@ func (s *Sweeper) triageLocked(ctx context.Context, lk *runLock, pile runPile, f
 			if read, _, err = s.readRun(ctx, q, pile.runKey, false); err != nil {
 				return append(results, s.failWall(base, err))
 			}
+		}
+		if lk != nil {
+			lk.read = &operations.RunRead{Journaled: read.events, Pending: read.pendingEvents}
 		}
 		walls, deferred, err := s.buildWalls(ctx, pile, read)
 		if err != nil {
@@ -555,6 +563,9 @@ type batchSender interface {
 type runRead struct {
 	events  []journal.StoredEvent
 	pending map[string]bool
+	// pendingEvents are the run's events pending in the outbox, of every
+	// type, as read (pending holds the operations of its reconciliations).
+	pendingEvents []kernel.Event
 }
 
 // readRun reads the run in one round trip through q, first taking the
@@ -572,7 +583,10 @@ func (s *Sweeper) readRun(ctx context.Context, q batchSender, rk runKey, lock bo
 	if lock {
 		b.Queue(tryLockSQL, triageLockClass, lockName(rk)).QueryRow(func(row pgx.Row) error { return row.Scan(&locked) })
 	}
-	if err := outbox.QueuePending(&b, outbox.PendingFilter{Project: rk.project, RunID: rk.runID, Types: []string{kernel.TypeOperationReconciled}}, &pending); err != nil {
+	// Every type, not only reconciliations: the wall is written on this
+	// read (operations.RunRead), whose rules look at all of an
+	// operation's pending events.
+	if err := outbox.QueuePending(&b, outbox.PendingFilter{Project: rk.project, RunID: rk.runID}, &pending); err != nil {
 		return runRead{}, false, fmt.Errorf("triage: pending verdicts of %s/%s: %w", rk.project, rk.runID, err)
 	}
 	journal.QueueRunEvents(&b, rk.project, rk.runID, &rd.events)
@@ -581,8 +595,11 @@ func (s *Sweeper) readRun(ctx context.Context, q batchSender, rk runKey, lock bo
 	}
 	rd.pending = make(map[string]bool, len(pending))
 	for _, ev := range pending {
-		rd.pending[ev.OperationID()] = true
+		if ev.Type == kernel.TypeOperationReconciled {
+			rd.pending[ev.OperationID()] = true
+		}
 	}
+	rd.pendingEvents = pending
 	return rd, locked, nil
 }
 

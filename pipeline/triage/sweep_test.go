@@ -205,13 +205,18 @@ func TestHumanVerdictMidWall(t *testing.T) {
 		}
 		return supervisor.Builtin{}.Decide(ctx, w)
 	}}
-	rep, err := e.sweeper(Config{Supervisor: sup}).Sweep(context.Background(), SweepParams{})
+	m := NewMetrics(nil)
+	rep, err := e.sweeper(Config{Supervisor: sup, Metrics: m}).Sweep(context.Background(), SweepParams{})
 	if err != nil || rep.Journaled != 1 || rep.Failed != 0 {
 		t.Fatalf("sweep: %+v %v", rep, err)
 	}
 	if !reflect.DeepEqual(walls, [][]string{{"op-1", "op-2"}, {"op-1"}}) {
 		t.Fatalf("walls: %v", walls)
 	}
+	// The first wall, written on the run as read under its lock, found the
+	// ruling (the guard) and went the checked way, which refused it; the
+	// rebuilt wall was written on the run read again.
+	assertWrites(t, m, 1, 1, 0)
 	e.drain()
 	recs := e.reconciled("run-1")
 	if len(recs["op-2"]) != 1 || recs["op-2"][0].Actor != "operator:alice" || len(recs["op-1"]) != 1 {
@@ -245,10 +250,14 @@ func TestOversizedPileIsSplit(t *testing.T) {
 	if err != nil || len(walls) != 3 || walls[2].Part != 3 || walls[2].Parts != 3 || walls[2].Digest == "" {
 		t.Fatalf("Walls: %+v %v", walls, err)
 	}
-	rep, err = sw.Sweep(context.Background(), SweepParams{})
+	m := NewMetrics(nil)
+	rep, err = e.sweeper(Config{MaxOpsPerWall: 2, Metrics: m}).Sweep(context.Background(), SweepParams{})
 	if err != nil || rep.Journaled != 3 {
 		t.Fatalf("sweep: %+v %v", rep, err)
 	}
+	// Every part on the one read: each part's writes are the next one's
+	// pending events, not a change of the run.
+	assertWrites(t, m, 3, 0, 0)
 	e.drain()
 	vs := e.runVerdicts("run-1")
 	sort.Slice(vs, func(i, j int) bool { return vs[i].Part < vs[j].Part })
@@ -789,4 +798,15 @@ func builtinBut(name, run string, f func(ctx context.Context) (pipeline.Decision
 		}
 		return supervisor.Builtin{}.Decide(ctx, w)
 	}}
+}
+
+// assertWrites checks how many walls m counted written on the run as read
+// under its lock, found it changed, and written the checked way.
+func assertWrites(t *testing.T, m *Metrics, onRead, reread, checked float64) {
+	t.Helper()
+	got := [3]float64{testutil.ToFloat64(m.writes.WithLabelValues(writeOnRead)),
+		testutil.ToFloat64(m.writes.WithLabelValues(writeReread)), testutil.ToFloat64(m.writes.WithLabelValues(writeChecked))}
+	if got != [3]float64{onRead, reread, checked} {
+		t.Fatalf("wall writes on_read, reread, checked = %v, want %v", got, [3]float64{onRead, reread, checked})
+	}
 }
