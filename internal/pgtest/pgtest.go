@@ -131,3 +131,16 @@ func New(t testing.TB) *Schema {
 	})
 	return s
 }
+
+// Tx begins a transaction on the schema's pool, rolled back when the test
+// ends (whatever it did with it before: a rollback after a commit or a
+// rollback is a no-op).
+func (s *Schema) Tx(t testing.TB) pgx.Tx {
+	t.Helper()
+	tx, err := s.Pool.Begin(context.Background())
+	if err != nil {
+		t.Fatalf("pgtest: begin: %v", err)
+	}
+	t.Cleanup(func() { _ = tx.Rollback(context.Background()) })
+	return tx
+}

@@ -24,11 +24,7 @@ func TestIngestPlan(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s := pgtest.New(t)
-	tx, err := s.Pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = tx.Rollback(ctx) }()
+	tx := s.Tx(t)
 
 	// On an empty, never analyzed journal (a fresh installation, or a
 	// connection opened before the first events) every index looks alike

@@ -7,7 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/seed-7bc021c3/reckon/internal/pgtest"
+	"github.com/seed-7bc021c3/reckon/kernel/pgplan"
 )
 
 // TestListingPlanReadsTheOpenIndex: the listing and Projects read the open
@@ -89,5 +92,65 @@ FROM generate_series($1::int, $2::int) g`,
 	}
 	if _, err := conn.Exec(ctx, `RESET plan_cache_mode`); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestRunUnchangedGuardReadsByIndex: QueueReconcileAll's guard reads the
+// outbox by the run's pending index and the journal by the operation
+// index, on a plan made while the outbox held one row and kept as it grew
+// (the sweep's lock connections make their plans at the start of a sweep
+// whose walls then fill the outbox): no sequential scan of either.
+func TestRunUnchangedGuardReadsByIndex(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := pgtest.New(t)
+	tx := s.Tx(t)
+	for _, q := range []string{
+		`INSERT INTO kernel_event_outbox (source_id, event_id, event, payload_digest)
+VALUES ('s', 'e-0', '{"project":"p","run_id":"r-1","type":"tool.started","data":{"operation_id":"op-1"}}', '\x00')`,
+		`INSERT INTO journal_events (source_id, event_id, project, run_id, type, ts, actor, data, payload_digest, operation_id)
+SELECT 'agent-x', 'j-' || g, 'p', 'r-' || (g % 300), 'tool.started', now(), 'agent', '{}', '\x00', 'op-' || (g % 7)
+FROM generate_series(1, 3000) g`,
+		`ANALYZE kernel_event_outbox`, `ANALYZE journal_events`,
+	} {
+		if _, err := tx.Exec(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	guard := func() {
+		t.Helper()
+		var b pgx.Batch
+		pgplan.Force(&b, "")
+		// Unchanged: the journal's events of op-1 in r-1 and the run's
+		// pending row are the ones read.
+		b.Queue(readUnchangedSQL, "p", "r-1", []string{"op-1"}, []string{"agent-x", "agent-x"}, []string{"j-1", "j-2101"}, []string{"s"}, []string{"e-0"})
+		pgplan.Restore(&b)
+		if err := tx.SendBatch(ctx, &b).Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// More than the five custom plans PostgreSQL makes before it settles
+	// on a generic one.
+	for range 7 {
+		guard()
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO kernel_event_outbox (source_id, event_id, event, payload_digest)
+SELECT 's', 'e-' || g, jsonb_build_object('project', 'p', 'run_id', 'other-' || (g % 300), 'type', 'tool.started',
+    'data', jsonb_build_object('operation_id', 'op-' || (g % 7))), '\x00'
+FROM generate_series(1, 6000) g`); err != nil {
+		t.Fatal(err)
+	}
+	scans := func() (seq int64) {
+		t.Helper()
+		if err := tx.QueryRow(ctx, `SELECT sum(seq_scan) FROM pg_stat_xact_user_tables
+WHERE schemaname = current_schema() AND relname IN ('kernel_event_outbox', 'journal_events')`).Scan(&seq); err != nil {
+			t.Fatal(err)
+		}
+		return seq
+	}
+	before := scans()
+	guard()
+	if n := scans() - before; n != 0 {
+		t.Errorf("the guard made %d sequential scans of the outbox and the journal; want none", n)
 	}
 }

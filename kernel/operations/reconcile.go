@@ -309,7 +309,9 @@ type RunRead struct {
 // already read, queued on b instead of sent: the operations' locks, a
 // guard, and the enqueue of also and the reconciliations, for the caller
 // to send with its COMMIT in one round trip (the triage sweep, which read
-// the run under its triage lock to build the wall, writes a wall so).
+// the run under its triage lock to build the wall, writes a wall so). The
+// statements queued run on generic plans until the transaction ends
+// (pgplan.Force): the caller queues its COMMIT next.
 //
 // The answers are decided now, on read; the guard, once the locks are
 // held, raises SQLSTATE RK004 when the run has changed since in a way
@@ -357,14 +359,14 @@ func (s *Service) QueueReconcileAll(b *pgx.Batch, read RunRead, reqs []Reconcile
 	b.Queue(lockOperationsSQL, c.keys)
 	// The guard reads the outbox by the run (kernel_event_outbox_pending_ops)
 	// and the enqueue writes it: both on generic plans without sequential
-	// scans (outbox.queueIndexedRead says why), one pair of settings
-	// statements around the two.
+	// scans (outbox.queueIndexedRead says why). The settings are local to
+	// the transaction, which the caller's COMMIT ends: no statement to
+	// restore them.
 	pgplan.Force(b, "")
 	b.Queue(readUnchangedSQL, c.project, c.runID, c.ops, jsrc, jid, psrc, pid)
 	if err := outbox.QueueEnqueueNew(b, writes...); err != nil {
 		return nil, fmt.Errorf("reconcile: enqueue %d events of %s/%s: %w", len(writes), c.project, c.runID, err)
 	}
-	pgplan.Restore(b)
 	return out, nil
 }
 

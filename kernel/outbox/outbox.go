@@ -336,11 +336,29 @@ func Pending(ctx context.Context, db DBTX, f PendingFilter) ([]kernel.Event, err
 // into is set when the batch's results are read. An invalid filter is an
 // error at once, and nothing is queued.
 func QueuePending(b *pgx.Batch, f PendingFilter, into *[]kernel.Event) error {
+	return queuePending(b, f, into, true)
+}
+
+// QueuePendingForced is QueuePending for a caller that has queued
+// pgplan.Force on b already and lets the settings end with the
+// transaction (a batch sent outside one is a transaction of its own): it
+// queues the read alone, not the two settings statements around it.
+func QueuePendingForced(b *pgx.Batch, f PendingFilter, into *[]kernel.Event) error {
+	return queuePending(b, f, into, false)
+}
+
+func queuePending(b *pgx.Batch, f PendingFilter, into *[]kernel.Event, settings bool) error {
 	sql, args, err := pendingQuery(f)
 	if err != nil {
 		return err
 	}
-	queueIndexedRead(b, sql, args...).Query(func(rows pgx.Rows) error {
+	var q *pgx.QueuedQuery
+	if settings {
+		q = queueIndexedRead(b, sql, args...)
+	} else {
+		q = b.Queue(sql, args...)
+	}
+	q.Query(func(rows pgx.Rows) error {
 		evs, err := scanPending(rows)
 		if err != nil {
 			return fmt.Errorf("pending outbox events of %s: %w", f.Project, err)

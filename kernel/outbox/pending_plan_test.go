@@ -11,6 +11,7 @@ import (
 
 	"github.com/seed-7bc021c3/reckon/internal/pgtest"
 	"github.com/seed-7bc021c3/reckon/kernel"
+	"github.com/seed-7bc021c3/reckon/kernel/pgplan"
 )
 
 // TestPendingUsesTheIndex checks, under a prepared statement's generic
@@ -49,11 +50,7 @@ func checkPendingPlans(t *testing.T, analyzeBacklog bool, planMode string) {
 	t.Helper()
 	ctx := context.Background()
 	s := pgtest.New(t)
-	tx, err := s.Pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = tx.Rollback(ctx) }()
+	tx := s.Tx(t)
 	fill := func() {
 		if _, err := tx.Exec(ctx, `INSERT INTO kernel_event_outbox (source_id, event_id, event, payload_digest)
 SELECT 's', 'e-' || g, jsonb_build_object('project', 'p', 'run_id', 'r-' || (g % 300), 'type', 'tool.started',
@@ -120,6 +117,20 @@ func TestReadsPlannedOnASmallOutbox(t *testing.T) {
 		read func(t *testing.T, tx pgx.Tx)
 	}{
 		{"pending of a run", func(t *testing.T, tx pgx.Tx) { pending(t, tx, PendingFilter{Project: "p", RunID: "r-1"}) }},
+		{"pending of a run, its caller forcing the plan", func(t *testing.T, tx pgx.Tx) {
+			var (
+				b    pgx.Batch
+				into []kernel.Event
+			)
+			pgplan.Force(&b, "")
+			if err := QueuePendingForced(&b, PendingFilter{Project: "p", RunID: "r-1"}, &into); err != nil {
+				t.Fatal(err)
+			}
+			pgplan.Restore(&b)
+			if err := tx.SendBatch(ctx, &b).Close(); err != nil {
+				t.Fatal(err)
+			}
+		}},
 		{"pending of a run by type", func(t *testing.T, tx pgx.Tx) {
 			pending(t, tx, PendingFilter{Project: "p", RunID: "r-1", Types: []string{"operation.reconciled"}})
 		}},
@@ -145,11 +156,7 @@ func TestReadsPlannedOnASmallOutbox(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			s := pgtest.New(t)
-			tx, err := s.Pool.Begin(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer func() { _ = tx.Rollback(ctx) }()
+			tx := s.Tx(t)
 			if err := Enqueue(ctx, tx, repeated); err != nil {
 				t.Fatal(err)
 			}

@@ -31,6 +31,7 @@ import (
 	"github.com/seed-7bc021c3/reckon/kernel/journal"
 	"github.com/seed-7bc021c3/reckon/kernel/operations"
 	"github.com/seed-7bc021c3/reckon/kernel/outbox"
+	"github.com/seed-7bc021c3/reckon/kernel/pgplan"
 	"github.com/seed-7bc021c3/reckon/pipeline"
 	"github.com/seed-7bc021c3/reckon/pipeline/probe"
 	"github.com/seed-7bc021c3/reckon/pipeline/supervisor"
@@ -586,7 +587,10 @@ func (s *Sweeper) readRun(ctx context.Context, q batchSender, rk runKey, lock bo
 	// Every type, not only reconciliations: the wall is written on this
 	// read (operations.RunRead), whose rules look at all of an
 	// operation's pending events.
-	if err := outbox.QueuePending(&b, outbox.PendingFilter{Project: rk.project, RunID: rk.runID}, &pending); err != nil {
+	// The batch is a transaction of its own (none is open on the lock
+	// connection between walls), so the plan settings end with it.
+	pgplan.Force(&b, "")
+	if err := outbox.QueuePendingForced(&b, outbox.PendingFilter{Project: rk.project, RunID: rk.runID}, &pending); err != nil {
 		return runRead{}, false, fmt.Errorf("triage: pending verdicts of %s/%s: %w", rk.project, rk.runID, err)
 	}
 	journal.QueueRunEvents(&b, rk.project, rk.runID, &rd.events)
