@@ -269,12 +269,23 @@ func checkAll(reqs []ReconcileParams) (reconcileAll, error) {
 // events too, pending other events of the run), and returns the answers
 // and what to enqueue: also, then each new reconciliation.
 func (s *Service) decideAll(c reconcileAll, journaled []journal.StoredEvent, pending, also []kernel.Event) ([]Recorded, []kernel.Event, error) {
-	byOpJournaled := map[string][]journal.StoredEvent{}
+	return s.decideGrouped(c, c.byOperation(journaled), pending, also)
+}
+
+// byOperation groups the events of c's operations among journaled by
+// operation, in journal order.
+func (c reconcileAll) byOperation(journaled []journal.StoredEvent) map[string][]journal.StoredEvent {
+	byOp := map[string][]journal.StoredEvent{}
 	for _, e := range journaled {
 		if op := e.OperationID(); c.seen[op] {
-			byOpJournaled[op] = append(byOpJournaled[op], e)
+			byOp[op] = append(byOp[op], e)
 		}
 	}
+	return byOp
+}
+
+// decideGrouped is decideAll on journaled events already grouped.
+func (s *Service) decideGrouped(c reconcileAll, byOpJournaled map[string][]journal.StoredEvent, pending, also []kernel.Event) ([]Recorded, []kernel.Event, error) {
 	byOpPending := map[string][]kernel.Event{}
 	for _, e := range pending {
 		if op := e.OperationID(); c.seen[op] {
@@ -339,7 +350,8 @@ func (s *Service) QueueReconcileAll(b *pgx.Batch, read RunRead, reqs []Reconcile
 	if err != nil {
 		return nil, err
 	}
-	out, writes, err := s.decideAll(c, read.Journaled, read.Pending, also)
+	byOp := c.byOperation(read.Journaled)
+	out, writes, err := s.decideGrouped(c, byOp, read.Pending, also)
 	if err != nil {
 		return nil, err
 	}
@@ -348,9 +360,16 @@ func (s *Service) QueueReconcileAll(b *pgx.Batch, read RunRead, reqs []Reconcile
 			return nil, ErrRepeat
 		}
 	}
-	jsrc, jid := make([]string, len(read.Journaled)), make([]string, len(read.Journaled))
-	for i, e := range read.Journaled {
-		jsrc[i], jid[i] = e.SourceID, e.EventID
+	// The keys read of the operations' events only, not of the whole
+	// run's (a long run's would be a long array to hash for every wall):
+	// an event the guard finds has the operation_id column one of the
+	// operations', and its data the same operation_id, by which the
+	// events read were grouped.
+	jsrc, jid := []string{}, []string{}
+	for _, evs := range byOp {
+		for _, e := range evs {
+			jsrc, jid = append(jsrc, e.SourceID), append(jid, e.EventID)
+		}
 	}
 	psrc, pid := make([]string, len(read.Pending)), make([]string, len(read.Pending))
 	for i, e := range read.Pending {

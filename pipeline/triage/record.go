@@ -160,6 +160,9 @@ var errReadStale = errors.New("the run changed since it was read")
 // (see operations.QueueReconcileAll) and is errReadStale, after a
 // rollback; nothing is written then.
 func (s *Sweeper) recordOnRead(ctx context.Context, lk *runLock, verdict kernel.Event, reqs []operations.ReconcileParams, last bool) ([]kernel.Event, error) {
+	if len(reqs) == 0 {
+		return nil, errReadStale // a verdict alone: ReconcileAllTx writes it
+	}
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
 	done, err := s.ops.QueueReconcileAll(b, *lk.read, reqs, verdict)
