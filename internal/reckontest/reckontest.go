@@ -296,8 +296,9 @@ var leakIgnores = []goleak.Option{
 // run out until its heartbeat deadline (at most 80 % of the workflow task
 // timeout), with the worker's Stop waiting on it; and the server's own
 // task-queue scavenger (a system-namespace activity that sleeps 10 s
-// between passes, its executor's workers and the SDK's heartbeat goroutine
-// for it), which a test running long enough catches mid-pass at Stop. None
+// between passes, its run loop waiting for its executor, the executor's
+// workers and the SDK's heartbeat goroutine for it), which a test running
+// long enough catches mid-pass at Stop. None
 // of them is reckon's; reckon's own workers are stopped before the server.
 var embeddedTemporalFrames = []string{
 	"go.temporal.io/sdk/internal.(*workflowTaskHandlerImpl).ProcessWorkflowTask",
@@ -317,6 +318,7 @@ var embeddedTemporalFrames = []string{
 	"github.com/rcrowley/go-metrics.(*meterArbiter).tick",
 	"go.temporal.io/sdk/internal.(*coroutineState).initialYield",
 	"go.temporal.io/server/service/worker/scanner.TaskQueueScavengerActivity",
+	"go.temporal.io/server/service/worker/scanner/taskqueue.(*Scavenger).run",
 	"go.temporal.io/server/service/worker/scanner/executor.(*fixedPoolExecutor).worker",
 	"go.temporal.io/sdk/internal.(*temporalInvoker).Heartbeat.func1",
 }
