@@ -147,9 +147,9 @@ func (s *Sweeper) reconcileParams(w pipeline.Wall, d pipeline.Decision, vk kerne
 
 // errReadStale says a wall could not be written on the run as read under
 // its lock (operations.QueueReconcileAll refused: the run changed since,
-// an event was already enqueued, or a request repeats a reconciliation);
-// record then writes it the checked way, reading again under the
-// operations' locks.
+// an event was already enqueued, a request repeats a reconciliation or
+// breaks a rule on the read); record then writes it the checked way,
+// reading again under the operations' locks.
 var errReadStale = errors.New("the run changed since it was read")
 
 // recordOnRead writes the wall (the verdict and reqs) on the run as read
@@ -166,11 +166,11 @@ func (s *Sweeper) recordOnRead(ctx context.Context, lk *runLock, verdict kernel.
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
 	done, err := s.ops.QueueReconcileAll(b, *lk.read, reqs, verdict)
-	if errors.Is(err, operations.ErrRepeat) {
-		return nil, errReadStale
-	}
 	if err != nil {
-		return nil, fmt.Errorf("triage: reconcile: %w", err)
+		// A repeat, a rule the read says is broken (a conflict), an
+		// invalid request: nothing is sent yet, and the checked way gives
+		// each the answer it always has (a conflict rebuilds the wall).
+		return nil, errReadStale
 	}
 	b.Queue("COMMIT")
 	if last {
