@@ -2,6 +2,9 @@ package operations_test
 
 import (
 	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
@@ -231,4 +234,115 @@ func wallVerdict(t testing.TB, ops ...string) kernel.Event {
 		t.Fatal(err)
 	}
 	return v
+}
+
+// TestQueueReconcileAllAgreesWithReconcileAllTx: over operations in every
+// state a wall can meet (uncertain; already reconciled unknown by the
+// supervisor, or ruled by an operator, each pending in the outbox or
+// delivered; completed late; never started), the one-round-trip write on
+// a fresh read does what ReconcileAllTx does under the locks: the same
+// events byte for byte where ReconcileAllTx writes; nothing, and a refusal,
+// where ReconcileAllTx refuses or answers a repeat.
+func TestQueueReconcileAllAgreesWithReconcileAllTx(t *testing.T) {
+	t.Parallel()
+	const scenarios = 60
+	rnd := rand.New(rand.NewPCG(37, 17))
+	states := []string{"uncertain", "supervisor unknown", "supervisor unknown, delivered", "operator ruling",
+		"operator ruling, delivered", "completed", "not started", "same wall before"}
+	type scenario struct {
+		state  map[string]string
+		walled []string
+	}
+	var cases []scenario
+	for range scenarios {
+		sc := scenario{state: map[string]string{}}
+		for o := range 1 + rnd.IntN(4) {
+			op := fmt.Sprintf("op-%d", o)
+			// Mostly uncertain, as in a sweep, so that whole walls write.
+			sc.state[op] = states[0]
+			if rnd.IntN(3) == 0 {
+				sc.state[op] = states[rnd.IntN(len(states))]
+			}
+			if rnd.IntN(4) > 0 {
+				sc.walled = append(sc.walled, op)
+			}
+		}
+		if len(sc.walled) == 0 {
+			sc.walled = []string{"op-0"}
+		}
+		cases = append(cases, sc)
+	}
+	for i, sc := range cases {
+		t.Run(fmt.Sprintf("scenario-%02d", i), func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t, nil)
+			b := reckontest.Run{Project: "acme", RunID: "run-1", Source: "agent-x"}
+			evs := []kernel.Event{b.RunStarted(ago(2 * time.Hour))}
+			for op, st := range sc.state {
+				if st == "not started" {
+					continue
+				}
+				evs = append(evs, b.Started(op, "run_command", ago(time.Hour)), b.Failed(op, kernel.EffectUncertain, ago(59*time.Minute)))
+				if st == "completed" {
+					evs = append(evs, b.Completed(op, ago(58*time.Minute)))
+				}
+			}
+			e.Ingest(append(evs, b.RunFailed(ago(57*time.Minute)))...)
+			for op, st := range sc.state {
+				var r operations.ReconcileParams
+				switch st {
+				case "supervisor unknown", "supervisor unknown, delivered":
+					r = supervisor("acme", "run-1", kernel.EffectUnknown)
+					r.IdempotencyKey = "wall/w0"
+				case "operator ruling", "operator ruling, delivered":
+					r = human("acme", "run-1", kernel.EffectOccurred, "saw it")
+				case "same wall before":
+					r = supervisor("acme", "run-1", kernel.EffectNone)
+					r.IdempotencyKey = "wall/w1"
+				default:
+					continue
+				}
+				r.OperationID = op
+				if _, err := e.Ops.Reconcile(e.Ctx, r); err != nil {
+					t.Fatalf("%s %s: %v", op, st, err)
+				}
+				if strings.HasSuffix(st, "delivered") {
+					e.Drain()
+				}
+			}
+			reqs := wallReqs("wall/w1", sc.walled...)
+			verdict := wallVerdict(t, sc.walled...)
+
+			tx := e.Schema.Tx(t)
+			want, wantErr := e.Ops.ReconcileAllTx(e.Ctx, tx, reqs, verdict)
+			if err := tx.Rollback(e.Ctx); err != nil {
+				t.Fatal(err)
+			}
+			repeat := false
+			for _, r := range want {
+				repeat = repeat || r.Repeated
+			}
+			before := outboxRows(e)
+			got, err := writeOnRead(e, readRunOf(e), reqs, verdict)
+			switch {
+			case wantErr != nil || repeat:
+				if err == nil {
+					t.Fatalf("%v: ReconcileAllTx: %v (repeat %v); the one-round-trip write wrote", sc.state, wantErr, repeat)
+				}
+				if n := outboxRows(e); n != before {
+					t.Fatalf("%v: a refused write left %d reconciliations, had %d", sc.state, n, before)
+				}
+			case err != nil:
+				t.Fatalf("%v: ReconcileAllTx writes, the one-round-trip write refused: %v", sc.state, err)
+			default:
+				for k := range want {
+					gp, _ := got[k].Prepare()
+					wp, _ := want[k].Prepare()
+					if got[k].Key() != want[k].Key() || string(gp.Digest) != string(wp.Digest) {
+						t.Fatalf("%v: answer %d: %s, want %s", sc.state, k, got[k].Key(), want[k].Key())
+					}
+				}
+			}
+		})
+	}
 }
