@@ -36,10 +36,12 @@ func wallKey(w pipeline.Wall) string {
 }
 
 // record enqueues supervisor.verdict and one operation.reconciled per
-// operation (via ReconcileAllTx, the rules an operator's ruling goes
-// through) in ONE transaction, on the connection that holds the run's
-// lock: either the whole wall is journaled or nothing is. The commit of
-// the run's last wall releases the lock in the same round trip.
+// operation (the rules an operator's ruling goes through) in ONE
+// transaction, on the connection that holds the run's lock: either the
+// whole wall is journaled or nothing is. It writes on the run as read
+// under the lock when it can (recordOnRead), the checked way
+// (ReconcileAllTx) otherwise. The commit of the run's last wall releases
+// the lock in the same round trip.
 func (s *Sweeper) record(ctx context.Context, lk *runLock, w pipeline.Wall, d pipeline.Decision, last bool) (kernel.Event, []kernel.Event, error) {
 	key := wallKey(w)
 	now := s.cfg.Now().UTC()

@@ -3,9 +3,11 @@
 // run, builds each run's pile into a bounded wall with its evidence, has
 // the supervisor decide it, validates the decision, and journals
 // supervisor.verdict plus one operation.reconciled per operation — through
-// the operations service's ReconcileAllTx, the rules an operator's ruling
-// goes through (ReconcileTx), for the wall's operations at once — in one
-// transaction.
+// the rules an operator's ruling goes through (ReconcileTx), for the
+// wall's operations at once — in one transaction: in one round trip on
+// the run as read under its lock (operations.QueueReconcileAll, guarded
+// against the run having changed since), or, when it has, after reading
+// the operations again under their locks (ReconcileAllTx).
 //
 // The wall is the dedup: settled operations leave the listing, so a run is
 // triaged again exactly while unsettled operations remain, fresh ones
