@@ -5,6 +5,7 @@
 package kernel
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -101,16 +102,25 @@ type Event struct {
 func (e Event) Key() EventKey { return EventKey{SourceID: e.SourceID, EventID: e.EventID} }
 
 // OperationID returns data.operation_id for tool.* and operation.reconciled
-// events, or "" when the event carries none.
-func (e Event) OperationID() string {
-	var d struct {
-		OperationID string `json:"operation_id"`
-	}
-	if len(e.Data) == 0 {
+// events, or "" when the event carries none. It reads the member exactly as
+// Prepare does for the journal's operation_id column (dataString).
+func (e Event) OperationID() string { return dataString(e.Data, "operation_id") }
+
+// dataString is data's top-level string member name, read as Prepare reads
+// operation_id and effect for the journal's operation_id and settles
+// columns: by its exact name. encoding/json matched names without regard
+// to case, and data keeps members no type declares, so an agent's
+// tool.failed carrying "effect": "uncertain" and "EFFECT": "occurred" was
+// settled in Go and unsettled in the journal's column (listed for ever,
+// never walled); the two readings now agree. "" when data is not a JSON
+// object or has no such string member.
+func dataString(data json.RawMessage, name string) string {
+	d := bytes.TrimSpace(data)
+	if len(d) == 0 || d[0] != '{' || !json.Valid(d) {
 		return ""
 	}
-	_ = json.Unmarshal(e.Data, &d)
-	return d.OperationID
+	v, _ := fieldsOf(d, func(n []byte) bool { return string(n) == name }).str(name)
+	return v
 }
 
 // DecodeData unmarshals the event's data into v.
@@ -141,13 +151,10 @@ func NewEvent(source, eventID, project, runID, typ, actor string, ts time.Time, 
 // tool.failed settles only with effect none or occurred; uncertain (and the
 // legacy activity_failed without an effect) leaves it unresolved.
 func (e Event) Settles() bool {
-	var d struct {
-		Effect string `json:"effect"`
+	if e.Type != TypeToolFailed {
+		return settles(e.Type, "")
 	}
-	if e.Type == TypeToolFailed && e.DecodeData(&d) != nil {
-		return false
-	}
-	return settles(e.Type, d.Effect)
+	return settles(e.Type, dataString(e.Data, "effect"))
 }
 
 // settles is the one rule of which events settle their operation; effect

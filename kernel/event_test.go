@@ -284,3 +284,41 @@ func TestToolFailedNullEffectIsAbsent(t *testing.T) {
 		}
 	}
 }
+
+// TestAccessorsReadDataAsTheJournalsColumns: OperationID and Settles read
+// operation_id and effect by their exact names, as Prepare does for the
+// journal's columns, so members whose names differ only in case (kept in
+// data, as members no type declares are) make neither disagree with the
+// journal: encoding/json's matching without regard to case had an agent's
+// "EFFECT": "occurred" settle in Go an operation its column left open.
+func TestAccessorsReadDataAsTheJournalsColumns(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		typ, data string
+		op        string
+		settles   bool
+	}{
+		{TypeToolFailed, `{"operation_id":"op-1","OPERATION_ID":"op-2","effect":"uncertain","EFFECT":"occurred","error_type":"activity_failed"}`, "op-1", false},
+		{TypeToolFailed, `{"Operation_Id":"op-2","operation_id":"op-1","Effect":"none","effect":"occurred","error_type":"activity_failed"}`, "op-1", true},
+		{TypeToolStarted, `{"operation_id":"op-1","tool":"run_command","OPERATION_ID":"op-2"}`, "op-1", false},
+		{TypeToolCompleted, ` {"operation_id" : "op-\u0031"} `, "op-1", true},
+	} {
+		e := Event{SourceID: "s", EventID: "e", Project: "p", RunID: "r", Type: c.typ, TS: time.Now(), Actor: "agent", Data: []byte(c.data)}
+		p, err := e.Prepare()
+		if err != nil {
+			t.Fatalf("%s: %v", c.data, err)
+		}
+		if e.OperationID() != c.op || p.OperationID != c.op || e.Settles() != c.settles || p.Settles != c.settles {
+			t.Fatalf("%s: OperationID %q Settles %v, prepared %q %v; want %q %v",
+				c.data, e.OperationID(), e.Settles(), p.OperationID, p.Settles, c.op, c.settles)
+		}
+	}
+	for _, data := range []string{``, `null`, `[]`, `{"operation_id":1}`, `{"operation_id":`, `"op-1"`} {
+		if id := (Event{Type: TypeToolFailed, Data: []byte(data)}).OperationID(); id != "" {
+			t.Fatalf("%q: OperationID %q, want none", data, id)
+		}
+		if (Event{Type: TypeToolFailed, Data: []byte(data)}).Settles() {
+			t.Fatalf("%q: settles", data)
+		}
+	}
+}
