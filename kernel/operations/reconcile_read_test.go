@@ -335,9 +335,15 @@ func TestQueueReconcileAllAgreesWithReconcileAllTx(t *testing.T) {
 			case err != nil:
 				t.Fatalf("%v: ReconcileAllTx writes, the one-round-trip write refused: %v", sc.state, err)
 			default:
+				if len(got) != len(want) {
+					t.Fatalf("%v: %d answers, want %d", sc.state, len(got), len(want))
+				}
 				for k := range want {
-					gp, _ := got[k].Prepare()
-					wp, _ := want[k].Prepare()
+					gp, gerr := got[k].Prepare()
+					wp, werr := want[k].Prepare()
+					if gerr != nil || werr != nil {
+						t.Fatalf("%v: answer %d does not prepare: %v, %v", sc.state, k, gerr, werr)
+					}
 					if got[k].Key() != want[k].Key() || string(gp.Digest) != string(wp.Digest) {
 						t.Fatalf("%v: answer %d: %s, want %s", sc.state, k, got[k].Key(), want[k].Key())
 					}
