@@ -28,13 +28,13 @@ func TestTriagePublishWaitsForRowsAnotherPublisherHolds(t *testing.T) {
 	if err := outbox.Enqueue(ctx, s.Pool, ev); err != nil {
 		t.Fatal(err)
 	}
-	// The other publisher: its claim, held open.
+	// The other publisher: its claim (of the rows' undelivered rows), held open.
 	other, err := s.Pool.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer func() { _ = other.Rollback(ctx) }()
-	if _, err := other.Exec(ctx, `SELECT id FROM kernel_event_outbox FOR UPDATE`); err != nil {
+	if _, err := other.Exec(ctx, `SELECT id FROM kernel_event_outbox_undelivered FOR UPDATE`); err != nil {
 		t.Fatal(err)
 	}
 	rep := triage.Report{Walls: []triage.WallResult{{Project: "acme", RunID: "r1", Outcome: triage.OutcomeJournaled}}}

@@ -266,7 +266,7 @@ func (l *lockedBuffer) String() string {
 func crashDiagnosis(ctx context.Context, conn *temporalx.Conn, pool *pgxpool.Pool, id string) string {
 	var b strings.Builder
 	rows, err := pool.Query(ctx, `SELECT id, source_id, event_id, attempts, next_attempt_at - now(), coalesce(last_error, ''),
-	    delivered_at IS NOT NULL, parked_at IS NOT NULL
+	    parked_at IS NULL AND id NOT IN (SELECT id FROM kernel_event_outbox_undelivered), parked_at IS NOT NULL
 	  FROM kernel_event_outbox WHERE event->>'project' = 'crash' AND event->>'run_id' = $1 ORDER BY id`, id)
 	if err != nil {
 		fmt.Fprintf(&b, "outbox: %v\n", err)
@@ -286,7 +286,7 @@ func crashDiagnosis(ctx context.Context, conn *temporalx.Conn, pool *pgxpool.Poo
 		rows.Close()
 	}
 	var pending int
-	_ = pool.QueryRow(ctx, `SELECT count(*) FROM kernel_event_outbox WHERE delivered_at IS NULL AND parked_at IS NULL`).Scan(&pending)
+	_ = pool.QueryRow(ctx, `SELECT count(*) FROM kernel_event_outbox_undelivered`).Scan(&pending)
 	fmt.Fprintf(&b, "outbox rows pending in all runs: %d\n", pending)
 	hctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()

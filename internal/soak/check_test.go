@@ -101,7 +101,7 @@ func TestOutboxCheck(t *testing.T) {
 	}
 	// a: delivered and journaled; b: delivered, not journaled; c: parked; d: pending.
 	for _, q := range []string{
-		`UPDATE kernel_event_outbox SET delivered_at = now() WHERE event_id IN ('r/a', 'r/b')`,
+		`DELETE FROM kernel_event_outbox_undelivered WHERE id IN (SELECT id FROM kernel_event_outbox WHERE event_id IN ('r/a', 'r/b', 'r/c'))`,
 		`UPDATE kernel_event_outbox SET parked_at = now(), park_reason = 'conflict' WHERE event_id = 'r/c'`,
 	} {
 		if _, err := s.Pool.Exec(ctx, q); err != nil {

@@ -71,11 +71,13 @@ func (s *soak) outage(ctx context.Context, sc *Scenario) error {
 	refusedWhileDown := rs.refusals
 	rs.mu.Unlock()
 
-	// Delivery resumes: a row delivered after the database came back.
+	// Delivery resumes: an outbox row delivered after the database came
+	// back (its journal row written since).
 	var resumed time.Duration
 	for {
 		var n int64
-		err := s.pool.QueryRow(ctx, `SELECT count(*) FROM kernel_event_outbox WHERE delivered_at >= $1`, up).Scan(&n)
+		err := s.pool.QueryRow(ctx, `SELECT count(*) FROM journal_events j WHERE j.ingested_at >= $1
+			AND EXISTS (SELECT 1 FROM kernel_event_outbox o WHERE o.source_id = j.source_id AND o.event_id = j.event_id)`, up).Scan(&n)
 		if err == nil && n > 0 {
 			resumed = time.Since(up)
 			break

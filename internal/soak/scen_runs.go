@@ -374,7 +374,7 @@ func checkOutbox(ctx context.Context, pool *pgxpool.Pool, sc *Scenario, project 
 	deadline := time.Now().Add(timeout)
 	var pending, parked, total int64
 	for {
-		err := pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE delivered_at IS NULL AND parked_at IS NULL),
+		err := pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE id IN (SELECT id FROM kernel_event_outbox_undelivered)),
 			count(*) FILTER (WHERE parked_at IS NOT NULL), count(*)
 			FROM kernel_event_outbox WHERE event->>'project' = $1`, project).Scan(&pending, &parked, &total)
 		if err == nil && pending == 0 {
@@ -395,7 +395,8 @@ func checkOutbox(ctx context.Context, pool *pgxpool.Pool, sc *Scenario, project 
 	}
 	var missing int64
 	if err := pool.QueryRow(ctx, `SELECT count(*) FROM kernel_event_outbox o
-		WHERE o.event->>'project' = $1 AND o.delivered_at IS NOT NULL
+		WHERE o.event->>'project' = $1 AND o.parked_at IS NULL
+		AND NOT EXISTS (SELECT 1 FROM kernel_event_outbox_undelivered u WHERE u.id = o.id)
 		AND NOT EXISTS (SELECT 1 FROM journal_events j WHERE j.source_id = o.source_id AND j.event_id = o.event_id)`, project).Scan(&missing); err != nil {
 		sc.problem("compare outbox and journal: %v", err)
 	}

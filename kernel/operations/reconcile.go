@@ -376,7 +376,7 @@ func (s *Service) QueueReconcileAll(b *pgx.Batch, read RunRead, reqs []Reconcile
 		psrc[i], pid[i] = e.SourceID, e.EventID
 	}
 	b.Queue(lockOperationsSQL, c.keys)
-	// The guard reads the outbox by the run (kernel_event_outbox_pending_ops)
+	// The guard reads the outbox by the run (kernel_event_outbox_undelivered_run)
 	// and the enqueue writes it: both on generic plans without sequential
 	// scans (outbox.queueIndexedRead says why). The settings are local to
 	// the transaction, which the caller's COMMIT ends: no statement to

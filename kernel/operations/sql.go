@@ -148,8 +148,8 @@ SELECT reckon_require(
           AND (j.source_id, j.event_id) NOT IN (SELECT * FROM unnest($4::text[], $5::text[])))
     AND NOT EXISTS (
         SELECT 1 FROM kernel_event_outbox o
-        WHERE o.delivered_at IS NULL AND o.parked_at IS NULL
-          AND o.event->>'project' = $1 AND o.event->>'run_id' = $2
+        WHERE o.id = ANY (ARRAY(SELECT u.id FROM kernel_event_outbox_undelivered u
+                WHERE u.project = $1 AND u.run_id = $2))
           AND (o.source_id, o.event_id) NOT IN (SELECT * FROM unnest($6::text[], $7::text[]))),
     '` + runChangedCode + `',
     'reconcile: run "' || $2 || '" of project "' || $1 || '" changed since it was read; read it again under the operations'' locks')`

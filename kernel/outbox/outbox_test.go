@@ -75,7 +75,7 @@ func exec(t *testing.T, s *pgtest.Schema, sql string) {
 func waitDue(t *testing.T, s *pgtest.Schema) {
 	t.Helper()
 	reckontest.Eventually(t, 10*time.Second, "retried rows to fall due", func() bool {
-		return count(t, s, "SELECT count(*) FROM kernel_event_outbox WHERE delivered_at IS NULL AND parked_at IS NULL AND next_attempt_at > now()") == 0
+		return count(t, s, "SELECT count(*) FROM kernel_event_outbox_undelivered WHERE next_attempt_at > now()") == 0
 	})
 }
 
@@ -164,9 +164,10 @@ func TestPublisherDeliversEverythingOnceThroughIntermittentFailures(t *testing.T
 	s, j := b.Schema, b.Journal
 	enqueue(t, s, events("r", 400)...)
 	f := &flaky{j: j}
-	p := outbox.NewPublisher(s.Pool, f, fastCfg(), nil, zerolog.Nop())
+	reg := prometheus.NewRegistry()
+	p := outbox.NewPublisher(s.Pool, f, fastCfg(), outbox.NewMetrics(reg, nil), zerolog.Nop())
 	deadline := time.Now().Add(30 * time.Second)
-	for count(t, s, "SELECT count(*) FROM kernel_event_outbox WHERE delivered_at IS NULL") > 0 {
+	for count(t, s, "SELECT count(*) FROM kernel_event_outbox_undelivered") > 0 {
 		if time.Now().After(deadline) {
 			t.Fatal("outbox not drained")
 		}
@@ -179,7 +180,7 @@ func TestPublisherDeliversEverythingOnceThroughIntermittentFailures(t *testing.T
 	if n := count(t, s, "SELECT count(*) FROM kernel_event_outbox WHERE attempts > 0"); n == 0 {
 		t.Fatal("no retries happened; the fault injection did not bite")
 	}
-	if n := count(t, s, "SELECT count(*) FROM kernel_event_outbox WHERE delivery_status = 'repeated'"); n == 0 {
+	if n := deliveredCount(t, reg, kernel.StatusRepeated); n == 0 {
 		t.Fatal("no redelivery was answered repeated; lost answers were not exercised")
 	}
 }
@@ -203,14 +204,17 @@ func TestConflictIsParkedAndStaysParked(t *testing.T) {
 	for i := 0; i < 3; i++ {
 		drain(t, p)
 	}
-	if n := count(t, s, "SELECT count(*) FROM kernel_event_outbox WHERE parked_at IS NOT NULL AND delivered_at IS NULL AND park_reason <> ''"); n != 1 {
+	if n := count(t, s, "SELECT count(*) FROM kernel_event_outbox WHERE parked_at IS NOT NULL AND id NOT IN (SELECT id FROM kernel_event_outbox_undelivered) AND park_reason <> ''"); n != 1 {
 		t.Fatalf("%d parked rows, want 1", n)
 	}
 	if n := count(t, s, "SELECT attempts FROM kernel_event_outbox WHERE parked_at IS NOT NULL"); n != 0 {
 		t.Fatalf("parked row was retried %d times", n)
 	}
-	if n := count(t, s, "SELECT count(*) FROM kernel_event_outbox WHERE delivered_at IS NOT NULL"); n != 2 {
+	if n := count(t, s, "SELECT count(*) FROM kernel_event_outbox WHERE parked_at IS NULL AND id NOT IN (SELECT id FROM kernel_event_outbox_undelivered)"); n != 2 {
 		t.Fatalf("%d delivered, want 2", n)
+	}
+	if a, r := deliveredCount(t, reg, kernel.StatusAccepted), deliveredCount(t, reg, kernel.StatusRepeated); a != 2 || r != 0 {
+		t.Fatalf("delivered %v accepted and %v repeated, want 2 and 0", a, r)
 	}
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(`
 # HELP reckon_outbox_parked_total Outbox rows parked because the journal answered conflict.
@@ -267,7 +271,7 @@ func TestTwoPublishersDeliverEachRowOnce(t *testing.T) {
 		enqueue(t, s, events(fmt.Sprintf("r%d", b), 100)...)
 	}
 	reckontest.Eventually(t, 30*time.Second, "the outbox to drain", func() bool {
-		return count(t, s, "SELECT count(*) FROM kernel_event_outbox WHERE delivered_at IS NULL") == 0
+		return count(t, s, "SELECT count(*) FROM kernel_event_outbox_undelivered") == 0
 	})
 	cancel()
 	wg.Wait()
@@ -321,7 +325,7 @@ func TestPublisherThroughHTTPIngestAPI(t *testing.T) {
 	if n := count(t, s, "SELECT count(*) FROM journal_events"); n != 120 {
 		t.Fatalf("journal rows %d, want 120", n)
 	}
-	if n := count(t, s, "SELECT count(*) FROM kernel_event_outbox WHERE delivered_at IS NULL"); n != 0 {
+	if n := count(t, s, "SELECT count(*) FROM kernel_event_outbox_undelivered"); n != 0 {
 		t.Fatalf("%d undelivered", n)
 	}
 
@@ -332,7 +336,7 @@ func TestPublisherThroughHTTPIngestAPI(t *testing.T) {
 	if kernel.ErrorCode(err) != kernel.EForbidden || !strings.Contains(err.Error(), "source_id") {
 		t.Fatalf("kernel event over HTTP: %v, want a 403 naming source_id", err)
 	}
-	if n := count(t, s, "SELECT count(*) FROM kernel_event_outbox WHERE source_id = 'kernel' AND delivered_at IS NULL AND parked_at IS NULL"); n != 1 {
+	if n := count(t, s, "SELECT count(*) FROM kernel_event_outbox WHERE source_id = 'kernel' AND id IN (SELECT id FROM kernel_event_outbox_undelivered)"); n != 1 {
 		t.Fatalf("kernel row: %d undelivered, want 1", n)
 	}
 	if n := count(t, s, "SELECT count(*) FROM journal_events WHERE source_id = 'kernel'"); n != 0 {
@@ -397,7 +401,7 @@ func TestHTTPPublisherDeliversAroundARefusedEvent(t *testing.T) {
 	if got := count(t, s, "SELECT count(*) FROM journal_events WHERE source_id = 'pub'"); got != 30 {
 		t.Fatalf("%d agent events delivered, want all 30 in the one pass", got)
 	}
-	if got := count(t, s, `SELECT count(*) FROM kernel_event_outbox WHERE source_id = 'kernel' AND delivered_at IS NULL AND parked_at IS NULL
+	if got := count(t, s, `SELECT count(*) FROM kernel_event_outbox WHERE source_id = 'kernel' AND id IN (SELECT id FROM kernel_event_outbox_undelivered)
 		AND attempts = 1 AND last_error LIKE '%source_id%' AND next_attempt_at > now() + interval '30 minutes'`); got != 2 {
 		t.Fatalf("%d kernel rows left due later with the refusal, want 2", got)
 	}
@@ -429,7 +433,7 @@ func TestHTTPPublisherBoundsRefusalsPerPass(t *testing.T) {
 	if got := posts.Load(); got != 16 {
 		t.Fatalf("first pass: %d requests, want 16 (one per refusal)", got)
 	}
-	if got := count(t, s, "SELECT count(*) FROM kernel_event_outbox WHERE attempts = 0 AND next_attempt_at <= now() AND delivered_at IS NULL AND parked_at IS NULL"); got != 9 {
+	if got := count(t, s, "SELECT count(*) FROM kernel_event_outbox WHERE attempts = 0 AND next_attempt_at <= now() AND id IN (SELECT id FROM kernel_event_outbox_undelivered)"); got != 9 {
 		t.Fatalf("%d rows left due and untouched, want 9", got)
 	}
 	if _, err := p.PublishOnce(ctx); kernel.ErrorCode(err) != kernel.EForbidden {
@@ -438,7 +442,7 @@ func TestHTTPPublisherBoundsRefusalsPerPass(t *testing.T) {
 	if got := count(t, s, "SELECT count(*) FROM journal_events WHERE source_id = 'pub'"); got != 5 {
 		t.Fatalf("%d agent events delivered after two passes, want 5", got)
 	}
-	if got := count(t, s, "SELECT count(*) FROM kernel_event_outbox WHERE source_id = 'kernel' AND attempts = 1 AND delivered_at IS NULL AND parked_at IS NULL"); got != 20 {
+	if got := count(t, s, "SELECT count(*) FROM kernel_event_outbox WHERE source_id = 'kernel' AND attempts = 1 AND id IN (SELECT id FROM kernel_event_outbox_undelivered)"); got != 20 {
 		t.Fatalf("%d kernel rows deferred once, want 20", got)
 	}
 	if n, err := p.PublishOnce(ctx); n != 0 || err != nil {
@@ -453,8 +457,10 @@ func TestPruneDeletesOnlyOldDeliveredRows(t *testing.T) {
 	enqueue(t, s, events("p", 10)...)
 	p := outbox.NewPublisher(s.Pool, journal.New(s.Pool, nil), outbox.Config{Retention: time.Hour}, nil, zerolog.Nop())
 	drain(t, p)
-	enqueue(t, s, events("q", 3)...) // pending, never pruned
-	exec(t, s, "UPDATE kernel_event_outbox SET delivered_at = now() - interval '2 hours' WHERE event->>'run_id' = 'p' AND event_id LIKE 'p/op-1%'")
+	enqueue(t, s, events("q", 3)...) // pending, never pruned, old or not
+	exec(t, s, "UPDATE kernel_event_outbox SET created_at = now() - interval '2 hours' WHERE event_id LIKE 'p/op-1%' OR event_id LIKE 'q/%'")
+	// Parked: kept for an operator, however old.
+	exec(t, s, "UPDATE kernel_event_outbox SET created_at = now() - interval '2 hours', parked_at = now() WHERE event_id = 'p/op-2/started'")
 	n, err := p.Prune(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -500,7 +506,7 @@ CREATE TRIGGER refuse BEFORE INSERT ON journal_events FOR EACH ROW EXECUTE FUNCT
 	if _, err := p.PublishOnce(ctx); err == nil || !strings.Contains(err.Error(), "journal refuses writes") {
 		t.Fatalf("PublishOnce: %v", err)
 	}
-	if n := count(t, s, "SELECT count(*) FROM kernel_event_outbox WHERE attempts = 1 AND last_error LIKE '%journal refuses writes%' AND delivered_at IS NULL"); n != 5 {
+	if n := count(t, s, "SELECT count(*) FROM kernel_event_outbox WHERE attempts = 1 AND last_error LIKE '%journal refuses writes%' AND id IN (SELECT id FROM kernel_event_outbox_undelivered)"); n != 5 {
 		t.Fatalf("%d rows carry the recorded retry, want 5", n)
 	}
 	if n := count(t, s, "SELECT count(*) FROM journal_events"); n != 0 {
@@ -586,7 +592,7 @@ func TestRejectedBatchIsDeliveredOneByOne(t *testing.T) {
 		if n := count(t, s, "SELECT count(*) FROM journal_events"); n != 5-c.parked {
 			t.Errorf("%s: %d journal rows, want %d", c.name, n, 5-c.parked)
 		}
-		if n := count(t, s, "SELECT count(*) FROM kernel_event_outbox WHERE delivered_at IS NULL AND parked_at IS NULL"); n != 0 {
+		if n := count(t, s, "SELECT count(*) FROM kernel_event_outbox WHERE id IN (SELECT id FROM kernel_event_outbox_undelivered)"); n != 0 {
 			t.Errorf("%s: %d rows still waiting", c.name, n)
 		}
 		if c.poison != "" {
@@ -708,7 +714,7 @@ VALUES ('kernel', $1, $2::jsonb, '\x00')`, r.id, r.body); err != nil {
 	if !slices.Equal(order, want) {
 		t.Fatalf("journal holds %v, want %v", order, want)
 	}
-	if n := count(t, s, "SELECT count(*) FROM kernel_event_outbox WHERE delivered_at IS NULL AND parked_at IS NULL"); n != 0 {
+	if n := count(t, s, "SELECT count(*) FROM kernel_event_outbox WHERE id IN (SELECT id FROM kernel_event_outbox_undelivered)"); n != 0 {
 		t.Fatalf("%d rows still waiting", n)
 	}
 }
@@ -742,9 +748,31 @@ func TestPublisherRetriesHTTPAnswersThatRejectNoEvent(t *testing.T) {
 			if n := count(t, s, "SELECT count(*) FROM kernel_event_outbox WHERE parked_at IS NOT NULL"); n != 0 {
 				t.Fatalf("%d: %d rows parked; a %d rejects no event", code, n, code)
 			}
-			if n := count(t, s, "SELECT count(*) FROM kernel_event_outbox WHERE delivered_at IS NULL AND attempts = 1"); n != 3 {
+			if n := count(t, s, "SELECT count(*) FROM kernel_event_outbox WHERE id IN (SELECT id FROM kernel_event_outbox_undelivered) AND attempts = 1"); n != 3 {
 				t.Fatalf("%d: %d rows scheduled for a retry, want 3", code, n)
 			}
 		})
 	}
+}
+
+// deliveredCount is reckon_outbox_delivered_total{status} in reg.
+func deliveredCount(t *testing.T, reg *prometheus.Registry, status string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "reckon_outbox_delivered_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "status" && l.GetValue() == status {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return 0
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/seed-7bc021c3/reckon/kernel"
+	"github.com/seed-7bc021c3/reckon/kernel/pgplan"
 )
 
 // Config tunes a Publisher. Zero values take the defaults.
@@ -29,7 +30,7 @@ type Config struct {
 	// OutageBackoff caps the publisher loop's backoff while whole passes
 	// fail (the database unreachable); default 10s.
 	OutageBackoff time.Duration
-	Retention     time.Duration // delivered rows older than this are pruned; default 24h
+	Retention     time.Duration // delivered rows enqueued longer ago than this are pruned; default 24h
 	PruneEvery    time.Duration // maintenance period; default 1m
 }
 
@@ -427,24 +428,34 @@ type keyBatch struct {
 
 // claimKeys locks a batch of due rows in tx, reading their keys only.
 func (p *Publisher) claimKeys(ctx context.Context, tx pgx.Tx) (keyBatch, error) {
-	rows, err := tx.Query(ctx, claimKeysSQL, p.cfg.BatchSize)
-	if err != nil {
-		return keyBatch{}, fmt.Errorf("publish: claim: %w", err)
-	}
 	var c keyBatch
-	var id int64
-	var att int
-	var k kernel.EventKey
-	var legacy bool
-	_, err = pgx.ForEachRow(rows, []any{&id, &att, &k.SourceID, &k.EventID, &legacy}, func() error {
-		c.ids, c.attempts, c.keys = append(c.ids, id), append(c.attempts, att), append(c.keys, k)
-		c.legacy = c.legacy || legacy
-		return nil
+	err := claimStatement(ctx, tx, claimKeysSQL, p.cfg.BatchSize, func(rows pgx.Rows) error {
+		var id int64
+		var att int
+		var k kernel.EventKey
+		var legacy bool
+		_, err := pgx.ForEachRow(rows, []any{&id, &att, &k.SourceID, &k.EventID, &legacy}, func() error {
+			c.ids, c.attempts, c.keys = append(c.ids, id), append(c.attempts, att), append(c.keys, k)
+			c.legacy = c.legacy || legacy
+			return nil
+		})
+		return err
 	})
 	if err != nil {
 		return keyBatch{}, fmt.Errorf("publish: claim: %w", err)
 	}
 	return c, nil
+}
+
+// claimStatement runs a claim (claimSQL, claimKeysSQL) for up to limit
+// rows in tx on its generic plan without sequential scans (pgplan), in
+// one round trip, and hands its rows to read. The claim joins the
+// undelivered rows to the outbox, and a plan made while the outbox was
+// small must not go on scanning it as it grows.
+func claimStatement(ctx context.Context, tx pgx.Tx, sql string, limit int, read func(pgx.Rows) error) error {
+	b := &pgx.Batch{}
+	pgplan.Queue(b, "", sql, limit).Query(read)
+	return tx.SendBatch(ctx, b).Close()
 }
 
 // deliverInDB hands the claimed rows to the journal under a savepoint, so
@@ -500,11 +511,16 @@ func (b batch) claimed() int { return len(b.ids) + len(b.undecodable) }
 // claim locks a batch of due rows in tx (FOR UPDATE SKIP LOCKED) and
 // decodes them.
 func (p *Publisher) claim(ctx context.Context, tx pgx.Tx) (batch, error) {
-	rows, err := tx.Query(ctx, claimSQL, p.cfg.BatchSize)
+	var b batch
+	err := claimStatement(ctx, tx, claimSQL, p.cfg.BatchSize, func(rows pgx.Rows) error {
+		var err error
+		b, err = decodeBatch(rows)
+		return err
+	})
 	if err != nil {
 		return batch{}, fmt.Errorf("publish: claim: %w", err)
 	}
-	return decodeBatch(rows)
+	return b, nil
 }
 
 // claimed reads and decodes the events of rows this transaction claimed.
@@ -672,7 +688,7 @@ func (p *Publisher) retryLater(ctx context.Context, tx pgx.Tx, b batch, cause er
 func (p *Publisher) mark(ctx context.Context, tx pgx.Tx, b batch, results []kernel.IngestResult) error {
 	ids := b.ids
 	var delIDs, parkIDs, deferIDs []int64
-	var delStatus, parkReason, deferReason []string
+	var parkReason, deferReason []string
 	var deferDelay []float64
 	for i, r := range results {
 		switch r.Status {
@@ -681,7 +697,7 @@ func (p *Publisher) mark(ctx context.Context, tx pgx.Tx, b batch, results []kern
 			deferIDs, deferReason = append(deferIDs, ids[i]), append(deferReason, kernel.TruncateUTF8(r.Reason, 2000))
 			deferDelay = append(deferDelay, p.backoff(b.attempts[i]).Seconds())
 		case kernel.StatusAccepted, kernel.StatusRepeated:
-			delIDs, delStatus = append(delIDs, ids[i]), append(delStatus, r.Status)
+			delIDs = append(delIDs, ids[i])
 			p.m.delivered.WithLabelValues(r.Status).Inc()
 		default:
 			reason := r.Reason
@@ -699,7 +715,7 @@ func (p *Publisher) mark(ctx context.Context, tx pgx.Tx, b batch, results []kern
 		}
 	}
 	if len(delIDs) > 0 {
-		if _, err := tx.Exec(ctx, markDeliveredSQL, delIDs, delStatus); err != nil {
+		if _, err := tx.Exec(ctx, markDeliveredSQL, delIDs); err != nil {
 			return fmt.Errorf("publish: mark delivered: %w", err)
 		}
 	}

@@ -3,7 +3,8 @@ package outbox
 // All of the outbox's SQL, in one reviewed place.
 
 // enqueueSQL inserts a batch of rows in the batch's order, skipping keys
-// already present, and returns the keys it inserted; Enqueue compares the
+// already present, and returns the keys it inserted (the table's trigger
+// makes each new row pending: migration 00034); Enqueue compares the
 // stored digest of every other key (enqueueRecheckSQL), so a different
 // payload under an existing key is a conflict. Returning only what was
 // inserted spares the common all-new batch a join of the input against
@@ -49,21 +50,40 @@ WHERE (source_id, event_id) IN (SELECT * FROM unnest($1::text[], $2::text[]))`
 // skipped, so publishers never wait on each other or deliver the same row
 // concurrently.
 const claimSQL = `
-SELECT id, event, attempts FROM kernel_event_outbox` + claimDueSQL
+SELECT o.id, o.event, o.attempts FROM kernel_event_outbox o` + claimDueSQL
 
 // claimDueSQL is the claims' choice of rows: due, oldest first, a batch
-// of $1, skipping rows another publisher holds.
+// of $1, skipping rows another publisher holds. The lock is on the row's
+// kernel_event_outbox_undelivered row, which is what delivery and parking
+// delete and a retry updates; nothing else writes an undelivered outbox
+// row. The outbox rows are then fetched by id (see below on why not by a
+// join). It runs on its generic plan without sequential
+// scans (claimStatement).
 const claimDueSQL = `
-WHERE delivered_at IS NULL AND parked_at IS NULL AND next_attempt_at <= now()
-ORDER BY id
-LIMIT $1
-FOR UPDATE SKIP LOCKED`
+WHERE o.id = ANY (ARRAY(
+    SELECT u.id FROM kernel_event_outbox_undelivered u
+    WHERE u.next_attempt_at <= now()
+    ORDER BY u.id
+    LIMIT $1
+    FOR UPDATE SKIP LOCKED))
+ORDER BY o.id`
 
 // claimKeysSQL is claimSQL for a journal that reads the rows itself
 // (OutboxJournal): the rows' keys instead of their events, and whether a
 // row lacks the prepared columns (enqueued before migration 00027).
 const claimKeysSQL = `
-SELECT id, attempts, source_id, event_id, settles IS NULL FROM kernel_event_outbox` + claimDueSQL
+SELECT o.id, o.attempts, o.source_id, o.event_id, o.settles IS NULL FROM kernel_event_outbox o` + claimDueSQL
+
+// The statements that read outbox rows chosen in
+// kernel_event_outbox_undelivered fetch them by the ids, as an array
+// (o.id = ANY (ARRAY(SELECT u.id …))), not by a join. On their generic
+// plans the planner estimates the undelivered rows at a tenth of the
+// table or more and joins the two tables by merging their primary keys,
+// which walks the outbox from its first row, every delivered row of the
+// retention, before it reaches the first undelivered one: with a join, a
+// claim cost 40 µs an event instead of 8 (BenchmarkOutboxToJournal,
+// stop 38). A lateral lookup per row is estimated so dear that a large
+// backlog switches on JIT compilation, 0.1 s a statement.
 
 // claimedSQL reads the events of rows already claimed (locked by this
 // transaction), in claim order, with claimSQL's columns.
@@ -75,12 +95,20 @@ SELECT id, event, attempts FROM kernel_event_outbox WHERE id = ANY ($1::bigint[]
 // outbox, whose delivered rows stay for the retention period, so every
 // batch would cost a scan of a day of history.
 
+// markDeliveredSQL marks rows delivered: it deletes their undelivered
+// rows, in the transaction that wrote them to the journal (or right after
+// the journal's answer). The outbox rows themselves are not written: the
+// journal's row under the same key records the delivery (migration 00034
+// says why).
 const markDeliveredSQL = `
-UPDATE kernel_event_outbox o SET delivered_at = now(), delivery_status = s.status, last_error = NULL
-FROM unnest($1::bigint[], $2::text[]) AS s(id, status)
-WHERE o.id = ANY($1::bigint[]) AND o.id = s.id`
+DELETE FROM kernel_event_outbox_undelivered WHERE id = ANY($1::bigint[])`
 
+// parkSQL parks rows ($1) with their reasons ($2): no longer pending, and
+// listed for an operator.
 const parkSQL = `
+WITH gone AS (
+    DELETE FROM kernel_event_outbox_undelivered WHERE id = ANY($1::bigint[])
+)
 UPDATE kernel_event_outbox o SET parked_at = now(), park_reason = s.reason, delivery_status = 'conflict'
 FROM unnest($1::bigint[], $2::text[]) AS s(id, reason)
 WHERE o.id = ANY($1::bigint[]) AND o.id = s.id`
@@ -90,35 +118,43 @@ WHERE o.id = ANY($1::bigint[]) AND o.id = s.id`
 // share one, or the rows of a batch the journal refused one by one
 // (deliverAround).
 const retryLaterSQL = `
+WITH later AS (
+    UPDATE kernel_event_outbox_undelivered u
+    SET next_attempt_at = now() + make_interval(secs => s.delay_s)
+    FROM unnest($1::bigint[], $2::float8[]) AS s(id, delay_s)
+    WHERE u.id = ANY($1::bigint[]) AND u.id = s.id
+)
 UPDATE kernel_event_outbox o
 SET attempts = o.attempts + 1, last_error = s.reason,
     next_attempt_at = now() + make_interval(secs => s.delay_s)
 FROM unnest($1::bigint[], $2::float8[], $3::text[]) AS s(id, delay_s, reason)
 WHERE o.id = ANY($1::bigint[]) AND o.id = s.id`
 
-// pruneSQL deletes delivered rows older than the retention, a bounded batch
-// at a time so it never holds long locks.
+// pruneSQL deletes delivered rows enqueued longer ago than the retention
+// (by kernel_event_outbox_created), a bounded batch at a time so it never
+// holds long locks. Delivered: neither undelivered nor parked.
 const pruneSQL = `
 DELETE FROM kernel_event_outbox WHERE id IN (
-    SELECT id FROM kernel_event_outbox
-    WHERE delivered_at IS NOT NULL AND delivered_at < now() - make_interval(secs => $1)
+    SELECT o.id FROM kernel_event_outbox o
+    WHERE o.created_at < now() - make_interval(secs => $1) AND o.parked_at IS NULL
+      AND NOT EXISTS (SELECT 1 FROM kernel_event_outbox_undelivered u WHERE u.id = o.id)
     LIMIT $2)`
 
-// statsSQL feeds the backlog gauges.
+// statsSQL feeds the backlog gauges: the rows pending and the age of the
+// oldest (the first enqueued).
 const statsSQL = `
-SELECT count(*), COALESCE(EXTRACT(EPOCH FROM now() - min(created_at)), 0)
-FROM kernel_event_outbox WHERE delivered_at IS NULL AND parked_at IS NULL`
+SELECT s.n, COALESCE(EXTRACT(EPOCH FROM now() - (SELECT o.created_at FROM kernel_event_outbox o WHERE o.id = s.first)), 0)
+FROM (SELECT count(*) AS n, min(id) AS first FROM kernel_event_outbox_undelivered) s`
 
 const parkedCountSQL = `SELECT count(*) FROM kernel_event_outbox WHERE parked_at IS NOT NULL`
 
 // pendingForRunsSQL counts the undelivered rows of the runs ($1 projects,
 // $2 run ids, pairwise; by the event's project and run), for callers that
 // must read the journal only after those runs' events have landed: one
-// index lookup per run (kernel_event_outbox_pending_ops).
+// index lookup per run (kernel_event_outbox_undelivered_run).
 const pendingForRunsSQL = `
 SELECT count(*) FROM unnest($1::text[], $2::text[]) AS r(project, run_id)
-JOIN kernel_event_outbox o ON o.event->>'project' = r.project AND o.event->>'run_id' = r.run_id
-WHERE o.delivered_at IS NULL AND o.parked_at IS NULL`
+JOIN kernel_event_outbox_undelivered u ON u.project = r.project AND u.run_id = r.run_id`
 
 // parkedSQL lists parked rows for operators.
 const parkedSQL = `
@@ -130,47 +166,46 @@ WHERE parked_at IS NOT NULL ORDER BY parked_at DESC LIMIT $1`
 const beginAsyncCommitSQL = `BEGIN; SET LOCAL synchronous_commit = off`
 
 // pendingSQL* read pending events by the event's project and, in the
-// narrower forms, its run and operation; $N::text[] empty matches any type.
+// narrower forms, its run and operation (as kernel_event_outbox_undelivered
+// keeps them, from the event); $N::text[] empty matches any type.
 // Three statements rather than one with ("$2 is empty OR run_id = $2"): under a
 // prepared statement's generic plan that OR keeps the planner from using
-// kernel_event_outbox_pending_ops past the project, so reading one run's
+// the (project, run_id, operation_id) index past the project, so reading one run's
 // pending events filtered every pending row of the project (1.35 ms against
 // 0.08 ms per read with 6,000 rows pending; TestPendingUsesTheIndex).
-// The narrower forms order by id + 0, an expression the id index cannot
-// provide: ordered by id, statistics taken while the outbox was nearly
-// empty had the planner walk every pending row in id order to spare
-// sorting the run's few (3 ms against 0.16 ms per read with 6,000 rows
-// pending; TestPendingUsesTheIndexOnStaleStatistics).
+// The undelivered rows are chosen first (the subquery) and their events
+// fetched by id, so no plan walks every pending row in id order to spare
+// sorting the run's few, as plans of statistics taken while the outbox was
+// nearly empty did when the outbox held the pending state (3 ms against
+// 0.16 ms per read with 6,000 rows pending;
+// TestPendingUsesTheIndexOnStaleStatistics).
 const (
 	pendingSQL = `
-SELECT event FROM kernel_event_outbox
-WHERE delivered_at IS NULL AND parked_at IS NULL
-  AND event->>'project' = $1
-  AND (coalesce(cardinality($2::text[]), 0) = 0 OR event->>'type' = ANY($2::text[]))
-ORDER BY id`
+SELECT o.event FROM kernel_event_outbox o
+WHERE o.id = ANY (ARRAY(SELECT u.id FROM kernel_event_outbox_undelivered u WHERE u.project = $1))
+  AND (coalesce(cardinality($2::text[]), 0) = 0 OR o.event->>'type' = ANY($2::text[]))
+ORDER BY o.id`
 	pendingRunSQL = `
-SELECT event FROM kernel_event_outbox
-WHERE delivered_at IS NULL AND parked_at IS NULL
-  AND event->>'project' = $1 AND event->>'run_id' = $2
-  AND (coalesce(cardinality($3::text[]), 0) = 0 OR event->>'type' = ANY($3::text[]))
-ORDER BY id + 0`
+SELECT o.event FROM kernel_event_outbox o
+WHERE o.id = ANY (ARRAY(SELECT u.id FROM kernel_event_outbox_undelivered u WHERE u.project = $1 AND u.run_id = $2))
+  AND (coalesce(cardinality($3::text[]), 0) = 0 OR o.event->>'type' = ANY($3::text[]))
+ORDER BY o.id`
 	pendingOperationSQL = `
-SELECT event FROM kernel_event_outbox
-WHERE delivered_at IS NULL AND parked_at IS NULL
-  AND event->>'project' = $1 AND event->>'run_id' = $2
-  AND event->'data'->>'operation_id' = $3
-  AND (coalesce(cardinality($4::text[]), 0) = 0 OR event->>'type' = ANY($4::text[]))
-ORDER BY id + 0`
+SELECT o.event FROM kernel_event_outbox o
+WHERE o.id = ANY (ARRAY(SELECT u.id FROM kernel_event_outbox_undelivered u
+        WHERE u.project = $1 AND u.run_id = $2 AND u.operation_id = $3))
+  AND (coalesce(cardinality($4::text[]), 0) = 0 OR o.event->>'type' = ANY($4::text[]))
+ORDER BY o.id`
 )
 
 // retryingSQL lists undelivered, unparked rows whose delivery has failed
 // at least once, oldest first, for operators: the pending index, filtered
 // on attempts (a listing an operator asks for, as long as the backlog).
 const retryingSQL = `
-SELECT source_id, event_id, attempts, created_at, next_attempt_at, coalesce(last_error, '')
-FROM kernel_event_outbox
-WHERE delivered_at IS NULL AND parked_at IS NULL AND attempts > 0
-ORDER BY id
+SELECT o.source_id, o.event_id, o.attempts, o.created_at, u.next_attempt_at, coalesce(o.last_error, '')
+FROM kernel_event_outbox_undelivered u JOIN kernel_event_outbox o ON o.id = u.id
+WHERE o.attempts > 0
+ORDER BY u.id
 LIMIT $1`
 
 // storedSQL reads the event enqueued under one key.

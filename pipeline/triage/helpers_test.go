@@ -197,7 +197,7 @@ func (e *env) outboxRows() int {
 func (e *env) outboxPending() int {
 	e.t.Helper()
 	var n int
-	if err := e.s.Pool.QueryRow(context.Background(), "SELECT count(*) FROM kernel_event_outbox WHERE delivered_at IS NULL AND parked_at IS NULL").Scan(&n); err != nil {
+	if err := e.s.Pool.QueryRow(context.Background(), "SELECT count(*) FROM kernel_event_outbox_undelivered").Scan(&n); err != nil {
 		e.t.Fatal(err)
 	}
 	return n
