@@ -26,10 +26,15 @@
 -- Rows are pruned by created_at now (kernel_event_outbox_created): a
 -- delivered row older than the retention, counted from its enqueue.
 --
--- Publishers of an earlier version must be stopped before this migration:
--- they would read every row delivered after it as undelivered and deliver
--- it again (the journal answers repeated: nothing is lost or duplicated,
--- but the work is wasted).
+-- Processes of an earlier version should be stopped before this migration.
+-- Its publishers would read every row delivered after it as undelivered
+-- and deliver it again (the journal would answer repeated: nothing lost or
+-- duplicated, but a day of retention delivered twice), so the outbox's
+-- next_attempt_at, which only their claim reads, is dropped (it lives in
+-- kernel_event_outbox_undelivered now): their claim then fails with
+-- "column does not exist" and they back off, while an earlier version's
+-- Enqueue, which names no such column, goes on working (the trigger makes
+-- its rows pending).
 CREATE TABLE kernel_event_outbox_undelivered (
     id              bigint      PRIMARY KEY,
     project         text,
@@ -41,8 +46,8 @@ CREATE TABLE kernel_event_outbox_undelivered (
 -- +goose StatementBegin
 CREATE FUNCTION kernel_event_outbox_undeliver() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    INSERT INTO kernel_event_outbox_undelivered (id, project, run_id, operation_id, next_attempt_at)
-    SELECT id, event->>'project', event->>'run_id', coalesce(operation_id, event->'data'->>'operation_id'), next_attempt_at
+    INSERT INTO kernel_event_outbox_undelivered (id, project, run_id, operation_id)
+    SELECT id, event->>'project', event->>'run_id', coalesce(operation_id, event->'data'->>'operation_id')
     FROM new_rows;
     RETURN NULL;
 END $$;
@@ -70,8 +75,13 @@ CREATE INDEX kernel_event_outbox_created ON kernel_event_outbox (created_at);
 DROP INDEX kernel_event_outbox_pending;
 DROP INDEX kernel_event_outbox_pending_ops;
 DROP INDEX kernel_event_outbox_delivered;
+ALTER TABLE kernel_event_outbox DROP COLUMN next_attempt_at;
 
 -- +goose Down
+-- A stable default: no rewrite of the table.
+ALTER TABLE kernel_event_outbox ADD COLUMN next_attempt_at timestamptz NOT NULL DEFAULT now();
+UPDATE kernel_event_outbox o SET next_attempt_at = u.next_attempt_at
+FROM kernel_event_outbox_undelivered u WHERE u.id = o.id;
 CREATE INDEX kernel_event_outbox_pending ON kernel_event_outbox (id)
     WHERE delivered_at IS NULL AND parked_at IS NULL;
 CREATE INDEX kernel_event_outbox_pending_ops ON kernel_event_outbox

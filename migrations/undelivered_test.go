@@ -2,6 +2,7 @@ package migrations_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
 	"github.com/rs/zerolog"
@@ -24,7 +26,9 @@ import (
 // or parked under 00034 reads as delivered or parked to the earlier
 // version, and a pending one as pending; up again, exactly the earlier
 // version's pending rows (one written by hand the old way among them) are
-// pending, selectable by run and operation, and a publisher delivers them.
+// pending, selectable by run and operation, an earlier version's claim
+// fails rather than take delivered rows for undelivered, and a publisher
+// delivers them.
 func TestOutboxUndeliveredMigratesBothWays(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -86,6 +90,12 @@ func TestOutboxUndeliveredMigratesBothWays(t *testing.T) {
 		[]string{"m/op-1/started=p/m/op-1", "m/op-4/started=p/m/op-4"}; !slices.Equal(got, want) {
 		t.Fatalf("undelivered at 00034: %v, want %v", got, want)
 	}
+	// A publisher of the earlier version, still running, fails its claim
+	// instead of taking every row delivered since for undelivered.
+	var pgErr *pgconn.PgError
+	if _, err := s.Pool.Exec(ctx, earlierClaimSQL, 10); !errors.As(err, &pgErr) || pgErr.Code != "42703" {
+		t.Fatalf("an earlier version's claim at 00034: %v; want undefined_column (42703)", err)
+	}
 	pend, err := outbox.Pending(ctx, s.Pool, outbox.PendingFilter{Project: "p", RunID: "m", OperationID: "op-4"})
 	if err != nil || len(pend) != 1 || pend[0].EventID != r4.EventID {
 		t.Fatalf("pending of op-4: %v, %v", pend, err)
@@ -101,3 +111,12 @@ func TestOutboxUndeliveredMigratesBothWays(t *testing.T) {
 		t.Fatalf("pending after the drain: %d, %v", n, err)
 	}
 }
+
+// earlierClaimSQL is the publishers' claim up to migration 00033 (stop 37's
+// kernel/outbox claimKeysSQL), as a publisher of that version still sends it.
+const earlierClaimSQL = `
+SELECT id, attempts, source_id, event_id, settles IS NULL FROM kernel_event_outbox
+WHERE delivered_at IS NULL AND parked_at IS NULL AND next_attempt_at <= now()
+ORDER BY id
+LIMIT $1
+FOR UPDATE SKIP LOCKED`

@@ -265,9 +265,11 @@ func (l *lockedBuffer) String() string {
 // (the workflow, the delivery) instead of only a timeout.
 func crashDiagnosis(ctx context.Context, conn *temporalx.Conn, pool *pgxpool.Pool, id string) string {
 	var b strings.Builder
-	rows, err := pool.Query(ctx, `SELECT id, source_id, event_id, attempts, next_attempt_at - now(), coalesce(last_error, ''),
+	rows, err := pool.Query(ctx, `SELECT id, source_id, event_id, attempts,
+	    coalesce((SELECT u.next_attempt_at FROM kernel_event_outbox_undelivered u WHERE u.id = o.id) - now(), interval '0'),
+	    coalesce(last_error, ''),
 	    parked_at IS NULL AND id NOT IN (SELECT id FROM kernel_event_outbox_undelivered), parked_at IS NOT NULL
-	  FROM kernel_event_outbox WHERE event->>'project' = 'crash' AND event->>'run_id' = $1 ORDER BY id`, id)
+	  FROM kernel_event_outbox o WHERE event->>'project' = 'crash' AND event->>'run_id' = $1 ORDER BY id`, id)
 	if err != nil {
 		fmt.Fprintf(&b, "outbox: %v\n", err)
 	} else {

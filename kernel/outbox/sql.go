@@ -114,9 +114,10 @@ FROM unnest($1::bigint[], $2::text[]) AS s(id, reason)
 WHERE o.id = ANY($1::bigint[]) AND o.id = s.id`
 
 // retryLaterSQL schedules rows ($1) for another attempt after their
-// delays ($2, seconds) with their reasons ($3): a failed batch, whose rows
-// share one, or the rows of a batch the journal refused one by one
-// (deliverAround).
+// delays ($2, seconds; on their undelivered rows, which the claim reads)
+// with their reasons ($3, on the outbox rows, with the attempts): a failed
+// batch, whose rows share one, or the rows of a batch the journal refused
+// one by one (deliverAround).
 const retryLaterSQL = `
 WITH later AS (
     UPDATE kernel_event_outbox_undelivered u
@@ -125,9 +126,8 @@ WITH later AS (
     WHERE u.id = ANY($1::bigint[]) AND u.id = s.id
 )
 UPDATE kernel_event_outbox o
-SET attempts = o.attempts + 1, last_error = s.reason,
-    next_attempt_at = now() + make_interval(secs => s.delay_s)
-FROM unnest($1::bigint[], $2::float8[], $3::text[]) AS s(id, delay_s, reason)
+SET attempts = o.attempts + 1, last_error = s.reason
+FROM unnest($1::bigint[], $3::text[]) AS s(id, reason)
 WHERE o.id = ANY($1::bigint[]) AND o.id = s.id`
 
 // pruneSQL deletes delivered rows enqueued longer ago than the retention
