@@ -47,11 +47,18 @@ CREATE TABLE kernel_event_outbox_undelivered (
 CREATE FUNCTION kernel_event_outbox_undeliver() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     INSERT INTO kernel_event_outbox_undelivered (id, project, run_id, operation_id)
-    SELECT id, event->>'project', event->>'run_id', coalesce(operation_id, event->'data'->>'operation_id')
+    SELECT id, event->>'project', event->>'run_id', CASE WHEN settles IS NULL THEN event->'data'->>'operation_id' ELSE operation_id END
     FROM new_rows;
     RETURN NULL;
 END $$;
 -- +goose StatementEnd
+-- The operation is the one the journal will store for the row: the
+-- prepared column (Prepare reads data's operation_id by its exact name,
+-- and only as a string), so that a read of an operation's pending events
+-- finds what Event.OperationID and the journal's column say is the
+-- operation's; the event's own data only for a row inserted without the
+-- prepared columns (settles NULL: by hand, or enqueued before migration
+-- 00027), which the publisher delivers the checked way.
 -- A statement trigger with a transition table, not a row trigger: one
 -- call for an Enqueue of a hundred events, not a hundred (a key already
 -- enqueued inserts no row, so is not in new_rows).
@@ -66,7 +73,8 @@ CREATE INDEX kernel_event_outbox_undelivered_run ON kernel_event_outbox_undelive
     (project, run_id, operation_id);
 
 INSERT INTO kernel_event_outbox_undelivered (id, project, run_id, operation_id, next_attempt_at)
-SELECT id, event->>'project', event->>'run_id', coalesce(operation_id, event->'data'->>'operation_id'), next_attempt_at
+SELECT id, event->>'project', event->>'run_id',
+    CASE WHEN settles IS NULL THEN event->'data'->>'operation_id' ELSE operation_id END, next_attempt_at
 FROM kernel_event_outbox
 WHERE delivered_at IS NULL AND parked_at IS NULL;
 

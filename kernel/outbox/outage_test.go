@@ -92,17 +92,32 @@ func TestPublisherBacksOffWhileDatabaseDown(t *testing.T) {
 	}
 }
 
-func countMetric(t *testing.T, reg *prometheus.Registry, name string) float64 {
+// countMetric is counter name in reg. With a label and its value, it is
+// that series, 0 when the series has not been counted yet (a vector's
+// series appear at their first count); without, the first series, and a
+// counter reg lacks fails the test.
+func countMetric(t *testing.T, reg *prometheus.Registry, name string, label ...string) float64 {
 	t.Helper()
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, mf := range mfs {
-		if mf.GetName() == name {
-			return mf.GetMetric()[0].GetCounter().GetValue()
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			match := len(label) == 0
+			for _, l := range m.GetLabel() {
+				match = match || l.GetName() == label[0] && l.GetValue() == label[1]
+			}
+			if match {
+				return m.GetCounter().GetValue()
+			}
 		}
 	}
-	t.Fatalf("no metric %s", name)
+	if len(label) == 0 {
+		t.Fatalf("no metric %s", name)
+	}
 	return 0
 }

@@ -630,6 +630,41 @@ func TestPendingFiltersByRunOperationAndType(t *testing.T) {
 	}
 }
 
+// TestPendingOfAnOperationIsTheJournalsOperation: an event is pending for
+// the operation the journal will record for it (its operation_id column,
+// which Prepare fills from data's operation_id by its exact name, and only
+// from a string), the operation Event.OperationID names, not another
+// reading of its data: a run.completed whose data carries "operation_id":
+// 5 (a member no type declares, kept) belongs to no operation.
+func TestPendingOfAnOperationIsTheJournalsOperation(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := pgtest.New(t)
+	started := events("r", 6)[5] // operation op-5
+	odd := kernel.Event{SourceID: kernel.SourceKernel, EventID: "r/completed", Project: started.Project, RunID: "r",
+		Type: kernel.TypeRunCompleted, TS: started.TS, Actor: "kernel", Data: []byte(`{"operation_id":5}`)}
+	if odd.OperationID() != "" {
+		t.Fatalf("OperationID of %s = %q, want none", odd.Data, odd.OperationID())
+	}
+	enqueue(t, s, started, odd)
+	for _, op := range []string{"op-5", "5"} {
+		got, err := outbox.Pending(ctx, s.Pool, outbox.PendingFilter{Project: started.Project, RunID: "r", OperationID: op})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var keys []string
+		for _, e := range got {
+			keys = append(keys, e.EventID)
+		}
+		if want := map[string]int{"op-5": 1, "5": 0}[op]; len(got) != want || (want == 1 && got[0].Key() != started.Key()) {
+			t.Fatalf("pending of operation %q: %v, want %d (the tool.started only)", op, keys, want)
+		}
+	}
+	if n, err := outbox.PendingCount(ctx, s.Pool, kernel.RunKey{Project: started.Project, RunID: "r"}); err != nil || n != 2 {
+		t.Fatalf("pending of the run: %d, %v; want both", n, err)
+	}
+}
+
 // TestMaintenanceRunsEveryTask: each WithMaintenance adds a task (the
 // journal's repair and the evidence retention both run), one failing does
 // not stop the next, and the loop repeats every PruneEvery.
@@ -759,21 +794,5 @@ func TestPublisherRetriesHTTPAnswersThatRejectNoEvent(t *testing.T) {
 // deliveredCount is reckon_outbox_delivered_total{status} in reg.
 func deliveredCount(t *testing.T, reg *prometheus.Registry, status string) float64 {
 	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != "reckon_outbox_delivered_total" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "status" && l.GetValue() == status {
-					return m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return 0
+	return countMetric(t, reg, "reckon_outbox_delivered_total", "status", status)
 }
