@@ -449,9 +449,9 @@ func (p *Publisher) claimKeys(ctx context.Context, tx pgx.Tx) (keyBatch, error) 
 
 // claimStatement runs a claim (claimSQL, claimKeysSQL) for up to limit
 // rows in tx on its generic plan without sequential scans (pgplan), in
-// one round trip, and hands its rows to read. The claim joins the
-// undelivered rows to the outbox, and a plan made while the outbox was
-// small must not go on scanning it as it grows.
+// one round trip, and hands its rows to read. The claim reads the outbox
+// by the ids it locked, and a plan made while the outbox was small must
+// not go on scanning it as it grows.
 func claimStatement(ctx context.Context, tx pgx.Tx, sql string, limit int, read func(pgx.Rows) error) error {
 	b := &pgx.Batch{}
 	pgplan.Queue(b, "", sql, limit).Query(read)

@@ -199,13 +199,16 @@ ORDER BY o.id`
 )
 
 // retryingSQL lists undelivered, unparked rows whose delivery has failed
-// at least once, oldest first, for operators: the pending index, filtered
-// on attempts (a listing an operator asks for, as long as the backlog).
+// at least once, oldest first, for operators: every undelivered row read
+// by id, filtered on attempts (a listing an operator asks for, as long as
+// the backlog). By id, as the claim: joined, its generic plan may merge
+// the two tables' keys from the outbox's first row.
 const retryingSQL = `
 SELECT o.source_id, o.event_id, o.attempts, o.created_at, u.next_attempt_at, coalesce(o.last_error, '')
-FROM kernel_event_outbox_undelivered u JOIN kernel_event_outbox o ON o.id = u.id
-WHERE o.attempts > 0
-ORDER BY u.id
+FROM kernel_event_outbox o
+JOIN kernel_event_outbox_undelivered u ON u.id = o.id
+WHERE o.id = ANY (ARRAY(SELECT id FROM kernel_event_outbox_undelivered)) AND o.attempts > 0
+ORDER BY o.id
 LIMIT $1`
 
 // storedSQL reads the event enqueued under one key.
