@@ -215,9 +215,13 @@ type canonPiece struct {
 // canonicalJSON returns the canonical form of raw, a JSON document
 // checkedJSON found valid.
 func canonicalJSON(raw []byte) []byte {
-	var pieces [8]canonPiece // on the stack unless an object has more members
-	w := canonWriter{raw: raw, out: make([]byte, 0, len(raw)), pieces: pieces[:0]}
+	s := scratchPool.Get().(*jsonScratch)
+	defer s.release()
+	w := canonWriter{raw: raw, out: make([]byte, 0, len(raw)), pieces: s.pieces[:0]}
 	w.value()
+	if cap(w.pieces) <= maxScratch {
+		s.pieces = w.pieces
+	}
 	return w.out
 }
 

@@ -3,6 +3,7 @@ package kernel
 import (
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -116,4 +117,70 @@ func TestCheckJSONDuplicateKeysOfAnyObject(t *testing.T) {
 			t.Errorf("%.60s…: %v, want the duplicate named", doc, err)
 		}
 	}
+}
+
+// TestJSONWalksShareNoStateAcrossCalls: the checker and the canonical
+// writer take their working memory from a pool (jsonScratch); walks run
+// concurrently and one after another, a deep or wide document among them
+// (whose grown arrays the pool does not keep), still answer exactly as a
+// walk alone does.
+func TestJSONWalksShareNoStateAcrossCalls(t *testing.T) {
+	t.Parallel()
+	wide := func(n int, dup bool) string {
+		var b strings.Builder
+		b.WriteString(`{`)
+		for i := range n {
+			fmt.Fprintf(&b, `"k%d":{"z":%d,"a":[%d]},`, n-i, i, i)
+		}
+		if dup {
+			b.WriteString(`"k1":0,`)
+		}
+		b.WriteString(`"end":true}`)
+		return b.String()
+	}
+	docs := []string{
+		`{"b":1,"a":{"d":2,"c":3}}`,
+		`{"a":1,"a":2}`,
+		`{"x":{"a":1,"b":2,"a":3}}`,
+		strings.Repeat(`{"a":`, 400) + `1` + strings.Repeat(`}`, 400),
+		strings.Repeat(`[`, 300) + `{"k":"v","k":"w"}` + strings.Repeat(`]`, 300),
+		wide(maxScratch+50, false),
+		wide(maxScratch+50, true),
+		`{"z":[{"y":1,"x":2},{"w":3}],"a":"\u00e9"}`,
+	}
+	type answer struct {
+		err   string
+		canon string
+	}
+	walk := func(doc string) answer {
+		var a answer
+		if err := CheckJSON("doc", []byte(doc)); err != nil {
+			a.err = err.Error()
+			return a
+		}
+		a.canon = string(canonicalJSON([]byte(doc)))
+		return a
+	}
+	want := make([]answer, len(docs))
+	for i, d := range docs {
+		want[i] = walk(d)
+	}
+	if want[1].err == "" || want[4].err == "" || want[6].err == "" || want[0].canon != `{"a":{"c":3,"d":2},"b":1}` {
+		t.Fatalf("the documents do not exercise what this test is for: %+v", want[:2])
+	}
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for r := range 50 {
+				i := (g + r*3) % len(docs)
+				if got := walk(docs[i]); got != want[i] {
+					t.Errorf("walk %d of document %d: %+v, want %+v", r, i, got, want[i])
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }
