@@ -199,12 +199,24 @@ func (e Event) Prepare() (Prepared, error) {
 // and costs one copy instead of a json.Marshal: the outbox stores events
 // this way.
 func (p Prepared) EventJSON(key EventKey) []byte {
-	var buf bytes.Buffer
-	buf.Grow(len(p.Envelope) + len(key.SourceID) + len(key.EventID) + 32)
+	return p.AppendEventJSON(make([]byte, 0, p.EventJSONSize(key)), key)
+}
+
+// EventJSONSize is the length of EventJSON(key) when its identifiers need
+// no escaping (and a lower bound when they do), for a caller sizing one
+// buffer for many events.
+func (p Prepared) EventJSONSize(key EventKey) int {
+	return len(p.Envelope) + len(key.SourceID) + len(key.EventID) + len(`{"event_id":"","source_id":"",`) - 1
+}
+
+// AppendEventJSON appends EventJSON(key) to dst and returns the extended
+// buffer.
+func (p Prepared) AppendEventJSON(dst []byte, key EventKey) []byte {
+	buf := bytes.NewBuffer(dst)
 	buf.WriteString(`{"event_id":`)
-	writeString(&buf, key.EventID)
+	writeString(buf, key.EventID)
 	buf.WriteString(`,"source_id":`)
-	writeString(&buf, key.SourceID)
+	writeString(buf, key.SourceID)
 	buf.WriteByte(',')
 	buf.Write(p.Envelope[1:])
 	return buf.Bytes()

@@ -46,7 +46,9 @@ func Enqueue(ctx context.Context, db DBTX, events ...kernel.Event) error {
 	srcs, ids, digests, seen := r.srcs, r.ids, r.digests, r.seen
 	inserted := make(map[kernel.EventKey]bool, n)
 	b := &pgx.Batch{}
-	pgplan.QueueInserted(b, inserted, "", enqueueSQL, r.args()...)
+	for _, pt := range r.parts {
+		pgplan.QueueInserted(b, inserted, "", enqueueSQL, r.args(pt)...)
+	}
 	if err := db.SendBatch(ctx, b).Close(); err != nil {
 		return fmt.Errorf("enqueue %d events: %w", n, err)
 	}
@@ -86,9 +88,13 @@ func Enqueue(ctx context.Context, db DBTX, events ...kernel.Event) error {
 
 // rows are events prepared for enqueueSQL's arrays, in the batch's order.
 type rows struct {
-	srcs, ids       []string
-	bodies, digests [][]byte
-	ords            []int32
+	srcs, ids []string
+	// parts split the batch into statements: each part's events go as one
+	// JSON array (enqueueInsertSQL says why), each event as
+	// kernel.Prepared.EventJSON writes it.
+	parts   []part
+	digests [][]byte
+	ords    []int32
 	// What the journal needs besides the event, so that the in-process
 	// publisher can copy the row into the journal inside the database
 	// (journal.Store.IngestOutboxTx) without preparing it again.
@@ -100,20 +106,56 @@ type rows struct {
 	seen map[kernel.EventKey]int
 }
 
+// part is the events [lo, hi) of a batch, written by one statement; doc
+// is their JSON array.
+type part struct {
+	lo, hi int
+	doc    []byte
+}
+
+// maxPartDoc bounds one statement's JSON array of events. A jsonb value
+// holds at most 256 MiB, and a batch of events of the API's largest size
+// (8 MiB each) could pass it; the parts of a batch are statements of one
+// round trip, so they commit or roll back together as the batch's single
+// statement did.
+const maxPartDoc = 64 << 20
+
 // prepareRows validates and prepares events for the outbox.
 func prepareRows(events []kernel.Event) (rows, error) {
+	return prepareRowsIn(events, maxPartDoc)
+}
+
+// prepareRowsIn is prepareRows with parts of documents of at most maxDoc
+// bytes, unless one event alone is larger.
+func prepareRowsIn(events []kernel.Event, maxDoc int) (rows, error) {
 	n := len(events)
 	r := rows{
 		srcs: make([]string, n), ids: make([]string, n),
-		bodies: make([][]byte, n), digests: make([][]byte, n), ords: make([]int32, n),
+		digests: make([][]byte, n), ords: make([]int32, n),
 		opIDs: make([]string, n), settles: make([]bool, n), tss: make([]time.Time, n),
 		seen: make(map[kernel.EventKey]int, n),
 	}
+	preps := make([]kernel.Prepared, n)
+	sizes := make([]int, n)
 	for i, ev := range events {
 		p, err := ev.Prepare()
 		if err != nil {
 			return rows{}, err
 		}
+		preps[i], sizes[i] = p, p.EventJSONSize(ev.Key())+1
+	}
+	for lo := 0; lo < n; {
+		hi, size := lo+1, len("[]")+sizes[lo]
+		for hi < n && size+sizes[hi] <= maxDoc {
+			size += sizes[hi]
+			hi++
+		}
+		r.parts = append(r.parts, part{lo: lo, hi: hi, doc: make([]byte, 0, size)})
+		lo = hi
+	}
+	cur := -1
+	for i, ev := range events {
+		p := preps[i]
 		d := p.Digest
 		if j, dup := r.seen[ev.Key()]; dup {
 			if !bytes.Equal(r.digests[j], d) {
@@ -126,15 +168,27 @@ func prepareRows(events []kernel.Event) (rows, error) {
 		// then the one the Go path writes (the same number spellings,
 		// {} for no data). Written from what Prepare already built, not
 		// marshalled again; ts is in UTC, the same instant.
-		r.srcs[i], r.ids[i], r.bodies[i], r.digests[i], r.ords[i] = ev.SourceID, ev.EventID, p.EventJSON(ev.Key()), d, int32(i)
+		sep := byte(',')
+		if cur < 0 || i == r.parts[cur].hi {
+			cur, sep = cur+1, '['
+		}
+		pt := &r.parts[cur]
+		pt.doc = p.AppendEventJSON(append(pt.doc, sep), ev.Key())
+		if i == pt.hi-1 {
+			pt.doc = append(pt.doc, ']')
+		}
+		r.srcs[i], r.ids[i], r.digests[i], r.ords[i] = ev.SourceID, ev.EventID, d, int32(i)
 		r.opIDs[i], r.settles[i], r.tss[i] = p.OperationID, p.Settles, ev.TS
 	}
 	return r, nil
 }
 
-// args are enqueueSQL's (and enqueueNewSQL's) parameters.
-func (r rows) args() []any {
-	return []any{r.srcs, r.ids, r.bodies, r.digests, r.ords, r.opIDs, r.settles, r.tss}
+// args are enqueueSQL's (and enqueueNewSQL's) parameters for part pt, the
+// events last so that pgx appends them to its buffers in one piece.
+func (r rows) args(pt part) []any {
+	lo, hi := pt.lo, pt.hi
+	return []any{r.srcs[lo:hi], r.ids[lo:hi], r.digests[lo:hi], r.ords[lo:hi], r.opIDs[lo:hi],
+		r.settles[lo:hi], r.tss[lo:hi], pt.doc}
 }
 
 // QueueEnqueueNew validates events and queues on b, between a caller's
@@ -156,7 +210,9 @@ func QueueEnqueueNew(b *pgx.Batch, events ...kernel.Event) error {
 	if err != nil {
 		return err
 	}
-	b.Queue(enqueueNewSQL, r.args()...)
+	for _, pt := range r.parts {
+		b.Queue(enqueueNewSQL, r.args(pt)...)
+	}
 	return nil
 }
 

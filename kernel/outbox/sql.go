@@ -17,13 +17,20 @@ WITH ins AS (` + enqueueInsertSQL + `
 )
 SELECT source_id, event_id FROM ins`
 
-// enqueueInsertSQL is the insert of enqueueSQL and enqueueNewSQL.
+// enqueueInsertSQL is the insert of enqueueSQL and enqueueNewSQL. The
+// events arrive as one JSON array ($8, the last parameter), not as a
+// jsonb[]: pgx encodes an array element by element into a buffer it
+// shrinks after every statement, so a batch's events were copied through
+// a doubling chain twice (its parameter buffer, then the Bind message),
+// the largest part of what an enqueue allocated; one document is one
+// append each (rows.args). ROWS FROM zips the array's elements with the
+// other parameters' in order.
 const enqueueInsertSQL = `
     INSERT INTO kernel_event_outbox (source_id, event_id, event, payload_digest, operation_id, settles, ts)
     SELECT source_id, event_id, event, payload_digest, NULLIF(operation_id, ''), settles, ts
-    FROM unnest($1::text[], $2::text[], $3::jsonb[], $4::bytea[], $5::int[], $6::text[], $7::bool[],
-        $8::timestamptz[])
-        AS i(source_id, event_id, event, payload_digest, ord, operation_id, settles, ts)
+    FROM ROWS FROM (unnest($1::text[]), unnest($2::text[]), unnest($3::bytea[]), unnest($4::int[]),
+        unnest($5::text[]), unnest($6::bool[]), unnest($7::timestamptz[]), jsonb_array_elements($8::jsonb))
+        AS i(source_id, event_id, payload_digest, ord, operation_id, settles, ts, event)
     ORDER BY ord
     ON CONFLICT (source_id, event_id) DO NOTHING`
 
