@@ -55,7 +55,7 @@ demo: db deps
 ## concurrency limit); the table is also written to bin/bench.json.
 ## Long; not part of test. RECKON_BENCH_SIZES=100k,1m shortens the listing.
 ## The ingest rows, the sustained row (against River's steady run) and the
-## built-in sweep measure RECKON_BENCH_REPEAT pairs (default 3), each pair
+## built-in sweep measure RECKON_BENCH_REPEAT pairs (default 5), each pair
 ## side by side, and report the pair of median ratio.
 ## The outbox package runs first, right after the references it is compared
 ## with, so that the load of a shared machine moves them together.

@@ -28,8 +28,12 @@ type Pair struct {
 func (p Pair) Ratio() float64 { return p.Value / p.Ref }
 
 // DefaultRepeats is how many pairs Repeats asks for when
-// RECKON_BENCH_REPEAT does not say.
-const DefaultRepeats = 3
+// RECKON_BENCH_REPEAT does not say. Five, not three: with three pairs one
+// disturbed pair of the two others' side moved the median, and a single
+// make bench put the sustained row (pairs 1.36–1.70 in one run) or the
+// batched ingest row (0.82–1.21) on either side of its target (stops
+// 38–39); five cost make bench about a fifth more time.
+const DefaultRepeats = 5
 
 // Repeats is how many pairs a benchmark measures: RECKON_BENCH_REPEAT, or
 // DefaultRepeats.
