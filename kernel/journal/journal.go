@@ -623,9 +623,28 @@ func (s *Store) IngestOutboxTx(ctx context.Context, tx pgx.Tx, ids []int64, keys
 		return nil, nil
 	}
 	inserted := make(map[kernel.EventKey]bool, len(ids))
+	// First on the condition that every key is new (ingestOutboxNewSQL
+	// says why), under a savepoint in the same round trip; a key already
+	// journaled rolls that back, and the rows are written the way that
+	// skips such keys and answers them below.
 	b := &pgx.Batch{}
-	pgplan.QueueInserted(b, inserted, "journal_events", ingestOutboxSQL, ids)
-	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+	b.Queue(outboxNewSavepointSQL)
+	pgplan.QueueInserted(b, inserted, "journal_events", ingestOutboxNewSQL, ids)
+	b.Queue(outboxNewReleaseSQL)
+	err := tx.SendBatch(ctx, b).Close()
+	if isJournalKeyViolation(err) {
+		// The rollback alone first: pgx prepares a batch's statements
+		// before it runs them, which the aborted transaction refuses.
+		clear(inserted)
+		if _, err := tx.Exec(ctx, outboxNewRollbackSQL); err != nil {
+			return nil, fmt.Errorf("ingest %d outbox rows: %w", len(ids), err)
+		}
+		b = &pgx.Batch{}
+		b.Queue(outboxNewReleaseSQL)
+		pgplan.QueueInserted(b, inserted, "journal_events", ingestOutboxSQL, ids)
+		err = tx.SendBatch(ctx, b).Close()
+	}
+	if err != nil {
 		return nil, fmt.Errorf("ingest %d outbox rows: %w", len(ids), err)
 	}
 	var missing []int64
@@ -669,4 +688,11 @@ func (s *Store) IngestOutboxTx(ctx context.Context, tx pgx.Tx, ids []int64, keys
 	}
 	s.countResults(out)
 	return out, nil
+}
+
+// isJournalKeyViolation reports whether err is a unique violation of the
+// journal's event keys: a key written before (ingestOutboxNewSQL).
+func isJournalKeyViolation(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == journalKeyConstraint
 }

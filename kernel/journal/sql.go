@@ -190,7 +190,40 @@ ORDER BY seq`
 // operation is settled in the journal or by another row of the batch: the
 // batch's settled operations are joined once (a hash join), not searched
 // per row, which made a batch of n starts cost n² comparisons.
-const ingestOutboxSQL = `
+const ingestOutboxSQL = ingestOutboxHeadSQL + `
+    ORDER BY i.id
+    ON CONFLICT (source_id, event_id) DO NOTHING` + ingestOutboxTailSQL
+
+// ingestOutboxTailSQL ends ingestOutboxSQL and ingestOutboxNewSQL.
+const ingestOutboxTailSQL = `
+    RETURNING source_id, event_id, project, run_id, operation_id, settles
+),
+` + settleStepSQL
+
+// ingestOutboxNewSQL is ingestOutboxSQL on the condition that every row's
+// key is new to the journal: without ON CONFLICT, so a key already
+// journaled is a unique violation of journal_events_key that aborts the
+// statement (IngestOutboxTx then rolls back to a savepoint and runs
+// ingestOutboxSQL). The in-process publisher's rows are almost always
+// new; ON CONFLICT makes every row a speculative insertion (a probe of
+// the key's index, the insert, a second WAL record to confirm it), which
+// cost the insert about an eighth of its rate in pgbench (outbox's
+// enqueueNewSQL has the figures).
+const ingestOutboxNewSQL = ingestOutboxHeadSQL + `
+    ORDER BY i.id` + ingestOutboxTailSQL
+
+// The savepoint of IngestOutboxTx's first try (ingestOutboxNewSQL).
+const (
+	outboxNewSavepointSQL = `SAVEPOINT reckon_outbox_new`
+	outboxNewReleaseSQL   = `RELEASE SAVEPOINT reckon_outbox_new`
+	outboxNewRollbackSQL  = `ROLLBACK TO SAVEPOINT reckon_outbox_new`
+)
+
+// journalKeyConstraint is the journal's unique constraint on event keys.
+const journalKeyConstraint = "journal_events_key"
+
+// ingestOutboxHeadSQL begins ingestOutboxSQL and ingestOutboxNewSQL.
+const ingestOutboxHeadSQL = `
 WITH src AS (
     SELECT o.id, o.source_id, o.event_id, o.event, o.payload_digest, o.operation_id, o.settles, o.ts,
         o.event->>'project' AS project, o.event->>'run_id' AS run_id, o.event->>'type' AS type
@@ -206,12 +239,7 @@ ins AS (
         i.type = 'tool.started' AND b.operation_id IS NULL AND ` + unsettledInJournalSQL + `
     FROM src i
     LEFT JOIN (SELECT DISTINCT project, run_id, operation_id FROM src WHERE settles) b
-        ON b.project = i.project AND b.run_id = i.run_id AND b.operation_id = i.operation_id
-    ORDER BY i.id
-    ON CONFLICT (source_id, event_id) DO NOTHING
-    RETURNING source_id, event_id, project, run_id, operation_id, settles
-),
-` + settleStepSQL
+        ON b.project = i.project AND b.run_id = i.run_id AND b.operation_id = i.operation_id`
 
 // outboxDigestsSQL reads, for outbox rows ingestOutboxSQL did not insert,
 // whether the journal's row under the same key has the same digest

@@ -329,8 +329,8 @@ type RunRead struct {
 // that could change them — an event of one of the operations journaled
 // that read lacks (an operator's ruling delivered, a late tool.completed),
 // or any event of the run pending in the outbox that read lacks — and the
-// enqueue raises RK005 when one of its events is already enqueued (see
-// outbox.QueueEnqueueNew). Either aborts the caller's transaction with
+// enqueue fails with a unique violation of the outbox's key when one of
+// its events is already enqueued (see outbox.QueueEnqueueNew). Either aborts the caller's transaction with
 // nothing written; Stale tells them from other errors, and the caller
 // rolls back and calls ReconcileAllTx, which reads again under the locks
 // and answers repeats and conflicts. The guard errs on the side of
@@ -394,7 +394,8 @@ func (s *Service) QueueReconcileAll(b *pgx.Batch, read RunRead, reqs []Reconcile
 var ErrRepeat = errors.New("reconcile: a request repeats a recorded reconciliation")
 
 // Stale reports whether err is QueueReconcileAll's guard or enqueue
-// refusing to write on what the caller read (RK004, RK005): the caller
+// refusing to write on what the caller read (RK004, or the outbox key's
+// unique violation): the caller
 // rolls back and calls ReconcileAllTx.
 func Stale(err error) bool {
 	var pe *pgconn.PgError

@@ -42,6 +42,25 @@ func Enqueue(ctx context.Context, db DBTX, events ...kernel.Event) error {
 	if err != nil {
 		return err
 	}
+	if pool, ok := db.(*pgxpool.Pool); ok {
+		// A transaction of its own: the batch is written on the
+		// condition that every key is new (enqueueNewSQL says why), and
+		// answered key by key below only when one is not. Not in a
+		// caller's transaction, which the refusal would abort.
+		b := &pgx.Batch{}
+		pgplan.Force(b, "")
+		for _, pt := range r.parts {
+			b.Queue(enqueueNewSQL, r.args(pt)...)
+		}
+		pgplan.Restore(b)
+		err := pool.SendBatch(ctx, b).Close()
+		if err == nil {
+			return nil
+		}
+		if !AlreadyEnqueued(err) {
+			return fmt.Errorf("enqueue %d events: %w", len(events), err)
+		}
+	}
 	n := len(events)
 	srcs, ids, digests, seen := r.srcs, r.ids, r.digests, r.seen
 	inserted := make(map[kernel.EventKey]bool, n)
@@ -195,8 +214,8 @@ func (r rows) args(pt part) []any {
 // pgplan.Force and pgplan.Restore, the statement that writes them to the
 // outbox on the condition that every one of them is new: when a key is
 // already enqueued (with the same payload or another) the statement
-// raises SQLSTATE RK005 (AlreadyEnqueued tells) and its transaction is
-// aborted with nothing written. Enqueue's answers for such keys (a repeat
+// fails with a unique violation of the outbox's key (AlreadyEnqueued
+// tells) and its transaction is aborted with nothing written. Enqueue's answers for such keys (a repeat
 // is a no-op, another payload a conflict) need the stored digests read
 // and compared before the transaction may commit; this statement lets a
 // caller queue the COMMIT in the same round trip, and take Enqueue's way
@@ -217,14 +236,14 @@ func QueueEnqueueNew(b *pgx.Batch, events ...kernel.Event) error {
 }
 
 // AlreadyEnqueued reports whether err is QueueEnqueueNew's refusal of an
-// event already enqueued.
+// event already enqueued: a unique violation of the outbox's key.
 func AlreadyEnqueued(err error) bool {
 	var pe *pgconn.PgError
-	return errors.As(err, &pe) && pe.Code == alreadyEnqueuedCode
+	return errors.As(err, &pe) && pe.Code == uniqueViolation && pe.ConstraintName == outboxKeyConstraint
 }
 
-// alreadyEnqueuedCode is enqueueNewSQL's SQLSTATE.
-const alreadyEnqueuedCode = "RK005"
+// uniqueViolation is PostgreSQL's SQLSTATE unique_violation.
+const uniqueViolation = "23505"
 
 // Stored returns the event enqueued under key, and false when none is (or it
 // has been pruned after delivery).

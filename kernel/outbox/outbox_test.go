@@ -135,6 +135,25 @@ func TestEnqueueSameKeyIsIdempotentDifferentPayloadConflicts(t *testing.T) {
 	if n := count(t, s, "SELECT count(*) FROM kernel_event_outbox"); n != 2 {
 		t.Fatalf("%d rows, want 2", n)
 	}
+	// On a pool the batch is first written on the condition that every
+	// key is new; a batch mixing a new key with an enqueued one falls
+	// back to writing the new one and answering the other as a repeat;
+	// one with a conflict is answered EConflict, as before this first
+	// try, having written its new key (on a pool nothing holds the batch
+	// together; in a caller's transaction the caller rolls back).
+	fresh := events("r-mixed", 2)
+	if err := outbox.Enqueue(ctx, s.Pool, fresh[0], evs[0]); err != nil {
+		t.Fatalf("a new key with an enqueued one: %v", err)
+	}
+	if err := outbox.Enqueue(ctx, s.Pool, fresh[1], changed); kernel.ErrorCode(err) != kernel.EConflict {
+		t.Fatalf("a new key with a conflicting one: %v", err)
+	}
+	if n := count(t, s, "SELECT count(*) FROM kernel_event_outbox"); n != 4 {
+		t.Fatalf("%d rows, want 4 (the mixed batches' new keys once each)", n)
+	}
+	if n := count(t, s, "SELECT count(*) FROM kernel_event_outbox_undelivered"); n != 4 {
+		t.Fatalf("%d rows pending, want 4", n)
+	}
 }
 
 // flaky fails every other Ingest call before touching the journal, and
