@@ -118,19 +118,31 @@ FROM generate_series(1, 20000) g`); err != nil {
 	if _, err := tx.Exec(ctx, `ANALYZE kernel_event_outbox`); err != nil {
 		t.Fatal(err)
 	}
+	// Both forms: the one tried first, without ON CONFLICT, and the one
+	// that skips keys already journaled.
 	if _, err := tx.Exec(ctx, "PREPARE ingest_outbox AS "+ingestOutboxSQL); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, "PREPARE ingest_outbox_new AS "+ingestOutboxNewSQL); err != nil {
 		t.Fatal(err)
 	}
 	var ids string
 	if err := tx.QueryRow(ctx, `SELECT array_agg(id)::text FROM (SELECT id FROM kernel_event_outbox ORDER BY id LIMIT 500) o`).Scan(&ids); err != nil {
 		t.Fatal(err)
 	}
-	for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
+	for _, c := range []struct{ mode, stmt string }{
+		{"force_custom_plan", "ingest_outbox"}, {"force_generic_plan", "ingest_outbox"},
+		{"force_custom_plan", "ingest_outbox_new"}, {"force_generic_plan", "ingest_outbox_new"},
+	} {
+		mode := c.mode
 		if _, err := tx.Exec(ctx, "SET LOCAL plan_cache_mode = "+mode); err != nil {
 			t.Fatal(err)
 		}
-		what := "500 outbox rows, " + mode
-		plan := explainStatement(t, tx, what, "EXECUTE ingest_outbox('"+ids+"')")
+		what := "500 outbox rows, " + c.stmt + ", " + mode
+		plan := explainStatement(t, tx, what, "EXECUTE "+c.stmt+"('"+ids+"')")
+		if conflict := strings.Contains(plan, "Conflict"); conflict != (c.stmt == "ingest_outbox") {
+			t.Errorf("%s: ON CONFLICT in the plan is %v:\n%s", what, conflict, plan)
+		}
 		if strings.Contains(plan, "Seq Scan on kernel_event_outbox") {
 			t.Errorf("%s: the rows are read from the outbox by a sequential scan:\n%s", what, plan)
 		}
