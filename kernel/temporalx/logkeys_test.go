@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/rs/zerolog"
+	"go.temporal.io/server/common/log/tag"
 )
 
 // TestSDKKeysAreSnakeCase: the Temporal SDK's keys land in reckon's
@@ -37,5 +39,37 @@ func TestSDKKeysAreSnakeCase(t *testing.T) {
 		if _, ok := m[k]; ok {
 			t.Fatalf("SDK key %s kept: %s", k, buf.String())
 		}
+	}
+}
+
+// TestServerLoggerDemotesStartTransients: the server's errors stay errors,
+// but the two start-up transients it recovers from itself — a call the
+// frontend refused while not yet healthy, and the first load of the Nexus
+// endpoints from a matching service not yet in the ring (it then reads
+// them from persistence) — are logged at debug.
+func TestServerLoggerDemotesStartTransients(t *testing.T) {
+	t.Parallel()
+	var buf bytes.Buffer
+	l := serverLogger{l: zerolog.New(&buf)}
+	level := func() string {
+		t.Helper()
+		var m map[string]any
+		if err := json.Unmarshal(buf.Bytes(), &m); err != nil {
+			t.Fatalf("%v: %s", err, buf.Bytes())
+		}
+		buf.Reset()
+		return fmt.Sprint(m["level"])
+	}
+	l.Error(nexusInitFallback, tag.Error(errors.New("Not enough hosts to serve the request")))
+	if got := level(); got != "debug" {
+		t.Errorf("the Nexus cache's fallback logged at %s, want debug", got)
+	}
+	l.Error("service failures", tag.Error(errors.New("Frontend is not healthy yet")))
+	if got := level(); got != "debug" {
+		t.Errorf("a refusal while starting logged at %s, want debug", got)
+	}
+	l.Error("error from matching", tag.Error(errors.New("Not enough hosts to serve the request")))
+	if got := level(); got != "error" {
+		t.Errorf("another error logged at %s, want error", got)
 	}
 }
