@@ -330,10 +330,10 @@ type RunRead struct {
 // that read lacks (an operator's ruling delivered, a late tool.completed),
 // or any event of the run pending in the outbox that read lacks — and the
 // enqueue fails with a unique violation of the outbox's key when one of
-// its events is already enqueued (see outbox.QueueEnqueueNew). Either aborts the caller's transaction with
-// nothing written; Stale tells them from other errors, and the caller
-// rolls back and calls ReconcileAllTx, which reads again under the locks
-// and answers repeats and conflicts. The guard errs on the side of
+// its events is already enqueued (see outbox.QueueEnqueueNew). Either
+// aborts the caller's transaction with nothing written; Stale tells them
+// from other errors, and the caller rolls back and calls ReconcileAllTx,
+// which reads again under the locks and answers repeats and conflicts. The guard errs on the side of
 // raising: a pending event of read delivered since is a journaled event
 // read lacks. A request that would be a repeat is refused at once
 // (ErrRepeat), before anything is queued.
@@ -395,8 +395,7 @@ var ErrRepeat = errors.New("reconcile: a request repeats a recorded reconciliati
 
 // Stale reports whether err is QueueReconcileAll's guard or enqueue
 // refusing to write on what the caller read (RK004, or the outbox key's
-// unique violation): the caller
-// rolls back and calls ReconcileAllTx.
+// unique violation): the caller rolls back and calls ReconcileAllTx.
 func Stale(err error) bool {
 	var pe *pgconn.PgError
 	return errors.As(err, &pe) && pe.Code == runChangedCode || outbox.AlreadyEnqueued(err)

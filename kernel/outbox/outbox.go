@@ -155,26 +155,12 @@ func prepareRowsIn(events []kernel.Event, maxDoc int) (rows, error) {
 		seen: make(map[kernel.EventKey]int, n),
 	}
 	preps := make([]kernel.Prepared, n)
-	sizes := make([]int, n)
 	for i, ev := range events {
 		p, err := ev.Prepare()
 		if err != nil {
 			return rows{}, err
 		}
-		preps[i], sizes[i] = p, p.EventJSONSize(ev.Key())+1
-	}
-	for lo := 0; lo < n; {
-		hi, size := lo+1, len("[]")+sizes[lo]
-		for hi < n && size+sizes[hi] <= maxDoc {
-			size += sizes[hi]
-			hi++
-		}
-		r.parts = append(r.parts, part{lo: lo, hi: hi, doc: make([]byte, 0, size)})
-		lo = hi
-	}
-	cur := -1
-	for i, ev := range events {
-		p := preps[i]
+		preps[i] = p
 		d := p.Digest
 		if j, dup := r.seen[ev.Key()]; dup {
 			if !bytes.Equal(r.digests[j], d) {
@@ -182,22 +168,31 @@ func prepareRowsIn(events []kernel.Event, maxDoc int) (rows, error) {
 			}
 		}
 		r.seen[ev.Key()] = i
-		// The row holds the event with its canonical data, the data the
-		// journal stores: copied in the database, the journal's row is
-		// then the one the Go path writes (the same number spellings,
-		// {} for no data). Written from what Prepare already built, not
-		// marshalled again; ts is in UTC, the same instant.
-		sep := byte(',')
-		if cur < 0 || i == r.parts[cur].hi {
-			cur, sep = cur+1, '['
-		}
-		pt := &r.parts[cur]
-		pt.doc = p.AppendEventJSON(append(pt.doc, sep), ev.Key())
-		if i == pt.hi-1 {
-			pt.doc = append(pt.doc, ']')
-		}
 		r.srcs[i], r.ids[i], r.digests[i], r.ords[i] = ev.SourceID, ev.EventID, d, int32(i)
 		r.opIDs[i], r.settles[i], r.tss[i] = p.OperationID, p.Settles, ev.TS
+	}
+	// The row holds the event with its canonical data, the data the
+	// journal stores: copied in the database, the journal's row is then
+	// the one the Go path writes (the same number spellings, {} for no
+	// data). Written from what Prepare already built, not marshalled
+	// again; ts is in UTC, the same instant. Each part's array is sized
+	// before it is written.
+	size := func(i int) int { return preps[i].EventJSONSize(events[i].Key()) + len(",") }
+	for lo := 0; lo < n; {
+		hi, total := lo+1, len("[]")+size(lo)
+		for hi < n && total+size(hi) <= maxDoc {
+			total += size(hi)
+			hi++
+		}
+		doc := append(make([]byte, 0, total), '[')
+		for i := lo; i < hi; i++ {
+			if i > lo {
+				doc = append(doc, ',')
+			}
+			doc = preps[i].AppendEventJSON(doc, events[i].Key())
+		}
+		r.parts = append(r.parts, part{lo: lo, hi: hi, doc: append(doc, ']')})
+		lo = hi
 	}
 	return r, nil
 }
@@ -215,8 +210,9 @@ func (r rows) args(pt part) []any {
 // outbox on the condition that every one of them is new: when a key is
 // already enqueued (with the same payload or another) the statement
 // fails with a unique violation of the outbox's key (AlreadyEnqueued
-// tells) and its transaction is aborted with nothing written. Enqueue's answers for such keys (a repeat
-// is a no-op, another payload a conflict) need the stored digests read
+// tells) and its transaction is aborted with nothing written. Enqueue's
+// answers for such keys (a repeat is a no-op, another payload a
+// conflict) need the stored digests read
 // and compared before the transaction may commit; this statement lets a
 // caller queue the COMMIT in the same round trip, and take Enqueue's way
 // after a rollback in the rare case it raises. Nothing is queued when an
