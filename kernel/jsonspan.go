@@ -219,9 +219,7 @@ func canonicalJSON(raw []byte) []byte {
 	defer s.release()
 	w := canonWriter{raw: raw, out: make([]byte, 0, len(raw)), pieces: s.pieces[:0]}
 	w.value()
-	if cap(w.pieces) <= maxScratch {
-		s.pieces = w.pieces
-	}
+	keepScratch(&s.pieces, w.pieces)
 	return w.out
 }
 

@@ -39,7 +39,8 @@ func checkedJSON(what string, raw []byte) (valid bool, err error) {
 	defer s.release()
 	c := checker{raw: raw, path: s.path[:0], keys: s.keys[:0]}
 	err = c.value()
-	s.keep(c.path, c.keys)
+	keepScratch(&s.path, c.path)
+	keepScratch(&s.keys, c.keys)
 	if err != nil {
 		return true, Errorf(EInvalid, "%s: %s", what, err.Error())
 	}
@@ -65,13 +66,11 @@ var scratchPool = sync.Pool{New: func() any {
 	return &jsonScratch{path: make([]pathSeg, 0, 8), keys: make([][]byte, 0, 16), pieces: make([]canonPiece, 0, 8)}
 }}
 
-// keep takes back the checker's slices, which append may have grown.
-func (s *jsonScratch) keep(path []pathSeg, keys [][]byte) {
-	if cap(path) <= maxScratch {
-		s.path = path
-	}
-	if cap(keys) <= maxScratch {
-		s.keys = keys
+// keepScratch takes back into *dst a walk's slice, which append may have
+// grown, unless it grew past maxScratch.
+func keepScratch[T any](dst *[]T, grown []T) {
+	if cap(grown) <= maxScratch {
+		*dst = grown
 	}
 }
 

@@ -32,7 +32,9 @@ func (p Pair) Ratio() float64 { return p.Value / p.Ref }
 // disturbed pair of the two others' side moved the median, and a single
 // make bench put the sustained row (pairs 1.36–1.70 in one run) or the
 // batched ingest row (0.82–1.21) on either side of its target (stops
-// 38–39); five cost make bench about a fifth more time.
+// 38–39). make bench took 6–7 minutes with five (runs AX–BB of stop 39,
+// AMD EPYC, 2 cores), about what one with three had taken (run AV, 7
+// minutes with the build); the pairs are the short part of it.
 const DefaultRepeats = 5
 
 // Repeats is how many pairs a benchmark measures: RECKON_BENCH_REPEAT, or

@@ -694,5 +694,5 @@ func (s *Store) IngestOutboxTx(ctx context.Context, tx pgx.Tx, ids []int64, keys
 // journal's event keys: a key written before (ingestOutboxNewSQL).
 func isJournalKeyViolation(err error) bool {
 	var pgErr *pgconn.PgError
-	return errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == journalKeyConstraint
+	return errors.As(err, &pgErr) && pgErr.Code == uniqueViolation && pgErr.ConstraintName == journalKeyConstraint
 }

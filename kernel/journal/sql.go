@@ -222,6 +222,9 @@ const (
 // journalKeyConstraint is the journal's unique constraint on event keys.
 const journalKeyConstraint = "journal_events_key"
 
+// uniqueViolation is PostgreSQL's SQLSTATE unique_violation.
+const uniqueViolation = "23505"
+
 // ingestOutboxHeadSQL begins ingestOutboxSQL and ingestOutboxNewSQL.
 const ingestOutboxHeadSQL = `
 WITH src AS (
