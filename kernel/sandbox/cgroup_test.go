@@ -192,6 +192,7 @@ func TestCgroupPlacement(t *testing.T) {
 		}
 		wantLimits(t, c, g, maxMemory, 50)
 	}
+	wantCommandOOMFirst(t, pids)
 	cancel()
 	wantToolError(t, <-done, ErrorTypeCommandCanceled, kernel.EffectUncertain)
 	wantRemoved(t, "cancel", gs)
@@ -720,4 +721,40 @@ func TestKilledFromOutsideIsNotOOM(t *testing.T) {
 		t.Fatalf("killed from outside: exit %d, oom_killed %v, summary %q, error %v", out.ExitCode, out.OOMKilled, res.Summary, te)
 	}
 	waitGone(t, marker)
+}
+
+// wantCommandOOMFirst fails unless, among pids (a running command's), the
+// command's processes are the OOM killer's first choice and the
+// sandbox's own (the launcher, this process's child, and the init) are
+// left as the worker is.
+func wantCommandOOMFirst(t *testing.T, pids []int) {
+	t.Helper()
+	adj := func(pid int) string {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/oom_score_adj")
+		if err != nil {
+			t.Fatalf("process %d (%s): %v", pid, comm(pid), err)
+		}
+		return strings.TrimSpace(string(b))
+	}
+	own := adj(os.Getpid())
+	var sandbox, command int
+	for _, pid := range pids {
+		st, err := readStatus(pid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := strconv.Itoa(oomFirst)
+		if st.ppid == os.Getpid() || st.nsInit {
+			sandbox++
+			want = own
+		} else {
+			command++
+		}
+		if got := adj(pid); got != want {
+			t.Errorf("process %d (%s, parent %d) has oom_score_adj %s, want %s", pid, comm(pid), st.ppid, got, want)
+		}
+	}
+	if sandbox != 2 || command < 4 {
+		t.Errorf("%d of the sandbox's own processes and %d of the command's among %v, want 2 and at least 4", sandbox, command, pids)
+	}
 }

@@ -394,14 +394,30 @@ func (r *runCommand) prepare(call kernel.ToolCall) (prepared, error) {
 
 // startScript runs inside the sandbox before the command: it sets the
 // resource limits on itself (prlimit on the shell's own pid, inherited by
-// the command), writes one byte to fd 3 (proof that the sandbox is set up
-// and the command is about to run), closes fd 3 so the command does not
-// inherit it, then runs the command as /bin/sh -c would, under the
-// sandbox's own deadline of $5 seconds (coreutils timeout, SIGKILL to the
-// command's process group). A limit that cannot be set, or a timeout
-// binary that is not there, stops the chain before the marker: nothing
-// ran (after the marker, a failed exec would read as a command that ran).
-const startScript = `prlimit --pid $$ --nproc="$2" --as="$3" --fsize="$4" --core=0 && command -v timeout >/dev/null && printf . >&3 && exec 3>&- && exec timeout -s KILL "$5" /bin/sh -c "$1"`
+// the command), makes itself and so the command the OOM killer's first
+// choice (oom_score_adj $6, oomFirst), writes one byte to fd 3 (proof
+// that the sandbox is set up and the command is about to run), closes
+// fd 3 so the command does not inherit it, then runs the command as
+// /bin/sh -c would, under the sandbox's own deadline of $5 seconds
+// (coreutils timeout, SIGKILL to the command's process group). A limit
+// or a setting that cannot be set, or a timeout binary that is not
+// there, stops the chain before the marker: nothing ran (after the
+// marker, a failed exec would read as a command that ran).
+const startScript = `prlimit --pid $$ --nproc="$2" --as="$3" --fsize="$4" --core=0 && printf %s "$6" >/proc/self/oom_score_adj && command -v timeout >/dev/null && printf . >&3 && exec 3>&- && exec timeout -s KILL "$5" /bin/sh -c "$1"`
+
+// oomFirst: the command's processes go before any other at an OOM kill,
+// whether at the command's memory limit or the host's. In the command's
+// cgroup the other processes are the sandbox's own: bubblewrap's
+// launcher and the init. Once the kernel had killed the command's
+// largest process the launcher was often the largest left, and a second
+// kill at the limit (seen once in CI, the first victim's memory not yet
+// freed) took it: the command's exit status went with it (exit -1 where
+// the shell had reported 137). Sparing the launcher instead (lowering its
+// value) needs CAP_SYS_RESOURCE, which a worker need not have (these
+// machines' root lacks it); raising one's own value needs nothing, and
+// the command inherits it. On the host, the same setting makes an agent's
+// command go before the worker or the database.
+const oomFirst = 1000
 
 // deadlineSlack is how long past its timeout a command may run before the
 // sandbox's own deadline kills it. The worker's kill comes first and is
@@ -417,7 +433,8 @@ const deadlineSlack = 5 * time.Second
 func (r *runCommand) confinedArgs(p prepared) []string {
 	return []string{"/bin/sh", "-c", startScript, "reckon-run-command", p.command,
 		strconv.Itoa(r.o.MaxProcs), strconv.FormatInt(r.o.MaxMemory, 10), strconv.FormatInt(r.o.MaxFileSize, 10),
-		strconv.FormatInt(int64((p.timeout+deadlineSlack+time.Second-1)/time.Second), 10)}
+		strconv.FormatInt(int64((p.timeout+deadlineSlack+time.Second-1)/time.Second), 10),
+		strconv.Itoa(oomFirst)}
 }
 
 // gateScript holds the sandbox's launcher until the worker has put it in
