@@ -400,10 +400,13 @@ func (r *runCommand) prepare(call kernel.ToolCall) (prepared, error) {
 // fd 3 so the command does not inherit it, then runs the command as
 // /bin/sh -c would, under the sandbox's own deadline of $5 seconds
 // (coreutils timeout, SIGKILL to the command's process group). A limit
-// or a setting that cannot be set, or a timeout binary that is not
-// there, stops the chain before the marker: nothing ran (after the
-// marker, a failed exec would read as a command that ran).
-const startScript = `prlimit --pid $$ --nproc="$2" --as="$3" --fsize="$4" --core=0 && printf %s "$6" >/proc/self/oom_score_adj && command -v timeout >/dev/null && printf . >&3 && exec 3>&- && exec timeout -s KILL "$5" /bin/sh -c "$1"`
+// that cannot be set, or a timeout binary that is not there, stops the
+// chain before the marker: nothing ran (after the marker, a failed exec
+// would read as a command that ran). The OOM setting alone is best
+// effort: a kernel or a /proc that refuses it costs an exit status after
+// an OOM kill at worst, and stopping every command for it would cost the
+// tool.
+const startScript = `prlimit --pid $$ --nproc="$2" --as="$3" --fsize="$4" --core=0 && { printf %s "$6" 2>/dev/null >/proc/self/oom_score_adj || :; } && command -v timeout >/dev/null && printf . >&3 && exec 3>&- && exec timeout -s KILL "$5" /bin/sh -c "$1"`
 
 // oomFirst: the command's processes go before any other at an OOM kill,
 // whether at the command's memory limit or the host's. In the command's
