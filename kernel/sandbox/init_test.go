@@ -55,12 +55,12 @@ func TestSandboxInitKilled(t *testing.T) {
 		name    string
 		command string // %s: the marker
 		timeout int
-		cancel  time.Duration // 0: the caller does not cancel
+		cancel  bool // the caller cancels once the command runs
 		errType string
 	}{
-		{"caller cancels", "(sleep 2.%s; touch late) >/dev/null 2>&1 & sleep 30", 30, 300 * time.Millisecond, ErrorTypeCommandCanceled},
-		{"timeout", "(sleep 2.%s; touch late) >/dev/null 2>&1 & sleep 30", 1, 0, ErrorTypeCommandTimeout},
-		{"command exits, a background process stays", "(sleep 2.%s; touch late) >/dev/null 2>&1 & echo started", 30, 0, ""},
+		{"caller cancels", "(sleep 2.%s; touch late) >/dev/null 2>&1 & touch running; sleep 30", 30, true, ErrorTypeCommandCanceled},
+		{"timeout", "(sleep 2.%s; touch late) >/dev/null 2>&1 & sleep 30", 1, false, ErrorTypeCommandTimeout},
+		{"command exits, a background process stays", "(sleep 2.%s; touch late) >/dev/null 2>&1 & echo started", 30, false, ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -69,9 +69,9 @@ func TestSandboxInitKilled(t *testing.T) {
 			marker := fmt.Sprintf("%09d", rand.IntN(1e9))
 			tool := NewRunCommand(Config{BwrapPath: bwrap})
 			ctx := context.Background()
-			if c.cancel > 0 {
+			if c.cancel {
 				var cancel context.CancelFunc
-				ctx, cancel = context.WithTimeout(ctx, c.cancel)
+				ctx, cancel = cancelOnceWritten(ctx, filepath.Join(ws, "running"))
 				defer cancel()
 			}
 			t0 := time.Now()

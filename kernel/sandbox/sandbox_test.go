@@ -489,14 +489,36 @@ func TestUnconfinedMarksResult(t *testing.T) {
 func TestCallerCancel(t *testing.T) {
 	t.Parallel()
 	tool := NewRunCommand(Config{})
-	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	ws := wsDir(t)
+	ctx, cancel := cancelOnceWritten(context.Background(), filepath.Join(ws, "running"))
 	defer cancel()
 	start := time.Now()
-	_, err := tool.Execute(ctx, call(t, wsDir(t), map[string]any{"command": "sleep 30", "timeout_s": 30}))
+	_, err := tool.Execute(ctx, call(t, ws, map[string]any{"command": "touch running; sleep 30", "timeout_s": 30}))
 	wantToolError(t, err, ErrorTypeCommandCanceled, kernel.EffectUncertain)
-	if el := time.Since(start); el > 2*time.Second {
+	// The sleep would hold the call for 30 s; the start and the kill take
+	// well under a second each.
+	if el := time.Since(start); el > 5*time.Second {
 		t.Fatalf("cancel took %s", el)
 	}
+}
+
+// cancelOnceWritten is a context cancelled as soon as the file at path
+// exists (or after 20 s): a caller that cancels a command which has
+// started. A fixed delay instead (300 ms) came, in a loaded CI run,
+// before the sandbox had started the command, and the call was then
+// (rightly) a start failure with effect none.
+func cancelOnceWritten(parent context.Context, path string) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(parent)
+	go func() {
+		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline) && ctx.Err() == nil; {
+			if _, err := os.Stat(path); err == nil {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		cancel()
+	}()
+	return ctx, cancel
 }
 
 func TestSummaryBounded(t *testing.T) {
