@@ -89,7 +89,7 @@ func (s *Store) ingestCopy(ctx context.Context, preps []prepared, d distinctRows
 			_ = c.Close(context.WithoutCancel(ctx))
 		}
 		var pgErr *pgconn.PgError
-		if errors.As(err, &pgErr) && (pgErr.Code == uniqueViolation || pgErr.Code == "40P01" || pgErr.Code == "40001") {
+		if errors.As(err, &pgErr) && pgErr.Code == uniqueViolation || abortedWhole(err) {
 			return nil, false, nil
 		}
 		if refusal := agentRefusal(err); refusal != nil {

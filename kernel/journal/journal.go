@@ -131,8 +131,7 @@ func (s *Store) ingestRetry(ctx context.Context, preps []prepared) ([]kernel.Ing
 	// order follows it) rather than being sorted to avoid the wait.
 	for attempt := 1; ; attempt++ {
 		res, err := s.ingest(ctx, s.pool, preps)
-		var pgErr *pgconn.PgError
-		if err != nil && attempt < 5 && errors.As(err, &pgErr) && (pgErr.Code == "40P01" || pgErr.Code == "40001") {
+		if attempt < 5 && abortedWhole(err) {
 			continue
 		}
 		return res, err
@@ -688,6 +687,15 @@ func (s *Store) IngestOutboxTx(ctx context.Context, tx pgx.Tx, ids []int64, keys
 	}
 	s.countResults(out)
 	return out, nil
+}
+
+// abortedWhole reports whether err is PostgreSQL aborting a transaction
+// whole for what another one did at the same time (a deadlock or a
+// serialization failure): nothing of it was written, and running it
+// again is safe.
+func abortedWhole(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && (pgErr.Code == deadlockDetected || pgErr.Code == serializationFailure)
 }
 
 // isJournalKeyViolation reports whether err is a unique violation of the

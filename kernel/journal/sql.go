@@ -222,8 +222,12 @@ const (
 // journalKeyConstraint is the journal's unique constraint on event keys.
 const journalKeyConstraint = "journal_events_key"
 
-// uniqueViolation is PostgreSQL's SQLSTATE unique_violation.
-const uniqueViolation = "23505"
+// PostgreSQL's SQLSTATEs the journal's writes answer by code.
+const (
+	uniqueViolation      = "23505"
+	deadlockDetected     = "40P01"
+	serializationFailure = "40001"
+)
 
 // ingestOutboxHeadSQL begins ingestOutboxSQL and ingestOutboxNewSQL.
 const ingestOutboxHeadSQL = `
