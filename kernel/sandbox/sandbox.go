@@ -412,14 +412,23 @@ const startScript = `prlimit --pid $$ --nproc="$2" --as="$3" --fsize="$4" --core
 // whether at the command's memory limit or the host's. In the command's
 // cgroup the other processes are the sandbox's own: bubblewrap's
 // launcher and the init. Once the kernel had killed the command's
-// largest process the launcher was often the largest left, and a second
-// kill at the limit (seen once in CI, the first victim's memory not yet
-// freed) took it: the command's exit status went with it (exit -1 where
-// the shell had reported 137). Sparing the launcher instead (lowering its
+// largest process, a bubblewrap process was the largest left (in all 23
+// OOM reports of one test run's dmesg, stop 40), and a second kill at the
+// limit (seen once in CI, the first victim's memory not yet freed) took
+// the launcher: the command's exit status went with it (exit -1 where the
+// shell had reported 137). Sparing the launcher instead (lowering its
 // value) needs CAP_SYS_RESOURCE, which a worker need not have (these
 // machines' root lacks it); raising one's own value needs nothing, and
 // the command inherits it. On the host, the same setting makes an agent's
 // command go before the worker or the database.
+//
+// A command may write its own value back down, as far as the floor the
+// worker inherited (the worker's own value unless a privileged process set
+// another; below it needs CAP_SYS_RESOURCE in the host's user namespace,
+// which no process of the sandbox has; checked as uid 65534 here: 1000,
+// then 0 accepted, then -1 refused): what it wins is its own exit status
+// lost after an OOM kill, and an equal chance with the worker in a
+// host-wide one. Its memory limit and every other bound stay.
 const oomFirst = 1000
 
 // deadlineSlack is how long past its timeout a command may run before the
