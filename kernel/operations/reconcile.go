@@ -333,10 +333,10 @@ type RunRead struct {
 // its events is already enqueued (see outbox.QueueEnqueueNew). Either
 // aborts the caller's transaction with nothing written; Stale tells them
 // from other errors, and the caller rolls back and calls ReconcileAllTx,
-// which reads again under the locks and answers repeats and conflicts. The guard errs on the side of
-// raising: a pending event of read delivered since is a journaled event
-// read lacks. A request that would be a repeat is refused at once
-// (ErrRepeat), before anything is queued.
+// which reads again under the locks and answers repeats and conflicts.
+// The guard errs on the side of raising: a pending event of read
+// delivered since is a journaled event read lacks. A request that would
+// be a repeat is refused at once (ErrRepeat), before anything is queued.
 //
 // The rules read an operation's events by data.operation_id here and by
 // the journal's operation_id column under the locks; the two agree for

@@ -212,8 +212,8 @@ func (r rows) args(pt part) []any {
 // fails with a unique violation of the outbox's key (AlreadyEnqueued
 // tells) and its transaction is aborted with nothing written. Enqueue's
 // answers for such keys (a repeat is a no-op, another payload a
-// conflict) need the stored digests read
-// and compared before the transaction may commit; this statement lets a
+// conflict) need the stored digests read and compared before the
+// transaction may commit; this statement lets a
 // caller queue the COMMIT in the same round trip, and take Enqueue's way
 // after a rollback in the rare case it raises. Nothing is queued when an
 // event is invalid.
