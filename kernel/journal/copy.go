@@ -107,7 +107,11 @@ func (s *Store) ingestCopy(ctx context.Context, preps []prepared, d distinctRows
 	b := &pgx.Batch{}
 	queueAgentChecks(b, preps)
 	projects, runs, ops := touched(preps, d)
-	pgplan.Queue(b, "journal_events", settleCopiedSQL, projects, runs, ops)
+	rp, rr, rn := copiedRuns(preps, d)
+	// The plan settings pgplan.Force makes are the transaction's own, so
+	// the COMMIT right after ends them: no pgplan.Restore statement.
+	pgplan.Force(b, "journal_events")
+	b.Queue(settleCopiedSQL, projects, runs, ops, rp, rr, rn)
 	b.Queue("COMMIT")
 	if err := c.SendBatch(ctx, b).Close(); err != nil {
 		return fail(err)
@@ -228,4 +232,23 @@ func touched(preps []prepared, d distinctRows) (projects, runs, ops []string) {
 		}
 	}
 	return projects, runs, ops
+}
+
+// copiedRuns lists the runs of a copied batch and how many of its rows
+// each holds (settleCopiedSQL's $4..$6): the batch's distinct events, all
+// of which the copy wrote.
+func copiedRuns(preps []prepared, d distinctRows) (projects, runs []string, copied []int32) {
+	at := make(map[[2]string]int, 8)
+	for _, i := range d.order {
+		e := preps[i].ev
+		k := [2]string{e.Project, e.RunID}
+		j, ok := at[k]
+		if !ok {
+			j = len(projects)
+			at[k] = j
+			projects, runs, copied = append(projects, e.Project), append(runs, e.RunID), append(copied, 0)
+		}
+		copied[j]++
+	}
+	return projects, runs, copied
 }

@@ -17,7 +17,8 @@ import (
 var copyT0 = time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
 
 // randomBatches is a stream of agents' events cut into batches: several
-// runs, operations started, settled (completed, failed with each effect,
+// runs, some begun in the batch and continued in the next, operations
+// started, settled (completed, failed with each effect,
 // reconciled), started twice under two ids, settled before they started;
 // events redelivered as they were (repeats) or changed (conflicts), in a
 // later batch or in the same one. Most batches are large enough for COPY.
@@ -25,7 +26,7 @@ func randomBatches(r *rand.Rand, batches int) [][]kernel.Event {
 	var out [][]kernel.Event
 	var sent []kernel.Event
 	id := 0
-	for range batches {
+	for bi := range batches {
 		size := 130 + r.IntN(200)
 		if r.IntN(5) == 0 {
 			size = 65 + r.IntN(60) // below copyMin: the statement
@@ -48,6 +49,11 @@ func randomBatches(r *rand.Rand, batches int) [][]kernel.Event {
 			default:
 				id++
 				run := fmt.Sprintf("run-%d", r.IntN(6))
+				if r.IntN(4) == 0 {
+					// A run this batch begins, or the one before
+					// (settleCopiedSQL looks only older runs up).
+					run = fmt.Sprintf("run-b%d-%d", bi-r.IntN(2), r.IntN(2))
+				}
 				op := fmt.Sprintf("op-%d", r.IntN(400))
 				typ, data := kernel.TypeToolStarted, fmt.Sprintf(`{"operation_id":%q,"tool":"run_command","args":{"n":%d}}`, op, id)
 				switch r.IntN(7) {
@@ -179,6 +185,84 @@ func big(prefix, run string, n int) []kernel.Event {
 			Type: typ, TS: copyT0, Actor: "agent", Data: []byte(data)}
 	}
 	return out
+}
+
+// TestCopySettlesEarlierRows: a copied batch's settle statement looks up
+// only the operations of runs the journal held before the batch
+// (settleCopiedSQL's older runs), and a run with a single earlier row is
+// such a run: the batch closes the hint of an earlier open tool.started it
+// settles, and writes closed its own tool.started of an operation settled
+// earlier, while the hints of the runs it begins are the batch's own.
+func TestCopySettlesEarlierRows(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := New(pgtest.New(t).Pool, nil)
+	ev := func(id, run, typ, op string) kernel.Event {
+		data := fmt.Sprintf(`{"operation_id":%q,"tool":"t"}`, op)
+		if typ != kernel.TypeToolStarted {
+			data = fmt.Sprintf(`{"operation_id":%q}`, op)
+		}
+		return kernel.Event{SourceID: "agent-a", EventID: id, Project: "acme", RunID: run,
+			Type: typ, TS: copyT0, Actor: "agent", Data: []byte(data)}
+	}
+	// Each run's one earlier row, through the statement (a small batch).
+	if _, err := s.IngestAgentEvents(ctx, []kernel.Event{
+		ev("x-1", "run-started", kernel.TypeToolStarted, "op-x"),
+		ev("y-1", "run-settled", kernel.TypeToolCompleted, "op-y"),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// The copied batch: the completion of op-x and the start of op-y, each
+	// with rows of its run around it, and two runs the batch begins (big's
+	// last operation left open in each).
+	batch := append(big("a", "run-new-1", 100), ev("x-2", "run-started", kernel.TypeToolCompleted, "op-x"))
+	batch = append(batch, big("b", "run-started", 20)...)
+	batch = append(batch, ev("y-2", "run-settled", kernel.TypeToolStarted, "op-y"))
+	batch = append(batch, big("c", "run-settled", 20)...)
+	batch = append(batch, big("d", "run-new-2", 60)...)
+	preps, err := prepare(batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range preps {
+		preps[i].agent = true
+	}
+	if _, ok, err := s.ingestCopy(ctx, preps, distinct(preps)); !ok || err != nil {
+		t.Fatalf("copy of %d new events: ok %v, err %v", len(preps), ok, err)
+	}
+	open := map[string]bool{}
+	rows, err := s.pool.Query(ctx, `SELECT event_id, open FROM journal_events WHERE type = 'tool.started'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var id string
+		var o bool
+		if err := rows.Scan(&id, &o); err != nil {
+			t.Fatal(err)
+		}
+		open[id] = o
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if open["x-1"] {
+		t.Error("the earlier tool.started x-1, settled by the copied batch, is still open")
+	}
+	if open["y-2"] {
+		t.Error("the copied tool.started y-2, whose operation was settled earlier, is open")
+	}
+	for _, id := range []string{"a-99", "b-19", "c-19", "d-59"} {
+		if !open[id] {
+			t.Errorf("%s, the start of an operation nobody settled, is closed", id)
+		}
+	}
+	if open["a-0"] || open["d-2"] {
+		t.Error("a start the batch itself settles is open")
+	}
+	if n := len(open); n != 2+51+11+11+31 {
+		t.Errorf("%d tool.started rows, want %d", n, 2+51+11+11+31)
+	}
 }
 
 // TestCopyGivesWayToTheStatement: a large batch holding a key already in

@@ -3,6 +3,7 @@ package journal
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -81,8 +82,10 @@ FROM generate_series(1, 40000) g`); err != nil {
 		explain(t, tx, fmt.Sprintf("batch %d, generic plan", i), args)
 	}
 
-	// A copied batch's settle step (settleCopiedSQL): 250 operations, on
-	// both plans, looked up by the operation index alone.
+	// A copied batch's settle step (settleCopiedSQL): 250 operations of
+	// a run the journal held before the batch, on both plans, looked up
+	// by the operation index alone; the run's rows counted on the run
+	// index, no further than the batch's count and one.
 	if _, err := tx.Exec(ctx, "PREPARE settle_copied AS "+settleCopiedSQL); err != nil {
 		t.Fatal(err)
 	}
@@ -90,13 +93,21 @@ FROM generate_series(1, 40000) g`); err != nil {
 	if err := tx.QueryRow(ctx, `SELECT array_agg('op-' || g)::text FROM generate_series(1, 250) g`).Scan(&opIDs); err != nil {
 		t.Fatal(err)
 	}
-	ops := `(array_fill('p'::text, ARRAY[250]), array_fill('r-1'::text, ARRAY[250]), '` + opIDs + `')`
+	ops := `(array_fill('p'::text, ARRAY[250]), array_fill('r-1'::text, ARRAY[250]), '` + opIDs + `',
+		'{p}', '{r-1}', '{250}')`
 	for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
 		if _, err := tx.Exec(ctx, "SET LOCAL plan_cache_mode = "+mode); err != nil {
 			t.Fatal(err)
 		}
 		what := "a copied batch's 250 operations, " + mode
-		plan := explainStatement(t, tx, what, "EXECUTE settle_copied"+ops)
+		plan := pgtest.Explain(t, tx, "EXECUTE settle_copied"+ops)
+		// The older runs' count is the one read of the run index, under
+		// its LIMIT; explainStatement's test is for the rest.
+		count := regexp.MustCompile(`(?m)^\s*->  Limit .*\n\s*->  Index (Only )?Scan using journal_events_run on journal_events j .*$`)
+		if !count.MatchString(plan) {
+			t.Errorf("%s: the older runs are not counted on the run index under a limit:\n%s", what, plan)
+		}
+		checkIndexes(t, what, count.ReplaceAllString(plan, ""))
 		// The settling test is asked per open row found, as a subplan:
 		// as a join (an EXISTS made a semi join) the planner may hash
 		// every settling row of the journal, whatever it chose here.
@@ -172,6 +183,14 @@ func explain(t *testing.T, tx pgx.Tx, what, args string) {
 func explainStatement(t *testing.T, tx pgx.Tx, what, execute string) string {
 	t.Helper()
 	plan := pgtest.Explain(t, tx, execute)
+	checkIndexes(t, what, plan)
+	return plan
+}
+
+// checkIndexes fails t when plan reads journal_events without an index or
+// looks operations up through an index other than the operation index.
+func checkIndexes(t *testing.T, what, plan string) {
+	t.Helper()
 	if strings.Contains(plan, "Seq Scan on journal_events") || !strings.Contains(plan, "Index") {
 		t.Errorf("%s: the ingest statement reads the journal without its indexes:\n%s", what, plan)
 	}
@@ -183,5 +202,4 @@ func explainStatement(t *testing.T, tx pgx.Tx, what, execute string) string {
 			t.Errorf("%s: the ingest statement looks operations up through %s:\n%s", what, strings.TrimSpace(idx), plan)
 		}
 	}
-	return plan
 }
