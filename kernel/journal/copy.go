@@ -107,7 +107,7 @@ func (s *Store) ingestCopy(ctx context.Context, preps []prepared, d distinctRows
 	b := &pgx.Batch{}
 	queueAgentChecks(b, preps)
 	projects, runs, ops := touched(preps, d)
-	rp, rr, rn := copiedRuns(preps, d)
+	rp, rr, rn := copiedRuns(preps, d, projects, runs)
 	// The plan settings pgplan.Force makes are the transaction's own, so
 	// the COMMIT right after ends them: no pgplan.Restore statement.
 	pgplan.Force(b, "journal_events")
@@ -234,21 +234,25 @@ func touched(preps []prepared, d distinctRows) (projects, runs, ops []string) {
 	return projects, runs, ops
 }
 
-// copiedRuns lists the runs of a copied batch and how many of its rows
-// each holds (settleCopiedSQL's $4..$6): the batch's distinct events, all
-// of which the copy wrote.
-func copiedRuns(preps []prepared, d distinctRows) (projects, runs []string, copied []int32) {
+// copiedRuns lists the runs of a copied batch that hold one of the
+// operations touched lists (touchedProjects, touchedRuns), and how many
+// of the batch's rows each holds (settleCopiedSQL's $4..$6): the batch's
+// distinct events, all of which the copy wrote. A run with no such
+// operation is left out, so that the statement does not count it.
+func copiedRuns(preps []prepared, d distinctRows, touchedProjects, touchedRuns []string) (projects, runs []string, copied []int32) {
 	at := make(map[[2]string]int, 8)
+	for i := range touchedProjects {
+		k := [2]string{touchedProjects[i], touchedRuns[i]}
+		if _, ok := at[k]; !ok {
+			at[k] = len(projects)
+			projects, runs, copied = append(projects, k[0]), append(runs, k[1]), append(copied, 0)
+		}
+	}
 	for _, i := range d.order {
 		e := preps[i].ev
-		k := [2]string{e.Project, e.RunID}
-		j, ok := at[k]
-		if !ok {
-			j = len(projects)
-			at[k] = j
-			projects, runs, copied = append(projects, e.Project), append(runs, e.RunID), append(copied, 0)
+		if j, ok := at[[2]string{e.Project, e.RunID}]; ok {
+			copied[j]++
 		}
-		copied[j]++
 	}
 	return projects, runs, copied
 }

@@ -265,6 +265,32 @@ func TestCopySettlesEarlierRows(t *testing.T) {
 	}
 }
 
+// TestCopiedRunsCountsOnlyLookedUpRuns: the settle statement counts the
+// rows of a run only when one of its operations may be looked up; a run
+// with no operation the batch settles or leaves open is not listed, and a
+// listed run's count is every row of it the batch wrote.
+func TestCopiedRunsCountsOnlyLookedUpRuns(t *testing.T) {
+	t.Parallel()
+	batch := big("a", "run-ops", 10)
+	batch = append(batch, kernel.Event{SourceID: "agent-a", EventID: "a-run", Project: "acme", RunID: "run-ops",
+		Type: kernel.TypeRunStarted, TS: copyT0, Actor: "agent", Data: []byte(`{}`)})
+	for i := range 3 {
+		batch = append(batch, kernel.Event{SourceID: "agent-a", EventID: fmt.Sprintf("b-run-%d", i), Project: "acme",
+			RunID: fmt.Sprintf("run-plain-%d", i), Type: kernel.TypeRunStarted, TS: copyT0, Actor: "agent", Data: []byte(`{}`)})
+	}
+	batch = append(batch, batch[0]) // a duplicate key: written once
+	preps, err := prepare(batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := distinct(preps)
+	tp, tr, _ := touched(preps, d)
+	projects, runs, copied := copiedRuns(preps, d, tp, tr)
+	if !slices.Equal(runs, []string{"run-ops"}) || !slices.Equal(projects, []string{"acme"}) || !slices.Equal(copied, []int32{11}) {
+		t.Fatalf("copiedRuns = %v %v %v, want [acme] [run-ops] [11]", projects, runs, copied)
+	}
+}
+
 // TestCopyGivesWayToTheStatement: a large batch holding a key already in
 // the journal is not written by COPY (nothing of the attempt stays), and
 // the call still answers each event as the statement does.

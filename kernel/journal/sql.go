@@ -96,10 +96,11 @@ SELECT source_id, event_id FROM ins`
 // looked up ("older"): in a run the batch began, the batch's own rows are
 // all there is, and they already carry the hints the batch gives them. A
 // run is older when the journal, as the statement sees it, holds more of
-// its rows than the batch copied ($4..$6: each run of the batch and its
-// count of copied rows), counted on the run index and stopped at one more
-// than the batch's count, so the test costs at most the batch's own rows
-// whatever the run's size. A run that another transaction writes at the
+// its rows than the batch copied ($4..$6: each run of the batch that
+// holds one of the operations $1..$3, and its count of copied rows, every
+// row of the run the batch wrote), counted on the run index and stopped
+// at one more than the batch's count, so the test costs at most the
+// batch's own rows whatever the run's size. A run that another transaction writes at the
 // same moment is older once that transaction has committed, as the
 // operations' lookups would see it too: nothing is skipped that they would
 // have found. A large batch often begins its runs (an import, a
