@@ -156,13 +156,23 @@ func (b *Bundle) RunEvents(project, runID string) []kernel.Event {
 // what after timeout: a condition wait, never a fixed sleep.
 func Eventually(t testing.TB, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
+	if !Poll(timeout, cond) {
+		t.Fatalf("timed out after %s waiting for %s", timeout, what)
+	}
+}
+
+// Poll is Eventually without a test to fail, for a goroutine of the test
+// (which may not call t.Fatal): it polls cond every 10ms and reports
+// whether it held before timeout.
+func Poll(timeout time.Duration, cond func() bool) bool {
 	deadline := time.Now().Add(timeout)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+			return false
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+	return true
 }
 
 // Run builds events of one run under one source, with ids

@@ -510,12 +510,10 @@ func TestCallerCancel(t *testing.T) {
 func cancelOnceWritten(parent context.Context, path string) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancel(parent)
 	go func() {
-		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline) && ctx.Err() == nil; {
-			if _, err := os.Stat(path); err == nil {
-				break
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+		reckontest.Poll(20*time.Second, func() bool {
+			_, err := os.Stat(path)
+			return err == nil || ctx.Err() != nil
+		})
 		cancel()
 	}()
 	return ctx, cancel
