@@ -108,10 +108,7 @@ func (s *Store) ingestCopy(ctx context.Context, preps []prepared, d distinctRows
 	queueAgentChecks(b, preps)
 	projects, runs, ops := touched(preps, d)
 	rp, rr, rn := copiedRuns(preps, d, projects, runs)
-	// The plan settings pgplan.Force makes are the transaction's own, so
-	// the COMMIT right after ends them: no pgplan.Restore statement.
-	pgplan.Force(b, "journal_events")
-	b.Queue(settleCopiedSQL, projects, runs, ops, rp, rr, rn)
+	pgplan.Queue(b, "journal_events", settleCopiedSQL, projects, runs, ops, rp, rr, rn)
 	b.Queue("COMMIT")
 	if err := c.SendBatch(ctx, b).Close(); err != nil {
 		return fail(err)
