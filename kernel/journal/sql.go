@@ -100,10 +100,10 @@ SELECT source_id, event_id FROM ins`
 // holds one of the operations $1..$3, and its count of copied rows, every
 // row of the run the batch wrote), counted on the run index and stopped
 // at one more than the batch's count, so the test costs at most the
-// batch's own rows whatever the run's size. A run that another transaction writes at the
-// same moment is older once that transaction has committed, as the
-// operations' lookups would see it too: nothing is skipped that they would
-// have found. A large batch often begins its runs (an import, a
+// batch's own rows whatever the run's size. A run that another
+// transaction writes at the same moment is older once that transaction
+// has committed, as the operations' lookups would see it too: nothing is
+// skipped that they would have found. A large batch often begins its runs (an import, a
 // backfill, an agent that sends a run's events at its end); one that
 // continues its runs costs what it did before, and the count besides. The
 // benchmark's batches of 500 (five runs of 100 events, one of them begun
