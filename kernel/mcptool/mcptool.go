@@ -38,8 +38,8 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/seed-7bc021c3/reckon/internal/fdguard"
 	"github.com/seed-7bc021c3/reckon/kernel"
+	"github.com/seed-7bc021c3/reckon/platform/fdguard"
 )
 
 // The _meta keys every tools/call carries. IdempotencyKeyMeta is the one

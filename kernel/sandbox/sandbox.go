@@ -25,8 +25,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/seed-7bc021c3/reckon/internal/fdguard"
 	"github.com/seed-7bc021c3/reckon/kernel"
+	"github.com/seed-7bc021c3/reckon/platform/fdguard"
 )
 
 // ToolName is the name plans use for this tool.

@@ -13,11 +13,11 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/seed-7bc021c3/reckon/internal/fdguard"
 	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/mcptool"
 	"github.com/seed-7bc021c3/reckon/kernel/priorstate"
 	"github.com/seed-7bc021c3/reckon/pipeline"
+	"github.com/seed-7bc021c3/reckon/platform/fdguard"
 )
 
 // MCPName names the MCP lookup probe in evidence.
