@@ -15,7 +15,6 @@ import (
 	"go.temporal.io/api/serviceerror"
 
 	"github.com/seed-7bc021c3/reckon/evals"
-	"github.com/seed-7bc021c3/reckon/internal/proctab"
 	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/fault"
 	"github.com/seed-7bc021c3/reckon/kernel/operations"
@@ -25,6 +24,7 @@ import (
 	"github.com/seed-7bc021c3/reckon/pipeline/probe"
 	"github.com/seed-7bc021c3/reckon/pipeline/supervisor"
 	"github.com/seed-7bc021c3/reckon/pipeline/triage"
+	"github.com/seed-7bc021c3/reckon/platform/proctab"
 )
 
 // KindDelegateChild is the scenario of a fixture recorded from the child

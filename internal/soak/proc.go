@@ -14,7 +14,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/seed-7bc021c3/reckon/internal/proctab"
+	"github.com/seed-7bc021c3/reckon/platform/proctab"
 )
 
 // procs starts reckon child processes (the same binary as the soak) and

@@ -12,7 +12,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/seed-7bc021c3/reckon/internal/proctab"
+	"github.com/seed-7bc021c3/reckon/platform/proctab"
 )
 
 // DefaultCgroupRoot is where the cgroup hierarchy is mounted.

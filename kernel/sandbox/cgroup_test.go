@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seed-7bc021c3/reckon/internal/proctab"
 	"github.com/seed-7bc021c3/reckon/kernel"
+	"github.com/seed-7bc021c3/reckon/platform/proctab"
 )
 
 // hostCgroups is this machine's hierarchy, nil when commands get no

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/seed-7bc021c3/reckon/internal/proctab"
+	"github.com/seed-7bc021c3/reckon/platform/proctab"
 )
 
 // ReapOrphans SIGKILLs the sandboxes a dead worker left behind whose

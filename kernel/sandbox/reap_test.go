@@ -16,8 +16,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/seed-7bc021c3/reckon/internal/proctab"
 	"github.com/seed-7bc021c3/reckon/internal/reckontest"
+	"github.com/seed-7bc021c3/reckon/platform/proctab"
 )
 
 // orphanSandbox starts a sandbox for a workspace beneath root the way
