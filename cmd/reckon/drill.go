@@ -18,7 +18,7 @@ import (
 
 	"github.com/seed-7bc021c3/reckon/evals/drill"
 	"github.com/seed-7bc021c3/reckon/internal/app"
-	"github.com/seed-7bc021c3/reckon/kernel/config"
+	"github.com/seed-7bc021c3/reckon/platform/config"
 )
 
 func runDrill(ctx context.Context, args []string) error {

@@ -14,9 +14,9 @@ import (
 
 	"github.com/seed-7bc021c3/reckon/evals"
 	"github.com/seed-7bc021c3/reckon/kernel"
-	"github.com/seed-7bc021c3/reckon/kernel/config"
 	"github.com/seed-7bc021c3/reckon/pipeline"
 	"github.com/seed-7bc021c3/reckon/pipeline/supervisor"
+	"github.com/seed-7bc021c3/reckon/platform/config"
 )
 
 func runEval(ctx context.Context, args []string) error {

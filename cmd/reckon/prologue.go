@@ -7,7 +7,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/seed-7bc021c3/reckon/internal/app"
-	"github.com/seed-7bc021c3/reckon/kernel/config"
+	"github.com/seed-7bc021c3/reckon/platform/config"
 )
 
 // session is what a subcommand's prologue gives it: its flags parsed, the

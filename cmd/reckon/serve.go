@@ -10,10 +10,10 @@ import (
 	"syscall"
 
 	"github.com/seed-7bc021c3/reckon/internal/app"
-	"github.com/seed-7bc021c3/reckon/kernel/config"
 	"github.com/seed-7bc021c3/reckon/kernel/operations"
 	"github.com/seed-7bc021c3/reckon/kernel/outbox"
 	"github.com/seed-7bc021c3/reckon/pipeline/triage"
+	"github.com/seed-7bc021c3/reckon/platform/config"
 )
 
 // runServe runs the chosen roles against TEMPORAL_ADDRESS and DATABASE_URL.

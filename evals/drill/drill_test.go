@@ -15,9 +15,9 @@ import (
 	"github.com/seed-7bc021c3/reckon/evals"
 	"github.com/seed-7bc021c3/reckon/internal/pgtest"
 	"github.com/seed-7bc021c3/reckon/internal/sandboxtest"
-	"github.com/seed-7bc021c3/reckon/kernel/config"
 	"github.com/seed-7bc021c3/reckon/kernel/fault"
 	"github.com/seed-7bc021c3/reckon/pipeline/supervisor"
+	"github.com/seed-7bc021c3/reckon/platform/config"
 )
 
 // pickKinds returns the first scenario of each wanted kind from seed.

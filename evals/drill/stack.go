@@ -15,7 +15,6 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/seed-7bc021c3/reckon/internal/app"
-	"github.com/seed-7bc021c3/reckon/kernel/config"
 	"github.com/seed-7bc021c3/reckon/kernel/mcpserver"
 	"github.com/seed-7bc021c3/reckon/kernel/mcptool"
 	"github.com/seed-7bc021c3/reckon/kernel/operations"
@@ -23,6 +22,7 @@ import (
 	"github.com/seed-7bc021c3/reckon/kernel/runner"
 	"github.com/seed-7bc021c3/reckon/kernel/sandbox"
 	"github.com/seed-7bc021c3/reckon/kernel/temporalx"
+	"github.com/seed-7bc021c3/reckon/platform/config"
 )
 
 // StackConfig configures the live stack drills run on.

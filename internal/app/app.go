@@ -28,7 +28,6 @@ import (
 
 	"github.com/seed-7bc021c3/reckon/kernel/auth"
 	"github.com/seed-7bc021c3/reckon/kernel/certfile"
-	"github.com/seed-7bc021c3/reckon/kernel/config"
 	"github.com/seed-7bc021c3/reckon/kernel/console"
 	"github.com/seed-7bc021c3/reckon/kernel/httpapi"
 	"github.com/seed-7bc021c3/reckon/kernel/journal"
@@ -36,6 +35,7 @@ import (
 	"github.com/seed-7bc021c3/reckon/kernel/outbox"
 	"github.com/seed-7bc021c3/reckon/kernel/retention"
 	"github.com/seed-7bc021c3/reckon/migrations"
+	"github.com/seed-7bc021c3/reckon/platform/config"
 )
 
 // NewLogger builds the process logger: JSON by default, console on a TTY or

@@ -6,10 +6,10 @@ import (
 	"sync"
 
 	"github.com/seed-7bc021c3/reckon/kernel/auth"
-	"github.com/seed-7bc021c3/reckon/kernel/config"
 	"github.com/seed-7bc021c3/reckon/kernel/httpapi"
 	"github.com/seed-7bc021c3/reckon/kernel/operations"
 	"github.com/seed-7bc021c3/reckon/kernel/outbox"
+	"github.com/seed-7bc021c3/reckon/platform/config"
 )
 
 // DevConfig configures StartDev.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"path/filepath"
 
-	"github.com/seed-7bc021c3/reckon/kernel/config"
 	"github.com/seed-7bc021c3/reckon/kernel/manifest"
 	"github.com/seed-7bc021c3/reckon/kernel/mcptool"
 	"github.com/seed-7bc021c3/reckon/kernel/operations"
@@ -13,6 +12,7 @@ import (
 	"github.com/seed-7bc021c3/reckon/pipeline/probe"
 	"github.com/seed-7bc021c3/reckon/pipeline/supervisor"
 	"github.com/seed-7bc021c3/reckon/pipeline/triage"
+	"github.com/seed-7bc021c3/reckon/platform/config"
 )
 
 // NewSupervisor returns the supervisor the configuration selects: the

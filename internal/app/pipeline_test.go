@@ -10,11 +10,11 @@ import (
 	"github.com/seed-7bc021c3/reckon/internal/pgtest"
 	"github.com/seed-7bc021c3/reckon/internal/reckontest"
 	"github.com/seed-7bc021c3/reckon/kernel"
-	"github.com/seed-7bc021c3/reckon/kernel/config"
 	"github.com/seed-7bc021c3/reckon/kernel/outbox"
 	"github.com/seed-7bc021c3/reckon/pipeline/probe"
 	"github.com/seed-7bc021c3/reckon/pipeline/supervisor"
 	"github.com/seed-7bc021c3/reckon/pipeline/supervisor/fakeopenai"
+	"github.com/seed-7bc021c3/reckon/platform/config"
 )
 
 func testConfig(t *testing.T, env map[string]string) config.Config {

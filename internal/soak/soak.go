@@ -27,7 +27,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/seed-7bc021c3/reckon/kernel/config"
+	"github.com/seed-7bc021c3/reckon/platform/config"
 )
 
 // Scenario names, in the order they run.

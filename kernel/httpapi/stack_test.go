@@ -26,13 +26,13 @@ import (
 	"github.com/seed-7bc021c3/reckon/internal/reckontest"
 	"github.com/seed-7bc021c3/reckon/internal/sandboxtest"
 	"github.com/seed-7bc021c3/reckon/kernel"
-	"github.com/seed-7bc021c3/reckon/kernel/config"
 	"github.com/seed-7bc021c3/reckon/kernel/fault"
 	"github.com/seed-7bc021c3/reckon/kernel/httpapi"
 	"github.com/seed-7bc021c3/reckon/kernel/journal"
 	"github.com/seed-7bc021c3/reckon/kernel/operations"
 	"github.com/seed-7bc021c3/reckon/kernel/outbox"
 	"github.com/seed-7bc021c3/reckon/kernel/runner"
+	"github.com/seed-7bc021c3/reckon/platform/config"
 )
 
 // TestFailedStartLeavesNoRow: a start whose workflow Temporal refuses
