@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seed-7bc021c3/reckon/internal/certtest"
 	"github.com/seed-7bc021c3/reckon/internal/pgtest"
 	"github.com/seed-7bc021c3/reckon/internal/sandboxtest"
-	"github.com/seed-7bc021c3/reckon/kernel/certfile/certtest"
 )
 
 // TestServeAPIOverTLS runs `reckon serve --api` with RECKON_TLS_CERT_FILE

@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"github.com/seed-7bc021c3/reckon/internal/certtest"
 	"github.com/seed-7bc021c3/reckon/internal/reckontest"
 	"github.com/seed-7bc021c3/reckon/kernel/certfile"
-	"github.com/seed-7bc021c3/reckon/kernel/certfile/certtest"
 	"github.com/seed-7bc021c3/reckon/kernel/httpapi"
 )
 
