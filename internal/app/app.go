@@ -27,7 +27,6 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/seed-7bc021c3/reckon/kernel/auth"
-	"github.com/seed-7bc021c3/reckon/kernel/certfile"
 	"github.com/seed-7bc021c3/reckon/kernel/console"
 	"github.com/seed-7bc021c3/reckon/kernel/httpapi"
 	"github.com/seed-7bc021c3/reckon/kernel/journal"
@@ -35,6 +34,7 @@ import (
 	"github.com/seed-7bc021c3/reckon/kernel/outbox"
 	"github.com/seed-7bc021c3/reckon/kernel/retention"
 	"github.com/seed-7bc021c3/reckon/migrations"
+	"github.com/seed-7bc021c3/reckon/platform/certfile"
 	"github.com/seed-7bc021c3/reckon/platform/config"
 )
 

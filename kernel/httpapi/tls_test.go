@@ -13,8 +13,8 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/seed-7bc021c3/reckon/internal/certtest"
 	"github.com/seed-7bc021c3/reckon/internal/reckontest"
-	"github.com/seed-7bc021c3/reckon/kernel/certfile"
 	"github.com/seed-7bc021c3/reckon/kernel/httpapi"
+	"github.com/seed-7bc021c3/reckon/platform/certfile"
 )
 
 // TestListenServesTLS: with RECKON_TLS_CERT_FILE and RECKON_TLS_KEY_FILE

@@ -9,7 +9,7 @@ import (
 
 	"github.com/seed-7bc021c3/reckon/internal/certtest"
 	"github.com/seed-7bc021c3/reckon/internal/reckontest"
-	"github.com/seed-7bc021c3/reckon/kernel/certfile"
+	"github.com/seed-7bc021c3/reckon/platform/certfile"
 )
 
 // served is the serial of the certificate the pair hands a handshake.
