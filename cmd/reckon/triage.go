@@ -14,8 +14,8 @@ import (
 
 	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/outbox"
-	"github.com/seed-7bc021c3/reckon/kernel/temporalx"
 	"github.com/seed-7bc021c3/reckon/pipeline/triage"
+	"github.com/seed-7bc021c3/reckon/platform/temporalx"
 )
 
 func runTriage(ctx context.Context, args []string) error {

@@ -22,7 +22,7 @@ import (
 	"github.com/seed-7bc021c3/reckon/kernel/outbox"
 	"github.com/seed-7bc021c3/reckon/kernel/runner"
 	"github.com/seed-7bc021c3/reckon/kernel/sandbox"
-	"github.com/seed-7bc021c3/reckon/kernel/temporalx"
+	"github.com/seed-7bc021c3/reckon/platform/temporalx"
 )
 
 // execMainEnv makes the test binary behave as the reckon binary: the crash

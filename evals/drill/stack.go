@@ -21,8 +21,8 @@ import (
 	"github.com/seed-7bc021c3/reckon/kernel/outbox"
 	"github.com/seed-7bc021c3/reckon/kernel/runner"
 	"github.com/seed-7bc021c3/reckon/kernel/sandbox"
-	"github.com/seed-7bc021c3/reckon/kernel/temporalx"
 	"github.com/seed-7bc021c3/reckon/platform/config"
+	"github.com/seed-7bc021c3/reckon/platform/temporalx"
 )
 
 // StackConfig configures the live stack drills run on.

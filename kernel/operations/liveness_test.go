@@ -18,7 +18,7 @@ import (
 	"github.com/seed-7bc021c3/reckon/internal/reckontest"
 	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/operations"
-	"github.com/seed-7bc021c3/reckon/kernel/temporalx"
+	"github.com/seed-7bc021c3/reckon/platform/temporalx"
 )
 
 // describeClient is a Temporal client whose DescribeWorkflowExecution

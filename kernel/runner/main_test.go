@@ -23,7 +23,7 @@ import (
 	"github.com/seed-7bc021c3/reckon/kernel/fault"
 	"github.com/seed-7bc021c3/reckon/kernel/journal"
 	"github.com/seed-7bc021c3/reckon/kernel/sandbox"
-	"github.com/seed-7bc021c3/reckon/kernel/temporalx"
+	"github.com/seed-7bc021c3/reckon/platform/temporalx"
 )
 
 // One embedded, real Temporal server serves the whole package; each test

@@ -17,7 +17,7 @@ import (
 
 	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/fault"
-	"github.com/seed-7bc021c3/reckon/kernel/temporalx"
+	"github.com/seed-7bc021c3/reckon/platform/temporalx"
 )
 
 // recordedHistories are real histories of the run workflow, recorded once
