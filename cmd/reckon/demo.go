@@ -17,7 +17,7 @@ import (
 	"github.com/seed-7bc021c3/reckon/kernel/fault"
 	"github.com/seed-7bc021c3/reckon/kernel/outbox"
 	"github.com/seed-7bc021c3/reckon/kernel/runner"
-	"github.com/seed-7bc021c3/reckon/kernel/sandbox"
+	"github.com/seed-7bc021c3/reckon/tool/sandbox"
 )
 
 // demoEnv is what demo steps share: the running stack and what earlier

@@ -21,8 +21,8 @@ import (
 	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/outbox"
 	"github.com/seed-7bc021c3/reckon/kernel/runner"
-	"github.com/seed-7bc021c3/reckon/kernel/sandbox"
 	"github.com/seed-7bc021c3/reckon/platform/temporalx"
+	"github.com/seed-7bc021c3/reckon/tool/sandbox"
 )
 
 // execMainEnv makes the test binary behave as the reckon binary: the crash

@@ -20,9 +20,9 @@ import (
 	"github.com/seed-7bc021c3/reckon/kernel/operations"
 	"github.com/seed-7bc021c3/reckon/kernel/outbox"
 	"github.com/seed-7bc021c3/reckon/kernel/runner"
-	"github.com/seed-7bc021c3/reckon/kernel/sandbox"
 	"github.com/seed-7bc021c3/reckon/platform/config"
 	"github.com/seed-7bc021c3/reckon/platform/temporalx"
+	"github.com/seed-7bc021c3/reckon/tool/sandbox"
 )
 
 // StackConfig configures the live stack drills run on.

@@ -11,8 +11,8 @@ import (
 	"github.com/seed-7bc021c3/reckon/kernel/fault"
 	"github.com/seed-7bc021c3/reckon/kernel/mcptool"
 	"github.com/seed-7bc021c3/reckon/kernel/runner"
-	"github.com/seed-7bc021c3/reckon/kernel/sandbox"
 	"github.com/seed-7bc021c3/reckon/platform/temporalx"
+	"github.com/seed-7bc021c3/reckon/tool/sandbox"
 )
 
 // KernelConfig configures the kernel: Temporal connection and run worker.

@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/seed-7bc021c3/reckon/kernel"
-	"github.com/seed-7bc021c3/reckon/kernel/sandbox"
+	"github.com/seed-7bc021c3/reckon/tool/sandbox"
 )
 
 // FuzzDecodePlan: any bytes as a plan never panic the decoder or the

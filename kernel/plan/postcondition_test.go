@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/seed-7bc021c3/reckon/kernel"
-	"github.com/seed-7bc021c3/reckon/kernel/sandbox"
+	"github.com/seed-7bc021c3/reckon/tool/sandbox"
 )
 
 // TestValidateRefusesUncheckablePostcondition: a postcondition is

@@ -22,8 +22,8 @@ import (
 	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/fault"
 	"github.com/seed-7bc021c3/reckon/kernel/journal"
-	"github.com/seed-7bc021c3/reckon/kernel/sandbox"
 	"github.com/seed-7bc021c3/reckon/platform/temporalx"
+	"github.com/seed-7bc021c3/reckon/tool/sandbox"
 )
 
 // One embedded, real Temporal server serves the whole package; each test

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/seed-7bc021c3/reckon/kernel"
-	"github.com/seed-7bc021c3/reckon/kernel/sandbox"
+	"github.com/seed-7bc021c3/reckon/tool/sandbox"
 )
 
 func TestPlanValidationAndDigest(t *testing.T) {
