@@ -5,7 +5,6 @@ import (
 	"path/filepath"
 
 	"github.com/seed-7bc021c3/reckon/kernel/manifest"
-	"github.com/seed-7bc021c3/reckon/kernel/mcptool"
 	"github.com/seed-7bc021c3/reckon/kernel/operations"
 	"github.com/seed-7bc021c3/reckon/kernel/priorstate"
 	"github.com/seed-7bc021c3/reckon/pipeline"
@@ -13,6 +12,7 @@ import (
 	"github.com/seed-7bc021c3/reckon/pipeline/supervisor"
 	"github.com/seed-7bc021c3/reckon/pipeline/triage"
 	"github.com/seed-7bc021c3/reckon/platform/config"
+	"github.com/seed-7bc021c3/reckon/tool/mcptool"
 )
 
 // NewSupervisor returns the supervisor the configuration selects: the

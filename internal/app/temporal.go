@@ -9,9 +9,9 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/seed-7bc021c3/reckon/kernel/fault"
-	"github.com/seed-7bc021c3/reckon/kernel/mcptool"
 	"github.com/seed-7bc021c3/reckon/kernel/runner"
 	"github.com/seed-7bc021c3/reckon/platform/temporalx"
+	"github.com/seed-7bc021c3/reckon/tool/mcptool"
 	"github.com/seed-7bc021c3/reckon/tool/sandbox"
 )
 

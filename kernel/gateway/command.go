@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/seed-7bc021c3/reckon/kernel/mcptool"
+	"github.com/seed-7bc021c3/reckon/tool/mcptool"
 )
 
 // Command is the parsed command line of `reckon mcp-gateway`.

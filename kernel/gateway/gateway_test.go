@@ -16,7 +16,7 @@ import (
 
 	"github.com/seed-7bc021c3/reckon/internal/reckontest"
 	"github.com/seed-7bc021c3/reckon/kernel"
-	"github.com/seed-7bc021c3/reckon/kernel/mcptool"
+	"github.com/seed-7bc021c3/reckon/tool/mcptool"
 )
 
 // A call through the gateway: the client gets the upstream's result

@@ -9,7 +9,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/seed-7bc021c3/reckon/kernel/mcptool"
+	"github.com/seed-7bc021c3/reckon/tool/mcptool"
 )
 
 // TestHTTPSessionsAreBounded: past MaxSessions open sessions a new one is

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/seed-7bc021c3/reckon/kernel"
-	"github.com/seed-7bc021c3/reckon/kernel/mcptool"
 	"github.com/seed-7bc021c3/reckon/pipeline"
+	"github.com/seed-7bc021c3/reckon/tool/mcptool"
 )
 
 // Names of the MCP state probes in evidence.

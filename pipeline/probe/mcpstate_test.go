@@ -11,9 +11,9 @@ import (
 
 	"github.com/seed-7bc021c3/reckon/internal/pgtest"
 	"github.com/seed-7bc021c3/reckon/kernel"
-	"github.com/seed-7bc021c3/reckon/kernel/mcptool"
 	"github.com/seed-7bc021c3/reckon/kernel/priorstate"
 	"github.com/seed-7bc021c3/reckon/pipeline"
+	"github.com/seed-7bc021c3/reckon/tool/mcptool"
 )
 
 // TestMCPStateMemoryServer drives @modelcontextprotocol/server-memory for

@@ -9,9 +9,9 @@ import (
 
 	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/mcpserver"
-	"github.com/seed-7bc021c3/reckon/kernel/mcptool"
 	"github.com/seed-7bc021c3/reckon/kernel/operations"
 	"github.com/seed-7bc021c3/reckon/pipeline/probe"
+	"github.com/seed-7bc021c3/reckon/tool/mcptool"
 )
 
 // TestMCPProbeIgnoresAgentReportedCalls: "never_seen" for the key

@@ -16,9 +16,9 @@ import (
 	"github.com/seed-7bc021c3/reckon/internal/reckontest"
 	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/mcpserver"
-	"github.com/seed-7bc021c3/reckon/kernel/mcptool"
 	"github.com/seed-7bc021c3/reckon/pipeline/probe"
 	"github.com/seed-7bc021c3/reckon/pipeline/supervisor/fakeopenai"
+	"github.com/seed-7bc021c3/reckon/tool/mcptool"
 )
 
 // buildReckon builds the reckon binary once per test binary.
