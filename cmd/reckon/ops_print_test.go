@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seed-7bc021c3/reckon/adapter/httpapi"
 	"github.com/seed-7bc021c3/reckon/kernel"
-	"github.com/seed-7bc021c3/reckon/kernel/httpapi"
 )
 
 // TestOpsTablesQuoteControlCharacters: run ids, operation ids, tools and

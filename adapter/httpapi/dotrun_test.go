@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/seed-7bc021c3/reckon/kernel/httpapi"
+	"github.com/seed-7bc021c3/reckon/adapter/httpapi"
 )
 
 // TestIngestRefusesDotSegmentRunIDs: a run's events are read at GET

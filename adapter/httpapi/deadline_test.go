@@ -10,7 +10,7 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/seed-7bc021c3/reckon/kernel/httpapi"
+	"github.com/seed-7bc021c3/reckon/adapter/httpapi"
 )
 
 // TestBodyDeadlineSparesHandler: the body deadline bounds the body's

@@ -7,7 +7,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/seed-7bc021c3/reckon/kernel/httpapi"
+	"github.com/seed-7bc021c3/reckon/adapter/httpapi"
 )
 
 // apiDocReport compares the OpenAPI document with the routes a server

@@ -10,8 +10,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/seed-7bc021c3/reckon/adapter/httpapi"
 	"github.com/seed-7bc021c3/reckon/internal/reckontest"
-	"github.com/seed-7bc021c3/reckon/kernel/httpapi"
 )
 
 // TestMain fails the package's tests when they leave goroutines running

@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"github.com/seed-7bc021c3/reckon/adapter/httpapi"
 	"github.com/seed-7bc021c3/reckon/internal/certtest"
 	"github.com/seed-7bc021c3/reckon/internal/reckontest"
-	"github.com/seed-7bc021c3/reckon/kernel/httpapi"
 	"github.com/seed-7bc021c3/reckon/platform/certfile"
 )
 

@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seed-7bc021c3/reckon/adapter/httpapi"
 	"github.com/seed-7bc021c3/reckon/internal/reckontest"
 	"github.com/seed-7bc021c3/reckon/kernel"
-	"github.com/seed-7bc021c3/reckon/kernel/httpapi"
 	"github.com/seed-7bc021c3/reckon/kernel/operations"
 	"github.com/seed-7bc021c3/reckon/pipeline/triage"
 )
