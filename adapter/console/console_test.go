@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/seed-7bc021c3/reckon/kernel/console"
+	"github.com/seed-7bc021c3/reckon/adapter/console"
 )
 
 func get(t *testing.T, h http.Handler, method, path string, hdr ...string) *http.Response {
