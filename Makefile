@@ -59,7 +59,7 @@ demo: db deps
 ## side by side, and report the pair of median ratio.
 ## The outbox package runs first, right after the references it is compared
 ## with, so that the load of a shared machine moves them together.
-BENCH_PKGS = ./kernel/outbox/ ./kernel/journal/ ./kernel/operations/ ./pipeline/triage/ ./kernel/runner/ ./kernel/gateway/ ./kernel/manifest/
+BENCH_PKGS = ./kernel/outbox/ ./kernel/journal/ ./kernel/operations/ ./pipeline/triage/ ./kernel/runner/ ./adapter/gateway/ ./kernel/manifest/
 bench: db deps
 	@mkdir -p bin
 	scripts/bench-reference.sh | tee bin/bench-ref.txt

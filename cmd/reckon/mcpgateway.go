@@ -9,7 +9,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/seed-7bc021c3/reckon/kernel/gateway"
+	"github.com/seed-7bc021c3/reckon/adapter/gateway"
 	"github.com/seed-7bc021c3/reckon/kernel/outbox"
 )
 
