@@ -90,7 +90,7 @@ soak: build
 FUZZTIME ?= 60s
 FUZZ_TARGETS = ./kernel/:FuzzDecodeEvent ./kernel/:FuzzCanonical ./kernel/:FuzzCheckJSON \
 	./kernel/:FuzzReconcileBody ./kernel/:FuzzCursor ./kernel/journal/:FuzzEventCursor \
-	./kernel/plan/:FuzzDecodePlan ./kernel/auth/:FuzzParseTokens ./kernel/:FuzzPrepareMatchesReference
+	./kernel/plan/:FuzzDecodePlan ./adapter/auth/:FuzzParseTokens ./kernel/:FuzzPrepareMatchesReference
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; name=$${t##*:}; \

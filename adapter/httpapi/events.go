@@ -11,8 +11,8 @@ import (
 
 	"github.com/rs/zerolog/hlog"
 
+	"github.com/seed-7bc021c3/reckon/adapter/auth"
 	"github.com/seed-7bc021c3/reckon/kernel"
-	"github.com/seed-7bc021c3/reckon/kernel/auth"
 )
 
 // MaxBatch bounds the events of one ingest request.

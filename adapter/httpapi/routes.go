@@ -3,9 +3,9 @@ package httpapi
 import (
 	"net/http"
 
+	"github.com/seed-7bc021c3/reckon/adapter/auth"
 	"github.com/seed-7bc021c3/reckon/adapter/console"
 	"github.com/seed-7bc021c3/reckon/kernel"
-	"github.com/seed-7bc021c3/reckon/kernel/auth"
 )
 
 // Paths of the API's routes (the contract is DESIGN.md and openapi.json).

@@ -32,8 +32,8 @@ import (
 	"github.com/rs/zerolog/hlog"
 	"golang.org/x/sync/semaphore"
 
+	"github.com/seed-7bc021c3/reckon/adapter/auth"
 	"github.com/seed-7bc021c3/reckon/kernel"
-	"github.com/seed-7bc021c3/reckon/kernel/auth"
 )
 
 // MaxBodyBytes bounds every request body.

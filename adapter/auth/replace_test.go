@@ -5,7 +5,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/seed-7bc021c3/reckon/kernel/auth"
+	"github.com/seed-7bc021c3/reckon/adapter/auth"
 )
 
 // TestReplace: Replace swaps the whole set, under requests authenticating

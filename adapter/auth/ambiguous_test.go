@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/seed-7bc021c3/reckon/kernel/auth"
+	"github.com/seed-7bc021c3/reckon/adapter/auth"
 )
 
 // TestAmbiguousTokensAreConfigurationErrors: a secret listed twice for

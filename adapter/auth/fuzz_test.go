@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/seed-7bc021c3/reckon/kernel/auth"
+	"github.com/seed-7bc021c3/reckon/adapter/auth"
 )
 
 // FuzzParseTokens: any token spec either parses or is refused with an
