@@ -4,7 +4,7 @@ import (
 	"context"
 	"os"
 
-	"github.com/seed-7bc021c3/reckon/kernel/mcpserver"
+	"github.com/seed-7bc021c3/reckon/internal/mcpserver"
 )
 
 // runMCPTestServer is reckon's test MCP server (kernel/mcpserver).

@@ -7,8 +7,8 @@ import (
 
 	"go.temporal.io/sdk/converter"
 
+	"github.com/seed-7bc021c3/reckon/internal/mcpserver"
 	"github.com/seed-7bc021c3/reckon/kernel"
-	"github.com/seed-7bc021c3/reckon/kernel/mcpserver"
 	"github.com/seed-7bc021c3/reckon/tool/mcptool"
 )
 

@@ -11,8 +11,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/seed-7bc021c3/reckon/internal/mcpserver"
 	"github.com/seed-7bc021c3/reckon/internal/reckontest"
-	"github.com/seed-7bc021c3/reckon/kernel/mcpserver"
 )
 
 // helperEnv selects what the test binary does when it is started as an MCP
