@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seed-7bc021c3/reckon/internal/fakeopenai"
 	"github.com/seed-7bc021c3/reckon/pipeline/supervisor"
-	"github.com/seed-7bc021c3/reckon/pipeline/supervisor/fakeopenai"
 )
 
 // TestRegressionGateBuiltin is the regression gate of `make test`: the

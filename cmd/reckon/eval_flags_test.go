@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/seed-7bc021c3/reckon/pipeline/supervisor/fakeopenai"
+	"github.com/seed-7bc021c3/reckon/internal/fakeopenai"
 )
 
 // TestEvalRefusesBadFlagsBeforeScoring: a mistake in `reckon eval`'s

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/seed-7bc021c3/reckon/evals"
-	"github.com/seed-7bc021c3/reckon/pipeline/supervisor/fakeopenai"
+	"github.com/seed-7bc021c3/reckon/internal/fakeopenai"
 )
 
 // TestEvalCLI runs `reckon eval` on the committed suite: the built-in

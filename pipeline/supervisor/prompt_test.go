@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seed-7bc021c3/reckon/internal/fakeopenai"
 	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/pipeline"
-	"github.com/seed-7bc021c3/reckon/pipeline/supervisor/fakeopenai"
 	"github.com/seed-7bc021c3/reckon/prompts"
 )
 

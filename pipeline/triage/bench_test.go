@@ -10,12 +10,12 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/seed-7bc021c3/reckon/internal/benchpair"
+	"github.com/seed-7bc021c3/reckon/internal/fakeopenai"
 	"github.com/seed-7bc021c3/reckon/internal/pgtest"
 	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/outbox"
 	"github.com/seed-7bc021c3/reckon/pipeline"
 	"github.com/seed-7bc021c3/reckon/pipeline/supervisor"
-	"github.com/seed-7bc021c3/reckon/pipeline/supervisor/fakeopenai"
 )
 
 // seedBench journals runs × ops unsettled operations (uncertain failures,

@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seed-7bc021c3/reckon/internal/fakeopenai"
 	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/pipeline/supervisor"
-	"github.com/seed-7bc021c3/reckon/pipeline/supervisor/fakeopenai"
 )
 
 // seedAgentRun journals the first unsafe case the way an external

@@ -13,11 +13,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seed-7bc021c3/reckon/internal/fakeopenai"
 	"github.com/seed-7bc021c3/reckon/internal/mcpserver"
 	"github.com/seed-7bc021c3/reckon/internal/reckontest"
 	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/pipeline/probe"
-	"github.com/seed-7bc021c3/reckon/pipeline/supervisor/fakeopenai"
 	"github.com/seed-7bc021c3/reckon/tool/mcptool"
 )
 
