@@ -95,9 +95,9 @@ func (s *Store) Ingest(ctx context.Context, events []kernel.Event) ([]kernel.Ing
 // migration 00032); an event into a run that has no owner, and no owned
 // run it descends from, claims it for its source (the call's first event
 // of the run, in order). Nothing of a refused call is written. The
-// caller's own check before the write
-// (kernel.RunOwners) gives the precise message; this one closes the races
-// with a start, a claim or a first write in between (see
+// caller's own check before the write (kernel.RunOwners) gives the
+// precise message; this one closes the races with a start, a claim or a
+// first write in between (see
 // reckon_check_agent_events, migrations 00030, 00031 and 00032, and
 // reckon_refuse_kernel_runs, migrations 00028 and 00029). It also refuses
 // events under the MCP gateway's source (its default, or one a gateway
@@ -155,8 +155,8 @@ const prepareSpan = 64
 
 // prepare validates and canonicalizes events; the first invalid one fails
 // the whole batch. A large batch is prepared on every core at once: with
-// one caller the database waits for this step (about 4 µs an event), and
-// the answer is the same, the first invalid event in batch order.
+// one caller the database waits for this step, and the answer is the
+// same, the first invalid event in batch order.
 func prepare(events []kernel.Event) ([]prepared, error) {
 	preps := make([]prepared, len(events))
 	workers := min(runtime.GOMAXPROCS(0), len(events)/prepareSpan)
@@ -435,8 +435,8 @@ func scanEvents(rows pgx.Rows) ([]StoredEvent, error) {
 		var psrc, pid *string
 		// Data is scanned as bytes: into a json.RawMessage, pgx runs it
 		// through json.Unmarshal, validating again what PostgreSQL's jsonb
-		// output guarantees; that was about a quarter of the client's CPU
-		// for reading a run (BenchmarkRunEvents).
+		// output guarantees, about a quarter of the client's CPU for
+		// reading a run (BenchmarkRunEvents).
 		if err := rows.Scan(&e.SourceID, &e.EventID, &e.Project, &e.RunID, &e.Type, &e.TS, &e.Actor,
 			&psrc, &pid, (*[]byte)(&e.Data), &e.Seq); err != nil {
 			return nil, fmt.Errorf("scan event: %w", err)
@@ -602,8 +602,8 @@ func DecodeEventCursor(c string) (int64, error) {
 }
 
 // IngestOutboxTx writes outbox rows (ids, and keys[i] the key of ids[i])
-// into the journal inside tx, reading
-// them in the database (ingestOutboxSQL): the in-process publisher's
+// into the journal inside tx, reading them in the database
+// (ingestOutboxSQL): the in-process publisher's
 // delivery, which spares each event the trip out of the server, the
 // decode, the second Prepare and the trip back. It answers per row, in
 // ids' order, as Ingest would have for the rows' events. The rows must
