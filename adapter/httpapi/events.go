@@ -22,11 +22,10 @@ const MaxBatch = 1000
 // with each run every run its id descends from (kernel.RunAncestry: one
 // more for each "." in the id). The journal's write takes a PostgreSQL
 // advisory lock on each of them (reckon_refuse_kernel_runs), and those
-// locks share one table with every session of the cluster: 100 events in
-// runs whose ids held 253 dots took 25,400 locks, failed with "out of
-// shared memory" (a 500) and made other sessions' locks fail the same way
-// while it ran. Twice MaxBatch lets every event of a full batch lie in a
-// child run of its own.
+// locks share one table with every session of the cluster: a batch of
+// deeply nested run ids could exhaust it ("out of shared memory") for
+// every other session too. Twice MaxBatch lets every event of a full
+// batch lie in a child run of its own.
 const MaxBatchRuns = 2 * MaxBatch
 
 // MaxRunsInFlight bounds the run locks (MaxBatchRuns) that the ingest
@@ -146,9 +145,9 @@ func (s *Server) inWindow(ev kernel.Event) error {
 
 // splitBatch splits the "events" list of an ingest body into its events,
 // in one walk that keeps at most MaxBatch of them and only counts the
-// rest: decoded straight into a slice, the 8 MiB body limit allowed some
-// 4 million one-byte elements ("[1,1,…]"), and one request made the
-// server allocate about 650 MB before it was refused as over MaxBatch.
+// rest: decoded straight into a slice, the 8 MiB body limit allows some
+// 4 million one-byte elements ("[1,1,…]"), and one request could make the
+// server allocate hundreds of megabytes before it is refused.
 func splitBatch(raw json.RawMessage) ([]json.RawMessage, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
