@@ -92,13 +92,12 @@ func (s *Server) ingest(w http.ResponseWriter, r *http.Request) error {
 	}
 	ingest := s.cfg.Journal.Ingest
 	if g, ok := s.cfg.Journal.(kernel.GuardedJournal); ok && s.cfg.Owners != nil {
-		// The check above names the event, and it keeps a caller who
-		// keeps posting into others' runs out of group commit: refused in
-		// the write, each such call would fail the combined batch it rode
-		// in and have it written again in halves (journal's
-		// grouper.retry). This
-		// one, in the write's own transaction, catches a run started,
-		// claimed or first written since.
+		// The check above names the event, and it keeps a caller who keeps
+		// posting into others' runs out of group commit: refused in the write,
+		// each such call would fail the combined batch it rode in and have it
+		// written again in halves (journal's grouper.retry). This one, in the
+		// write's own transaction, catches a run started, claimed or first
+		// written since.
 		ingest = g.IngestAgentEvents
 	}
 	if err := s.runLocks.Acquire(r.Context(), int64(runs)); err != nil {
