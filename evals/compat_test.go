@@ -8,8 +8,8 @@ import (
 	"github.com/seed-7bc021c3/reckon/pipeline/supervisor"
 )
 
-// The suite and baseline committed before workspace manifests (issue 15)
-// keep loading and scoring: their events carry no workspace_manifest, so
+// The suite and baseline committed before workspace manifests keep
+// loading and scoring: their events carry no workspace_manifest, so
 // the diff probe has nothing to compare and the built-in supervisor settles
 // what it settled then, with nothing unsafe, and passes the gate of the
 // baseline recorded with them.

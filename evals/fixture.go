@@ -58,24 +58,8 @@ type Fixture struct {
 
 // Decidable reports whether the wall's own evidence settles an operation's
 // effect, and to what. It is supervisor.Prove, the one rule the built-in
-// supervisor decides by and settlement trusts:
-//
-//  1. probe findings: when the operation's evidence holds at least one
-//     finding of occurred or none, it is decidable exactly when all such
-//     findings agree (contradicting proofs decide nothing); inconclusive
-//     findings neither help nor hurt;
-//  2. a delegation whose failure the kernel reported as delegated_run_failed
-//     with a child summary of at least one child operation and none
-//     unresolved: occurred;
-//  3. a failure the kernel reported with an error type that is by
-//     definition before the execution boundary (argument_validation,
-//     unknown_tool, blocked, delegated_run_start_failed): none.
-//
-// Nothing else decides: an uncertain failure is uncertain by definition, a
-// child summary with unresolved operations proves neither way, and
-// failures or child summaries an external agent reported, args and other
-// agent-authored text are never evidence. (Walls recorded before
-// reported_by existed read the failure's source from the tool.started's.)
+// supervisor decides by and settlement trusts (its doc lists what counts
+// as evidence), so the suite's expectations can never disagree with it.
 func Decidable(op pipeline.WallOperation) (effect string, ok bool) {
 	p := supervisor.Prove(op)
 	return p.Effect, p.Proven()

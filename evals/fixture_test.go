@@ -333,8 +333,8 @@ func TestHSLHex(t *testing.T) {
 // TestParseFixtureRefusesDuplicateKeys: a fixture whose JSON repeats a key
 // is ambiguous (encoding/json lets the last win, or merges a repeated
 // object into the first), so it is refused with the path of the key. A
-// repeated "wall": null after a wall with a digest used to panic the
-// loader (nil map in the digest check) instead of failing the load.
+// repeated "wall": null after a wall with a digest fails the load rather
+// than panic the loader (nil map in the digest check).
 func TestParseFixtureRefusesDuplicateKeys(t *testing.T) {
 	t.Parallel()
 	f := fixture("f1", "s", []pipeline.WallOperation{op("o1", "run_command", "none")}, "none")
@@ -372,11 +372,10 @@ func TestParseFixtureRefusesDuplicateKeys(t *testing.T) {
 }
 
 // TestLoadDirHoldsTheFolderToItsManifest: a suite folder with a manifest
-// loads only when it holds exactly the fixtures the manifest lists. A
-// deleted fixture used to load as a smaller suite whose scores still
-// passed the gate of the full suite's baseline (drop the walls a
-// supervisor gets wrong, and it passes); a stray file scored as part of
-// the suite.
+// loads only when it holds exactly the fixtures the manifest lists: a
+// deleted fixture must not load as a smaller suite whose scores still
+// pass the gate of the full suite's baseline (drop the walls a supervisor
+// gets wrong, and it passes), nor a stray file score as part of the suite.
 func TestLoadDirHoldsTheFolderToItsManifest(t *testing.T) {
 	t.Parallel()
 	write := func(t *testing.T, m Manifest, ids ...string) string {

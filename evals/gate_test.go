@@ -50,7 +50,7 @@ func TestRegressionGateBuiltin(t *testing.T) {
 		t.Error(err)
 		t.Log(Markdown(rep))
 	}
-	// Issue 15's floor, whatever the baseline file says: every effect the
+	// The floor, whatever the baseline file says: every effect the
 	// sandbox and the adapted servers make observable is settled from
 	// evidence — coverage at least 90 %, every decided operation right,
 	// nothing unsafe.

@@ -381,8 +381,8 @@ func TestScoreStopsWhenContextEnds(t *testing.T) {
 }
 
 // TestScoreAbandonsASupervisorThatIgnoresItsContext: --case-timeout
-// bounds a case even when the supervisor never looks at its context; Score
-// used to wait for Decide to return, for ever.
+// bounds a case even when the supervisor never looks at its context: Score
+// does not wait for Decide to return, for ever.
 func TestScoreAbandonsASupervisorThatIgnoresItsContext(t *testing.T) {
 	t.Parallel()
 	block := make(chan struct{})
@@ -488,10 +488,10 @@ func (f forger) Decide(_ context.Context, w pipeline.Wall) (pipeline.Decision, e
 
 // TestScoreJudgesTheFixturesWallNotTheSupervisorsCopy: a supervisor that
 // writes the probe finding its answer needs into the wall it is handed
-// used to be validated and settled against that forged wall (its
-// operations share memory with the fixture), so an inference passed as a
-// proof, and the fixture stayed forged for every later case and
-// supervisor.
+// must not be validated and settled against that forged wall (were its
+// operations to share memory with the fixture, an inference would pass as
+// a proof, and the fixture stay forged for every later case and
+// supervisor).
 func TestScoreJudgesTheFixturesWallNotTheSupervisorsCopy(t *testing.T) {
 	t.Parallel()
 	f := fixture("w", "s", []pipeline.WallOperation{op("w1", "run_command", ""), op("w2", "run_command", "")}, "occurred", "none")

@@ -16,7 +16,7 @@ func EncodeOpaque(payload string) string {
 // DecodeOpaque returns the payload of a cursor EncodeOpaque made, and
 // false for anything else. The strict decoder still skips \r and \n, so a
 // cursor holding them is refused here: it is not one EncodeOpaque made
-// (the clean-clone CI's fuzzing found it).
+// (FuzzCursor).
 func DecodeOpaque(s string) (string, bool) {
 	raw, err := base64.RawURLEncoding.Strict().DecodeString(s)
 	if err != nil || strings.ContainsAny(s, "\r\n") {

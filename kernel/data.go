@@ -15,7 +15,7 @@ import (
 // required (a string non-empty, a list non-empty) and `reckon:"key"` bounds
 // a string to MaxKeyLen; numbers are non-negative integers. Every field
 // declared here is checked at ingest, including the conventions beyond
-// DESIGN.md's list (workspace, reissue_of, postcondition, child_run_id,
+// docs/design.md's list (workspace, reissue_of, postcondition, child_run_id,
 // part/parts, the MCP gateway's server/upstream_tool/server_endpoint and
 // run_kind/gateway_instance/mcp_client): readers decode events into these
 // types, so a value of the wrong type must be refused at the boundary
@@ -120,8 +120,8 @@ type ToolFailed struct {
 	// operations whose last settling event says effect none and unknown
 	// (kernel.ChildSummary's None and Unknown); omitted when 0, as in
 	// failures recorded before they were counted. Without them the counts
-	// said "all settled" of a child whose operation was ruled unknown, and
-	// a reader inferred occurred where the kernel said uncertain.
+	// would say "all settled" of a child whose operation was ruled
+	// unknown, and a reader infer occurred where the kernel said uncertain.
 	ChildOpsNone    int `json:"child_ops_none,omitempty"`
 	ChildOpsUnknown int `json:"child_ops_unknown,omitempty"`
 }

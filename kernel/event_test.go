@@ -258,10 +258,9 @@ func TestCanonicalNumbersAreExact(t *testing.T) {
 	}
 }
 
-// TestToolFailedNullEffectIsAbsent: effect is optional in DESIGN.md
+// TestToolFailedNullEffectIsAbsent: effect is optional in docs/design.md
 // (tool.failed {..., effect?, ...}) and null is absent for every other
-// optional data field, yet "effect": null was refused as `must be none,
-// uncertain or occurred, got ""`. It reads as a failure without an
+// optional data field, so "effect": null reads as a failure without an
 // effect (unsettled, as the legacy rule says); an empty string or a
 // value outside the vocabulary is still refused.
 func TestToolFailedNullEffectIsAbsent(t *testing.T) {

@@ -12,9 +12,9 @@ import (
 	"unicode/utf8"
 )
 
-// boundarySeeds are the inputs issue 13 listed (a NUL, invalid UTF-8, a
-// lone surrogate, duplicate keys, years 0000 and 9999, a misspelt field)
-// and well-formed events, for every fuzz target of the boundary.
+// boundarySeeds are the inputs the boundary must refuse (a NUL, invalid
+// UTF-8, a lone surrogate, duplicate keys, years 0000 and 9999, a misspelt
+// field) and well-formed events, for every fuzz target of the boundary.
 var boundarySeeds = []string{
 	`{"source_id":"agent-x","event_id":"u1","project":"acme","run_id":"r","type":"tool.started","ts":"2026-11-30T10:00:00Z","actor":"agent","data":{"operation_id":"op-1","tool":"run_command","args":{"command":"echo ok"}}}`,
 	`{"source_id":"agent-x","event_id":"u1-` + "\xff" + `","project":"acme","run_id":"r","type":"run.started","ts":"2026-11-30T10:00:00Z","actor":"agent"}`,
@@ -75,9 +75,9 @@ func FuzzCanonical(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		c, err := Canonical(raw)
-		// The span writer and the tree it replaced accept the same
-		// documents and write the same bytes: journaled digests were
-		// computed by the tree.
+		// The span writer and the reference tree writer accept the same
+		// documents and write the same bytes, so journaled digests stay
+		// valid.
 		want, wantErr := canonicalReference(raw)
 		if (err == nil) != (wantErr == nil) || !bytes.Equal(c, want) {
 			t.Fatalf("Canonical(%q) = %q, %v; the tree gives %q, %v", raw, c, err, want, wantErr)
@@ -233,8 +233,8 @@ func TestDecodeCursorRefusesLineBreaks(t *testing.T) {
 }
 
 // TestDecodeCursorRefusesTheLastSeq: a listing resumes at seq+1, which
-// for the largest int64 wraps around and served the page again (review of
-// stop 31); no journal's sequence gets there, so the cursor is refused.
+// for the largest int64 wraps around and would serve the page again; no
+// journal's sequence gets there, so the cursor is refused.
 func TestDecodeCursorRefusesTheLastSeq(t *testing.T) {
 	t.Parallel()
 	c := EncodeCursor("v1:", time.Unix(1700000000, 0), math.MaxInt64)
@@ -301,7 +301,7 @@ func FuzzPrepareMatchesReference(f *testing.F) {
 // TestPrepareLargeArrayAllocatesItsOutput: preparing an 8 MiB event whose
 // data holds 4 million elements allocates about what it writes (the
 // canonical data and the envelope, each about the size of the input), not
-// a value per element: the tree decoder allocated about 450 MB here, and
+// a value per element (a tree of values would take about 450 MB), and
 // nothing bounds how many such events ingest validates at once.
 func TestPrepareLargeArrayAllocatesItsOutput(t *testing.T) {
 	e := largeArrayEvent()

@@ -47,16 +47,13 @@ func canonicalReference(raw []byte) ([]byte, error) {
 }
 
 func decodeTree(raw []byte) (any, error) {
-	// A token loop over jsontext rather than encoding/json's Decode into
-	// any: the same values (objects as map[string]any, numbers as their
-	// literal json.Number), at about half the cost, which ingest pays per
-	// event. Every caller has run CheckJSON first, so duplicate names and
-	// invalid UTF-8 never reach here; the options only keep this decoder
-	// from being stricter than the one it replaced (last name wins, U+FFFD).
-	//
-	// Decoders are pooled and read raw in place (a bytes.Buffer is parsed
-	// without a copy and never written to): a new decoder and its buffer
-	// per event were most of what remained of the cost.
+	// A token loop over jsontext: the values encoding/json's Decode into
+	// any gives (objects as map[string]any, numbers as their literal
+	// json.Number). Every caller has run CheckJSON first, so duplicate names
+	// and invalid UTF-8 never reach here; the options only keep this
+	// decoder from being stricter than encoding/json (last name wins,
+	// U+FFFD). Decoders are pooled and read raw in place (a bytes.Buffer is
+	// parsed without a copy and never written to).
 	dec := referenceDecoders.Get().(*jsontext.Decoder)
 	defer func() {
 		dec.Reset(bytes.NewReader(nil)) // drop raw before pooling

@@ -11,13 +11,11 @@ import (
 
 // This file reads JSON documents CheckJSON accepted straight from their
 // bytes, for ingest: the canonical form is written in one walk, and a data
-// type's fields are found as spans of the document and decoded one by one.
-// It replaced a decode into a tree of values (map[string]any, []any) and a
-// write of that tree: the tree cost about 100 bytes an element, so one
-// valid 8 MiB event holding a 4-million-element array took about 450 MB
-// to validate, and every event paid for values nothing reads. Nothing
-// here reports syntax: every caller has run CheckJSON and json.Valid
-// (checkedJSON), so values are only delimited, never diagnosed.
+// type's fields are found as spans of the document and decoded one by one,
+// never as a tree of values (map[string]any, []any), which would cost
+// about 100 bytes an element (TestPrepareLargeArrayAllocatesItsOutput).
+// Nothing here reports syntax: every caller has run CheckJSON and
+// json.Valid (checkedJSON), so values are only delimited, never diagnosed.
 
 // syntaxError explains why raw, which json.Valid refused, is not valid
 // JSON, as encoding/json words it.

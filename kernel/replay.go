@@ -19,9 +19,9 @@ type ChildSummary struct {
 // Effect is what the counts say of the delegation, once the child run has
 // ended: every operation settled, with effect none → none (as when it
 // performed none); some with an effect → occurred; otherwise (an
-// operation unresolved, or settled unknown) uncertain. Before None was
-// counted, a child whose every call was refused before it ran made its
-// delegation occurred, and it was not re-issued.
+// operation unresolved, or settled unknown) uncertain. A child whose
+// every call was refused before it ran makes its delegation none, so it
+// may be re-issued.
 func (c ChildSummary) Effect() string {
 	switch {
 	case c.Total == 0:

@@ -25,8 +25,8 @@ func TestReplayCountsSettledOperations(t *testing.T) {
 			ev("tool.failed", `{"operation_id":"op-1","error_type":"x","error":"y","effect":"uncertain"}`),
 			ev("operation.reconciled", `{"operation_id":"op-1","effect":"none","basis":"operator","note":""}`),
 		}, ChildSummary{Total: 1, None: 1}, EffectNone, nil},
-		// Every call refused before it ran: the delegation did nothing.
-		// It used to count as occurred, and was never re-issued.
+		// Every call refused before it ran: the delegation did nothing
+		// (none, so it may be re-issued; not occurred).
 		{"every call refused", []Event{
 			ev("tool.started", `{"operation_id":"op-1","tool":"t"}`),
 			ev("tool.failed", `{"operation_id":"op-1","error_type":"argument_validation","error":"y","effect":"none"}`),

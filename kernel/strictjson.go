@@ -48,10 +48,10 @@ func checkedJSON(what string, raw []byte) (valid bool, err error) {
 }
 
 // jsonScratch is the working memory of a walk of one document (checker's
-// path and keys, canonWriter's pieces), reused from walk to walk. On the
-// stack it was not: the walkers recurse, so the compiler moved the arrays
-// to the heap, and they were a sixth of what an enqueued event allocated
-// (BenchmarkOutboxToJournal's memory profile, stop 39).
+// path and keys, canonWriter's pieces), reused from walk to walk. It
+// cannot live on the stack: the walkers recurse, so the compiler moves
+// the arrays to the heap, a sizeable share of what an enqueued event
+// would allocate.
 type jsonScratch struct {
 	path   []pathSeg
 	keys   [][]byte

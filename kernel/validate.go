@@ -107,10 +107,10 @@ func (e Event) Validate() error {
 	return err
 }
 
-// ValidateNew checks the rules of DESIGN.md's event model that events
+// ValidateNew checks the rules of docs/design.md's event model that events
 // recorded by earlier versions may break, for an event that is being
 // written now through POST /v1/events (call it after DecodeEvent). Today
-// that is tool.failed's data.error, which DESIGN.md lists as required
+// that is tool.failed's data.error, which docs/design.md lists as required
 // ({operation_id, error_type, error, effect?, ...}) but Validate has never
 // required: the journal, the outbox's checked delivery and replay read
 // stored events with Validate alone, so a failure journaled without an

@@ -10,10 +10,9 @@
 -- Why: the delivered mark was an UPDATE of delivered_at, a column two
 -- partial indexes named in their predicates, so it could never be a HOT
 -- update. Each delivery wrote a second full copy of the row (its event
--- included) and three index entries, and left the old copy for vacuum: a
--- fifth of the statement time of the enqueue → delivered path
--- (BenchmarkOutboxToJournal, pg_stat_statements, stop 38). Deleting a row
--- of four short columns writes neither.
+-- included) and three index entries, and left the old copy for vacuum, a
+-- large share of the enqueue → delivered path's statement time. Deleting
+-- a row of four short columns writes neither.
 --
 -- What it changes for a reader of the table:
 --   * pending: a row of kernel_event_outbox_undelivered (its id);

@@ -112,8 +112,9 @@ func TestOutboxUndeliveredMigratesBothWays(t *testing.T) {
 	}
 }
 
-// earlierClaimSQL is the publishers' claim up to migration 00033 (stop 37's
-// kernel/outbox claimKeysSQL), as a publisher of that version still sends it.
+// earlierClaimSQL is the publishers' claim up to migration 00033 (that
+// version's kernel/outbox claimKeysSQL), as a publisher of it still sends
+// it.
 const earlierClaimSQL = `
 SELECT id, attempts, source_id, event_id, settles IS NULL FROM kernel_event_outbox
 WHERE delivered_at IS NULL AND parked_at IS NULL AND next_attempt_at <= now()

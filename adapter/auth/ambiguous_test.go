@@ -10,14 +10,13 @@ import (
 )
 
 // TestAmbiguousTokensAreConfigurationErrors: a secret listed twice for
-// different principals made the role a bearer gets depend on the order of
-// the entries (the last match won: "rd:reader:S,ann:operator:S" let the
+// different principals would make the role a bearer gets depend on the
+// order of the entries ("rd:reader:S,ann:operator:S" could let the
 // reader's secret reconcile), and a name over 512 bytes (the bound of
-// every id an event carries) made every event the token's holder causes
-// invalid: an operator's reconcile answered 400 "actor is longer than 512
-// bytes". Both are refused at start-up, naming the variable; the same
-// secret repeated for the same principal, and one name with two secrets
-// (a rotation), stay allowed.
+// every id an event carries) would make every event the token's holder
+// causes invalid. Both are refused at start-up, naming the variable; the
+// same secret repeated for the same principal, and one name with two
+// secrets (a rotation), stay allowed.
 func TestAmbiguousTokensAreConfigurationErrors(t *testing.T) {
 	t.Parallel()
 	for _, bad := range []string{

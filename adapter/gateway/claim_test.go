@@ -59,8 +59,8 @@ func TestAgentsCannotWriteIntoGatewayRuns(t *testing.T) {
 // A client-named run id is claimed under the lock an agent's write takes
 // shared: a claim made while an agent's write into that run id is under
 // way waits for it to commit, then sees its event and refuses the run id
-// (without the lock the claim saw nothing yet, recorded the run, and the
-// agent's event landed in the gateway's run).
+// (without the lock the claim would see nothing yet, record the run, and
+// the agent's event would land in the gateway's run).
 func TestClaimWaitsForAnAgentsWriteUnderWay(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()

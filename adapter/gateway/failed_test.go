@@ -14,9 +14,9 @@ import (
 	"github.com/seed-7bc021c3/reckon/tool/mcptool"
 )
 
-// An upstream's failure text is the upstream's to choose; with a NUL in
-// it the gateway's tool.failed was refused by the outbox, and the
-// operation stayed open although the call had ended. It is recorded, the
+// An upstream's failure text is the upstream's to choose; a NUL in it
+// must not get the gateway's tool.failed refused by the outbox, leaving
+// the operation open although the call had ended. It is recorded, the
 // NUL as U+FFFD.
 func TestFailedTextWithNULIsRecorded(t *testing.T) {
 	t.Parallel()
@@ -61,9 +61,9 @@ func TestUnstorableArgsRefusedAsTheClients(t *testing.T) {
 }
 
 // The client's name and version are the client's to choose and only
-// describe the run: one with a NUL in it made run.started unstorable, and
-// with it every call of the session (and every client-named run it
-// opened) was refused. They are recorded storable, and bounded.
+// describe the run: a NUL in one must not make run.started unstorable,
+// and with it every call of the session (and every client-named run it
+// opens) refused. They are recorded storable, and bounded.
 func TestClientInfoWithNULDoesNotBlockCalls(t *testing.T) {
 	t.Parallel()
 	pool, f := issuesGateway(t)

@@ -16,8 +16,8 @@ import (
 // refused with 503 before anything is recorded or started, while the open
 // ones keep working; once one ends, a new one is served. Each session
 // records a run and may start a process per stdio upstream, so a client
-// opening sessions in a loop filled the journal and the process table
-// (review of stop 31).
+// opening sessions in a loop must not fill the journal and the process
+// table.
 func TestHTTPSessionsAreBounded(t *testing.T) {
 	t.Parallel()
 	up := newHTTPIssues(t)

@@ -291,9 +291,10 @@ func (nopJournal) Ingest(context.Context, []kernel.Event) ([]kernel.IngestResult
 	return nil, nil
 }
 
-// TestAuthBeforeQueryCheck: DESIGN.md answers a missing or unknown token
-// with 401 and a known token with too small a role with 403; a query with
-// a NUL or invalid UTF-8 answered 400 before the token was looked at.
+// TestAuthBeforeQueryCheck: docs/design.md answers a missing or unknown
+// token with 401 and a known token with too small a role with 403, even
+// for a query with a NUL or invalid UTF-8 (never 400 before the token is
+// looked at).
 func TestAuthBeforeQueryCheck(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)

@@ -13,7 +13,7 @@ import (
 )
 
 // TestListingBoundsArgs: 8 unresolved operations whose args are 6 MB
-// each (a 50 MB listing before) list in a page of kilobytes, each item
+// each (a 50 MB listing unbounded) list in a page of kilobytes, each item
 // saying args_truncated with the size; the history still has the args.
 func TestListingBoundsArgs(t *testing.T) {
 	t.Parallel()

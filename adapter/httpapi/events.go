@@ -22,11 +22,10 @@ const MaxBatch = 1000
 // with each run every run its id descends from (kernel.RunAncestry: one
 // more for each "." in the id). The journal's write takes a PostgreSQL
 // advisory lock on each of them (reckon_refuse_kernel_runs), and those
-// locks share one table with every session of the cluster: 100 events in
-// runs whose ids held 253 dots took 25,400 locks, failed with "out of
-// shared memory" (a 500) and made other sessions' locks fail the same way
-// while it ran. Twice MaxBatch lets every event of a full batch lie in a
-// child run of its own.
+// locks share one table with every session of the cluster: a batch of
+// deeply nested run ids could exhaust it ("out of shared memory") for
+// every other session too. Twice MaxBatch lets every event of a full
+// batch lie in a child run of its own.
 const MaxBatchRuns = 2 * MaxBatch
 
 // MaxRunsInFlight bounds the run locks (MaxBatchRuns) that the ingest
@@ -93,13 +92,12 @@ func (s *Server) ingest(w http.ResponseWriter, r *http.Request) error {
 	}
 	ingest := s.cfg.Journal.Ingest
 	if g, ok := s.cfg.Journal.(kernel.GuardedJournal); ok && s.cfg.Owners != nil {
-		// The check above names the event, and it keeps a caller who
-		// keeps posting into others' runs out of group commit: refused in
-		// the write, each such call would fail the combined batch it rode
-		// in and have it written again in halves (journal's
-		// grouper.retry). This
-		// one, in the write's own transaction, catches a run started,
-		// claimed or first written since.
+		// The check above names the event, and it keeps a caller who keeps
+		// posting into others' runs out of group commit: refused in the write,
+		// each such call would fail the combined batch it rode in and have it
+		// written again in halves (journal's grouper.retry). This one, in the
+		// write's own transaction, catches a run started, claimed or first
+		// written since.
 		ingest = g.IngestAgentEvents
 	}
 	if err := s.runLocks.Acquire(r.Context(), int64(runs)); err != nil {
@@ -146,9 +144,9 @@ func (s *Server) inWindow(ev kernel.Event) error {
 
 // splitBatch splits the "events" list of an ingest body into its events,
 // in one walk that keeps at most MaxBatch of them and only counts the
-// rest: decoded straight into a slice, the 8 MiB body limit allowed some
-// 4 million one-byte elements ("[1,1,…]"), and one request made the
-// server allocate about 650 MB before it was refused as over MaxBatch.
+// rest: decoded straight into a slice, the 8 MiB body limit allows some
+// 4 million one-byte elements ("[1,1,…]"), and one request could make the
+// server allocate hundreds of megabytes before it is refused.
 func splitBatch(raw json.RawMessage) ([]json.RawMessage, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {

@@ -53,11 +53,10 @@ func serveOnce(api http.Handler, method, path, token, body string) *httptest.Res
 }
 
 // TestOversizedBatchIsCountedNotKept: a batch over MaxBatch is a 413
-// naming its size, refused without one allocation per element. The body
-// was decoded straight into a slice of raw events before its length was
-// checked, so within the 8 MiB body limit an agent token made the server
-// allocate some 650 MB for "[1,1,…]" before the refusal. Not parallel: it
-// counts the process's allocations.
+// naming its size, refused without one allocation per element: decoded
+// straight into a slice of raw events, a "[1,1,…]" within the 8 MiB body
+// limit would cost hundreds of megabytes before the refusal. Not parallel:
+// it counts the process's allocations.
 func TestOversizedBatchIsCountedNotKept(t *testing.T) {
 	api := hostileAPI(t, httpapi.Config{})
 	const n = 200_000
@@ -263,9 +262,10 @@ func TestRunPathIsUnescaped(t *testing.T) {
 }
 
 // TestForgedCursorTimeIs400: a listing's cursor is opaque but unsigned, so
-// a reader can make one. One whose position lay before the earliest
-// timestamp PostgreSQL holds reached the query and answered 500 (logged
-// as a server fault); it is a 400 like any cursor the API did not issue.
+// a reader can make one. One whose position lies before the earliest
+// timestamp PostgreSQL holds must not reach the query and be answered 500
+// (logged as a server fault); it is a 400 like any cursor the API did not
+// issue.
 func TestForgedCursorTimeIs400(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -423,9 +423,8 @@ func (stuckRuns) View(ctx context.Context, _, _ string, _ runner.EventPage) (run
 
 // TestStuckRequestIsAnsweredBeforeTheWriteDeadline: a handler held up past
 // the server's bound is stopped and answered 503 saying so, before the
-// connection's write deadline. Before, its context never ended (the write
-// deadline cancels nothing) and the client waited on, to get at best a
-// closed connection.
+// connection's write deadline, which cancels nothing by itself: the
+// client would wait on, to get at best a closed connection.
 func TestStuckRequestIsAnsweredBeforeTheWriteDeadline(t *testing.T) {
 	t.Parallel()
 	tokens, err := auth.Parse("ro:reader:reader-secret-1")

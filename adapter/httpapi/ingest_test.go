@@ -564,10 +564,10 @@ func TestIngestOlderRunsBelongToTheirEarliestSource(t *testing.T) {
 	}
 }
 
-// TestIngestRequiresToolFailedError: DESIGN.md lists tool.failed's data as
-// {operation_id, error_type, error, effect?, ...}, error required like
-// run.failed's; ingest accepted a failure without it. A new write through
-// POST /v1/events is a 400 naming data.error, while the journal itself
+// TestIngestRequiresToolFailedError: docs/design.md lists tool.failed's
+// data as {operation_id, error_type, error, effect?, ...}, error required
+// like run.failed's. A new write through POST /v1/events without it is a
+// 400 naming data.error, while the journal itself
 // (the outbox's delivery, events recorded by earlier versions) still
 // takes one, so stored failures keep loading.
 func TestIngestRequiresToolFailedError(t *testing.T) {

@@ -8,7 +8,8 @@ import (
 	"github.com/seed-7bc021c3/reckon/kernel"
 )
 
-// Paths of the API's routes (the contract is DESIGN.md and openapi.json).
+// Paths of the API's routes (the contract is docs/design.md and
+// openapi.json).
 const (
 	PathHealth     = "/healthz"
 	PathMetrics    = "/metrics"

@@ -215,8 +215,8 @@ func (s *Server) handle(rt route) {
 		// The handler's context ends a little before the connection's
 		// write deadline (WriteTimeout): a request held up by the
 		// database or a lock is stopped and answered, 503 saying so,
-		// while the server can still answer. Before, it ran on past the
-		// deadline and its client saw only a closed connection.
+		// while the server can still answer, rather than run on past the
+		// deadline with its client seeing only a closed connection.
 		bound := s.handlerBound()
 		ctx, cancel := context.WithTimeoutCause(r.Context(), bound, errOutOfTime)
 		defer cancel()
@@ -228,7 +228,7 @@ func (s *Server) handle(rt route) {
 				(*f)(method+" "+pattern, sw.code)
 			}
 		}()
-		// Authentication first: DESIGN.md answers a missing or unknown
+		// Authentication first: docs/design.md answers a missing or unknown
 		// token with 401 and a too small role with 403 whatever else the
 		// request holds, so a caller without the right token learns that,
 		// not what is wrong with its query.

@@ -13,9 +13,9 @@ import (
 // TestEvalRefusesBadFlagsBeforeScoring: a mistake in `reckon eval`'s
 // command line is reported before the suite is scored — with a model
 // supervisor, scoring is one paid call per wall. A --gate baseline that
-// cannot be read used to be opened only after every wall had been sent to
-// the model and the reports written; a negative --concurrency or
-// --case-timeout was silently taken as 1 and "no bound".
+// cannot be read is reported before any wall is sent to the model, and a
+// negative --concurrency or --case-timeout is refused, not taken as 1 and
+// "no bound".
 func TestEvalRefusesBadFlagsBeforeScoring(t *testing.T) {
 	fixtures := filepath.Join("..", "..", "evals", "fixtures")
 	t.Setenv("RECKON_DATA_DIR", t.TempDir())

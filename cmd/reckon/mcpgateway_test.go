@@ -370,10 +370,10 @@ func TestMCPGatewayTypeScriptHostStdio(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Linux stamps a file with its coarse clock, which lags the clock
-	// time.Now reads by up to a scheduler tick (10 ms at HZ=100): a file
-	// written 0.4 ms after tool.started carried an mtime 0.4 ms before it
-	// (one run of nine under a doubled load). The slack only widens the
-	// start side, the one the coarse clock can cross.
+	// time.Now reads by up to a scheduler tick (10 ms at HZ=100), so a
+	// file written just after tool.started can carry an mtime just before
+	// it. The slack only widens the start side, the one the coarse clock
+	// can cross.
 	const mtimeSlack = 20 * time.Millisecond
 	if o := ops["op-2"]; fi.ModTime().Before(o.started.TS.Add(-mtimeSlack)) || o.end.TS.Before(fi.ModTime()) {
 		t.Errorf("op-2: tool.started %s, file written %s, tool.completed %s", o.started.TS, fi.ModTime(), o.end.TS)

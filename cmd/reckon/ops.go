@@ -320,7 +320,7 @@ func need(flags map[string]string) error {
 }
 
 // checkLimit refuses a --limit outside [0, max] (0: the API's default) as
-// a usage error: a negative one used to be dropped without a word.
+// a usage error, never dropped without a word.
 func checkLimit(limit, max int) error {
 	if limit < 0 || limit > max {
 		return usageErrorf("--limit must be between 1 and %d (leave it out for the default of %d), got %d", max, operations.DefaultLimit, limit)

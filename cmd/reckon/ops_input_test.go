@@ -9,9 +9,8 @@ import (
 
 // TestOpsListRefusesBadLimit: `reckon ops list --limit -5` (and
 // attention) is a mistake in the command line: exit 2 naming --limit,
-// before any request. It used to be dropped silently (only a positive
-// limit was sent), so the caller got the default page size instead of an
-// error.
+// before any request, not dropped silently to give the caller the default
+// page size instead of an error.
 func TestOpsListRefusesBadLimit(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()

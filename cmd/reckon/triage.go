@@ -114,10 +114,9 @@ func printReport(out io.Writer, rep triage.Report) {
 // One Drain is not enough: it stops at its first empty claim, and rows
 // another publisher (a gateway's, a server's) holds are skipped, not
 // waited for, so that publisher may still be delivering them when Drain
-// returns (seen under load in TestMCPGatewaySIGKILLMidCall: the report
-// said journaled, the journal lacked one verdict). It drains again until
-// nothing is pending, so rows of a publisher that died mid-delivery are
-// delivered here too.
+// returns. It drains again until nothing is pending, so rows of a
+// publisher that died mid-delivery are delivered here too
+// (TestMCPGatewaySIGKILLMidCall).
 func publishVerdicts(ctx context.Context, p *outbox.Publisher, pool *pgxpool.Pool, rep triage.Report) error {
 	var runs []kernel.RunKey
 	seen := map[kernel.RunKey]bool{}

@@ -172,15 +172,11 @@ func (st *Stack) lose(ctx context.Context, project string, sc Scenario, ws strin
 		return !running, err
 	}
 	// Stopping the worker cancels the activity, whose sandbox kills its own
-	// init and bubblewrap's process group. Before the sandbox killed its
-	// init itself (it relied on --die-with-parent, which bubblewrap arms
-	// only after its setup), about 1 of 20 drills left the command running
-	// on to write an effect meant to be lost. The drill stands for a
-	// worker that dies, whose commands die with it, so it still checks:
-	// past a grace it kills what is left of the command, as that death
-	// would, and says so in the log (a warning that now points at a
-	// sandbox bug). The ground truth is still what the workspace shows
-	// afterwards.
+	// init and bubblewrap's process group. The drill stands for a worker
+	// that dies, whose commands die with it, so it still checks: past a
+	// grace it kills what is left of the command, as that death would, and
+	// says so in the log (a warning that points at a sandbox bug). The
+	// ground truth is still what the workspace shows afterwards.
 	gctx, cancel := context.WithTimeout(ctx, commandGrace)
 	err := poll(gctx, gone)
 	cancel()

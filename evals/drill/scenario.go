@@ -49,7 +49,7 @@ var Kinds = []string{
 	KindMemoryAfter, KindMemoryBefore,
 }
 
-// Plan is a run's plan, in DESIGN.md's format.
+// Plan is a run's plan, in the format docs/design.md describes.
 type Plan struct {
 	Steps []Step `json:"steps"`
 }
@@ -84,12 +84,11 @@ type Fault struct {
 // nothing but the command's real effects) and sleeps before or after
 // writing Effect; the drill waits until the command is under way (Effect
 // exists when AfterEffect, a process with Marker in its command line
-// otherwise) and then
-// terminates the run's workflow and stops its worker, as if both were lost
-// at once, so no terminal event is ever recorded and the listing shows the
-// operation in crash_window. The truth is observed, not assumed: once no
-// process of the command is left, the drill checks whether Effect exists in
-// the workspace and records that (fault.Lost).
+// otherwise) and then terminates the run's workflow and stops its worker,
+// as if both were lost at once, so no terminal event is ever recorded and
+// the listing shows the operation in crash_window. The truth is observed,
+// not assumed: once no process of the command is left, the drill checks
+// whether Effect exists in the workspace and records that (fault.Lost).
 type Lose struct {
 	OperationID string `json:"operation_id"`
 	Marker      string `json:"marker"`

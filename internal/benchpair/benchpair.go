@@ -2,12 +2,10 @@
 // reference and keeps the median pair.
 //
 // A ratio from one measurement and one reference, each a few seconds on a
-// two-core machine shared by the client and PostgreSQL, moved by a third
-// between back-to-back runs of `make bench` (batched ingest 0.67–0.92 of
-// pgbench, the built-in sweep 1.9–3.7× its floor, four runs on one
-// machine). Measuring the pair several times, each pair side by side, and
-// reporting the pair of median ratio keeps one disturbed measurement — of
-// either side — from being the figure.
+// small machine shared by the client and PostgreSQL, moves a lot between
+// back-to-back runs. Measuring the pair several times, each pair side by
+// side, and reporting the pair of median ratio keeps one disturbed
+// measurement — of either side — from being the figure.
 package benchpair
 
 import (
@@ -28,13 +26,9 @@ type Pair struct {
 func (p Pair) Ratio() float64 { return p.Value / p.Ref }
 
 // DefaultRepeats is how many pairs Repeats asks for when
-// RECKON_BENCH_REPEAT does not say. Five, not three: with three pairs one
-// disturbed pair of the two others' side moved the median, and a single
-// make bench put the sustained row (pairs 1.36–1.70 in one run) or the
-// batched ingest row (0.82–1.21) on either side of its target (stops
-// 38–39). make bench took 6–7 minutes with five (runs AX–BB of stop 39,
-// AMD EPYC, 2 cores), about what one with three had taken (run AV, 7
-// minutes with the build); the pairs are the short part of it.
+// RECKON_BENCH_REPEAT does not say. Five, not three: with three, one
+// disturbed pair next to another on the same side moves the median. The
+// pairs are the short part of make bench.
 const DefaultRepeats = 5
 
 // Repeats is how many pairs a benchmark measures: RECKON_BENCH_REPEAT, or

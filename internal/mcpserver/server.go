@@ -245,8 +245,7 @@ func Main(ctx context.Context, args []string, stdin io.ReadCloser, stdout io.Wri
 		if errors.Is(err, context.DeadlineExceeded) {
 			// Shutdown waits for connections to go idle, and a streamable
 			// session's event stream that its client's DELETE did not end
-			// never does (TestMainHTTP failed so under a loaded CI run):
-			// past the grace, such streams are cut.
+			// never does: past the grace, such streams are cut.
 			return hs.Close()
 		}
 		return err

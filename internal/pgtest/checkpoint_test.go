@@ -34,8 +34,8 @@ func TestCheckpointRunsOne(t *testing.T) {
 	pgtest.Checkpoint(t)
 	// The checkpointer reports its count to the statistics after it has
 	// woken the CHECKPOINT it ran, so a read right after can still see the
-	// old count (CI saw 202 before and after once); it is there within
-	// moments. A Checkpoint that ran none never raises it.
+	// old count; it is there within moments. A Checkpoint that ran none
+	// never raises it.
 	after := before
 	reckontest.Eventually(t, 5*time.Second, "the checkpointer to count the requested checkpoint", func() bool {
 		after = requested()

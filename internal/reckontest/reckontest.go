@@ -308,8 +308,8 @@ var leakIgnores = []goleak.Option{
 // task-queue scavenger (a system-namespace activity that sleeps 10 s
 // between passes, its run loop waiting for its executor, the executor's
 // workers and the SDK's heartbeat goroutine for it), which a test running
-// long enough catches mid-pass at Stop. None
-// of them is reckon's; reckon's own workers are stopped before the server.
+// long enough catches mid-pass at Stop. None of them is reckon's;
+// reckon's own workers are stopped before the server.
 var embeddedTemporalFrames = []string{
 	"go.temporal.io/sdk/internal.(*workflowTaskHandlerImpl).ProcessWorkflowTask",
 	"go.temporal.io/sdk/internal.awaitWaitGroup.func1",

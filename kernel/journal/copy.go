@@ -18,11 +18,8 @@ import (
 
 // copyMin is the fewest events a call writes with COPY (see
 // ingestCopy); smaller batches go through the ingest statement, whose one
-// round trip costs less than the copy's four. Where they cross, measured
-// (alternated rounds of 40 agents' batches, 2026-12-02): 65 events 3.4–3.8
-// ms a batch by statement against 3.7–4.0 by COPY, 100 events 4.7–5.2
-// against 4.8–5.1, 128 events 6.1–6.3 against 5.9–6.3, 300 events 11.7–12.0
-// against 11.4, 500 events 16.0 against 14.6.
+// round trip costs less than the copy's four. The two cost about the same
+// at this size.
 const copyMin = 128
 
 // journalColumns are the columns a copied batch fills (beginCopySQL's).
@@ -52,28 +49,10 @@ func (s *Store) ingestLarge(ctx context.Context, preps []prepared) ([]kernel.Ing
 // ON CONFLICT, so a batch holding a repeat or a conflict is answered by
 // the ingest statement instead, which reads the stored digests.
 //
-// The check comes after the copy, not before it as in the ingest
-// statement, to spare a round trip (about 0.5–1 ms of a 15 ms batch of
-// 500, 12 of 16 alternated rounds in one process, 2026-12-02). It decides
-// the same: a refusal aborts the transaction, copy included; the claim of
-// a new run reads the run's first journal event, which is then one of the
-// batch's own rows, of the batch's source, as the claim would have
-// defaulted to. What it costs: a refused batch pays for its copy, and the
-// first write of a new run, taking the run's claim after its keys, can
-// deadlock with a concurrent ingest statement (which claims first) of the
-// same source and run holding an overlapping key: PostgreSQL detects it
-// after deadlock_timeout, a second by default, and the copy gives way.
-//
-// Why COPY: a large batch's time was the client's work (preparing 500
-// events, encoding 15 arrays) and then the server's (the insert), one
-// after the other; COPY streams the rows, so the server inserts the first
-// ones while the client still encodes the rest, and it inserts them in
-// bulk rather than one speculative insertion each. A batch holding a
-// repeat pays for the copy it throws away (up to the row that met the key:
-// its rows stay as dead tuples for vacuum), then for the statement. An
-// honest client meets that when it retries a call that had been written;
-// an agent can make every batch of its own cost so by including one key
-// it sent before, which at most doubles the work of its own batches.
+// The agents' check comes after the copy, sparing a round trip, and
+// decides the same as before it; why that holds, why COPY, and what a
+// repeat costs: docs/internals.md#journal. TestCopyAgentChecks,
+// TestCopyGivesWayToTheStatement, TestCopyConcurrentOverlappingBatches.
 func (s *Store) ingestCopy(ctx context.Context, preps []prepared, d distinctRows) ([]kernel.IngestResult, bool, error) {
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
@@ -129,16 +108,14 @@ func (s *Store) ingestCopy(ctx context.Context, preps []prepared, d distinctRows
 var beginCopySQL = `BEGIN; COPY journal_events (` + strings.Join(journalColumns, ", ") + `) FROM STDIN (FORMAT binary)`
 
 // copyData is a batch's distinct events, in journal order, as COPY's
-// binary format with beginCopySQL's columns. Written by hand rather than through
-// pgx's CopyFrom, whose encoding goes through a []any a row and an encode
-// plan a value: about 0.5 ms more a batch of 500 (13 of 16 alternated
-// rounds in one process, 2026-12-02), CPU the server's side of the copy
-// competes for on two cores. Each value is
-// what pgx sends for the same Go value in the ingest statement's arrays
-// (text as its bytes, ts as microseconds since 2000-01-01 UTC truncated as
-// pgx truncates, jsonb as version 1 and the canonical JSON, bytea as its
-// bytes), so both paths store the same rows (TestCopyWritesWhatTheStatementWrites
-// compares them column by column).
+// binary format with beginCopySQL's columns. Written by hand rather than
+// through pgx's CopyFrom, whose encoding goes through a []any a row and an
+// encode plan a value: CPU the server's side of the copy competes for.
+// Each value is what pgx sends for the same Go value in the ingest
+// statement's arrays (text as its bytes, ts as microseconds since
+// 2000-01-01 UTC truncated as pgx truncates, jsonb as version 1 and the
+// canonical JSON, bytea as its bytes), so both paths store the same rows
+// (TestCopyWritesWhatTheStatementWrites compares them column by column).
 func copyData(preps []prepared, d distinctRows) []byte {
 	// The exact size: the header (19 bytes) and trailer (2); per row its
 	// field count (2), a length word per field, and the values (ts 8

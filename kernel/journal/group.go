@@ -26,14 +26,8 @@ const (
 	// groupMaxInFlight is how many combined batches may be in flight at
 	// once. Two: one batch's statement and commit run in the database
 	// while the next gathers and is prepared, so the client's work and the
-	// WAL flush overlap; more batches only split the events per commit.
-	// Measured at 3675adb on 2 cores, medians of three pairs against
-	// pgbench in alternating runs: 8 callers 4,740–4,748 events/s with one
-	// in flight, 5,905–7,395 with two, 4,910–4,926 with four; 32 callers
-	// 10,757–11,460 with one, 14,056–16,392 with two, 10,523–10,964 with
-	// four. (An earlier measurement, 5,680 with one against 2,713 with
-	// two, predates pgplan's gate: concurrent batches then ran on a
-	// generic plan made on the empty journal.)
+	// WAL flush overlap; more batches only split the events per commit
+	// (BenchmarkIngestSingleConcurrent).
 	groupMaxInFlight = 2
 	// groupSmall is the largest call that joins a group; larger batches
 	// already amortise their round trip and go straight to the database.
@@ -149,8 +143,8 @@ func (g *grouper) flush(calls []*groupCall) {
 // run, the gateway's source) is one call's doing, and the combined batch
 // is written again in halves, each failing half split again, in their
 // order: about 2·log2(n) writes for one refused call among n, where
-// writing every call alone took n. Without that, an agent could make every
-// batch its refused writes rode in cost a round trip per caller. Any other
+// writing every call alone takes n, so that an agent cannot make every
+// batch its refused writes ride in cost a round trip per caller. Any other
 // error (the database down, say) has each call written alone, so that
 // each caller gets the error its own write meets.
 func (g *grouper) retry(calls []*groupCall, err error) {

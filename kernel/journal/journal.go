@@ -89,20 +89,19 @@ func (s *Store) Ingest(ctx context.Context, events []kernel.Event) ([]kernel.Ing
 // call with an EForbidden naming the run if an event, or a run its id
 // descends from, is a kernel or gateway run or is being started or claimed
 // at that moment (only the kernel writes a kernel run's events, only the
-// MCP gateway a gateway run's), or if an event lies in an agent's run
-// that another source owns, or in a run nobody has claimed whose nearest
-// owned ancestor another source owns (an agent's child runs are its own,
-// migration 00032); an event into a run that has no owner, and no owned
-// run it descends from, claims it for its source (the call's first event
-// of the run, in order). Nothing of a refused call is written. The
-// caller's own check before the write
-// (kernel.RunOwners) gives the precise message; this one closes the races
-// with a start, a claim or a first write in between (see
-// reckon_check_agent_events, migrations 00030, 00031 and 00032, and
+// MCP gateway a gateway run's), or if an event lies in an agent's run that
+// another source owns, or in a run nobody has claimed whose nearest owned
+// ancestor another source owns (an agent's child runs are its own,
+// migration 00032); an event into a run that has no owner, and no owned run
+// it descends from, claims it for its source (the call's first event of the
+// run, in order). Nothing of a refused call is written. The caller's own
+// check before the write (kernel.RunOwners) gives the precise message; this
+// one closes the races with a start, a claim or a first write in between
+// (see reckon_check_agent_events, migrations 00030, 00031 and 00032, and
 // reckon_refuse_kernel_runs, migrations 00028 and 00029). It also refuses
 // events under the MCP gateway's source (its default, or one a gateway
-// instance registered with): their keys could take the ids of the
-// gateway's own events.
+// instance registered with): their keys could take the ids of the gateway's
+// own events.
 func (s *Store) IngestAgentEvents(ctx context.Context, events []kernel.Event) ([]kernel.IngestResult, error) {
 	preps, err := prepare(events)
 	if err != nil || len(preps) == 0 {
@@ -155,8 +154,8 @@ const prepareSpan = 64
 
 // prepare validates and canonicalizes events; the first invalid one fails
 // the whole batch. A large batch is prepared on every core at once: with
-// one caller the database waits for this step (about 4 µs an event), and
-// the answer is the same, the first invalid event in batch order.
+// one caller the database waits for this step, and the answer is the
+// same, the first invalid event in batch order.
 func prepare(events []kernel.Event) ([]prepared, error) {
 	preps := make([]prepared, len(events))
 	workers := min(runtime.GOMAXPROCS(0), len(events)/prepareSpan)
@@ -435,8 +434,8 @@ func scanEvents(rows pgx.Rows) ([]StoredEvent, error) {
 		var psrc, pid *string
 		// Data is scanned as bytes: into a json.RawMessage, pgx runs it
 		// through json.Unmarshal, validating again what PostgreSQL's jsonb
-		// output guarantees; that was about a quarter of the client's CPU
-		// for reading a run (BenchmarkRunEvents).
+		// output guarantees, about a quarter of the client's CPU for
+		// reading a run (BenchmarkRunEvents).
 		if err := rows.Scan(&e.SourceID, &e.EventID, &e.Project, &e.RunID, &e.Type, &e.TS, &e.Actor,
 			&psrc, &pid, (*[]byte)(&e.Data), &e.Seq); err != nil {
 			return nil, fmt.Errorf("scan event: %w", err)
@@ -602,18 +601,17 @@ func DecodeEventCursor(c string) (int64, error) {
 }
 
 // IngestOutboxTx writes outbox rows (ids, and keys[i] the key of ids[i])
-// into the journal inside tx, reading
-// them in the database (ingestOutboxSQL): the in-process publisher's
-// delivery, which spares each event the trip out of the server, the
-// decode, the second Prepare and the trip back. It answers per row, in
-// ids' order, as Ingest would have for the rows' events. The rows must
-// have been enqueued by this version's outbox.Enqueue (their prepared
-// columns set) and be locked by the caller. Nothing is validated again:
-// Enqueue validated every row, and whoever can write the outbox table
-// directly can write the journal's too. A row the journal's table refuses
-// (possible only for a row written past Enqueue) fails the whole statement
-// with the database's error, and the caller delivers the batch the checked
-// way instead.
+// into the journal inside tx, reading them in the database
+// (ingestOutboxSQL): the in-process publisher's delivery, which spares each
+// event the trip out of the server, the decode, the second Prepare and the
+// trip back. It answers per row, in ids' order, as Ingest would have for
+// the rows' events. The rows must have been enqueued by this version's
+// outbox.Enqueue (their prepared columns set) and be locked by the caller.
+// Nothing is validated again: Enqueue validated every row, and whoever can
+// write the outbox table directly can write the journal's too. A row the
+// journal's table refuses (possible only for a row written past Enqueue)
+// fails the whole statement with the database's error, and the caller
+// delivers the batch the checked way instead.
 func (s *Store) IngestOutboxTx(ctx context.Context, tx pgx.Tx, ids []int64, keys []kernel.EventKey) ([]kernel.IngestResult, error) {
 	if len(ids) != len(keys) {
 		return nil, fmt.Errorf("ingest outbox rows: %d ids and %d keys", len(ids), len(keys))

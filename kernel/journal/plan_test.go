@@ -17,9 +17,9 @@ import (
 // for its parameters while the journal has no statistics, and the cached
 // generic plan (pgplan) once it is analyzed and large. Every read of
 // journal_events is an index probe, none a sequential scan, and operations
-// are looked up by the operation index. The NOT EXISTS form of the open
-// test planned as a hashed subplan that read every settling row of the
-// journal per batch; a generic plan made on the empty journal looked
+// are looked up by the operation index: a NOT EXISTS form of the open
+// test may plan as a hashed subplan reading every settling row of the
+// journal per batch, and a generic plan made on the empty journal may look
 // operations up through (project, type, ts), walking the whole project.
 func TestIngestPlan(t *testing.T) {
 	t.Parallel()

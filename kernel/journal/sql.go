@@ -10,10 +10,9 @@ package journal
 // run $4 of project $3 belongs to a source other than $5 of the same entry,
 // claiming it for that source when nobody owns it yet (entries in the
 // events' order, so the first claims) -- a run nobody has claimed belongs
-// to the owner of its nearest owned ancestor (migration 00032); and, first
-// of all, RK003 when a
-// source $5 is the MCP gateway's (migration 00031). Each aborts the
-// batch's implicit transaction.
+// to the owner of its nearest owned ancestor (migration 00032); and,
+// first of all, RK003 when a source $5 is the MCP gateway's (migration
+// 00031). Each aborts the batch's implicit transaction.
 const checkAgentEventsSQL = `SELECT reckon_check_agent_events($1::text[], $2::text[], $3::text[], $4::text[], $5::text[])`
 
 // ingestSQL writes a batch in one round trip. Inputs arrive as parallel
@@ -28,17 +27,14 @@ const checkAgentEventsSQL = `SELECT reckon_check_agent_events($1::text[], $2::te
 // kept from being flattened into a join by OFFSET 0, so the batch's
 // operations drive) by the operation index alone: the type and open tests
 // stay outside the subquery, where the partial index of open tool.started
-// rows cannot serve them. It then updates by seq.
-// As a join, a plan made while the journal was small, which the generic
-// plan keeps, walked every open tool.started of the journal (and every
-// dead index entry of one) for each settling operation of the batch: one
-// statement of a 1,000-event batch took 10 s at 100,000 events.
+// rows cannot serve them. It then updates by seq. As a join, a generic
+// plan made while the journal was small walks every open tool.started of
+// the journal for each settling operation of the batch.
 //
 // The open hint's test is a scalar subquery with LIMIT 1, not NOT EXISTS:
-// the planner may turn an EXISTS in a select list into a hashed subplan,
-// which reads every settling row of the journal once per batch (17 ms at
-// 100,000 events, growing with the journal); a scalar subquery is always
-// an index probe per tool.started.
+// the planner may turn an EXISTS in a select list into a hashed subplan
+// that reads every settling row of the journal once per batch; a scalar
+// subquery is always an index probe per tool.started. TestIngestPlan.
 const ingestSQL = `
 WITH ins AS (
     INSERT INTO journal_events (source_id, event_id, project, run_id, type, ts, actor,
@@ -93,31 +89,20 @@ SELECT source_id, event_id FROM ins`
 // those of the batch's own when a settling event was already journaled.
 //
 // Only the operations of runs that hold rows other than the batch's are
-// looked up ("older"): in a run the batch began, the batch's own rows are
-// all there is, and they already carry the hints the batch gives them. A
-// run is older when the journal, as the statement sees it, holds more of
-// its rows than the batch copied ($4..$6: each run of the batch that
-// holds one of the operations $1..$3, and its count of copied rows, every
-// row of the run the batch wrote), counted on the run index and stopped
-// at one more than the batch's count, so the test costs at most the
-// batch's own rows whatever the run's size. A run that another
-// transaction writes at the same moment is older once that transaction
-// has committed, as the operations' lookups would see it too: nothing is
-// skipped that they would have found. A large batch often begins its runs (an import, a
-// backfill, an agent that sends a run's events at its end); one that
-// continues its runs costs what it did before, and the count besides. The
-// benchmark's batches of 500 (five runs of 100 events, one of them begun
-// by the batch before) look up 50 of 251 operations: the statement's
-// execution 1.02 ms -> 0.53 ms (2026-12-03).
+// looked up ("older", $4..$6: each run of the batch that holds one of the
+// operations $1..$3 and its count of copied rows): in a run the batch
+// began, the batch's own rows are all there is. The count stops at one
+// more than the batch's, so the test costs at most the batch's own rows;
+// why a concurrent writer cannot make it skip a run:
+// docs/internals.md#journal. TestCopySettlesEarlierRows,
+// TestCopiedRunsCountsOnlyLookedUpRuns.
 //
 // Each operation's events are looked up by the operation index alone, as
 // in settleStepSQL, and the settling event's test is a scalar subquery
 // with LIMIT 1 (as in unsettledInJournalSQL), asked only of the open
 // tool.started rows found (the second OFFSET 0 keeps the planner from
-// asking it of every operation first): as an EXISTS the planner made it a
-// hash semi join over every settling row of the journal, 5.6 ms a batch at
-// 30,000 events and growing with the journal. The older runs' test is a
-// scalar subquery too, on a handful of rows.
+// asking it of every operation first): as an EXISTS the planner may make
+// it a hash semi join over every settling row of the journal.
 const settleCopiedSQL = `
 WITH older AS MATERIALIZED (
     SELECT r.project, r.run_id
@@ -214,13 +199,14 @@ ORDER BY seq`
 // the journal needs beside the event: its canonical data in the event,
 // operation_id, settles and ts as the Go path sends them, so the row this
 // writes is the row ingestSQL writes for the same event
-// (TestInDatabaseDeliveryWritesWhatIngestWrites in kernel/outbox). Rows without them (enqueued
-// before migration 00027) are not for this statement: the publisher sends
-// those through ingestSQL. Journal order follows the outbox's id order, as
-// the publisher's batches do. A tool.started is written closed when its
-// operation is settled in the journal or by another row of the batch: the
-// batch's settled operations are joined once (a hash join), not searched
-// per row, which made a batch of n starts cost n² comparisons.
+// (TestInDatabaseDeliveryWritesWhatIngestWrites in kernel/outbox). Rows
+// without them (enqueued before migration 00027) are not for this
+// statement: the publisher sends those through ingestSQL. Journal order
+// follows the outbox's id order, as the publisher's batches do. A
+// tool.started is written closed when its operation is settled in the
+// journal or by another row of the batch: the batch's settled operations
+// are joined once (a hash join), not searched per row, which would make a
+// batch of n starts cost n² comparisons.
 const ingestOutboxSQL = ingestOutboxHeadSQL + `
     ORDER BY i.id
     ON CONFLICT (source_id, event_id) DO NOTHING` + ingestOutboxTailSQL
@@ -238,8 +224,7 @@ const ingestOutboxTailSQL = `
 // ingestOutboxSQL). The in-process publisher's rows are almost always
 // new; ON CONFLICT makes every row a speculative insertion (a probe of
 // the key's index, the insert, a second WAL record to confirm it), which
-// cost the insert about an eighth of its rate in pgbench (outbox's
-// enqueueNewSQL has the figures).
+// they do not need.
 const ingestOutboxNewSQL = ingestOutboxHeadSQL + `
     ORDER BY i.id` + ingestOutboxTailSQL
 

@@ -102,7 +102,7 @@ type Page struct {
 const (
 	// MaxListedArgsBytes bounds the args a listing item carries, so a
 	// page of DefaultLimit items stays a few megabytes whatever the calls'
-	// arguments were (8 operations with 6 MB args once made 50 MB).
+	// arguments are (TestListingBoundsArgs).
 	MaxListedArgsBytes = 16 << 10
 	DefaultLimit       = 100
 	MaxLimit           = 1000

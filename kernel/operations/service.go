@@ -89,8 +89,8 @@ const ingestSlack = time.Hour
 // floor of ts from which listSQL and projectsSQL read the open-operations
 // index. The floor is one window and ingestSlack before the start: ingest
 // refuses an agent's tool.started dated more than one window before it
-// is taken (httpapi.Config.OperationsWindow, since commit 9e1a6a4), so a
-// tool.started ingested inside the window is dated after the floor, and
+// is taken (httpapi.Config.OperationsWindow), so a tool.started ingested
+// inside the window is dated after the floor, and
 // the index range stays two windows of open operations however long the
 // journal's history. A row ingested inside the window but dated before the
 // floor (taken before that rule, or by a process whose window was wider)

@@ -25,14 +25,9 @@ package operations
 // same predicate picks the candidates and decides which earlier copy
 // hides a later one, so a copy inside by either clock hides the later
 // copies and one outside by both never hides. The index range starts at
-// the floor $7 (Service.window: one window and an hour before $2): ingest
-// refuses an agent's tool.started dated more than a window before it is
-// taken, so one ingested inside the window is dated after the floor; the
-// OR is a filter over that range, whose cost follows the open operations
-// of two windows, not journal history. A row ingested inside the window
-// but dated before the floor (taken before that rule, or by a process with
-// a wider window) is not listed once its ts has left the window, as
-// before ingested_at counted: accepted, see Service.window.
+// the floor $7 (Service.window says why, and what that accepts); the OR
+// is a filter over that range, whose cost follows the open operations of
+// two windows, not journal history.
 //
 // $1 project, $2 window start, $3 run_id (empty: every run), $4/$5 the first
 // (ts, seq) position to return, $6 limit, $7 the floor of ts.

@@ -96,10 +96,9 @@ func measureSustained(b *testing.B) float64 {
 		pw.Wait()
 		enqueued := time.Since(start)
 		// Done when no row is pending: no undelivered row left, stopping
-		// at the first one found. A count(*) over the outbox (a sequential
-		// scan, about 100 ms a time at 100,000 rows) polled every 5 ms took
-		// a core from the publishers it was timing. River's reference
-		// counts completions in process.
+		// at the first one found: a count(*) over the outbox polled this
+		// often would take a core from the publishers it is timing.
+		// River's reference counts completions in process.
 		for {
 			var pending bool
 			if err := s.Pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM kernel_event_outbox_undelivered)`).Scan(&pending); err != nil {

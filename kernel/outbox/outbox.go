@@ -213,10 +213,9 @@ func (r rows) args(pt part) []any {
 // tells) and its transaction is aborted with nothing written. Enqueue's
 // answers for such keys (a repeat is a no-op, another payload a
 // conflict) need the stored digests read and compared before the
-// transaction may commit; this statement lets a
-// caller queue the COMMIT in the same round trip, and take Enqueue's way
-// after a rollback in the rare case it raises. Nothing is queued when an
-// event is invalid.
+// transaction may commit; this statement lets a caller queue the COMMIT
+// in the same round trip, and take Enqueue's way after a rollback in the
+// rare case it raises. Nothing is queued when an event is invalid.
 func QueueEnqueueNew(b *pgx.Batch, events ...kernel.Event) error {
 	if len(events) == 0 {
 		return nil
@@ -445,12 +444,9 @@ func queuePending(b *pgx.Batch, f PendingFilter, into *[]kernel.Event, settings 
 // (pgplan.Queue; the statement reads no table that must be known large
 // first). A plan made while the outbox was small is kept as it grows
 // (until the table is analyzed again, which autovacuum may not do for a
-// while): made by the planner alone it was a sequential scan, which every
-// read then paid for with every row of the outbox, delivered ones
-// included — 2 of a triage sweep's 6 s at concurrency 1, each of its 1,000
-// walls reading twice an outbox its own walls filled. pgplan's two
-// settings statements cost about 30 µs per read (their bind and execute
-// times in a sweep's statement log); TestReadsPlannedOnASmallOutbox.
+// while): made by the planner alone it is a sequential scan, which every
+// read then pays for with every row of the outbox, delivered ones
+// included. TestReadsPlannedOnASmallOutbox.
 func queueIndexedRead(b *pgx.Batch, sql string, args ...any) *pgx.QueuedQuery {
 	return pgplan.Queue(b, "", sql, args...)
 }

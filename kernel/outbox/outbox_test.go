@@ -398,8 +398,8 @@ func agentEvents(run string, n int) []kernel.Event {
 	return evs
 }
 
-// One event the ingest API refuses to the publisher's token no longer
-// holds back its batch: the others are delivered in the same pass, and
+// One event the ingest API refuses to the publisher's token does not
+// hold back its batch: the others are delivered in the same pass, and
 // only the refused rows stay due, with the refusal as their last error.
 func TestHTTPPublisherDeliversAroundARefusedEvent(t *testing.T) {
 	t.Parallel()
@@ -777,8 +777,8 @@ VALUES ('kernel', $1, $2::jsonb, '\x00')`, r.id, r.body); err != nil {
 // An answer of the ingest API that says nothing about the events — a
 // request timeout (408, documented on POST /v1/events), a rate limit
 // (429), a proxy's or a wrong URL's 404 — is retried, never taken for a
-// rejection of the events: those used to be parked, one at a time, as
-// "journal rejected the event", valid events and all.
+// rejection of the events and parked as "journal rejected the event",
+// valid events and all.
 func TestPublisherRetriesHTTPAnswersThatRejectNoEvent(t *testing.T) {
 	t.Parallel()
 	for _, code := range []int{http.StatusRequestTimeout, http.StatusTooManyRequests, http.StatusNotFound} {

@@ -550,9 +550,8 @@ func decodeBatch(rows pgx.Rows) (batch, error) {
 			// valid is not checked here: the journal validates every event
 			// it ingests and rejects such a batch as invalid, and
 			// deliverBatch then parks that one event with the journal's
-			// reason. Validating here too was 0.46 s of the 3.41 s of Go CPU
-			// in the sustained benchmark's profile (a quarter of the
-			// publisher's share).
+			// reason; validating here too would cost the publisher a
+			// quarter of its CPU.
 			b.undecodable = append(b.undecodable, id)
 			continue
 		}
@@ -615,10 +614,9 @@ const maxRefusalsPerPass = 16
 // statusRejected (to be parked) or statusDeferred (left undelivered for
 // a later attempt: a kernel event an agent's token may not write waits
 // for an in-process publisher), and the events before and after it go in
-// requests of their own. Before, one such event held back its whole
-// batch of up to BatchSize events for as long as it was refused. Once
-// *refusals is spent, the events not yet judged are answered
-// statusUnjudged and left as they were.
+// requests of their own, so that one such event never holds back its
+// whole batch. Once *refusals is spent, the events not yet judged are
+// answered statusUnjudged and left as they were.
 func (p *Publisher) deliverAround(ctx context.Context, tx pgx.Tx, events []kernel.Event, refusals *int) ([]kernel.IngestResult, error) {
 	if len(events) == 0 {
 		return nil, nil

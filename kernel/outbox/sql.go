@@ -21,11 +21,9 @@ SELECT source_id, event_id FROM ins`
 // enqueued (enqueueNewSQL, below, is the same without the skip). The
 // events arrive as one JSON array ($8, the last parameter), not as a
 // jsonb[]: pgx encodes an array element by element into a buffer it
-// shrinks after every statement, so a batch's events were copied through
-// a doubling chain twice (its parameter buffer, then the Bind message),
-// the largest part of what an enqueue allocated; one document is one
-// append each (rows.args). ROWS FROM zips the array's elements with the
-// other parameters' in order.
+// shrinks after every statement, copying a batch's events through a
+// doubling chain twice, while one document is one append (rows.args).
+// ROWS FROM zips the array's elements with the other parameters' in order.
 const enqueueInsertSQL = enqueueNewSQL + `
     ON CONFLICT (source_id, event_id) DO NOTHING`
 
@@ -35,14 +33,10 @@ const enqueueInsertSQL = enqueueNewSQL + `
 // aborting its transaction with nothing of the batch written.
 //
 // Why a second form: ON CONFLICT makes each row a speculative insertion
-// (a probe of the key's index first, then the insert with a token and a
-// second WAL record to confirm it), which the common all-new batch does
-// not need. pgbench, 100 rows a transaction into the journal's table
-// shape, 2 clients, fresh table each run, alternated (stop 39): 540–707
-// transactions/s with ON CONFLICT DO NOTHING against 625–755 without, and
-// 566–646 without it inside a savepoint. Enqueue on a pool (its own
-// transaction) tries this form first and takes enqueueSQL's way when it
-// fails; QueueEnqueueNew is this form.
+// (an index probe first, then the insert and a second WAL record to
+// confirm it), which the common all-new batch does not need. Enqueue on a
+// pool (its own transaction) tries this form first and takes enqueueSQL's
+// way when it fails; QueueEnqueueNew is this form.
 const enqueueNewSQL = `
     INSERT INTO kernel_event_outbox (source_id, event_id, event, payload_digest, operation_id, settles, ts)
     SELECT source_id, event_id, event, payload_digest, NULLIF(operation_id, ''), settles, ts
@@ -94,12 +88,10 @@ SELECT o.id, o.attempts, o.source_id, o.event_id, o.settles IS NULL FROM kernel_
 // kernel_event_outbox_undelivered fetch them by the ids, as an array
 // (o.id = ANY (ARRAY(SELECT u.id …))), not by a join. On their generic
 // plans the planner estimates the undelivered rows at a tenth of the
-// table or more and joins the two tables by merging their primary keys,
-// which walks the outbox from its first row, every delivered row of the
-// retention, before it reaches the first undelivered one: with a join, a
-// claim cost 40 µs an event instead of 8 (BenchmarkOutboxToJournal,
-// stop 38). A lateral lookup per row is estimated so dear that a large
-// backlog switches on JIT compilation, 0.1 s a statement.
+// table or more and merge-joins the two primary keys, walking every
+// delivered row of the retention before the first undelivered one; a
+// lateral lookup per row is estimated so dear that a large backlog
+// switches on JIT compilation.
 
 // claimedSQL reads the events of rows already claimed (locked by this
 // transaction), in claim order, with claimSQL's columns.
@@ -183,18 +175,13 @@ const beginAsyncCommitSQL = `BEGIN; SET LOCAL synchronous_commit = off`
 
 // pendingSQL* read pending events by the event's project and, in the
 // narrower forms, its run and operation (as kernel_event_outbox_undelivered
-// keeps them, from the event); $N::text[] empty matches any type.
-// Three statements rather than one with ("$2 is empty OR run_id = $2"): under a
-// prepared statement's generic plan that OR keeps the planner from using
-// the (project, run_id, operation_id) index past the project, so reading one run's
-// pending events filtered every pending row of the project (1.35 ms against
-// 0.08 ms per read with 6,000 rows pending; TestPendingUsesTheIndex).
-// The undelivered rows are chosen first (the subquery) and their events
-// fetched by id, so no plan walks every pending row in id order to spare
-// sorting the run's few, as plans of statistics taken while the outbox was
-// nearly empty did when the outbox held the pending state (3 ms against
-// 0.16 ms per read with 6,000 rows pending;
-// TestPendingUsesTheIndexOnStaleStatistics).
+// keeps them, from the event); $N::text[] empty matches any type. Three
+// statements rather than one with ("$2 is empty OR run_id = $2"): under a
+// generic plan that OR keeps the planner from using the (project, run_id,
+// operation_id) index past the project (TestPendingUsesTheIndex). The
+// undelivered rows are chosen first and their events fetched by id, so
+// that no plan of stale statistics walks every pending row in id order to
+// spare sorting the run's few (TestPendingUsesTheIndexOnStaleStatistics).
 const (
 	pendingSQL = `
 SELECT o.event FROM kernel_event_outbox o

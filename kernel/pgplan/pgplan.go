@@ -1,27 +1,19 @@
 // Package pgplan runs a prepared statement on its cached generic plan.
 //
 // PostgreSQL plans a prepared statement afresh for its parameters (a
-// "custom plan") as long as the generic plan's estimate looks dearer than
-// the custom plans it has made. For the batch writes of the journal and the
-// outbox it always does: an unnest of an array parameter is estimated at
-// 100 rows, a batch of one at one row. Replanning then costs about 0.3 ms
-// per call, most of what a single event costs the database. Their generic
-// plans have the same shape at every batch size (index probes, one insert,
-// joins on the batch's own rows), so the statements that Queue runs skip
-// the replanning.
+// "custom plan") while the generic plan's estimate looks dearer, which for
+// the batch writes of the journal and the outbox is always (an unnest of
+// an array parameter is estimated at 100 rows): the replanning is most of
+// what a single event costs the database. Their generic plans have the
+// same shape at every batch size, so the statements Queue runs skip it.
 //
-// A generic plan is kept until the statistics of a table it reads change,
-// so a plan made on a table the planner knows nothing about — empty, never
-// analyzed: a fresh installation, every test schema — lives on as the
-// table grows, and on such a table every index looks alike: the journal's
-// open test once walked every row of the project through the wrong index,
-// 7 s for a batch of 1,000 events at 100,000 (auto_explain). So the
-// generic plan is only forced once the table a statement reads has been
-// analyzed with at least MinAnalyzedRows rows (pg_class.reltuples, which
-// ANALYZE sets and which invalidates the cached plan when it does); until
-// then the statement is planned for its parameters as usual. Sequential
-// scans are switched off for the statement as well, for the same reason.
-// The journal's TestIngestPlan checks both sides.
+// A generic plan lives until the statistics of a table it reads change,
+// and on a table the planner knows nothing about (empty, never analyzed)
+// every index looks alike. So the generic plan is only forced once the
+// table a statement reads has been analyzed with at least MinAnalyzedRows
+// rows (pg_class.reltuples); until then the statement is planned for its
+// parameters as usual. Sequential scans are switched off for the
+// statement as well. The journal's TestIngestPlan checks both sides.
 package pgplan
 
 import (
@@ -55,8 +47,7 @@ const ForceSQL = saveSettingsSQL + `
 // must be known large first (Queue with reads ”), without parameters.
 // ForceSQL's parameters keep PostgreSQL planning it afresh for each call
 // (its custom plan, which folds the empty name away, always looks cheaper
-// than the generic one): 40 µs a bind against 8 µs for this one, whose one
-// plan is cached.
+// than the generic one), while this one's one plan is cached.
 const forceAlwaysSQL = saveSettingsSQL + `
     set_config('plan_cache_mode', 'force_generic_plan', true),
     set_config('enable_seqscan', 'off', true)`
@@ -67,13 +58,12 @@ const RestoreSQL = `SELECT set_config('plan_cache_mode', current_setting('reckon
 
 // Queue queues sql with args on b to run on its generic plan (once the
 // table it reads, reads, is known to be large; ” when it reads none) and
-// without sequential scans, between
-// ForceSQL and RestoreSQL, and returns its queued query for the caller's
-// result handling. The three go in the batch's one round trip. Both
-// settings are local to the transaction: in a caller's transaction the mode
-// is as it was after the batch; on a pool or a connection outside one, the
-// batch's implicit transaction ends with it. A batch that fails rolls the
-// settings back with everything else.
+// without sequential scans, between ForceSQL and RestoreSQL, and returns
+// its queued query for the caller's result handling. The three go in the
+// batch's one round trip. Both settings are local to the transaction: in
+// a caller's transaction the mode is as it was after the batch; on a pool
+// or a connection outside one, the batch's implicit transaction ends with
+// it. A batch that fails rolls the settings back with everything else.
 func Queue(b *pgx.Batch, reads, sql string, args ...any) *pgx.QueuedQuery {
 	Force(b, reads)
 	q := b.Queue(sql, args...)
@@ -85,8 +75,7 @@ func Queue(b *pgx.Batch, reads, sql string, args ...any) *pgx.QueuedQuery {
 // queued after it, up to Restore, run on their generic plans (once reads,
 // ” for none, is known to be large) and without sequential scans. For
 // several statements in a row, one Force and one Restore around them
-// spare the two settings statements Queue pays per statement (about 30 µs
-// a pair in a sweep's statement log).
+// spare the two settings statements Queue pays per statement.
 func Force(b *pgx.Batch, reads string) {
 	if reads == "" {
 		b.Queue(forceAlwaysSQL)

@@ -9,7 +9,7 @@ import (
 )
 
 // TestValidateRefusesUncheckablePostcondition: a postcondition is
-// {"path", "sha256"?} (DESIGN.md's plan format; the workspace probe reads
+// {"path", "sha256"?} (docs/design.md's plan format; the workspace probe reads
 // nothing else). One without a path, or with a misspelt key, is a
 // declaration the probe can never check — it answers "inconclusive" for
 // ever — so the boundary refuses it with a 400 naming the field, as it

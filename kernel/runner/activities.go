@@ -199,9 +199,8 @@ const maxHeartbeatThrottle = time.Second
 // sticky queue of the worker that last ran the workflow before any worker
 // may take it. When that worker died with a tool call in flight, the task
 // that records tool.failed waits this long after the heartbeat timeout
-// (the SDK's default, 5 s, made a dead worker's operation invisible for up
-// to 15 s and more); a live but busy worker loses only its cache of the
-// workflow, which is replayed from history.
+// (the SDK's default is 5 s); a live but busy worker loses only its cache
+// of the workflow, which is replayed from history.
 const stickyScheduleToStart = 2 * time.Second
 
 // NewWorker returns a worker (not yet started) that executes runs from the
@@ -278,8 +277,8 @@ func sameButTime(stored, ev kernel.Event) bool {
 // recordedInJournal judges ev against the journal when the journal
 // already holds its key. The outbox keeps a delivered row for its
 // retention (24 h) only: an event recorded again after that (a workflow
-// task run again after every worker was down for a day) went into the
-// outbox again, and its delivery was parked as a conflict, with an alert,
+// task run again after every worker was down for a day) would go into the
+// outbox again, and its delivery be parked as a conflict, with an alert,
 // for an event recorded once. The same event, or the same but for its time
 // (sameButTime), is done; anything else is the conflict Enqueue answers
 // within the retention. A key the journal lacks is Enqueue's to judge: not

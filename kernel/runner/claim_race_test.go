@@ -9,12 +9,13 @@ import (
 	"github.com/seed-7bc021c3/reckon/kernel"
 )
 
-// The start of a run and an ingest into it used to race: each checked the
-// other's rows before writing its own, so a foreign event written in the
-// same instant as the run's start was read as the kernel's. These tests
-// hold one side at its critical point, with the start's own advisory lock
-// (lockRunStartSQL) or the ingest's own refusal (reckon_refuse_kernel_runs),
-// and check that the other side refuses (the start after waiting).
+// The start of a run and an ingest into it must not race: were each to
+// check the other's rows before writing its own, a foreign event written
+// in the same instant as the run's start would be read as the kernel's.
+// These tests hold one side at its critical point, with the start's own
+// advisory lock (lockRunStartSQL) or the ingest's own refusal
+// (reckon_refuse_kernel_runs), and check that the other side refuses (the
+// start after waiting).
 
 // waitForLockWaiter waits until a session waits for the start lock of
 // project/runID, or done is closed first (the other side did not wait).

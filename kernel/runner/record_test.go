@@ -50,8 +50,8 @@ func outboxStored(ctx context.Context, s *pgtest.Schema, id string) (kernel.Even
 // An event recorded again after its delivered outbox row was pruned (a
 // workflow task run again after a day-long outage of every worker) is
 // judged against the journal: the same event at a later workflow time is a
-// no-op that writes nothing, another payload a conflict. Before, the row
-// went in again and its delivery was parked as a conflict.
+// no-op that writes nothing, another payload a conflict; the row does not
+// go in again to have its delivery parked as a conflict.
 func TestRecordEventAfterItsDeliveredRowWasPruned(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()

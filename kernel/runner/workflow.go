@@ -52,8 +52,7 @@ type Timeouts struct {
 
 // DefaultToolHeartbeat is Timeouts.ToolHeartbeat's default. It bounds how
 // long the operation of a dead worker stays invisible: its call ends
-// tool.failed(effect=uncertain) once the heartbeat timeout fires. It was 30s,
-// which left such operations out of the listing for 30 s and more; a
+// tool.failed(effect=uncertain) once the heartbeat timeout fires; a
 // heartbeat every 2 s keeps 8 s of slack before a live call is misjudged.
 const DefaultToolHeartbeat = 10 * time.Second
 

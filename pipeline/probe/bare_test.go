@@ -37,9 +37,9 @@ func issueServer(t *testing.T, keys ...string) *httptest.Server {
 
 // A kernel call of a bare mcp__<tool> names no server: the worker called
 // the first configured server offering the tool that it could reach then,
-// which need not be the first the probe reaches. Before, the probe took the
-// first server that answered lookup_operation, and proved none of an issue
-// another server had filed.
+// which need not be the first the probe reaches. Were the probe to take
+// the first server that answers lookup_operation, it would prove none of
+// an issue another server had filed.
 func TestMCPBareToolAsksEveryServerOfferingIt(t *testing.T) {
 	t.Parallel()
 	key := mcptool.IdempotencyKey("acme", "run-1", "op-1")

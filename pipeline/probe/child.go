@@ -23,9 +23,9 @@ type RunEvents interface {
 // since (reconciled by hand, for instance) count. A child run that has
 // ended with every operation settled proves the delegation occurred (none
 // when it performed no operation, or every one settled with effect none;
-// inconclusive when one settled unknown) — the kernel's own rule for
-// a delegation's effect (kernel.ChildSummary.Effect). A child still running, never seen, or with
-// unresolved operations is inconclusive.
+// inconclusive when one settled unknown) — the kernel's own rule for a
+// delegation's effect (kernel.ChildSummary.Effect). A child still
+// running, never seen, or with unresolved operations is inconclusive.
 //
 // Only the kernel's delegations are probed, as the other probes read only
 // what the kernel started: an agent's tool.started naming the tool

@@ -29,49 +29,16 @@ type ManifestReader interface {
 // call: unchanged proves the call left no durable effect (none), changed
 // proves it did (occurred), naming the changed paths.
 //
-// What it compares against. When a later operation of the run started,
-// the workspace as the kernel recorded it just before that operation —
-// so an operation and its re-issue are told apart even when both write
-// the same file. Otherwise the workspace as it is now, once the run is
-// over (run.completed/run.failed journaled, or the workflow gone:
-// crash_window), since a later step not yet in the journal could
-// otherwise be changing it.
-//
-// Soundness. The sandbox makes the workspace the whole durable effect of
-// a run_command: the root file system is read-only, the workspace is the
-// only writable bind, /tmp is private and discarded, there is no network
-// and no host socket (DESIGN.md, "Sandbox limits"), and the pid namespace
-// takes every process down with the command. An MCP server is a workspace
-// tool only when its configuration roots it in the workspace
-// ({workspace}, as server-filesystem); its writes land there. Only the
-// kernel writes a kernel run's workspace, one operation at a time, and the
-// kernel recorded both manifests (kernel_workspace_manifests, first write
-// wins; the stored digest must match the one tool.started carries). So
-//   - a change between the before-manifest and the comparison point was
-//     made by this operation, provided no other operation can have acted
-//     in that interval. Later operations start after the comparison point
-//     (the next one's before-manifest is recorded before its call). Every
-//     earlier operation must have ended by the time this operation's
-//     before-manifest was taken (before.TakenAt) — answered by its worker,
-//     or past its command's timeout bound — otherwise inconclusive. Ended
-//     by the comparison point is not enough: a call the activity gave up on
-//     (a heartbeat timeout while its worker lived) keeps running, and its
-//     write after this operation's baseline would be taken for this
-//     operation's effect;
-//   - no change proves none only if the operation itself cannot act any
-//     more after the comparison point: its worker answered (the tool call
-//     returned, or an injected fault fired around it), or the comparison
-//     point is past its timeout bound (commandBound for run_command, the
-//     MCP grace for a server). A call that may still be running is
-//     deferred (recheck_after), as the postcondition probe does.
-//
-// What it does not cover: an unconfined sandbox (RECKON_SANDBOX_UNCONFINED=1,
-// recorded as "unconfined" on the kernel's events) lets a command write
-// anywhere, so an unchanged workspace proves nothing and the probe never
-// says none there; a person or another program writing into a kernel
-// workspace breaks the attribution; effects a workspace-rooted MCP server
-// has beyond its root are not seen. A manifest that hit its caps
-// (truncated) proves nothing.
+// It compares against the manifest the kernel recorded before the run's
+// next operation when one started (so an operation and its re-issue are
+// told apart), otherwise against the workspace as it is now, once the run
+// is over. A change is this operation's only when every earlier operation
+// had ended before its before-manifest was taken; no change proves none
+// only when the operation itself can no longer act (its worker answered,
+// or its timeout bound has passed; otherwise the verdict is deferred).
+// An unconfined sandbox never yields none, and a truncated manifest
+// proves nothing. Why this is sound, and what it does not cover:
+// docs/internals.md#workspace-diff-probe. TestDiffProbe.
 type Diff struct {
 	// Root is <RECKON_DATA_DIR>/workspaces; Owners tells the kernel's
 	// runs; Manifests reads the stored manifests. All are required.

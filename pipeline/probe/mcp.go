@@ -63,29 +63,14 @@ type ScopedLooker interface {
 
 // MCP asks the downstream MCP server what happened to the operation's
 // idempotency key (mcptool.IdempotencyKey: project/run_id/operation_id, as
-// the kernel sends it in _meta).
-//
-// Soundness. "completed" proves the effect landed: the server persists the
-// key with the effect it produced. "never_seen" proves it did not only once
-// the call can no longer arrive: the operation must not be in flight
-// (stale_in_flight) and must be older than Grace, which covers a stdio
-// server process still finishing a request after its worker died. And
-// reckon must have made the call, so that it carried the key: the kernel
-// or the MCP gateway did (reckonCalled), not an agent reporting a call of
-// its own. Otherwise never_seen is inconclusive. An operation whose
-// project, run or operation id contains "/" is not looked up at all
-// (inconclusive): its key could be another operation's.
-//
-// Servers are configured by name, and a name need not go to the same
-// place here as where the call was made: the probes' "issues" may be a
-// staging store the worker's is not, which has never seen the key and
-// would prove none of an effect that landed elsewhere. When the call's
-// tool.started records the endpoint identity of its server
-// (server_endpoint) and the server of that name here has another, the
-// server is not asked (for lookup_operation or its state) and the
-// evidence is inconclusive: neither its never_seen nor its completed is
-// about the store the call went to. Events without server_endpoint
-// (recorded before it) are looked up by name alone, as before.
+// the kernel sends it in _meta). "completed" proves the effect landed;
+// "never_seen" proves it did not only once the call can no longer arrive
+// (not in flight, older than Grace) and only for a call reckon made
+// (reckonCalled), which carried the key. An id holding "/" is not looked
+// up: its key could be another operation's. A server whose endpoint
+// identity is not the call's server_endpoint is not asked: the same name
+// may go to another store here. Why: docs/internals.md#mcp-probes.
+// TestMCPLookup, TestMCPLookupSkipsAServerConfiguredElsewhere.
 type MCP struct {
 	Looker Looker
 	// Grace is the minimum age of the operation before never_seen counts

@@ -20,26 +20,15 @@ const (
 
 // probeState settles a call to a server without lookup_operation.
 //
-// Adapted writes (kernel/mcptool.Adapters: server-memory's create_entities,
-// create_relations, add_observations). The facts the call would establish
+// Adapted writes (tool/mcptool.Adapters: server-memory's create_entities,
+// create_relations, add_observations): the facts the call would establish
 // are read back with the server's own read tool and compared with the
-// prior state the kernel recorded just before the call:
-//   - a fact absent before and present at the comparison point proves the
-//     call landed (occurred), provided nothing else in the run can have
-//     made it: the comparison point is the prior state recorded before
-//     the run's next adapted write (a re-issue writes the same facts), or,
-//     without one, the server's state now once the run is over;
-//   - every fact absent before and still absent proves none once the call
-//     can no longer arrive (its worker answered, or Grace has passed since
-//     it started);
-//   - a fact that held before the call proves nothing about it.
-//
-// What it does not cover: the server's store is shared beyond the run, so
-// another agent writing the very same facts between the call and the
-// comparison point would be taken for the call's effect; deletions of
-// those facts by someone else (delete_entities) would be taken for none.
-// Operators who share a memory store between agents that write the same
-// entity names should not rely on this adapter.
+// prior state the kernel recorded just before the call. A fact absent
+// before and present at the comparison point proves occurred; every fact
+// still absent proves none once the call can no longer arrive; a fact that
+// held before proves nothing. The comparison point, and what a store
+// shared beyond the run defeats: docs/internals.md#mcp-probes.
+// TestMCPStateMemoryServer.
 //
 // Trusted annotations. A tool the server marks readOnlyHint does not
 // modify its environment, per the MCP specification; the finding is none

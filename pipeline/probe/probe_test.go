@@ -290,8 +290,8 @@ func TestMCPLookup(t *testing.T) {
 // The MCP gateway records which upstream it sent a call to (tool.started's
 // server and upstream_tool); the probe asks that server. Asking the first
 // configured server offering the tool instead, another server that has
-// never seen the key answered never_seen, and the probe proved "none" of
-// an issue that exists: an unsafe-none (review of stop 31).
+// never seen the key would answer never_seen, and the probe would prove
+// "none" of an issue that exists: an unsafe-none.
 func TestMCPLookupAsksTheServerTheGatewayCalled(t *testing.T) {
 	t.Parallel()
 	server := func(keys ...string) *httptest.Server { return issueServer(t, keys...) }

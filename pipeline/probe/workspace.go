@@ -75,39 +75,16 @@ func (w Workspaces) Dir(ctx context.Context, project, runID string) string {
 }
 
 // Workspace checks a run_command's declared postcondition in the run's
-// workspace.
-//
-// Soundness. The declaration is the plan author's contract that this step
-// creates the file (with that content, when sha256 is given).
-//   - Nothing but this operation may have acted on the file since it
-//     started. When another operation of the run declares the same path (a
-//     reissue, a repeat) the file's state proves nothing about this one.
-//     Every earlier operation must be over by this one's start (op.StartedAt)
-//     — answered by its worker, or past its timeout bound (commandBound for
-//     run_command, Grace for an MCP call) — as the diff probe requires of its
-//     baseline: a call the activity gave up on (a heartbeat timeout while its
-//     worker lived) keeps running, and could write the file (when it was
-//     this one's abandoned predecessor, say) or remove it after this
-//     operation wrote it. Otherwise inconclusive either way. A file the
-//     manifest recorded before this operation already lists was left by
-//     an earlier step, declared or not: inconclusive (Manifests). That a
-//     later command without a declaration wrote the same path, or an
-//     earlier one in a run without manifests, is a residual risk the
-//     declaration accepts: the plan says this step makes the file.
-//   - Present (and matching) then proves the effect landed.
-//   - Present with different content is inconclusive: a partial write or a
-//     later change.
-//   - Missing proves the effect did not land only if nothing could have
-//     removed it since: the run must be over (crash_window, or run.completed/
-//     run.failed journaled) and this command past its own timeout bound, so
-//     it cannot still be running; no later operation of the run may have run
-//     in the same workspace (a later command or filesystem tool could delete
-//     it); and the workspace itself must still exist (a cleaned-up workspace
-//     proves nothing). Otherwise inconclusive.
-//   - Unconfined (RECKON_SANDBOX_UNCONFINED), a command's processes can
-//     leave its process group and outlive every bound: a missing file
-//     after an unconfined command, and any file after an earlier
-//     unconfined one, prove nothing.
+// workspace: the declaration is the plan author's contract that this step
+// creates the file (with that content, when sha256 is given). Present and
+// matching proves the effect landed; present with other content is
+// inconclusive; missing proves it did not land only when nothing could
+// have removed it since (the run over, the command past its bound, no
+// later operation in the workspace, the workspace still there). Every
+// earlier operation must be over by this one's start, and another
+// operation declaring the same path makes the file prove nothing. The
+// full argument: docs/internals.md#postcondition-probe.
+// TestWorkspacePostcondition.
 //
 // Trust. The probe applies only to operations whose tool.started the kernel
 // wrote, in runs the kernel owns; the workspace is the kernel's own layout

@@ -12,7 +12,7 @@ import (
 )
 
 // agentWall holds the two unsafe cases an external agent's own reports
-// used to produce, and their kernel-reported twins.
+// would produce if taken as evidence, and their kernel-reported twins.
 func agentWall() pipeline.Wall {
 	t0 := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
 	agentKey := func(op string) kernel.EventKey { return kernel.EventKey{SourceID: "agent-x", EventID: op + "/started"} }

@@ -6,12 +6,11 @@
 // that read its pair once at start-up would serve the old certificate
 // until it expired and then refuse every client. A Pair reads the two
 // files again at most once every CheckInterval, from a TLS handshake, and
-// puts them in service when their bytes changed (the bytes, not the
-// files' times: a rewrite within one tick of a coarse file clock keeps
-// its modification time). A pair that does not load (one file already new and the other
-// not yet, a key that does not match its certificate, a file half
-// written) leaves the last good pair in service, and the files are tried
-// again at the next check: a rotation never takes the API down.
+// puts them in service when their bytes changed (not their times: a
+// rewrite within one tick of a coarse file clock keeps its modification
+// time). A pair that does not load (one file new and the other not yet, a
+// mismatched key, a file half written) leaves the last good pair in
+// service until the next check: a rotation never takes the API down.
 package certfile
 
 import (

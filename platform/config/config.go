@@ -1,6 +1,6 @@
 // Package config reads reckon's configuration from the environment exactly
-// as DESIGN.md's "Configuration" table names it. A bad value stops start-up
-// with one line naming the variable and what is wrong.
+// as docs/configuration.md names it. A bad value stops start-up with one
+// line naming the variable and what is wrong.
 package config
 
 import (

@@ -16,8 +16,8 @@ func TestKillMatching(t *testing.T) {
 	marker := fmt.Sprintf("underway-killwith-%d.mark", time.Now().UnixNano())
 	// The marked process must not fork: "sh -c ': marker && sleep 100'"
 	// forks for the sleep, and the child carries the shell's command line
-	// until it execs, so Matching could see two marked processes (it did,
-	// once in CI). read is a builtin, waiting on a pipe nobody writes.
+	// until it execs, so Matching could see two marked processes. read is
+	// a builtin, waiting on a pipe nobody writes.
 	cmd := exec.Command("sh", "-c", "read x", marker)
 	if _, err := cmd.StdinPipe(); err != nil {
 		t.Fatal(err)

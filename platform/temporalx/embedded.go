@@ -281,18 +281,11 @@ func (e *Embedded) Stop() error {
 // freePorts returns n distinct ports on host that were free a moment ago,
 // drawn at random from below the kernel's ephemeral port range. The server
 // binds them only later, so a port must not be one the kernel may hand out
-// meanwhile: ephemeral ports go to every :0 listener and every outgoing
-// connection (a test suite opens hundreds of both), and a clean-clone CI
-// run saw "Failed to start gRPC listener" when :0-picked ports were used
-// this way. Ports
-// below the range are taken only by explicit binds.
-//
-// Each port is also reserved (reservePort) until the server stops, so that
-// two embedded servers starting at once — tests of one package in
-// parallel, packages in parallel processes, a soak's restarts — never pick
-// the same one between the check and the bind: that happened once in a
-// local make test ("Failed to start ringpop listener", a fatal error of the
-// server that ends the process).
+// meanwhile to a :0 listener or an outgoing connection; ports below the
+// range are taken only by explicit binds. Each port is also reserved
+// (reservePort) until the server stops, so that two embedded servers
+// starting at once never pick the same one between the check and the bind
+// (a fatal error of the server). TestFreePortsSkipsReservedPorts.
 func freePorts(host string, n int) ([]int, *portReservation, error) {
 	lo, hi := belowEphemeral()
 	return freePortsIn(host, n, lo, hi)
@@ -356,8 +349,7 @@ var portLockDir = filepath.Join(os.TempDir(), "reckon-temporal-ports")
 
 // reservePort reserves port p for this process, or says another server
 // holds it. Where no lock file can be made (a read-only temporary
-// directory), the port is taken as free: the listen check alone, as
-// before.
+// directory), the port is taken as free: the listen check alone decides.
 //
 // The directory is shared by every user of the machine, like /tmp itself:
 // made sticky and world-writable (each user's files are theirs), each file

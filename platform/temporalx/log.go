@@ -162,8 +162,8 @@ func (s serverLogger) With(tags ...tag.Tag) serverlog.Logger {
 // the request" while matching has not yet joined the membership ring of a
 // server still starting; it then loads them from persistence instead
 // (common/nexus/endpoint_registry.go, getAllEndpointsMatchingWithPersistenceFallback),
-// so nothing is lost. A loaded machine showed it on a restart in a
-// clean-clone CI run (stop 39); it stays visible at debug level.
+// so nothing is lost. A loaded machine can show it on a restart; it stays
+// visible at debug level.
 const nexusInitFallback = "error from matching when initializing Nexus endpoint cache"
 
 // notYetHealthy reports a call the frontend refused because it was still

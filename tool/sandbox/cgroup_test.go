@@ -138,9 +138,8 @@ func TestCgroupPlacement(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan error, 1)
-	// Markers of this run only, sharing its token: fixed ones (and "30.7"
-	// matching both) also caught the processes of another sandbox test
-	// running at the same time, in another cgroup, and failed the test.
+	// Markers of this run only, sharing its token, so that they catch no
+	// process of another sandbox test running at the same time.
 	token := fmt.Sprintf("%09d", rand.IntN(1e9))
 	m1, m2 := "30."+token+"1", "30."+token+"2"
 	go func() {

@@ -565,8 +565,8 @@ func TestStripSetIDPastUnreadableDirectories(t *testing.T) {
 	}
 	// The copy's write descriptor lives on, until their exec, in children
 	// other tests of this process fork meanwhile, and exec of a file open
-	// for writing fails with ETXTBSY (golang.org/issue/22315): seen with
-	// the package's tests under load. Such a start is tried again.
+	// for writing fails with ETXTBSY (golang.org/issue/22315). Such a
+	// start is tried again.
 	var out []byte
 	for attempt := 1; ; attempt++ {
 		cmd := exec.Command(worker)

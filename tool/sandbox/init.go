@@ -29,12 +29,10 @@ const initReportWait = 5 * time.Second
 // (the init leaves it when it calls setsid) nor to --die-with-parent
 // alone: bubblewrap arms the init's parent-death signal only after
 // setsid, in do_init, so a launcher killed in between leaves the init
-// orphaned and the command running; that was seen in about 1 of 20
-// crash-window drills. And after a normal exit, a command's background
-// processes keep the init alive until that signal fires.
-//
-// The init is held by a pidfd, so no kill can reach a process that later
-// takes its number.
+// orphaned and the command running. And after a normal exit, a command's
+// background processes keep the init alive until that signal fires. The
+// init is held by a pidfd, so no kill can reach a process that later
+// takes its number. TestSandboxInitKilled.
 type sandboxInit struct {
 	done chan struct{}
 	// pidfd is -1 when there is no init to kill: bubblewrap failed before

@@ -16,16 +16,14 @@ import (
 //
 // A worker that dies takes bubblewrap's launcher with it (Pdeathsig), but
 // the sandbox's init depends on bubblewrap's --die-with-parent, which is
-// not armed for the whole of bubblewrap's setup. Two ways of being left
-// were seen: killed before it released its child, the launcher leaves the
-// init blocked for good reading an eventfd (nothing runs; the soak met one
-// in 51 worker kills, a scratch loop 2 in 30); killed after the init's
-// setsid and before do_init armed the signal, it leaves the init running
-// the command. Either is an init (PID 1 of a PID namespace of its own)
-// whose parent is no longer a bubblewrap launcher, which a live sandbox's
-// init always has. A worker calls this as it starts, before it takes
-// work, so a command of its dead predecessor cannot still be writing into
-// a workspace that a probe is about to read.
+// not armed for the whole of bubblewrap's setup: a launcher killed before
+// it released its child leaves the init blocked for good on an eventfd,
+// and one killed between the init's setsid and do_init leaves the init
+// running the command. Either is an init (PID 1 of its own PID namespace)
+// whose parent is not a bubblewrap launcher, which a live sandbox's init
+// always has. A worker calls this as it starts, before it takes work, so
+// a command of its dead predecessor cannot still be writing into a
+// workspace that a probe is about to read. TestReapOrphans.
 //
 // It also removes the empty cgroups dead workers left in the hierarchy at
 // DefaultCgroupRoot (reapCgroups), when this worker can use it.

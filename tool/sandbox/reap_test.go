@@ -138,9 +138,8 @@ func running(s string) bool {
 // marker "<arg>" or "sleep <arg>", itself runs: the process whose own
 // arguments those are (NUL-separated in /proc's cmdline). The marker
 // alone also matches the launcher's and the shells' arguments, which
-// exist before bubblewrap has set the sandbox up; a launcher killed then
-// (two of these tests at once took 3-4 s to set up) left its sandbox's
-// setup stuck for good, and the tests waiting on it failed.
+// exist before bubblewrap has set the sandbox up, and a launcher killed
+// then leaves its sandbox's setup stuck for good.
 func commandRuns(marker string) bool {
 	pids, _ := proctab.Matching("sleep\x00" + strings.TrimPrefix(marker, "sleep "))
 	return len(pids) > 0

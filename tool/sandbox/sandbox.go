@@ -393,42 +393,22 @@ func (r *runCommand) prepare(call kernel.ToolCall) (prepared, error) {
 }
 
 // startScript runs inside the sandbox before the command: it sets the
-// resource limits on itself (prlimit on the shell's own pid, inherited by
-// the command), makes itself and so the command the OOM killer's first
-// choice (oom_score_adj $6, oomFirst), writes one byte to fd 3 (proof
-// that the sandbox is set up and the command is about to run), closes
-// fd 3 so the command does not inherit it, then runs the command as
-// /bin/sh -c would, under the sandbox's own deadline of $5 seconds
-// (coreutils timeout, SIGKILL to the command's process group). A limit
-// that cannot be set, or a timeout binary that is not there, stops the
-// chain before the marker: nothing ran (after the marker, a failed exec
-// would read as a command that ran). The OOM setting alone is best
-// effort: a kernel or a /proc that refuses it costs an exit status after
-// an OOM kill at worst, and stopping every command for it would cost the
-// tool.
+// resource limits on itself (inherited by the command), makes itself the
+// OOM killer's first choice (oom_score_adj $6, best effort), writes one
+// byte to fd 3 (proof that the sandbox is set up and the command is about
+// to run), closes fd 3, then runs the command as /bin/sh -c would under
+// the sandbox's own deadline of $5 seconds (coreutils timeout, SIGKILL). A
+// limit that cannot be set or a missing timeout binary stops the chain
+// before the marker: nothing ran. TestStartScriptNeedsTimeout.
 const startScript = `prlimit --pid $$ --nproc="$2" --as="$3" --fsize="$4" --core=0 && { printf %s "$6" 2>/dev/null >/proc/self/oom_score_adj || :; } && command -v timeout >/dev/null && printf . >&3 && exec 3>&- && exec timeout -s KILL "$5" /bin/sh -c "$1"`
 
-// oomFirst: the command's processes go before any other at an OOM kill,
-// whether at the command's memory limit or the host's. In the command's
-// cgroup the other processes are the sandbox's own: bubblewrap's
-// launcher and the init. Once the kernel had killed the command's
-// largest process, a bubblewrap process was the largest left (in all 23
-// OOM reports of one test run's dmesg, stop 40), and a second kill at the
-// limit (seen once in CI, the first victim's memory not yet freed) took
-// the launcher: the command's exit status went with it (exit -1 where the
-// shell had reported 137). Sparing the launcher instead (lowering its
-// value) needs CAP_SYS_RESOURCE, which a worker need not have (these
-// machines' root lacks it); raising one's own value needs nothing, and
-// the command inherits it. On the host, the same setting makes an agent's
-// command go before the worker or the database.
-//
-// A command may write its own value back down, as far as the floor the
-// worker inherited (the worker's own value unless a privileged process set
-// another; below it needs CAP_SYS_RESOURCE in the host's user namespace,
-// which no process of the sandbox has; checked as uid 65534 here: 1000,
-// then 0 accepted, then -1 refused): what it wins is its own exit status
-// lost after an OOM kill, and an equal chance with the worker in a
-// host-wide one. Its memory limit and every other bound stay.
+// oomFirst makes the command's processes the OOM killer's first choice,
+// at the command's memory limit or the host's. Otherwise bubblewrap's
+// launcher can be the largest process left after a first kill, and a
+// second kill takes it with the command's exit status. Raising one's own
+// value needs no capability (sparing the launcher would need
+// CAP_SYS_RESOURCE); why a command that lowers it again gains nothing:
+// docs/internals.md#sandbox. TestCgroupPlacement checks the values.
 const oomFirst = 1000
 
 // deadlineSlack is how long past its timeout a command may run before the

@@ -311,8 +311,8 @@ func TestTimeoutKillsUnconfined(t *testing.T) {
 func TestExitKillsBackgroundUnconfined(t *testing.T) {
 	t.Parallel()
 	tool := NewRunCommand(Config{Unconfined: true})
-	// Its own marker: TestKilledFromOutsideIsNotOOM used the same fixed
-	// one, and each could see (or kill) the other's sleep.
+	// A marker of this test's own, so that no other test running at the
+	// same time sees (or kills) its sleep.
 	marker := fmt.Sprintf("33.%09d", rand.IntN(1e9))
 	_, _, err := run(t, tool, call(t, wsDir(t), map[string]any{"command": "sleep " + marker + " >/dev/null 2>&1 & exit 3", "timeout_s": 10}))
 	wantToolError(t, err, ErrorTypeCommandFailed, kernel.EffectUncertain)
@@ -504,9 +504,9 @@ func TestCallerCancel(t *testing.T) {
 
 // cancelOnceWritten is a context cancelled as soon as the file at path
 // exists (or after 20 s): a caller that cancels a command which has
-// started. A fixed delay instead (300 ms) came, in a loaded CI run,
-// before the sandbox had started the command, and the call was then
-// (rightly) a start failure with effect none.
+// started. A fixed delay could come before the sandbox had started the
+// command on a loaded machine, and the call would then (rightly) be a
+// start failure with effect none.
 func cancelOnceWritten(parent context.Context, path string) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancel(parent)
 	go func() {
@@ -528,9 +528,6 @@ func TestSummaryBounded(t *testing.T) {
 	}
 }
 
-// BenchmarkRunCommandTrue measures the cost of one sandboxed `true`
-// (bwrap namespace and mount setup plus the shell), against the same
-// command unconfined.
 // BenchmarkRunCommandTrue times a command that does nothing: in the
 // sandbox (with a cgroup where the host allows), in the sandbox without
 // a cgroup, and unconfined.
