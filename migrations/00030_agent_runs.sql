@@ -2,7 +2,7 @@
 -- Runs that agents report themselves (POST /v1/events, outside kernel and
 -- gateway runs) belong to one source: the source of the run's first event.
 -- Operations match by (project, run_id, operation_id) whatever the source
--- (DESIGN.md), so without an owner a second agent's token could post a
+-- (docs/design.md), so without an owner a second agent's token could post a
 -- tool.completed or a tool.failed effect=none into another agent's run
 -- and settle its uncertain operation, each event under its own source.
 --
