@@ -99,6 +99,8 @@ fuzz:
 	done
 
 lint:
+	@# No lab notebook in tracked files (docs/testing.md).
+	@scripts/check-process-words.sh
 	$(GO) vet ./...
 	$(GO) vet -tags browser ./internal/app/
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
