@@ -33,7 +33,7 @@ test: db deps
 ## test-browser: the operator console in headless Chromium (Debian's chromium
 ## driven by playwright-core) against a real dev stack. Its screenshots go to
 ## SCREENSHOTS (a scratch directory by default, so a test run leaves the tree
-## clean); `make screenshots` writes docs/console-*.png for the README (commit
+## clean); `make screenshots` writes docs/console-*.png for docs/console.md (commit
 ## them when the page changed).
 SCREENSHOTS ?= $(CURDIR)/bin/screenshots
 test-browser: db deps browser-deps
@@ -75,9 +75,9 @@ bench: db deps
 	@$(GO) run ./scripts/benchtable -ref bin/bench-ref.txt -json bin/bench.json \
 		-machine "$$(nproc) cores, $$(free -g | awk '/^Mem/ {print $$2}') GiB, PostgreSQL $$(psql -h 127.0.0.1 -d postgres -tAc 'SHOW server_version' 2>/dev/null || echo '?'), $$(date -u +%F)" < bin/bench-raw.txt
 
-## soak: the fault soak (README "Fault soak"): kills dev, worker and triage,
+## soak: the fault soak (docs/testing.md): kills dev, worker and triage,
 ## restarts a private PostgreSQL cluster, proves nothing is lost. Bounded by
-## SOAK_ROUNDS (default 30) and SOAK_TIMEOUT (default 15m); exits non-zero
+## SOAK_ROUNDS (default 30) and SOAK_TIMEOUT (default 20m); exits non-zero
 ## when anything was lost, duplicated, spuriously conflicting or re-executed.
 soak: build
 	@scripts/ensure-soak-deps.sh
@@ -99,6 +99,8 @@ fuzz:
 	done
 
 lint:
+	@# No lab notebook in tracked files (docs/testing.md).
+	@scripts/check-process-words.sh
 	$(GO) vet ./...
 	$(GO) vet -tags browser ./internal/app/
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
