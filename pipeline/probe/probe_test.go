@@ -18,7 +18,6 @@ import (
 	"github.com/seed-7bc021c3/reckon/internal/mcpserver"
 	"github.com/seed-7bc021c3/reckon/internal/pgtest"
 	"github.com/seed-7bc021c3/reckon/kernel"
-	"github.com/seed-7bc021c3/reckon/kernel/journal"
 	"github.com/seed-7bc021c3/reckon/kernel/operations"
 	"github.com/seed-7bc021c3/reckon/pipeline"
 	"github.com/seed-7bc021c3/reckon/tool/mcptool"
@@ -375,27 +374,27 @@ func TestMCPNeverSeenProvesOnlyReckonsCalls(t *testing.T) {
 	}
 }
 
-type fakeRuns map[string][]journal.StoredEvent
+type fakeRuns map[string][]kernel.StoredEvent
 
-func (f fakeRuns) RunEvents(ctx context.Context, project, runID string) ([]journal.StoredEvent, error) {
+func (f fakeRuns) RunEvents(ctx context.Context, project, runID string) ([]kernel.StoredEvent, error) {
 	return f[runID], nil
 }
 
-func ev(t *testing.T, run, typ string, data any) journal.StoredEvent {
+func ev(t *testing.T, run, typ string, data any) kernel.StoredEvent {
 	t.Helper()
 	e, err := kernel.NewEvent("kernel", run+"/"+typ, "acme", run, typ, "kernel", t0, data)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return journal.StoredEvent{Event: e}
+	return kernel.StoredEvent{Event: e}
 }
 
 func TestChildReplay(t *testing.T) {
 	t.Parallel()
-	started := func(run, op string) journal.StoredEvent {
+	started := func(run, op string) kernel.StoredEvent {
 		return ev(t, run, kernel.TypeToolStarted, kernel.ToolStarted{OperationID: op, Tool: "run_command"})
 	}
-	done := func(run, op string) journal.StoredEvent {
+	done := func(run, op string) kernel.StoredEvent {
 		return ev(t, run, kernel.TypeToolCompleted, kernel.ToolCompleted{OperationID: op})
 	}
 	runs := fakeRuns{
@@ -434,7 +433,7 @@ func TestChildReplay(t *testing.T) {
 	// A child run holding another source's events proves nothing.
 	foreign := ev(t, "r.op-6", kernel.TypeRunCompleted, struct{}{})
 	foreign.SourceID = "agent-x"
-	runs["r.op-6"] = []journal.StoredEvent{ev(t, "r.op-6", kernel.TypeRunStarted, kernel.RunStarted{}), foreign}
+	runs["r.op-6"] = []kernel.StoredEvent{ev(t, "r.op-6", kernel.TypeRunStarted, kernel.RunStarted{}), foreign}
 	if e, ok := p.Probe(context.Background(), run, pipeline.WallOperation{OperationID: "op-6", Tool: "delegate",
 		StartedKey: kernel.EventKey{SourceID: kernel.SourceKernel, EventID: "acme/r/op-6/started"}}); !ok || e.Finding != pipeline.FindingInconclusive {
 		t.Errorf("op-6 with a foreign event: got %s (%s)", e.Finding, e.Detail)
