@@ -293,7 +293,7 @@ var leakIgnores = []goleak.Option{
 	goleak.IgnoreAnyFunction("net/http.(*persistConn).writeLoop"),
 	goleak.IgnoreAnyFunction("net/http.(*persistConn).readLoop"),
 	// The sandbox's launcher thread, kept for the life of the process.
-	goleak.IgnoreAnyFunction("github.com/seed-7bc021c3/reckon/kernel/sandbox.launch"),
+	goleak.IgnoreAnyFunction("github.com/seed-7bc021c3/reckon/tool/sandbox.launch"),
 }
 
 // embeddedTemporalFrames are what the embedded Temporal server (and the
