@@ -266,13 +266,14 @@ func (g gen) build(kind string) Scenario {
 }
 
 // faultAt faults operation id after its effect when after is true, else
-// before it.
-func (s *Scenario) faultAt(id string, after bool) {
+// before it, and says which ("after" or "before") for the notes.
+func (s *Scenario) faultAt(id string, after bool) string {
 	if after {
 		s.Fault.AfterEffect = id
-	} else {
-		s.Fault.BeforeEffect = id
+		return "after"
 	}
+	s.Fault.BeforeEffect = id
+	return "before"
 }
 
 // cmdWrite: run_command writes a file, faulted after or before the
@@ -283,11 +284,7 @@ func (g gen) cmdWrite(kind string) Scenario {
 	name := g.fileName("txt")
 	plan, id := g.faulted(g.writeStep(name, g.text(), post))
 	s.Plan = plan
-	when := "after"
-	if strings.Contains(kind, "before") {
-		when = "before"
-	}
-	s.faultAt(id, when == "after")
+	when := s.faultAt(id, !strings.Contains(kind, "before"))
 	s.Notes = fmt.Sprintf("run_command writes %s; fault %s the effect of %s", name, when, id)
 	if post {
 		s.Notes += "; the step declares the file's path and sha256, so the workspace probe can check it"
@@ -377,12 +374,7 @@ func (g gen) delegate(settled bool) Scenario {
 	name := g.fileName("txt")
 	child.Steps = append(child.Steps, g.writeStep(name, g.text(), g.r.IntN(2) == 0))
 	id := fmt.Sprintf("op-%d", m+1)
-	before := g.r.IntN(3) == 0
-	when := "after"
-	if before {
-		when = "before"
-	}
-	s.faultAt(id, !before)
+	when := s.faultAt(id, g.r.IntN(3) != 0)
 	steps = append(steps, Step{Tool: "delegate", Plan: &child})
 	s.Plan = Plan{Steps: steps}
 	s.Notes = fmt.Sprintf("delegate %s starts a child run whose %s (writes %s) faults %s its effect; the child run started, so the delegation occurred", id, id, name, when)
@@ -559,12 +551,7 @@ func (g gen) reissueNewFile() Scenario {
 		OnUncertain: "reissue"}
 	plan, id := g.faulted(st)
 	s.Plan = plan
-	after := g.r.IntN(2) == 0
-	when := "after"
-	if !after {
-		when = "before"
-	}
-	s.faultAt(id, after)
+	when := s.faultAt(id, g.r.IntN(2) == 0)
 	s.Notes = fmt.Sprintf("on_uncertain=reissue; every execution of %s writes a new %s-<clock>.txt; fault %s the effect of the original, and the re-issue completes", id, prefix, when)
 	return s
 }
