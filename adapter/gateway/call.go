@@ -110,7 +110,7 @@ func (g *Gateway) call(ctx context.Context, req *mcp.CallToolRequest, t *tool) (
 	defer stop()
 	unhook := context.AfterFunc(g.halt, stop)
 	defer unhook()
-	res, err := conn.Call(cctx, &mcp.CallToolParams{
+	res, asks, err := s.callUpstream(cctx, t.up, conn, &mcp.CallToolParams{
 		Name:           t.def.Name,
 		Arguments:      args,
 		Meta:           forwardMeta(req.Params.GetMeta(), run, opID, key),
@@ -125,7 +125,7 @@ func (g *Gateway) call(ctx context.Context, req *mcp.CallToolRequest, t *tool) (
 		case ctx.Err() != nil:
 			note = " (the client's request was canceled, or its session ended, while the call was in flight)"
 		}
-		g.failed(ctx, s, run, opID, err, note, log)
+		g.failed(ctx, s, run, opID, err, note, log, asks...)
 		if cut {
 			s.cutOp(run.runID, opID)
 		}
@@ -136,24 +136,26 @@ func (g *Gateway) call(ctx context.Context, req *mcp.CallToolRequest, t *tool) (
 		return gatewayError(fmt.Sprintf("mcp-gateway: %s%s — the call may have reached the server; operation %s of run %s is recorded for reconciliation", toolErrText(err), note, opID, run.runID)), nil
 	}
 	if res.IsError {
-		g.failed(ctx, s, run, opID, mcptool.ResultError(t.up.cfg.Name, t.def.Name, res), "", log)
+		g.failed(ctx, s, run, opID, mcptool.ResultError(t.up.cfg.Name, t.def.Name, res), "", log, asks...)
 		return res, nil
 	}
-	ev, err := g.event(run.runID, kernel.TypeToolCompleted, opID+"/completed", kernel.ToolCompleted{OperationID: opID, ResultSummary: mcptool.ResultSummary(res)})
+	ev, err := g.event(run.runID, kernel.TypeToolCompleted, opID+"/completed", kernel.ToolCompleted{OperationID: opID, ResultSummary: mcptool.ResultSummary(res), ClientRequests: asks})
 	recorded := err == nil && g.record(ctx, ev, log)
 	s.closed(run.runID, opID, recorded)
 	return res, nil
 }
 
 // failed records tool.failed with err's classification (note appended to
-// its message) and notes the operation's end.
-func (g *Gateway) failed(ctx context.Context, s *session, run runRef, opID string, err error, note string, log zerolog.Logger) {
+// its message) and what was asked of the client during the call, and
+// notes the operation's end.
+func (g *Gateway) failed(ctx context.Context, s *session, run runRef, opID string, err error, note string, log zerolog.Logger, asks ...kernel.ClientRequest) {
 	errType, effect := kernel.Classify(err)
 	ev, berr := g.event(run.runID, kernel.TypeToolFailed, opID+"/failed", kernel.ToolFailed{
 		// The text may be an upstream's (its stderr, its error's message),
 		// and one NUL in it would make the event unstorable: the record
 		// refused, the operation left open although the call had ended.
 		OperationID: opID, ErrorType: errType, Error: kernel.Abbreviate(kernel.Storable(toolErrText(err)+note), 2000), Effect: effect,
+		ClientRequests: asks,
 	})
 	if berr == nil {
 		g.record(ctx, ev, log)
