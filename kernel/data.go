@@ -107,17 +107,10 @@ type ToolCompleted struct {
 	WorkspaceManifest *WorkspaceManifest `json:"workspace_manifest,omitempty"`
 	// ClientRequests are what the MCP gateway asked the agent's MCP client
 	// for while the call was in flight (an upstream's sampling, elicitation
-	// or roots request), in order.
-	ClientRequests []ClientRequest `json:"client_requests,omitempty"`
-}
-
-// ClientRequest is one request an MCP server made of the agent's client
-// during a call, relayed by the MCP gateway: its method and outcome — an
-// elicitation's action (accept, decline, cancel), "answered", or
-// "failed: <error>".
-type ClientRequest struct {
-	Method  string `json:"method"`
-	Outcome string `json:"outcome"`
+	// or roots request), in order, each "<method>: <outcome>" — an
+	// elicitation's action (accept, decline, cancel), "answered", or
+	// "failed: <error>".
+	ClientRequests []string `json:"client_requests,omitempty"`
 }
 
 // ToolFailed is the data of tool.failed.
@@ -138,7 +131,7 @@ type ToolFailed struct {
 	ChildOpsNone    int `json:"child_ops_none,omitempty"`
 	ChildOpsUnknown int `json:"child_ops_unknown,omitempty"`
 	// ClientRequests: see ToolCompleted.ClientRequests.
-	ClientRequests []ClientRequest `json:"client_requests,omitempty"`
+	ClientRequests []string `json:"client_requests,omitempty"`
 }
 
 // EffectiveEffect applies the legacy rule: a tool.failed without an effect

@@ -148,7 +148,7 @@ func (g *Gateway) call(ctx context.Context, req *mcp.CallToolRequest, t *tool) (
 // failed records tool.failed with err's classification (note appended to
 // its message) and what was asked of the client during the call, and
 // notes the operation's end.
-func (g *Gateway) failed(ctx context.Context, s *session, run runRef, opID string, err error, note string, log zerolog.Logger, asks ...kernel.ClientRequest) {
+func (g *Gateway) failed(ctx context.Context, s *session, run runRef, opID string, err error, note string, log zerolog.Logger, asks ...string) {
 	errType, effect := kernel.Classify(err)
 	ev, berr := g.event(run.runID, kernel.TypeToolFailed, opID+"/failed", kernel.ToolFailed{
 		// The text may be an upstream's (its stderr, its error's message),

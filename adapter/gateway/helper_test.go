@@ -126,9 +126,12 @@ func newFixture(t *testing.T, pool *pgxpool.Pool, o Config) *fixture {
 func newSchema(t testing.TB) *pgxpool.Pool { return pgtest.New(t).Pool }
 
 // client opens an MCP session with the gateway over streamable HTTP.
-func (f *fixture) client() *mcp.ClientSession {
+func (f *fixture) client() *mcp.ClientSession { return f.clientWith(nil) }
+
+// clientWith is client with opts (handlers, capabilities).
+func (f *fixture) clientWith(opts *mcp.ClientOptions) *mcp.ClientSession {
 	f.t.Helper()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "gateway-test", Version: "1"}, nil).
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "gateway-test", Version: "1"}, opts).
 		Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: f.url, MaxRetries: -1}, nil)
 	if err != nil {
 		f.t.Fatal(err)

@@ -55,7 +55,7 @@ type callTrack struct {
 	ctx   context.Context
 	token any // the client's progress token, if any
 	mu    sync.Mutex
-	asks  []kernel.ClientRequest
+	asks  []string
 }
 
 func (tr *callTrack) note(method string, outcome string) {
@@ -63,17 +63,17 @@ func (tr *callTrack) note(method string, outcome string) {
 		return
 	}
 	tr.mu.Lock()
-	tr.asks = append(tr.asks, kernel.ClientRequest{Method: method, Outcome: outcome})
+	tr.asks = append(tr.asks, method+": "+outcome)
 	tr.mu.Unlock()
 }
 
-func (tr *callTrack) asked() []kernel.ClientRequest {
+func (tr *callTrack) asked() []string {
 	if tr == nil {
 		return nil
 	}
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
-	return append([]kernel.ClientRequest(nil), tr.asks...)
+	return append([]string(nil), tr.asks...)
 }
 
 // clientCaps is what the gateway declares upstream for session ss: the
@@ -382,7 +382,7 @@ func usesNewProtocol(conn *mcptool.Conn) bool {
 // answers and the upstream's request state: one operation, one idempotency
 // key. It returns what was asked of the client on the way, also when the
 // upstream asked with requests of its own (relay.elicit, …).
-func (s *session) callUpstream(ctx context.Context, up *upstream, conn *mcptool.Conn, params *mcp.CallToolParams, key string) (*mcp.CallToolResult, []kernel.ClientRequest, error) {
+func (s *session) callUpstream(ctx context.Context, up *upstream, conn *mcptool.Conn, params *mcp.CallToolParams, key string) (*mcp.CallToolResult, []string, error) {
 	r := s.relayOf(up)
 	tr := r.track(ctx, params.GetProgressToken())
 	defer r.untrack(tr)

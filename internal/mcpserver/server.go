@@ -78,7 +78,8 @@ type LookupOperationResult struct {
 }
 
 // NewServer returns the MCP server over store: create_issue,
-// slow_create_issue, get_issue and lookup_operation.
+// slow_create_issue, create_issue_confirmed, get_issue and
+// lookup_operation.
 func NewServer(store *Store) *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "reckon-mcp-test-server", Version: "1"}, &mcp.ServerOptions{
 		Instructions: "create_issue is consequential. Pass an idempotency key in params._meta[\"" + IdempotencyKeyMeta +
@@ -135,6 +136,7 @@ func NewServer(store *Store) *mcp.Server {
 		at := op.CreatedAt
 		return nil, LookupOperationResult{Key: in.Key, Status: "completed", Tool: op.Tool, Args: args, Issue: &iss, At: &at}, nil
 	})
+	addConfirmedCreate(s, store)
 	return s
 }
 
