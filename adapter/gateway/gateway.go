@@ -25,6 +25,13 @@
 // included); only failures the gateway itself detects are answered with an
 // isError result of its own, naming what was and was not sent.
 //
+// Besides tools/call, the gateway relays what the upstreams and the client
+// say to each other (relay.go): notifications (log messages, progress,
+// list_changed, resource updates, cancellation), the upstreams' requests
+// to the client (sampling, elicitation, roots — within the call, which
+// stays one operation), and the upstreams' resources, prompts and
+// completions, unrecorded (features.go).
+//
 // Runs: an MCP session is a run (run.started when it is initialised,
 // run.completed when it ends with every call answered, run.failed when a
 // call was cut by its end). A client may name its run instead by passing
@@ -240,6 +247,7 @@ type Gateway struct {
 	inflight int
 	idle     chan struct{}  // closed when closing and inflight reaches 0
 	watchers sync.WaitGroup // one per session, until its run's end is recorded
+	closers  sync.WaitGroup // discovery sessions a session did not adopt, closing
 	closed   sync.WaitGroup // held by the first Close until it is done
 	// halt is canceled when the shutdown grace is over: calls still in
 	// flight are canceled then.
@@ -286,8 +294,8 @@ func New(ctx context.Context, pool *pgxpool.Pool, o Config) (*Gateway, error) {
 		// stdio the same holds, so what the gateway relays reaches every
 		// client the same way.
 		SupportedProtocolVersions: sessionProtocols(),
-		RootsListChangedHandler:   g.rootsChanged,
 	}
+	g.relayOptions(opts)
 	g.serverOptions(opts, found.caps)
 	g.server = mcp.NewServer(&mcp.Implementation{Name: "reckon-mcp-gateway", Title: "reckon MCP gateway", Version: "1"}, opts)
 	g.server.AddReceivingMiddleware(g.onSetLevel)

@@ -1,3 +1,9 @@
+// The relay passes on what the MCP specification deprecated in revision
+// 2026-07-28 but still carries during its deprecation window (sampling,
+// roots, logging): a gateway relays what its servers and clients use.
+//
+//lint:file-ignore SA1019 the gateway relays sampling, roots and logging while servers and clients use them.
+
 package gateway
 
 import (
@@ -387,7 +393,7 @@ func (s *session) callUpstream(ctx context.Context, up *upstream, conn *mcptool.
 	tr := r.track(ctx, params.GetProgressToken())
 	defer r.untrack(tr)
 	if lvl := s.level(); lvl != "" && usesNewProtocol(conn) {
-		params.Meta[mcp.MetaKeyLogLevel] = string(lvl)
+		params.Meta[mcp.MetaKeyLogLevel] = lvl
 	}
 	for round := 1; ; round++ {
 		res, err := conn.Call(ctx, params, key)
@@ -422,7 +428,7 @@ func (s *session) relayOf(up *upstream) *relay {
 }
 
 // level is the log level the client set (empty: none).
-func (s *session) level() mcp.LoggingLevel {
+func (s *session) level() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.logLevel
@@ -431,7 +437,7 @@ func (s *session) level() mcp.LoggingLevel {
 // setLevel notes the client's log level and passes it to the session's
 // upstream sessions that take logging/setLevel (newer ones get it with
 // each call).
-func (s *session) setLevel(ctx context.Context, lvl mcp.LoggingLevel) {
+func (s *session) setLevel(ctx context.Context, lvl string) {
 	s.mu.Lock()
 	s.logLevel = lvl
 	s.mu.Unlock()
@@ -445,14 +451,14 @@ func (s *session) setLevel(ctx context.Context, lvl mcp.LoggingLevel) {
 	}
 }
 
-func (s *session) passLevel(ctx context.Context, conn *mcptool.Conn, lvl mcp.LoggingLevel) {
+func (s *session) passLevel(ctx context.Context, conn *mcptool.Conn, lvl string) {
 	if lvl == "" || usesNewProtocol(conn) {
 		return
 	}
 	if ir := conn.InitializeResult(); ir == nil || ir.Capabilities == nil || ir.Capabilities.Logging == nil {
 		return
 	}
-	if err := conn.Session().SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: lvl}); err != nil {
+	if err := conn.Session().SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: mcp.LoggingLevel(lvl)}); err != nil {
 		s.g.log.Warn().Err(err).Str("run_id", s.runID).Msg("mcp gateway: passing the client's log level upstream failed")
 	}
 }
@@ -469,11 +475,17 @@ func (g *Gateway) onSetLevel(next mcp.MethodHandler) mcp.MethodHandler {
 		p, pok := req.GetParams().(*mcp.SetLoggingLevelParams)
 		if ok && pok && p != nil {
 			if s := g.sessionFor(ss); s != nil {
-				s.setLevel(ctx, p.Level)
+				s.setLevel(ctx, string(p.Level))
 			}
 		}
 		return res, err
 	}
+}
+
+// relayOptions sets the server options through which the client's side
+// reaches the upstreams.
+func (g *Gateway) relayOptions(o *mcp.ServerOptions) {
+	o.RootsListChangedHandler = g.rootsChanged
 }
 
 // rootsChanged tells a client's upstream sessions that its roots changed.

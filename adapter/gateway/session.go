@@ -33,7 +33,7 @@ type session struct {
 	atEnd    map[string]bool // operations in flight when the session ended
 	cut      []string        // of those, the ones that did not complete
 	ups      map[string]*upstreamConn
-	logLevel mcp.LoggingLevel // set by the client (logging/setLevel)
+	logLevel string // set by the client (logging/setLevel)
 }
 
 // upstreamConn is the session's connection to one upstream server.
@@ -283,7 +283,11 @@ func (s *session) conn(ctx context.Context, up *upstream) (*mcptool.Conn, error)
 				s.passLevel(ctx, uc.conn, s.level())
 				return uc.conn, nil
 			}
-			go sp.conn.Close()
+			s.g.closers.Add(1)
+			go func() {
+				defer s.g.closers.Done()
+				sp.conn.Close()
+			}()
 		}
 	}
 	c, r, err := s.g.dial(ctx, up, s.ss)

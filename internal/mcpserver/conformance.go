@@ -1,3 +1,4 @@
+//lint:file-ignore SA1019 the conformance suite's scenarios exercise sampling and logging, which revision 2026-07-28 deprecates.
 package mcpserver
 
 import (
