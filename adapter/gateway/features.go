@@ -244,27 +244,29 @@ func (g *Gateway) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.
 // resource; the SDK notes the session's subscription, and the upstream's
 // notifications/resources/updated reach it (relay.resourceUpdated).
 func (g *Gateway) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error {
-	up := g.resourceOwner(req.Params.URI)
-	if up == nil {
-		return mcp.ResourceNotFoundError(req.Params.URI)
-	}
-	conn, err := g.upstreamFor(ctx, req.Session, up)
-	if err != nil {
-		return err
-	}
-	return conn.Session().Subscribe(ctx, &mcp.SubscribeParams{URI: req.Params.URI, Meta: passMeta(req.Params.Meta)})
+	return g.onResourceOwner(ctx, req.Session, req.Params.URI, func(cs *mcp.ClientSession) error {
+		return cs.Subscribe(ctx, &mcp.SubscribeParams{URI: req.Params.URI, Meta: passMeta(req.Params.Meta)})
+	})
 }
 
 func (g *Gateway) unsubscribe(ctx context.Context, req *mcp.UnsubscribeRequest) error {
-	up := g.resourceOwner(req.Params.URI)
+	return g.onResourceOwner(ctx, req.Session, req.Params.URI, func(cs *mcp.ClientSession) error {
+		return cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: req.Params.URI, Meta: passMeta(req.Params.Meta)})
+	})
+}
+
+// onResourceOwner runs f on ss's upstream session with the upstream
+// serving uri.
+func (g *Gateway) onResourceOwner(ctx context.Context, ss *mcp.ServerSession, uri string, f func(*mcp.ClientSession) error) error {
+	up := g.resourceOwner(uri)
 	if up == nil {
-		return mcp.ResourceNotFoundError(req.Params.URI)
+		return mcp.ResourceNotFoundError(uri)
 	}
-	conn, err := g.upstreamFor(ctx, req.Session, up)
+	conn, err := g.upstreamFor(ctx, ss, up)
 	if err != nil {
 		return err
 	}
-	return conn.Session().Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: req.Params.URI, Meta: passMeta(req.Params.Meta)})
+	return f(conn.Session())
 }
 
 // refresh follows an upstream's list_changed: it lists the upstream's

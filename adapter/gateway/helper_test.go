@@ -29,7 +29,7 @@ import (
 const helperEnv = "RECKON_GATEWAY_TEST_HELPER"
 
 func TestMain(m *testing.M) {
-	if os.Getenv(helperEnv) == "issues" {
+	if mode := os.Getenv(helperEnv); mode == "issues" || mode == "conformance" {
 		if err := mcpserver.Main(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
@@ -43,6 +43,12 @@ func TestMain(m *testing.M) {
 // binary, one process per upstream session) over store.
 func stdioIssues(name, store string) mcptool.ServerConfig {
 	return mcptool.ServerConfig{Name: name, Command: []string{os.Args[0], "--store", store}, Env: map[string]string{helperEnv: "issues"}}
+}
+
+// stdioConformance is `reckon mcp-test-server --conformance` as a stdio
+// upstream.
+func stdioConformance(name string) mcptool.ServerConfig {
+	return mcptool.ServerConfig{Name: name, Command: []string{os.Args[0], "--conformance"}, Env: map[string]string{helperEnv: "conformance"}}
 }
 
 // httpIssues is the test server over streamable HTTP, in process, with
