@@ -222,7 +222,7 @@ func TestMCPGatewayTypeScriptHostStdio(t *testing.T) {
 		return m
 	}
 	gw, dr := byName(tools), byName(direct)
-	if len(gw) != len(dr) || len(gw) != 4+14+9 {
+	if len(gw) != len(dr) || len(gw) != 5+14+9 {
 		t.Fatalf("gateway serves %d tools, the upstreams offer %d", len(gw), len(dr))
 	}
 	for n, d := range dr {
