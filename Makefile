@@ -9,7 +9,7 @@ export DATABASE_URL
 GO ?= go
 TEST_TIMEOUT ?= 18m
 
-.PHONY: all build db deps browser-deps test test-browser screenshots demo bench lint clean soak fuzz
+.PHONY: all build db deps browser-deps test test-browser screenshots demo bench lint clean soak fuzz conformance
 
 all: build
 
@@ -74,6 +74,16 @@ bench: db deps
 	$(GO) test -p 1 -run '^$$' -bench . -benchtime 1x -timeout 60m -v $(BENCH_PKGS) | tee bin/bench-raw.txt | grep -vE '^(=== RUN|--- PASS|PASS|goos|goarch|cpu)'
 	@$(GO) run ./scripts/benchtable -ref bin/bench-ref.txt -json bin/bench.json \
 		-machine "$$(nproc) cores, $$(free -g | awk '/^Mem/ {print $$2}') GiB, PostgreSQL $$(psql -h 127.0.0.1 -d postgres -tAc 'SHOW server_version' 2>/dev/null || echo '?'), $$(date -u +%F)" < bin/bench-raw.txt
+
+## conformance: the official MCP conformance suite's server scenarios against
+## `reckon mcp-gateway --http` in front of `reckon mcp-test-server
+## --conformance`, once with the upstream over stdio and once over HTTP. The
+## suite and Node.js 22 come from testdata/conformance's lock file (npm ci).
+## Fails on any scenario not listed, with its reason, in
+## testdata/conformance/expected-failures.yml, and on a listed one that
+## passes. Results go to bin/conformance/.
+conformance: build db
+	scripts/conformance.sh bin/reckon bin/conformance
 
 ## soak: the fault soak (docs/testing.md): kills dev, worker and triage,
 ## restarts a private PostgreSQL cluster, proves nothing is lost. Bounded by

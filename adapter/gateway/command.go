@@ -30,7 +30,9 @@ a reckon operation — tool.started is durable in DATABASE_URL's outbox
 before the call is sent upstream with the idempotency key
 <project>/<run_id>/<operation_id> in _meta["dev.reckon/idempotency-key"],
 and tool.completed or tool.failed follows. The agent sees the upstream's
-results unchanged.
+results unchanged, and the upstreams' resources, prompts, completions,
+notifications and requests to the client (sampling, elicitation, roots)
+pass through (docs/mcp-gateway.md).
 
 Stdio by default (an MCP host starts it as a command; stdout is the MCP
 channel, logs go to stderr); --http ADDR serves streamable HTTP at

@@ -40,7 +40,7 @@ func TestCallRecordedAroundUpstream(t *testing.T) {
 			t.Errorf("create_issue annotations not passed through: %+v", tl.Annotations)
 		}
 	}
-	if strings.Join(names, ",") != "create_issue,get_issue,lookup_operation,slow_create_issue" {
+	if strings.Join(names, ",") != "create_issue,create_issue_confirmed,get_issue,lookup_operation,slow_create_issue" {
 		t.Fatalf("served tools %v", names)
 	}
 

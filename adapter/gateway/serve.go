@@ -185,6 +185,7 @@ func (g *Gateway) Close() {
 	}
 	g.watchers.Wait()
 	g.closeSpares()
+	g.closers.Wait()
 	g.stopLease()
 	<-g.leaseDone
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

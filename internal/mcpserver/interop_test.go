@@ -96,7 +96,7 @@ func TestInteropTypeScriptClient(t *testing.T) {
 	args := map[string]any{"title": "Disk full on db-3", "body": "from the TypeScript SDK"}
 
 	first := tsCall(t, npm, stdio, "create_issue", args, meta)
-	if first.Server.Name != "reckon-mcp-test-server" || len(first.Tools) != 4 {
+	if first.Server.Name != "reckon-mcp-test-server" || len(first.Tools) != 5 {
 		t.Fatalf("server/tools as seen by the TS client: %+v", first)
 	}
 	if first.Result.IsError || first.Result.StructuredContent["replayed"] != false {

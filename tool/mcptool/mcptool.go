@@ -511,6 +511,18 @@ type conn struct {
 // tools/call has not been sent on this connection, so the server cannot
 // have executed it.
 func (s *server) connect(ctx context.Context, workspace, project, runID, key string, copts *mcp.ClientOptions) (*conn, error) {
+	return s.connectClient(ctx, workspace, project, runID, key, NewClient(copts))
+}
+
+// NewClient is the MCP client reckon connects as ("reckon"); copts (may be
+// nil) sets its handlers. DialClient takes one a caller has added
+// middleware to.
+func NewClient(copts *mcp.ClientOptions) *mcp.Client {
+	return mcp.NewClient(&mcp.Implementation{Name: "reckon", Version: "1"}, copts)
+}
+
+// connectClient is connect over client.
+func (s *server) connectClient(ctx context.Context, workspace, project, runID, key string, client *mcp.Client) (*conn, error) {
 	fail := func(err error, tail string) error {
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			err = fmt.Errorf("timed out: %w", err)
@@ -519,7 +531,6 @@ func (s *server) connect(ctx context.Context, workspace, project, runID, key str
 			Err: fmt.Errorf("mcp server %q: connecting (tools/call not sent): %w%s", s.cfg.Name, err, tail)}
 	}
 	rep := placeholders(workspace, project, runID)
-	client := mcp.NewClient(&mcp.Implementation{Name: "reckon", Version: "1"}, copts)
 	c := &conn{srv: s}
 	var transport mcp.Transport
 	if len(s.cfg.Command) > 0 {
