@@ -1,11 +1,10 @@
 // The Vercel AI SDK (ai) adapter: wraps the execute of each tool of a tool
 // set, so the SDK's own tool() builds the tools.
-import { Reckon, NotRunError, type ReckonOptions } from "./tool.js";
+import { Reckon, NotRunError, failureMessage, type ReckonOptions } from "./tool.js";
 
 /** The part of an AI SDK tool the adapter reads; everything else passes through. */
 export interface AiTool {
-  execute?: (input: any, options: { toolCallId: string } & Record<string, any>) => unknown;
-  [key: string]: any;
+  execute?: (input: any, options: any) => unknown;
 }
 
 /**
@@ -14,12 +13,12 @@ export interface AiTool {
  * Each call is keyed by the SDK's toolCallId, asks the retry guard, and is
  * recorded before and after it runs; the tool set's key is the tool's
  * name. A held call, or one whose effect already happened, is not run: the
- * model is told why.
+ * model is told why; a failure tells the model whether repeating it is safe.
  */
-export function reckonTools<T extends Record<string, AiTool>>(tools: T, reckon: Reckon | ReckonOptions): T {
+export function reckonTools<T extends Record<string, any>>(tools: T, reckon: Reckon | ReckonOptions): T {
   const r = reckon instanceof Reckon ? reckon : new Reckon(reckon);
   const out: Record<string, AiTool> = {};
-  for (const [name, t] of Object.entries(tools)) {
+  for (const [name, t] of Object.entries(tools) as [string, AiTool][]) {
     const execute = t.execute;
     if (!execute) {
       out[name] = t; // executed by the provider or the client: nothing runs here
@@ -27,12 +26,14 @@ export function reckonTools<T extends Record<string, AiTool>>(tools: T, reckon: 
     }
     out[name] = {
       ...t,
-      execute: async (input, options) => {
+      execute: async (input: unknown, options: { toolCallId?: string } | undefined) => {
         try {
           return await r.call(name, input, () => execute(input, options), { callId: options?.toolCallId });
         } catch (err) {
           if (err instanceof NotRunError) return err.message;
-          throw err;
+          // The SDK shows the model the error's message: say whether
+          // repeating the call is safe.
+          throw new Error(failureMessage(err), { cause: err });
         }
       },
     };

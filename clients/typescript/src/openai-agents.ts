@@ -1,6 +1,6 @@
 // The OpenAI Agents SDK (@openai/agents) adapter: wraps the options of a
 // function tool, so the SDK's own tool() builds the tool.
-import { Reckon, NotRunError, classifyError, type ReckonOptions } from "./tool.js";
+import { Reckon, NotRunError, failureMessage, type ReckonOptions } from "./tool.js";
 
 /** The part of @openai/agents' tool() options the adapter reads; everything else passes through. */
 export interface AgentsToolOptions {
@@ -35,12 +35,4 @@ export function reckonTool<T extends AgentsToolOptions>(options: T, reckon: Reck
     // which for an uncertain effect invites the duplicate.
     errorFunction: options.errorFunction !== undefined ? options.errorFunction : (_ctx: unknown, err: unknown) => failureMessage(err),
   };
-}
-
-/** What the model is told about a failed call. */
-export function failureMessage(err: unknown): string {
-  const { effect } = classifyError(err);
-  const text = err instanceof Error ? err.message : String(err);
-  if (effect === "none") return `The tool call failed before anything was sent (${text}); it is safe to call it again.`;
-  return `The tool call failed (${text}) and may already have taken effect; reckon is reconciling it. Do not repeat it until its verdict is known.`;
 }

@@ -132,6 +132,14 @@ export function classifyError(err: unknown): { effect: Effect; errorType: string
   return { effect: "uncertain", errorType: (err as { name?: string })?.name || "tool_error" };
 }
 
+/** What the model is told about a failed call. */
+export function failureMessage(err: unknown): string {
+  const { effect } = classifyError(err);
+  const text = err instanceof Error ? err.message : String(err);
+  if (effect === "none") return `The tool call failed before anything was sent (${text}); it is safe to call it again.`;
+  return `The tool call failed (${text}) and may already have taken effect; reckon is reconciling it. Do not repeat it until its verdict is known.`;
+}
+
 /** A bounded summary of a tool's result for tool.completed. */
 function summarize(result: unknown): string {
   let s: string;
