@@ -7,6 +7,7 @@ answered ``repeated``, never stored twice.
 from __future__ import annotations
 
 import http.client
+import itertools
 import json
 import os
 import socket
@@ -16,7 +17,7 @@ import urllib.parse
 import urllib.request
 from typing import Any, Dict, Iterator, List, Optional
 
-__all__ = ["Client", "ReckonError", "settlement_in"]
+__all__ = ["Client", "ReckonError", "settlement_in", "watched_operation"]
 
 _RETRYABLE = {408, 429, 500, 502, 503, 504}
 
@@ -187,7 +188,10 @@ class Client:
               timeout: Optional[float] = None) -> Iterator[Dict[str, Any]]:
         """The verdict stream: settlements and attention changes as they happen.
 
-        Yields {"id", "event", "data"} (data parsed as JSON when it is). A
+        Yields {"id", "event", "data"} (data parsed as JSON when it is): first
+        "ready" ({project, run_id, cursor}), then events named by their
+        journal type (operation.reconciled, supervisor.verdict, tool.failed,
+        run.awaiting, run.resumed) with data {cursor, seq, attention, event}. A
         dropped connection is resumed with Last-Event-ID, so nothing is lost
         or seen twice. ``timeout`` bounds each read (socket.timeout when the
         stream is silent that long).
@@ -232,18 +236,34 @@ class Client:
                             timeout: Optional[float] = None) -> Dict[str, Any]:
         """Waits on the verdict stream until the operation is settled; answers the settling event's data.
 
-        Reads the history first, so a verdict recorded before the call is not waited for.
+        Reads the history once the stream is open (its first event, ready,
+        has come), so neither a verdict recorded before the call nor one
+        landing in between is missed.
         """
-        settled = settlement_in(self.history(project, run_id, operation_id), operation_id)
-        if settled is not None:
-            return settled
-        for ev in self.watch(project, run_id=run_id, timeout=timeout):
-            data = ev.get("data")
-            if isinstance(data, dict) and data.get("operation_id") == operation_id:
+        stream = self.watch(project, run_id=run_id, timeout=timeout)
+        try:
+            first = next(stream)
+            settled = settlement_in(self.history(project, run_id, operation_id), operation_id)
+            if settled is not None:
+                return settled
+            for ev in itertools.chain([first], stream):
+                if watched_operation(ev) != operation_id:
+                    continue
                 settled = settlement_in(self.history(project, run_id, operation_id), operation_id)
                 if settled is not None:
                     return settled
+        finally:
+            stream.close()
         raise ReckonError(0, "the verdict stream ended")
+
+
+def watched_operation(ev: Dict[str, Any]) -> Optional[str]:
+    """The operation a verdict stream event is about: its journal event's data.operation_id."""
+    data = ev.get("data")
+    if not isinstance(data, dict) or not isinstance(data.get("event"), dict):
+        return None
+    op = (data["event"].get("data") or {}).get("operation_id")
+    return op if isinstance(op, str) else None
 
 
 def settlement_in(events: List[Dict[str, Any]], operation_id: str) -> Optional[Dict[str, Any]]:

@@ -37,3 +37,29 @@ def eventually(check, limit: float = 10.0):
             if time.monotonic() > end:
                 raise
             time.sleep(0.05)
+
+
+_routes_checked = False
+
+
+def need_guard_routes() -> None:
+    """Fails, naming the route, when the server lacks the retry guard or the
+    verdict stream: the tests of tests/guard need both."""
+    global _routes_checked
+    if _routes_checked:
+        return
+    missing = []
+    try:
+        OPERATOR.guard("route-check", "t", {})
+    except reckon.ReckonError as e:
+        if e.status == 404:
+            missing.append("POST /v1/agent/operations/guard")
+    try:
+        next(iter(OPERATOR.watch("route-check", timeout=5)))
+    except reckon.ReckonError as e:
+        if e.status == 404:
+            missing.append("GET /v1/agent/operations/watch")
+    if missing:
+        raise AssertionError(f"this reckon has no {' and no '.join(missing)} (404): the retry guard and verdict "
+                             "stream tests need them on the server under test")
+    _routes_checked = True

@@ -55,11 +55,16 @@ export interface GuardRequest {
   scope?: "project" | "run";
 }
 
-/** One Server-Sent Event of the verdict stream. */
+/**
+ * One Server-Sent Event of the verdict stream. The first is named ready
+ * ({project, run_id, cursor}); every other is named by its journal type
+ * (operation.reconciled, supervisor.verdict, tool.failed, run.awaiting,
+ * run.resumed) with data {cursor, seq, attention, event}.
+ */
 export interface WatchEvent {
-  /** The event's id; resuming with it as Last-Event-ID continues after it. */
+  /** The stream's cursor after this event; resuming with it as Last-Event-ID continues after it. */
   id?: string;
-  /** The SSE event name (settlement or attention change). */
+  /** The SSE event name. */
   event: string;
   /** The event's data, parsed as JSON when it is JSON. */
   data: unknown;
@@ -312,14 +317,13 @@ export class Client {
     q.signal?.addEventListener("abort", onAbort, { once: true });
     try {
       const stream = this.watch({ project: q.project, runId: q.runId, signal: ctl.signal });
-      // The stream is opened before the history is read, so a verdict
-      // landing in between is on the stream.
-      const first = stream.next();
+      // The stream is open (its first event, ready, has come) before the
+      // history is read, so a verdict landing in between is on the stream.
+      const first = await stream.next();
       const settled = settlementIn(await this.history(q), q.operationId);
       if (settled) return settled;
-      for (let it = await first; !it.done; it = await stream.next()) {
-        const data = it.value.data as Record<string, unknown> | null;
-        if (!data || typeof data !== "object" || data.operation_id !== q.operationId) continue;
+      for (let it = first; !it.done; it = await stream.next()) {
+        if (watchedOperation(it.value) !== q.operationId) continue;
         const again = settlementIn(await this.history(q), q.operationId);
         if (again) return again;
       }
@@ -329,6 +333,13 @@ export class Client {
       ctl.abort();
     }
   }
+}
+
+/** The operation a verdict stream event is about: its journal event's data.operation_id. */
+export function watchedOperation(ev: WatchEvent): string | undefined {
+  const data = ev.data as { event?: { data?: { operation_id?: unknown } } } | null;
+  const id = data && typeof data === "object" ? data.event?.data?.operation_id : undefined;
+  return typeof id === "string" ? id : undefined;
 }
 
 /** The data of the event that settles an operation, from its history; undefined while it is unsettled. */

@@ -62,3 +62,33 @@ export async function eventually<T>(check: () => Promise<T>, limitMs = 10_000): 
     }
   }
 }
+
+let routes: Promise<void> | undefined;
+
+/**
+ * Fails, naming the route, when the server lacks the retry guard or the
+ * verdict stream: the tests of test/guard need both.
+ */
+export function needGuardRoutes(): Promise<void> {
+  routes ??= (async () => {
+    const missing: string[] = [];
+    const g = await fetch(url + "/v1/agent/operations/guard", {
+      method: "POST",
+      headers: { Authorization: `Bearer ${process.env.RECKON_TEST_OPERATOR_TOKEN}`, "Content-Type": "application/json" },
+      body: JSON.stringify({ project: "route-check", tool: "t", args: {} }),
+    });
+    await g.text();
+    if (g.status === 404) missing.push("POST /v1/agent/operations/guard");
+    const ctl = new AbortController();
+    const w = await fetch(url + "/v1/agent/operations/watch?project=route-check", {
+      headers: { Authorization: `Bearer ${process.env.RECKON_TEST_OPERATOR_TOKEN}` },
+      signal: ctl.signal,
+    });
+    if (w.status === 404) missing.push("GET /v1/agent/operations/watch");
+    ctl.abort();
+    if (missing.length) {
+      throw new Error(`this reckon has no ${missing.join(" and no ")} (404): the retry guard and verdict stream tests need them on the server under test`);
+    }
+  })();
+  return routes;
+}
