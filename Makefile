@@ -9,7 +9,7 @@ export DATABASE_URL
 GO ?= go
 TEST_TIMEOUT ?= 18m
 
-.PHONY: all build db deps browser-deps test test-browser test-clients test-clients-guard check-client-types screenshots demo bench lint clean soak fuzz
+.PHONY: all build db deps browser-deps test test-browser test-clients test-clients-guard check-clients screenshots demo bench lint clean soak fuzz
 
 all: build
 
@@ -44,12 +44,13 @@ test-clients: db
 test-clients-guard: db
 	scripts/test-clients.sh guard
 
-## check-client-types: the TypeScript client's types, generated from
+## check-clients: the TypeScript client's types, generated from
 ## adapter/httpapi/openapi.json by the pinned openapi-typescript, equal the
 ## committed clients/typescript/src/api.ts (regenerate: cd clients/typescript
-## && npm run types).
-check-client-types:
-	@cd clients/typescript && { [ -d node_modules ] && [ ! package-lock.json -nt node_modules/.package-lock.json ] || npm ci --no-audit --no-fund --loglevel=error; } && npm run --silent check-types
+## && npm run types), and its committed dist/ (what `npm install <path>`
+## installs) is the build of its src/ (rebuild: npm run build).
+check-clients:
+	@cd clients/typescript && { [ -d node_modules ] && [ ! package-lock.json -nt node_modules/.package-lock.json ] || npm ci --no-audit --no-fund --loglevel=error; } && npm run --silent check-types && npm run --silent check-dist
 
 ## test-browser: the operator console in headless Chromium (Debian's chromium
 ## driven by playwright-core) against a real dev stack. Its screenshots go to
@@ -119,7 +120,7 @@ fuzz:
 		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) $$pkg; \
 	done
 
-lint: check-client-types
+lint: check-clients
 	@# No lab notebook in tracked files (docs/testing.md).
 	@scripts/check-process-words.sh
 	$(GO) vet ./...
