@@ -158,7 +158,7 @@ func TestOpsAttentionCLI(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if rep, err := triage.New(s.Pool, svc, triage.Config{}).Sweep(ctx, triage.SweepParams{}); err != nil || rep.Journaled != 2 {
+	if rep, err := triage.New(svc, triage.Config{}).Sweep(ctx, triage.SweepParams{}); err != nil || rep.Journaled != 2 {
 		t.Fatalf("sweep: %+v %v", rep, err)
 	}
 	if err := pub.Drain(ctx); err != nil {

@@ -81,7 +81,7 @@ func (c *Core) NewSweeper(ops triage.Operations, tune ...func(*triage.Config)) (
 	for _, f := range tune {
 		f(&sc)
 	}
-	return triage.New(c.Pool, ops, sc), nil
+	return triage.New(ops, sc), nil
 }
 
 // StartPipeline runs the cron-driven triage sweep (RECKON_TRIAGE_SCHEDULE)
