@@ -75,7 +75,7 @@ main)
 	;;
 guard)
 	(cd $ts && npm run test-guard) || status=1
-	(cd clients/python && python3 -m unittest discover -s tests/guard -t . -v) || status=1
+	(cd clients/python && python3 -m unittest discover -s guard_tests -t . -v) || status=1
 	;;
 *)
 	echo "test-clients: unknown suite $suite (main or guard)" >&2

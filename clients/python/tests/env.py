@@ -44,7 +44,7 @@ _routes_checked = False
 
 def need_guard_routes() -> None:
     """Fails, naming the route, when the server lacks the retry guard or the
-    verdict stream: the tests of tests/guard need both."""
+    verdict stream: the tests of guard_tests need both."""
     global _routes_checked
     if _routes_checked:
         return

@@ -4,19 +4,13 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
-import { Agent, OpenAIProvider, Runner, setTracingDisabled, tool as agentsTool } from "@openai/agents";
+import { Agent, tool as agentsTool } from "@openai/agents";
 import { generateText, stepCountIs, tool as aiTool } from "ai";
-import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
-import { z } from "zod";
 import { Reckon } from "../dist/index.js";
 import { reckonTool } from "../dist/openai-agents.js";
 import { reckonTools } from "../dist/ai-sdk.js";
-import { agent, modelURL, operator, project, requests, script, transcript } from "./env.ts";
-
-setTracingDisabled(true);
-
-const refundArgs = { order: "5521", amount_cents: 4200 };
-const refundParams = z.object({ order: z.string(), amount_cents: z.number() });
+import { agentsRunner, aiProvider, refundArgs, refundParams } from "./agents.ts";
+import { agent, operator, project, requests, script, transcript } from "./env.ts";
 
 /** A refund whose payment lands, then whose connection drops: the effect happened, the caller cannot know. */
 function dyingRefund(effects: string[]) {
@@ -33,7 +27,7 @@ test("OpenAI Agents SDK: a tool that dies after its effect leaves an uncertain o
   const effects: string[] = [];
   const reckon = new Reckon({ project: p, runId: "ticket-981", client: agent, guard: false });
   const refund = agentsTool(reckonTool({ name: "payments_refund", description: "Refund an order", parameters: refundParams, execute: dyingRefund(effects) }, reckon));
-  const runner = new Runner({ modelProvider: new OpenAIProvider({ baseURL: modelURL(), apiKey: "scripted", useResponses: false }) });
+  const runner = agentsRunner();
   const result = await runner.run(new Agent({ name: "support", instructions: "Refund orders.", model, tools: [refund] }), "Refund order 5521");
   assert.equal(result.finalOutput, "I could not confirm the refund.");
   assert.deepEqual(effects, ["5521"]);
@@ -51,7 +45,7 @@ test("Vercel AI SDK: a tool that dies after its effect leaves an uncertain opera
   const model = `aisdk-${randomUUID()}`;
   await script(model, [{ tool_calls: [{ name: "payments_refund", arguments: refundArgs }] }, { content: "I could not confirm the refund." }]);
   const effects: string[] = [];
-  const provider = createOpenAICompatible({ name: "scripted", baseURL: modelURL(), apiKey: "scripted" });
+  const provider = aiProvider();
   const result = await generateText({
     model: provider.chatModel(model),
     prompt: "Refund order 5521",

@@ -6,19 +6,13 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
-import { Agent, OpenAIProvider, Runner, setTracingDisabled, tool as agentsTool } from "@openai/agents";
+import { Agent, tool as agentsTool } from "@openai/agents";
 import { generateText, stepCountIs, tool as aiTool } from "ai";
-import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
-import { z } from "zod";
 import { Reckon } from "../../dist/index.js";
 import { reckonTool } from "../../dist/openai-agents.js";
 import { reckonTools } from "../../dist/ai-sdk.js";
-import { agent, eventually, modelURL, needGuardRoutes, operator, project, requests, script, transcript } from "../env.ts";
-
-setTracingDisabled(true);
-
-const refundArgs = { order: "5521", amount_cents: 4200 };
-const refundParams = z.object({ order: z.string(), amount_cents: z.number() });
+import { agentsRunner, aiProvider, refundArgs, refundParams } from "../agents.ts";
+import { agent, eventually, needGuardRoutes, operator, project, requests, script, transcript } from "../env.ts";
 
 type RunAgent = (model: string, prompt: string, reckon: Reckon, refund: (a: { order: string }) => Promise<string>) => Promise<string>;
 
@@ -56,7 +50,7 @@ async function closeTheLoop(name: string, runAgent: RunAgent): Promise<void> {
 }
 
 test("OpenAI Agents SDK: uncertain, the retry held, then told the effect happened", async () => {
-  const runner = new Runner({ modelProvider: new OpenAIProvider({ baseURL: modelURL(), apiKey: "scripted", useResponses: false }) });
+  const runner = agentsRunner();
   await closeTheLoop("agents", async (model, prompt, reckon, refund) => {
     const t = agentsTool(reckonTool({ name: "payments_refund", description: "Refund an order", parameters: refundParams, execute: refund }, reckon));
     const result = await runner.run(new Agent({ name: "support", instructions: "Refund orders.", model, tools: [t] }), prompt);
@@ -65,7 +59,7 @@ test("OpenAI Agents SDK: uncertain, the retry held, then told the effect happene
 });
 
 test("Vercel AI SDK: uncertain, the retry held, then told the effect happened", async () => {
-  const provider = createOpenAICompatible({ name: "scripted", baseURL: modelURL(), apiKey: "scripted" });
+  const provider = aiProvider();
   await closeTheLoop("aisdk", async (model, prompt, reckon, refund) => {
     const result = await generateText({
       model: provider.chatModel(model),
