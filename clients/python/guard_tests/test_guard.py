@@ -36,6 +36,10 @@ class GuardTest(unittest.TestCase):
         self.assertEqual(held.exception.earlier["operation_id"], "call-1")
         self.assertIn("operation call-1 of run r1", str(held.exception))
         self.assertEqual([e["type"] for e in OPERATOR.history(p, "r1", "call-2")], ["tool.started", "tool.blocked"])
+        # A replayed call id is held too, and its record does not settle the earlier operation.
+        with self.assertRaises(reckon.Held):
+            refund("5521", 4200, reckon_call_id="call-1")
+        self.assertEqual([e["type"] for e in OPERATOR.history(p, "r1", "call-1")], ["tool.started", "tool.failed"])
         self.assertEqual(AGENT.guard(p, "payments.refund", {**ARGS, "order": "5522"}, run_id="r1")["decision"],
                          "proceed")
 
@@ -83,12 +87,19 @@ class GuardTest(unittest.TestCase):
         with self.assertRaises(ConnectionResetError):
             refund("5521", 4200, reckon_call_id="call-1")
         result = {}
-        waiter = threading.Thread(target=lambda: result.update(
-            OPERATOR.wait_for_settlement(p, "r1", "call-1", timeout=20)))
+
+        def wait():
+            try:
+                result["settled"] = OPERATOR.wait_for_settlement(p, "r1", "call-1", timeout=20)
+            except Exception as e:  # noqa: BLE001 - handed to the test's thread
+                result["error"] = e
+        waiter = threading.Thread(target=wait)
         waiter.start()
         OPERATOR.reconcile(p, "r1", "call-1", "occurred", "ledger entry L-9")
         waiter.join(30)
-        self.assertEqual((result.get("effect"), result.get("note")), ("occurred", "ledger entry L-9"))
+        if "error" in result:
+            raise result["error"]
+        self.assertEqual((result["settled"]["effect"], result["settled"]["note"]), ("occurred", "ledger entry L-9"))
 
 
 if __name__ == "__main__":

@@ -203,6 +203,12 @@ class Reckon:
             answer = self._ask_guard(name, args)
             decision = answer.get("decision")
             if decision in ("hold", "done"):
+                # A framework replaying a call replays its call id: the
+                # earlier operation may be this very id, and a tool.blocked
+                # under it would settle it. The blocked call gets its own id.
+                earlier = answer.get("operation") or {}
+                if earlier.get("operation_id") == operation_id and earlier.get("run_id") == self.run_id:
+                    operation_id = f"{operation_id}/retry-{uuid.uuid4()}"
                 self._record_blocked(name, args, operation_id, answer)
                 if decision == "hold":
                     raise Held(_held_message(answer), answer, operation_id)

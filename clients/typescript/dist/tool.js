@@ -197,8 +197,13 @@ export class Reckon {
         if (this.options.guard !== false) {
             const answer = await this.askGuard(name, args);
             if (answer.decision === "hold" || answer.decision === "done") {
-                const blocked = answer.decision === "hold" ? new HeldError(answer, operationId) : new AlreadyDoneError(answer, operationId);
-                await this.recordBlocked(source, name, args, operationId, answer);
+                // A framework replaying a call replays its call id: the earlier
+                // operation may be this very id, and a tool.blocked under it would
+                // settle it. The blocked call gets an id of its own then.
+                const own = answer.operation?.operation_id === operationId && answer.operation?.run_id === this.options.runId
+                    ? `${operationId}/retry-${randomUUID()}` : operationId;
+                const blocked = answer.decision === "hold" ? new HeldError(answer, own) : new AlreadyDoneError(answer, own);
+                await this.recordBlocked(source, name, args, own, answer);
                 throw blocked;
             }
         }

@@ -40,6 +40,9 @@ test("the guard: proceed, hold while the first call is uncertain, done after it 
   });
   const blocked = await operator.history({ project: p, runId: "r1", operationId: "call-retry" });
   assert.deepEqual(blocked.map((e) => e.type), ["tool.started", "tool.blocked"]);
+  // A replayed call id is held too, and its record does not settle the earlier operation.
+  await assert.rejects(r.call("payments.refund", args, async () => { effects.push("replay"); }, { callId: first }), HeldError);
+  assert.deepEqual((await operator.history({ project: p, runId: "r1", operationId: first })).map((e) => e.type), ["tool.started", "tool.failed"]);
 
   await operator.reconcile({ project: p, runId: "r1", operationId: first, effect: "occurred", note: "payments shows refund R-77" });
   const done = await agent.guard({ project: p, runId: "r1", tool: "payments.refund", args });
