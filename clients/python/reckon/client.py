@@ -20,6 +20,7 @@ from typing import Any, Dict, Iterator, List, Optional
 __all__ = ["Client", "ReckonError", "settlement_in", "watched_operation"]
 
 _RETRYABLE = {408, 429, 500, 502, 503, 504}
+_MAX_BATCH = 1000  # the most events POST /v1/events takes in one request
 
 
 class ReckonError(Exception):
@@ -104,8 +105,16 @@ class Client:
         return self._whoami
 
     def ingest(self, events: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
-        """Ingests a batch of events (at most 1,000); each is answered accepted, repeated or conflict."""
-        return self.request("POST", "/v1/events", body={"events": events})["results"]
+        """Ingests events, each answered accepted, repeated or conflict.
+
+        Sent in batches of at most 1,000 (the API's limit per request); a
+        batch is retried with the same bytes, so a retry after a lost answer
+        is answered repeated.
+        """
+        results: List[Dict[str, Any]] = []
+        for i in range(0, len(events), _MAX_BATCH):
+            results.extend(self.request("POST", "/v1/events", body={"events": events[i:i + _MAX_BATCH]})["results"])
+        return results
 
     def start_run(self, project: str, plan: Dict[str, Any], run_id: Optional[str] = None) -> Dict[str, str]:
         """Starts a kernel run from a plan (operator)."""

@@ -44,6 +44,14 @@ class ClientTest(unittest.TestCase):
         ops = OPERATOR.all_operations(p)
         self.assertEqual([(o["operation_id"], o["state"]) for o in ops], [("op-1", "failed_uncertain")])
 
+    def test_batches_of_1000(self):
+        p = project("batches")
+        events = [ev(p, "r1", f"op-{i}", "started", "tool.started", tool="kv.put", args={"i": i}) for i in range(1001)]
+        results = AGENT.ingest(events)
+        self.assertEqual(len(results), 1001)
+        self.assertEqual({r["status"] for r in results}, {"accepted"})
+        self.assertEqual(results[1000]["event_id"], events[1000]["event_id"])
+
     def test_history_reconcile_and_listing(self):
         p = project("reconcile")
         AGENT.ingest([ev(p, "r1", "op-1", "started", "tool.started", tool="crm.update", args={"id": 7}),

@@ -110,7 +110,12 @@ export declare class Client {
     private send;
     /** The caller's token: its name (the source it writes events under) and role. */
     whoami(): Promise<WhoAmI>;
-    /** Ingests a batch of events (at most 1,000); each is answered accepted, repeated or conflict. */
+    /**
+     * Ingests events, each answered accepted, repeated or conflict, in
+     * batches of at most 1,000 (the API's limit per request). A batch is
+     * retried with the same bytes, so a retry after a lost answer is
+     * answered repeated.
+     */
     ingest(events: Event[]): Promise<IngestResult[]>;
     /** Starts a kernel run from a plan (operator). */
     startRun(req: {

@@ -12,6 +12,8 @@ export class ReckonError extends Error {
     }
 }
 const retryable = new Set([408, 429, 500, 502, 503, 504]);
+/** The most events POST /v1/events takes in one request. */
+const maxBatch = 1000;
 function env(name) {
     const v = globalThis.process?.env?.[name];
     return v === "" ? undefined : v;
@@ -93,10 +95,19 @@ export class Client {
         });
         return this.whoamiPromise;
     }
-    /** Ingests a batch of events (at most 1,000); each is answered accepted, repeated or conflict. */
+    /**
+     * Ingests events, each answered accepted, repeated or conflict, in
+     * batches of at most 1,000 (the API's limit per request). A batch is
+     * retried with the same bytes, so a retry after a lost answer is
+     * answered repeated.
+     */
     async ingest(events) {
-        const res = await this.request("POST", "/v1/events", { body: { events } });
-        return res.results;
+        const results = [];
+        for (let i = 0; i < events.length; i += maxBatch) {
+            const res = await this.request("POST", "/v1/events", { body: { events: events.slice(i, i + maxBatch) } });
+            results.push(...res.results);
+        }
+        return results;
     }
     /** Starts a kernel run from a plan (operator). */
     startRun(req) {

@@ -101,6 +101,8 @@ export class ReckonError extends Error {
 }
 
 const retryable = new Set([408, 429, 500, 502, 503, 504]);
+/** The most events POST /v1/events takes in one request. */
+const maxBatch = 1000;
 
 function env(name: string): string | undefined {
   const v = (globalThis as { process?: { env?: Record<string, string | undefined> } }).process?.env?.[name];
@@ -186,10 +188,19 @@ export class Client {
     return this.whoamiPromise;
   }
 
-  /** Ingests a batch of events (at most 1,000); each is answered accepted, repeated or conflict. */
+  /**
+   * Ingests events, each answered accepted, repeated or conflict, in
+   * batches of at most 1,000 (the API's limit per request). A batch is
+   * retried with the same bytes, so a retry after a lost answer is
+   * answered repeated.
+   */
   async ingest(events: Event[]): Promise<IngestResult[]> {
-    const res = await this.request<{ results: IngestResult[] }>("POST", "/v1/events", { body: { events } });
-    return res.results;
+    const results: IngestResult[] = [];
+    for (let i = 0; i < events.length; i += maxBatch) {
+      const res = await this.request<{ results: IngestResult[] }>("POST", "/v1/events", { body: { events: events.slice(i, i + maxBatch) } });
+      results.push(...res.results);
+    }
+    return results;
   }
 
   /** Starts a kernel run from a plan (operator). */

@@ -35,6 +35,19 @@ test("a retry after a lost answer is answered repeated, never stored twice", asy
   assert.equal(ops[0].state, "failed_uncertain");
 });
 
+test("more events than one request takes go in batches of 1,000", async () => {
+  const p = project("batches");
+  let requests = 0;
+  const counting: typeof fetch = (i, init) => { requests++; return fetch(i, init); };
+  const c = new Client({ url, token: process.env.RECKON_TEST_AGENT_TOKEN, fetch: counting });
+  const events = Array.from({ length: 1001 }, (_, i) => ev(p, "r1", `op-${i}`, "started", "tool.started", { tool: "kv.put", args: { i } }));
+  const results = await c.ingest(events);
+  assert.equal(requests, 2);
+  assert.equal(results.length, 1001);
+  assert.ok(results.every((r) => r.status === "accepted"));
+  assert.equal(results[1000].event_id, events[1000].event_id);
+});
+
 test("history, reconcile (idempotent), and the listing after it", async () => {
   const p = project("reconcile");
   await agent.ingest([
