@@ -88,6 +88,9 @@ export declare class Reckon {
     private source;
     /** The event key of one of an operation's events: stable, so a resent event is answered repeated. */
     private eventId;
+    /** An event of this run; key is the operation id (or "run") its event id is made of. */
+    private runEvent;
+    /** An event of one operation. */
     private event;
     /** Sends events; a conflict (the same key with other content) is an error, nothing being overwritten. */
     private record;

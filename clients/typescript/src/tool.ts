@@ -185,17 +185,23 @@ export class Reckon {
     return `sha256:${createHash("sha256").update(id).digest("hex")}/${what}`;
   }
 
-  private event(source: string, operationId: string, what: string, type: Event["type"], data: Record<string, unknown>): Event {
+  /** An event of this run; key is the operation id (or "run") its event id is made of. */
+  private runEvent(source: string, key: string, what: string, type: Event["type"], data: Record<string, unknown>): Event {
     return {
       source_id: source,
-      event_id: this.eventId(operationId, what),
+      event_id: this.eventId(key, what),
       project: this.options.project,
       run_id: this.options.runId,
       type,
       ts: new Date().toISOString(),
       actor: "agent",
-      data: { operation_id: operationId, ...data },
-    } as Event;
+      data,
+    };
+  }
+
+  /** An event of one operation. */
+  private event(source: string, operationId: string, what: string, type: Event["type"], data: Record<string, unknown>): Event {
+    return this.runEvent(source, operationId, what, type, { operation_id: operationId, ...data });
   }
 
   /** Sends events; a conflict (the same key with other content) is an error, nothing being overwritten. */
@@ -209,10 +215,7 @@ export class Reckon {
 
   /** Records a run event of this run (run.started, run.completed or run.failed). */
   async reportRun(type: "run.started" | "run.completed" | "run.failed", data: Record<string, unknown> = {}): Promise<void> {
-    const source = await this.source();
-    const ev = this.event(source, "run", type.slice(4), type, data);
-    delete (ev.data as Record<string, unknown>).operation_id;
-    await this.record([ev]);
+    await this.record([this.runEvent(await this.source(), "run", type.slice(4), type, data)]);
   }
 
   private async askGuard(name: string, args: unknown): Promise<GuardAnswer> {
@@ -290,13 +293,12 @@ export class Reckon {
     const reason = answer.decision === "hold"
       ? `held by the retry guard: ${earlierName(answer)} has the same tool and arguments and is unsettled`
       : `answered by the retry guard: ${earlierName(answer)} has the same tool and arguments and was settled occurred`;
-    const results = await this.client.ingest([
+    // The answers are not checked: a blocked record sent again carries
+    // another ts, a conflict that changes nothing recorded.
+    await this.client.ingest([
       this.event(source, operationId, "started", "tool.started", { tool: name, args, guard: answer.decision, held_by: earlier.operation_id }),
       this.event(source, operationId, "blocked", "tool.blocked", { reason }),
     ]);
-    // A framework that replays a call replays its call id: the blocked
-    // record is already there (a conflict on ts only), and that is fine.
-    void results;
   }
 
   /**

@@ -105,3 +105,13 @@ async function allEvents(p: string) {
   const run = await operator.getRun("r1", { project: p, limit: 1000 });
   return run.events;
 }
+
+test("reportRun records the run's start and end", async () => {
+  const p = project("runs");
+  const r = reckonFor(p);
+  await r.reportRun("run.started", { plan_summary: "refund order 5521" });
+  await r.reportRun("run.completed");
+  const run = await operator.getRun("r1", { project: p });
+  assert.equal(run.status, "completed");
+  assert.deepEqual(run.events.map((e) => e.type), ["run.started", "run.completed"]);
+});
