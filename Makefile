@@ -9,7 +9,7 @@ export DATABASE_URL
 GO ?= go
 TEST_TIMEOUT ?= 18m
 
-.PHONY: all build db deps browser-deps test test-browser screenshots demo bench lint clean soak fuzz conformance
+.PHONY: all build db deps browser-deps test test-browser test-clients test-clients-guard check-clients screenshots demo bench lint clean soak fuzz conformance
 
 all: build
 
@@ -29,6 +29,28 @@ browser-deps:
 test: db deps
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
+
+## test-clients: the TypeScript and Python clients' tests against a real
+## `reckon dev` on a free port with a fresh database (scripts/test-clients.sh):
+## installs the TypeScript client's pinned packages (npm ci), the framework
+## tests run real OpenAI Agents SDK and Vercel AI SDK agents against the
+## scripted model.
+test-clients: db
+	scripts/test-clients.sh main
+
+## test-clients-guard: the clients' retry guard and verdict stream tests;
+## on a server without POST /v1/agent/operations/guard or GET
+## /v1/agent/operations/watch they fail, naming the missing route.
+test-clients-guard: db
+	scripts/test-clients.sh guard
+
+## check-clients: the TypeScript client's types, generated from
+## adapter/httpapi/openapi.json by the pinned openapi-typescript, equal the
+## committed clients/typescript/src/api.ts (regenerate: cd clients/typescript
+## && npm run types), and its committed dist/ (what `npm install <path>`
+## installs) is the build of its src/ (rebuild: npm run build).
+check-clients:
+	@cd clients/typescript && { [ -d node_modules ] && [ ! package-lock.json -nt node_modules/.package-lock.json ] || npm ci --no-audit --no-fund --loglevel=error; } && npm run --silent check-types && npm run --silent check-dist
 
 ## test-browser: the operator console in headless Chromium (Debian's chromium
 ## driven by playwright-core) against a real dev stack. Its screenshots go to
@@ -108,7 +130,7 @@ fuzz:
 		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) $$pkg; \
 	done
 
-lint:
+lint: check-clients
 	@# No lab notebook in tracked files (docs/testing.md).
 	@scripts/check-process-words.sh
 	$(GO) vet ./...
