@@ -58,6 +58,12 @@ func runServe(ctx context.Context, args []string) error {
 			return err
 		}
 	}
+	if *pipe {
+		// The workers' workspaces and the MCP servers the probes read.
+		if err := core.CheckProbes(ctx); err != nil {
+			return err
+		}
+	}
 
 	var roles []string
 	var kernel *app.Kernel
@@ -131,7 +137,7 @@ func runServe(ctx context.Context, args []string) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := core.ServeMetrics(ctx, cfg.MetricsAddr, bound); err != nil {
+			if err := core.ServeMetrics(ctx, cfg.MetricsAddr, kernel, bound); err != nil {
 				errc <- err
 			}
 		}()
