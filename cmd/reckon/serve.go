@@ -13,6 +13,7 @@ import (
 	"github.com/seed-7bc021c3/reckon/kernel/operations"
 	"github.com/seed-7bc021c3/reckon/kernel/outbox"
 	"github.com/seed-7bc021c3/reckon/pipeline/triage"
+	"github.com/seed-7bc021c3/reckon/platform/buildinfo"
 	"github.com/seed-7bc021c3/reckon/platform/config"
 )
 
@@ -150,7 +151,7 @@ func runServe(ctx context.Context, args []string) error {
 			return err
 		}
 	}
-	core.Log.Log().Strs("roles", roles).Msgf("reckon serve: %s", strings.Join(roles, ", "))
+	core.Log.Log().Strs("roles", roles).Str("version", buildinfo.Read().String()).Msgf("reckon serve: %s", strings.Join(roles, ", "))
 	select {
 	case <-ctx.Done():
 	case err = <-errc:
