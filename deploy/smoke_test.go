@@ -103,6 +103,11 @@ func (s *smoke) freshDatabase(admin, name string) string {
 		s.t.Fatal(err)
 	}
 	u.Path = "/" + name
+	if u.User == nil {
+		// The containers' user (reckon) is no role here: name the one
+		// this connection used.
+		u.User = url.User(conn.Config().User)
+	}
 	return u.String()
 }
 
