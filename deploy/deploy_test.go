@@ -70,8 +70,9 @@ func TestComposeTopology(t *testing.T) {
 				t.Errorf("service %s sets %s, which docs/configuration.md does not name", name, k)
 			}
 		}
-		if unmasked := slices.Contains(svc.SecurityOpt, "systempaths=unconfined"); unmasked != (name == "reckon-worker") {
-			t.Errorf("service %s: /proc unmasked = %v; only the worker's sandbox needs it", name, unmasked)
+		sandboxed := slices.Contains(svc.SecurityOpt, "systempaths=unconfined") && slices.Contains(svc.SecurityOpt, "seccomp=unconfined")
+		if sandboxed != (name == "reckon-worker") || (len(svc.SecurityOpt) > 0) != sandboxed {
+			t.Errorf("service %s: security_opt %v; only the worker's sandbox needs /proc unmasked and sethostname", name, svc.SecurityOpt)
 		}
 	}
 	for _, cmd := range []string{"migrate", "serve --api", "serve --worker", "serve --publisher", "serve --pipeline", "mcp-gateway --http 0.0.0.0:8090"} {
@@ -173,7 +174,7 @@ func TestSandboxNeedsStatedAlike(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, opt := range []string{"unmask=/proc/*", "systempaths=unconfined", "procMount: Unmasked"} {
+	for _, opt := range []string{"unmask=/proc/*", "systempaths=unconfined", "procMount: Unmasked", "seccomp=unconfined", "sethostname"} {
 		if !strings.Contains(string(dockerfile), opt) || !strings.Contains(string(doc), opt) {
 			t.Errorf("%q: in the Dockerfile's label %v, in docs/production.md %v", opt,
 				strings.Contains(string(dockerfile), opt), strings.Contains(string(doc), opt))

@@ -32,8 +32,8 @@ import (
 // run_command effect lands and then "crashes" its worker, sees the
 // operation listed failed_uncertain, and sees the pipeline's workspace
 // probe (reading the worker's workspace through the shared volume) settle
-// it occurred. A worker container without /proc unmasked refuses to start
-// with one line naming RECKON_SANDBOX_UNCONFINED.
+// it occurred. A worker container with podman's defaults (its /proc
+// masked) refuses to start with one line naming RECKON_SANDBOX_UNCONFINED.
 //
 // Environment: RECKON_IMAGE (the image), SMOKE_PODMAN (the podman
 // command line, with its options), SMOKE_RUN_ARGS (options of every
@@ -153,8 +153,9 @@ func (s *smoke) logMatch(ctx context.Context, c string, re *regexp.Regexp) strin
 		if m := re.FindStringSubmatch(out); m != nil {
 			return m[1]
 		}
-		if ctx.Err() != nil {
-			s.t.Fatalf("%s never logged %s:\n%s", c, re, out)
+		state, _ := s.output("inspect", "--format", "{{.State.Status}}", c)
+		if ctx.Err() != nil || strings.TrimSpace(state) == "exited" {
+			s.t.Fatalf("%s (%s) never logged %s:\n%s", c, strings.TrimSpace(state), re, out)
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
@@ -249,7 +250,7 @@ func TestImageSmoke(t *testing.T) {
 		t.Fatalf("a worker without /proc unmasked said:\n%s", out)
 	}
 
-	worker := s.start("worker", []string{"--security-opt", "unmask=/proc/*"}, workerEnv(), "serve", "--worker")
+	worker := s.start("worker", []string{"--security-opt", "unmask=/proc/*", "--security-opt", "seccomp=unconfined"}, workerEnv(), "serve", "--worker")
 	metrics := s.logMatch(ctx, worker, regexp.MustCompile(`metrics on (http://[^/]+)/metrics`))
 	s.until(ctx, "the worker's /readyz", s.ready(ctx, metrics))
 

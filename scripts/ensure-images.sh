@@ -42,6 +42,12 @@ if ! "${PODMAN[@]}" image exists "$BASE_IMAGE"; then
   echo "building $BASE_IMAGE with debootstrap from $(mirror)" >&2
   debootstrap --variant=minbase bookworm "$root/rootfs" "$(mirror)" >"$root/debootstrap.log" 2>&1 \
     || { tail -20 "$root/debootstrap.log" >&2; exit 1; }
+  # What Debian's -slim images leave out: the downloaded packages, the
+  # package lists, documentation, manuals and translations.
+  rm -rf "$root"/rootfs/var/cache/apt/archives/*.deb "$root"/rootfs/var/lib/apt/lists/* \
+    "$root"/rootfs/usr/share/doc/* "$root"/rootfs/usr/share/man/* "$root"/rootfs/usr/share/info/* "$root"/rootfs/usr/share/locale/*
+  printf '%s\n' 'path-exclude /usr/share/doc/*' 'path-exclude /usr/share/man/*' 'path-exclude /usr/share/info/*' 'path-exclude /usr/share/locale/*' \
+    > "$root/rootfs/etc/dpkg/dpkg.cfg.d/slim"
   tar -C "$root/rootfs" -c . | "${PODMAN[@]}" import --change 'CMD ["/bin/bash"]' - "$BASE_IMAGE" >/dev/null
   rm -rf "$root"
   trap - EXIT
