@@ -9,12 +9,26 @@ export DATABASE_URL
 GO ?= go
 TEST_TIMEOUT ?= 18m
 
-.PHONY: all build db deps browser-deps test test-browser test-clients test-clients-guard check-clients screenshots demo bench lint clean soak fuzz conformance
+.PHONY: all build db deps browser-deps test test-browser test-clients test-clients-guard check-clients screenshots demo bench lint clean soak fuzz conformance image-smoke deploy-check
 
 all: build
 
+# -buildvcs=true: `reckon version` names the commit (a GOFLAGS of the
+# machine's may say otherwise).
 build:
-	$(GO) build -o bin/reckon ./cmd/reckon
+	$(GO) build -buildvcs=true -o bin/reckon ./cmd/reckon
+
+## image-smoke: builds deploy/Dockerfile with podman (base images from
+## Debian's packages where no registry is reachable) and runs the image
+## against PostgreSQL: /readyz, a plan, its operation listed and settled
+## (deploy/smoke.sh). Not part of test: it builds an image.
+image-smoke: db
+	deploy/smoke.sh
+
+## deploy-check: systemd-analyze verify on deploy/systemd, docker-compose
+## config on deploy/compose.yaml (deploy/check.sh).
+deploy-check:
+	deploy/check.sh
 
 db:
 	@scripts/ensure-postgres.sh

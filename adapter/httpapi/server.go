@@ -86,6 +86,9 @@ type Config struct {
 	Registry *prometheus.Registry // served at /metrics; may be nil
 	// Health is checked by /healthz; nil means always healthy.
 	Health func(ctx context.Context) error
+	// Ready are the dependencies GET /readyz checks (PostgreSQL, and
+	// Temporal where the process uses it); none means always ready.
+	Ready []ReadyCheck
 
 	// Journal ingests POST /v1/events; Owners tells who writes each run:
 	// no caller writes into the runs reckon records itself (kernel and

@@ -247,6 +247,25 @@ func (s *server) discover(ctx context.Context) error {
 	return nil
 }
 
+// Reach connects to each of servers and lists its tools (tools/list,
+// bounded by opts.DiscoveryTimeout), as discovery does, without keeping
+// anything: a triage process checks at start-up that the servers its MCP
+// probe asks are there. The error names the first server that is not, by
+// its index and name in RECKON_MCP_SERVERS.
+func Reach(ctx context.Context, servers []ServerConfig, opts Config) error {
+	o := opts.withDefaults()
+	for i, c := range servers {
+		s := &server{cfg: c, opts: &o, endpoint: c.Endpoint()}
+		dctx, cancel := context.WithTimeout(ctx, o.DiscoveryTimeout)
+		err := s.discover(dctx)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("[%d] (%q) cannot be reached: %w", i, c.Name, err)
+		}
+	}
+	return nil
+}
+
 // Tool is one MCP tool of one server, as a kernel.Tool.
 type Tool struct {
 	name string // kernel name, e.g. mcp__create_issue
