@@ -176,6 +176,12 @@ func (c *Core) ReloadTokens() error {
 		return nil
 	}
 	next, err := auth.Load(c.Cfg.Tokens, c.Cfg.TokensFile)
+	if err == nil && next.FromFile() == 0 && !next.EmptyOnPurpose() {
+		// A truncated file (or one left with comments only) would lock
+		// out every caller it served: refused like a parse error
+		// (TestReloadRefusesAnEmptyTokensFile).
+		err = fmt.Errorf("configuration: RECKON_TOKENS_FILE names no token; a file that is empty on purpose says so with a line %q", auth.AllowEmptyDirective)
+	}
 	if err != nil {
 		c.Log.Error().Err(err).Int("tokens", c.Tokens.Len()).Msg("tokens not reloaded; the tokens loaded before are still in force")
 		return err
