@@ -20,6 +20,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -209,6 +210,7 @@ func (s *Server) page(pattern string, h http.Handler) {
 func (s *Server) handle(rt route) {
 	s.routes = append(s.routes, rt.Route)
 	method, pattern, roles, h := rt.Method, rt.Pattern, rt.Roles, rt.handler
+	params := queryParams(method, pattern)
 	serve := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		info := infoFrom(r.Context())
 		info.route = method + " " + pattern
@@ -228,21 +230,9 @@ func (s *Server) handle(rt route) {
 				(*f)(method+" "+pattern, sw.code)
 			}
 		}()
-		// Authentication first: docs/design.md answers a missing or unknown
-		// token with 401 and a too small role with 403 whatever else the
-		// request holds, so a caller without the right token learns that,
-		// not what is wrong with its query.
-		if roles != nil {
-			p, err := s.authenticate(r, roles)
-			if err != nil {
-				Error(sw, r, err)
-				return
-			}
-			info.token = p.Name
-			r = r.WithContext(context.WithValue(r.Context(), principalKey{}, p))
-		}
-		if err := checkQuery(r); err != nil {
-			Error(sw, r, err)
+		r, err := s.admit(r, roles, params)
+		if err != nil {
+			refuseUnread(sw, r, err)
 			return
 		}
 		r.Body = http.MaxBytesReader(sw, r.Body, MaxBodyBytes)
@@ -261,6 +251,38 @@ func (s *Server) handle(rt route) {
 	if method == http.MethodGet {
 		s.mux.Method(http.MethodHead, pattern, serve)
 	}
+}
+
+// admit checks what a request may be refused for before its body is
+// read, and returns r with the caller's principal in its context. Authentication
+// first: a missing or unknown token is a 401 and a too small role a 403
+// whatever else the request holds, so a caller without the right token
+// learns that, not what is wrong with its query.
+func (s *Server) admit(r *http.Request, roles []string, params map[string]bool) (*http.Request, error) {
+	if roles != nil {
+		p, err := s.authenticate(r, roles)
+		if err != nil {
+			return r, err
+		}
+		infoFrom(r.Context()).token = p.Name
+		r = r.WithContext(context.WithValue(r.Context(), principalKey{}, p))
+	}
+	if err := checkQuery(r, params); err != nil {
+		return r, err
+	}
+	return r, mayQueryProject(r)
+}
+
+// refuseUnread answers err for a request whose body was not read. With
+// "Connection: close" the answer goes out at once: otherwise net/http
+// first reads up to 256 KiB of the unread body to keep the connection,
+// and a client that stalls its body would wait for the body deadline to
+// hear its 401 (TestEarlyRefusalDoesNotWaitForTheBody).
+func refuseUnread(w http.ResponseWriter, r *http.Request, err error) {
+	if r.Body != nil && r.Body != http.NoBody {
+		w.Header().Set("Connection", "close")
+	}
+	Error(w, r, err)
 }
 
 // errOutOfTime is the cause a handler's context ends with at its bound.
@@ -291,17 +313,28 @@ func (s *Server) allowed(path string) []string {
 	return out
 }
 
-// checkQuery refuses a query string that does not parse or whose names or
-// values hold a NUL or invalid UTF-8 (%00, %ff), naming the parameter:
-// PostgreSQL would refuse the byte later with a 500.
-func checkQuery(r *http.Request) error {
+// checkQuery refuses a query string that does not parse, names a
+// parameter the route does not take (known: the route's parameters in
+// openapi.json) or names one twice, or whose names or values hold a NUL
+// or invalid UTF-8 (%00, %ff), naming the parameter: PostgreSQL would
+// refuse the byte later with a 500, and a misspelt or repeated parameter
+// would otherwise be ignored or half-read in silence (TestQueryParameters).
+func checkQuery(r *http.Request, known map[string]bool) error {
 	q, err := url.ParseQuery(r.URL.RawQuery)
 	if err != nil {
 		return kernel.Errorf(kernel.EInvalid, "query string does not parse: %v", err)
 	}
+	var unknown []string
 	for k, vs := range q {
 		if err := kernel.CheckText("query parameter name", k); err != nil {
 			return err
+		}
+		if !known[k] {
+			unknown = append(unknown, strconv.Quote(k))
+			continue
+		}
+		if len(vs) > 1 {
+			return kernel.Errorf(kernel.EInvalid, "query parameter %q is given %d times; give it once", k, len(vs))
 		}
 		for _, v := range vs {
 			if err := kernel.CheckText(fmt.Sprintf("query parameter %q", k), v); err != nil {
@@ -309,7 +342,38 @@ func checkQuery(r *http.Request) error {
 			}
 		}
 	}
+	if len(unknown) > 0 {
+		slices.Sort(unknown)
+		return kernel.Errorf(kernel.EInvalid, "unknown query parameter %s for %s %s; see /openapi.json", strings.Join(unknown, ", "), r.Method, infoFrom(r.Context()).route)
+	}
 	return nil
+}
+
+// mayQueryProject refuses, 403, a request whose project query parameter
+// names a project the caller's token is not limited to. Routes that take
+// the project in their body check it themselves.
+func mayQueryProject(r *http.Request) error {
+	p, ok := PrincipalFrom(r.Context())
+	if !ok || !p.Limited() {
+		return nil
+	}
+	if project := r.URL.Query().Get("project"); project != "" && !p.MaySee(project) {
+		return forbiddenProject(p, project)
+	}
+	return nil
+}
+
+// mayProject refuses, 403, a project the caller's token may not see.
+func mayProject(r *http.Request, project string) error {
+	if p, ok := PrincipalFrom(r.Context()); ok && !p.MaySee(project) {
+		return forbiddenProject(p, project)
+	}
+	return nil
+}
+
+func forbiddenProject(p auth.Principal, project string) error {
+	return kernel.Errorf(kernel.EForbidden, "token %q may see only the projects its RECKON_TOKENS entry lists (%s), not %q",
+		p.Name, strings.Join(p.Projects, ", "), project)
 }
 
 // statusObserver, when set, sees the status of every routed response: the
