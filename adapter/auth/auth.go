@@ -333,6 +333,17 @@ func (t *Tokens) add1(p Principal, secret string) {
 	t.entries.Store(&next)
 }
 
+// Sources lists every source a known token may write: each token's name
+// and the sources its entry grants.
+func (t *Tokens) Sources() []string {
+	var out []string
+	for _, e := range t.list() {
+		out = append(out, e.p.Name)
+		out = append(out, e.p.Sources...)
+	}
+	return out
+}
+
 // Len is the number of known tokens.
 func (t *Tokens) Len() int { return len(t.list()) }
 

@@ -35,6 +35,7 @@ import (
 
 	"github.com/seed-7bc021c3/reckon/adapter/auth"
 	"github.com/seed-7bc021c3/reckon/kernel"
+	"github.com/seed-7bc021c3/reckon/platform/httplimit"
 )
 
 // MaxBodyBytes bounds every request body.
@@ -131,6 +132,10 @@ type Config struct {
 	// and WriteTimeout.
 	ReadHeaderTimeout time.Duration
 	WriteTimeout      time.Duration
+	// MaxConnsPerClient caps the connections one client address holds
+	// open at once on Listen's listener (RECKON_HTTP_MAX_CONNS_PER_CLIENT);
+	// zero means no cap.
+	MaxConnsPerClient int
 }
 
 // Server is the API: the route table (routes.go) over the services of its
@@ -273,15 +278,10 @@ func (s *Server) admit(r *http.Request, roles []string, params map[string]bool) 
 	return r, mayQueryProject(r)
 }
 
-// refuseUnread answers err for a request whose body was not read. With
-// "Connection: close" the answer goes out at once: otherwise net/http
-// first reads up to 256 KiB of the unread body to keep the connection,
-// and a client that stalls its body would wait for the body deadline to
-// hear its 401 (TestEarlyRefusalDoesNotWaitForTheBody).
+// refuseUnread answers err for a request whose body was not read, at once
+// (httplimit.CloseIfUnread; TestEarlyRefusalDoesNotWaitForTheBody).
 func refuseUnread(w http.ResponseWriter, r *http.Request, err error) {
-	if r.Body != nil && r.Body != http.NoBody {
-		w.Header().Set("Connection", "close")
-	}
+	httplimit.CloseIfUnread(w, r)
 	Error(w, r, err)
 }
 
@@ -403,7 +403,7 @@ func (s *Server) wrap() http.Handler {
 		}
 		s.mux.ServeHTTP(w, r)
 	})
-	return s.withRequestID(hlog.NewHandler(s.cfg.Log)(hlog.AccessHandler(s.accessLog)(inner)))
+	return s.withRequestID(httplimit.BodyDeadline(s.cfg.BodyTimeout, hlog.NewHandler(s.cfg.Log)(hlog.AccessHandler(s.accessLog)(inner))))
 }
 
 // accessLog writes the one line per request: never the token's secret,
@@ -438,8 +438,7 @@ func infoFrom(ctx context.Context) *reqInfo {
 }
 
 // withRequestID keeps a client's X-Request-Id when it is sane, else makes
-// one, echoes it, puts it on the request's logger, and sets the deadline
-// by which the request's body must have arrived.
+// one, echoes it and puts it on the request's logger.
 func (s *Server) withRequestID(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := r.Header.Get(RequestIDHeader)
@@ -453,37 +452,9 @@ func (s *Server) withRequestID(next http.Handler) http.Handler {
 		// carry agents' args), so no browser may read one as anything but
 		// its declared type. The console's pages set the same.
 		w.Header().Set("X-Content-Type-Options", "nosniff")
-		// Best effort: a ResponseWriter without deadlines (a test
-		// recorder) simply has none. A request without a body needs none.
-		if r.Body != nil && r.Body != http.NoBody {
-			rc := http.NewResponseController(w)
-			if rc.SetReadDeadline(time.Now().Add(s.cfg.BodyTimeout)) == nil {
-				r.Body = &deadlineBody{ReadCloser: r.Body, rc: rc}
-			}
-		}
 		info := &reqInfo{id: id}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), reqInfoKey{}, info)))
 	})
-}
-
-// deadlineBody clears the connection's read deadline once the body has
-// been read to its end: the deadline bounds the body's arrival, not the
-// handler. Left set, it would expire under net/http's background read
-// (which watches for the client going away once the body is read) and
-// cancel the context of any request that runs longer than BodyTimeout.
-type deadlineBody struct {
-	io.ReadCloser
-	rc      *http.ResponseController
-	cleared bool
-}
-
-func (b *deadlineBody) Read(p []byte) (int, error) {
-	n, err := b.ReadCloser.Read(p)
-	if err == io.EOF && !b.cleared {
-		b.cleared = true
-		_ = b.rc.SetReadDeadline(time.Time{})
-	}
-	return n, err
 }
 
 func saneRequestID(id string) bool {
@@ -499,11 +470,8 @@ func saneRequestID(id string) bool {
 }
 
 func (s *Server) authenticate(r *http.Request, roles []string) (auth.Principal, error) {
-	// The scheme is case-insensitive (RFC 9110 section 11.1): "bearer x" is
-	// as good as "Bearer x".
-	scheme, secret, _ := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
-	secret = strings.TrimSpace(secret)
-	if !strings.EqualFold(scheme, "Bearer") || secret == "" {
+	secret, ok := httplimit.Bearer(r)
+	if !ok {
 		return auth.Principal{}, kernel.Errorf(kernel.EUnauthorized, "missing bearer token: send Authorization: Bearer <token>")
 	}
 	p, ok := s.cfg.Tokens.Authenticate(secret)
@@ -650,6 +618,7 @@ func (s *Server) Listen(ctx context.Context, addr string, bound chan<- string) e
 	if err != nil {
 		return fmt.Errorf("listen on %s (RECKON_HTTP_ADDR): %w", addr, err)
 	}
+	ln = httplimit.PerClient(ln, s.cfg.MaxConnsPerClient)
 	srv := &http.Server{Handler: s, ReadHeaderTimeout: s.cfg.ReadHeaderTimeout, WriteTimeout: s.cfg.WriteTimeout, IdleTimeout: s.cfg.IdleTimeout}
 	// net/http's own lines go to the API's log rather than to stderr.
 	srv.ErrorLog = log.New(serverLog{s.cfg.Log}, "", 0)

@@ -288,12 +288,13 @@ func (c *Core) NewAPI(k *Kernel, ops *operations.Service) (*httpapi.Server, erro
 		Owners:  operations.Owners{Pool: c.Pool},
 		// The listing's window: an agent's tool.started dated before it
 		// would never be listed (httpapi.Config.OperationsWindow).
-		OperationsWindow: c.Cfg.OperationsWindow,
-		Runs:             runs,
-		Operations:       ops,
-		Verdicts:         ops,
-		Console:          console.Handler(),
-		TLS:              tlsCfg,
+		OperationsWindow:  c.Cfg.OperationsWindow,
+		Runs:              runs,
+		Operations:        ops,
+		Verdicts:          ops,
+		Console:           console.Handler(),
+		TLS:               tlsCfg,
+		MaxConnsPerClient: c.Cfg.HTTPMaxConnsPerClient,
 	}), nil
 }
 
