@@ -81,6 +81,12 @@ const (
 	// until the process has none left. A session's open event stream is a
 	// request in progress, not an idle connection.
 	DefaultConnIdle = 2 * time.Minute
+	// DefaultBodyTimeout bounds how long a request's body may take to
+	// arrive, as the API's (httpapi.BodyReadTimeout): a client that
+	// trickles its body is cut off instead of holding a connection open.
+	DefaultBodyTimeout = 30 * time.Second
+	// DefaultMaxConnsPerClient is Config.MaxConnsPerClient's default.
+	DefaultMaxConnsPerClient = 32
 )
 
 // RunIDMeta is the _meta key under which a client names the run of a call
@@ -127,6 +133,18 @@ type Config struct {
 	// process per stdio upstream, so a client opening sessions in a loop
 	// would otherwise fill the journal and the process table.
 	MaxSessions int
+	// BodyTimeout bounds the arrival of an HTTP request's body
+	// (DefaultBodyTimeout when zero).
+	BodyTimeout time.Duration
+	// MaxConnsPerClient caps the HTTP connections one client address holds
+	// open at once (RECKON_GATEWAY_MAX_CONNS_PER_CLIENT; zero:
+	// DefaultMaxConnsPerClient, negative: no cap).
+	MaxConnsPerClient int
+	// TokenSources are the sources the API's tokens may write (their
+	// names and granted sources, from RECKON_TOKENS and
+	// RECKON_TOKENS_FILE when the gateway's environment has them): Source
+	// may not be one of them.
+	TokenSources []string
 	// Token, when set, is the bearer token HTTP clients must send.
 	Token string
 	Log   zerolog.Logger
@@ -161,6 +179,12 @@ func (o Config) withDefaults() Config {
 	}
 	if o.MaxSessions <= 0 {
 		o.MaxSessions = DefaultMaxSessions
+	}
+	if o.BodyTimeout <= 0 {
+		o.BodyTimeout = DefaultBodyTimeout
+	}
+	if o.MaxConnsPerClient == 0 {
+		o.MaxConnsPerClient = DefaultMaxConnsPerClient
 	}
 	if o.Now == nil {
 		o.Now = time.Now
@@ -307,6 +331,10 @@ func New(ctx context.Context, pool *pgxpool.Pool, o Config) (*Gateway, error) {
 	}
 	for i, up := range g.ups {
 		g.serveFeatures(up, found.features[i])
+	}
+	if err := g.checkSource(ctx); err != nil {
+		g.closeSpares()
+		return nil, err
 	}
 	if err := g.st.registerInstance(ctx, g.instance, o.Source, o.Lease); err != nil {
 		g.closeSpares()
@@ -526,4 +554,22 @@ func jsonArgs(raw json.RawMessage) json.RawMessage {
 		return json.RawMessage(`{}`)
 	}
 	return raw
+}
+
+// checkSource refuses a Source an agent writes under: one a configured
+// token may write, or one the journal already holds from an agent's runs.
+// Registering it would make every later write of that agent refused as the
+// gateway's (TestSourceOfAnAgentIsRefused).
+func (g *Gateway) checkSource(ctx context.Context) error {
+	if slices.Contains(g.o.TokenSources, g.o.Source) {
+		return fmt.Errorf("configuration: RECKON_GATEWAY_SOURCE (--source) %q is a source an API token writes (RECKON_TOKENS); the gateway's source must be its own", g.o.Source)
+	}
+	taken, err := g.st.agentsSource(ctx, g.o.Source)
+	if err != nil {
+		return err
+	}
+	if taken {
+		return fmt.Errorf("configuration: RECKON_GATEWAY_SOURCE (--source) %q is the source of an agent's runs in the journal; the gateway's source must be its own", g.o.Source)
+	}
+	return nil
 }

@@ -177,6 +177,12 @@ func (c *Core) ReloadTokens() error {
 		return nil
 	}
 	next, err := auth.Load(c.Cfg.Tokens, c.Cfg.TokensFile)
+	if err == nil && next.FromFile() == 0 && !next.EmptyOnPurpose() {
+		// A truncated file (or one left with comments only) would lock
+		// out every caller it served: refused like a parse error
+		// (TestReloadRefusesAnEmptyTokensFile).
+		err = fmt.Errorf("configuration: RECKON_TOKENS_FILE names no token; a file that is empty on purpose says so with a line %q", auth.AllowEmptyDirective)
+	}
 	if err != nil {
 		c.Log.Error().Err(err).Int("tokens", c.Tokens.Len()).Msg("tokens not reloaded; the tokens loaded before are still in force")
 		return err
@@ -284,12 +290,13 @@ func (c *Core) NewAPI(k *Kernel, ops *operations.Service) (*httpapi.Server, erro
 		Owners:  operations.Owners{Pool: c.Pool},
 		// The listing's window: an agent's tool.started dated before it
 		// would never be listed (httpapi.Config.OperationsWindow).
-		OperationsWindow: c.Cfg.OperationsWindow,
-		Runs:             runs,
-		Operations:       ops,
-		Verdicts:         ops,
-		Console:          console.Handler(),
-		TLS:              tlsCfg,
+		OperationsWindow:  c.Cfg.OperationsWindow,
+		Runs:              runs,
+		Operations:        ops,
+		Verdicts:          ops,
+		Console:           console.Handler(),
+		TLS:               tlsCfg,
+		MaxConnsPerClient: c.Cfg.HTTPMaxConnsPerClient,
 	}), nil
 }
 
