@@ -20,6 +20,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/readyz": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Readiness: PostgreSQL and Temporal answer
+         * @description 200 when every dependency this process serves with answers a ping within 3 s: PostgreSQL, and the Temporal frontend where the process uses it. 503 names the dependencies that do not (the cause, which names hosts and users, stays in the server's log). /healthz stays the liveness check. Also served, with /healthz and /metrics, on RECKON_METRICS_ADDR's listener of every `reckon serve` role.
+         */
+        get: operations["ready"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/metrics": {
         parameters: {
             query?: never;
@@ -63,7 +83,7 @@ export interface paths {
         };
         /**
          * Who the caller's token is
-         * @description The name and role of the bearer token. Any known token may ask, an agent's included: the operator console uses it at sign-in to refuse agent tokens and to hide write controls from readers.
+         * @description The name and role of the bearer token, and the projects it is limited to when its RECKON_TOKENS entry lists some. Any known token may ask, an agent's included: the operator console uses it at sign-in to refuse agent tokens and to hide write controls from readers.
          */
         get: operations["whoami"];
         put?: never;
@@ -82,8 +102,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * The projects the journal knows
-         * @description Every project with at least one event in the journal, sorted by name, at most 1000 (truncated says when there are more). Read with a skip scan of a journal index that leads with project: its cost follows the number of projects, not of events. The operator console's project picker.
+         * The projects the caller may see
+         * @description A page of the projects the token may see, sorted by name: every project with at least one event in the journal, or, for a token limited to projects (the fifth field of its RECKON_TOKENS entry), the projects it lists. Pages hold at most 1000 names; next_cursor, when not null, fetches the next, so nothing is cut silently. q keeps the names that start with it. Read with a skip scan of a journal index that leads with project: its cost follows the page, not the number of events. The operator console's project picker.
          */
         get: operations["listProjects"];
         put?: never;
@@ -445,6 +465,16 @@ export interface components {
             /** @description An operator has decided every operation of the verdict since */
             resolved: boolean;
         };
+        Readiness: {
+            /** @enum {unknown} */
+            status: "ready" | "unavailable";
+            /** @description Which dependencies are unavailable (503 only) */
+            error?: string;
+            /** @description Each dependency checked (postgresql, temporal) and its state */
+            checks: {
+                [key: string]: "ok" | "unavailable";
+            };
+        };
     };
     responses: {
         /** @description Malformed request; the message names the field; also a NUL, invalid UTF-8 or a duplicate key anywhere in the body, an unknown field, or a NUL or invalid UTF-8 in a query parameter or the path, named in the message */
@@ -554,6 +584,36 @@ export interface operations {
             503: components["responses"]["Unavailable"];
         };
     };
+    ready: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Ready */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Readiness"];
+                };
+            };
+            /** @description A dependency does not answer; checks says which */
+            503: {
+                headers: {
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Readiness"];
+                };
+            };
+        };
+    };
     metrics: {
         parameters: {
             query?: never;
@@ -619,6 +679,8 @@ export interface operations {
                         name: string;
                         /** @enum {string} */
                         role: "agent" | "reader" | "operator";
+                        /** @description The only projects the token may see (absent: every project) */
+                        projects?: string[];
                     };
                 };
             };
@@ -629,7 +691,14 @@ export interface operations {
     };
     listProjects: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Keep the projects whose name starts with this */
+                q?: string;
+                /** @description next_cursor of the previous page, unchanged */
+                cursor?: string;
+                /** @description Page size, 1 to 1000 (default 1000) */
+                limit?: number;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -644,7 +713,9 @@ export interface operations {
                 content: {
                     "application/json": {
                         projects: string[];
-                        /** @description More projects exist than were returned */
+                        /** @description The cursor of the next page; null on the last */
+                        next_cursor: string | null;
+                        /** @description More projects follow this page (next_cursor is set) */
                         truncated: boolean;
                     };
                 };
