@@ -1,7 +1,6 @@
 package httpapi_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -9,7 +8,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,6 +18,7 @@ import (
 	"github.com/seed-7bc021c3/reckon/adapter/auth"
 	"github.com/seed-7bc021c3/reckon/adapter/httpapi"
 	"github.com/seed-7bc021c3/reckon/internal/pgtest"
+	"github.com/seed-7bc021c3/reckon/internal/reckontest"
 	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/journal"
 	"github.com/seed-7bc021c3/reckon/kernel/operations"
@@ -378,24 +377,6 @@ func TestIngestAgentRunsBelongToTheirFirstSource(t *testing.T) {
 	}
 }
 
-// lockedLog is a log sink the server's handlers and the test share.
-type lockedLog struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // TestIngestForeignRunRefusalKeepsTheOwnerOutOfTheAnswer: an agent that
 // writes into another source's run, or a child run of one, learns that
 // the run is not its own and nothing about whose it is (a hostile agent
@@ -433,7 +414,7 @@ func TestIngestForeignRunRefusalKeepsTheOwnerOutOfTheAnswer(t *testing.T) {
 		name   string
 		owners kernel.RunOwners
 	}{{"checked before the write", nil}, {"refused by the write", staleOwners{}}} {
-		log := &lockedLog{}
+		log := &reckontest.Buffer{}
 		srv, _ := newServerConfig(t, func(cfg *httpapi.Config) {
 			cfg.Tokens, cfg.Log = tokens, zerolog.New(log)
 			if c.owners != nil {
