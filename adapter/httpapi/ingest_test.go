@@ -64,23 +64,15 @@ func newServerConfig(t *testing.T, with func(*httpapi.Config)) (*httptest.Server
 	return srv, s.Pool
 }
 
+// post sends body to POST /v1/events with token and returns the status
+// and the reply, which must be a JSON object.
 func post(t *testing.T, srv *httptest.Server, token, body string) (int, map[string]any) {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/v1/events", strings.NewReader(body))
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
+	r := call(t, http.MethodPost, srv.URL+"/v1/events", token, body)
+	if r.body == nil {
+		t.Fatalf("response is not a JSON object: %s", r.raw)
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	var out map[string]any
-	if err := json.Unmarshal(raw, &out); err != nil {
-		t.Fatalf("response is not a JSON object: %s", raw)
-	}
-	return resp.StatusCode, out
+	return r.status, r.body
 }
 
 const okEvent = `{"source_id":"agent-x","event_id":"run-42/op-7/started","project":"acme","run_id":"run-42",
@@ -400,15 +392,8 @@ func TestIngestForeignRunRefusalKeepsTheOwnerOutOfTheAnswer(t *testing.T) {
 	}
 	raw := func(srv *httptest.Server, token, body string) (int, string) {
 		t.Helper()
-		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/v1/events", strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+token)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
+		r := call(t, http.MethodPost, srv.URL+"/v1/events", token, body)
+		return r.status, string(r.raw)
 	}
 	for _, c := range []struct {
 		name   string
