@@ -22,32 +22,15 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/seed-7bc021c3/reckon/internal/mcpserver"
+	"github.com/seed-7bc021c3/reckon/internal/npmtest"
 	"github.com/seed-7bc021c3/reckon/internal/pgtest"
+	"github.com/seed-7bc021c3/reckon/internal/reckontest"
 	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/journal"
 	"github.com/seed-7bc021c3/reckon/kernel/operations"
 	"github.com/seed-7bc021c3/reckon/kernel/outbox"
 	"github.com/seed-7bc021c3/reckon/tool/mcptool"
 )
-
-// npmPackages is testdata/npm with its pinned packages installed
-// (scripts/ensure-deps.sh); the test skips only where node is absent.
-func npmPackages(t *testing.T) string {
-	t.Helper()
-	if _, err := exec.LookPath("node"); err != nil {
-		t.Skip("node is not installed: the MCP gateway interop tests need Node.js (apt-get install nodejs npm, then scripts/ensure-deps.sh)")
-	}
-	dir, err := filepath.Abs(filepath.Join("..", "..", "testdata", "npm"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range []string{"sdk", "server-filesystem", "server-memory"} {
-		if _, err := os.Stat(filepath.Join(dir, "node_modules", "@modelcontextprotocol", p, "package.json")); err != nil {
-			t.Fatalf("the pinned npm packages are not installed in %s: run scripts/ensure-deps.sh (npm ci there): %v", dir, err)
-		}
-	}
-	return dir
-}
 
 // tsLine is one output line of testdata/npm/mcp-session.mjs.
 type tsLine struct {
@@ -82,7 +65,7 @@ type tsCall struct {
 
 // tsSession starts one TypeScript SDK client session making calls against
 // target (["--url", URL] or ["--", argv...]) with env.
-func tsSession(ctx context.Context, t *testing.T, npm string, env []string, target []string, calls []tsCall) (*exec.Cmd, *bytes.Buffer, *lockedBuffer) {
+func tsSession(ctx context.Context, t *testing.T, npm string, env []string, target []string, calls []tsCall) (*exec.Cmd, *bytes.Buffer, *reckontest.Buffer) {
 	t.Helper()
 	c, _ := json.Marshal(calls)
 	argv := append([]string{filepath.Join(npm, "mcp-session.mjs"), "--calls", string(c)}, target...)
@@ -90,7 +73,7 @@ func tsSession(ctx context.Context, t *testing.T, npm string, env []string, targ
 	cmd.Dir = npm
 	cmd.Env = env
 	var out bytes.Buffer
-	var stderr lockedBuffer
+	var stderr reckontest.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -205,7 +188,7 @@ type tsInterop struct {
 
 func newTSInterop(t *testing.T) *tsInterop {
 	t.Helper()
-	h := &tsInterop{npm: npmPackages(t)}
+	h := &tsInterop{npm: npmtest.Dir(t, "sdk", "server-filesystem", "server-memory")}
 	dir := t.TempDir()
 	root, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
@@ -297,7 +280,7 @@ func (h *tsInterop) checkSameTools(ctx context.Context, t *testing.T, tools []ma
 // checkResults: each call's result is an error exactly where the upstream
 // or the gateway refuses it, and reads give what the same host gets from
 // the servers directly.
-func (h *tsInterop) checkResults(ctx context.Context, t *testing.T, res []tsLine, stderr *lockedBuffer) {
+func (h *tsInterop) checkResults(ctx context.Context, t *testing.T, res []tsLine, stderr *reckontest.Buffer) {
 	t.Helper()
 	for i, want := range []bool{false, false, false, false, false, false, true, true, true, false} {
 		r := res[i]
@@ -448,7 +431,7 @@ func (h *tsInterop) checkUpstreamRecords(t *testing.T, runID string, ops map[str
 // lookup_operation, basis probe.
 func TestMCPGatewaySIGKILLMidCall(t *testing.T) {
 	t.Parallel()
-	npm := npmPackages(t)
+	npm := npmtest.Dir(t, "sdk", "server-filesystem", "server-memory")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	s := pgtest.New(t)
@@ -464,7 +447,7 @@ func TestMCPGatewaySIGKILLMidCall(t *testing.T) {
 		"RECKON_DATA_DIR="+t.TempDir(),
 		"RECKON_STALE_AFTER=2s",
 	)
-	var logs lockedBuffer
+	var logs reckontest.Buffer
 	defer func() {
 		if t.Failed() {
 			t.Logf("process output:\n%s", logs.String())
