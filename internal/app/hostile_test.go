@@ -82,11 +82,7 @@ func (h *hostile) call(method, path, token string, body any) (int, map[string]an
 
 func (h *hostile) count(q string, args ...any) int {
 	h.t.Helper()
-	var n int
-	if err := h.st.Pool.QueryRow(context.Background(), q, args...).Scan(&n); err != nil {
-		h.t.Fatal(err)
-	}
-	return n
+	return pgtest.Int(h.t, h.st.Pool, q, args...)
 }
 
 func (h *hostile) journalRows() int { return h.count("SELECT count(*) FROM journal_events") }
