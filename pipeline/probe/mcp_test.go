@@ -173,10 +173,7 @@ func TestMCPClientOverHTTP(t *testing.T) {
 func TestMCPLookupAsksTheServerTheGatewayCalled(t *testing.T) {
 	t.Parallel()
 	db := pgtest.New(t)
-	if _, err := db.Pool.Exec(context.Background(),
-		`INSERT INTO gateway_runs (project, run_id, source_id, kind) VALUES ('acme', 'gw-1', 'mcp-gateway', 'client')`); err != nil {
-		t.Fatal(err)
-	}
+	gatewayRun(t, db.Pool, "acme", "gw-1")
 	client := MCPClient{Servers: []mcptool.ServerConfig{
 		{Name: "a", URL: issueServer(t)}, {Name: "b", URL: issueServer(t, mcptool.IdempotencyKey("acme", "gw-1", "op-1"))}}, Timeout: 10 * time.Second}
 	run := Run{Project: "acme", RunID: "gw-1"}
@@ -207,10 +204,7 @@ func TestMCPLookupAsksTheServerTheGatewayCalled(t *testing.T) {
 func TestMCPNeverSeenProvesOnlyReckonsCalls(t *testing.T) {
 	t.Parallel()
 	db := pgtest.New(t)
-	if _, err := db.Pool.Exec(context.Background(),
-		`INSERT INTO gateway_runs (project, run_id, source_id, kind) VALUES ('acme', 'gw-1', 'mcp-gateway', 'client')`); err != nil {
-		t.Fatal(err)
-	}
+	gatewayRun(t, db.Pool, "acme", "gw-1")
 	client := issuesClient(issueServer(t, mcptool.IdempotencyKey("acme", "agent-run", "op-2")))
 	p := MCP{Looker: client, Now: now, Grace: 5 * time.Minute, Owners: operations.Owners{Pool: db.Pool}}
 	op := func(id, source string) pipeline.WallOperation {

@@ -51,6 +51,16 @@ func kernelRuns(t *testing.T, pool *pgxpool.Pool, project string, runs ...string
 	}
 }
 
+// gatewayRun records run as a client run of the MCP gateway (source
+// mcp-gateway), as the gateway does when a host's session starts it.
+func gatewayRun(t *testing.T, pool *pgxpool.Pool, project, run string) {
+	t.Helper()
+	if _, err := pool.Exec(context.Background(),
+		`INSERT INTO gateway_runs (project, run_id, source_id, kind) VALUES ($1, $2, 'mcp-gateway', 'client')`, project, run); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestWorkspacePostcondition(t *testing.T) {
 	t.Parallel()
 	db := pgtest.New(t)
