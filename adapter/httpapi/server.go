@@ -36,6 +36,7 @@ import (
 	"github.com/seed-7bc021c3/reckon/adapter/auth"
 	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/platform/httplimit"
+	"github.com/seed-7bc021c3/reckon/platform/promx"
 )
 
 // MaxBodyBytes bounds every request body.
@@ -173,9 +174,7 @@ func New(cfg Config) *Server {
 		cfg.WriteTimeout = WriteTimeout
 	}
 	s := &Server{mux: chi.NewRouter(), cfg: cfg, runLocks: semaphore.NewWeighted(MaxRunsInFlight)}
-	s.reqs = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "reckon_http_requests_total", Help: "API requests by route and status code.",
-	}, []string{"route", "code"})
+	s.reqs = promx.CounterVec("reckon_http_requests_total", "API requests by route and status code.", "route", "code")
 	if cfg.Registry != nil {
 		cfg.Registry.MustRegister(s.reqs)
 		s.prom = promhttp.HandlerFor(cfg.Registry, promhttp.HandlerOpts{})
