@@ -25,7 +25,7 @@ func runServe(ctx context.Context, args []string) error {
 	api := fs.Bool("api", false, "serve the HTTP API on RECKON_HTTP_ADDR")
 	wrk := fs.Bool("worker", false, "execute runs from the Temporal task queue")
 	pub := fs.Bool("publisher", false, "drain the outbox into the journal")
-	pipe := fs.Bool("pipeline", false, "run the triage sweep on RECKON_TRIAGE_SCHEDULE")
+	pipe := fs.Bool("pipeline", false, "run the triage sweep on RECKON_TRIAGE_SCHEDULE and resume the runs that wait for a settlement")
 	roleChecks := func(c *config.Config) error {
 		if !*api && !*wrk && !*pub && !*pipe {
 			*api, *wrk, *pub, *pipe = true, true, true, true
@@ -117,14 +117,21 @@ func runServe(ctx context.Context, args []string) error {
 		if err != nil {
 			return err
 		}
-		wg.Add(1)
+		wg.Add(2)
 		go func() {
 			defer wg.Done()
 			if err := sw.RunSchedule(ctx, cfg.TriageSchedule, triage.SweepParams{}); err != nil && !errors.Is(err, context.Canceled) {
 				errc <- fmt.Errorf("pipeline: %w", err)
 			}
 		}()
-		roles = append(roles, "pipeline ("+cfg.TriageSchedule+")")
+		// The pipeline role resumes waiting runs: it has the sweeper a
+		// run that begins to wait asks for, and the Temporal client.
+		res := core.NewResumer(kernel.Conn.Client, sw)
+		go func() {
+			defer wg.Done()
+			_ = res.Run(ctx)
+		}()
+		roles = append(roles, "pipeline ("+cfg.TriageSchedule+", resuming waiting runs)")
 	}
 	if cfg.MetricsAddr != "" {
 		bound := make(chan string, 1)
