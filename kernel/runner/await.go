@@ -123,9 +123,10 @@ func (r *run) awaits(ctx workflow.Context, s Step, res stepResult) bool {
 // so every replay sets the same timer. A settlement that resumes the run
 // is recorded as run.resumed.
 func (r *run) await(ctx workflow.Context, opID string) (waitEnd, error) {
-	until := workflow.Now(ctx).Add(r.t.Await)
+	// To the microsecond, as the journal keeps an event's time.
+	until := workflow.Now(ctx).Add(r.t.Await).UTC().Truncate(time.Microsecond)
 	if err := r.record(ctx, kernel.TypeRunAwaiting, "run/awaiting/"+opID, kernel.RunAwaiting{
-		OperationID: opID, Until: until.UTC().Format(time.RFC3339Nano),
+		OperationID: opID, Until: until.Format(time.RFC3339Nano),
 	}); err != nil {
 		return waitEnd{}, err
 	}
