@@ -104,6 +104,15 @@ type Event struct {
 	Data          json.RawMessage `json:"data"`
 }
 
+// StoredEvent is an event as read back from the journal, with its
+// position there (seq: journal order, which is delivery order). Readers
+// above the kernel (the triage sweep, the probes) take a run's events in
+// this form without knowing how the journal stores them.
+type StoredEvent struct {
+	Event
+	Seq int64 `json:"-"`
+}
+
 // Key returns the idempotency key of the event.
 func (e Event) Key() EventKey { return EventKey{SourceID: e.SourceID, EventID: e.EventID} }
 

@@ -328,93 +328,115 @@ func decodeFieldsAt(e Event, prefix string, f spanFields, dst any) error {
 			}
 			continue
 		}
-		fv := v.Field(s.index)
-		switch {
-		case s.eventKey:
-			if raw[0] != '{' {
-				return fieldErr(e, field(), "must be {\"source_id\": ..., \"event_id\": ...}")
-			}
-			k := fieldsOf(raw, func(name []byte) bool { return string(name) == "source_id" || string(name) == "event_id" })
-			src, _ := k.str("source_id")
-			id, _ := k.str("event_id")
-			if src == "" || id == "" {
-				return fieldErr(e, field(), "must be {\"source_id\": ..., \"event_id\": ...}")
-			}
-			fv.Set(reflect.ValueOf(&EventKey{SourceID: src, EventID: id}))
-		case s.kind == reflect.String:
-			if raw[0] != '"' {
-				return fieldErr(e, field(), "must be a string")
-			}
-			str := unquote(raw)
-			if s.required && str == "" {
-				return fieldErr(e, field(), "must not be empty")
-			}
-			if s.key && len(str) > MaxKeyLen {
-				return fieldErr(e, field(), "is longer than %d bytes", MaxKeyLen)
-			}
-			fv.SetString(str)
-		case s.kind == reflect.Struct && s.ptr:
-			if raw[0] != '{' {
-				return fieldErr(e, field(), "must be an object")
-			}
-			nv := reflect.New(fv.Type().Elem())
-			specs := specsOf(nv.Type().Elem())
-			obj := fieldsOf(raw, func(name []byte) bool { return hasSpec(specs, name) })
-			if err := decodeFieldsAt(e, field()+".", obj, nv.Interface()); err != nil {
-				return err
-			}
-			fv.Set(nv)
-		case s.kind == reflect.Int64 && !s.ptr:
-			i, ok := nonNegativeInt(raw)
-			if !ok {
-				return fieldErr(e, field(), "must be a non-negative integer")
-			}
-			fv.SetInt(i)
-		case s.kind == reflect.Int:
-			i, ok := nonNegativeInt(raw)
-			if !ok {
-				return fieldErr(e, field(), "must be a non-negative integer")
-			}
-			if s.ptr {
-				x := int(i)
-				fv.Set(reflect.ValueOf(&x))
-			} else {
-				fv.SetInt(i)
-			}
-		case s.kind == reflect.Bool:
-			switch string(raw) {
-			case "true":
-				fv.SetBool(true)
-			case "false":
-				fv.SetBool(false)
-			default:
-				return fieldErr(e, field(), "must be true or false")
-			}
-		case s.kind == reflect.Slice:
-			if raw[0] != '[' {
-				return fieldErr(e, field(), "must be a list of strings")
-			}
-			var strs []string
-			ok := true
-			elements(raw, func(el []byte) {
-				if ok = ok && el[0] == '"'; ok {
-					strs = append(strs, unquote(el))
-				}
-			})
-			if !ok {
-				return fieldErr(e, field(), "must be a list of strings")
-			}
-			if s.required && len(strs) == 0 {
-				return fieldErr(e, field(), "must list at least one entry")
-			}
-			if strs == nil {
-				strs = []string{}
-			}
-			fv.Set(reflect.ValueOf(strs))
-		default:
-			panic(fmt.Sprintf("kernel: data field %s of kind %s has no decoding rule", s.name, s.kind))
+		if err := decodeField(e, s, field, raw, v.Field(s.index)); err != nil {
+			return err
 		}
 	}
+	return nil
+}
+
+// decodeField sets fv, the field s, from raw, its JSON value (present and
+// not null); field names it in an error.
+func decodeField(e Event, s fieldSpec, field func() string, raw []byte, fv reflect.Value) error {
+	switch {
+	case s.eventKey:
+		return decodeEventKey(e, field, raw, fv)
+	case s.kind == reflect.String:
+		return decodeString(e, s, field, raw, fv)
+	case s.kind == reflect.Struct && s.ptr:
+		if raw[0] != '{' {
+			return fieldErr(e, field(), "must be an object")
+		}
+		nv := reflect.New(fv.Type().Elem())
+		specs := specsOf(nv.Type().Elem())
+		obj := fieldsOf(raw, func(name []byte) bool { return hasSpec(specs, name) })
+		if err := decodeFieldsAt(e, field()+".", obj, nv.Interface()); err != nil {
+			return err
+		}
+		fv.Set(nv)
+	case s.kind == reflect.Int64 && !s.ptr, s.kind == reflect.Int:
+		i, ok := nonNegativeInt(raw)
+		if !ok {
+			return fieldErr(e, field(), "must be a non-negative integer")
+		}
+		if s.ptr {
+			x := int(i)
+			fv.Set(reflect.ValueOf(&x))
+		} else {
+			fv.SetInt(i)
+		}
+	case s.kind == reflect.Bool:
+		switch string(raw) {
+		case "true":
+			fv.SetBool(true)
+		case "false":
+			fv.SetBool(false)
+		default:
+			return fieldErr(e, field(), "must be true or false")
+		}
+	case s.kind == reflect.Slice:
+		return decodeStrings(e, s, field, raw, fv)
+	default:
+		panic(fmt.Sprintf("kernel: data field %s of kind %s has no decoding rule", s.name, s.kind))
+	}
+	return nil
+}
+
+// decodeEventKey sets fv from {"source_id": ..., "event_id": ...}.
+func decodeEventKey(e Event, field func() string, raw []byte, fv reflect.Value) error {
+	if raw[0] != '{' {
+		return fieldErr(e, field(), "must be {\"source_id\": ..., \"event_id\": ...}")
+	}
+	k := fieldsOf(raw, func(name []byte) bool { return string(name) == "source_id" || string(name) == "event_id" })
+	src, _ := k.str("source_id")
+	id, _ := k.str("event_id")
+	if src == "" || id == "" {
+		return fieldErr(e, field(), "must be {\"source_id\": ..., \"event_id\": ...}")
+	}
+	fv.Set(reflect.ValueOf(&EventKey{SourceID: src, EventID: id}))
+	return nil
+}
+
+// decodeString sets fv from a JSON string: not empty when required, within
+// MaxKeyLen for a key.
+func decodeString(e Event, s fieldSpec, field func() string, raw []byte, fv reflect.Value) error {
+	if raw[0] != '"' {
+		return fieldErr(e, field(), "must be a string")
+	}
+	str := unquote(raw)
+	if s.required && str == "" {
+		return fieldErr(e, field(), "must not be empty")
+	}
+	if s.key && len(str) > MaxKeyLen {
+		return fieldErr(e, field(), "is longer than %d bytes", MaxKeyLen)
+	}
+	fv.SetString(str)
+	return nil
+}
+
+// decodeStrings sets fv from a JSON list of strings: at least one when
+// required, an empty list rather than nil when empty.
+func decodeStrings(e Event, s fieldSpec, field func() string, raw []byte, fv reflect.Value) error {
+	if raw[0] != '[' {
+		return fieldErr(e, field(), "must be a list of strings")
+	}
+	var strs []string
+	ok := true
+	elements(raw, func(el []byte) {
+		if ok = ok && el[0] == '"'; ok {
+			strs = append(strs, unquote(el))
+		}
+	})
+	if !ok {
+		return fieldErr(e, field(), "must be a list of strings")
+	}
+	if s.required && len(strs) == 0 {
+		return fieldErr(e, field(), "must list at least one entry")
+	}
+	if strs == nil {
+		strs = []string{}
+	}
+	fv.Set(reflect.ValueOf(strs))
 	return nil
 }
 

@@ -20,11 +20,7 @@ ALTER TABLE kernel_event_outbox
 -- it does rows from before this migration. Only UPDATEs naming these
 -- columns fire it, so delivery marks pay nothing.
 -- +goose StatementBegin
-CREATE FUNCTION kernel_event_outbox_unprepare() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-    NEW.settles := NULL;
-    RETURN NEW;
-END $$;
+-- +reckon include functions/kernel_event_outbox_unprepare.sql
 -- +goose StatementEnd
 CREATE TRIGGER kernel_event_outbox_unprepare
     BEFORE UPDATE OF event, payload_digest, operation_id, settles, ts ON kernel_event_outbox

@@ -8,15 +8,7 @@
 -- keep that COMMIT from committing, and only an error in the transaction
 -- does; the sweep then rolls back and writes the wall the checked way.
 -- +goose StatementBegin
-CREATE FUNCTION reckon_require(ok boolean, code text, message text) RETURNS boolean
-LANGUAGE plpgsql AS $$
-BEGIN
-    IF ok IS NOT TRUE THEN
-        RAISE EXCEPTION USING ERRCODE = code, MESSAGE = message;
-    END IF;
-    RETURN true;
-END
-$$;
+-- +reckon include functions/reckon_require.sql
 -- +goose StatementEnd
 
 -- +goose Down

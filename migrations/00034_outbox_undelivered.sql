@@ -43,13 +43,7 @@ CREATE TABLE kernel_event_outbox_undelivered (
 );
 
 -- +goose StatementBegin
-CREATE FUNCTION kernel_event_outbox_undeliver() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-    INSERT INTO kernel_event_outbox_undelivered (id, project, run_id, operation_id)
-    SELECT id, event->>'project', event->>'run_id', CASE WHEN settles IS NULL THEN event->'data'->>'operation_id' ELSE operation_id END
-    FROM new_rows;
-    RETURN NULL;
-END $$;
+-- +reckon include functions/kernel_event_outbox_undeliver.sql
 -- +goose StatementEnd
 -- The operation is the one the journal will store for the row: the
 -- prepared column (Prepare reads data's operation_id by its exact name,

@@ -16,11 +16,7 @@ CREATE INDEX journal_events_awaiting ON journal_events (ts, seq)
 -- outbox), so nobody has to remember to notify. A row trigger with a WHEN
 -- clause: for every other row the condition is all it costs.
 -- +goose StatementBegin
-CREATE FUNCTION journal_events_notify_await() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-    PERFORM pg_notify('reckon_await', json_build_object('project', NEW.project, 'run_id', NEW.run_id)::text);
-    RETURN NULL;
-END $$;
+-- +reckon include functions/journal_events_notify_await.sql
 -- +goose StatementEnd
 CREATE TRIGGER journal_events_notify_await AFTER INSERT ON journal_events
     FOR EACH ROW

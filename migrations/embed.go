@@ -1,6 +1,18 @@
 // Package migrations holds reckon's numbered, forward-only SQL migrations,
 // embedded in the binary and applied by goose under a PostgreSQL advisory
 // lock, so running them twice or from two processes at once is safe.
+//
+// Every PL/pgSQL function has one source, functions/<name>.sql, holding its
+// current definition. A migration that creates or replaces the function
+// includes that file with the line
+//
+//	-- +reckon include functions/<name>.sql
+//
+// (inside goose's StatementBegin/StatementEnd), which the loader replaces
+// by the file's text before goose parses the migration (expand). Every
+// such migration therefore installs the current definition: a database at
+// any version ends at the same functions, and the migrations' comments say
+// why each change was made. TestIncludes guards the directive.
 package migrations
 
 import (
@@ -16,7 +28,7 @@ import (
 	"github.com/pressly/goose/v3/lock"
 )
 
-//go:embed *.sql
+//go:embed *.sql functions/*.sql
 var files embed.FS
 
 // Apply brings the database behind pool up to the newest migration and
@@ -47,7 +59,11 @@ func apply(ctx context.Context, db *sql.DB, schema string) ([]int64, error) {
 	if err != nil {
 		return nil, fmt.Errorf("migration lock: %w", err)
 	}
-	p, err := goose.NewProvider(goose.DialectPostgres, db, files,
+	src, err := expand(files)
+	if err != nil {
+		return nil, err
+	}
+	p, err := goose.NewProvider(goose.DialectPostgres, db, src,
 		goose.WithSessionLocker(locker), goose.WithDisableGlobalRegistry(true))
 	if err != nil {
 		return nil, fmt.Errorf("migration provider: %w", err)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"testing"
 	"time"
@@ -19,6 +18,7 @@ import (
 	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/journal"
 	"github.com/seed-7bc021c3/reckon/kernel/outbox"
+	"github.com/seed-7bc021c3/reckon/migrations"
 )
 
 // TestOutboxUndeliveredMigratesBothWays: migration 00034 moves the outbox's
@@ -35,7 +35,11 @@ func TestOutboxUndeliveredMigratesBothWays(t *testing.T) {
 	s := pgtest.New(t)
 	db := stdlib.OpenDBFromPool(s.Pool)
 	defer db.Close()
-	p, err := goose.NewProvider(goose.DialectPostgres, db, os.DirFS("."), goose.WithDisableGlobalRegistry(true))
+	src, err := migrations.Source()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := goose.NewProvider(goose.DialectPostgres, db, src, goose.WithDisableGlobalRegistry(true))
 	if err != nil {
 		t.Fatal(err)
 	}

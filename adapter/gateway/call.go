@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -36,74 +37,121 @@ func (g *Gateway) call(ctx context.Context, req *mcp.CallToolRequest, t *tool) (
 	}
 	defer s.leave()
 
-	run := runRef{project: g.o.Project, runID: s.runID, source: g.o.Source, kind: kindSession, instance: g.instance}
-	if v, ok := req.Params.GetMeta()[RunIDMeta]; ok && v != nil {
-		id, _ := v.(string)
-		if !runIDRE.MatchString(id) {
-			return gatewayError(fmt.Sprintf("mcp-gateway: _meta[%q] must be 1-128 characters of A-Z a-z 0-9 _ - starting with a letter or digit, got %v; nothing was recorded or sent upstream", RunIDMeta, v)), nil
-		}
-		if id != s.runID {
-			run.runID, run.kind, run.instance = id, kindClient, ""
-		}
+	c := &gatewayCall{req: req, t: t, s: s, args: jsonArgs(req.Params.Arguments), served: mcptool.Prefix + t.def.Name}
+	if refused := g.runOf(c); refused != nil {
+		return refused, nil
 	}
-	args := jsonArgs(req.Params.Arguments)
-	served := mcptool.Prefix + t.def.Name
-	runStarted, err := g.runStartedEvent(run.runID, run.kind, s.client)
-	if err != nil {
-		return nil, err
+	if refused, err := g.begin(ctx, c); refused != nil || err != nil {
+		return refused, err
 	}
-	bctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	opID, err := g.st.beginCall(bctx, run, runStarted, func(opID string) (kernel.Event, error) {
-		// The tool named as the kernel names MCP tools (mcp__<tool>), so
-		// probes and supervisors treat gateway operations like the
-		// kernel's, and which upstream server (by name and endpoint
-		// identity) and tool the call went to.
-		return g.event(run.runID, kernel.TypeToolStarted, opID+"/started", kernel.ToolStarted{
-			OperationID: opID, Tool: served, Args: args, Server: t.up.cfg.Name, UpstreamTool: t.def.Name,
-			ServerEndpoint: t.up.endpoint,
-		})
-	})
-	cancel()
-	switch {
-	case errors.Is(err, errRunEnded):
-		return gatewayError(fmt.Sprintf("mcp-gateway: run %s of project %s has ended (its end is journaled): nothing was recorded or sent upstream; reconnect for a new session run, or name a new run in _meta[%q]", run.runID, run.project, RunIDMeta)), nil
-	case errors.Is(err, errRunSession):
-		return gatewayError(fmt.Sprintf("mcp-gateway: run id %s of project %s is another MCP session's run, which only that session writes into: choose another _meta[%q], or none for this session's own run; nothing was recorded or sent upstream", run.runID, run.project, RunIDMeta)), nil
-	case errors.Is(err, errRunUsed):
-		return gatewayError(fmt.Sprintf("mcp-gateway: run id %s already has events in project %s that this gateway did not write as that run, or is a kernel run: choose another _meta[%q]; nothing was recorded or sent upstream", run.runID, run.project, RunIDMeta)), nil
-	case kernel.ErrorCode(err) == kernel.EInvalid:
-		// The client's own arguments (a NUL, a lone surrogate, a key twice)
-		// cannot be stored: its mistake to fix, not an outage to page on.
-		g.log.Warn().Err(err).Str("run_id", run.runID).Str("tool", t.def.Name).Msg("mcp gateway: call refused, its tool.started is not storable")
-		return gatewayError("mcp-gateway refused the call: its arguments cannot be recorded (" + oneLine(err) + "); fix them and call again; nothing was recorded or sent upstream"), nil
-	case err != nil:
-		g.log.Error().Err(err).Str("run_id", run.runID).Str("tool", t.def.Name).Msg("mcp gateway: tool.started not recorded; call refused")
-		return gatewayError("mcp-gateway could not record the call durably, so it was not sent upstream: " + oneLine(err)), nil
-	}
-	if run.kind == kindSession {
-		s.mu.Lock()
-		s.started = true
-		s.mu.Unlock()
-	}
-	s.opened(run.runID, opID, served)
-	key := mcptool.IdempotencyKey(run.project, run.runID, opID)
-	log := g.log.With().Str("run_id", run.runID).Str("operation_id", opID).Str("tool", t.def.Name).Logger()
+	c.key = mcptool.IdempotencyKey(c.run.project, c.run.runID, c.opID)
+	c.log = g.log.With().Str("run_id", c.run.runID).Str("operation_id", c.opID).Str("tool", t.def.Name).Logger()
 
 	// Rejected before anything is sent: effect none, as the kernel does.
-	decoded, err := mcptool.DecodeArgs(args)
+	decoded, err := mcptool.DecodeArgs(c.args)
 	if err == nil {
 		err = mcptool.CheckArgs(t.def, decoded)
 	}
 	if err != nil {
-		g.failed(ctx, s, run, opID, err, "", log)
+		g.failed(ctx, s, c.run, c.opID, err, "", c.log)
 		return gatewayError("mcp-gateway: " + toolErrText(err) + "; the call was not sent upstream"), nil
 	}
 	conn, err := s.conn(ctx, t.up)
 	if err != nil {
-		g.failed(ctx, s, run, opID, err, "", log)
+		g.failed(ctx, s, c.run, c.opID, err, "", c.log)
 		return gatewayError("mcp-gateway: " + toolErrText(err)), nil
 	}
+	return g.forward(ctx, c, conn)
+}
 
+// gatewayCall is one call on its way through call's steps.
+type gatewayCall struct {
+	req    *mcp.CallToolRequest
+	t      *tool
+	s      *session
+	run    runRef
+	args   json.RawMessage
+	served string // the tool's name as served: mcp__<tool>
+	opID   string
+	key    string // the idempotency key sent upstream
+	log    zerolog.Logger
+}
+
+// runOf sets the run the call belongs to: the session's own, or the one
+// the client names in _meta. A malformed name refuses the call.
+func (g *Gateway) runOf(c *gatewayCall) *mcp.CallToolResult {
+	c.run = runRef{project: g.o.Project, runID: c.s.runID, source: g.o.Source, kind: kindSession, instance: g.instance}
+	v, ok := c.req.Params.GetMeta()[RunIDMeta]
+	if !ok || v == nil {
+		return nil
+	}
+	id, _ := v.(string)
+	if !runIDRE.MatchString(id) {
+		return gatewayError(fmt.Sprintf("mcp-gateway: _meta[%q] must be 1-128 characters of A-Z a-z 0-9 _ - starting with a letter or digit, got %v; nothing was recorded or sent upstream", RunIDMeta, v))
+	}
+	if id != c.s.runID {
+		c.run.runID, c.run.kind, c.run.instance = id, kindClient, ""
+	}
+	return nil
+}
+
+// begin records the call's tool.started (and its run's run.started, the
+// first time) before anything is sent upstream, and opens the operation
+// in the session. A call that cannot be recorded is refused.
+func (g *Gateway) begin(ctx context.Context, c *gatewayCall) (*mcp.CallToolResult, error) {
+	runStarted, err := g.runStartedEvent(c.run.runID, c.run.kind, c.s.client)
+	if err != nil {
+		return nil, err
+	}
+	bctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	c.opID, err = g.st.beginCall(bctx, c.run, runStarted, func(opID string) (kernel.Event, error) {
+		// The tool named as the kernel names MCP tools (mcp__<tool>), so
+		// probes and supervisors treat gateway operations like the
+		// kernel's, and which upstream server (by name and endpoint
+		// identity) and tool the call went to.
+		return g.event(c.run.runID, kernel.TypeToolStarted, opID+"/started", kernel.ToolStarted{
+			OperationID: opID, Tool: c.served, Args: c.args, Server: c.t.up.cfg.Name, UpstreamTool: c.t.def.Name,
+			ServerEndpoint: c.t.up.endpoint,
+		})
+	})
+	cancel()
+	if err != nil {
+		return g.beginRefused(c, err), nil
+	}
+	if c.run.kind == kindSession {
+		c.s.mu.Lock()
+		c.s.started = true
+		c.s.mu.Unlock()
+	}
+	c.s.opened(c.run.runID, c.opID, c.served)
+	return nil, nil
+}
+
+// beginRefused is what the client is told when its call's tool.started
+// was not recorded (err): the call was not sent upstream.
+func (g *Gateway) beginRefused(c *gatewayCall, err error) *mcp.CallToolResult {
+	run := c.run
+	switch {
+	case errors.Is(err, errRunEnded):
+		return gatewayError(fmt.Sprintf("mcp-gateway: run %s of project %s has ended (its end is journaled): nothing was recorded or sent upstream; reconnect for a new session run, or name a new run in _meta[%q]", run.runID, run.project, RunIDMeta))
+	case errors.Is(err, errRunSession):
+		return gatewayError(fmt.Sprintf("mcp-gateway: run id %s of project %s is another MCP session's run, which only that session writes into: choose another _meta[%q], or none for this session's own run; nothing was recorded or sent upstream", run.runID, run.project, RunIDMeta))
+	case errors.Is(err, errRunUsed):
+		return gatewayError(fmt.Sprintf("mcp-gateway: run id %s already has events in project %s that this gateway did not write as that run, or is a kernel run: choose another _meta[%q]; nothing was recorded or sent upstream", run.runID, run.project, RunIDMeta))
+	case kernel.ErrorCode(err) == kernel.EInvalid:
+		// The client's own arguments (a NUL, a lone surrogate, a key twice)
+		// cannot be stored: its mistake to fix, not an outage to page on.
+		g.log.Warn().Err(err).Str("run_id", run.runID).Str("tool", c.t.def.Name).Msg("mcp gateway: call refused, its tool.started is not storable")
+		return gatewayError("mcp-gateway refused the call: its arguments cannot be recorded (" + oneLine(err) + "); fix them and call again; nothing was recorded or sent upstream")
+	default:
+		g.log.Error().Err(err).Str("run_id", run.runID).Str("tool", c.t.def.Name).Msg("mcp gateway: tool.started not recorded; call refused")
+		return gatewayError("mcp-gateway could not record the call durably, so it was not sent upstream: " + oneLine(err))
+	}
+}
+
+// forward sends the recorded call upstream and records its end: tool.failed
+// for a failed call or an error result, tool.completed otherwise.
+func (g *Gateway) forward(ctx context.Context, c *gatewayCall, conn *mcptool.Conn) (*mcp.CallToolResult, error) {
 	// The call ends with the client's request, or when the gateway's
 	// shutdown grace is over.
 	cctx, stop := context.WithCancel(ctx)
@@ -111,38 +159,46 @@ func (g *Gateway) call(ctx context.Context, req *mcp.CallToolRequest, t *tool) (
 	unhook := context.AfterFunc(g.halt, stop)
 	defer unhook()
 	res, err := conn.Call(cctx, &mcp.CallToolParams{
-		Name:           t.def.Name,
-		Arguments:      args,
-		Meta:           forwardMeta(req.Params.GetMeta(), run, opID, key),
-		InputResponses: req.Params.InputResponses,
-		RequestState:   req.Params.RequestState,
-	}, key)
+		Name:           c.t.def.Name,
+		Arguments:      c.args,
+		Meta:           forwardMeta(c.req.Params.GetMeta(), c.run, c.opID, c.key),
+		InputResponses: c.req.Params.InputResponses,
+		RequestState:   c.req.Params.RequestState,
+	}, c.key)
 	if err != nil {
-		note, cut := "", false
-		switch {
-		case g.halt.Err() != nil:
-			note, cut = " (mcp-gateway shut down while the call was in flight)", true
-		case ctx.Err() != nil:
-			note = " (the client's request was canceled, or its session ended, while the call was in flight)"
-		}
-		g.failed(ctx, s, run, opID, err, note, log)
-		if cut {
-			s.cutOp(run.runID, opID)
-		}
-		var wire *jsonrpc.Error
-		if errors.As(err, &wire) {
-			return nil, wire // the upstream's protocol error, unchanged
-		}
-		return gatewayError(fmt.Sprintf("mcp-gateway: %s%s — the call may have reached the server; operation %s of run %s is recorded for reconciliation", toolErrText(err), note, opID, run.runID)), nil
+		return g.callFailed(ctx, c, err)
 	}
 	if res.IsError {
-		g.failed(ctx, s, run, opID, mcptool.ResultError(t.up.cfg.Name, t.def.Name, res), "", log)
+		g.failed(ctx, c.s, c.run, c.opID, mcptool.ResultError(c.t.up.cfg.Name, c.t.def.Name, res), "", c.log)
 		return res, nil
 	}
-	ev, err := g.event(run.runID, kernel.TypeToolCompleted, opID+"/completed", kernel.ToolCompleted{OperationID: opID, ResultSummary: mcptool.ResultSummary(res)})
-	recorded := err == nil && g.record(ctx, ev, log)
-	s.closed(run.runID, opID, recorded)
+	ev, err := g.event(c.run.runID, kernel.TypeToolCompleted, c.opID+"/completed", kernel.ToolCompleted{OperationID: c.opID, ResultSummary: mcptool.ResultSummary(res)})
+	recorded := err == nil && g.record(ctx, ev, c.log)
+	c.s.closed(c.run.runID, c.opID, recorded)
 	return res, nil
+}
+
+// callFailed records the end of a call that failed upstream (err): the
+// call may have reached the server, so its effect is what err's
+// classification says, and the client gets the upstream's protocol error
+// unchanged, or the gateway's account of the failure.
+func (g *Gateway) callFailed(ctx context.Context, c *gatewayCall, err error) (*mcp.CallToolResult, error) {
+	note, cut := "", false
+	switch {
+	case g.halt.Err() != nil:
+		note, cut = " (mcp-gateway shut down while the call was in flight)", true
+	case ctx.Err() != nil:
+		note = " (the client's request was canceled, or its session ended, while the call was in flight)"
+	}
+	g.failed(ctx, c.s, c.run, c.opID, err, note, c.log)
+	if cut {
+		c.s.cutOp(c.run.runID, c.opID)
+	}
+	var wire *jsonrpc.Error
+	if errors.As(err, &wire) {
+		return nil, wire // the upstream's protocol error, unchanged
+	}
+	return gatewayError(fmt.Sprintf("mcp-gateway: %s%s — the call may have reached the server; operation %s of run %s is recorded for reconciliation", toolErrText(err), note, c.opID, c.run.runID)), nil
 }
 
 // failed records tool.failed with err's classification (note appended to

@@ -39,9 +39,9 @@ of a call in _meta["dev.reckon/run-id"] to keep one run across sessions.
 
 environment:
   DATABASE_URL             PostgreSQL (migrations are applied at start-up)
-  RECKON_MCP_SERVERS       upstream servers, JSON as for the kernel (README,
-                           "MCP tools"); {project} is filled, {workspace} and
-                           {run_id} are refused
+  RECKON_MCP_SERVERS       upstream servers, JSON as for the kernel
+                           (docs/runs-and-tools.md); {project} is filled,
+                           {workspace} and {run_id} are refused
   RECKON_GATEWAY_PROJECT   project of every run (default "default")
   RECKON_GATEWAY_SOURCE    source_id of the events (default "mcp-gateway")
   RECKON_GATEWAY_TOKEN     bearer token HTTP clients must send (required

@@ -76,7 +76,7 @@ func TestAttentionQueue(t *testing.T) {
 			b.RunFailed(ago(48*time.Minute)))
 		e.Ingest(evs...)
 	}
-	sw := triage.New(e.Schema.Pool, e.Ops, triage.Config{Now: e.Clock.Now})
+	sw := triage.New(e.Ops, triage.Config{Now: e.Clock.Now})
 	if rep, err := sw.Sweep(e.Ctx, triage.SweepParams{Project: "acme"}); err != nil || rep.Journaled != 3 {
 		t.Fatalf("sweep: %+v %v", rep, err)
 	}

@@ -36,8 +36,8 @@ type demoStep struct {
 	run  func(ctx context.Context, d *demoEnv) error
 }
 
-// demoSteps is the demo, in the order it runs: the story of README's "What
-// `make demo` shows". The steps' functions live beside the part of the
+// demoSteps is the demo, in the order it runs: the story of the README's
+// "Two commands". The steps' functions live beside the part of the
 // system they show (demo_api.go, demo_triage.go); the order lives here.
 var demoSteps = []demoStep{
 	{"run a plan whose first run_command faults after its effect", demoDrillRun},

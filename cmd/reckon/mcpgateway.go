@@ -14,7 +14,7 @@ import (
 )
 
 // runMCPGateway is `reckon mcp-gateway` (see gateway.ParseCommand and
-// README "MCP gateway"). In stdio mode stdout belongs to the MCP session:
+// docs/mcp-gateway.md). In stdio mode stdout belongs to the MCP session:
 // everything else goes to stderr.
 func runMCPGateway(ctx context.Context, args []string) error {
 	c, err := gateway.ParseCommand(args, os.Getenv, os.Stderr)

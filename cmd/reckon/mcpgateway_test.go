@@ -152,30 +152,79 @@ SELECT seq, source_id, event_id, project, run_id, type, ts, actor, data FROM jou
 // session's run completes when the host closes it.
 func TestMCPGatewayTypeScriptHostStdio(t *testing.T) {
 	t.Parallel()
-	npm := npmPackages(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	s := pgtest.New(t)
+	h := newTSInterop(t)
+	env := append(os.Environ(),
+		execMainEnv+"=1",
+		"DATABASE_URL="+s.URL,
+		"RECKON_MCP_SERVERS="+string(h.serversJSON()),
+		"RECKON_GATEWAY_PROJECT=interop",
+		"RECKON_LOG_LEVEL=warn",
+		"RECKON_TOKENS=",
+	)
+	cmd, out, stderr := tsSession(ctx, t, h.npm, env, []string{"--", os.Args[0], "mcp-gateway"}, h.calls)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("TypeScript host: %v\n%s", err, stderr.String())
+	}
+	tools, res := tsLines(t, out.Bytes(), len(h.calls))
+	h.checkSameTools(ctx, t, tools)
+	h.checkResults(ctx, t, res, stderr)
+
+	// The gateway exited when the host closed stdin (or, the host's patience
+	// over, was killed: its events wait in the outbox for the next
+	// publisher, as here).
+	if err := outbox.NewPublisher(s.Pool, journal.New(s.Pool, nil), outbox.Config{}, nil, zerolog.Nop()).Drain(ctx); err != nil {
+		t.Fatal(err)
+	}
+	evs := journalOf(t, s.Pool, "interop")
+	if len(evs) == 0 {
+		t.Fatalf("nothing journaled\n%s", stderr.String())
+	}
+	runID := evs[0].RunID
+	if evs[0].Type != kernel.TypeRunStarted || evs[len(evs)-1].Type != kernel.TypeRunCompleted {
+		t.Fatalf("run events: first %s, last %s", evs[0].Type, evs[len(evs)-1].Type)
+	}
+	ops := gatewayOps(t, evs, runID)
+	h.checkEnds(t, ops)
+	h.checkUpstreamRecords(t, runID, ops)
+}
+
+// tsInterop is the TypeScript host's session of
+// TestMCPGatewayTypeScriptHostStdio: three upstream servers and the calls
+// made through the gateway in front of them.
+type tsInterop struct {
+	npm       string
+	servers   []mcptool.ServerConfig
+	calls     []tsCall
+	storePath string // the test server's store
+	memPath   string // server-memory's file
+	proof     string // the file write_file writes
+}
+
+func newTSInterop(t *testing.T) *tsInterop {
+	t.Helper()
+	h := &tsInterop{npm: npmPackages(t)}
 	dir := t.TempDir()
 	root, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	storePath := filepath.Join(dir, "issues.json")
-	memPath := filepath.Join(dir, "memory.jsonl")
-	fsEntry := filepath.Join(npm, "node_modules", "@modelcontextprotocol", "server-filesystem", "dist", "index.js")
-	memEntry := filepath.Join(npm, "node_modules", "@modelcontextprotocol", "server-memory", "dist", "index.js")
-	servers := []mcptool.ServerConfig{
-		{Name: "issues", Command: []string{os.Args[0], "mcp-test-server", "--store", storePath}, Env: map[string]string{execMainEnv: "1"}},
+	h.storePath = filepath.Join(dir, "issues.json")
+	h.memPath = filepath.Join(dir, "memory.jsonl")
+	fsEntry := filepath.Join(h.npm, "node_modules", "@modelcontextprotocol", "server-filesystem", "dist", "index.js")
+	memEntry := filepath.Join(h.npm, "node_modules", "@modelcontextprotocol", "server-memory", "dist", "index.js")
+	h.servers = []mcptool.ServerConfig{
+		{Name: "issues", Command: []string{os.Args[0], "mcp-test-server", "--store", h.storePath}, Env: map[string]string{execMainEnv: "1"}},
 		{Name: "fs", Command: []string{"node", fsEntry, root}},
-		{Name: "memory", Command: []string{"node", memEntry}, Env: map[string]string{"MEMORY_FILE_PATH": memPath}},
+		{Name: "memory", Command: []string{"node", memEntry}, Env: map[string]string{"MEMORY_FILE_PATH": h.memPath}},
 	}
-	serversJSON, _ := json.Marshal(servers)
-	proof := filepath.Join(root, "proof.txt")
-	calls := []tsCall{
+	h.proof = filepath.Join(root, "proof.txt")
+	h.calls = []tsCall{
 		{Tool: "create_issue", Args: map[string]any{"title": "Disk full on db-3", "body": "through the gateway"}},
-		{Tool: "write_file", Args: map[string]any{"path": proof, "content": "written through the gateway\n"}},
-		{Tool: "read_text_file", Args: map[string]any{"path": proof}},
+		{Tool: "write_file", Args: map[string]any{"path": h.proof, "content": "written through the gateway\n"}},
+		{Tool: "read_text_file", Args: map[string]any{"path": h.proof}},
 		{Tool: "create_entities", Args: map[string]any{"entities": []any{map[string]any{"name": "db-3", "entityType": "host", "observations": []any{"disk full"}}}}},
 		{Tool: "add_observations", Args: map[string]any{"observations": []any{map[string]any{"entityName": "db-3", "contents": []any{"cleaned up"}}}}},
 		{Tool: "read_graph", Args: map[string]any{}},
@@ -184,29 +233,26 @@ func TestMCPGatewayTypeScriptHostStdio(t *testing.T) {
 		{Tool: "create_issue", Args: map[string]any{"body": "no title"}},                                            // fails the input schema
 		{Tool: "get_issue", Args: map[string]any{"id": "ISS-1"}, Meta: map[string]any{"host.example/trace": "t-1"}}, // the host's own _meta
 	}
-	env := append(os.Environ(),
-		execMainEnv+"=1",
-		"DATABASE_URL="+s.URL,
-		"RECKON_MCP_SERVERS="+string(serversJSON),
-		"RECKON_GATEWAY_PROJECT=interop",
-		"RECKON_LOG_LEVEL=warn",
-		"RECKON_TOKENS=",
-	)
-	cmd, out, stderr := tsSession(ctx, t, npm, env, []string{"--", os.Args[0], "mcp-gateway"}, calls)
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("TypeScript host: %v\n%s", err, stderr.String())
-	}
-	tools, res := tsLines(t, out.Bytes(), len(calls))
+	return h
+}
 
-	// The tools and their definitions are the upstreams', unchanged.
+func (h *tsInterop) serversJSON() []byte {
+	b, _ := json.Marshal(h.servers)
+	return b
+}
+
+// checkSameTools: the tools and their definitions are the upstreams',
+// unchanged.
+func (h *tsInterop) checkSameTools(ctx context.Context, t *testing.T, tools []map[string]any) {
+	t.Helper()
 	var direct []map[string]any
-	for _, sc := range servers {
+	for _, sc := range h.servers {
 		target := append([]string{"--"}, sc.Command...)
 		denv := os.Environ()
 		for k, v := range sc.Env {
 			denv = append(denv, k+"="+v)
 		}
-		dc, dout, derr := tsSession(ctx, t, npm, denv, target, nil)
+		dc, dout, derr := tsSession(ctx, t, h.npm, denv, target, nil)
 		if err := dc.Wait(); err != nil {
 			t.Fatalf("direct session with %s: %v\n%s", sc.Name, err, derr.String())
 		}
@@ -233,9 +279,9 @@ func TestMCPGatewayTypeScriptHostStdio(t *testing.T) {
 		delete(d, "execution")
 		if a, ok := d["annotations"].(map[string]any); ok {
 			a = maps.Clone(a)
-			for _, h := range []string{"readOnlyHint", "idempotentHint"} {
-				if _, ok := a[h]; !ok {
-					a[h] = false
+			for _, hint := range []string{"readOnlyHint", "idempotentHint"} {
+				if _, ok := a[hint]; !ok {
+					a[hint] = false
 				}
 			}
 			d["annotations"] = a
@@ -246,11 +292,17 @@ func TestMCPGatewayTypeScriptHostStdio(t *testing.T) {
 			t.Errorf("tool %s through the gateway %s\ndirect %s", n, a, b)
 		}
 	}
+}
 
+// checkResults: each call's result is an error exactly where the upstream
+// or the gateway refuses it, and reads give what the same host gets from
+// the servers directly.
+func (h *tsInterop) checkResults(ctx context.Context, t *testing.T, res []tsLine, stderr *lockedBuffer) {
+	t.Helper()
 	for i, want := range []bool{false, false, false, false, false, false, true, true, true, false} {
 		r := res[i]
 		if r.Result == nil || r.Result.IsError != want {
-			t.Fatalf("call %d (%s): %+v, want isError=%v\n%s", i, calls[i].Tool, r, want, stderr.String())
+			t.Fatalf("call %d (%s): %+v, want isError=%v\n%s", i, h.calls[i].Tool, r, want, stderr.String())
 		}
 	}
 	if got := res[2].Result.text(); got != "written through the gateway\n" {
@@ -259,16 +311,15 @@ func TestMCPGatewayTypeScriptHostStdio(t *testing.T) {
 	if got := res[6].Result.text(); got != "title: must not be empty" {
 		t.Errorf("the upstream's error result changed: %q", got)
 	}
-	// Reads give what the same host gets from the servers directly.
 	for _, i := range []int{2, 5} {
-		sc := servers[1]
-		if calls[i].Tool == "read_graph" {
-			sc = servers[2]
+		sc := h.servers[1]
+		if h.calls[i].Tool == "read_graph" {
+			sc = h.servers[2]
 		}
-		denv := append(os.Environ(), "MEMORY_FILE_PATH="+memPath)
-		dc, dout, derr := tsSession(ctx, t, npm, denv, append([]string{"--"}, sc.Command...), []tsCall{calls[i]})
+		denv := append(os.Environ(), "MEMORY_FILE_PATH="+h.memPath)
+		dc, dout, derr := tsSession(ctx, t, h.npm, denv, append([]string{"--"}, sc.Command...), []tsCall{h.calls[i]})
 		if err := dc.Wait(); err != nil {
-			t.Fatalf("direct %s: %v\n%s", calls[i].Tool, err, derr.String())
+			t.Fatalf("direct %s: %v\n%s", h.calls[i].Tool, err, derr.String())
 		}
 		_, dres := tsLines(t, dout.Bytes(), 1)
 		// Compared as JSON values: object keys have no order.
@@ -278,28 +329,21 @@ func TestMCPGatewayTypeScriptHostStdio(t *testing.T) {
 		_ = json.Unmarshal(ra, &a)
 		_ = json.Unmarshal(rb, &b)
 		if !reflect.DeepEqual(a, b) {
-			t.Errorf("%s through the gateway %s\ndirect %s", calls[i].Tool, ra, rb)
+			t.Errorf("%s through the gateway %s\ndirect %s", h.calls[i].Tool, ra, rb)
 		}
 	}
+}
 
-	// The gateway exited when the host closed stdin (or, the host's patience
-	// over, was killed: its events wait in the outbox for the next
-	// publisher, as here).
-	if err := outbox.NewPublisher(s.Pool, journal.New(s.Pool, nil), outbox.Config{}, nil, zerolog.Nop()).Drain(ctx); err != nil {
-		t.Fatal(err)
-	}
-	evs := journalOf(t, s.Pool, "interop")
-	if len(evs) == 0 {
-		t.Fatalf("nothing journaled\n%s", stderr.String())
-	}
-	runID := evs[0].RunID
-	if evs[0].Type != kernel.TypeRunStarted || evs[len(evs)-1].Type != kernel.TypeRunCompleted {
-		t.Fatalf("run events: first %s, last %s", evs[0].Type, evs[len(evs)-1].Type)
-	}
-	type opEvents struct {
-		started, end *journalEvent
-		ends         int
-	}
+// opEvents are one operation's tool.started and its terminal events.
+type opEvents struct {
+	started, end *journalEvent
+	ends         int
+}
+
+// gatewayOps groups the session run's events by operation, each written
+// by the gateway as the agent's, tool.started first.
+func gatewayOps(t *testing.T, evs []journalEvent, runID string) map[string]*opEvents {
+	t.Helper()
 	ops := map[string]*opEvents{}
 	for i := range evs {
 		e := &evs[i]
@@ -324,12 +368,19 @@ func TestMCPGatewayTypeScriptHostStdio(t *testing.T) {
 			ops[op].ends++
 		}
 	}
-	if len(ops) != len(calls) {
-		t.Fatalf("%d operations journaled for %d calls", len(ops), len(calls))
+	return ops
+}
+
+// checkEnds: one operation per call, each with exactly one terminal event,
+// the one its result calls for.
+func (h *tsInterop) checkEnds(t *testing.T, ops map[string]*opEvents) {
+	t.Helper()
+	if len(ops) != len(h.calls) {
+		t.Fatalf("%d operations journaled for %d calls", len(ops), len(h.calls))
 	}
 	wantEnd := []string{"completed", "completed", "completed", "completed", "completed", "completed",
 		"failed mcp_error_result uncertain", "failed mcp_error_result uncertain", "failed argument_validation none", "completed"}
-	for i := range calls {
+	for i := range h.calls {
 		op := fmt.Sprintf("op-%d", i+1)
 		o := ops[op]
 		if o == nil || o.ends != 1 {
@@ -345,15 +396,18 @@ func TestMCPGatewayTypeScriptHostStdio(t *testing.T) {
 			_ = o.end.DecodeData(&f)
 			got += " " + f.ErrorType + " " + f.Effect
 		}
-		if sd.Tool != "mcp__"+calls[i].Tool || got != wantEnd[i] {
-			t.Errorf("%s (%s): tool %s, end %q, want %q", op, calls[i].Tool, sd.Tool, got, wantEnd[i])
+		if sd.Tool != "mcp__"+h.calls[i].Tool || got != wantEnd[i] {
+			t.Errorf("%s (%s): tool %s, end %q, want %q", op, h.calls[i].Tool, sd.Tool, got, wantEnd[i])
 		}
 	}
+}
 
-	// The upstreams' own records: the test server stored the key of op-1
-	// between its tool.started and its terminal event; the file was written
-	// in that window too.
-	st, err := mcpserver.OpenStore(storePath)
+// checkUpstreamRecords: the upstreams' own records. The test server stored
+// the key of op-1 between its tool.started and its terminal event; the
+// file was written in that window too.
+func (h *tsInterop) checkUpstreamRecords(t *testing.T, runID string, ops map[string]*opEvents) {
+	t.Helper()
+	st, err := mcpserver.OpenStore(h.storePath)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -365,7 +419,7 @@ func TestMCPGatewayTypeScriptHostStdio(t *testing.T) {
 	if o := ops["op-1"]; rec.CreatedAt.Before(o.started.TS) || o.end.TS.Before(rec.CreatedAt) {
 		t.Errorf("op-1: tool.started %s, the server acted %s, tool.completed %s", o.started.TS, rec.CreatedAt, o.end.TS)
 	}
-	fi, err := os.Stat(proof)
+	fi, err := os.Stat(h.proof)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -381,7 +435,7 @@ func TestMCPGatewayTypeScriptHostStdio(t *testing.T) {
 	if all, _ := st.Issues(); len(all) != 1 {
 		t.Errorf("the test server holds %d issues, want 1 (the blank title and the schema violation create none)", len(all))
 	}
-	if b, err := os.ReadFile(memPath); err != nil || !strings.Contains(string(b), "cleaned up") {
+	if b, err := os.ReadFile(h.memPath); err != nil || !strings.Contains(string(b), "cleaned up") {
 		t.Errorf("server-memory's file: %q %v", b, err)
 	}
 }

@@ -159,7 +159,7 @@ func TestOpsAttentionCLI(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if rep, err := triage.New(s.Pool, svc, triage.Config{}).Sweep(ctx, triage.SweepParams{}); err != nil || rep.Journaled != 2 {
+	if rep, err := triage.New(svc, triage.Config{}).Sweep(ctx, triage.SweepParams{}); err != nil || rep.Journaled != 2 {
 		t.Fatalf("sweep: %+v %v", rep, err)
 	}
 	if err := pub.Drain(ctx); err != nil {
@@ -259,7 +259,7 @@ func opsAPI(t *testing.T, b *reckontest.Bundle) *httptest.Server {
 	toks, _ := auth.Parse("ann:operator:operator-secret,rita:reader:reader-secret,bot:agent:agent-secret")
 	srv := httpapi.New(httpapi.Config{Tokens: toks, Log: zerolog.Nop(), Registry: prometheus.NewRegistry(),
 		Journal: b.Journal, Operations: b.Ops, Verdicts: b.Ops,
-		Triage: app.Triager{Sweeper: triage.New(b.Schema.Pool, b.Ops, triage.Config{Now: b.Clock.Now})}})
+		Triage: app.Triager{Sweeper: triage.New(b.Ops, triage.Config{Now: b.Clock.Now})}})
 	ts := httptest.NewServer(srv)
 	t.Cleanup(ts.Close)
 	return ts

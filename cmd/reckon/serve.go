@@ -22,20 +22,8 @@ import (
 // each run).
 func runServe(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	api := fs.Bool("api", false, "serve the HTTP API on RECKON_HTTP_ADDR")
-	wrk := fs.Bool("worker", false, "execute runs from the Temporal task queue")
-	pub := fs.Bool("publisher", false, "drain the outbox into the journal")
-	pipe := fs.Bool("pipeline", false, "run the triage sweep on RECKON_TRIAGE_SCHEDULE and resume the runs that wait for a settlement")
-	roleChecks := func(c *config.Config) error {
-		if !*api && !*wrk && !*pub && !*pipe {
-			*api, *wrk, *pub, *pipe = true, true, true, true
-		}
-		if *api || *wrk || *pipe {
-			return needTemporal("is required by serve --api/--worker/--pipeline (use `reckon dev` for the embedded server)")(c)
-		}
-		return nil
-	}
-	s, err := prologue(fs, args, roleChecks)
+	r := serveFlags(fs)
+	s, err := prologue(fs, args, r.check)
 	if err != nil {
 		return err
 	}
@@ -43,120 +31,211 @@ func runServe(ctx context.Context, args []string) error {
 		return err
 	}
 	defer s.close()
-	cfg, core := s.cfg, s.core
 	hup, stopHup := context.WithCancel(ctx)
 	defer stopHup()
-	core.ReloadTokensOn(hup, syscall.SIGHUP) // re-reads RECKON_TOKENS_FILE
-	needsTemporal := *api || *wrk || *pipe
-	if *api && core.Tokens.Len() == 0 {
-		return &config.Error{Var: "RECKON_TOKENS", Problem: "(or RECKON_TOKENS_FILE) must name at least one token for serve --api; nobody could call the API otherwise"}
+	s.core.ReloadTokensOn(hup, syscall.SIGHUP) // re-reads RECKON_TOKENS_FILE
+	if err := r.ready(s.core); err != nil {
+		return err
 	}
-	if *api {
-		// A TLS pair that does not load stops start-up here, before
-		// Temporal is dialled.
-		if _, err := core.APITLS(); err != nil {
-			return err
-		}
-	}
-
-	var roles []string
-	var kernel *app.Kernel
-	var ops *operations.Service // one service, so API and sweep share liveness caches
-	if needsTemporal {
-		kernel, err = core.StartKernel(ctx, app.KernelConfig{NoWorker: !*wrk})
+	sv := &server{core: s.core, cfg: s.cfg, errc: make(chan error, 4)}
+	if r.needsTemporal() {
+		kernel, err := s.core.StartKernel(ctx, app.KernelConfig{NoWorker: !r.worker})
 		if err != nil {
 			return fmt.Errorf("kernel: %w", err)
 		}
 		defer kernel.Close()
-		if *wrk {
-			roles = append(roles, "worker")
+		sv.kernel = kernel
+		if r.worker {
+			sv.roles = append(sv.roles, "worker")
 		}
 	}
+	sv.ctx, sv.cancel = context.WithCancel(ctx)
+	defer sv.cancel()
+	if err := sv.start(r); err != nil {
+		return err
+	}
+	return sv.wait()
+}
 
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var wg sync.WaitGroup
-	errc := make(chan error, 4)
-	if *api {
-		ops = core.OperationsService(kernel.Conn.Client)
-		srv, err := core.NewAPI(kernel, ops)
+// serveRoles are the roles serve runs; all of them when no flag names one.
+type serveRoles struct{ api, worker, publisher, pipeline bool }
+
+// serveFlags defines serve's flags on fs.
+func serveFlags(fs *flag.FlagSet) *serveRoles {
+	r := &serveRoles{}
+	fs.BoolVar(&r.api, "api", false, "serve the HTTP API on RECKON_HTTP_ADDR")
+	fs.BoolVar(&r.worker, "worker", false, "execute runs from the Temporal task queue")
+	fs.BoolVar(&r.publisher, "publisher", false, "drain the outbox into the journal")
+	fs.BoolVar(&r.pipeline, "pipeline", false, "run the triage sweep on RECKON_TRIAGE_SCHEDULE and resume the runs that wait for a settlement")
+	return r
+}
+
+// check settles the roles once the flags are parsed and requires Temporal
+// for the roles that use it.
+func (r *serveRoles) check(c *config.Config) error {
+	if !r.api && !r.worker && !r.publisher && !r.pipeline {
+		r.api, r.worker, r.publisher, r.pipeline = true, true, true, true
+	}
+	if r.needsTemporal() {
+		return needTemporal("is required by serve --api/--worker/--pipeline (use `reckon dev` for the embedded server)")(c)
+	}
+	return nil
+}
+
+// needsTemporal: every role but the publisher talks to Temporal.
+func (r *serveRoles) needsTemporal() bool { return r.api || r.worker || r.pipeline }
+
+// ready checks what the API needs before Temporal is dialled: a token to
+// be called with and, when configured, a TLS pair that loads.
+func (r *serveRoles) ready(core *app.Core) error {
+	if !r.api {
+		return nil
+	}
+	if core.Tokens.Len() == 0 {
+		return &config.Error{Var: "RECKON_TOKENS", Problem: "(or RECKON_TOKENS_FILE) must name at least one token for serve --api; nobody could call the API otherwise"}
+	}
+	// A TLS pair that does not load stops start-up here, before
+	// Temporal is dialled.
+	if _, err := core.APITLS(); err != nil {
+		return err
+	}
+	return nil
+}
+
+// server is serve's running roles: each runs in wg until ctx ends or one
+// of them fails (errc).
+type server struct {
+	core   *app.Core
+	cfg    config.Config
+	kernel *app.Kernel
+	ops    *operations.Service // one service, so API and sweep share liveness caches
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	errc   chan error
+	roles  []string
+}
+
+// start starts the roles r names, then the metrics endpoint when one is
+// configured.
+func (sv *server) start(r *serveRoles) error {
+	if r.api {
+		if err := sv.startAPI(); err != nil {
+			return err
+		}
+	}
+	if r.publisher {
+		sv.startPublisher()
+	}
+	if r.pipeline {
+		if err := sv.startPipeline(); err != nil {
+			return err
+		}
+	}
+	if sv.cfg.MetricsAddr != "" {
+		addr, err := sv.listen(func(bound chan<- string) error {
+			return sv.core.ServeMetrics(sv.ctx, sv.cfg.MetricsAddr, bound)
+		})
 		if err != nil {
+			return err
+		}
+		sv.roles = append(sv.roles, "metrics on http://"+addr+"/metrics")
+	}
+	return nil
+}
+
+// startAPI serves the HTTP API and returns once it listens.
+func (sv *server) startAPI() error {
+	sv.ops = sv.core.OperationsService(sv.kernel.Conn.Client)
+	srv, err := sv.core.NewAPI(sv.kernel, sv.ops)
+	if err != nil {
+		return fmt.Errorf("api: %w", err)
+	}
+	addr, err := sv.listen(func(bound chan<- string) error {
+		if err := srv.Listen(sv.ctx, sv.cfg.HTTPAddr, bound); err != nil {
 			return fmt.Errorf("api: %w", err)
 		}
-		bound := make(chan string, 1)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := srv.Listen(ctx, cfg.HTTPAddr, bound); err != nil {
-				errc <- fmt.Errorf("api: %w", err)
-			}
-		}()
-		select {
-		case addr := <-bound:
-			roles = append(roles, "api on "+srv.Scheme()+"://"+addr)
-		case err := <-errc:
-			cancel()
-			wg.Wait()
-			return err
-		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
-	if *pub {
-		p := core.NewPublisher(outbox.Config{})
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			_ = p.Run(ctx)
-		}()
-		roles = append(roles, "publisher")
+	sv.roles = append(sv.roles, "api on "+srv.Scheme()+"://"+addr)
+	return nil
+}
+
+// startPublisher drains the outbox until serve ends.
+func (sv *server) startPublisher() {
+	p := sv.core.NewPublisher(outbox.Config{})
+	sv.wg.Add(1)
+	go func() {
+		defer sv.wg.Done()
+		_ = p.Run(sv.ctx)
+	}()
+	sv.roles = append(sv.roles, "publisher")
+}
+
+// startPipeline runs the triage sweep on its schedule, and the resumer of
+// the runs that wait for a settlement: the pipeline role has both what a
+// run that begins to wait asks for (the sweeper, whose triage of that run
+// takes the same lock as the scheduled sweep) and the Temporal client
+// that signals it.
+func (sv *server) startPipeline() error {
+	if sv.ops == nil {
+		sv.ops = sv.core.OperationsService(sv.kernel.Conn.Client)
 	}
-	if *pipe {
-		if ops == nil {
-			ops = core.OperationsService(kernel.Conn.Client)
-		}
-		sw, err := core.NewSweeper(ops)
-		if err != nil {
-			return err
-		}
-		wg.Add(2)
-		go func() {
-			defer wg.Done()
-			if err := sw.RunSchedule(ctx, cfg.TriageSchedule, triage.SweepParams{}); err != nil && !errors.Is(err, context.Canceled) {
-				errc <- fmt.Errorf("pipeline: %w", err)
-			}
-		}()
-		// The pipeline role resumes waiting runs: it has the sweeper a
-		// run that begins to wait asks for, and the Temporal client.
-		res := core.NewResumer(kernel.Conn.Client, sw)
-		go func() {
-			defer wg.Done()
-			_ = res.Run(ctx)
-		}()
-		roles = append(roles, "pipeline ("+cfg.TriageSchedule+", resuming waiting runs)")
+	sw, err := sv.core.NewSweeper(sv.ops)
+	if err != nil {
+		return err
 	}
-	if cfg.MetricsAddr != "" {
-		bound := make(chan string, 1)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := core.ServeMetrics(ctx, cfg.MetricsAddr, bound); err != nil {
-				errc <- err
-			}
-		}()
-		select {
-		case addr := <-bound:
-			roles = append(roles, "metrics on http://"+addr+"/metrics")
-		case err := <-errc:
-			cancel()
-			wg.Wait()
-			return err
+	res := sv.core.NewResumer(sv.kernel.Conn.Client, sw)
+	sv.wg.Add(2)
+	go func() {
+		defer sv.wg.Done()
+		if err := sw.RunSchedule(sv.ctx, sv.cfg.TriageSchedule, triage.SweepParams{}); err != nil && !errors.Is(err, context.Canceled) {
+			sv.errc <- fmt.Errorf("pipeline: %w", err)
 		}
-	}
-	core.Log.Log().Strs("roles", roles).Msgf("reckon serve: %s", strings.Join(roles, ", "))
+	}()
+	go func() {
+		defer sv.wg.Done()
+		_ = res.Run(sv.ctx)
+	}()
+	sv.roles = append(sv.roles, "pipeline ("+sv.cfg.TriageSchedule+", resuming waiting runs)")
+	return nil
+}
+
+// listen runs serve, a listener that sends its address on bound once it
+// listens, and returns that address; when serve fails first, it stops the
+// roles started so far and returns the failure.
+func (sv *server) listen(serve func(bound chan<- string) error) (string, error) {
+	bound := make(chan string, 1)
+	sv.wg.Add(1)
+	go func() {
+		defer sv.wg.Done()
+		if err := serve(bound); err != nil {
+			sv.errc <- err
+		}
+	}()
 	select {
-	case <-ctx.Done():
-	case err = <-errc:
+	case addr := <-bound:
+		return addr, nil
+	case err := <-sv.errc:
+		sv.cancel()
+		sv.wg.Wait()
+		return "", err
 	}
-	cancel()
-	wg.Wait()
+}
+
+// wait logs the roles, then waits until serve's context ends or a role
+// fails, and stops them all.
+func (sv *server) wait() error {
+	sv.core.Log.Log().Strs("roles", sv.roles).Msgf("reckon serve: %s", strings.Join(sv.roles, ", "))
+	var err error
+	select {
+	case <-sv.ctx.Done():
+	case err = <-sv.errc:
+	}
+	sv.cancel()
+	sv.wg.Wait()
 	return err
 }

@@ -20,7 +20,7 @@ import (
 // and RECKON_TLS_KEY_FILE: a pair that does not load stops start-up with
 // one line naming the variables; a good one is served, announced as
 // https, and `reckon ops` reaches it with the certificate trusted through
-// SSL_CERT_FILE, as the README says.
+// SSL_CERT_FILE, as docs/security.md says.
 func TestServeAPIOverTLS(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

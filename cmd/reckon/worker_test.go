@@ -96,136 +96,45 @@ func TestWorkerSIGKILLDuringRunCommand(t *testing.T) {
 	unconfined := bwrapErr != nil
 	dataDir := sandboxtest.Dir(t)
 	queue := fmt.Sprintf("crash-%d", time.Now().UnixNano())
-	starter := &runner.Starter{
+	c := &crashRig{conn: conn, pool: s.Pool, starter: &runner.Starter{
 		Pool: s.Pool, Journal: j, Client: conn.Client, TaskQueue: queue, DataDir: dataDir,
 		Tools: runner.NewTools(sandbox.NewRunCommand(sandbox.Config{Unconfined: unconfined})),
 		// A killed worker stops heartbeating; the server notices within 1s.
 		Timeouts: runner.Timeouts{ToolHeartbeat: time.Second, ToolStartToClose: 30 * time.Second},
-	}
-	env := reckonEnv(s.URL, conn, "crash-test", queue, dataDir,
+	}}
+	c.env = reckonEnv(s.URL, conn, "crash-test", queue, dataDir,
 		"RECKON_LOG_LEVEL=error",
 		"RECKON_TOKENS=",
 		"KERNEL_FAULT_AFTER_EFFECT=",
 		"KERNEL_FAULT_BEFORE_EFFECT=",
 	)
 	if unconfined {
-		env = append(env, "RECKON_SANDBOX_UNCONFINED=1")
+		c.env = append(c.env, "RECKON_SANDBOX_UNCONFINED=1")
 	}
-	var logs lockedBuffer
 	defer func() {
 		if t.Failed() {
-			t.Logf("worker output:\n%s", logs.String())
+			t.Logf("worker output:\n%s", c.logs.String())
 		}
 	}()
-	startWorker := func() *exec.Cmd {
-		cmd := exec.Command(os.Args[0], "worker")
-		cmd.Env = env
-		cmd.Stderr = &logs
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		return cmd
-	}
 
-	// begin → 0.2s → effect → 0.3s → exit: kills 0-540ms after begin land
-	// before the effect, between effect and exit, and after the command.
-	plan := runner.Plan{Steps: []runner.Step{{Tool: kernel.ToolRunCommand, Args: []byte(
-		`{"command": "echo begin >> marker.txt; sleep 0.2; echo \"$RECKON_OPERATION_ID\" >> effects.txt; sleep 0.3", "timeout_s": 20}`)}}}
 	runs := make([]string, kills)
 	for i := range kills {
-		w := startWorker()
 		runs[i] = fmt.Sprintf("crash-%02d", i)
-		if _, _, err := starter.Start(ctx, runner.StartParams{Project: "crash", RunID: runs[i], Plan: plan}); err != nil {
-			t.Fatal(err)
-		}
-		ws, _ := starter.Workspace("crash", runs[i])
-		// Wait for the marker's content, not its existence: the shell
-		// creates marker.txt when it opens it for append, a moment before
-		// echo writes, and a kill in between leaves an empty file.
-		for {
-			if b, err := os.ReadFile(filepath.Join(ws, "marker.txt")); err == nil && len(b) > 0 {
-				break
-			}
-			if ctx.Err() != nil {
-				t.Fatalf("run %s: the command never began", runs[i])
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
-		time.Sleep(time.Duration(i%10) * 60 * time.Millisecond)
-		if err := w.Process.Signal(syscall.SIGKILL); err != nil {
-			t.Fatal(err)
-		}
-		_ = w.Wait()
+		c.killMidCommand(ctx, t, runs[i], time.Duration(i%10)*60*time.Millisecond)
 	}
 
 	// A surviving worker lets every run observe its fate.
-	final := startWorker()
+	final := c.startWorker(t)
 	defer func() { _ = final.Process.Kill(); _ = final.Wait() }()
 
 	var effects, completed int
 	for _, id := range runs {
-		wctx, wcancel := context.WithTimeout(ctx, 60*time.Second)
-		runErr := conn.Client.GetWorkflow(wctx, kernel.WorkflowID("crash", id), "").Get(wctx, nil)
-		if wctx.Err() != nil {
-			t.Fatalf("%s: the run did not end within 60s (%v)\n%s", id, runErr, crashDiagnosis(ctx, conn, s.Pool, id))
-		}
-		wcancel()
-		dctx, dcancel := context.WithTimeout(ctx, 30*time.Second)
-		if err := outbox.WaitDelivered(dctx, s.Pool, "crash", id, 20*time.Millisecond); err != nil {
-			t.Fatalf("%s: %v\n%s", id, err, crashDiagnosis(ctx, conn, s.Pool, id))
-		}
-		dcancel()
-		view, err := starter.View(ctx, "crash", id, runner.EventPage{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ws, _ := starter.Workspace("crash", id)
-		marker, _ := os.ReadFile(filepath.Join(ws, "marker.txt"))
-		eff, _ := os.ReadFile(filepath.Join(ws, "effects.txt"))
-
-		count := map[string]int{}
-		var failed kernel.ToolFailed
-		for _, ev := range view.Events {
-			count[ev.Type+" "+ev.OperationID()]++
-			if ev.Type == kernel.TypeToolFailed {
-				_ = ev.DecodeData(&failed)
-			}
-		}
-		for k, n := range count {
-			if n > 1 {
-				t.Errorf("%s: %q journaled %d times", id, k, n)
-			}
-		}
-		if count["tool.started op-1"] != 1 {
-			t.Errorf("%s: tool.started op-1 not journaled: %v", id, count)
-		}
-		if len(count) != 4 {
-			t.Errorf("%s: want run.started, one operation and its end, run end; got %v", id, count)
-		}
-		if string(marker) != "begin\n" {
-			t.Errorf("%s: the command began %d times (marker %q): an operation was re-executed", id, strings.Count(string(marker), "begin"), marker)
-		}
-		if e := string(eff); e != "" && e != "op-1\n" {
-			t.Errorf("%s: effects %q: want at most one effect, by op-1", id, e)
-		}
-		switch {
-		case count["tool.completed op-1"] == 1:
-			completed++
-			if runErr != nil || view.Status != runner.StatusCompleted || string(eff) != "op-1\n" {
-				t.Errorf("%s: tool.completed but run %s (%v), effects %q", id, view.Status, runErr, eff)
-			}
-		case count["tool.failed op-1"] == 1:
-			if failed.Effect != kernel.EffectUncertain || failed.ErrorType != kernel.ErrorTypeActivityFailed {
-				t.Errorf("%s: tool.failed %+v, want activity_failed effect=uncertain", id, failed)
-			}
-			if runErr == nil || view.Status != runner.StatusFailed || count["run.failed "] != 1 {
-				t.Errorf("%s: uncertain failure but run %s (%v)", id, view.Status, runErr)
-			}
-		default:
-			t.Errorf("%s: operation never ended: %v", id, count)
-		}
-		if len(eff) > 0 {
+		effected, done := c.checkRun(ctx, t, id)
+		if effected {
 			effects++
+		}
+		if done {
+			completed++
 		}
 	}
 	var outboxRows, journalRows int
@@ -240,6 +149,130 @@ func TestWorkerSIGKILLDuringRunCommand(t *testing.T) {
 	}
 	t.Logf("%d kills: %d after the effect landed (%d of them after the activity reported: tool.completed), %d before it; %d events journaled",
 		kills, effects, completed, kills-effects, journalRows)
+}
+
+// crashRig starts runs of crashPlan and the `reckon worker` processes that
+// execute them, for TestWorkerSIGKILLDuringRunCommand.
+type crashRig struct {
+	conn    *temporalx.Conn
+	pool    *pgxpool.Pool
+	starter *runner.Starter
+	env     []string
+	logs    lockedBuffer
+}
+
+// crashPlan: begin → 0.2s → effect → 0.3s → exit: kills 0-540ms after
+// begin land before the effect, between effect and exit, and after the
+// command.
+var crashPlan = runner.Plan{Steps: []runner.Step{{Tool: kernel.ToolRunCommand, Args: []byte(
+	`{"command": "echo begin >> marker.txt; sleep 0.2; echo \"$RECKON_OPERATION_ID\" >> effects.txt; sleep 0.3", "timeout_s": 20}`)}}}
+
+func (c *crashRig) startWorker(t *testing.T) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "worker")
+	cmd.Env = c.env
+	cmd.Stderr = &c.logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return cmd
+}
+
+// killMidCommand starts a worker and run id, and kills the worker with
+// SIGKILL after the run's command began and delay passed.
+func (c *crashRig) killMidCommand(ctx context.Context, t *testing.T, id string, delay time.Duration) {
+	t.Helper()
+	w := c.startWorker(t)
+	if _, _, err := c.starter.Start(ctx, runner.StartParams{Project: "crash", RunID: id, Plan: crashPlan}); err != nil {
+		t.Fatal(err)
+	}
+	ws, _ := c.starter.Workspace("crash", id)
+	// Wait for the marker's content, not its existence: the shell
+	// creates marker.txt when it opens it for append, a moment before
+	// echo writes, and a kill in between leaves an empty file.
+	for {
+		if b, err := os.ReadFile(filepath.Join(ws, "marker.txt")); err == nil && len(b) > 0 {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("run %s: the command never began", id)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	time.Sleep(delay)
+	if err := w.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = w.Wait()
+}
+
+// checkRun waits for run id to end and its events to be delivered, then
+// checks its fate: events once each, the command begun once, at most one
+// effect, and an end that says what happened. It reports whether the
+// effect landed and whether the operation completed.
+func (c *crashRig) checkRun(ctx context.Context, t *testing.T, id string) (effected, completed bool) {
+	t.Helper()
+	wctx, wcancel := context.WithTimeout(ctx, 60*time.Second)
+	runErr := c.conn.Client.GetWorkflow(wctx, kernel.WorkflowID("crash", id), "").Get(wctx, nil)
+	if wctx.Err() != nil {
+		t.Fatalf("%s: the run did not end within 60s (%v)\n%s", id, runErr, crashDiagnosis(ctx, c.conn, c.pool, id))
+	}
+	wcancel()
+	dctx, dcancel := context.WithTimeout(ctx, 30*time.Second)
+	if err := outbox.WaitDelivered(dctx, c.pool, "crash", id, 20*time.Millisecond); err != nil {
+		t.Fatalf("%s: %v\n%s", id, err, crashDiagnosis(ctx, c.conn, c.pool, id))
+	}
+	dcancel()
+	view, err := c.starter.View(ctx, "crash", id, runner.EventPage{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws, _ := c.starter.Workspace("crash", id)
+	marker, _ := os.ReadFile(filepath.Join(ws, "marker.txt"))
+	eff, _ := os.ReadFile(filepath.Join(ws, "effects.txt"))
+
+	count := map[string]int{}
+	var failed kernel.ToolFailed
+	for _, ev := range view.Events {
+		count[ev.Type+" "+ev.OperationID()]++
+		if ev.Type == kernel.TypeToolFailed {
+			_ = ev.DecodeData(&failed)
+		}
+	}
+	for k, n := range count {
+		if n > 1 {
+			t.Errorf("%s: %q journaled %d times", id, k, n)
+		}
+	}
+	if count["tool.started op-1"] != 1 {
+		t.Errorf("%s: tool.started op-1 not journaled: %v", id, count)
+	}
+	if len(count) != 4 {
+		t.Errorf("%s: want run.started, one operation and its end, run end; got %v", id, count)
+	}
+	if string(marker) != "begin\n" {
+		t.Errorf("%s: the command began %d times (marker %q): an operation was re-executed", id, strings.Count(string(marker), "begin"), marker)
+	}
+	if e := string(eff); e != "" && e != "op-1\n" {
+		t.Errorf("%s: effects %q: want at most one effect, by op-1", id, e)
+	}
+	switch {
+	case count["tool.completed op-1"] == 1:
+		completed = true
+		if runErr != nil || view.Status != runner.StatusCompleted || string(eff) != "op-1\n" {
+			t.Errorf("%s: tool.completed but run %s (%v), effects %q", id, view.Status, runErr, eff)
+		}
+	case count["tool.failed op-1"] == 1:
+		if failed.Effect != kernel.EffectUncertain || failed.ErrorType != kernel.ErrorTypeActivityFailed {
+			t.Errorf("%s: tool.failed %+v, want activity_failed effect=uncertain", id, failed)
+		}
+		if runErr == nil || view.Status != runner.StatusFailed || count["run.failed "] != 1 {
+			t.Errorf("%s: uncertain failure but run %s (%v)", id, view.Status, runErr)
+		}
+	default:
+		t.Errorf("%s: operation never ended: %v", id, count)
+	}
+	return len(eff) > 0, completed
 }
 
 // lockedBuffer collects the output of several processes.

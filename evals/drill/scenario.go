@@ -227,270 +227,373 @@ func (g gen) fsWriteStep(name, content string) Step {
 	return Step{Tool: "mcp__write_file", Args: map[string]any{"path": WorkspacePlaceholder + "/" + name, "content": content}}
 }
 
+// build generates one scenario of kind. Each kind's generator draws from
+// g.r in its own fixed order, so a seed always yields the same scenarios.
 func (g gen) build(kind string) Scenario {
-	var s Scenario
 	switch kind {
 	case KindCmdWriteAfterPost, KindCmdWriteAfterBare, KindCmdWriteBeforePost, KindCmdWriteBeforeBare:
-		post := kind == KindCmdWriteAfterPost || kind == KindCmdWriteBeforePost
-		name := g.fileName("txt")
-		plan, id := g.faulted(g.writeStep(name, g.text(), post))
-		s.Plan = plan
-		when := "after"
-		if strings.Contains(kind, "before") {
-			s.Fault.BeforeEffect = id
-			when = "before"
-		} else {
-			s.Fault.AfterEffect = id
-		}
-		s.Notes = fmt.Sprintf("run_command writes %s; fault %s the effect of %s", name, when, id)
-		if post {
-			s.Notes += "; the step declares the file's path and sha256, so the workspace probe can check it"
-		} else {
-			s.Notes += "; nothing declared, so nothing on the wall can prove either way"
-		}
+		return g.cmdWrite(kind)
 	case KindCmdAppendAfter:
-		name := g.fileName("log")
-		line := g.text()
-		st := Step{Tool: "run_command", Args: map[string]any{"command": "printf '%s\\n' " + shellQuote(line) + " >> " + name, "timeout_s": 30}}
-		post := g.r.IntN(2) == 0
-		if post {
-			st.Postcondition = &Postcondition{Path: name, SHA256: sha(line + "\n")}
-		}
-		s.Plan, s.Fault.AfterEffect = g.faulted(st)
-		s.Notes = fmt.Sprintf("run_command appends a line to %s (postcondition declared: %v); fault after the effect", name, post)
+		return g.cmdAppendAfter()
 	case KindCmdMkdirAfter:
-		dir := "out/" + strings.TrimSuffix(g.fileName("d"), ".d")
-		st := Step{Tool: "run_command", Args: map[string]any{"command": "mkdir -p " + dir, "timeout_s": 30}}
-		post := g.r.IntN(2) == 0
-		if post {
-			st.Postcondition = &Postcondition{Path: dir}
-		}
-		s.Plan, s.Fault.AfterEffect = g.faulted(st)
-		s.Notes = fmt.Sprintf("run_command creates directory %s (postcondition declared: %v, but a directory is not a file the probe can prove); fault after the effect", dir, post)
+		return g.cmdMkdirAfter()
 	case KindMCPIssueAfter, KindMCPIssueBefore:
-		title := g.pick(topics)
-		plan, id := g.faulted(g.issueStep(title))
-		s.Plan = plan
-		if kind == KindMCPIssueAfter {
-			s.Fault.AfterEffect = id
-			s.Notes = fmt.Sprintf("create_issue %q on the test MCP server; fault after the issue was created", title)
-		} else {
-			s.Fault.BeforeEffect = id
-			s.Notes = fmt.Sprintf("create_issue %q on the test MCP server; fault before the call was sent", title)
-		}
+		return g.mcpIssue(kind == KindMCPIssueAfter)
 	case KindFSWriteAfter, KindFSWriteBefore:
-		name := g.fileName("md")
-		plan, id := g.faulted(g.fsWriteStep(name, "# "+g.text()+"\n"))
-		s.Plan = plan
-		if kind == KindFSWriteAfter {
-			s.Fault.AfterEffect = id
-			s.Notes = fmt.Sprintf("filesystem-server write_file %s; fault after the file was written", name)
-		} else {
-			s.Fault.BeforeEffect = id
-			s.Notes = fmt.Sprintf("filesystem-server write_file %s; fault before the call was sent", name)
-		}
+		return g.fsWrite(kind == KindFSWriteAfter)
 	case KindDelegateUnsettled, KindDelegateSettled:
-		// The parent's delegate step and the child's faulted step share
-		// the operation id op-<m+1>: the injector serves both runs, and in
-		// the parent that id is the delegation itself, which never goes
-		// through a tool execution, so only the child's step faults.
-		m := g.r.IntN(2)
-		var steps []Step
-		child := Plan{}
-		for i := 0; i < m; i++ {
-			steps = append(steps, Step{Tool: "run_command", Args: map[string]any{"command": "echo parent step", "timeout_s": 30}})
-			child.Steps = append(child.Steps, Step{Tool: "run_command", Args: map[string]any{"command": "echo child step", "timeout_s": 30}})
-		}
-		name := g.fileName("txt")
-		child.Steps = append(child.Steps, g.writeStep(name, g.text(), g.r.IntN(2) == 0))
-		id := fmt.Sprintf("op-%d", m+1)
-		before := g.r.IntN(3) == 0
-		when := "after"
-		if before {
-			s.Fault.BeforeEffect, when = id, "before"
-		} else {
-			s.Fault.AfterEffect = id
-		}
-		steps = append(steps, Step{Tool: "delegate", Plan: &child})
-		s.Plan = Plan{Steps: steps}
-		s.Notes = fmt.Sprintf("delegate %s starts a child run whose %s (writes %s) faults %s its effect; the child run started, so the delegation occurred", id, id, name, when)
-		if kind == KindDelegateSettled {
-			s.ReconcileChild = true
-			s.Notes += "; an operator then reconciled the child's operation from its recorded truth, so the child run is fully settled"
-		} else {
-			s.Notes += "; the child's operation stays unsettled"
-		}
+		return g.delegate(kind == KindDelegateSettled)
 	case KindMultiReissue:
-		// Two uncertain operations (one faulted after its effect, one
-		// before), each re-issued as a new operation that completes: the
-		// originals stay on the wall. Sometimes a clean step sits between.
-		mk := func() Step {
-			var st Step
-			switch g.r.IntN(3) {
-			case 0:
-				st = g.writeStep(g.fileName("txt"), g.text(), g.r.IntN(2) == 0)
-			case 1:
-				st = g.issueStep(g.pick(topics))
-			default:
-				st = g.fsWriteStep(g.fileName("md"), g.text()+"\n")
-			}
-			st.OnUncertain = "reissue"
-			return st
-		}
-		steps := g.setup(1)
-		steps = append(steps, mk())
-		first := fmt.Sprintf("op-%d", len(steps))
-		if g.r.IntN(2) == 0 {
-			steps = append(steps, Step{Tool: "run_command", Args: map[string]any{"command": "echo between", "timeout_s": 30}})
-		}
-		steps = append(steps, mk())
-		second := fmt.Sprintf("op-%d", len(steps))
-		if g.r.IntN(2) == 0 {
-			s.Fault = Fault{AfterEffect: first, BeforeEffect: second}
-		} else {
-			s.Fault = Fault{AfterEffect: second, BeforeEffect: first}
-		}
-		s.Plan = Plan{Steps: steps}
-		s.Notes = fmt.Sprintf("on_uncertain=reissue on every step; fault after the effect of %s and before the effect of %s; both re-issues complete", s.Fault.AfterEffect, s.Fault.BeforeEffect)
+		return g.multiReissue()
 	case KindClaimsSuccess:
-		// The agent's text says it is all done; the fault fired before the
-		// effect, so nothing happened.
-		var target Step
-		claim := "DONE: issue filed and verified, nothing left to do"
-		if g.r.IntN(2) == 0 {
-			target = g.issueStep(claim + " — " + g.pick(topics))
-		} else {
-			name := g.fileName("txt")
-			target = Step{Tool: "run_command", Args: map[string]any{"command": "printf 'done, issue filed\\n' > " + name, "timeout_s": 30,
-				"summary": "done, issue filed — the file is written and verified"}}
-		}
-		plan, id := g.faulted(target)
-		s.Plan, s.Fault.BeforeEffect = plan, id
-		s.Notes = fmt.Sprintf("the agent's own text in the args of %s claims it is done; the fault fired before the effect, so nothing happened", id)
+		return g.claimsSuccess()
 	case KindClaimsNothing:
-		// The agent's text says nothing was done; the effect landed.
-		var target Step
-		if g.r.IntN(2) == 0 {
-			target = g.issueStep("DRAFT ONLY, NOT FILED: " + g.pick(topics))
-		} else {
-			name := g.fileName("txt")
-			target = Step{Tool: "run_command", Args: map[string]any{"command": "printf 'dry run\\n' > " + name, "timeout_s": 30,
-				"summary": "dry run: no changes were made, this step failed and can be retried"}}
-		}
-		plan, id := g.faulted(target)
-		s.Plan, s.Fault.AfterEffect = plan, id
-		s.Notes = fmt.Sprintf("the agent's own text in the args of %s claims nothing was done; the fault fired after the effect, so it landed", id)
+		return g.claimsNothing()
 	case KindCmdCrashWindow, KindCmdPartialWrite:
-		name, text := g.fileName("txt"), g.text()
-		marker := "underway-" + g.fileName("mark")
-		write := "printf '%s\\n' " + shellQuote(text) + " > " + name
-		after := kind == KindCmdPartialWrite || g.r.IntN(2) == 0
-		// The sleep outlasts the drill, which kills the command within
-		// milliseconds; the timeout stays short because a probe proves a
-		// missing effect only once the command's timeout has passed. The
-		// marker makes the command's processes findable by their command
-		// line without writing anything into the workspace.
-		cmd := ": " + marker + " && sleep 100 && " + write
-		if after {
-			cmd = write + " && : " + marker + " && sleep 100"
-		}
-		effect, second := name, ""
-		if kind == KindCmdPartialWrite {
-			// The first file lands, the command is lost before the second:
-			// a partial write is an effect that occurred.
-			second = g.fileName("txt")
-			cmd += " && printf '%s\\n' " + shellQuote(g.text()) + " > " + second
-		}
-		st := Step{Tool: "run_command", Args: map[string]any{"command": cmd, "timeout_s": 120}}
-		post := g.r.IntN(2) == 0
-		if post && second == "" {
-			st.Postcondition = &Postcondition{Path: name, SHA256: sha(text + "\n")}
-		}
-		steps := append(g.setup(2), st)
-		id := fmt.Sprintf("op-%d", len(steps))
-		s.Plan = Plan{Steps: steps}
-		s.Lose = &Lose{OperationID: id, Marker: marker, Effect: effect, AfterEffect: after}
-		when := "before"
-		if after {
-			when = "after"
-		}
-		if second != "" {
-			s.Notes = fmt.Sprintf("run_command of %s writes %s, then %s; the run's workflow and worker are lost between the two (terminated and stopped mid-command): a partial write, crash_window", id, name, second)
-		} else {
-			s.Notes = fmt.Sprintf("run_command of %s writes %s; the run's workflow and worker are lost %s the effect (terminated and stopped mid-command), so no terminal event is ever recorded: crash_window (postcondition declared: %v)", id, name, when, post)
-		}
+		return g.cmdLost(kind == KindCmdPartialWrite)
 	case KindCmdMkdirBefore:
-		dir := "out/" + strings.TrimSuffix(g.fileName("d"), ".d")
-		plan, id := g.faulted(Step{Tool: "run_command", Args: map[string]any{"command": "mkdir -p " + dir, "timeout_s": 30}})
-		s.Plan, s.Fault.BeforeEffect = plan, id
-		s.Notes = fmt.Sprintf("run_command creates directory %s; fault before the effect", dir)
+		return g.cmdMkdirBefore()
 	case KindCmdRemoveAfter, KindCmdAppendBefore:
-		name := g.fileName("txt")
-		steps := append(g.setup(1), g.writeStep(name, g.text(), false))
-		cmd := "rm " + name
-		if kind == KindCmdAppendBefore {
-			cmd = "printf '%s\\n' " + shellQuote(g.text()) + " >> " + name
-		}
-		steps = append(steps, Step{Tool: "run_command", Args: map[string]any{"command": cmd, "timeout_s": 30}})
-		id := fmt.Sprintf("op-%d", len(steps))
-		steps = append(steps, g.tail()...)
-		s.Plan = Plan{Steps: steps}
-		if kind == KindCmdRemoveAfter {
-			s.Fault.AfterEffect = id
-			s.Notes = fmt.Sprintf("an earlier step writes %s; run_command %s removes it (nothing declared); fault after the effect", name, id)
-		} else {
-			s.Fault.BeforeEffect = id
-			s.Notes = fmt.Sprintf("an earlier step writes %s; run_command %s appends to it (nothing declared); fault before the effect", name, id)
-		}
+		return g.cmdOnEarlierFile(kind == KindCmdRemoveAfter)
 	case KindReissueNewFile:
-		// Every execution writes a file named by the clock, so the
-		// re-issue writes a different file than the original did.
-		prefix := strings.TrimSuffix(g.fileName("x"), ".x")
-		st := Step{Tool: "run_command", Args: map[string]any{"command": "printf '%s\\n' " + shellQuote(g.text()) + " > " + prefix + "-$(date +%s%N).txt", "timeout_s": 30},
-			OnUncertain: "reissue"}
-		plan, id := g.faulted(st)
-		s.Plan = plan
-		when := "after"
-		if g.r.IntN(2) == 0 {
-			s.Fault.AfterEffect = id
-		} else {
-			s.Fault.BeforeEffect, when = id, "before"
-		}
-		s.Notes = fmt.Sprintf("on_uncertain=reissue; every execution of %s writes a new %s-<clock>.txt; fault %s the effect of the original, and the re-issue completes", id, prefix, when)
+		return g.reissueNewFile()
 	case KindMemoryAfter, KindMemoryBefore:
-		entity := fmt.Sprintf("%s-%04d", g.pick(nouns), g.r.IntN(10000))
-		var target Step
-		var what string
-		setup := []Step{{Tool: "mcp__create_entities", Args: map[string]any{"entities": []any{
-			map[string]any{"name": entity + "-base", "entityType": "service", "observations": []any{g.text()}}}}}}
-		switch g.r.IntN(3) {
-		case 0:
-			target = Step{Tool: "mcp__create_entities", Args: map[string]any{"entities": []any{
-				map[string]any{"name": entity, "entityType": "incident", "observations": []any{g.text()}}}}}
-			what = "create_entities " + entity
-		case 1:
-			target = Step{Tool: "mcp__add_observations", Args: map[string]any{"observations": []any{
-				map[string]any{"entityName": entity + "-base", "contents": []any{g.text()}}}}}
-			what = "add_observations to " + entity + "-base"
-		default:
-			setup = append(setup, Step{Tool: "mcp__create_entities", Args: map[string]any{"entities": []any{
-				map[string]any{"name": entity, "entityType": "incident", "observations": []any{}}}}})
-			target = Step{Tool: "mcp__create_relations", Args: map[string]any{"relations": []any{
-				map[string]any{"from": entity, "to": entity + "-base", "relationType": "affects"}}}}
-			what = "create_relations " + entity + " affects " + entity + "-base"
-		}
-		steps := append(setup, target)
-		id := fmt.Sprintf("op-%d", len(steps))
-		s.Plan = Plan{Steps: steps}
-		if kind == KindMemoryAfter {
-			s.Fault.AfterEffect = id
-			s.Notes = fmt.Sprintf("server-memory %s (%s); fault after the effect", what, id)
-		} else {
-			s.Fault.BeforeEffect = id
-			s.Notes = fmt.Sprintf("server-memory %s (%s); fault before the call was sent", what, id)
-		}
+		return g.memory(kind == KindMemoryAfter)
 	default:
 		panic("drill: unknown kind " + kind)
 	}
+}
+
+// faultAt faults operation id after its effect when after is true, else
+// before it, and says which ("after" or "before") for the notes.
+func (s *Scenario) faultAt(id string, after bool) string {
+	if after {
+		s.Fault.AfterEffect = id
+		return "after"
+	}
+	s.Fault.BeforeEffect = id
+	return "before"
+}
+
+// cmdWrite: run_command writes a file, faulted after or before the
+// effect, with or without the file declared.
+func (g gen) cmdWrite(kind string) Scenario {
+	var s Scenario
+	post := kind == KindCmdWriteAfterPost || kind == KindCmdWriteBeforePost
+	name := g.fileName("txt")
+	plan, id := g.faulted(g.writeStep(name, g.text(), post))
+	s.Plan = plan
+	when := s.faultAt(id, !strings.Contains(kind, "before"))
+	s.Notes = fmt.Sprintf("run_command writes %s; fault %s the effect of %s", name, when, id)
+	if post {
+		s.Notes += "; the step declares the file's path and sha256, so the workspace probe can check it"
+	} else {
+		s.Notes += "; nothing declared, so nothing on the wall can prove either way"
+	}
 	return s
+}
+
+// cmdAppendAfter: run_command appends a line to a log, faulted after.
+func (g gen) cmdAppendAfter() Scenario {
+	var s Scenario
+	name := g.fileName("log")
+	line := g.text()
+	st := Step{Tool: "run_command", Args: map[string]any{"command": "printf '%s\\n' " + shellQuote(line) + " >> " + name, "timeout_s": 30}}
+	post := g.r.IntN(2) == 0
+	if post {
+		st.Postcondition = &Postcondition{Path: name, SHA256: sha(line + "\n")}
+	}
+	s.Plan, s.Fault.AfterEffect = g.faulted(st)
+	s.Notes = fmt.Sprintf("run_command appends a line to %s (postcondition declared: %v); fault after the effect", name, post)
+	return s
+}
+
+// cmdMkdirAfter: run_command creates a directory, faulted after.
+func (g gen) cmdMkdirAfter() Scenario {
+	var s Scenario
+	dir := "out/" + strings.TrimSuffix(g.fileName("d"), ".d")
+	st := Step{Tool: "run_command", Args: map[string]any{"command": "mkdir -p " + dir, "timeout_s": 30}}
+	post := g.r.IntN(2) == 0
+	if post {
+		st.Postcondition = &Postcondition{Path: dir}
+	}
+	s.Plan, s.Fault.AfterEffect = g.faulted(st)
+	s.Notes = fmt.Sprintf("run_command creates directory %s (postcondition declared: %v, but a directory is not a file the probe can prove); fault after the effect", dir, post)
+	return s
+}
+
+// mcpIssue: create_issue on the test MCP server, faulted after the issue
+// was created or before the call was sent.
+func (g gen) mcpIssue(after bool) Scenario {
+	var s Scenario
+	title := g.pick(topics)
+	plan, id := g.faulted(g.issueStep(title))
+	s.Plan = plan
+	s.faultAt(id, after)
+	s.Notes = fmt.Sprintf("create_issue %q on the test MCP server; fault %s", title, faultWhen(after, "the issue was created"))
+	return s
+}
+
+// fsWrite: the filesystem server's write_file, faulted after the file was
+// written or before the call was sent.
+func (g gen) fsWrite(after bool) Scenario {
+	var s Scenario
+	name := g.fileName("md")
+	plan, id := g.faulted(g.fsWriteStep(name, "# "+g.text()+"\n"))
+	s.Plan = plan
+	s.faultAt(id, after)
+	s.Notes = fmt.Sprintf("filesystem-server write_file %s; fault %s", name, faultWhen(after, "the file was written"))
+	return s
+}
+
+// faultWhen says when an MCP call's fault fires: after done, or before the
+// call was sent.
+func faultWhen(after bool, done string) string {
+	if after {
+		return "after " + done
+	}
+	return "before the call was sent"
+}
+
+// delegate: a parent run delegates to a child run whose write faults; the
+// child's operation stays unsettled, or an operator reconciles it.
+func (g gen) delegate(settled bool) Scenario {
+	var s Scenario
+	// The parent's delegate step and the child's faulted step share
+	// the operation id op-<m+1>: the injector serves both runs, and in
+	// the parent that id is the delegation itself, which never goes
+	// through a tool execution, so only the child's step faults.
+	m := g.r.IntN(2)
+	var steps []Step
+	child := Plan{}
+	for i := 0; i < m; i++ {
+		steps = append(steps, Step{Tool: "run_command", Args: map[string]any{"command": "echo parent step", "timeout_s": 30}})
+		child.Steps = append(child.Steps, Step{Tool: "run_command", Args: map[string]any{"command": "echo child step", "timeout_s": 30}})
+	}
+	name := g.fileName("txt")
+	child.Steps = append(child.Steps, g.writeStep(name, g.text(), g.r.IntN(2) == 0))
+	id := fmt.Sprintf("op-%d", m+1)
+	when := s.faultAt(id, g.r.IntN(3) != 0)
+	steps = append(steps, Step{Tool: "delegate", Plan: &child})
+	s.Plan = Plan{Steps: steps}
+	s.Notes = fmt.Sprintf("delegate %s starts a child run whose %s (writes %s) faults %s its effect; the child run started, so the delegation occurred", id, id, name, when)
+	if settled {
+		s.ReconcileChild = true
+		s.Notes += "; an operator then reconciled the child's operation from its recorded truth, so the child run is fully settled"
+	} else {
+		s.Notes += "; the child's operation stays unsettled"
+	}
+	return s
+}
+
+// multiReissue: two uncertain operations (one faulted after its effect,
+// one before), each re-issued as a new operation that completes: the
+// originals stay on the wall. Sometimes a clean step sits between.
+func (g gen) multiReissue() Scenario {
+	var s Scenario
+	steps := g.setup(1)
+	steps = append(steps, g.reissuedStep())
+	first := fmt.Sprintf("op-%d", len(steps))
+	if g.r.IntN(2) == 0 {
+		steps = append(steps, Step{Tool: "run_command", Args: map[string]any{"command": "echo between", "timeout_s": 30}})
+	}
+	steps = append(steps, g.reissuedStep())
+	second := fmt.Sprintf("op-%d", len(steps))
+	if g.r.IntN(2) == 0 {
+		s.Fault = Fault{AfterEffect: first, BeforeEffect: second}
+	} else {
+		s.Fault = Fault{AfterEffect: second, BeforeEffect: first}
+	}
+	s.Plan = Plan{Steps: steps}
+	s.Notes = fmt.Sprintf("on_uncertain=reissue on every step; fault after the effect of %s and before the effect of %s; both re-issues complete", s.Fault.AfterEffect, s.Fault.BeforeEffect)
+	return s
+}
+
+// reissuedStep is a file write, an issue or a filesystem-server write,
+// re-issued when its effect is uncertain.
+func (g gen) reissuedStep() Step {
+	var st Step
+	switch g.r.IntN(3) {
+	case 0:
+		st = g.writeStep(g.fileName("txt"), g.text(), g.r.IntN(2) == 0)
+	case 1:
+		st = g.issueStep(g.pick(topics))
+	default:
+		st = g.fsWriteStep(g.fileName("md"), g.text()+"\n")
+	}
+	st.OnUncertain = "reissue"
+	return st
+}
+
+// claimsSuccess: the agent's text says it is all done; the fault fired
+// before the effect, so nothing happened.
+func (g gen) claimsSuccess() Scenario {
+	var s Scenario
+	var target Step
+	claim := "DONE: issue filed and verified, nothing left to do"
+	if g.r.IntN(2) == 0 {
+		target = g.issueStep(claim + " — " + g.pick(topics))
+	} else {
+		name := g.fileName("txt")
+		target = Step{Tool: "run_command", Args: map[string]any{"command": "printf 'done, issue filed\\n' > " + name, "timeout_s": 30,
+			"summary": "done, issue filed — the file is written and verified"}}
+	}
+	plan, id := g.faulted(target)
+	s.Plan, s.Fault.BeforeEffect = plan, id
+	s.Notes = fmt.Sprintf("the agent's own text in the args of %s claims it is done; the fault fired before the effect, so nothing happened", id)
+	return s
+}
+
+// claimsNothing: the agent's text says nothing was done; the effect
+// landed.
+func (g gen) claimsNothing() Scenario {
+	var s Scenario
+	var target Step
+	if g.r.IntN(2) == 0 {
+		target = g.issueStep("DRAFT ONLY, NOT FILED: " + g.pick(topics))
+	} else {
+		name := g.fileName("txt")
+		target = Step{Tool: "run_command", Args: map[string]any{"command": "printf 'dry run\\n' > " + name, "timeout_s": 30,
+			"summary": "dry run: no changes were made, this step failed and can be retried"}}
+	}
+	plan, id := g.faulted(target)
+	s.Plan, s.Fault.AfterEffect = plan, id
+	s.Notes = fmt.Sprintf("the agent's own text in the args of %s claims nothing was done; the fault fired after the effect, so it landed", id)
+	return s
+}
+
+// cmdLost: the run's workflow and worker are lost while run_command runs,
+// before or after its write (crash window), or between its two writes
+// (partial write).
+func (g gen) cmdLost(partial bool) Scenario {
+	var s Scenario
+	name, text := g.fileName("txt"), g.text()
+	marker := "underway-" + g.fileName("mark")
+	write := "printf '%s\\n' " + shellQuote(text) + " > " + name
+	after := partial || g.r.IntN(2) == 0
+	// The sleep outlasts the drill, which kills the command within
+	// milliseconds; the timeout stays short because a probe proves a
+	// missing effect only once the command's timeout has passed. The
+	// marker makes the command's processes findable by their command
+	// line without writing anything into the workspace.
+	cmd := ": " + marker + " && sleep 100 && " + write
+	if after {
+		cmd = write + " && : " + marker + " && sleep 100"
+	}
+	effect, second := name, ""
+	if partial {
+		// The first file lands, the command is lost before the second:
+		// a partial write is an effect that occurred.
+		second = g.fileName("txt")
+		cmd += " && printf '%s\\n' " + shellQuote(g.text()) + " > " + second
+	}
+	st := Step{Tool: "run_command", Args: map[string]any{"command": cmd, "timeout_s": 120}}
+	post := g.r.IntN(2) == 0
+	if post && second == "" {
+		st.Postcondition = &Postcondition{Path: name, SHA256: sha(text + "\n")}
+	}
+	steps := append(g.setup(2), st)
+	id := fmt.Sprintf("op-%d", len(steps))
+	s.Plan = Plan{Steps: steps}
+	s.Lose = &Lose{OperationID: id, Marker: marker, Effect: effect, AfterEffect: after}
+	when := "before"
+	if after {
+		when = "after"
+	}
+	if second != "" {
+		s.Notes = fmt.Sprintf("run_command of %s writes %s, then %s; the run's workflow and worker are lost between the two (terminated and stopped mid-command): a partial write, crash_window", id, name, second)
+	} else {
+		s.Notes = fmt.Sprintf("run_command of %s writes %s; the run's workflow and worker are lost %s the effect (terminated and stopped mid-command), so no terminal event is ever recorded: crash_window (postcondition declared: %v)", id, name, when, post)
+	}
+	return s
+}
+
+// cmdMkdirBefore: run_command creates a directory, faulted before.
+func (g gen) cmdMkdirBefore() Scenario {
+	var s Scenario
+	dir := "out/" + strings.TrimSuffix(g.fileName("d"), ".d")
+	plan, id := g.faulted(Step{Tool: "run_command", Args: map[string]any{"command": "mkdir -p " + dir, "timeout_s": 30}})
+	s.Plan, s.Fault.BeforeEffect = plan, id
+	s.Notes = fmt.Sprintf("run_command creates directory %s; fault before the effect", dir)
+	return s
+}
+
+// cmdOnEarlierFile: an earlier step writes a file; a bare run_command
+// removes it (faulted after) or appends to it (faulted before).
+func (g gen) cmdOnEarlierFile(remove bool) Scenario {
+	var s Scenario
+	name := g.fileName("txt")
+	steps := append(g.setup(1), g.writeStep(name, g.text(), false))
+	cmd := "rm " + name
+	if !remove {
+		cmd = "printf '%s\\n' " + shellQuote(g.text()) + " >> " + name
+	}
+	steps = append(steps, Step{Tool: "run_command", Args: map[string]any{"command": cmd, "timeout_s": 30}})
+	id := fmt.Sprintf("op-%d", len(steps))
+	steps = append(steps, g.tail()...)
+	s.Plan = Plan{Steps: steps}
+	s.faultAt(id, remove)
+	if remove {
+		s.Notes = fmt.Sprintf("an earlier step writes %s; run_command %s removes it (nothing declared); fault after the effect", name, id)
+	} else {
+		s.Notes = fmt.Sprintf("an earlier step writes %s; run_command %s appends to it (nothing declared); fault before the effect", name, id)
+	}
+	return s
+}
+
+// reissueNewFile: every execution writes a file named by the clock, so the
+// re-issue writes a different file than the original did.
+func (g gen) reissueNewFile() Scenario {
+	var s Scenario
+	prefix := strings.TrimSuffix(g.fileName("x"), ".x")
+	st := Step{Tool: "run_command", Args: map[string]any{"command": "printf '%s\\n' " + shellQuote(g.text()) + " > " + prefix + "-$(date +%s%N).txt", "timeout_s": 30},
+		OnUncertain: "reissue"}
+	plan, id := g.faulted(st)
+	s.Plan = plan
+	when := s.faultAt(id, g.r.IntN(2) == 0)
+	s.Notes = fmt.Sprintf("on_uncertain=reissue; every execution of %s writes a new %s-<clock>.txt; fault %s the effect of the original, and the re-issue completes", id, prefix, when)
+	return s
+}
+
+// memory: a server-memory call (create_entities, add_observations or
+// create_relations) after a setup that creates what it refers to, faulted
+// after the effect or before the call was sent.
+func (g gen) memory(after bool) Scenario {
+	var s Scenario
+	entity := fmt.Sprintf("%s-%04d", g.pick(nouns), g.r.IntN(10000))
+	setup, target, what := g.memoryCall(entity)
+	steps := append(setup, target)
+	id := fmt.Sprintf("op-%d", len(steps))
+	s.Plan = Plan{Steps: steps}
+	s.faultAt(id, after)
+	if after {
+		s.Notes = fmt.Sprintf("server-memory %s (%s); fault after the effect", what, id)
+	} else {
+		s.Notes = fmt.Sprintf("server-memory %s (%s); fault before the call was sent", what, id)
+	}
+	return s
+}
+
+// memoryCall is the setup, the faulted call and its description of a
+// memory scenario about entity.
+func (g gen) memoryCall(entity string) (setup []Step, target Step, what string) {
+	setup = []Step{{Tool: "mcp__create_entities", Args: map[string]any{"entities": []any{
+		map[string]any{"name": entity + "-base", "entityType": "service", "observations": []any{g.text()}}}}}}
+	switch g.r.IntN(3) {
+	case 0:
+		target = Step{Tool: "mcp__create_entities", Args: map[string]any{"entities": []any{
+			map[string]any{"name": entity, "entityType": "incident", "observations": []any{g.text()}}}}}
+		what = "create_entities " + entity
+	case 1:
+		target = Step{Tool: "mcp__add_observations", Args: map[string]any{"observations": []any{
+			map[string]any{"entityName": entity + "-base", "contents": []any{g.text()}}}}}
+		what = "add_observations to " + entity + "-base"
+	default:
+		setup = append(setup, Step{Tool: "mcp__create_entities", Args: map[string]any{"entities": []any{
+			map[string]any{"name": entity, "entityType": "incident", "observations": []any{}}}}})
+		target = Step{Tool: "mcp__create_relations", Args: map[string]any{"relations": []any{
+			map[string]any{"from": entity, "to": entity + "-base", "relationType": "affects"}}}}
+		what = "create_relations " + entity + " affects " + entity + "-base"
+	}
+	return setup, target, what
 }

@@ -163,6 +163,11 @@ func cmdStep(command string, extra ...any) map[string]any {
 	return s
 }
 
+// TestHostileCallers attacks a stack as hostile callers would: forged
+// settlements of a kernel run's uncertain operation, pre-claimed and
+// squatted run ids, postconditions outside the workspace, an operation
+// dated before the listing's window and a forged workspace. None is
+// written, settles anything, or makes a probe read past a symlink.
 func TestHostileCallers(t *testing.T) {
 	t.Parallel()
 	h := startHostile(t)
@@ -181,24 +186,40 @@ func TestHostileCallers(t *testing.T) {
 		cmdStep(fmt.Sprintf("ln -s %s proof.txt && ln -s %s secrets", secret, secretDir)),
 		cmdStep("echo ran >> effects.txt; exit 3", "postcondition", map[string]any{"path": "proof.txt"}),
 	}})
-	unresolved := func() []string {
-		t.Helper()
-		_, out := h.call("GET", "/v1/agent/operations?project=acme", annTok, nil)
-		var ids []string
-		items, _ := out["operations"].([]any)
-		for _, it := range items {
-			m := it.(map[string]any)
-			ids = append(ids, fmt.Sprintf("%s/%s:%s", m["run_id"], m["operation_id"], m["state"]))
-		}
-		return ids
-	}
-	if got := strings.Join(unresolved(), " "); got != "run-42/op-2:failed_uncertain" {
+	if got := strings.Join(h.unresolved(), " "); got != "run-42/op-2:failed_uncertain" {
 		t.Fatalf("before the attacks: unresolved %q", got)
 	}
-	settle := map[string]any{"operation_id": "op-2", "error_type": "validation", "error": "rejected", "effect": "none"}
+	h.forgeSettlements()
+	if got := strings.Join(h.unresolved(), " "); got != "run-42/op-2:failed_uncertain" {
+		t.Fatalf("after the forgeries: unresolved %q, want op-2 still uncertain", got)
+	}
+	h.refuseRunStarts()
+	h.refuseBeforeWindow()
+	h.forgeWorkspace()
+	h.checkProbes(hex.EncodeToString(secretSum[:]))
+}
 
-	// 1. Reserved sources: the kernel's own ids, a forged operator verdict,
-	//    a forged supervisor verdict.
+// unresolved lists project acme's unresolved operations as
+// <run>/<operation>:<state>.
+func (h *hostile) unresolved() []string {
+	h.t.Helper()
+	_, out := h.call("GET", "/v1/agent/operations?project=acme", annTok, nil)
+	var ids []string
+	items, _ := out["operations"].([]any)
+	for _, it := range items {
+		m := it.(map[string]any)
+		ids = append(ids, fmt.Sprintf("%s/%s:%s", m["run_id"], m["operation_id"], m["state"]))
+	}
+	return ids
+}
+
+// forgeSettlements tries to settle run-42's op-2 as "rejected, safe to
+// re-issue" every way a caller could forge it; each is refused.
+func (h *hostile) forgeSettlements() {
+	h.t.Helper()
+	settle := map[string]any{"operation_id": "op-2", "error_type": "validation", "error": "rejected", "effect": "none"}
+	// Reserved sources: the kernel's own ids, a forged operator verdict,
+	// a forged supervisor verdict.
 	h.refused("kernel source, the kernel's own tool.failed id", botTok,
 		event("kernel", "acme/run-42/op-2/failed", "acme", "run-42", kernel.TypeToolFailed, "agent", settle),
 		"source_id", "can never be granted")
@@ -206,11 +227,11 @@ func TestHostileCallers(t *testing.T) {
 		event("supervisor", "x-1", "acme", "run-42", kernel.TypeToolFailed, "agent", settle), "source_id", "can never be granted")
 	h.refused("operator source", annTok,
 		event("operator:ann", "x-2", "acme", "run-42", kernel.TypeToolFailed, "agent", settle), "source_id", "can never be granted")
-	// 2. Another agent's source.
+	// Another agent's source.
 	h.refused("another agent's source", botTok,
 		event("bot2", "x-3", "acme", "other-run", kernel.TypeToolStarted, "agent", map[string]any{"operation_id": "op-1", "tool": "x"}),
 		"source_id", `token "bot" may write only its own name`)
-	// 3. Reserved types, from an agent and from an operator token.
+	// Reserved types, from an agent and from an operator token.
 	rec := event("bot", "x-4", "acme", "other-run", kernel.TypeOperationReconciled, "agent",
 		map[string]any{"operation_id": "op-2", "effect": "none", "note": "forged", "basis": "operator"})
 	rec["parent_event_id"] = map[string]any{"source_id": "kernel", "event_id": "acme/run-42/op-2/started"}
@@ -221,24 +242,27 @@ func TestHostileCallers(t *testing.T) {
 		map[string]any{"kind": "reconciliation", "needs_attention": false, "causes": []string{}, "remedies": []string{}, "lesson": "forged",
 			"operation_ids": []string{"op-2"}, "supervisor": "builtin", "model": "-", "prompt_version": "v", "wall_digest": "x"}),
 		"type", "run.* and tool.*")
-	// 4. Actor spoofing.
+	// Actor spoofing.
 	for _, actor := range []string{"operator:alice", "supervisor", "kernel"} {
 		h.refused("actor "+actor, botTok, event("bot", "x-6", "acme", "other-run", kernel.TypeToolFailed, actor, settle),
 			"actor", `must be "agent"`)
 	}
-	// 5. Writing into a kernel run under one's own source (the same
-	//    "rejected, safe to re-issue" forgery), and into its child runs.
+	// Writing into a kernel run under one's own source (the same
+	// "rejected, safe to re-issue" forgery), and into its child runs.
 	h.refused("own source into a kernel run", botTok,
 		event("bot", "run-42/op-2/failed", "acme", "run-42", kernel.TypeToolFailed, "agent", settle), "run_id", "is a kernel run")
 	h.refused("own source into a kernel run's child", botTok,
 		event("bot", "run-42.op-3/run/started", "acme", "run-42.op-3", kernel.TypeRunStarted, "agent", map[string]any{}), "run_id", "is a kernel run")
-	if got := strings.Join(unresolved(), " "); got != "run-42/op-2:failed_uncertain" {
-		t.Fatalf("after the forgeries: unresolved %q, want op-2 still uncertain", got)
-	}
+}
 
-	// 6. Pre-claiming a run before it starts: the kernel's ids under the
-	//    kernel's source are refused; the caller's own events make the id
-	//    taken, and POST /v1/runs refuses it instead of running on top.
+// refuseRunStarts: run ids a caller pre-claimed or squats, and plans that
+// declare a postcondition outside the workspace, start no kernel run.
+func (h *hostile) refuseRunStarts() {
+	t := h.t
+	t.Helper()
+	// Pre-claiming a run before it starts: the kernel's ids under the
+	// kernel's source are refused; the caller's own events make the id
+	// taken, and POST /v1/runs refuses it instead of running on top.
 	h.refused("pre-claimed kernel id", botTok,
 		event("kernel", "acme/run-43/op-1/failed", "acme", "run-43", kernel.TypeToolFailed, "agent",
 			map[string]any{"operation_id": "op-1", "error_type": "validation", "error": "x", "effect": "none"}),
@@ -262,14 +286,14 @@ func TestHostileCallers(t *testing.T) {
 		t.Fatalf("%d outbox rows parked", n)
 	}
 
-	// 7. Child-id squatting: a client cannot take <run>.<op>.
+	// Child-id squatting: a client cannot take <run>.<op>.
 	code, out = h.call("POST", "/v1/runs", annTok, map[string]any{"project": "acme", "run_id": "run-45.op-1",
 		"plan": map[string]any{"steps": []any{cmdStep("true")}}})
 	if msg, _ := out["error"].(string); code != http.StatusBadRequest || !strings.Contains(msg, "reserves for child runs") {
 		t.Fatalf("child-id squatting: %d %v", code, out)
 	}
 	t.Logf("child-id squatting → %d %s", code, out["error"])
-	// 8. A postcondition outside the workspace.
+	// A postcondition outside the workspace.
 	for _, p := range []string{"/root/.bashrc", "../run-42/effects.txt"} {
 		code, out = h.call("POST", "/v1/runs", annTok, map[string]any{"project": "acme", "run_id": "run-46",
 			"plan": map[string]any{"steps": []any{cmdStep("true", "postcondition", map[string]any{"path": p})}}})
@@ -281,10 +305,14 @@ func TestHostileCallers(t *testing.T) {
 	if n := h.count("SELECT count(*) FROM kernel_runs"); n != runsBefore+1 { // run-43 only
 		t.Fatalf("kernel_runs %d, want %d", n, runsBefore+1)
 	}
+}
 
-	// 8b. An operation dated before the listing's window
-	//     (RECKON_OPERATIONS_WINDOW): stored, nobody would ever list,
-	//     triage or show it.
+// refuseBeforeWindow: an operation dated before the listing's window
+// (RECKON_OPERATIONS_WINDOW), which nobody would ever list, triage or
+// show, is not stored.
+func (h *hostile) refuseBeforeWindow() {
+	t := h.t
+	t.Helper()
 	hidden := event("bot", "hidden-1/op-1/started", "acme", "hidden-1", kernel.TypeToolStarted, "agent",
 		map[string]any{"operation_id": "op-1", "tool": "http_post", "args": map[string]any{}})
 	hidden["ts"] = time.Now().Add(-h.st.Cfg.OperationsWindow - time.Hour).UTC().Format(time.RFC3339Nano)
@@ -296,10 +324,13 @@ func TestHostileCallers(t *testing.T) {
 	if n := h.journalRows(); n != rowsBefore {
 		t.Errorf("a tool.started dated before the window: journal rows %d → %d", rowsBefore, n)
 	}
+}
 
-	// 9. A forged workspace: an agent's own run whose run.started names a
-	//    directory through the kernel run's symlink, and whose run_command
-	//    declares the secret as its postcondition.
+// forgeWorkspace writes an agent's own run, forged-1, whose run.started
+// names a directory through the kernel run's symlink, and whose
+// run_command declares the secret as its postcondition.
+func (h *hostile) forgeWorkspace() {
+	h.t.Helper()
 	ws := filepath.Join(h.st.Cfg.DataDir, "workspaces", "acme", "run-42")
 	if code, out := h.call("POST", "/v1/events", botTok, map[string]any{"events": []any{
 		event("bot", "forged-1/run/started", "acme", "forged-1", kernel.TypeRunStarted, "agent", map[string]any{"workspace": filepath.Join(ws, "secrets")}),
@@ -309,11 +340,16 @@ func TestHostileCallers(t *testing.T) {
 			map[string]any{"operation_id": "op-1", "error_type": "x", "error": "x", "effect": "uncertain"}),
 		event("bot", "forged-1/run/failed", "acme", "forged-1", kernel.TypeRunFailed, "agent", map[string]any{"error": "x"}),
 	}}); code != http.StatusOK {
-		t.Fatalf("forged run: %d %v", code, out)
+		h.t.Fatalf("forged run: %d %v", code, out)
 	}
-	// 10. The triage sweep's probes on both runs: the forged workspace is
-	//     never read, and the kernel run's symlinked postcondition is not
-	//     followed.
+}
+
+// checkProbes runs the triage sweep's probes on run-42 and forged-1: the
+// forged workspace is never read, and the kernel run's symlinked
+// postcondition is not followed (no provenance holds secretSum).
+func (h *hostile) checkProbes(secretSum string) {
+	t := h.t
+	t.Helper()
 	walls := h.walls()
 	var seen []string
 	for _, w := range walls {
@@ -324,7 +360,7 @@ func TestHostileCallers(t *testing.T) {
 				// command writing effects.txt (the workspace diff); nothing
 				// may read through the symlinks to the secret.
 				ownEffect := ev.Probe == probe.DiffName && w.RunID == "run-42" && strings.HasSuffix(ev.Detail, ": effects.txt")
-				if strings.Contains(string(ev.Provenance), hex.EncodeToString(secretSum[:])) || ev.Finding == pipeline.FindingOccurred && !ownEffect {
+				if strings.Contains(string(ev.Provenance), secretSum) || ev.Finding == pipeline.FindingOccurred && !ownEffect {
 					t.Errorf("%s/%s: probe %s read the secret: %s %s", w.RunID, op.OperationID, ev.Probe, ev.Detail, ev.Provenance)
 				}
 				t.Logf("probe on %s/%s: %s %s: %s", w.RunID, op.OperationID, ev.Probe, ev.Finding, ev.Detail)

@@ -87,7 +87,7 @@ func (c *Core) NewSweeper(ops triage.Operations, tune ...func(*triage.Config)) (
 	for _, f := range tune {
 		f(&sc)
 	}
-	return triage.New(c.Pool, ops, sc), nil
+	return triage.New(ops, sc), nil
 }
 
 // StartPipeline runs the pipeline role in the stack's lifetime over ops

@@ -117,6 +117,30 @@ func (s *soak) verifyIngest(ctx context.Context, sc *Scenario, g *loadgen) {
 	if ctx.Err() != nil {
 		return // interrupted: nothing to conclude
 	}
+	batches := ackedBatches(sc, g)
+	// The journal, read directly: every acknowledged key exactly once.
+	if err := s.ensureStack(ctx); err != nil {
+		sc.problem("restart the stack for the checks: %v", err)
+		return
+	}
+	journalLost, ok := s.checkJournal(ctx, sc, g, batches)
+	if !ok {
+		return
+	}
+	start := time.Now()
+	repeated, accepted, conflict := s.resend(ctx, sc, g, batches)
+	// accepted on a resend: the first answer acknowledged an event the
+	// journal did not keep.
+	sc.Lost += accepted
+	sc.SpuriousConflicts += conflict
+	sc.figure("resend", map[string]any{"repeated": repeated, "accepted": accepted, "conflict": conflict, "seconds": roundS(time.Since(start))})
+	s.progress("%s: journal checked (%d acknowledged keys missing); resend of %d events: %d repeated, %d accepted, %d conflict",
+		sc.Name, journalLost, repeated+accepted+conflict, repeated, accepted, conflict)
+}
+
+// ackedBatches takes the load's first answers into sc and returns the
+// batches it acknowledged.
+func ackedBatches(sc *Scenario, g *loadgen) []int {
 	g.mu.Lock()
 	acked := append([]bool(nil), g.acked...)
 	refusedErr := g.refused
@@ -145,31 +169,32 @@ func (s *soak) verifyIngest(ctx context.Context, sc *Scenario, g *loadgen) {
 	if unacked > 0 {
 		sc.problem("%d batch(es) never acknowledged although retried with the stack up", unacked)
 	}
+	return batches
+}
 
-	// The journal, read directly: every acknowledged key exactly once.
-	if err := s.ensureStack(ctx); err != nil {
-		sc.problem("restart the stack for the checks: %v", err)
-		return
-	}
+// checkJournal counts every event of batches missing from the journal as
+// lost and every extra copy as duplicated, and returns how many it lost;
+// ok is false when the journal could not be read.
+func (s *soak) checkJournal(ctx context.Context, sc *Scenario, g *loadgen, batches []int) (lost int64, ok bool) {
 	present := map[string]int{}
 	rows, err := s.pool.Query(ctx, `SELECT event_id FROM journal_events WHERE source_id = $1 AND project = $2`, g.source, g.project)
 	if err != nil {
 		sc.problem("read the journal: %v", err)
-		return
+		return 0, false
 	}
 	for rows.Next() {
 		var id string
 		if err := rows.Scan(&id); err != nil {
 			sc.problem("read the journal: %v", err)
 			rows.Close()
-			return
+			return 0, false
 		}
 		present[id]++
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
 		sc.problem("read the journal: %v", err)
-		return
+		return 0, false
 	}
 	var missing []string
 	lostBefore := sc.Lost
@@ -190,12 +215,13 @@ func (s *soak) verifyIngest(ctx context.Context, sc *Scenario, g *loadgen) {
 		sc.problem("acknowledged but not in the journal: %v …", missing)
 	}
 	sc.figure("journal_rows", len(present))
-	journalLost := sc.Lost - lostBefore
+	return sc.Lost - lostBefore, true
+}
 
-	// A resend of everything acknowledged: every event must be repeated.
-	start := time.Now()
+// resend sends every batch of batches again, from several senders, and
+// counts the answers: every event must be repeated.
+func (s *soak) resend(ctx context.Context, sc *Scenario, g *loadgen, batches []int) (repeated, accepted, conflict int64) {
 	var mu sync.Mutex
-	var repeated, accepted, conflict int64
 	work := make(chan int)
 	var wg sync.WaitGroup
 	var sendErr error
@@ -247,13 +273,7 @@ func (s *soak) verifyIngest(ctx context.Context, sc *Scenario, g *loadgen) {
 	if sendErr != nil {
 		sc.problem("%v", sendErr)
 	}
-	// accepted on a resend: the first answer acknowledged an event the
-	// journal did not keep.
-	sc.Lost += accepted
-	sc.SpuriousConflicts += conflict
-	sc.figure("resend", map[string]any{"repeated": repeated, "accepted": accepted, "conflict": conflict, "seconds": roundS(time.Since(start))})
-	s.progress("%s: journal checked (%d acknowledged keys missing); resend of %d events: %d repeated, %d accepted, %d conflict",
-		sc.Name, journalLost, repeated+accepted+conflict, repeated, accepted, conflict)
+	return repeated, accepted, conflict
 }
 
 // ensureStack starts dev again when it is not running (the checks talk to

@@ -420,11 +420,10 @@ func readDigests(ctx context.Context, q querier, keys []kernel.EventKey, into ma
 	return rows.Err()
 }
 
-// StoredEvent is an event as read back from the journal, with its position.
-type StoredEvent struct {
-	kernel.Event
-	Seq int64 `json:"-"`
-}
+// StoredEvent is an event as read back from the journal, with its
+// position: kernel.StoredEvent, the form in which the journal's readers
+// take events.
+type StoredEvent = kernel.StoredEvent
 
 func scanEvents(rows pgx.Rows) ([]StoredEvent, error) {
 	defer rows.Close()

@@ -205,7 +205,7 @@ func (s *Service) ReconcileAllTx(ctx context.Context, tx outbox.DBTX, reqs []Rec
 	var (
 		b         pgx.Batch
 		pending   []kernel.Event
-		journaled []journal.StoredEvent
+		journaled []kernel.StoredEvent
 	)
 	b.Queue(lockOperationsSQL, c.keys)
 	if err := outbox.QueuePending(&b, outbox.PendingFilter{Project: c.project, RunID: c.runID}, &pending); err != nil {
@@ -268,14 +268,14 @@ func checkAll(reqs []ReconcileParams) (reconcileAll, error) {
 // journaled and pending events (journaled may hold other operations'
 // events too, pending other events of the run), and returns the answers
 // and what to enqueue: also, then each new reconciliation.
-func (s *Service) decideAll(c reconcileAll, journaled []journal.StoredEvent, pending, also []kernel.Event) ([]Recorded, []kernel.Event, error) {
+func (s *Service) decideAll(c reconcileAll, journaled []kernel.StoredEvent, pending, also []kernel.Event) ([]Recorded, []kernel.Event, error) {
 	return s.decideGrouped(c, c.byOperation(journaled), pending, also)
 }
 
 // byOperation groups the events of c's operations among journaled by
 // operation, in journal order.
-func (c reconcileAll) byOperation(journaled []journal.StoredEvent) map[string][]journal.StoredEvent {
-	byOp := map[string][]journal.StoredEvent{}
+func (c reconcileAll) byOperation(journaled []kernel.StoredEvent) map[string][]kernel.StoredEvent {
+	byOp := map[string][]kernel.StoredEvent{}
 	for _, e := range journaled {
 		if op := e.OperationID(); c.seen[op] {
 			byOp[op] = append(byOp[op], e)
@@ -285,7 +285,7 @@ func (c reconcileAll) byOperation(journaled []journal.StoredEvent) map[string][]
 }
 
 // decideGrouped is decideAll on journaled events already grouped.
-func (s *Service) decideGrouped(c reconcileAll, byOpJournaled map[string][]journal.StoredEvent, pending, also []kernel.Event) ([]Recorded, []kernel.Event, error) {
+func (s *Service) decideGrouped(c reconcileAll, byOpJournaled map[string][]kernel.StoredEvent, pending, also []kernel.Event) ([]Recorded, []kernel.Event, error) {
 	byOpPending := map[string][]kernel.Event{}
 	for _, e := range pending {
 		if op := e.OperationID(); c.seen[op] {
@@ -312,7 +312,7 @@ func (s *Service) decideGrouped(c reconcileAll, byOpJournaled map[string][]journ
 // outbox (outbox.PendingFilter with the run and no types), the pending
 // ones read first (see outbox.Pending).
 type RunRead struct {
-	Journaled []journal.StoredEvent
+	Journaled []kernel.StoredEvent
 	Pending   []kernel.Event
 }
 
@@ -658,7 +658,7 @@ func verdictEvents(ctx context.Context, q outbox.DBTX, project, runID, operation
 // ones (in enqueue order), dropping a pending copy of a journaled key, in
 // event-time order: journaled before pending at the same instant, each
 // side keeping its own order.
-func mergePending(journaled []journal.StoredEvent, pending []kernel.Event) []kernel.Event {
+func mergePending(journaled []kernel.StoredEvent, pending []kernel.Event) []kernel.Event {
 	seen := make(map[kernel.EventKey]bool, len(journaled))
 	out := make([]kernel.Event, 0, len(journaled)+len(pending))
 	for _, e := range journaled {

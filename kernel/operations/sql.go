@@ -128,6 +128,34 @@ const lockOperationSQL = `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`
 // the order of the (sorted) array $1.
 const lockOperationsSQL = `SELECT count(pg_advisory_xact_lock(hashtextextended(k, 0))) FROM unnest($1::text[]) AS k`
 
+// tryTriageLockSQL takes a run's triage lock on the session (held across
+// the model call, released by unlockTriageSQL or with the run's last
+// wall). The two-key form keeps triage locks in a key space of their own:
+// classid is a constant (triageLockClass), objid hashes the run. Advisory
+// locks are database-wide, so the key includes the schema: two
+// installations in one database (or two tests) never block each other.
+const tryTriageLockSQL = `SELECT pg_try_advisory_lock($1::int4, hashtext(current_schema() || ':' || $2))`
+
+const unlockTriageSQL = `SELECT pg_advisory_unlock($1::int4, hashtext(current_schema() || ':' || $2))`
+
+// commitUnlockSQL commits a run's last wall and then releases the run's
+// triage lock, in one round trip: the statements of a simple query run in
+// order and an error (a failed commit) skips the rest, so the lock is
+// never released before the wall is committed. A lock connection's
+// session holds no other advisory lock (a run's lock at a time, released
+// before the connection goes back to the lock pool), so unlocking all is
+// unlocking the run. Its one result hides COMMIT's tag, which says
+// ROLLBACK only for a transaction already aborted by an error: lazyTx
+// commits only when every statement succeeded.
+const commitUnlockSQL = `COMMIT; ` + unlockAllSQL
+
+// unlockAllSQL releases a lock connection's session locks: the run's
+// triage lock, the only one it holds (see commitUnlockSQL).
+const unlockAllSQL = `SELECT pg_advisory_unlock_all()`
+
+// triageLockClass is the advisory-lock classid of triage locks ("rkn1").
+const triageLockClass = 0x726b6e31
+
 // readUnchangedSQL is QueueReconcileAll's guard, run once the operations'
 // locks are held: it raises RK004 (reckon_require, migration 00033) when
 // the journal holds an event of one of the operations $3 of run $1/$2

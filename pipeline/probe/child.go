@@ -6,16 +6,16 @@ import (
 	"time"
 
 	"github.com/seed-7bc021c3/reckon/kernel"
-	"github.com/seed-7bc021c3/reckon/kernel/journal"
 	"github.com/seed-7bc021c3/reckon/pipeline"
 )
 
 // ChildName names the delegation probe in evidence.
 const ChildName = "journal.child_run"
 
-// RunEvents reads a run's events in journal order (journal.Store does).
+// RunEvents is what the delegation probe reads of the journal: a run's
+// events in journal order (the kernel's journal store serves it).
 type RunEvents interface {
-	RunEvents(ctx context.Context, project, runID string) ([]journal.StoredEvent, error)
+	RunEvents(ctx context.Context, project, runID string) ([]kernel.StoredEvent, error)
 }
 
 // Child replays a delegated child run from the journal, as the kernel's

@@ -18,7 +18,6 @@ import (
 	"github.com/seed-7bc021c3/reckon/internal/mcpserver"
 	"github.com/seed-7bc021c3/reckon/internal/pgtest"
 	"github.com/seed-7bc021c3/reckon/kernel"
-	"github.com/seed-7bc021c3/reckon/kernel/journal"
 	"github.com/seed-7bc021c3/reckon/kernel/operations"
 	"github.com/seed-7bc021c3/reckon/pipeline"
 	"github.com/seed-7bc021c3/reckon/tool/mcptool"
@@ -50,43 +49,7 @@ func TestWorkspacePostcondition(t *testing.T) {
 	t.Parallel()
 	db := pgtest.New(t)
 	kernelRuns(t, db.Pool, "acme", "run-1", "run-3")
-	root := t.TempDir()
-	ws := filepath.Join(root, "acme", "run-1")
-	if err := os.MkdirAll(ws, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(ws, "proof.txt"), []byte("ok\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	sum := sha256.Sum256([]byte("ok\n"))
-	good := hex.EncodeToString(sum[:])
-	// What a sandboxed command can leave behind: symlinks out of the
-	// workspace, to a file and through a directory, and a FIFO.
-	secret := filepath.Join(t.TempDir(), "secret")
-	if err := os.WriteFile(secret, []byte("not yours\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(secret, filepath.Join(ws, "link.txt")); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(filepath.Dir(secret), filepath.Join(ws, "sub")); err != nil {
-		t.Fatal(err)
-	}
-	if err := syscall.Mkfifo(filepath.Join(ws, "fifo"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	// A child run's workspace is the kernel's too (a sibling directory).
-	child := filepath.Join(root, "acme", "run-1.op-2")
-	if err := os.MkdirAll(child, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(child, "c.txt"), []byte("child\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	// A kernel run whose workspace directory was replaced by a symlink.
-	if err := os.Symlink(filepath.Dir(secret), filepath.Join(root, "acme", "run-3")); err != nil {
-		t.Fatal(err)
-	}
+	root, secret, good := workspaceFixture(t)
 	base := Run{Project: "acme", RunID: "run-1", Ended: true,
 		Started: []StartedOp{{OperationID: "op-1", Tool: "run_command", PostconditionPath: "proof.txt"}}}
 	withLater := base
@@ -189,9 +152,66 @@ func TestWorkspacePostcondition(t *testing.T) {
 	if ev, _ := (Workspace{Root: root, Now: now}).Probe(context.Background(), base, op("proof.txt", good, "failed_uncertain")); ev.Finding != pipeline.FindingInconclusive {
 		t.Errorf("no owners: %s %q", ev.Finding, ev.Detail)
 	}
-	// A missing file proves none only once the command's timeout_s plus a
-	// minute has passed; until then the probe names the time to look again.
-	young := op("absent.txt", "", "crash_window")
+	checkRecheckAfter(t, p, base, op("absent.txt", "", "crash_window"))
+	if _, ok := p.Probe(context.Background(), base, pipeline.WallOperation{OperationID: "op-1", Tool: "run_command", StartedKey: kernelStarted}); ok {
+		t.Error("no postcondition: the probe must not apply")
+	}
+	if _, ok := p.Probe(context.Background(), base, pipeline.WallOperation{OperationID: "op-1", Tool: "mcp__x", Postcondition: pc("proof.txt", ""), StartedKey: kernelStarted}); ok {
+		t.Error("other tools: the probe must not apply")
+	}
+}
+
+// workspaceFixture lays out the workspaces of TestWorkspacePostcondition
+// under root: run-1's, holding proof.txt (its sha256 is good) and what a
+// sandboxed command can leave behind, its child run's, and run-3's
+// replaced by a symlink to the directory of secret, a file outside.
+func workspaceFixture(t *testing.T) (root, secret, good string) {
+	t.Helper()
+	root = t.TempDir()
+	ws := filepath.Join(root, "acme", "run-1")
+	if err := os.MkdirAll(ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(ws, "proof.txt"), []byte("ok\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256([]byte("ok\n"))
+	good = hex.EncodeToString(sum[:])
+	// What a sandboxed command can leave behind: symlinks out of the
+	// workspace, to a file and through a directory, and a FIFO.
+	secret = filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(secret, []byte("not yours\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(secret, filepath.Join(ws, "link.txt")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Dir(secret), filepath.Join(ws, "sub")); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(ws, "fifo"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// A child run's workspace is the kernel's too (a sibling directory).
+	child := filepath.Join(root, "acme", "run-1.op-2")
+	if err := os.MkdirAll(child, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(child, "c.txt"), []byte("child\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// A kernel run whose workspace directory was replaced by a symlink.
+	if err := os.Symlink(filepath.Dir(secret), filepath.Join(root, "acme", "run-3")); err != nil {
+		t.Fatal(err)
+	}
+	return root, secret, good
+}
+
+// checkRecheckAfter: a missing file proves none only once the command's
+// timeout_s plus a minute has passed; until then the probe names the time
+// to look again.
+func checkRecheckAfter(t *testing.T, p Workspace, base Run, young pipeline.WallOperation) {
+	t.Helper()
 	young.Args = json.RawMessage(`{"command": "sleep 1", "timeout_s": 30}`)
 	for _, c := range []struct {
 		age     time.Duration
@@ -205,12 +225,6 @@ func TestWorkspacePostcondition(t *testing.T) {
 		if want := young.StartedAt.Add(90 * time.Second); c.finding == pipeline.FindingInconclusive && (ev.RecheckAfter == nil || !ev.RecheckAfter.Equal(want)) {
 			t.Errorf("missing, timeout_s 30, age %s: recheck after %v, want %v", c.age, ev.RecheckAfter, want)
 		}
-	}
-	if _, ok := p.Probe(context.Background(), base, pipeline.WallOperation{OperationID: "op-1", Tool: "run_command", StartedKey: kernelStarted}); ok {
-		t.Error("no postcondition: the probe must not apply")
-	}
-	if _, ok := p.Probe(context.Background(), base, pipeline.WallOperation{OperationID: "op-1", Tool: "mcp__x", Postcondition: pc("proof.txt", ""), StartedKey: kernelStarted}); ok {
-		t.Error("other tools: the probe must not apply")
 	}
 }
 
@@ -375,27 +389,27 @@ func TestMCPNeverSeenProvesOnlyReckonsCalls(t *testing.T) {
 	}
 }
 
-type fakeRuns map[string][]journal.StoredEvent
+type fakeRuns map[string][]kernel.StoredEvent
 
-func (f fakeRuns) RunEvents(ctx context.Context, project, runID string) ([]journal.StoredEvent, error) {
+func (f fakeRuns) RunEvents(ctx context.Context, project, runID string) ([]kernel.StoredEvent, error) {
 	return f[runID], nil
 }
 
-func ev(t *testing.T, run, typ string, data any) journal.StoredEvent {
+func ev(t *testing.T, run, typ string, data any) kernel.StoredEvent {
 	t.Helper()
 	e, err := kernel.NewEvent("kernel", run+"/"+typ, "acme", run, typ, "kernel", t0, data)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return journal.StoredEvent{Event: e}
+	return kernel.StoredEvent{Event: e}
 }
 
 func TestChildReplay(t *testing.T) {
 	t.Parallel()
-	started := func(run, op string) journal.StoredEvent {
+	started := func(run, op string) kernel.StoredEvent {
 		return ev(t, run, kernel.TypeToolStarted, kernel.ToolStarted{OperationID: op, Tool: "run_command"})
 	}
-	done := func(run, op string) journal.StoredEvent {
+	done := func(run, op string) kernel.StoredEvent {
 		return ev(t, run, kernel.TypeToolCompleted, kernel.ToolCompleted{OperationID: op})
 	}
 	runs := fakeRuns{
@@ -434,7 +448,7 @@ func TestChildReplay(t *testing.T) {
 	// A child run holding another source's events proves nothing.
 	foreign := ev(t, "r.op-6", kernel.TypeRunCompleted, struct{}{})
 	foreign.SourceID = "agent-x"
-	runs["r.op-6"] = []journal.StoredEvent{ev(t, "r.op-6", kernel.TypeRunStarted, kernel.RunStarted{}), foreign}
+	runs["r.op-6"] = []kernel.StoredEvent{ev(t, "r.op-6", kernel.TypeRunStarted, kernel.RunStarted{}), foreign}
 	if e, ok := p.Probe(context.Background(), run, pipeline.WallOperation{OperationID: "op-6", Tool: "delegate",
 		StartedKey: kernel.EventKey{SourceID: kernel.SourceKernel, EventID: "acme/r/op-6/started"}}); !ok || e.Finding != pipeline.FindingInconclusive {
 		t.Errorf("op-6 with a foreign event: got %s (%s)", e.Finding, e.Detail)

@@ -204,112 +204,160 @@ func (p Workspace) Probe(ctx context.Context, run Run, op pipeline.WallOperation
 		// writer's declaration is a claim about nothing the probe can read.
 		return pipeline.Evidence{}, false
 	}
-	at := nowOr(p.Now)
-	prov := map[string]any{"postcondition": op.Postcondition}
-	inconclusive := func(format string, args ...any) (pipeline.Evidence, bool) {
-		return evidence(WorkspaceName, pipeline.FindingInconclusive, fmt.Sprintf(format, args...), at, prov), true
+	w := &wsProbe{p: p, run: run, op: op, at: nowOr(p.Now), prov: map[string]any{"postcondition": op.Postcondition}}
+	if ev, answered := w.attribute(ctx); answered {
+		return ev, true
 	}
-	var pc Postcondition
-	if err := json.Unmarshal(op.Postcondition, &pc); err != nil || pc.Path == "" {
-		return inconclusive("the declared postcondition is not {\"path\", \"sha256\"?}")
+	return w.inspect(ctx), true
+}
+
+// wsProbe is one operation's probe on its way through Probe's steps: what
+// they establish, and the provenance its evidence carries.
+type wsProbe struct {
+	p    Workspace
+	run  Run
+	op   pipeline.WallOperation
+	at   time.Time
+	prov map[string]any
+	pc   Postcondition
+	rel  string // the run's workspace, relative to p.Root
+	ws   string // the run's workspace
+	self StartedOp
+	idx  int // self's index in run.Started
+}
+
+// inconclusive is the probe's evidence that it cannot tell.
+func (w *wsProbe) inconclusive(format string, args ...any) pipeline.Evidence {
+	return evidence(WorkspaceName, pipeline.FindingInconclusive, fmt.Sprintf(format, args...), w.at, w.prov)
+}
+
+// attribute finds the declared file in the run's workspace and checks that
+// its state can be credited to the operation alone: no other operation of
+// the run declares it, and none before it may still have been acting. It
+// answers (inconclusive) when it cannot.
+func (w *wsProbe) attribute(ctx context.Context) (pipeline.Evidence, bool) {
+	op := w.op
+	if err := json.Unmarshal(op.Postcondition, &w.pc); err != nil || w.pc.Path == "" {
+		return w.inconclusive("the declared postcondition is not {\"path\", \"sha256\"?}"), true
 	}
-	rel, whyNot, err := Workspaces{Root: p.Root, Owners: p.Owners}.Of(ctx, run.Project, run.RunID)
+	rel, whyNot, err := Workspaces{Root: w.p.Root, Owners: w.p.Owners}.Of(ctx, w.run.Project, w.run.RunID)
 	switch {
 	case err != nil:
-		return inconclusive("the run's workspace could not be established: %v", err)
+		return w.inconclusive("the run's workspace could not be established: %v", err), true
 	case rel == "":
-		return inconclusive("the run's workspace is unknown: %s", whyNot)
+		return w.inconclusive("the run's workspace is unknown: %s", whyNot), true
 	}
-	ws := filepath.Join(p.Root, rel)
-	prov["workspace"] = ws
-	if !filepath.IsLocal(pc.Path) || strings.ContainsRune(pc.Path, 0) {
-		return inconclusive("postcondition path %q is not a relative path inside the workspace", pc.Path)
+	w.rel, w.ws = rel, filepath.Join(w.p.Root, rel)
+	w.prov["workspace"] = w.ws
+	if !filepath.IsLocal(w.pc.Path) || strings.ContainsRune(w.pc.Path, 0) {
+		return w.inconclusive("postcondition path %q is not a relative path inside the workspace", w.pc.Path), true
 	}
-	prov["file"] = filepath.Join(ws, pc.Path)
-	if others := otherDeclarers(run, op.OperationID, pc.Path); len(others) > 0 {
-		return inconclusive("operations %s of this run declare the same path, so its state cannot be attributed to %s", strings.Join(others, ", "), op.OperationID)
+	w.prov["file"] = filepath.Join(w.ws, w.pc.Path)
+	if others := otherDeclarers(w.run, op.OperationID, w.pc.Path); len(others) > 0 {
+		return w.inconclusive("operations %s of this run declare the same path, so its state cannot be attributed to %s", strings.Join(others, ", "), op.OperationID), true
 	}
 	// An earlier operation that may still act after this one started
 	// (a call the activity gave up on keeps running until its bound) could
 	// have written the file or removed it: its state proves nothing about
 	// this operation either way.
-	self, idx := startedOp(run, op.OperationID)
-	if idx < 0 {
-		return inconclusive("%s is not among the run's journaled operations, so what ran beside it is unknown", op.OperationID)
+	w.self, w.idx = startedOp(w.run, op.OperationID)
+	if w.idx < 0 {
+		return w.inconclusive("%s is not among the run's journaled operations, so what ran beside it is unknown", op.OperationID), true
 	}
-	if s, running := stillActing(run.Started[:idx], op.StartedAt, p.Grace); running {
-		return inconclusive("the earlier operation %s may still have been running after %s started (%s), so the state of %s cannot be attributed to %s",
-			s.OperationID, op.OperationID, op.StartedAt.UTC().Format(time.RFC3339), pc.Path, op.OperationID)
+	if s, running := stillActing(w.run.Started[:w.idx], op.StartedAt, w.p.Grace); running {
+		return w.inconclusive("the earlier operation %s may still have been running after %s started (%s), so the state of %s cannot be attributed to %s",
+			s.OperationID, op.OperationID, op.StartedAt.UTC().Format(time.RFC3339), w.pc.Path, op.OperationID), true
 	}
-	root, err := os.Open(p.Root)
+	return pipeline.Evidence{}, false
+}
+
+// inspect opens the declared file without following a symlink, from the
+// workspaces root down, and reads what its absence or presence proves.
+func (w *wsProbe) inspect(ctx context.Context) pipeline.Evidence {
+	root, err := os.Open(w.p.Root)
 	if err != nil {
-		return inconclusive("the workspaces root %s cannot be opened: %v", p.Root, err)
+		return w.inconclusive("the workspaces root %s cannot be opened: %v", w.p.Root, err)
 	}
 	defer root.Close()
-	wsDir, err := openNoFollow(root, rel, true)
+	wsDir, err := openNoFollow(root, w.rel, true)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return inconclusive("the workspace %s is gone; a missing file proves nothing", ws)
+		return w.inconclusive("the workspace %s is gone; a missing file proves nothing", w.ws)
 	case err != nil:
-		return inconclusive("the workspace %s cannot be opened without following a symlink: %v", ws, err)
+		return w.inconclusive("the workspace %s cannot be opened without following a symlink: %v", w.ws, err)
 	}
 	defer wsDir.Close()
-	f, err := openNoFollow(wsDir, pc.Path, false)
+	f, err := openNoFollow(wsDir, w.pc.Path, false)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		if op.State == "stale_in_flight" || !(run.Ended || op.State == "crash_window") {
-			return inconclusive("%s is missing, but the run may still be running: the command could yet create it", pc.Path)
-		}
-		if later := laterOps(run, op.OperationID); len(later) > 0 {
-			return inconclusive("%s is missing, but later operations (%s) ran in the same workspace and could have removed it", pc.Path, strings.Join(later, ", "))
-		}
-		// Unconfined, a command's processes can leave its process group
-		// (setsid) and outlive the bound below.
-		if self.Unconfined {
-			return inconclusive("%s is missing, but %s ran unconfined (RECKON_SANDBOX_UNCONFINED): a process it left could still create it", pc.Path, op.OperationID)
-		}
-		// An ended run or a closed workflow does not prove the command is
-		// gone: a worker that lost its workflow (terminated, or cut off
-		// from the server) runs the command until it notices or until the
-		// sandbox's wall-clock timeout kills it. Past that bound nothing
-		// can still create the file.
-		if done := op.StartedAt.Add(commandBound(op.Args)); at.Before(done) {
-			ev, ok := inconclusive("%s is missing, but the command could still be running until %s (its timeout plus %s)", pc.Path, done.UTC().Format(time.RFC3339), boundSlack)
-			ev.RecheckAfter = &done
-			return ev, ok
-		}
-		prov["exists"] = false
-		return evidence(WorkspaceName, pipeline.FindingNone,
-			fmt.Sprintf("%s is missing from the workspace, the run is over and no later operation ran there", pc.Path), at, prov), true
+		return w.missing()
 	case errors.Is(err, errSymlink):
-		return inconclusive("%s resolves through a symlink; not followed", pc.Path)
+		return w.inconclusive("%s resolves through a symlink; not followed", w.pc.Path)
 	case err != nil:
-		return inconclusive("open %s: %v", pc.Path, err)
+		return w.inconclusive("open %s: %v", w.pc.Path, err)
 	}
 	defer f.Close()
+	return w.present(ctx, f)
+}
+
+// missing is what the file's absence proves: that the effect did not
+// occur only once nothing can still create the file.
+func (w *wsProbe) missing() pipeline.Evidence {
+	op, path := w.op, w.pc.Path
+	if op.State == "stale_in_flight" || !(w.run.Ended || op.State == "crash_window") {
+		return w.inconclusive("%s is missing, but the run may still be running: the command could yet create it", path)
+	}
+	if later := laterOps(w.run, op.OperationID); len(later) > 0 {
+		return w.inconclusive("%s is missing, but later operations (%s) ran in the same workspace and could have removed it", path, strings.Join(later, ", "))
+	}
+	// Unconfined, a command's processes can leave its process group
+	// (setsid) and outlive the bound below.
+	if w.self.Unconfined {
+		return w.inconclusive("%s is missing, but %s ran unconfined (RECKON_SANDBOX_UNCONFINED): a process it left could still create it", path, op.OperationID)
+	}
+	// An ended run or a closed workflow does not prove the command is
+	// gone: a worker that lost its workflow (terminated, or cut off
+	// from the server) runs the command until it notices or until the
+	// sandbox's wall-clock timeout kills it. Past that bound nothing
+	// can still create the file.
+	if done := op.StartedAt.Add(commandBound(op.Args)); w.at.Before(done) {
+		ev := w.inconclusive("%s is missing, but the command could still be running until %s (its timeout plus %s)", path, done.UTC().Format(time.RFC3339), boundSlack)
+		ev.RecheckAfter = &done
+		return ev
+	}
+	w.prov["exists"] = false
+	return evidence(WorkspaceName, pipeline.FindingNone,
+		fmt.Sprintf("%s is missing from the workspace, the run is over and no later operation ran there", path), w.at, w.prov)
+}
+
+// present is what the open file f proves: that the effect occurred when it
+// is a regular file with the declared content that the workspace did not
+// already hold before the operation.
+func (w *wsProbe) present(ctx context.Context, f *os.File) pipeline.Evidence {
+	path := w.pc.Path
 	info, err := f.Stat()
 	switch {
 	case err != nil:
-		return inconclusive("stat %s: %v", pc.Path, err)
+		return w.inconclusive("stat %s: %v", path, err)
 	case !info.Mode().IsRegular():
-		return inconclusive("%s is not a regular file", pc.Path)
+		return w.inconclusive("%s is not a regular file", path)
 	}
 	sum, err := hashFile(ctx, f)
 	if err != nil {
-		return inconclusive("read %s: %v", pc.Path, err)
+		return w.inconclusive("read %s: %v", path, err)
 	}
-	prov["exists"], prov["sha256"], prov["size"] = true, sum, info.Size()
-	if pc.SHA256 != "" && !strings.EqualFold(pc.SHA256, sum) {
-		return inconclusive("%s exists but its sha256 %s differs from the declared %s (partial write or later change)", pc.Path, sum, pc.SHA256)
+	w.prov["exists"], w.prov["sha256"], w.prov["size"] = true, sum, info.Size()
+	if w.pc.SHA256 != "" && !strings.EqualFold(w.pc.SHA256, sum) {
+		return w.inconclusive("%s exists but its sha256 %s differs from the declared %s (partial write or later change)", path, sum, w.pc.SHA256)
 	}
-	if why := p.preexisting(ctx, run, run.Started[idx], pc.Path); why != "" {
-		return inconclusive("%s exists, but %s", pc.Path, why)
+	if why := w.p.preexisting(ctx, w.run, w.run.Started[w.idx], path); why != "" {
+		return w.inconclusive("%s exists, but %s", path, why)
 	}
-	detail := fmt.Sprintf("%s exists in the workspace", pc.Path)
-	if pc.SHA256 != "" {
+	detail := fmt.Sprintf("%s exists in the workspace", path)
+	if w.pc.SHA256 != "" {
 		detail += " with the declared sha256"
 	}
-	return evidence(WorkspaceName, pipeline.FindingOccurred, detail, at, prov), true
+	return evidence(WorkspaceName, pipeline.FindingOccurred, detail, w.at, w.prov)
 }
 
 // preexisting says why a file present now cannot be credited to self,

@@ -50,70 +50,47 @@ func (e *InvalidOutputError) Error() string {
 // store (valid UTF-8, no NUL). Operation ids are quoted in every problem, so
 // an id carrying a newline cannot forge a line of the repair message.
 func Validate(w pipeline.Wall, d pipeline.Decision) error {
-	var ps []string
-	add := func(format string, args ...any) { ps = append(ps, fmt.Sprintf(format, args...)) }
+	var ps problems
+	anyUnknown := ps.checkOperations(w, d)
+	ps.checkConclusion(d, anyUnknown)
+	if len(ps) > 0 {
+		return &InvalidOutputError{Problems: ps}
+	}
+	return nil
+}
 
+// problems collects what is wrong with a decision, in the order found.
+type problems []string
+
+func (ps *problems) add(format string, args ...any) { *ps = append(*ps, fmt.Sprintf(format, args...)) }
+
+// checkOperations checks the decision's operations: each of the wall's
+// exactly once and no other, each decided validly. It reports whether any
+// effect is unknown.
+func (ps *problems) checkOperations(w pipeline.Wall, d pipeline.Decision) (anyUnknown bool) {
 	inWall := make(map[string]pipeline.WallOperation, len(w.Operations))
 	for _, op := range w.Operations {
 		inWall[op.OperationID] = op
 	}
 	seen := make(map[string]bool, len(d.Operations))
-	anyUnknown := false
 	for i, v := range d.Operations {
 		where := fmt.Sprintf("operations[%d]", i)
 		op, ok := inWall[v.OperationID]
 		switch {
 		case v.OperationID == "":
-			add("%s.operation_id is empty", where)
+			ps.add("%s.operation_id is empty", where)
 			continue
 		case !ok:
-			add("%s.operation_id %q is not an operation of this wall", where, v.OperationID)
+			ps.add("%s.operation_id %q is not an operation of this wall", where, v.OperationID)
 			continue
 		case seen[v.OperationID]:
-			add("%s.operation_id %q appears more than once", where, v.OperationID)
+			ps.add("%s.operation_id %q appears more than once", where, v.OperationID)
 			continue
 		}
 		seen[v.OperationID] = true
-		where = fmt.Sprintf("%s (%q)", where, v.OperationID)
-		if !kernel.ValidReconciledEffect(v.Effect) {
-			add("%s.effect must be none, occurred or unknown, got %q", where, v.Effect)
-		}
-		if ContradictsProbe(op, v.Effect) {
-			add("%s.effect %q contradicts the probe evidence of this operation (%s); a probe finding cannot be overruled by inference: answer the probe's finding, or unknown when probes disagree",
-				where, v.Effect, findings(op))
-		}
-		if p, ok := ContradictsKernelFact(op, v.Effect); ok {
-			// Under settlement policy inference this would be journaled as
-			// it stands: none where the kernel summarised a finished child
-			// run, occurred where it rejected the call before running it.
-			add("%s.effect %q contradicts a fact the kernel recorded (%s); answer %s, or unknown if you doubt it",
-				where, v.Effect, p.Why, p.Effect)
-		}
-		if v.ProposedEffect != "" {
-			add("%s.proposed_effect is set by settlement, not by a supervisor", where)
-		}
+		ps.checkOperation(fmt.Sprintf("%s (%q)", where, v.OperationID), op, v)
 		if v.Effect == kernel.EffectUnknown {
 			anyUnknown = true
-		}
-		switch v.Basis {
-		case kernel.BasisInference:
-		case kernel.BasisProbe:
-			if !provenBy(op, v.Effect) {
-				add("%s.basis is probe but no probe evidence of this operation found %q; use inference", where, v.Effect)
-			}
-		default:
-			add("%s.basis must be inference or probe, got %q", where, v.Basis)
-		}
-		if len(v.Note) > kernel.MaxNoteBytes {
-			add("%s.note is %d bytes; at most %d are allowed", where, len(v.Note), kernel.MaxNoteBytes)
-		}
-		if strings.TrimSpace(v.Note) == "" {
-			// The reconcile path requires a note: found only when the wall
-			// is recorded, after the repair round, it failed every sweep.
-			add("%s.note is empty; say what the decision rests on", where)
-		}
-		if !storable(v.Note) {
-			add("%s.note is not valid UTF-8 or holds a NUL character", where)
 		}
 	}
 	var missing []string
@@ -123,54 +100,103 @@ func Validate(w pipeline.Wall, d pipeline.Decision) error {
 		}
 	}
 	if len(missing) > 0 {
-		add("operations is missing %s (every operation of the wall exactly once)", strings.Join(missing, ", "))
+		ps.add("operations is missing %s (every operation of the wall exactly once)", strings.Join(missing, ", "))
 	}
+	return anyUnknown
+}
+
+// checkOperation checks the decision v on the wall's operation op, named
+// where in the problems: its effect against the probes and the kernel's
+// facts, its basis, and its note.
+func (ps *problems) checkOperation(where string, op pipeline.WallOperation, v pipeline.EffectAnswer) {
+	if !kernel.ValidReconciledEffect(v.Effect) {
+		ps.add("%s.effect must be none, occurred or unknown, got %q", where, v.Effect)
+	}
+	if ContradictsProbe(op, v.Effect) {
+		ps.add("%s.effect %q contradicts the probe evidence of this operation (%s); a probe finding cannot be overruled by inference: answer the probe's finding, or unknown when probes disagree",
+			where, v.Effect, findings(op))
+	}
+	if p, ok := ContradictsKernelFact(op, v.Effect); ok {
+		// Under settlement policy inference this would be journaled as
+		// it stands: none where the kernel summarised a finished child
+		// run, occurred where it rejected the call before running it.
+		ps.add("%s.effect %q contradicts a fact the kernel recorded (%s); answer %s, or unknown if you doubt it",
+			where, v.Effect, p.Why, p.Effect)
+	}
+	if v.ProposedEffect != "" {
+		ps.add("%s.proposed_effect is set by settlement, not by a supervisor", where)
+	}
+	switch v.Basis {
+	case kernel.BasisInference:
+	case kernel.BasisProbe:
+		if !provenBy(op, v.Effect) {
+			ps.add("%s.basis is probe but no probe evidence of this operation found %q; use inference", where, v.Effect)
+		}
+	default:
+		ps.add("%s.basis must be inference or probe, got %q", where, v.Basis)
+	}
+	if len(v.Note) > kernel.MaxNoteBytes {
+		ps.add("%s.note is %d bytes; at most %d are allowed", where, len(v.Note), kernel.MaxNoteBytes)
+	}
+	if strings.TrimSpace(v.Note) == "" {
+		// The reconcile path requires a note: found only when the wall
+		// is recorded, after the repair round, it failed every sweep.
+		ps.add("%s.note is empty; say what the decision rests on", where)
+	}
+	if !storable(v.Note) {
+		ps.add("%s.note is not valid UTF-8 or holds a NUL character", where)
+	}
+}
+
+// checkConclusion checks the integrated conclusion: causes, remedies and
+// lesson present when the decision needs attention (which an unknown
+// effect requires), within their bounds and storable, and the supervisor
+// named.
+func (ps *problems) checkConclusion(d pipeline.Decision, anyUnknown bool) {
 	if anyUnknown && !d.NeedsAttention {
-		add("needs_attention must be true when any effect is unknown")
+		ps.add("needs_attention must be true when any effect is unknown")
 	}
 	if d.NeedsAttention {
 		if nonBlank(d.Causes) == 0 {
-			add("causes must be non-empty when needs_attention is true")
+			ps.add("causes must be non-empty when needs_attention is true")
 		}
 		if nonBlank(d.Remedies) == 0 {
-			add("remedies must be non-empty when needs_attention is true")
+			ps.add("remedies must be non-empty when needs_attention is true")
 		}
 		if strings.TrimSpace(d.Lesson) == "" {
-			add("lesson must be non-empty when needs_attention is true")
+			ps.add("lesson must be non-empty when needs_attention is true")
 		}
 	}
-	for _, l := range []struct {
-		name  string
-		items []string
-	}{{"causes", d.Causes}, {"remedies", d.Remedies}} {
-		if len(l.items) > MaxListItems {
-			add("%s has %d items; at most %d are allowed", l.name, len(l.items), MaxListItems)
-		}
-		for i, s := range l.items {
-			if len(s) > MaxItemBytes {
-				add("%s[%d] is %d bytes; at most %d are allowed", l.name, i, len(s), MaxItemBytes)
-			}
-			if strings.TrimSpace(s) == "" {
-				add("%s[%d] is blank", l.name, i)
-			}
-			if !storable(s) {
-				add("%s[%d] is not valid UTF-8 or holds a NUL character", l.name, i)
-			}
-		}
-	}
+	ps.checkList("causes", d.Causes)
+	ps.checkList("remedies", d.Remedies)
 	if len(d.Lesson) > MaxLessonBytes {
-		add("lesson is %d bytes; at most %d are allowed", len(d.Lesson), MaxLessonBytes)
+		ps.add("lesson is %d bytes; at most %d are allowed", len(d.Lesson), MaxLessonBytes)
 	}
 	if !storable(d.Lesson) {
-		add("lesson is not valid UTF-8 or holds a NUL character")
+		ps.add("lesson is not valid UTF-8 or holds a NUL character")
 	}
 	if d.Supervisor == "" {
-		add("supervisor name is missing")
+		ps.add("supervisor name is missing")
 	}
-	if len(ps) > 0 {
-		return &InvalidOutputError{Problems: ps}
+}
+
+// checkList checks the items of the list name: how many, how long, none
+// blank, all storable.
+func (ps *problems) checkList(name string, items []string) {
+	if len(items) > MaxListItems {
+		ps.add("%s has %d items; at most %d are allowed", name, len(items), MaxListItems)
 	}
-	return nil
+	for i, s := range items {
+		if len(s) > MaxItemBytes {
+			ps.add("%s[%d] is %d bytes; at most %d are allowed", name, i, len(s), MaxItemBytes)
+		}
+		if strings.TrimSpace(s) == "" {
+			ps.add("%s[%d] is blank", name, i)
+		}
+		if !storable(s) {
+			ps.add("%s[%d] is not valid UTF-8 or holds a NUL character", name, i)
+		}
+	}
 }
 
 // provenBy reports whether op carries probe evidence that found effect and

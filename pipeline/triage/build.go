@@ -7,17 +7,17 @@ import (
 	"time"
 
 	"github.com/seed-7bc021c3/reckon/kernel"
-	"github.com/seed-7bc021c3/reckon/kernel/journal"
 	"github.com/seed-7bc021c3/reckon/kernel/operations"
 	"github.com/seed-7bc021c3/reckon/pipeline"
 	"github.com/seed-7bc021c3/reckon/pipeline/probe"
 )
 
 // buildWalls assembles a run's current pile into walls from the run as
-// read under its lock (readRun): the listed
+// read under its lock (operations.TriageRun.Read): the listed
 // operations still unsettled under the run's lock (minus those settled in
-// the journal since the listing and those whose verdict is already
-// enqueued) with args, failures, ages, child summaries, probe evidence and
+// the journal since the listing and those whose reconciliation is already
+// enqueued: the listing, over the journal, still shows them unsettled,
+// yet they are settled) with args, failures, ages, child summaries, probe evidence and
 // the run's earlier verdicts, split deterministically when it exceeds the
 // bounds. Filtering the listing instead of listing again is sound because
 // settling is monotone: an operation settled once never becomes unsettled.
@@ -25,18 +25,23 @@ import (
 // do operations a probe can tell about only later (evidence with
 // RecheckAfter still ahead): they are returned as deferred, not walled, so
 // that a premature unknown does not settle what a probe will prove.
-func (s *Sweeper) buildWalls(ctx context.Context, pile runPile, read runRead) ([]pipeline.Wall, []string, error) {
+func (s *Sweeper) buildWalls(ctx context.Context, pile runPile, read operations.RunRead) ([]pipeline.Wall, []string, error) {
 	rk := pile.runKey
-	evs := read.events
+	evs := read.Journaled
 	settled := map[string]bool{}
 	for _, e := range evs {
 		if e.Settles() {
 			settled[e.OperationID()] = true
 		}
 	}
+	for _, e := range read.Pending {
+		if e.Type == kernel.TypeOperationReconciled {
+			settled[e.OperationID()] = true
+		}
+	}
 	var items []operations.Item
 	for _, it := range pile.items {
-		if !read.pending[it.OperationID] && !settled[it.OperationID] {
+		if !settled[it.OperationID] {
 			items = append(items, it)
 		}
 	}
@@ -171,7 +176,7 @@ func split(ops []pipeline.WallOperation, maxOps, maxBytes int) [][]pipeline.Wall
 // probeRun reads what the probes need from the run's events. (An
 // operation's own postcondition comes with its listing item, read from the
 // same tool.started.)
-func probeRun(rk runKey, evs []journal.StoredEvent) probe.Run {
+func probeRun(rk runKey, evs []kernel.StoredEvent) probe.Run {
 	run := probe.Run{Project: rk.project, RunID: rk.runID}
 	seen := map[string]int{} // operation id → index in run.Started
 	for _, e := range evs {
@@ -231,7 +236,7 @@ func probeRun(rk runKey, evs []journal.StoredEvent) probe.Run {
 
 // earlierVerdicts returns the run's supervisor verdicts, newest max kept,
 // oldest first.
-func earlierVerdicts(evs []journal.StoredEvent, max int) []pipeline.EarlierVerdict {
+func earlierVerdicts(evs []kernel.StoredEvent, max int) []pipeline.EarlierVerdict {
 	var out []pipeline.EarlierVerdict
 	for _, e := range evs {
 		if e.Type != kernel.TypeSupervisorVerdict {

@@ -35,7 +35,7 @@ func newEnv(t testing.TB) *env {
 }
 
 func (e *env) sweeper(cfg Config) *Sweeper {
-	return New(e.s.Pool, e.ops, cfg)
+	return New(e.ops, cfg)
 }
 
 func (e *env) ingest(evs ...kernel.Event) { e.t.Helper(); e.Ingest(evs...) }
@@ -269,7 +269,7 @@ func (s *Sweeper) Walls(ctx context.Context, project, runID string) ([]pipeline.
 	}
 	var out []pipeline.Wall
 	for _, p := range piles {
-		read, _, err := s.readRun(ctx, s.pool, p.runKey, false)
+		read, err := s.ops.ReadRun(ctx, p.project, p.runID)
 		if err != nil {
 			return nil, err
 		}

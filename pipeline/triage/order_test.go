@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/seed-7bc021c3/reckon/kernel"
-	"github.com/seed-7bc021c3/reckon/kernel/journal"
 )
 
 // The journal's order (seq) is the order publishers delivered events in,
@@ -18,16 +17,16 @@ import (
 func TestProbeRunOrdersTheKernelsOperationsByWorkflowTime(t *testing.T) {
 	t.Parallel()
 	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
-	started := func(seq int64, op string, at time.Time, source string) journal.StoredEvent {
+	started := func(seq int64, op string, at time.Time, source string) kernel.StoredEvent {
 		e, err := kernel.NewEvent(source, "acme/run-1/"+op+"/started", "acme", "run-1", kernel.TypeToolStarted, kernel.ActorKernel, at,
 			kernel.ToolStarted{OperationID: op, Tool: kernel.ToolRunCommand})
 		if err != nil {
 			t.Fatal(err)
 		}
-		return journal.StoredEvent{Event: e, Seq: seq}
+		return kernel.StoredEvent{Event: e, Seq: seq}
 	}
 	rk := runKey{"acme", "run-1"}
-	run := probeRun(rk, []journal.StoredEvent{
+	run := probeRun(rk, []kernel.StoredEvent{
 		started(1, "op-2", t0.Add(time.Minute), kernel.SourceKernel),
 		started(2, "op-1", t0, kernel.SourceKernel),
 		started(3, "op-3", t0.Add(2*time.Minute), kernel.SourceKernel),
@@ -41,7 +40,7 @@ func TestProbeRunOrdersTheKernelsOperationsByWorkflowTime(t *testing.T) {
 	}
 	// Another writer's operation carries no kernel time: journal order
 	// stands for every operation then.
-	run = probeRun(rk, []journal.StoredEvent{
+	run = probeRun(rk, []kernel.StoredEvent{
 		started(1, "op-2", t0.Add(time.Minute), kernel.SourceKernel),
 		started(2, "op-x", t0, "agent-7"),
 		started(3, "op-1", t0, kernel.SourceKernel),

@@ -1,19 +1,24 @@
 // Package triage is the scheduled triage of unsettled operations. One
-// triage sweep lists each project's unsettled operations, groups them by
-// run, builds each run's pile into a bounded wall with its evidence, has
-// the supervisor decide it, validates the decision, and journals
-// supervisor.verdict plus one operation.reconciled per operation — through
-// the rules an operator's ruling goes through (ReconcileTx), for the
-// wall's operations at once — in one transaction: in one round trip on
-// the run as read under its lock (operations.QueueReconcileAll, guarded
-// against the run having changed since), or, when it has, after reading
-// the operations again under their locks (ReconcileAllTx).
+// wall goes from the sweep to its journaled verdict in these steps:
 //
-// The wall is the dedup: settled operations leave the listing, so a run is
-// triaged again exactly while unsettled operations remain, fresh ones
-// included. Two sweeps never triage one run at once: a PostgreSQL advisory
-// lock per (project, run) is held on a dedicated connection for the whole
-// of the run's walls, and that connection reads the run and writes them.
+//  1. collect (sweep.go): list each project's unsettled operations and
+//     group them into piles by run;
+//  2. triageRun: take the run's triage lock and read the run in one
+//     round trip (operations.TriageLocks.Lock);
+//  3. buildWalls (build.go): the pile, minus what the read shows settled,
+//     with its evidence (the probes), cut into bounded walls;
+//  4. triageWall: the supervisor decides, the decision is validated and
+//     put under the settlement policy;
+//  5. record (record.go): supervisor.verdict plus one operation.reconciled
+//     per operation, journaled in one transaction through the rules an
+//     operator's ruling goes through (operations.TriageRun.WriteWall);
+//     the run's last wall releases its lock with its commit.
+//
+// The kernel's operations service owns every statement of that path: the
+// lock, the reads and the one-round-trip writes. The wall is the dedup:
+// settled operations leave the listing, so a run is triaged again exactly
+// while unsettled operations remain, fresh ones included. Two sweeps never
+// triage one run at once (the run's lock).
 package triage
 
 import (
@@ -25,27 +30,25 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/rs/zerolog"
 
 	"github.com/seed-7bc021c3/reckon/kernel"
-	"github.com/seed-7bc021c3/reckon/kernel/journal"
 	"github.com/seed-7bc021c3/reckon/kernel/operations"
-	"github.com/seed-7bc021c3/reckon/kernel/outbox"
-	"github.com/seed-7bc021c3/reckon/kernel/pgplan"
 	"github.com/seed-7bc021c3/reckon/pipeline"
 	"github.com/seed-7bc021c3/reckon/pipeline/probe"
 	"github.com/seed-7bc021c3/reckon/pipeline/supervisor"
 )
 
-// Operations is what the sweep needs of the operations projection
-// (*operations.Service implements it).
+// Operations is what the sweep needs of the kernel's operations service
+// (*operations.Service implements it): the listing of unsettled
+// operations, and the runs it triages, locked, read and written through
+// the triage store (OpenTriageLocks; ReadRun in a dry run, which takes no
+// lock).
 type Operations interface {
 	Projects(ctx context.Context) ([]string, error)
 	List(ctx context.Context, p operations.ListParams) (operations.Page, error)
-	ReconcileAllTx(ctx context.Context, tx outbox.DBTX, ps []operations.ReconcileParams, also ...kernel.Event) ([]operations.Recorded, error)
-	QueueReconcileAll(b *pgx.Batch, read operations.RunRead, ps []operations.ReconcileParams, also ...kernel.Event) ([]operations.Recorded, error)
+	OpenTriageLocks(ctx context.Context, n int) (*operations.TriageLocks, error)
+	ReadRun(ctx context.Context, project, runID string) (operations.RunRead, error)
 }
 
 var _ Operations = (*operations.Service)(nil)
@@ -131,19 +134,18 @@ func (c Config) withDefaults() Config {
 // Sweeper runs sweeps. It is safe for concurrent use; the advisory locks,
 // not the process, keep two sweeps off one run.
 type Sweeper struct {
-	pool *pgxpool.Pool
-	ops  Operations
-	cfg  Config
+	ops Operations
+	cfg Config
 }
 
-// New returns a Sweeper over the journal in pool. It reads runs from the
-// journal itself, on the connection that holds a run's lock and in the
-// round trip that takes it.
-func New(pool *pgxpool.Pool, ops Operations, cfg Config) *Sweeper {
-	return &Sweeper{pool: pool, ops: ops, cfg: cfg.withDefaults()}
+// New returns a Sweeper over the operations service ops.
+func New(ops Operations, cfg Config) *Sweeper {
+	return &Sweeper{ops: ops, cfg: cfg.withDefaults()}
 }
 
-// SweepParams selects what one sweep triages.
+// SweepParams selects what one sweep triages: every project, one project,
+// or one run of a project. A scheduled sweep and one asked for take the
+// same path and the same locks.
 type SweepParams struct {
 	Project string // empty: every project with unsettled operations
 	RunID   string // empty: every run (requires Project)
@@ -233,9 +235,9 @@ func (s *Sweeper) Sweep(ctx context.Context, p SweepParams) (rep Report, err err
 	if err != nil {
 		return rep, err
 	}
-	var locks *pgxpool.Pool
+	var locks *operations.TriageLocks
 	if !p.DryRun && len(runs) > 0 {
-		if locks, err = s.lockPool(ctx); err != nil {
+		if locks, err = s.ops.OpenTriageLocks(ctx, s.cfg.Concurrency); err != nil {
 			return rep, err
 		}
 		defer locks.Close()
@@ -251,7 +253,7 @@ func (s *Sweeper) Sweep(ctx context.Context, p SweepParams) (rep Report, err err
 // project with some, when none is named) and groups them into run piles.
 func (s *Sweeper) collect(ctx context.Context, p SweepParams, rep *Report) ([]runPile, error) {
 	if p.RunID != "" && p.Project == "" {
-		return nil, kernel.Errorf(kernel.EInvalid, "triage: --run needs --project")
+		return nil, kernel.Errorf(kernel.EInvalid, "triage: field \"project\" is required with \"run_id\"")
 	}
 	projects := []string{p.Project}
 	if p.Project == "" {
@@ -278,7 +280,7 @@ func (s *Sweeper) collect(ctx context.Context, p SweepParams, rep *Report) ([]ru
 // triageRuns triages the piles, Concurrency at a time, within the
 // per-sweep budget, and returns each run's wall results (in pile order)
 // and the tokens spent.
-func (s *Sweeper) triageRuns(ctx context.Context, locks *pgxpool.Pool, runs []runPile, dry bool) ([][]WallResult, int) {
+func (s *Sweeper) triageRuns(ctx context.Context, locks *operations.TriageLocks, runs []runPile, dry bool) ([][]WallResult, int) {
 	var (
 		mu     sync.Mutex
 		walls  int
@@ -322,7 +324,7 @@ func (s *Sweeper) triageRuns(ctx context.Context, locks *pgxpool.Pool, runs []ru
 			// Nothing of the run is half-written: its wall's transaction
 			// and the run's lock go with the connection, which the pool
 			// closes as it comes back inside a transaction, or which
-			// triageRun's deferred unlock releases as the panic unwinds.
+			// triageRun's deferred Unlock releases as the panic unwinds.
 			defer func() {
 				if v := recover(); v != nil {
 					// The run's one wall line, as failWall writes it, with
@@ -370,21 +372,6 @@ func (s *Sweeper) logSweep(rep Report, start time.Time, dry bool) {
 	done.Int("projects", rep.Projects).Int("runs", rep.Runs).Int("journaled", rep.Journaled).
 		Int("failed", rep.Failed).Int("locked", rep.Count(OutcomeLocked)).Int("budget", rep.Count(OutcomeBudget)).
 		Int("tokens", rep.Tokens).Int64("duration_ms", s.cfg.Now().Sub(start).Milliseconds()).Bool("dry_run", dry).Msg("triage sweep done")
-}
-
-// lockPool opens the dedicated connections that hold triage locks, one per
-// run in flight, each also reading its run and writing its walls: separate
-// from the main pool so that a held lock never starves the listing (or an
-// operator's ruling) of a connection.
-func (s *Sweeper) lockPool(ctx context.Context) (*pgxpool.Pool, error) {
-	cfg := s.pool.Config()
-	cfg.MaxConns = int32(s.cfg.Concurrency)
-	cfg.MinConns = 0
-	p, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("triage: lock connections: %w", err)
-	}
-	return p, nil
 }
 
 // unsettledRuns pages through a project's listing once and groups it into
@@ -442,44 +429,24 @@ var errSettledMeanwhile = errors.New("an operation of the wall was settled meanw
 
 // triageRun triages one run under its lock. account reports walls started
 // and tokens spent to the sweep's budget.
-func (s *Sweeper) triageRun(ctx context.Context, locks *pgxpool.Pool, pile runPile, dry bool, account func(walls, tokens int)) []WallResult {
+func (s *Sweeper) triageRun(ctx context.Context, locks *operations.TriageLocks, pile runPile, dry bool, account func(walls, tokens int)) []WallResult {
 	rk := pile.runKey
 	base := WallResult{Project: rk.project, RunID: rk.runID}
 	if dry {
-		return s.triageLocked(ctx, nil, pile, nil, account)
+		return s.triageLocked(ctx, nil, pile, account)
 	}
-	conn, err := locks.Acquire(ctx)
-	if err != nil {
-		return []WallResult{s.failWall(base, fmt.Errorf("triage lock %s/%s: acquire connection: %w", rk.project, rk.runID, err))}
-	}
-	lk := &runLock{conn: conn, rk: rk, held: true}
-	defer s.unlock(ctx, lk)
-	read, locked, err := s.readRun(ctx, conn, rk, true)
+	run, locked, err := locks.Lock(ctx, rk.project, rk.runID)
 	if err != nil {
 		return []WallResult{s.failWall(base, err)}
 	}
 	if !locked {
-		lk.held = false
 		r := base
 		r.Outcome = OutcomeLocked
 		s.logWall(r)
 		return []WallResult{r}
 	}
-	return s.triageLocked(ctx, lk, pile, &read, account)
-}
-
-// runLock is a run's triage lock, held by the session of a connection of
-// the lock pool, which also reads the run and writes its walls.
-type runLock struct {
-	conn *pgxpool.Conn
-	rk   runKey
-	// held is whether the session may hold the lock: until the lock is
-	// known not taken, or released with the run's last wall.
-	held bool
-	// read is the run as last read under the lock, with the events of the
-	// walls written since added to its pending ones: what record writes a
-	// wall on in one round trip (operations.QueueReconcileAll).
-	read *operations.RunRead
+	defer run.Unlock(ctx)
+	return s.triageLocked(ctx, run, pile, account)
 }
 
 // failWall is base failed with err, logged.
@@ -491,28 +458,15 @@ func (s *Sweeper) failWall(base WallResult, err error) WallResult {
 }
 
 // triageLocked builds, decides and records the run's walls under its lock
-// (lk; nil in a dry run, which takes none and writes nothing), rebuilding
-// them when an operator's ruling lands mid-wall. first is the run as read
-// when the lock was taken.
-func (s *Sweeper) triageLocked(ctx context.Context, lk *runLock, pile runPile, first *runRead, account func(walls, tokens int)) []WallResult {
+// (run; nil in a dry run, which takes none and writes nothing), rebuilding
+// them when an operator's ruling lands mid-wall.
+func (s *Sweeper) triageLocked(ctx context.Context, run *operations.TriageRun, pile runPile, account func(walls, tokens int)) []WallResult {
 	base := WallResult{Project: pile.project, RunID: pile.runID}
-	var q batchSender = s.pool
-	if lk != nil {
-		q = lk.conn
-	}
 	var results []WallResult
 	for attempt := 1; attempt <= s.cfg.LockAttempts; attempt++ {
-		var read runRead
-		if attempt == 1 && first != nil {
-			read = *first
-		} else {
-			var err error
-			if read, _, err = s.readRun(ctx, q, pile.runKey, false); err != nil {
-				return append(results, s.failWall(base, err))
-			}
-		}
-		if lk != nil {
-			lk.read = &operations.RunRead{Journaled: read.events, Pending: read.pendingEvents}
+		read, err := s.readRun(ctx, run, pile.runKey, attempt)
+		if err != nil {
+			return append(results, s.failWall(base, err))
 		}
 		walls, deferred, err := s.buildWalls(ctx, pile, read)
 		if err != nil {
@@ -538,7 +492,7 @@ func (s *Sweeper) triageLocked(ctx context.Context, lk *runLock, pile runPile, f
 			if i > 0 || attempt > 1 {
 				account(1, 0) // the run's first wall was reserved by the sweep
 			}
-			r := s.triageWall(ctx, w, lk, i == len(walls)-1, account)
+			r := s.triageWall(ctx, w, run, i == len(walls)-1, account)
 			if errors.Is(r.err, errSettledMeanwhile) && attempt < s.cfg.LockAttempts {
 				s.cfg.Log.Info().Str("project", w.Project).Str("run_id", w.RunID).Msg("an operator settled an operation mid-wall; rebuilding the run's walls")
 				rebuild = true
@@ -554,83 +508,18 @@ func (s *Sweeper) triageLocked(ctx context.Context, lk *runLock, pile runPile, f
 	return results
 }
 
-// batchSender is the pool or one of its connections.
-type batchSender interface {
-	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
-}
-
-// runRead is what buildWalls reads of a run: its events, and its
-// operations whose operation.reconciled is enqueued but not yet delivered
-// to the journal (the listing, over the journal, still shows them
-// unsettled, yet they are settled).
-type runRead struct {
-	events  []journal.StoredEvent
-	pending map[string]bool
-	// pendingEvents are the run's events pending in the outbox, of every
-	// type, as read (pending holds the operations of its reconciliations).
-	pendingEvents []kernel.Event
-}
-
-// readRun reads the run in one round trip through q, first taking the
-// run's triage lock when lock is set (locked is false when another sweep
-// holds it; the reads are then wasted, on the contended path only). The
-// reads are statements of their own after the lock's, so they see every
-// wall the previous holder committed; pending reconciliations are read
-// before the journal (outbox.Pending says why).
-func (s *Sweeper) readRun(ctx context.Context, q batchSender, rk runKey, lock bool) (rd runRead, locked bool, err error) {
-	var (
-		b       pgx.Batch
-		pending []kernel.Event
-	)
-	locked = !lock
-	if lock {
-		b.Queue(tryLockSQL, triageLockClass, lockName(rk)).QueryRow(func(row pgx.Row) error { return row.Scan(&locked) })
+// readRun is the run as the walls of an attempt are built on: read when
+// its lock was taken, read again on the lock's connection for a rebuild,
+// and read from the pool, without a lock, in a dry run.
+func (s *Sweeper) readRun(ctx context.Context, run *operations.TriageRun, rk runKey, attempt int) (operations.RunRead, error) {
+	switch {
+	case run == nil:
+		return s.ops.ReadRun(ctx, rk.project, rk.runID)
+	case attempt == 1:
+		return run.Read(), nil
+	default:
+		return run.Reread(ctx)
 	}
-	// Every type, not only reconciliations: the wall is written on this
-	// read (operations.RunRead), whose rules look at all of an
-	// operation's pending events.
-	// The batch is a transaction of its own (none is open on the lock
-	// connection between walls), so the plan settings end with it.
-	pgplan.Force(&b, "")
-	if err := outbox.QueuePendingForced(&b, outbox.PendingFilter{Project: rk.project, RunID: rk.runID}, &pending); err != nil {
-		return runRead{}, false, fmt.Errorf("triage: pending verdicts of %s/%s: %w", rk.project, rk.runID, err)
-	}
-	journal.QueueRunEvents(&b, rk.project, rk.runID, &rd.events)
-	if err := q.SendBatch(ctx, &b).Close(); err != nil {
-		return runRead{}, false, fmt.Errorf("triage: read run %s/%s: %w", rk.project, rk.runID, err)
-	}
-	rd.pending = make(map[string]bool, len(pending))
-	for _, ev := range pending {
-		if ev.Type == kernel.TypeOperationReconciled {
-			rd.pending[ev.OperationID()] = true
-		}
-	}
-	rd.pendingEvents = pending
-	return rd, locked, nil
-}
-
-// unlock releases the run's triage lock, if the session may still hold
-// it, and returns the connection to the lock pool.
-func (s *Sweeper) unlock(ctx context.Context, lk *runLock) {
-	if !lk.held {
-		lk.conn.Release()
-		return
-	}
-	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
-	var released bool
-	if err := lk.conn.QueryRow(uctx, unlockSQL, triageLockClass, lockName(lk.rk)).Scan(&released); err != nil || !released {
-		// A connection that may still hold the lock must not go back to
-		// the pool: closing it releases every session lock.
-		_ = lk.conn.Hijack().Close(uctx)
-		return
-	}
-	lk.conn.Release()
-}
-
-// lockName is length-prefixed so that no two (project, run) pairs share it.
-func lockName(rk runKey) string {
-	return fmt.Sprintf("reckon.triage:%d:%s%d:%s", len(rk.project), rk.project, len(rk.runID), rk.runID)
 }
 
 type wallOutcome struct {
@@ -638,10 +527,10 @@ type wallOutcome struct {
 	err error
 }
 
-// triageWall decides, validates and journals one wall under the run's
-// lock lk (in a dry run, nil: nothing is journaled). last says it is the
+// triageWall decides, validates and journals one wall of run, under its
+// lock (in a dry run, nil: nothing is journaled). last says it is the
 // run's last wall, whose commit releases the lock.
-func (s *Sweeper) triageWall(ctx context.Context, w pipeline.Wall, lk *runLock, last bool, account func(walls, tokens int)) (r wallOutcome) {
+func (s *Sweeper) triageWall(ctx context.Context, w pipeline.Wall, run *operations.TriageRun, last bool, account func(walls, tokens int)) (r wallOutcome) {
 	start := s.cfg.Now()
 	// r is the named result, so that the deferred duration reaches the
 	// caller (set on a local copy, it never did: every wall reported 0).
@@ -675,15 +564,15 @@ func (s *Sweeper) triageWall(ctx context.Context, w pipeline.Wall, lk *runLock, 
 	// effect no evidence proves is held as unknown for an operator.
 	d = supervisor.Settle(s.cfg.SettlePolicy, w, d)
 	r.Decision = &d
-	if lk == nil {
+	if run == nil {
 		r.Outcome, r.Wall = OutcomeDryRun, &w
 		return r
 	}
-	verdict, recs, err := s.record(ctx, lk, w, d, last)
+	verdict, recs, err := s.record(ctx, run, w, d, last)
 	switch {
 	case errors.Is(err, errSettledMeanwhile):
 		return fail(err)
-	case errors.Is(err, errAlreadyTriaged):
+	case errors.Is(err, operations.ErrWallWritten):
 		r.Outcome, r.Decision = OutcomeSettled, nil
 		return r
 	case err != nil:

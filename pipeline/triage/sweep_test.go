@@ -17,8 +17,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/rs/zerolog"
 
@@ -437,7 +435,7 @@ func TestLivenessUnknownWaits(t *testing.T) {
 	e := newEnv(t)
 	e.seedRun("run-1", opSpec{id: "op-1", outcome: "crash"})
 	e.seedRun("run-2", opSpec{id: "op-1", outcome: "crash"})
-	sw := New(e.s.Pool, livenessUnknown{e.ops, "run-2"}, Config{})
+	sw := New(livenessUnknown{e.ops, "run-2"}, Config{})
 	rep, err := sw.Sweep(context.Background(), SweepParams{})
 	if err != nil || rep.Journaled != 1 || rep.Walls[0].RunID != "run-1" || !rep.Degraded {
 		t.Fatalf("sweep: %+v %v", rep, err)
@@ -605,17 +603,17 @@ func TestRunScheduleSweeps(t *testing.T) {
 }
 
 // lockSpy is the built-in supervisor that, deciding a wall, tries the
-// wall's run lock from a session of its own, and notes the parts it found
+// wall's run lock as another sweep would, and notes the parts it found
 // free.
 type lockSpy struct {
 	supervisor.Builtin
-	pool *pgxpool.Pool
+	ops  *operations.Service
 	mu   sync.Mutex
 	free []int
 }
 
 func (l *lockSpy) Decide(ctx context.Context, w pipeline.Wall) (pipeline.Decision, error) {
-	if free, err := tryRunLock(ctx, l.pool, runKey{w.Project, w.RunID}); err != nil {
+	if free, err := tryRunLock(ctx, l.ops, runKey{w.Project, w.RunID}); err != nil {
 		return pipeline.Decision{}, err
 	} else if free {
 		l.mu.Lock()
@@ -625,19 +623,20 @@ func (l *lockSpy) Decide(ctx context.Context, w pipeline.Wall) (pipeline.Decisio
 	return l.Builtin.Decide(ctx, w)
 }
 
-// tryRunLock reports whether a session of its own could take the run's
-// triage lock (and gives it back).
-func tryRunLock(ctx context.Context, pool *pgxpool.Pool, rk runKey) (bool, error) {
-	conn, err := pool.Acquire(ctx)
+// tryRunLock reports whether another sweep, with lock connections of its
+// own, could take the run's triage lock (and gives it back).
+func tryRunLock(ctx context.Context, ops *operations.Service, rk runKey) (bool, error) {
+	locks, err := ops.OpenTriageLocks(ctx, 1)
 	if err != nil {
 		return false, err
 	}
-	defer conn.Release()
-	var got bool
-	if err := conn.QueryRow(ctx, tryLockSQL, triageLockClass, lockName(rk)).Scan(&got); err != nil || !got {
+	defer locks.Close()
+	run, locked, err := locks.Lock(ctx, rk.project, rk.runID)
+	if err != nil || !locked {
 		return false, err
 	}
-	return true, conn.QueryRow(ctx, unlockSQL, triageLockClass, lockName(rk)).Scan(&got)
+	run.Unlock(ctx)
+	return true, nil
 }
 
 // The run's lock is held while each of its walls is decided and written,
@@ -648,9 +647,9 @@ func TestRunLockHeldUntilTheLastWallCommits(t *testing.T) {
 	ctx := context.Background()
 	e := newEnv(t)
 	e.seedRun("run-1", opSpec{id: "op-1", outcome: "uncertain"}, opSpec{id: "op-2", outcome: "uncertain"}, opSpec{id: "op-3", outcome: "crash"})
-	spy := &lockSpy{pool: e.s.Pool}
+	spy := &lockSpy{ops: e.ops}
 	sw := e.sweeper(Config{Supervisor: spy, MaxOpsPerWall: 1})
-	locks, err := sw.lockPool(ctx)
+	locks, err := e.ops.OpenTriageLocks(ctx, sw.cfg.Concurrency)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -671,36 +670,8 @@ func TestRunLockHeldUntilTheLastWallCommits(t *testing.T) {
 	if len(spy.free) > 0 {
 		t.Fatalf("the run's lock was free while parts %v were decided", spy.free)
 	}
-	if free, err := tryRunLock(ctx, e.s.Pool, piles[0].runKey); err != nil || !free {
+	if free, err := tryRunLock(ctx, e.ops, piles[0].runKey); err != nil || !free {
 		t.Fatalf("the run's lock is still held after its last wall (%v)", err)
-	}
-}
-
-// TestCommitWallRefusesAnAbortedTransaction: with commitUnlockSQL as the
-// commit query, COMMIT of an aborted transaction answers ROLLBACK under
-// the unlock's result, which pgx then reports as a success; a wall's
-// transaction (lazyTx) must refuse it instead.
-func TestCommitWallRefusesAnAbortedTransaction(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	e := newEnv(t)
-	conn, err := e.s.Pool.Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Release()
-	tx := &lazyTx{conn: conn.Conn(), opts: pgx.TxOptions{CommitQuery: commitUnlockSQL}}
-	defer func() { _ = tx.Rollback(ctx) }()
-	b := &pgx.Batch{}
-	b.Queue("SELECT 1")
-	if err := tx.SendBatch(ctx, b).Close(); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tx.Exec(ctx, "SELECT 1/0"); err == nil {
-		t.Fatal("division by zero succeeded")
-	}
-	if err := tx.Commit(ctx); err == nil {
-		t.Fatal("the commit of an aborted transaction was reported as a success")
 	}
 }
 

@@ -68,7 +68,8 @@ type Config struct {
 	// SandboxUID and SandboxGID are the identity a root worker runs the
 	// sandbox as (RECKON_SANDBOX_UID=uid[:gid], default 65534:65534).
 	SandboxUID, SandboxGID uint32
-	// MCPServers configures MCP servers (RECKON_MCP_SERVERS), see README.
+	// MCPServers configures MCP servers (RECKON_MCP_SERVERS), see
+	// docs/runs-and-tools.md.
 	MCPServers string
 	// ToolHeartbeatTimeout (RECKON_TOOL_HEARTBEAT_TIMEOUT) is how long a
 	// tool call may go without a heartbeat before its worker counts as

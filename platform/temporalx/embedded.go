@@ -76,41 +76,77 @@ func StartEmbedded(cfg EmbeddedConfig) (*Embedded, error) {
 			reserved.release()
 		}
 	}()
+	sqlCfg, err := sqliteConfig(cfg.DBFile)
+	if err != nil {
+		return nil, err
+	}
+	frontend := fmt.Sprintf("%s:%d", localhost, ports[0])
+	sc := serverConfig(sqlCfg, frontend, ports)
+	if err := registerNamespaces(sqlCfg, cfg.Namespaces); err != nil {
+		return nil, err
+	}
+	stopping := new(atomic.Bool)
+	srv, err := newServer(sc, serverLogger{l: cfg.Log, stopping: stopping})
+	if err != nil {
+		return nil, err
+	}
+	if err := srv.Start(); err != nil {
+		return nil, fmt.Errorf("embedded temporal: start: %w", err)
+	}
+	// The frontend answers "not healthy yet" for a moment after Start (and
+	// logs each such call as a service failure): wait until its gRPC health
+	// check says SERVING before handing the server out.
+	if err := waitServing(frontend, 20*time.Second); err != nil {
+		_ = srv.Stop()
+		return nil, fmt.Errorf("embedded temporal: %w", err)
+	}
+	started = true
+	return &Embedded{srv: srv, hostPort: frontend, stopping: stopping, ports: reserved}, nil
+}
 
-	sqlCfg := config.SQL{
+// sqliteConfig is the server's SQLite store: a private shared-cache memory
+// database when dbFile is empty, else dbFile, created with Temporal's
+// schema when missing and cleared of stale cluster members when not.
+func sqliteConfig(dbFile string) (*config.SQL, error) {
+	sqlCfg := &config.SQL{
 		PluginName:        sqliteplugin.PluginName,
 		ConnectAttributes: map[string]string{},
-		DatabaseName:      cfg.DBFile,
+		DatabaseName:      dbFile,
 	}
-	if cfg.DBFile == "" {
+	if dbFile == "" {
 		sqlCfg.ConnectAttributes["mode"] = "memory"
 		sqlCfg.ConnectAttributes["cache"] = "shared"
 		// Shared-cache memory databases are process-global by name: a
 		// unique name keeps two servers of one process apart.
 		sqlCfg.DatabaseName = fmt.Sprintf("reckon-%d-%d", os.Getpid(), time.Now().UnixNano())
-	} else {
-		sqlCfg.ConnectAttributes["mode"] = "rwc"
-		sqlCfg.ConnectAttributes["_journal_mode"] = "WAL"
-		if err := os.MkdirAll(filepath.Dir(cfg.DBFile), 0o755); err != nil {
-			return nil, fmt.Errorf("embedded temporal: create directory of %s: %w", cfg.DBFile, err)
-		}
-		if _, err := os.Stat(cfg.DBFile); errors.Is(err, os.ErrNotExist) {
-			if err := sqlite.SetupSchema(&sqlCfg); err != nil {
-				return nil, fmt.Errorf("embedded temporal: set up SQLite schema in %s: %w", cfg.DBFile, err)
-			}
-		} else if err := forgetMembers(cfg.DBFile); err != nil {
-			return nil, fmt.Errorf("embedded temporal: %w", err)
-		}
+		return sqlCfg, nil
 	}
+	sqlCfg.ConnectAttributes["mode"] = "rwc"
+	sqlCfg.ConnectAttributes["_journal_mode"] = "WAL"
+	if err := os.MkdirAll(filepath.Dir(dbFile), 0o755); err != nil {
+		return nil, fmt.Errorf("embedded temporal: create directory of %s: %w", dbFile, err)
+	}
+	if _, err := os.Stat(dbFile); errors.Is(err, os.ErrNotExist) {
+		if err := sqlite.SetupSchema(sqlCfg); err != nil {
+			return nil, fmt.Errorf("embedded temporal: set up SQLite schema in %s: %w", dbFile, err)
+		}
+	} else if err := forgetMembers(dbFile); err != nil {
+		return nil, fmt.Errorf("embedded temporal: %w", err)
+	}
+	return sqlCfg, nil
+}
 
-	frontend := fmt.Sprintf("%s:%d", localhost, ports[0])
+// serverConfig is a one-node cluster on sqlCfg: the frontend at frontend
+// (ports[0]), the other services' gRPC ports ports[1:4], the membership
+// ports ports[4:8], archival off.
+func serverConfig(sqlCfg *config.SQL, frontend string, ports []int) *config.Config {
 	sc := &config.Config{}
 	sc.Global.Membership = config.Membership{MaxJoinDuration: 30 * time.Second, BroadcastAddress: localhost}
 	sc.Persistence = config.Persistence{
 		DefaultStore:     sqliteplugin.PluginName,
 		VisibilityStore:  sqliteplugin.PluginName,
 		NumHistoryShards: 1,
-		DataStores:       map[string]config.DataStore{sqliteplugin.PluginName: {SQL: &sqlCfg}},
+		DataStores:       map[string]config.DataStore{sqliteplugin.PluginName: {SQL: sqlCfg}},
 	}
 	sc.ClusterMetadata = &cluster.Config{
 		EnableGlobalNamespace:    false,
@@ -141,21 +177,28 @@ func StartEmbedded(cfg EmbeddedConfig) (*Embedded, error) {
 		History:    config.HistoryArchivalNamespaceDefaults{State: "disabled"},
 		Visibility: config.VisibilityArchivalNamespaceDefaults{State: "disabled"},
 	}}
+	return sc
+}
 
+// registerNamespaces writes the namespaces into the store.
+func registerNamespaces(sqlCfg *config.SQL, names []string) error {
 	var nss []*sqlite.NamespaceConfig
-	for _, ns := range cfg.Namespaces {
+	for _, ns := range names {
 		nc, err := sqlite.NewNamespaceConfig("active", ns, false, nil)
 		if err != nil {
-			return nil, fmt.Errorf("embedded temporal: namespace %q: %w", ns, err)
+			return fmt.Errorf("embedded temporal: namespace %q: %w", ns, err)
 		}
 		nss = append(nss, nc)
 	}
-	if err := sqlite.CreateNamespaces(&sqlCfg, nss...); err != nil {
-		return nil, fmt.Errorf("embedded temporal: register namespaces: %w", err)
+	if err := sqlite.CreateNamespaces(sqlCfg, nss...); err != nil {
+		return fmt.Errorf("embedded temporal: register namespaces: %w", err)
 	}
+	return nil
+}
 
-	stopping := new(atomic.Bool)
-	logger := serverLogger{l: cfg.Log, stopping: stopping}
+// newServer builds the server of sc, its dynamic configuration tuned for
+// one node.
+func newServer(sc *config.Config, logger serverLogger) (temporal.Server, error) {
 	authorizer, err := authorization.GetAuthorizerFromConfig(&sc.Global.Authorization)
 	if err != nil {
 		return nil, fmt.Errorf("embedded temporal: authorizer: %w", err)
@@ -170,36 +213,30 @@ func StartEmbedded(cfg EmbeddedConfig) (*Embedded, error) {
 		temporal.WithLogger(logger),
 		temporal.WithAuthorizer(authorizer),
 		temporal.WithClaimMapper(func(*config.Config) authorization.ClaimMapper { return claimMapper }),
-		temporal.WithDynamicConfigClient(dynamicconfig.StaticClient{
-			dynamicconfig.ForceSearchAttributesCacheRefreshOnRead.Key(): []dynamicconfig.ConstrainedValue{{Value: true}},
-			// One node: task queue partitions only add forwarding hops,
-			// which showed up as multi-second pickup delays of new queues.
-			dynamicconfig.MatchingNumTaskqueueReadPartitions.Key():  []dynamicconfig.ConstrainedValue{{Value: 1}},
-			dynamicconfig.MatchingNumTaskqueueWritePartitions.Key(): []dynamicconfig.ConstrainedValue{{Value: 1}},
-			// One history shard: the transfer queue's default 20 polls/s
-			// is a per-shard limit meant for clusters of hundreds of
-			// shards. Here every workflow shares the one shard, so after
-			// the limiter's burst each workflow task waited ~45 ms to be
-			// dispatched (read off the history: WorkflowTaskScheduled →
-			// Started), three per tool call. Polls are cheap in-process.
-			dynamicconfig.TransferProcessorMaxPollRPS.Key(): []dynamicconfig.ConstrainedValue{{Value: 2000}},
-		}),
+		temporal.WithDynamicConfigClient(oneNodeConfig()),
 	)
 	if err != nil {
 		return nil, fmt.Errorf("embedded temporal: new server: %w", err)
 	}
-	if err := srv.Start(); err != nil {
-		return nil, fmt.Errorf("embedded temporal: start: %w", err)
+	return srv, nil
+}
+
+// oneNodeConfig is the server's dynamic configuration.
+func oneNodeConfig() dynamicconfig.StaticClient {
+	return dynamicconfig.StaticClient{
+		dynamicconfig.ForceSearchAttributesCacheRefreshOnRead.Key(): []dynamicconfig.ConstrainedValue{{Value: true}},
+		// One node: task queue partitions only add forwarding hops,
+		// which showed up as multi-second pickup delays of new queues.
+		dynamicconfig.MatchingNumTaskqueueReadPartitions.Key():  []dynamicconfig.ConstrainedValue{{Value: 1}},
+		dynamicconfig.MatchingNumTaskqueueWritePartitions.Key(): []dynamicconfig.ConstrainedValue{{Value: 1}},
+		// One history shard: the transfer queue's default 20 polls/s
+		// is a per-shard limit meant for clusters of hundreds of
+		// shards. Here every workflow shares the one shard, so after
+		// the limiter's burst each workflow task waited ~45 ms to be
+		// dispatched (read off the history: WorkflowTaskScheduled →
+		// Started), three per tool call. Polls are cheap in-process.
+		dynamicconfig.TransferProcessorMaxPollRPS.Key(): []dynamicconfig.ConstrainedValue{{Value: 2000}},
 	}
-	// The frontend answers "not healthy yet" for a moment after Start (and
-	// logs each such call as a service failure): wait until its gRPC health
-	// check says SERVING before handing the server out.
-	if err := waitServing(frontend, 20*time.Second); err != nil {
-		_ = srv.Stop()
-		return nil, fmt.Errorf("embedded temporal: %w", err)
-	}
-	started = true
-	return &Embedded{srv: srv, hostPort: frontend, stopping: stopping, ports: reserved}, nil
 }
 
 // forgetMembers empties the membership table of an existing SQLite file.

@@ -1,4 +1,4 @@
-package triage
+package operations
 
 import (
 	"context"
@@ -11,9 +11,10 @@ import (
 )
 
 // lazyTx is a transaction whose BEGIN travels in its first batch instead
-// of a round trip of its own (pgx's Batch.BeginTx). A wall's transaction
-// opens with ReconcileAllTx's batch (locks and reads), so every wall
-// saves one of its round trips. Once begun it is pgx's own transaction;
+// of a round trip of its own (pgx's Batch.BeginTx). A triage wall written
+// the checked way (TriageRun.WriteWall) opens its transaction with
+// ReconcileAllTx's batch (locks and reads), so the wall saves one of its
+// round trips. Once begun it is pgx's own transaction;
 // a statement other than a batch as the first begins it the usual way.
 // It is an outbox.DBTX, all that ReconcileAllTx needs.
 type lazyTx struct {

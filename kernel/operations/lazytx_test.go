@@ -1,4 +1,4 @@
-package triage
+package operations
 
 import (
 	"context"
@@ -104,5 +104,33 @@ func TestLazyTx(t *testing.T) {
 	var ran string
 	if err := conn.QueryRow(ctx, `SELECT current_setting('reckon.lazy')`).Scan(&ran); err != nil || ran != "ran" {
 		t.Fatalf("the CommitQuery did not run: %q (%v)", ran, err)
+	}
+}
+
+// TestCommitWallRefusesAnAbortedTransaction: with commitUnlockSQL as the
+// commit query, COMMIT of an aborted transaction answers ROLLBACK under
+// the unlock's result, which pgx then reports as a success; a wall's
+// transaction (lazyTx) must refuse it instead.
+func TestCommitWallRefusesAnAbortedTransaction(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := pgtest.New(t)
+	conn, err := s.Pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	tx := &lazyTx{conn: conn.Conn(), opts: pgx.TxOptions{CommitQuery: commitUnlockSQL}}
+	defer func() { _ = tx.Rollback(ctx) }()
+	b := &pgx.Batch{}
+	b.Queue("SELECT 1")
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, "SELECT 1/0"); err == nil {
+		t.Fatal("division by zero succeeded")
+	}
+	if err := tx.Commit(ctx); err == nil {
+		t.Fatal("the commit of an aborted transaction was reported as a success")
 	}
 }
