@@ -3,12 +3,14 @@ package runner
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/rs/zerolog"
+	historypb "go.temporal.io/api/history/v1"
 
 	"github.com/seed-7bc021c3/reckon/internal/reckontest"
 	"github.com/seed-7bc021c3/reckon/kernel"
@@ -79,8 +81,7 @@ func (e *env) resumer(triage func(ctx context.Context, project, runID string)) *
 	return r
 }
 
-// withWait adds to wantShape's lines the reconciliation and run.resumed
-// lines the settled step adds.
+// resumedData is the data of the run's run.resumed for op.
 func resumedData(t *testing.T, evs []kernel.Event, op string) kernel.RunResumed {
 	t.Helper()
 	for _, ev := range evs {
@@ -287,21 +288,28 @@ func TestCancelWhileAwaiting(t *testing.T) {
 	}
 }
 
+// history is the run's workflow history as it stands.
+func (e *env) history(runID string) []*historypb.HistoryEvent {
+	e.t.Helper()
+	var out []*historypb.HistoryEvent
+	it := temporalConn.Client.GetWorkflowHistory(context.Background(), kernel.WorkflowID(e.project, runID), "", false, 0)
+	for it.HasNext() {
+		he, err := it.Next()
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		out = append(out, he)
+	}
+	return out
+}
+
 // signaled waits until the run's history holds a signal.
 func (e *env) signaled(runID string) {
 	e.t.Helper()
 	reckontest.Eventually(e.t, 30*time.Second, "a signal in the run's history", func() bool {
-		it := temporalConn.Client.GetWorkflowHistory(context.Background(), kernel.WorkflowID(e.project, runID), "", false, 0)
-		for it.HasNext() {
-			he, err := it.Next()
-			if err != nil {
-				e.t.Fatal(err)
-			}
-			if he.GetWorkflowExecutionSignaledEventAttributes() != nil {
-				return true
-			}
-		}
-		return false
+		return slices.ContainsFunc(e.history(runID), func(he *historypb.HistoryEvent) bool {
+			return he.GetWorkflowExecutionSignaledEventAttributes() != nil
+		})
 	})
 }
 
@@ -310,13 +318,8 @@ func (e *env) signaled(runID string) {
 func (e *env) settlementsRead(runID string, n int) {
 	e.t.Helper()
 	reckontest.Eventually(e.t, 30*time.Second, "the run reading its settlement", func() bool {
-		it := temporalConn.Client.GetWorkflowHistory(context.Background(), kernel.WorkflowID(e.project, runID), "", false, 0)
 		got := 0
-		for it.HasNext() {
-			he, err := it.Next()
-			if err != nil {
-				e.t.Fatal(err)
-			}
+		for _, he := range e.history(runID) {
 			if m := he.GetMarkerRecordedEventAttributes(); m != nil && m.GetMarkerName() == "LocalActivity" &&
 				strings.Contains(string(m.GetDetails()["data"].GetPayloads()[0].GetData()), ActSettlement) {
 				got++
