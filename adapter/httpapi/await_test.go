@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -62,13 +61,15 @@ func eventOf(t *testing.T, v runner.RunView, typ string) kernel.Event {
 // a run whose command committed its effect and lost its worker waits
 // (GET /v1/runs shows it awaiting), asks for a triage of itself, the
 // postcondition probe proves the effect, and the run resumes without
-// running the command again. A run whose effect no probe can see waits
-// for the operator, whose ruling through the API resumes it.
+// running the command again. A run whose effect no probe can see (no
+// postcondition, and every workspace manifest cut short, as for a
+// workspace too big to walk in its budget) waits for the operator, whose
+// ruling through the API resumes it.
 func TestAwaitLoopThroughTheAPI(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	st := startStack(t, fault.Config{AfterEffect: kernel.ToolRunCommand})
+	st := startStack(t, fault.Config{AfterEffect: kernel.ToolRunCommand}, "RECKON_MANIFEST_BUDGET", "1ns")
 	if err := st.StartPipeline(st.Operations); err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +85,7 @@ func TestAwaitLoopThroughTheAPI(t *testing.T) {
 		t.Fatalf("run proved: %v", err)
 	}
 	reckontest.Eventually(t, 30*time.Second, "run proved's events delivered", func() bool {
-		return runView(t, base, "acme", "proved").Status == runner.StatusCompleted && len(runView(t, base, "acme", "proved").Events) >= 10
+		return hasEvent(runView(t, base, "acme", "proved"), kernel.TypeRunCompleted)
 	})
 	v := runView(t, base, "acme", "proved")
 	awaiting, resumed := eventOf(t, v, kernel.TypeRunAwaiting), eventOf(t, v, kernel.TypeRunResumed)
@@ -101,7 +102,7 @@ func TestAwaitLoopThroughTheAPI(t *testing.T) {
 	var w runner.RunView
 	reckontest.Eventually(t, 30*time.Second, "run ruled awaiting op-1 with a verdict", func() bool {
 		w = runView(t, base, "acme", "ruled")
-		return w.Status == runner.StatusAwaiting && strings.Contains(string(mustJSON(t, w.Events)), kernel.TypeSupervisorVerdict)
+		return w.Status == runner.StatusAwaiting && hasEvent(w, kernel.TypeSupervisorVerdict)
 	})
 	if w.Awaiting == nil || w.Awaiting.OperationID != "op-1" || w.Awaiting.Since.IsZero() {
 		t.Fatalf("awaiting = %+v", w.Awaiting)
@@ -114,7 +115,7 @@ func TestAwaitLoopThroughTheAPI(t *testing.T) {
 		t.Fatalf("run ruled: %v", err)
 	}
 	reckontest.Eventually(t, 30*time.Second, "run ruled's run.resumed delivered", func() bool {
-		return strings.Contains(string(mustJSON(t, runView(t, base, "acme", "ruled").Events)), kernel.TypeRunResumed)
+		return hasEvent(runView(t, base, "acme", "ruled"), kernel.TypeRunResumed)
 	})
 	if err := eventOf(t, runView(t, base, "acme", "ruled"), kernel.TypeRunResumed).DecodeData(&d); err != nil || d.Basis != kernel.BasisOperator {
 		t.Fatalf("run ruled resumed on %+v (%v), want the operator's ruling", d, err)
@@ -122,6 +123,58 @@ func TestAwaitLoopThroughTheAPI(t *testing.T) {
 	if got := readWorkspace(t, st.Kernel.Starter, "acme", "ruled"); got != "op-1\nop-2\n" {
 		t.Fatalf("effects.txt of run ruled = %q", got)
 	}
+}
+
+// A waiting run starts nothing until its wait ends, so the workspace-diff
+// probe may judge it as it judges an ended run: here the command faulted
+// before it ran, the workspace is as the manifest before it recorded, the
+// probe proves none, and the run issues the step again (once, naming the
+// first) and completes.
+func TestAwaitNoneOnTheManifestProbeReissues(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	st := startStack(t, fault.Config{BeforeEffect: kernel.ToolRunCommand})
+	if err := st.StartPipeline(st.Operations); err != nil {
+		t.Fatal(err)
+	}
+	base := "http://" + st.APIAddr
+	if r := call(t, http.MethodPost, base+"/v1/runs", operatorTok, appendPlan("acme", "untouched", false)); r.status != http.StatusCreated {
+		t.Fatalf("start: %d %s", r.status, r.raw)
+	}
+	if err := st.Kernel.Conn.Client.GetWorkflow(ctx, kernel.WorkflowID("acme", "untouched"), "").Get(ctx, nil); err != nil {
+		t.Fatalf("run untouched: %v", err)
+	}
+	var v runner.RunView
+	reckontest.Eventually(t, 30*time.Second, "the run's events delivered", func() bool {
+		v = runView(t, base, "acme", "untouched")
+		return hasEvent(v, kernel.TypeRunCompleted)
+	})
+	var d kernel.RunResumed
+	if err := eventOf(t, v, kernel.TypeRunResumed).DecodeData(&d); err != nil || d.Effect != kernel.EffectNone || d.Basis != kernel.BasisProbe {
+		t.Fatalf("run.resumed %+v (%v): want none by probe", d, err)
+	}
+	var reissue kernel.ToolStarted
+	for _, ev := range v.Events {
+		if ev.Type == kernel.TypeToolStarted && ev.OperationID() == "op-1-r1" {
+			_ = ev.DecodeData(&reissue)
+		}
+	}
+	if reissue.ReissueOf != "op-1" {
+		t.Fatalf("no re-issue of op-1: %v", v.Events)
+	}
+	if got := readWorkspace(t, st.Kernel.Starter, "acme", "untouched"); got != "op-1-r1\nop-2\n" {
+		t.Fatalf("effects.txt = %q: want the re-issue's line and op-2's, nothing of the faulted op-1", got)
+	}
+}
+
+func hasEvent(v runner.RunView, typ string) bool {
+	for _, ev := range v.Events {
+		if ev.Type == typ {
+			return true
+		}
+	}
+	return false
 }
 
 // POST /v1/triage settles now what the sweep can, on the sweep's path, and
@@ -190,13 +243,4 @@ func readWorkspace(t *testing.T, s *runner.Starter, project, runID string) strin
 		t.Fatal(err)
 	}
 	return string(b)
-}
-
-func mustJSON(t *testing.T, v any) []byte {
-	t.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(fmt.Errorf("marshal: %w", err))
-	}
-	return b
 }
