@@ -33,7 +33,10 @@ const AwaitChannel = "reckon_await"
 // reads the settlement from the journal itself, so a signal sent twice, or
 // for a settlement that does not resume, changes nothing.
 type Resumer struct {
-	Pool   *pgxpool.Pool
+	// Pool reads the journal and holds no listening session (that has a
+	// connection of its own, with the pool's configuration).
+	Pool *pgxpool.Pool
+	// Client signals the waiting runs.
 	Client client.Client
 	// Triage asks for a triage of one run now (the pipeline's sweep of that
 	// run, under the same lock as the scheduled sweep); nil asks none, and
@@ -51,8 +54,9 @@ type Resumer struct {
 	Resend time.Duration
 	// MaxTriages bounds the triages asked for at once; default 4.
 	MaxTriages int
-	Now        func() time.Time
-	Log        zerolog.Logger
+	// Now is the clock the scan's window is measured on; default time.Now.
+	Now func() time.Time
+	Log zerolog.Logger
 
 	mu       sync.Mutex
 	signaled map[awaitKey]sent
@@ -69,8 +73,8 @@ type sent struct {
 	at  time.Time
 }
 
-// Wait is one unended wait as the journal shows it (Resumer.Waits).
-type Wait struct {
+// wait is one unended wait as the journal shows it (Resumer.waits).
+type wait struct {
 	Project     string
 	RunID       string
 	OperationID string
@@ -101,23 +105,24 @@ func (r *Resumer) defaults() {
 	}
 }
 
-// maxWaits bounds the waits one scan reads; more are taken by the next.
+// maxWaits bounds the waits one scan reads, the oldest first: past it, a
+// newer wait is acted on when the journal announces its events, and by
+// the scans once older waits have ended.
 const maxWaits = 1000
 
-// Waits lists the unended waits the journal shows, of one run (project
+// waits lists the unended waits the journal shows, of one run (project
 // and runID set) or of every run (both empty).
-func (r *Resumer) Waits(ctx context.Context, project, runID string) ([]Wait, error) {
-	r.defaults()
+func (r *Resumer) waits(ctx context.Context, project, runID string) ([]wait, error) {
 	since := r.Now().Add(-r.AwaitTimeout - 24*time.Hour)
 	rows, err := r.Pool.Query(ctx, awaitingSQL, since, project, runID, maxWaits)
 	if err != nil {
 		return nil, fmt.Errorf("read waiting runs: %w", err)
 	}
 	defer rows.Close()
-	var out []Wait
+	var out []wait
 	for rows.Next() {
 		var (
-			w                   Wait
+			w                   wait
 			src, id, eff, basis *string
 		)
 		if err := rows.Scan(&w.Project, &w.RunID, &w.OperationID, &w.Since, &src, &id, &eff, &basis, &w.Failed); err != nil {
@@ -177,7 +182,7 @@ func (r *Resumer) pass(ctx context.Context, project, runID string, slots chan st
 // operator has settled, and asks for a triage of each whose operation
 // nothing has settled yet (once per wait, MaxTriages at a time).
 func (r *Resumer) act(ctx context.Context, project, runID string, slots chan struct{}, triages *sync.WaitGroup) error {
-	waits, err := r.Waits(ctx, project, runID)
+	waits, err := r.waits(ctx, project, runID)
 	if err != nil {
 		return err
 	}
@@ -197,7 +202,7 @@ func (r *Resumer) act(ctx context.Context, project, runID string, slots chan str
 
 // signal sends the wait's settlement to its run, unless the same one was
 // sent less than Resend ago.
-func (r *Resumer) signal(ctx context.Context, w Wait) {
+func (r *Resumer) signal(ctx context.Context, w wait) {
 	k := awaitKey{w.Project, w.RunID, w.OperationID}
 	now := r.Now()
 	r.mu.Lock()
@@ -232,7 +237,7 @@ func (r *Resumer) signal(ctx context.Context, w Wait) {
 
 // claimTriage reports whether the wait's triage is still to be asked for,
 // and marks it asked.
-func (r *Resumer) claimTriage(w Wait) bool {
+func (r *Resumer) claimTriage(w wait) bool {
 	k := awaitKey{w.Project, w.RunID, w.OperationID}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -248,7 +253,7 @@ func (r *Resumer) claimTriage(w Wait) bool {
 
 // triage asks for the wait's run to be triaged, in the background once a
 // slot is free; the pass goes on meanwhile.
-func (r *Resumer) triage(ctx context.Context, w Wait, slots chan struct{}, triages *sync.WaitGroup) {
+func (r *Resumer) triage(ctx context.Context, w wait, slots chan struct{}, triages *sync.WaitGroup) {
 	triages.Add(1)
 	go func() {
 		defer triages.Done()
@@ -266,7 +271,7 @@ func (r *Resumer) triage(ctx context.Context, w Wait, slots chan struct{}, triag
 
 // forgetEnded drops what the resumer remembers of waits a full scan no
 // longer shows.
-func (r *Resumer) forgetEnded(waits []Wait) {
+func (r *Resumer) forgetEnded(waits []wait) {
 	open := make(map[awaitKey]bool, len(waits))
 	for _, w := range waits {
 		open[awaitKey{w.Project, w.RunID, w.OperationID}] = true

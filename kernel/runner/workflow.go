@@ -312,7 +312,7 @@ func (r *run) again(ctx workflow.Context, s Step, out *stepOutcome, left bool) (
 	case !end.timedOut && !st.Found:
 		return false, nil // canceled while waiting: the caller records it
 	case st.Effect == kernel.EffectOccurred:
-		out.OK, out.Summary = true, fmt.Sprintf("settled occurred by %s (%s)", st.Basis, st.Key)
+		out.OK = true
 		return false, nil
 	case st.Effect == kernel.EffectNone && left:
 		return true, nil
