@@ -183,7 +183,8 @@ func TestTriageNow(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	st := startStack(t, fault.Config{AfterEffect: kernel.ToolRunCommand})
+	st := startStack(t, fault.Config{AfterEffect: kernel.ToolRunCommand}, "RECKON_TOKENS",
+		"rita:reader:"+readerTok+",ann:operator:"+operatorTok+",bot:agent:"+agentTok+",acme-ops:operator:"+acmeOperatorTok+"::beta")
 	base := "http://" + st.APIAddr
 	plan := strings.Replace(appendPlan("acme", "stopped", true), `"on_uncertain":"await",`, "", 1)
 	if r := call(t, http.MethodPost, base+"/v1/runs", operatorTok, plan); r.status != http.StatusCreated {
@@ -205,6 +206,8 @@ func TestTriageNow(t *testing.T) {
 		{"no token", "", body, http.StatusUnauthorized},
 		{"agent", agentTok, body, http.StatusForbidden},
 		{"reader", readerTok, body, http.StatusForbidden},
+		{"an operator of another project", acmeOperatorTok, body, http.StatusForbidden},
+		{"every project, by an operator limited to some", acmeOperatorTok, `{}`, http.StatusForbidden},
 		{"run without project", operatorTok, `{"run_id":"stopped"}`, http.StatusBadRequest},
 		{"unknown field", operatorTok, `{"project":"acme","run":"stopped"}`, http.StatusBadRequest},
 	} {

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"net/http"
+	"strings"
 
 	"github.com/seed-7bc021c3/reckon/kernel"
 )
@@ -76,11 +77,27 @@ func (s *Server) postTriage(w http.ResponseWriter, r *http.Request) error {
 	if err := req.validate(); err != nil {
 		return err
 	}
+	if err := mayTriage(r, req.Project); err != nil {
+		return err
+	}
 	ans, err := s.cfg.Triage.TriageNow(r.Context(), req)
 	if err != nil {
 		return err
 	}
 	WriteJSON(w, http.StatusOK, ans)
+	return nil
+}
+
+// mayTriage refuses, 403, a scope the caller's token may not see: another
+// project, or every project for a token limited to some.
+func mayTriage(r *http.Request, project string) error {
+	if project != "" {
+		return mayProject(r, project)
+	}
+	if p, _ := PrincipalFrom(r.Context()); p.Limited() {
+		return kernel.Errorf(kernel.EForbidden, "project: token %q may see only the projects its RECKON_TOKENS entry lists (%s); name one of them to triage",
+			p.Name, strings.Join(p.Projects, ", "))
+	}
 	return nil
 }
 

@@ -51,7 +51,7 @@ func TestAwaitAcrossAWorkerSIGKILL(t *testing.T) {
 	if bwrapErr != nil {
 		env = append(env, "RECKON_SANDBOX_UNCONFINED=1")
 	}
-	var logs lockedBuffer
+	var logs reckontest.Buffer
 	defer func() {
 		if t.Failed() {
 			t.Logf("worker output:\n%s", logs.String())

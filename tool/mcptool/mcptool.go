@@ -247,6 +247,25 @@ func (s *server) discover(ctx context.Context) error {
 	return nil
 }
 
+// Reach connects to each of servers and lists its tools (tools/list,
+// bounded by opts.DiscoveryTimeout), as discovery does, without keeping
+// anything: a triage process checks at start-up that the servers its MCP
+// probe asks are there. The error names the first server that is not, by
+// its index and name in RECKON_MCP_SERVERS.
+func Reach(ctx context.Context, servers []ServerConfig, opts Config) error {
+	o := opts.withDefaults()
+	for i, c := range servers {
+		s := &server{cfg: c, opts: &o, endpoint: c.Endpoint()}
+		dctx, cancel := context.WithTimeout(ctx, o.DiscoveryTimeout)
+		err := s.discover(dctx)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("[%d] (%q) cannot be reached: %w", i, c.Name, err)
+		}
+	}
+	return nil
+}
+
 // Tool is one MCP tool of one server, as a kernel.Tool.
 type Tool struct {
 	name string // kernel name, e.g. mcp__create_issue
@@ -511,6 +530,18 @@ type conn struct {
 // tools/call has not been sent on this connection, so the server cannot
 // have executed it.
 func (s *server) connect(ctx context.Context, workspace, project, runID, key string, copts *mcp.ClientOptions) (*conn, error) {
+	return s.connectClient(ctx, workspace, project, runID, key, NewClient(copts))
+}
+
+// NewClient is the MCP client reckon connects as ("reckon"); copts (may be
+// nil) sets its handlers. DialClient takes one a caller has added
+// middleware to.
+func NewClient(copts *mcp.ClientOptions) *mcp.Client {
+	return mcp.NewClient(&mcp.Implementation{Name: "reckon", Version: "1"}, copts)
+}
+
+// connectClient is connect over client.
+func (s *server) connectClient(ctx context.Context, workspace, project, runID, key string, client *mcp.Client) (*conn, error) {
 	fail := func(err error, tail string) error {
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			err = fmt.Errorf("timed out: %w", err)
@@ -519,7 +550,6 @@ func (s *server) connect(ctx context.Context, workspace, project, runID, key str
 			Err: fmt.Errorf("mcp server %q: connecting (tools/call not sent): %w%s", s.cfg.Name, err, tail)}
 	}
 	rep := placeholders(workspace, project, runID)
-	client := mcp.NewClient(&mcp.Implementation{Name: "reckon", Version: "1"}, copts)
 	c := &conn{srv: s}
 	var transport mcp.Transport
 	if len(s.cfg.Command) > 0 {
