@@ -17,6 +17,7 @@ import (
 
 	"github.com/seed-7bc021c3/reckon/adapter/auth"
 	"github.com/seed-7bc021c3/reckon/adapter/httpapi"
+	"github.com/seed-7bc021c3/reckon/internal/app"
 	"github.com/seed-7bc021c3/reckon/internal/reckontest"
 	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/operations"
@@ -223,11 +224,43 @@ func TestOpsAttentionCLI(t *testing.T) {
 
 // opsAPI serves the API over the bundle's journal and operations service
 // for the client under test.
+// `reckon triage --api` asks the API for the sweep and prints what it did;
+// the flags that tune a sweep run here are refused with it.
+func TestTriageCLIThroughTheAPI(t *testing.T) {
+	t.Parallel()
+	b := reckontest.Setup(t)
+	ts := opsAPI(t, b)
+	r := reckontest.Run{Project: "acme", RunID: "run-1", Source: "agent-x"}
+	t0 := b.Clock.Now().Add(-time.Hour)
+	b.Ingest(r.RunStarted(t0), r.Started("op-1", "run_command", t0), r.Failed("op-1", kernel.EffectUncertain, t0), r.RunFailed(t0))
+	var out bytes.Buffer
+	c := apiClient(func(k string) string {
+		return map[string]string{"RECKON_URL": ts.URL, "RECKON_TOKEN": "operator-secret"}[k]
+	}, time.Minute)
+	if err := triageViaAPI(context.Background(), c, &out, "acme", "run-1", false); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	for _, want := range []string{"wall acme/run-1: journaled (op-1)", "attention acme/run-1/op-1 unknown (inference)", "triage (API): 1 wall(s), 0 settled, 1 for a person"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+	c.token = "agent-secret"
+	if err := triageViaAPI(context.Background(), c, &out, "acme", "", false); err == nil || !strings.Contains(err.Error(), "403") {
+		t.Fatalf("an agent's token: %v", err)
+	}
+	err := runTriage(context.Background(), []string{"--api", "--project", "acme", "--dry-run"})
+	if err == nil || !strings.Contains(err.Error(), "--dry-run: not with --api") {
+		t.Fatalf("--dry-run with --api: %v", err)
+	}
+}
+
 func opsAPI(t *testing.T, b *reckontest.Bundle) *httptest.Server {
 	t.Helper()
 	toks, _ := auth.Parse("ann:operator:operator-secret,rita:reader:reader-secret,bot:agent:agent-secret")
 	srv := httpapi.New(httpapi.Config{Tokens: toks, Log: zerolog.Nop(), Registry: prometheus.NewRegistry(),
-		Journal: b.Journal, Operations: b.Ops, Verdicts: b.Ops})
+		Journal: b.Journal, Operations: b.Ops, Verdicts: b.Ops,
+		Triage: app.Triager{Sweeper: triage.New(b.Ops, triage.Config{Now: b.Clock.Now})}})
 	ts := httptest.NewServer(srv)
 	t.Cleanup(ts.Close)
 	return ts
