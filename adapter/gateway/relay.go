@@ -11,7 +11,10 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
+	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/seed-7bc021c3/reckon/kernel"
@@ -52,6 +55,51 @@ type relay struct {
 	mu    sync.Mutex
 	ss    *mcp.ServerSession
 	calls map[*callTrack]struct{}
+
+	// read counts the upstream's log and progress notifications read off
+	// the wire, relayed those handled: a call's answer is returned only
+	// once the notifications read before it are relayed (settle).
+	read, relayed atomic.Int64
+}
+
+// observe counts the notifications that settle waits for.
+func (r *relay) observe(m jsonrpc.Message) {
+	if req, ok := m.(*jsonrpc.Request); ok && !req.IsCall() && callScoped(req.Method) {
+		r.read.Add(1)
+	}
+}
+
+// callScoped names the notifications the gateway relays on the stream of
+// the call they belong to.
+func callScoped(method string) bool {
+	return method == "notifications/message" || method == "notifications/progress"
+}
+
+// settleBound bounds settle's wait: a notification that the SDK refuses
+// (malformed params) is read but never handled.
+const settleBound = 2 * time.Second
+
+// settle waits until the notifications the upstream sent before the
+// answer just read are relayed: the SDK hands the answer to its caller at
+// once but queues notifications for a goroutine, and once the call's
+// answer is on its way to the client, its stream is closed.
+func (r *relay) settle(ctx context.Context) {
+	want := r.read.Load()
+	if r.relayed.Load() >= want {
+		return
+	}
+	t := time.NewTicker(time.Millisecond)
+	defer t.Stop()
+	stop := time.After(settleBound)
+	for r.relayed.Load() < want {
+		select {
+		case <-ctx.Done():
+			return
+		case <-stop:
+			return
+		case <-t.C:
+		}
+	}
 }
 
 // callTrack is one tools/call in flight on an upstream session: the
@@ -127,7 +175,9 @@ func (g *Gateway) dial(ctx context.Context, up *upstream, ss *mcp.ServerSession)
 	}
 	r.client = mcptool.NewClient(copts)
 	r.client.AddReceivingMiddleware(r.clientRequests)
-	conn, err := mcptool.DialClient(ctx, up.cfg, g.o.MCP, g.o.Project, r.client)
+	o := g.o.MCP
+	o.Observe = r.observe
+	conn, err := mcptool.DialClient(ctx, up.cfg, o, g.o.Project, r.client)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -184,6 +234,7 @@ func (r *relay) downstream(ctx context.Context, token any) (ss *mcp.ServerSessio
 var errNoClient = errors.New("mcp-gateway: no MCP client session owns this upstream session yet")
 
 func (r *relay) progress(ctx context.Context, req *mcp.ProgressNotificationClientRequest) {
+	defer r.relayed.Add(1)
 	if req == nil || req.Params == nil {
 		return
 	}
@@ -197,6 +248,7 @@ func (r *relay) progress(ctx context.Context, req *mcp.ProgressNotificationClien
 // log passes an upstream's log message on; the client's session drops it
 // below the level the client set (none set: nothing is sent).
 func (r *relay) log(ctx context.Context, req *mcp.LoggingMessageRequest) {
+	defer r.relayed.Add(1)
 	if req == nil || req.Params == nil {
 		return
 	}
@@ -397,6 +449,7 @@ func (s *session) callUpstream(ctx context.Context, up *upstream, conn *mcptool.
 	}
 	for round := 1; ; round++ {
 		res, err := conn.Call(ctx, params, key)
+		r.settle(ctx)
 		if err != nil || !res.NeedsInput() {
 			return res, tr.asked(), err
 		}

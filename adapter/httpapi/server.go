@@ -36,6 +36,7 @@ import (
 	"github.com/seed-7bc021c3/reckon/adapter/auth"
 	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/platform/httplimit"
+	"github.com/seed-7bc021c3/reckon/platform/promx"
 )
 
 // MaxBodyBytes bounds every request body.
@@ -117,6 +118,8 @@ type Config struct {
 	// implements both).
 	Operations OperationService
 	Verdicts   VerdictService
+	// Triage runs POST /v1/triage's sweep (the pipeline's sweeper).
+	Triage TriageService
 	// BodyTimeout bounds how long a request (body included) may take to
 	// arrive; zero means BodyReadTimeout.
 	BodyTimeout time.Duration
@@ -173,9 +176,7 @@ func New(cfg Config) *Server {
 		cfg.WriteTimeout = WriteTimeout
 	}
 	s := &Server{mux: chi.NewRouter(), cfg: cfg, runLocks: semaphore.NewWeighted(MaxRunsInFlight)}
-	s.reqs = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "reckon_http_requests_total", Help: "API requests by route and status code.",
-	}, []string{"route", "code"})
+	s.reqs = promx.CounterVec("reckon_http_requests_total", "API requests by route and status code.", "route", "code")
 	if cfg.Registry != nil {
 		cfg.Registry.MustRegister(s.reqs)
 		s.prom = promhttp.HandlerFor(cfg.Registry, promhttp.HandlerOpts{})

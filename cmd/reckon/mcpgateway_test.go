@@ -23,32 +23,15 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/seed-7bc021c3/reckon/internal/mcpserver"
+	"github.com/seed-7bc021c3/reckon/internal/npmtest"
 	"github.com/seed-7bc021c3/reckon/internal/pgtest"
+	"github.com/seed-7bc021c3/reckon/internal/reckontest"
 	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/journal"
 	"github.com/seed-7bc021c3/reckon/kernel/operations"
 	"github.com/seed-7bc021c3/reckon/kernel/outbox"
 	"github.com/seed-7bc021c3/reckon/tool/mcptool"
 )
-
-// npmPackages is testdata/npm with its pinned packages installed
-// (scripts/ensure-deps.sh); the test skips only where node is absent.
-func npmPackages(t *testing.T) string {
-	t.Helper()
-	if _, err := exec.LookPath("node"); err != nil {
-		t.Skip("node is not installed: the MCP gateway interop tests need Node.js (apt-get install nodejs npm, then scripts/ensure-deps.sh)")
-	}
-	dir, err := filepath.Abs(filepath.Join("..", "..", "testdata", "npm"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range []string{"sdk", "server-filesystem", "server-memory"} {
-		if _, err := os.Stat(filepath.Join(dir, "node_modules", "@modelcontextprotocol", p, "package.json")); err != nil {
-			t.Fatalf("the pinned npm packages are not installed in %s: run scripts/ensure-deps.sh (npm ci there): %v", dir, err)
-		}
-	}
-	return dir
-}
 
 // tsLine is one output line of testdata/npm/mcp-session.mjs.
 type tsLine struct {
@@ -83,7 +66,7 @@ type tsCall struct {
 
 // tsSession starts one TypeScript SDK client session making calls against
 // target (["--url", URL] or ["--", argv...]) with env.
-func tsSession(ctx context.Context, t *testing.T, npm string, env []string, target []string, calls []tsCall) (*exec.Cmd, *bytes.Buffer, *lockedBuffer) {
+func tsSession(ctx context.Context, t *testing.T, npm string, env []string, target []string, calls []tsCall) (*exec.Cmd, *bytes.Buffer, *reckontest.Buffer) {
 	t.Helper()
 	c, _ := json.Marshal(calls)
 	argv := append([]string{filepath.Join(npm, "mcp-session.mjs"), "--calls", string(c)}, target...)
@@ -91,7 +74,7 @@ func tsSession(ctx context.Context, t *testing.T, npm string, env []string, targ
 	cmd.Dir = npm
 	cmd.Env = env
 	var out bytes.Buffer
-	var stderr lockedBuffer
+	var stderr reckontest.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -206,7 +189,7 @@ type tsInterop struct {
 
 func newTSInterop(t *testing.T) *tsInterop {
 	t.Helper()
-	h := &tsInterop{npm: npmPackages(t)}
+	h := &tsInterop{npm: npmtest.Dir(t, "sdk", "server-filesystem", "server-memory")}
 	dir := t.TempDir()
 	root, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
@@ -298,7 +281,7 @@ func (h *tsInterop) checkSameTools(ctx context.Context, t *testing.T, tools []ma
 // checkResults: each call's result is an error exactly where the upstream
 // or the gateway refuses it, and reads give what the same host gets from
 // the servers directly.
-func (h *tsInterop) checkResults(ctx context.Context, t *testing.T, res []tsLine, stderr *lockedBuffer) {
+func (h *tsInterop) checkResults(ctx context.Context, t *testing.T, res []tsLine, stderr *reckontest.Buffer) {
 	t.Helper()
 	for i, want := range []bool{false, false, false, false, false, false, true, true, true, false} {
 		r := res[i]
@@ -449,7 +432,7 @@ func (h *tsInterop) checkUpstreamRecords(t *testing.T, runID string, ops map[str
 // lookup_operation, basis probe.
 func TestMCPGatewaySIGKILLMidCall(t *testing.T) {
 	t.Parallel()
-	npm := npmPackages(t)
+	npm := npmtest.Dir(t, "sdk", "server-filesystem", "server-memory")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	s := pgtest.New(t)
@@ -465,7 +448,7 @@ func TestMCPGatewaySIGKILLMidCall(t *testing.T) {
 		"RECKON_DATA_DIR="+t.TempDir(),
 		"RECKON_STALE_AFTER=2s",
 	)
-	var logs lockedBuffer
+	var logs reckontest.Buffer
 	defer func() {
 		if t.Failed() {
 			t.Logf("process output:\n%s", logs.String())
@@ -573,7 +556,7 @@ func TestMCPGatewaySIGKILLMidCall(t *testing.T) {
 // startGatewayProcess starts `reckon mcp-gateway --http 127.0.0.1:0 --lease
 // 1s` (this test binary) with env, its stderr copied to logs, and returns it
 // with the URL it listens on.
-func startGatewayProcess(ctx context.Context, t *testing.T, env []string, logs *lockedBuffer) (*exec.Cmd, string) {
+func startGatewayProcess(ctx context.Context, t *testing.T, env []string, logs *reckontest.Buffer) (*exec.Cmd, string) {
 	t.Helper()
 	cmd := exec.CommandContext(ctx, os.Args[0], "mcp-gateway", "--http", "127.0.0.1:0", "--lease", "1s")
 	cmd.Env = env
@@ -616,7 +599,7 @@ func TestMCPGatewaySIGKILLWhileClientAnswers(t *testing.T) {
 	servers, _ := json.Marshal([]mcptool.ServerConfig{{Name: "issues", Command: []string{os.Args[0], "mcp-test-server", "--store", storePath}, Env: map[string]string{execMainEnv: "1"}}})
 	env := append(os.Environ(), execMainEnv+"=1", "DATABASE_URL="+s.URL, "RECKON_MCP_SERVERS="+string(servers),
 		"RECKON_GATEWAY_PROJECT=asking", "RECKON_LOG_LEVEL=warn", "RECKON_DATA_DIR="+t.TempDir())
-	var logs lockedBuffer
+	var logs reckontest.Buffer
 	defer func() {
 		if t.Failed() {
 			t.Logf("process output:\n%s", logs.String())

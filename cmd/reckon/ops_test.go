@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/seed-7bc021c3/reckon/adapter/auth"
 	"github.com/seed-7bc021c3/reckon/adapter/httpapi"
+	"github.com/seed-7bc021c3/reckon/internal/app"
 	"github.com/seed-7bc021c3/reckon/internal/reckontest"
 	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/operations"
@@ -222,12 +224,114 @@ func TestOpsAttentionCLI(t *testing.T) {
 
 // opsAPI serves the API over the bundle's journal and operations service
 // for the client under test.
+// `reckon triage --api` asks the API for the sweep and prints what it did;
+// the flags that tune a sweep run here are refused with it.
+func TestTriageCLIThroughTheAPI(t *testing.T) {
+	t.Parallel()
+	b := reckontest.Setup(t)
+	ts := opsAPI(t, b)
+	r := reckontest.Run{Project: "acme", RunID: "run-1", Source: "agent-x"}
+	t0 := b.Clock.Now().Add(-time.Hour)
+	b.Ingest(r.RunStarted(t0), r.Started("op-1", "run_command", t0), r.Failed("op-1", kernel.EffectUncertain, t0), r.RunFailed(t0))
+	var out bytes.Buffer
+	c := apiClient(func(k string) string {
+		return map[string]string{"RECKON_URL": ts.URL, "RECKON_TOKEN": "operator-secret"}[k]
+	}, time.Minute)
+	if err := triageViaAPI(context.Background(), c, &out, "acme", "run-1", false); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	for _, want := range []string{"wall acme/run-1: journaled (op-1)", "attention acme/run-1/op-1 unknown (inference)", "triage (API): 1 wall(s), 0 settled, 1 for a person"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+	c.token = "agent-secret"
+	if err := triageViaAPI(context.Background(), c, &out, "acme", "", false); err == nil || !strings.Contains(err.Error(), "403") {
+		t.Fatalf("an agent's token: %v", err)
+	}
+	err := runTriage(context.Background(), []string{"--api", "--project", "acme", "--dry-run"})
+	if err == nil || !strings.Contains(err.Error(), "--dry-run: not with --api") {
+		t.Fatalf("--dry-run with --api: %v", err)
+	}
+}
+
 func opsAPI(t *testing.T, b *reckontest.Bundle) *httptest.Server {
 	t.Helper()
 	toks, _ := auth.Parse("ann:operator:operator-secret,rita:reader:reader-secret,bot:agent:agent-secret")
 	srv := httpapi.New(httpapi.Config{Tokens: toks, Log: zerolog.Nop(), Registry: prometheus.NewRegistry(),
-		Journal: b.Journal, Operations: b.Ops, Verdicts: b.Ops})
+		Journal: b.Journal, Operations: b.Ops, Verdicts: b.Ops,
+		Triage: app.Triager{Sweeper: triage.New(b.Ops, triage.Config{Now: b.Clock.Now})}})
 	ts := httptest.NewServer(srv)
 	t.Cleanup(ts.Close)
 	return ts
+}
+
+// TestOpsListRefusesBadLimit: `reckon ops list --limit -5` (and
+// attention) is a mistake in the command line: exit 2 naming --limit,
+// before any request, not dropped silently to give the caller the default
+// page size instead of an error.
+func TestOpsListRefusesBadLimit(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	env := deadAPIEnv(t)
+	for _, sub := range []string{"list", "attention"} {
+		for _, limit := range []string{"-5", "-1"} {
+			var stdout, stderr bytes.Buffer
+			code := report(&stderr, "ops", opsMain(ctx, []string{sub, "--project", "p", "--limit", limit}, &stdout, &stderr, env))
+			if code != exitUsage || !strings.Contains(stderr.String(), "--limit") {
+				t.Errorf("reckon ops %s --limit %s: exit %d (want %d naming --limit), stderr %q", sub, limit, code, exitUsage, stderr.String())
+			}
+		}
+	}
+}
+
+// TestOpsTablesQuoteControlCharacters: run ids, operation ids, tools and
+// sources are written by agents; in `reckon ops list` and `reckon ops
+// history` tables a newline in one must not forge a row and an escape
+// sequence must not reach the operator's terminal (the attention and
+// verdicts tables already quote them with kernel.Printable).
+func TestOpsTablesQuoteControlCharacters(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	const (
+		run  = "run-1\nFORGED  op-9  run_command  completed"
+		op   = "op-1\x1b[2J"
+		tool = "mcp__x\x1b]0;pwned\x07"
+	)
+	ts := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+	started, _ := kernel.NewEvent("agent\x1b[31m", "e1", "acme", run, kernel.TypeToolStarted, kernel.ActorAgent, ts,
+		kernel.ToolStarted{OperationID: op, Tool: tool})
+	mux := http.NewServeMux()
+	mux.HandleFunc(httpapi.PathOperations, func(w http.ResponseWriter, r *http.Request) {
+		httpapi.WriteJSON(w, http.StatusOK, map[string]any{"operations": []map[string]any{{
+			"project": "acme", "run_id": run, "operation_id": op, "tool": tool, "state": "crash_window",
+			"started_at": ts, "started_key": map[string]string{"source_id": "agent-x", "event_id": "e1"},
+		}}, "next_cursor": nil, "degraded": false})
+	})
+	mux.HandleFunc(httpapi.PathHistory, func(w http.ResponseWriter, r *http.Request) {
+		httpapi.WriteJSON(w, http.StatusOK, map[string]any{"events": []kernel.Event{started}})
+	})
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	env := func(k string) string {
+		return map[string]string{"RECKON_URL": srv.URL, "RECKON_TOKEN": "reader-secret"}[k]
+	}
+	for _, args := range [][]string{
+		{"list", "--project", "acme"},
+		{"history", "--project", "acme", "--run", "run-1", "--op", "op-1"},
+	} {
+		var stdout, stderr bytes.Buffer
+		if err := opsMain(ctx, args, &stdout, &stderr, env); err != nil {
+			t.Fatalf("reckon ops %q: %v", args, err)
+		}
+		out := stdout.String()
+		if strings.ContainsAny(out, "\x1b\x07") {
+			t.Errorf("reckon ops %s: an escape sequence reached the terminal:\n%q", args[0], out)
+		}
+		for _, line := range strings.Split(out, "\n") {
+			if strings.HasPrefix(line, "FORGED") {
+				t.Errorf("reckon ops %s: a run id's newline forged a row:\n%s", args[0], out)
+			}
+		}
+	}
 }

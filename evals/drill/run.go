@@ -317,28 +317,11 @@ func (st *Stack) reconcileAsOperator(ctx context.Context, project, runID string)
 	return outbox.WaitDelivered(ctx, st.Core.Pool, project, runID, 20*time.Millisecond)
 }
 
-// capture is a supervisor that keeps every wall the sweep hands it and
-// answers with the built-in supervisor's decision, so the dry-run sweep
-// completes normally. It writes nothing.
-type capture struct {
-	mu    sync.Mutex
-	walls []pipeline.Wall
-}
-
-func (c *capture) Name() string { return "drill-capture" }
-
-func (c *capture) Decide(ctx context.Context, w pipeline.Wall) (pipeline.Decision, error) {
-	c.mu.Lock()
-	c.walls = append(c.walls, w)
-	c.mu.Unlock()
-	return supervisor.Builtin{}.Decide(ctx, w)
-}
-
 // buildWall builds runID's wall with the pipeline's own sweep (dry run:
 // nothing written, no locks) and its probes, with their clock delay ahead.
 func (st *Stack) buildWall(ctx context.Context, project, runID string, delay time.Duration) (pipeline.Wall, error) {
 	now := func() time.Time { return time.Now().Add(delay) }
-	c := &capture{}
+	c := &supervisor.Recorder{}
 	sw, err := st.Core.NewSweeper(st.Ops, func(sc *triage.Config) {
 		sc.Supervisor = c
 		sc.Now = now
@@ -372,13 +355,14 @@ func (st *Stack) buildWall(ctx context.Context, project, runID string, delay tim
 			return pipeline.Wall{}, fmt.Errorf("sweep %s: wall outcome %s: %s", runID, wr.Outcome, wr.Error)
 		}
 	}
-	switch len(c.walls) {
+	walls := c.Walls()
+	switch len(walls) {
 	case 0:
 		return pipeline.Wall{}, fmt.Errorf("run %s: %w", runID, errNoWall)
 	case 1:
-		return c.walls[0], nil
+		return walls[0], nil
 	default:
-		return pipeline.Wall{}, fmt.Errorf("run %s: the sweep split the pile into %d walls; drills record single walls", runID, len(c.walls))
+		return pipeline.Wall{}, fmt.Errorf("run %s: the sweep split the pile into %d walls; drills record single walls", runID, len(walls))
 	}
 }
 

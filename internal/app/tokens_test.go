@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -48,16 +47,9 @@ func tokensAPI(t *testing.T, content string) (*Core, string, *reckontest.Buffer,
 	t.Cleanup(srv.Close)
 	whoami := func(secret string) (int, string) {
 		t.Helper()
-		req, _ := http.NewRequest(http.MethodGet, srv.URL+"/v1/whoami", nil)
-		req.Header.Set("Authorization", "Bearer "+secret)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		var me struct{ Role string }
-		_ = json.NewDecoder(resp.Body).Decode(&me)
-		return resp.StatusCode, me.Role
+		r := reckontest.Call(t, http.MethodGet, srv.URL+"/v1/whoami", secret, "")
+		role, _ := r.Body["role"].(string)
+		return r.Status, role
 	}
 	return core, file, logs, whoami
 }

@@ -4,30 +4,14 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-)
 
-// npmDir is testdata/npm, where scripts/ensure-deps.sh installs the pinned
-// npm packages.
-func npmDir(t *testing.T) string {
-	t.Helper()
-	if _, err := exec.LookPath("node"); err != nil {
-		t.Skip("node is not installed: this MCP interop test needs Node.js (e.g. apt-get install nodejs npm, then scripts/ensure-deps.sh)")
-	}
-	dir, err := filepath.Abs(filepath.Join("..", "..", "testdata", "npm"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@modelcontextprotocol", "sdk", "package.json")); err != nil {
-		t.Fatalf("the pinned npm packages are not installed in %s: run scripts/ensure-deps.sh (npm ci there): %v", dir, err)
-	}
-	return dir
-}
+	"github.com/seed-7bc021c3/reckon/internal/npmtest"
+)
 
 // buildReckon builds the reckon binary so the test talks to the real
 // `reckon mcp-test-server` subcommand.
@@ -88,7 +72,7 @@ func tsCall(t *testing.T, npm string, target []string, tool string, args, meta m
 // a third call goes over streamable HTTP to yet another process. One issue.
 func TestInteropTypeScriptClient(t *testing.T) {
 	t.Parallel()
-	npm := npmDir(t)
+	npm := npmtest.Dir(t, "sdk")
 	bin := buildReckon(t)
 	store := filepath.Join(t.TempDir(), "issues.json")
 	stdio := []string{"--", bin, "mcp-test-server", "--store", store}

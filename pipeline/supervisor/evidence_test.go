@@ -1,7 +1,6 @@
 package supervisor
 
 import (
-	"context"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -54,13 +53,7 @@ func agentWall() pipeline.Wall {
 func TestOnlyKernelFactsAreEvidence(t *testing.T) {
 	t.Parallel()
 	w := agentWall()
-	d, err := Builtin{}.Decide(context.Background(), w)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := Validate(w, d); err != nil {
-		t.Fatal(err)
-	}
+	d := decideValid(t, w)
 	want := map[string]string{
 		"op-agent-validation":  kernel.EffectUnknown,
 		"op-agent-child":       kernel.EffectUnknown,

@@ -110,6 +110,9 @@ type Config struct {
 	// TerminateGrace is how long a stdio server may take to exit after its
 	// stdin is closed before it is signalled (1s when zero).
 	TerminateGrace time.Duration
+	// Observe, when set, sees every message the server sends as it is read
+	// (Observer).
+	Observe Observer
 }
 
 func (o Config) withDefaults() Config {
@@ -574,6 +577,9 @@ func (s *server) connectClient(ctx context.Context, workspace, project, runID, k
 		// forever.
 		cmd.WaitDelay = s.opts.TerminateGrace
 		transport = &mcp.CommandTransport{Command: cmd, TerminateDuration: s.opts.TerminateGrace}
+		if s.opts.Observe != nil {
+			transport = observed{Transport: transport, obs: s.opts.Observe}
+		}
 	} else {
 		headers := http.Header{}
 		for k, v := range s.cfg.Headers {
@@ -582,9 +588,13 @@ func (s *server) connectClient(ctx context.Context, workspace, project, runID, k
 		if key != "" {
 			headers.Set(IdempotencyKeyHeader, key)
 		}
+		hc := HTTPClient(headers)
+		if s.opts.Observe != nil {
+			hc.Transport = observeSSE(hc.Transport, s.opts.Observe)
+		}
 		transport = &mcp.StreamableClientTransport{
 			Endpoint:   rep.Replace(s.cfg.URL),
-			HTTPClient: HTTPClient(headers),
+			HTTPClient: hc,
 			// No transparent reconnects: a broken call is reported, and
 			// the kernel decides what a retry is.
 			MaxRetries:           -1,

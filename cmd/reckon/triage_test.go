@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -10,6 +12,7 @@ import (
 	"github.com/seed-7bc021c3/reckon/internal/reckontest"
 	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/outbox"
+	"github.com/seed-7bc021c3/reckon/pipeline"
 	"github.com/seed-7bc021c3/reckon/pipeline/triage"
 )
 
@@ -61,5 +64,31 @@ func TestTriagePublishWaitsForRowsAnotherPublisherHolds(t *testing.T) {
 	var n int
 	if err := s.Pool.QueryRow(ctx, `SELECT count(*) FROM journal_events WHERE event_id = 'r1/verdict/1'`).Scan(&n); err != nil || n != 1 {
 		t.Fatalf("journal holds %d of the event (%v)", n, err)
+	}
+}
+
+// TestTriageReportQuotesControlCharacters: a dry run's notes and a failed
+// wall's error carry a supervisor's text (a model's note, its refusal),
+// which may repeat what an agent wrote; `reckon triage` must not pass an
+// escape sequence in them to the operator's terminal, nor let a newline
+// forge a line of its own.
+func TestTriageReportQuotesControlCharacters(t *testing.T) {
+	t.Parallel()
+	const forge = "\x1b[1A\x1b[2K\n  op-1   none   probe"
+	rep := triage.Report{Walls: []triage.WallResult{
+		{Project: "acme", RunID: "run-1", Part: 1, Parts: 1, Outcome: triage.OutcomeDryRun, Decision: &pipeline.Decision{
+			NeedsAttention: true, Operations: []pipeline.EffectAnswer{{OperationID: "op-1", Effect: kernel.EffectUnknown, Basis: kernel.BasisInference, Note: "n" + forge}}}},
+		{Project: "acme", RunID: "run-2", Outcome: triage.OutcomeFailed, Error: "supervisor m refused: " + forge},
+	}}
+	var b bytes.Buffer
+	printReport(&b, rep)
+	out := b.String()
+	if strings.ContainsRune(out, '\x1b') {
+		t.Fatalf("an escape sequence reaches the terminal:\n%q", out)
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(line), "op-1   none") {
+			t.Fatalf("a forged line:\n%s", out)
+		}
 	}
 }

@@ -1,3 +1,0 @@
-export * from "./client.js";
-export * from "./tool.js";
-export type { components, paths, operations } from "./api.js";
