@@ -7,14 +7,10 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/stdlib"
-	"github.com/pressly/goose/v3"
 
-	"github.com/seed-7bc021c3/reckon/internal/pgtest"
 	"github.com/seed-7bc021c3/reckon/internal/reckontest"
 	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/journal"
-	"github.com/seed-7bc021c3/reckon/migrations"
 )
 
 // TestRunsIndexBackfill: migration 00055 indexes the runs journaled before
@@ -24,17 +20,7 @@ import (
 func TestRunsIndexBackfill(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s := pgtest.New(t)
-	db := stdlib.OpenDBFromPool(s.Pool)
-	defer db.Close()
-	src, err := migrations.Source()
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := goose.NewProvider(goose.DialectPostgres, db, src, goose.WithDisableGlobalRegistry(true))
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, p := provider(t)
 	if _, err := p.DownTo(ctx, 54); err != nil {
 		t.Fatal(err)
 	}

@@ -5,20 +5,16 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/seed-7bc021c3/reckon/internal/app"
-	"github.com/seed-7bc021c3/reckon/internal/pgtest"
-	"github.com/seed-7bc021c3/reckon/internal/sandboxtest"
+	"github.com/seed-7bc021c3/reckon/internal/apptest"
 	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/fault"
 	"github.com/seed-7bc021c3/reckon/kernel/operations"
 	"github.com/seed-7bc021c3/reckon/kernel/outbox"
-	"github.com/seed-7bc021c3/reckon/platform/config"
 )
 
 // TestRunsCLI drives `reckon runs` against a real dev stack: start a run
@@ -30,7 +26,7 @@ func TestRunsCLI(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	st := runsStack(t)
+	st := apptest.Start(t, "ann:operator:operator-secret,rita:reader:reader-secret", fault.Config{})
 	run := func(token string, args ...string) (string, error) {
 		var out, errb bytes.Buffer
 		env := map[string]string{"RECKON_URL": "http://" + st.APIAddr, "RECKON_TOKEN": token}
@@ -132,33 +128,4 @@ func TestRunsCLI(t *testing.T) {
 	if _, err := run("operator-secret", "start", "--project", "acme", "--plan", plan); err == nil || !strings.Contains(err.Error(), "not JSON") {
 		t.Errorf("a plan that is not JSON: %v", err)
 	}
-}
-
-// runsStack is a dev stack (embedded Temporal in memory, the worker and
-// its sandbox, the publisher, the API on 127.0.0.1:0) over the test's
-// schema, with an operator and a reader token.
-func runsStack(t *testing.T) *app.Stack {
-	t.Helper()
-	s := pgtest.New(t)
-	env := map[string]string{
-		"DATABASE_URL": s.URL, "RECKON_DATA_DIR": sandboxtest.Dir(t), "RECKON_HTTP_ADDR": "127.0.0.1:0",
-		"RECKON_TOKENS":    "ann:operator:operator-secret,rita:reader:reader-secret",
-		"RECKON_LOG_LEVEL": "error",
-	}
-	if _, err := exec.LookPath("bwrap"); err != nil {
-		env["RECKON_SANDBOX_UNCONFINED"] = "1"
-	}
-	cfg, err := config.LoadFrom(func(k string) string { return env[k] })
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := app.StartDev(context.Background(), cfg, app.DevConfig{
-		Kernel: app.KernelConfig{InMemory: true, Fault: &fault.Config{}},
-		Outbox: outbox.Config{PollInterval: 20 * time.Millisecond},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
-	return st
 }

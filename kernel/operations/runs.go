@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -132,7 +131,7 @@ func (s *Service) Runs(ctx context.Context, p RunsParams) (RunsPage, error) {
 	page := RunsPage{Runs: runs}
 	if len(runs) > limit {
 		page.Runs = runs[:limit]
-		page.NextCursor = kernel.EncodeOpaque(runsCursorPrefix + strconv.FormatInt(listed[limit-1], 10))
+		page.NextCursor = kernel.EncodeSeqCursor(runsCursorPrefix, listed[limit-1])
 	}
 	if err := s.countOperations(ctx, p.Project, page.Runs); err != nil {
 		return RunsPage{}, err
@@ -189,12 +188,8 @@ func runsQuery(p RunsParams, before int64, n int) (string, []any) {
 }
 
 func decodeRunsCursor(c string) (int64, error) {
-	if raw, ok := kernel.DecodeOpaque(c); ok {
-		if rest, ok := strings.CutPrefix(raw, runsCursorPrefix); ok {
-			if n, err := strconv.ParseInt(rest, 10, 64); err == nil && n > 0 && strconv.FormatInt(n, 10) == rest {
-				return n, nil
-			}
-		}
+	if n, ok := kernel.DecodeSeqCursor(c, runsCursorPrefix); ok {
+		return n, nil
 	}
 	return 0, kernel.Errorf(kernel.EInvalid, "cursor %q is not a next_cursor of GET /v1/runs; pass it unchanged, or start without one", kernel.Abbreviate(c, 64))
 }
@@ -345,7 +340,7 @@ func (s *Service) RunOperations(ctx context.Context, p RunOperationsParams) (Run
 	page := RunOperationsPage{}
 	if len(found) > limit {
 		found = found[:limit]
-		page.NextCursor = kernel.EncodeOpaque(runOpsCursorPrefix + strconv.FormatInt(found[limit-1].c.pos.seq, 10))
+		page.NextCursor = kernel.EncodeSeqCursor(runOpsCursorPrefix, found[limit-1].c.pos.seq)
 	}
 	if page.Operations, page.Degraded, err = s.runOperationItems(ctx, p.Project, found); err != nil {
 		return RunOperationsPage{}, err
@@ -443,12 +438,8 @@ func (s *Service) runOperation(r runOpRow, project string, now time.Time, lv *li
 }
 
 func decodeRunOpsCursor(c string) (int64, error) {
-	if raw, ok := kernel.DecodeOpaque(c); ok {
-		if rest, ok := strings.CutPrefix(raw, runOpsCursorPrefix); ok {
-			if n, err := strconv.ParseInt(rest, 10, 64); err == nil && n >= 0 && strconv.FormatInt(n, 10) == rest {
-				return n, nil
-			}
-		}
+	if n, ok := kernel.DecodeSeqCursor(c, runOpsCursorPrefix); ok {
+		return n, nil
 	}
 	return 0, kernel.Errorf(kernel.EInvalid, "cursor %q is not a next_cursor of GET /v1/runs/{run_id}/operations; pass it unchanged, or start without one", kernel.Abbreviate(c, 64))
 }
