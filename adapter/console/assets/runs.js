@@ -10,6 +10,7 @@ const EVENTS_PAGE = 500, EVENTS_MAX = 1000; // GET /v1/runs/{run_id}'s maximum l
 const OPS_MAX = 1000; // GET /v1/runs/{run_id}/operations's maximum limit
 
 const runs = {
+  status: '', // the runs list's status filter
   limit: RUNS_PAGE, events: EVENTS_PAGE,
   ops: [], // the run's operations as last loaded; the filters narrow what is shown
   filter: { state: '', tool: '', q: '' },
