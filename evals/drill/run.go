@@ -21,7 +21,6 @@ import (
 	"github.com/seed-7bc021c3/reckon/kernel/outbox"
 	"github.com/seed-7bc021c3/reckon/kernel/runner"
 	"github.com/seed-7bc021c3/reckon/pipeline"
-	"github.com/seed-7bc021c3/reckon/pipeline/probe"
 	"github.com/seed-7bc021c3/reckon/pipeline/supervisor"
 	"github.com/seed-7bc021c3/reckon/pipeline/triage"
 	"github.com/seed-7bc021c3/reckon/platform/proctab"
@@ -317,6 +316,21 @@ func (st *Stack) reconcileAsOperator(ctx context.Context, project, runID string)
 	return outbox.WaitDelivered(ctx, st.Core.Pool, project, runID, 20*time.Millisecond)
 }
 
+// later is the operations service with the database's clock, as a run's
+// read reports it, by ahead: a drill's sweep sees the run as a sweep that
+// much later would.
+type later struct {
+	*operations.Service
+	by time.Duration
+}
+
+// ReadRun implements triage.Operations.
+func (l later) ReadRun(ctx context.Context, project, runID string) (operations.RunRead, error) {
+	read, err := l.Service.ReadRun(ctx, project, runID)
+	read.ReadAt = read.ReadAt.Add(l.by)
+	return read, err
+}
+
 // capture is a supervisor that keeps every wall the sweep hands it and
 // answers with the built-in supervisor's decision, so the dry-run sweep
 // completes normally. It writes nothing.
@@ -335,30 +349,18 @@ func (c *capture) Decide(ctx context.Context, w pipeline.Wall) (pipeline.Decisio
 }
 
 // buildWall builds runID's wall with the pipeline's own sweep (dry run:
-// nothing written, no locks) and its probes, with their clock delay ahead.
-func (st *Stack) buildWall(ctx context.Context, project, runID string, delay time.Duration) (pipeline.Wall, error) {
-	now := func() time.Time { return time.Now().Add(delay) }
+// nothing written, no locks) and its probes, as a sweep delay after now
+// would: the database's clock the sweep reads with the run (the one clock
+// the probes measure waits on) is presented delay ahead (later), and the
+// sweeper's own clock delay+skew ahead, so the sweep measures and records
+// a skew of skew between the two.
+func (st *Stack) buildWall(ctx context.Context, project, runID string, delay, skew time.Duration) (pipeline.Wall, error) {
+	now := func() time.Time { return time.Now().Add(delay + skew) }
 	c := &capture{}
-	sw, err := st.Core.NewSweeper(st.Ops, func(sc *triage.Config) {
+	sw, err := st.Core.NewSweeper(later{Service: st.Ops, by: delay}, func(sc *triage.Config) {
 		sc.Supervisor = c
 		sc.Now = now
 		sc.Concurrency = 1
-		for i, p := range sc.Probes {
-			switch q := p.(type) {
-			case probe.MCP:
-				q.Now = now
-				sc.Probes[i] = q
-			case probe.Workspace:
-				q.Now = now
-				sc.Probes[i] = q
-			case probe.Child:
-				q.Now = now
-				sc.Probes[i] = q
-			case probe.Diff:
-				q.Now = now
-				sc.Probes[i] = q
-			}
-		}
 	})
 	if err != nil {
 		return pipeline.Wall{}, err
@@ -382,19 +384,15 @@ func (st *Stack) buildWall(ctx context.Context, project, runID string, delay tim
 	}
 }
 
-// truthOf returns the ground truth of every operation of the wall: the
-// fault injector's record, or for a delegation whether its child run
-// exists in Temporal (a started child run is the delegation's effect).
-// An operation with neither is an error: its truth is not known, and the
-// drill never guesses it.
+// truthOf returns the ground truth of every operation of the wall from
+// the facts the kernel itself uses: the fault injector's record (or what
+// the drill observed), and for a delegation its child run's effects
+// (childTruth). An operation with neither is an error: its truth is not
+// known, and the drill never guesses it.
 func (st *Stack) truthOf(ctx context.Context, project, runID string, w pipeline.Wall) (map[string]string, error) {
-	recs, err := fault.Records(ctx, st.Core.Pool, project, runID)
+	byOp, err := st.faultTruths(ctx, project, runID)
 	if err != nil {
 		return nil, err
-	}
-	byOp := map[string]string{}
-	for _, r := range recs {
-		byOp[r.OperationID] = r.Truth
 	}
 	truth := map[string]string{}
 	for _, op := range w.Operations {
@@ -407,11 +405,11 @@ func (st *Stack) truthOf(ctx context.Context, project, runID string, w pipeline.
 			if child == "" {
 				child = kernel.ChildRunID(runID, op.OperationID)
 			}
-			started, err := st.workflowExists(ctx, project, child)
+			t, err := st.childTruth(ctx, project, child)
 			if err != nil {
-				return nil, err
+				return nil, fmt.Errorf("run %s: delegation %s: %w", runID, op.OperationID, err)
 			}
-			truth[op.OperationID] = map[bool]string{true: evals.TruthOccurred, false: evals.TruthNone}[started]
+			truth[op.OperationID] = t
 			continue
 		}
 		failure := "no failure recorded"
@@ -423,9 +421,63 @@ func (st *Stack) truthOf(ctx context.Context, project, runID string, w pipeline.
 	return truth, nil
 }
 
-// record builds runID's wall and truth into a fixture.
+// faultTruths is the truth the fault injector (or the drill) recorded per
+// operation of the run.
+func (st *Stack) faultTruths(ctx context.Context, project, runID string) (map[string]string, error) {
+	recs, err := fault.Records(ctx, st.Core.Pool, project, runID)
+	if err != nil {
+		return nil, err
+	}
+	byOp := map[string]string{}
+	for _, r := range recs {
+		byOp[r.OperationID] = r.Truth
+	}
+	return byOp, nil
+}
+
+// childTruth is a delegation's truth: what its child run did, by the
+// kernel's own rule for a delegation's effect (kernel.ChildSummary.Effect)
+// applied to the truth of each child operation — none when the child
+// never started or performed nothing, or when every operation it
+// performed truly had no effect; occurred when one did. A child
+// operation's truth is its fault record, else the effect the journal
+// settled it with (a completed command occurred, a refused one did not);
+// an unsettled child operation without a record has no known truth.
+func (st *Stack) childTruth(ctx context.Context, project, child string) (string, error) {
+	evs, err := st.Core.Journal.RunEvents(ctx, project, child)
+	if err != nil {
+		return "", err
+	}
+	plain := make([]kernel.Event, len(evs))
+	for i, e := range evs {
+		plain[i] = e.Event
+	}
+	r := kernel.Replay(plain)
+	byOp, err := st.faultTruths(ctx, project, child)
+	if err != nil {
+		return "", err
+	}
+	sum := kernel.ChildSummary{Total: len(r.Operations)}
+	for _, op := range r.Operations {
+		t, ok := byOp[op]
+		if !ok {
+			t, ok = r.Effects[op]
+		}
+		switch {
+		case !ok || t == kernel.EffectUnknown:
+			return "", fmt.Errorf("child run %s: operation %s has no recorded truth and no settled effect", child, op)
+		case t == kernel.EffectNone:
+			sum.None++
+		}
+	}
+	return sum.Effect(), nil
+}
+
+// record builds runID's wall and truth into a fixture, recording for each
+// operation whether the wall's evidence decides it (evals.Decidable, at
+// the time of the drill) or a person is needed.
 func (st *Stack) record(ctx context.Context, o Params, sc Scenario, runID, kind string) (*evals.Fixture, error) {
-	w, err := st.buildWall(ctx, o.Project, runID, o.SweepDelay)
+	w, err := st.buildWall(ctx, o.Project, runID, o.SweepDelay, sc.SweepSkew)
 	if err != nil {
 		return nil, err
 	}
@@ -437,28 +489,27 @@ func (st *Stack) record(ctx context.Context, o Params, sc Scenario, runID, kind 
 	if runID != sc.RunID {
 		notes = "child run of " + sc.RunID + ": " + notes
 	}
-	var parts []string
-	ids := make([]string, 0, len(truth))
-	for id := range truth {
-		ids = append(ids, id)
+	f := &evals.Fixture{
+		Version: evals.FixtureVersion, ID: runID, Scenario: kind, Seed: o.Seed, GeneratedBy: o.GeneratedBy,
+		Wall: w, Truth: truth, NeedsPerson: map[string]bool{},
 	}
-	sort.Strings(ids)
-	for _, id := range ids {
-		op, _ := w.Operation(id)
-		d := "not decidable from the wall"
-		if e, ok := evals.Decidable(op); ok {
+	var parts []string
+	for _, op := range w.Operations {
+		id := op.OperationID
+		d := "not decidable from the wall: a person is needed"
+		e, ok := evals.Decidable(op)
+		if ok {
 			d = "decidable from the wall as " + e
 			if e != truth[id] {
 				d += " — DISAGREES WITH THE TRUTH"
 			}
 		}
+		f.NeedsPerson[id] = !ok
+		f.ExpectNeedsAttention = f.ExpectNeedsAttention || !ok
 		parts = append(parts, fmt.Sprintf("%s truth %s (%s)", id, truth[id], d))
 	}
-	notes += ". " + strings.Join(parts, "; ") + "."
-	f := &evals.Fixture{
-		Version: evals.FixtureVersion, ID: runID, Scenario: kind, Seed: o.Seed, GeneratedBy: o.GeneratedBy,
-		Wall: w, Truth: truth, ExpectNeedsAttention: evals.ExpectNeedsAttention(w), Notes: notes,
-	}
+	sort.Strings(parts)
+	f.Notes = notes + ". " + strings.Join(parts, "; ") + "."
 	if err := f.Validate(); err != nil {
 		return nil, fmt.Errorf("fixture of %s: %w", runID, err)
 	}
@@ -481,16 +532,28 @@ type SuiteResult struct {
 	// Scenarios counts the written fixtures by scenario kind, as the
 	// manifest records them.
 	Scenarios map[string]int
-	// Disagreements lists operations whose wall evidence decides an effect
-	// other than the recorded truth (a probe unsound on that scenario).
+	// Disagreements lists the fixtures whose wall evidence decides an
+	// operation to another effect than its recorded truth: a probe unsound
+	// on that scenario, or a truth taken from the wrong facts. Either way
+	// the suite lies, and GenerateSuite fails naming them.
 	Disagreements []string
 }
+
+// drillFunc drills one scenario into its fixtures (Stack.Drill).
+type drillFunc func(ctx context.Context, sc Scenario, o Params) ([]*evals.Fixture, error)
 
 // GenerateSuite drills count scenarios from seed and writes their fixtures
 // and the suite's manifest to out. A previous suite in out (the files its
 // manifest lists) is removed first. A scenario that fails is reported and
-// the suite goes on; the error says how many failed.
+// the suite goes on; the error says how many failed. A fixture whose wall
+// evidence disagrees with its recorded truth fails the suite too, naming
+// it (written, for inspection, not for committing).
 func (st *Stack) GenerateSuite(ctx context.Context, o Params, count int, out string, progress func(Progress)) (SuiteResult, error) {
+	return generateSuite(ctx, st.Drill, o, count, out, progress)
+}
+
+// generateSuite is GenerateSuite drilling each scenario with drill.
+func generateSuite(ctx context.Context, drill drillFunc, o Params, count int, out string, progress func(Progress)) (SuiteResult, error) {
 	o = o.withDefaults()
 	res := SuiteResult{Scenarios: map[string]int{}}
 	handMade, replaced, err := removePreviousSuite(out)
@@ -507,7 +570,7 @@ func (st *Stack) GenerateSuite(ctx context.Context, o Params, count int, out str
 			break
 		}
 		t0 := time.Now()
-		fx, err := st.Drill(ctx, sc, o)
+		fx, err := drill(ctx, sc, o)
 		if err == nil {
 			for _, f := range fx {
 				if _, werr := evals.WriteFixture(out, f); werr != nil {
@@ -541,13 +604,18 @@ func (st *Stack) GenerateSuite(ctx context.Context, o Params, count int, out str
 			return res, err
 		}
 	}
+	var errs []error
 	if interrupted != nil {
-		return res, interrupted
+		errs = append(errs, interrupted)
 	}
 	if len(res.Failed) > 0 {
-		return res, fmt.Errorf("%d of %d scenarios failed:\n  %s", len(res.Failed), len(scs), strings.Join(res.Failed, "\n  "))
+		errs = append(errs, fmt.Errorf("%d of %d scenarios failed:\n  %s", len(res.Failed), len(scs), strings.Join(res.Failed, "\n  ")))
 	}
-	return res, nil
+	if len(res.Disagreements) > 0 {
+		errs = append(errs, fmt.Errorf("the wall's decisive evidence disagrees with the recorded truth in %s (see their notes): a probe is unsound there or the truth was taken from the wrong facts; the suite is not fit to commit",
+			strings.Join(res.Disagreements, ", ")))
+	}
+	return res, errors.Join(errs...)
 }
 
 // disagrees reports whether the wall's own evidence decides an operation

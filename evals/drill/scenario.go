@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
+	"time"
 )
 
 // Scenario kinds. Each names one shape of run and where its fault fires.
@@ -114,6 +115,10 @@ type Scenario struct {
 	// operations as an operator (with their recorded truth) before the
 	// parent's wall is built.
 	ReconcileChild bool
+	// SweepSkew sets the sweeper's clock that far ahead of the database's
+	// when the wall is built (KindClockSkew): the probes measure waits on
+	// the database's clock and record the skew.
+	SweepSkew time.Duration
 	// Notes describe the scenario for people reading the fixture.
 	Notes string
 }

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/seed-7bc021c3/reckon/evals"
 	"github.com/seed-7bc021c3/reckon/pipeline"
@@ -61,8 +62,9 @@ func TestGenerateIsSeededAndCoversEveryKind(t *testing.T) {
 func TestDisagreesComparesDecidableEffectWithTruth(t *testing.T) {
 	t.Parallel()
 	probe := func(finding string) pipeline.WallOperation {
-		return pipeline.WallOperation{OperationID: "op-1", Tool: "run_command", State: "failed_uncertain",
-			Evidence: []pipeline.Evidence{{Probe: "workspace", Finding: finding}}}
+		return pipeline.WallOperation{OperationID: "op-1", Tool: "run_command", State: "failed_uncertain", StartedAt: time.Unix(1, 0),
+			Evidence: []pipeline.Evidence{{Probe: "workspace.diff", Finding: finding, ObservedAt: time.Unix(2, 0),
+				Preconditions: &pipeline.Preconditions{Answered: true}}}}
 	}
 	for _, c := range []struct {
 		op    pipeline.WallOperation

@@ -6,7 +6,9 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/seed-7bc021c3/reckon/evals"
 	"github.com/seed-7bc021c3/reckon/pipeline"
@@ -49,5 +51,37 @@ func TestInterruptedSuiteKeepsItsHandMadeFixtures(t *testing.T) {
 	}
 	if fx, err := evals.LoadDir(dir); err != nil || len(fx) != 1 {
 		t.Errorf("the folder after an interrupted drill: %d fixtures, %v", len(fx), err)
+	}
+}
+
+// TestSuiteFailsOnALabelDisagreement: a drilled wall whose decisive
+// evidence says none while the recorded truth is occurred (a probe unsound
+// there, or a truth taken from the wrong facts) fails the whole drill,
+// naming the fixture, after writing it for inspection; `reckon drill`
+// returns that error and exits non-zero.
+func TestSuiteFailsOnALabelDisagreement(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	lying := func(_ context.Context, sc Scenario, o Params) ([]*evals.Fixture, error) {
+		start := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+		op := pipeline.WallOperation{OperationID: "op-1", Tool: "run_command", State: "failed_uncertain", StartedAt: start, JournaledAt: &start,
+			Evidence: []pipeline.Evidence{{Probe: "workspace.diff", Finding: pipeline.FindingNone, ObservedAt: start.Add(time.Hour),
+				Preconditions: &pipeline.Preconditions{Answered: true}}}}
+		f := &evals.Fixture{Version: evals.FixtureVersion, ID: sc.RunID, Scenario: sc.Kind, Seed: o.Seed, GeneratedBy: o.GeneratedBy,
+			Wall:  pipeline.Wall{Project: "p", RunID: sc.RunID, Part: 1, Parts: 1, Operations: []pipeline.WallOperation{op}},
+			Truth: map[string]string{"op-1": evals.TruthOccurred}, NeedsPerson: map[string]bool{"op-1": false}}
+		return []*evals.Fixture{f}, nil
+	}
+	res, err := generateSuite(context.Background(), lying, Params{Seed: 5, GeneratedBy: "test"}, 2, dir, nil)
+	if err == nil || len(res.Disagreements) != 2 {
+		t.Fatalf("a suite whose walls disagree with their truth: %v, disagreements %v", err, res.Disagreements)
+	}
+	for _, id := range res.Disagreements {
+		if !strings.Contains(err.Error(), id) {
+			t.Errorf("the error does not name %s: %v", id, err)
+		}
+	}
+	if fx, lerr := evals.LoadDir(dir); lerr != nil || len(fx) != 2 {
+		t.Errorf("the disagreeing fixtures are not written for inspection: %d, %v", len(fx), lerr)
 	}
 }

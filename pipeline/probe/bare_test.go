@@ -59,8 +59,8 @@ func TestMCPBareToolAsksEveryServerOfferingIt(t *testing.T) {
 	}
 	named := func(name string, sc mcptool.ServerConfig) mcptool.ServerConfig { sc.Name = name; return sc }
 	down := mcptool.ServerConfig{URL: "http://127.0.0.1:1/mcp"}
-	run := Run{Project: "acme", RunID: "run-1"}
-	op := pipeline.WallOperation{OperationID: "op-1", Tool: "mcp__create_issue", State: "crash_window", StartedAt: t0,
+	run := clocked(Run{Project: "acme", RunID: "run-1"})
+	op := pipeline.WallOperation{OperationID: "op-1", Tool: "mcp__create_issue", State: "crash_window", StartedAt: t0, JournaledAt: journaled(t0),
 		StartedKey: kernel.EventKey{SourceID: kernel.SourceKernel, EventID: "run-1/op-1/started"}}
 	cases := []struct {
 		name    string
@@ -71,11 +71,13 @@ func TestMCPBareToolAsksEveryServerOfferingIt(t *testing.T) {
 		{"the second server filed it", []mcptool.ServerConfig{named("a", issues()), named("b", issues(key))}, pipeline.FindingOccurred, "server b has key"},
 		{"every server never saw it", []mcptool.ServerConfig{named("a", issues()), named("b", issues())}, pipeline.FindingNone, "server a, b has never seen"},
 		{"the first server cannot be asked", []mcptool.ServerConfig{named("a", plain()), named("b", issues())}, pipeline.FindingInconclusive, "a also offer create_issue without lookup_operation"},
-		{"the first server is down", []mcptool.ServerConfig{named("a", down), named("b", issues())}, pipeline.FindingInconclusive, "server a:"},
+		// A server the probe cannot reach leaves the evidence unavailable:
+		// the sweep takes the operation up again later.
+		{"the first server is down", []mcptool.ServerConfig{named("a", down), named("b", issues())}, pipeline.FindingUnavailable, "server a:"},
 		{"two servers without lookup_operation", []mcptool.ServerConfig{named("a", plain()), named("b", plain())}, pipeline.FindingInconclusive, "servers a, b all offer create_issue"},
 	}
 	for _, c := range cases {
-		p := MCP{Looker: MCPClient{Servers: c.servers, Timeout: 5 * time.Second}, Now: now, Grace: 5 * time.Minute}
+		p := MCP{Looker: MCPClient{Servers: c.servers, Timeout: 5 * time.Second}, Grace: 5 * time.Minute}
 		wp, done := p.ForWall(run)
 		ev, ok := wp.Probe(context.Background(), run, op)
 		done()

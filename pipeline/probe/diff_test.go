@@ -64,7 +64,7 @@ func TestDiffProbe(t *testing.T) {
 	}
 	p := Diff{Root: root, Owners: operations.Owners{Pool: db.Pool}, Manifests: st}
 	op := func(id, state string) pipeline.WallOperation {
-		return pipeline.WallOperation{OperationID: id, Tool: kernel.ToolRunCommand, State: state, StartedAt: started,
+		return pipeline.WallOperation{OperationID: id, Tool: kernel.ToolRunCommand, State: state, StartedAt: started, JournaledAt: journaled(started),
 			StartedKey: kernel.EventKey{SourceID: kernel.SourceKernel, EventID: "acme/run-1/" + id + "/started"}}
 	}
 	check := func(name string, run Run, o pipeline.WallOperation, want, detail string) {
@@ -77,18 +77,18 @@ func TestDiffProbe(t *testing.T) {
 
 	m1 := record("op-1")
 	// Nothing changed since op-1's manifest; the run is over.
-	ended := Run{Project: "acme", RunID: "run-1", Ended: true, Started: []StartedOp{cmd("op-1", m1, true)}}
+	ended := clocked(Run{Project: "acme", RunID: "run-1", Ended: true, Started: []StartedOp{cmd("op-1", m1, true)}})
 	check("unchanged", ended, op("op-1", "failed_uncertain"), pipeline.FindingNone, "no durable effect")
 	// The run may still be running: nothing either way.
 	running := ended
 	running.Ended = false
 	check("running", running, op("op-1", "failed_uncertain"), pipeline.FindingInconclusive, "may still be running")
 	// Unconfined: never none.
-	unconf := Run{Project: "acme", RunID: "run-1", Ended: true, Started: []StartedOp{cmd("op-1", m1, true)}}
+	unconf := clocked(Run{Project: "acme", RunID: "run-1", Ended: true, Started: []StartedOp{cmd("op-1", m1, true)}})
 	unconf.Started[0].Unconfined = true
 	check("unconfined", unconf, op("op-1", "failed_uncertain"), pipeline.FindingInconclusive, "unconfined")
 	// A lost worker (not answered) whose timeout has not passed: deferred.
-	young := Run{Project: "acme", RunID: "run-1", Ended: true, Started: []StartedOp{cmd("op-1", m1, false)}}
+	young := clocked(Run{Project: "acme", RunID: "run-1", Ended: true, Started: []StartedOp{cmd("op-1", m1, false)}})
 	young.Started[0].StartedAt = time.Now()
 	yo := op("op-1", "crash_window")
 	ev, _ := p.Probe(ctx, young, yo)
@@ -107,23 +107,23 @@ func TestDiffProbe(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(ws, "out.txt"), []byte("y\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	reissued := Run{Project: "acme", RunID: "run-1", Ended: true, Started: []StartedOp{cmd("op-1", m1, true), cmd("op-2", m2, true)}}
+	reissued := clocked(Run{Project: "acme", RunID: "run-1", Ended: true, Started: []StartedOp{cmd("op-1", m1, true), cmd("op-2", m2, true)}})
 	check("original vs re-issue", reissued, op("op-1", "failed_uncertain"), pipeline.FindingOccurred, "recorded before the later operation op-2 differs from the manifest recorded before op-1: out.txt")
 	check("re-issue vs now", reissued, op("op-2", "failed_uncertain"), pipeline.FindingOccurred, "out.txt")
 	// An original faulted before its effect: equal to the re-issue's
 	// before-manifest.
 	m3 := record("op-3")
 	m4 := record("op-4")
-	before := Run{Project: "acme", RunID: "run-1", Ended: true, Started: []StartedOp{cmd("op-3", m3, true), cmd("op-4", m4, true)}}
+	before := clocked(Run{Project: "acme", RunID: "run-1", Ended: true, Started: []StartedOp{cmd("op-3", m3, true), cmd("op-4", m4, true)}})
 	check("original before its effect", before, op("op-3", "failed_uncertain"), pipeline.FindingNone, "recorded before the later operation op-4")
 	// An earlier operation that may still be running spoils attribution.
-	lost := Run{Project: "acme", RunID: "run-1", Ended: true, Started: []StartedOp{cmd("op-2", m2, false), cmd("op-3", m3, true), cmd("op-4", m4, true)}}
+	lost := clocked(Run{Project: "acme", RunID: "run-1", Ended: true, Started: []StartedOp{cmd("op-2", m2, false), cmd("op-3", m3, true), cmd("op-4", m4, true)}})
 	lost.Started[0].StartedAt = time.Now()
 	check("earlier still running", lost, op("op-3", "failed_uncertain"), pipeline.FindingInconclusive, "earlier operation op-2")
 	// An earlier command that ran unconfined, however long ago and
 	// answered: a process it left outside its group may have made the
 	// change.
-	unconfEarlier := Run{Project: "acme", RunID: "run-1", Ended: true, Started: []StartedOp{cmd("op-2", m2, true), cmd("op-3", m3, true), cmd("op-4", m4, true)}}
+	unconfEarlier := clocked(Run{Project: "acme", RunID: "run-1", Ended: true, Started: []StartedOp{cmd("op-2", m2, true), cmd("op-3", m3, true), cmd("op-4", m4, true)}})
 	unconfEarlier.Started[0].Unconfined = true
 	check("earlier unconfined", unconfEarlier, op("op-3", "failed_uncertain"), pipeline.FindingInconclusive, "earlier operation op-2")
 	// An earlier operation the activity gave up on (not answered: a
@@ -142,13 +142,13 @@ func TestDiffProbe(t *testing.T) {
 	if end := gaveUp.StartedAt.Add(actBound(gaveUp, p.Grace)); !end.After(taken5) || end.After(taken6) {
 		t.Fatalf("op-e's bound %s must lie between op-5's manifest (%s) and op-6's (%s)", end, taken5, taken6)
 	}
-	late := Run{Project: "acme", RunID: "run-1", Ended: true, Started: []StartedOp{gaveUp, cmd("op-5", m5, true), cmd("op-6", m6, true)}}
+	late := clocked(Run{Project: "acme", RunID: "run-1", Ended: true, Started: []StartedOp{gaveUp, cmd("op-5", m5, true), cmd("op-6", m6, true)}})
 	check("earlier over by the comparison point only", late, op("op-5", "failed_uncertain"), pipeline.FindingInconclusive, "earlier operation op-e")
 	// Answered, it could not act after op-5's baseline: the change is op-5's.
 	late.Started[0].Answered = true
 	check("earlier answered", late, op("op-5", "failed_uncertain"), pipeline.FindingOccurred, "late.txt")
 	// A digest that is not the stored manifest's proves nothing.
-	forged := Run{Project: "acme", RunID: "run-1", Ended: true, Started: []StartedOp{cmd("op-4", &kernel.WorkspaceManifest{Digest: "00"}, true)}}
+	forged := clocked(Run{Project: "acme", RunID: "run-1", Ended: true, Started: []StartedOp{cmd("op-4", &kernel.WorkspaceManifest{Digest: "00"}, true)}})
 	check("forged digest", forged, op("op-4", "failed_uncertain"), pipeline.FindingInconclusive, "digest")
 	// An agent-reported operation, or one without a manifest: not applicable.
 	agent := op("op-4", "failed_uncertain")
@@ -156,7 +156,7 @@ func TestDiffProbe(t *testing.T) {
 	if _, ok := p.Probe(ctx, before, agent); ok {
 		t.Error("the probe applied to an agent's operation")
 	}
-	if _, ok := p.Probe(ctx, Run{Project: "acme", RunID: "run-1", Ended: true, Started: []StartedOp{cmd("op-1", nil, true)}}, op("op-1", "failed_uncertain")); ok {
+	if _, ok := p.Probe(ctx, clocked(Run{Project: "acme", RunID: "run-1", Ended: true, Started: []StartedOp{cmd("op-1", nil, true)}}), op("op-1", "failed_uncertain")); ok {
 		t.Error("the probe applied without a manifest")
 	}
 	// The command chose how many paths it made and how long their names
@@ -168,7 +168,7 @@ func TestDiffProbe(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	many := Run{Project: "acme", RunID: "run-1", Ended: true, Started: []StartedOp{cmd("op-4", m4, true)}}
+	many := clocked(Run{Project: "acme", RunID: "run-1", Ended: true, Started: []StartedOp{cmd("op-4", m4, true)}})
 	ev, _ = p.Probe(ctx, many, op("op-4", "failed_uncertain"))
 	raw, err := json.Marshal(ev)
 	if err != nil {
@@ -181,5 +181,5 @@ func TestDiffProbe(t *testing.T) {
 	if err := os.RemoveAll(ws); err != nil {
 		t.Fatal(err)
 	}
-	check("workspace gone", Run{Project: "acme", RunID: "run-1", Ended: true, Started: []StartedOp{cmd("op-4", m4, true)}}, op("op-4", "failed_uncertain"), pipeline.FindingInconclusive, "gone")
+	check("workspace gone", clocked(Run{Project: "acme", RunID: "run-1", Ended: true, Started: []StartedOp{cmd("op-4", m4, true)}}), op("op-4", "failed_uncertain"), pipeline.FindingInconclusive, "gone")
 }

@@ -27,12 +27,12 @@ func TestMCPLookupSkipsAServerConfiguredElsewhere(t *testing.T) {
 	holding := issueServer(t, key)
 	staging := mcptool.ServerConfig{Name: "issues", URL: empty.URL + mcpserver.HTTPPath}
 	stagingWithKey := mcptool.ServerConfig{Name: "issues", URL: holding.URL + mcpserver.HTTPPath}
-	run := Run{Project: "acme", RunID: "run-1"}
+	run := clocked(Run{Project: "acme", RunID: "run-1"})
 	client := func(c mcptool.ServerConfig) Looker {
 		return MCPClient{Servers: []mcptool.ServerConfig{c}, Timeout: 10 * time.Second}
 	}
 	op := func(endpoint string) pipeline.WallOperation {
-		return pipeline.WallOperation{OperationID: "op-1", Tool: "mcp__create_issue", State: "crash_window", StartedAt: t0,
+		return pipeline.WallOperation{OperationID: "op-1", Tool: "mcp__create_issue", State: "crash_window", StartedAt: t0, JournaledAt: journaled(t0),
 			Server: "issues", UpstreamTool: "create_issue", ServerEndpoint: endpoint,
 			StartedKey: kernel.EventKey{SourceID: kernel.SourceKernel, EventID: "run-1/op-1/started"}}
 	}
@@ -60,7 +60,7 @@ func TestMCPLookupSkipsAServerConfiguredElsewhere(t *testing.T) {
 			op(""), pipeline.FindingNone, "has never seen key"},
 	}
 	for _, c := range cases {
-		wp, done := MCP{Looker: c.looker, Now: now, Grace: 5 * time.Minute}.ForWall(run)
+		wp, done := MCP{Looker: c.looker, Grace: 5 * time.Minute}.ForWall(run)
 		ev, ok := wp.Probe(context.Background(), run, c.op)
 		done()
 		if !ok || ev.Finding != c.finding || !strings.Contains(ev.Detail, c.detail) {

@@ -40,12 +40,12 @@ func TestMCPLookupRefusesAnAnswerAboutAnotherKey(t *testing.T) {
 	})
 	hs := httptest.NewServer(mcpserver.Handler(srv))
 	defer hs.Close()
-	run := Run{Project: "acme", RunID: "run-1"}
+	run := clocked(Run{Project: "acme", RunID: "run-1"})
 	wp, done := MCP{Looker: MCPClient{Servers: []mcptool.ServerConfig{{Name: "loose", URL: hs.URL + mcpserver.HTTPPath}}, Timeout: 5 * time.Second},
-		Now: now, Grace: 5 * time.Minute}.ForWall(run)
+		Grace: 5 * time.Minute}.ForWall(run)
 	defer done()
 	op := func(id string) pipeline.WallOperation {
-		return pipeline.WallOperation{OperationID: id, Tool: "mcp__create_issue", State: "crash_window", StartedAt: t0,
+		return pipeline.WallOperation{OperationID: id, Tool: "mcp__create_issue", State: "crash_window", StartedAt: t0, JournaledAt: journaled(t0),
 			StartedKey: kernel.EventKey{SourceID: kernel.SourceKernel, EventID: "acme/run-1/" + id + "/started"}}
 	}
 	if ev, ok := wp.Probe(context.Background(), run, op("op-1")); !ok || ev.Finding != pipeline.FindingInconclusive || !strings.Contains(ev.Detail, "not the key asked about") {

@@ -52,7 +52,7 @@ func TestPostconditionIgnoresAFileThatWasThereBefore(t *testing.T) {
 			Manifest: m, Answered: id == "op-1", PostconditionPath: declares}
 	}
 	op := func(id string) pipeline.WallOperation {
-		return pipeline.WallOperation{OperationID: id, Tool: kernel.ToolRunCommand, State: "failed_uncertain", StartedAt: started,
+		return pipeline.WallOperation{OperationID: id, Tool: kernel.ToolRunCommand, State: "failed_uncertain", StartedAt: started, JournaledAt: journaled(started),
 			Postcondition: pc("proof.txt", good), StartedKey: kernel.EventKey{SourceID: kernel.SourceKernel, EventID: "acme/run-1/" + id + "/started"}}
 	}
 	p := Workspace{Root: root, Owners: operations.Owners{Pool: db.Pool}, Manifests: st}
@@ -62,7 +62,7 @@ func TestPostconditionIgnoresAFileThatWasThereBefore(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(ws, "proof.txt"), content, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	run := Run{Project: "acme", RunID: "run-1", Ended: true, Started: []StartedOp{cmd("op-1", m1, ""), cmd("op-2", record("op-2", manifest.Limits{}), "proof.txt")}}
+	run := clocked(Run{Project: "acme", RunID: "run-1", Ended: true, Started: []StartedOp{cmd("op-1", m1, ""), cmd("op-2", record("op-2", manifest.Limits{}), "proof.txt")}})
 	if ev, ok := p.Probe(ctx, run, op("op-2")); !ok || ev.Finding != pipeline.FindingInconclusive || !strings.Contains(ev.Detail, "already lists it") {
 		t.Errorf("file there before the step: ok=%v %s %q, want inconclusive", ok, ev.Finding, ev.Detail)
 	}
@@ -72,7 +72,7 @@ func TestPostconditionIgnoresAFileThatWasThereBefore(t *testing.T) {
 		t.Errorf("truncated manifest before the step: ok=%v %s %q, want inconclusive", ok, ev.Finding, ev.Detail)
 	}
 	// The step's own file, absent from its manifest, still proves it.
-	run = Run{Project: "acme", RunID: "run-1", Ended: true, Started: []StartedOp{cmd("op-1", m1, "proof.txt")}}
+	run = clocked(Run{Project: "acme", RunID: "run-1", Ended: true, Started: []StartedOp{cmd("op-1", m1, "proof.txt")}})
 	if ev, ok := p.Probe(ctx, run, op("op-1")); !ok || ev.Finding != pipeline.FindingOccurred {
 		t.Errorf("file the step made: ok=%v %s %q, want occurred", ok, ev.Finding, ev.Detail)
 	}

@@ -50,8 +50,8 @@ func TestWorkspacePostcondition(t *testing.T) {
 	db := pgtest.New(t)
 	kernelRuns(t, db.Pool, "acme", "run-1", "run-3")
 	root, secret, good := workspaceFixture(t)
-	base := Run{Project: "acme", RunID: "run-1", Ended: true,
-		Started: []StartedOp{{OperationID: "op-1", Tool: "run_command", PostconditionPath: "proof.txt"}}}
+	base := clocked(Run{Project: "acme", RunID: "run-1", Ended: true,
+		Started: []StartedOp{{OperationID: "op-1", Tool: "run_command", PostconditionPath: "proof.txt"}}})
 	withLater := base
 	withLater.Started = append(append([]StartedOp(nil), base.Started...), StartedOp{OperationID: "op-2", Tool: "run_command"})
 	withTwin := base
@@ -91,10 +91,10 @@ func TestWorkspacePostcondition(t *testing.T) {
 	unconfined.Started = []StartedOp{{OperationID: "op-1", Tool: "run_command", PostconditionPath: "proof.txt", Unconfined: true}}
 	earlierUnconfined := earlier(StartedOp{OperationID: "op-0", Tool: "run_command", StartedAt: t0.Add(-time.Hour), Answered: true, Unconfined: true})
 
-	p := Workspace{Root: root, Owners: operations.Owners{Pool: db.Pool}, Now: now}
+	p := Workspace{Root: root, Owners: operations.Owners{Pool: db.Pool}}
 	kernelStarted := kernel.EventKey{SourceID: kernel.SourceKernel, EventID: "acme/run-1/op-1/started"}
 	op := func(path, sum, state string) pipeline.WallOperation {
-		return pipeline.WallOperation{OperationID: "op-1", Tool: "run_command", State: state, StartedAt: t0, Postcondition: pc(path, sum), StartedKey: kernelStarted}
+		return pipeline.WallOperation{OperationID: "op-1", Tool: "run_command", State: state, StartedAt: t0, JournaledAt: journaled(t0), Postcondition: pc(path, sum), StartedKey: kernelStarted}
 	}
 	cases := []struct {
 		name    string
@@ -149,7 +149,7 @@ func TestWorkspacePostcondition(t *testing.T) {
 		t.Error("agent-recorded tool.started: the probe must not apply")
 	}
 	// Without the kernel's state the probe finds no workspace at all.
-	if ev, _ := (Workspace{Root: root, Now: now}).Probe(context.Background(), base, op("proof.txt", good, "failed_uncertain")); ev.Finding != pipeline.FindingInconclusive {
+	if ev, _ := (Workspace{Root: root}).Probe(context.Background(), base, op("proof.txt", good, "failed_uncertain")); ev.Finding != pipeline.FindingInconclusive {
 		t.Errorf("no owners: %s %q", ev.Finding, ev.Detail)
 	}
 	checkRecheckAfter(t, p, base, op("absent.txt", "", "crash_window"))
@@ -218,6 +218,7 @@ func checkRecheckAfter(t *testing.T, p Workspace, base Run, young pipeline.WallO
 		finding string
 	}{{80 * time.Second, pipeline.FindingInconclusive}, {100 * time.Second, pipeline.FindingNone}} {
 		young.StartedAt = now().Add(-c.age)
+		young.JournaledAt = journaled(young.StartedAt)
 		ev, _ := p.Probe(context.Background(), base, young)
 		if ev.Finding != c.finding {
 			t.Errorf("missing, timeout_s 30, age %s: %s (%s), want %s", c.age, ev.Finding, ev.Detail, c.finding)
@@ -245,13 +246,13 @@ func TestMCPLookup(t *testing.T) {
 	hs := httptest.NewServer(mcpserver.Handler(mcpserver.NewServer(store)))
 	defer hs.Close()
 	client := MCPClient{Servers: []mcptool.ServerConfig{{Name: "issues", URL: hs.URL + mcpserver.HTTPPath}}, Timeout: 10 * time.Second}
-	run := Run{Project: "acme", RunID: "run-1"}
+	run := clocked(Run{Project: "acme", RunID: "run-1"})
 	// Through the per-wall scope, as the sweep asks.
-	wp, done := MCP{Looker: client, Now: now, Grace: 5 * time.Minute}.ForWall(run)
+	wp, done := MCP{Looker: client, Grace: 5 * time.Minute}.ForWall(run)
 	defer done()
 	p := wp.(MCP)
 	op := func(id, state string, started time.Time) pipeline.WallOperation {
-		return pipeline.WallOperation{OperationID: id, Tool: "mcp__create_issue", State: state, StartedAt: started,
+		return pipeline.WallOperation{OperationID: id, Tool: "mcp__create_issue", State: state, StartedAt: started, JournaledAt: journaled(started),
 			StartedKey: kernel.EventKey{SourceID: kernel.SourceKernel, EventID: "acme/run-1/" + id + "/started"}}
 	}
 	cases := []struct {
@@ -289,14 +290,14 @@ func TestMCPLookup(t *testing.T) {
 	for _, c := range []struct {
 		run Run
 		op  string
-	}{{run, "x/y"}, {Run{Project: "acme", RunID: "run-1/x"}, "y"}, {Run{Project: "ac/me", RunID: "run-1"}, "op-9"}} {
+	}{{run, "x/y"}, {clocked(Run{Project: "acme", RunID: "run-1/x"}), "y"}, {clocked(Run{Project: "ac/me", RunID: "run-1"}), "op-9"}} {
 		ev, ok := p.Probe(context.Background(), c.run, op(c.op, "failed_uncertain", t0))
 		if !ok || ev.Finding != pipeline.FindingInconclusive || !strings.Contains(ev.Detail, "not looked up") {
 			t.Errorf("run %s op %s, ambiguous key: got ok=%v %s %q", c.run.RunID, c.op, ok, ev.Finding, ev.Detail)
 		}
 	}
 	// A tool the server does not offer: the probe does not apply.
-	if _, ok := p.Probe(context.Background(), run, pipeline.WallOperation{OperationID: "op-1", Tool: "mcp__delete_repo", StartedAt: t0}); ok {
+	if _, ok := p.Probe(context.Background(), run, pipeline.WallOperation{OperationID: "op-1", Tool: "mcp__delete_repo", StartedAt: t0, JournaledAt: journaled(t0)}); ok {
 		t.Error("unsupported tool: the probe must not apply")
 	}
 }
@@ -318,12 +319,12 @@ func TestMCPLookupAsksTheServerTheGatewayCalled(t *testing.T) {
 	b := server(mcptool.IdempotencyKey("acme", "gw-1", "op-1"))
 	client := MCPClient{Servers: []mcptool.ServerConfig{
 		{Name: "a", URL: a.URL + mcpserver.HTTPPath}, {Name: "b", URL: b.URL + mcpserver.HTTPPath}}, Timeout: 10 * time.Second}
-	run := Run{Project: "acme", RunID: "gw-1"}
-	wp, done := MCP{Looker: client, Now: now, Grace: 5 * time.Minute, Owners: operations.Owners{Pool: db.Pool}}.ForWall(run)
+	run := clocked(Run{Project: "acme", RunID: "gw-1"})
+	wp, done := MCP{Looker: client, Grace: 5 * time.Minute, Owners: operations.Owners{Pool: db.Pool}}.ForWall(run)
 	defer done()
 	p := wp.(MCP)
 	op := func(server string) pipeline.WallOperation {
-		return pipeline.WallOperation{OperationID: "op-1", Tool: "mcp__create_issue", State: "crash_window", StartedAt: t0,
+		return pipeline.WallOperation{OperationID: "op-1", Tool: "mcp__create_issue", State: "crash_window", StartedAt: t0, JournaledAt: journaled(t0),
 			Server: server, UpstreamTool: "create_issue",
 			StartedKey: kernel.EventKey{SourceID: kernel.RecorderGateway, EventID: "gw-1/op-1/started"}}
 	}
@@ -360,9 +361,9 @@ func TestMCPNeverSeenProvesOnlyReckonsCalls(t *testing.T) {
 	hs := httptest.NewServer(mcpserver.Handler(mcpserver.NewServer(store)))
 	defer hs.Close()
 	client := MCPClient{Servers: []mcptool.ServerConfig{{Name: "issues", URL: hs.URL + mcpserver.HTTPPath}}, Timeout: 10 * time.Second}
-	p := MCP{Looker: client, Now: now, Grace: 5 * time.Minute, Owners: operations.Owners{Pool: db.Pool}}
+	p := MCP{Looker: client, Grace: 5 * time.Minute, Owners: operations.Owners{Pool: db.Pool}}
 	op := func(id, source string) pipeline.WallOperation {
-		return pipeline.WallOperation{OperationID: id, Tool: "mcp__create_issue", State: "crash_window", StartedAt: t0,
+		return pipeline.WallOperation{OperationID: id, Tool: "mcp__create_issue", State: "crash_window", StartedAt: t0, JournaledAt: journaled(t0),
 			StartedKey: kernel.EventKey{SourceID: source, EventID: id + "/started"}, AgentReported: source != kernel.SourceKernel}
 	}
 	cases := []struct {
@@ -377,14 +378,14 @@ func TestMCPNeverSeenProvesOnlyReckonsCalls(t *testing.T) {
 		{"an agent's call under the gateway's source name, in its own run", "agent-run", op("op-1", "mcp-gateway"), pipeline.FindingInconclusive},
 	}
 	for _, c := range cases {
-		ev, ok := p.Probe(context.Background(), Run{Project: "acme", RunID: c.run}, c.op)
+		ev, ok := p.Probe(context.Background(), clocked(Run{Project: "acme", RunID: c.run}), c.op)
 		if !ok || ev.Finding != c.finding {
 			t.Errorf("%s: got ok=%v %s %q", c.name, ok, ev.Finding, ev.Detail)
 		}
 	}
 	// Without Owners, only the kernel's calls are told apart.
 	p.Owners = nil
-	if ev, _ := p.Probe(context.Background(), Run{Project: "acme", RunID: "gw-1"}, op("op-1", "mcp-gateway")); ev.Finding != pipeline.FindingInconclusive {
+	if ev, _ := p.Probe(context.Background(), clocked(Run{Project: "acme", RunID: "gw-1"}), op("op-1", "mcp-gateway")); ev.Finding != pipeline.FindingInconclusive {
 		t.Errorf("no owners: the gateway's never_seen gave %s, want inconclusive", ev.Finding)
 	}
 }
@@ -426,8 +427,8 @@ func TestChildReplay(t *testing.T) {
 			ev(t, "r.op-8", kernel.TypeOperationReconciled, kernel.Reconciliation{OperationID: "op-1", Effect: kernel.EffectUnknown, Basis: "operator", Note: "cannot tell"}),
 			ev(t, "r.op-8", kernel.TypeRunFailed, kernel.RunFailed{Error: "x"})},
 	}
-	p := Child{Journal: runs, Now: now}
-	run := Run{Project: "acme", RunID: "r"}
+	p := Child{Journal: runs}
+	run := clocked(Run{Project: "acme", RunID: "r"})
 	for op, want := range map[string]string{
 		"op-1": pipeline.FindingOccurred, "op-2": pipeline.FindingInconclusive, "op-3": pipeline.FindingInconclusive,
 		"op-4": pipeline.FindingInconclusive, "op-5": pipeline.FindingNone,
@@ -468,8 +469,8 @@ func TestChildIgnoresAgentsDelegations(t *testing.T) {
 		"k":      {ev(t, "k", kernel.TypeRunStarted, kernel.RunStarted{}), started, done, ev(t, "k", kernel.TypeRunCompleted, struct{}{})},
 		"a.op-2": {ev(t, "a.op-2", kernel.TypeRunStarted, kernel.RunStarted{}), ev(t, "a.op-2", kernel.TypeRunCompleted, struct{}{})},
 	}
-	p := Child{Journal: runs, Now: now}
-	run := Run{Project: "acme", RunID: "a"}
+	p := Child{Journal: runs}
+	run := clocked(Run{Project: "acme", RunID: "a"})
 	for _, op := range []pipeline.WallOperation{
 		{OperationID: "op-1", Tool: "delegate", ChildRunID: "k"},
 		{OperationID: "op-2", Tool: "delegate"},
@@ -503,7 +504,7 @@ func TestMCPClientOverHTTP(t *testing.T) {
 		{Name: "other", URL: hs.URL + mcpserver.HTTPPath, Tools: []string{"search"}},
 		{Name: "issues", URL: hs.URL + mcpserver.HTTPPath},
 	}, Timeout: 10 * time.Second}
-	run := Run{Project: "acme", RunID: "run-1"}
+	run := clocked(Run{Project: "acme", RunID: "run-1"})
 	ans, ok, err := c.LookupOperation(context.Background(), run, "mcp__create_issue", "acme/run-1/op-1")
 	if err != nil || !ok || ans.Status != LookupCompleted || ans.Server != "issues" || !strings.Contains(string(ans.Result), "Disk full") {
 		t.Fatalf("lookup: %+v %v %v", ans, ok, err)
@@ -516,9 +517,9 @@ func TestMCPClientOverHTTP(t *testing.T) {
 		t.Fatalf("unsupported tool: ok=%v err=%v", ok, err)
 	}
 	down := MCPClient{Servers: []mcptool.ServerConfig{{Name: "down", URL: "http://127.0.0.1:1/mcp"}}, Timeout: 2 * time.Second}
-	p := MCP{Looker: down, Now: now}
-	ev, applies := p.Probe(context.Background(), run, pipeline.WallOperation{OperationID: "op-1", Tool: "mcp__create_issue", StartedAt: t0})
-	if !applies || ev.Finding != pipeline.FindingInconclusive || !strings.Contains(ev.Detail, "lookup_operation failed") {
+	p := MCP{Looker: down}
+	ev, applies := p.Probe(context.Background(), run, pipeline.WallOperation{OperationID: "op-1", Tool: "mcp__create_issue", StartedAt: t0, JournaledAt: journaled(t0)})
+	if !applies || ev.Finding != pipeline.FindingUnavailable || !strings.Contains(ev.Detail, "could not be asked now") {
 		t.Fatalf("unreachable server: %+v", ev)
 	}
 }
@@ -556,11 +557,11 @@ func (o *countingOwners) RunWriters(_ context.Context, rks []kernel.RunKey) (map
 func TestMCPAsksOncePerWallWhoseRunItIs(t *testing.T) {
 	t.Parallel()
 	owners := &countingOwners{runs: map[kernel.RunKey]kernel.RunWriter{{Project: "acme", RunID: "gw-1"}: {Recorder: kernel.RecorderGateway}}}
-	run := Run{Project: "acme", RunID: "gw-1"}
-	wp, done := Set{MCP{Looker: neverSeen{}, Now: now, Grace: time.Minute, Owners: owners}}.ForWall(run)
+	run := clocked(Run{Project: "acme", RunID: "gw-1"})
+	wp, done := Set{MCP{Looker: neverSeen{}, Grace: time.Minute, Owners: owners}}.ForWall(run)
 	defer done()
 	for _, id := range []string{"op-1", "op-2", "op-3"} {
-		op := pipeline.WallOperation{OperationID: id, Tool: "mcp__create_issue", State: "crash_window", StartedAt: t0,
+		op := pipeline.WallOperation{OperationID: id, Tool: "mcp__create_issue", State: "crash_window", StartedAt: t0, JournaledAt: journaled(t0),
 			StartedKey: kernel.EventKey{SourceID: "mcp-gateway", EventID: id + "/started"}}
 		evs := wp.Probe(context.Background(), run, op)
 		if len(evs) != 1 || evs[0].Finding != pipeline.FindingNone {

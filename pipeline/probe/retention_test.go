@@ -60,14 +60,14 @@ func TestDiffAfterPruning(t *testing.T) {
 	p := Diff{Root: root, Owners: operations.Owners{Pool: db.Pool}, Manifests: st}
 	check := func(name string, run Run, id, want, detail string) {
 		t.Helper()
-		ev, ok := p.Probe(ctx, run, pipeline.WallOperation{OperationID: id, Tool: kernel.ToolRunCommand, State: "failed_uncertain", StartedAt: started,
+		ev, ok := p.Probe(ctx, run, pipeline.WallOperation{OperationID: id, Tool: kernel.ToolRunCommand, State: "failed_uncertain", StartedAt: started, JournaledAt: journaled(started),
 			StartedKey: kernel.EventKey{SourceID: kernel.SourceKernel, EventID: "acme/run-1/" + id + "/started"}})
 		if !ok || ev.Finding != want || !strings.Contains(ev.Detail, detail) {
 			t.Errorf("%s: ok=%v %s %q, want %s containing %q", name, ok, ev.Finding, ev.Detail, want, detail)
 		}
 	}
 	m1, m2, m3 := record("op-1"), record("op-2"), record("op-3")
-	run := Run{Project: "acme", RunID: "run-1", Ended: true, Started: []StartedOp{cmd("op-1", m1), cmd("op-2", m2), cmd("op-3", m3)}}
+	run := clocked(Run{Project: "acme", RunID: "run-1", Ended: true, Started: []StartedOp{cmd("op-1", m1), cmd("op-2", m2), cmd("op-3", m3)}})
 	check("op-1 kept", run, "op-1", pipeline.FindingNone, "recorded before the later operation op-2")
 	check("op-2 kept", run, "op-2", pipeline.FindingNone, "recorded before the later operation op-3")
 	// The later operation's manifest (the comparison point) is pruned.

@@ -47,10 +47,10 @@ func TestMCPProbeOneSessionPerWall(t *testing.T) {
 	hs := httptest.NewServer(countInit(mcpserver.Handler(mcpserver.NewServer(store)), &inits))
 	defer hs.Close()
 	client := MCPClient{Servers: []mcptool.ServerConfig{{Name: "issues", URL: hs.URL + mcpserver.HTTPPath}}, Timeout: 10 * time.Second}
-	run := Run{Project: "acme", RunID: "run-1"}
-	set := Set{MCP{Looker: client, Now: now}}
+	run := clocked(Run{Project: "acme", RunID: "run-1"})
+	set := Set{MCP{Looker: client}}
 	op := func(id string) pipeline.WallOperation {
-		return pipeline.WallOperation{OperationID: id, Tool: "mcp__create_issue", State: "failed_uncertain", StartedAt: t0,
+		return pipeline.WallOperation{OperationID: id, Tool: "mcp__create_issue", State: "failed_uncertain", StartedAt: t0, JournaledAt: journaled(t0),
 			StartedKey: kernel.EventKey{SourceID: kernel.SourceKernel, EventID: id + "/started"}}
 	}
 
@@ -82,20 +82,20 @@ func TestMCPProbeOneSessionPerWall(t *testing.T) {
 	}
 
 	// A server that refuses connections: every operation of the wall gets
-	// the failure as inconclusive evidence, from one dial.
+	// the failure as unavailable evidence, from one dial.
 	var dials atomic.Int32
 	refuse := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		dials.Add(1)
 		http.Error(w, "down for maintenance", http.StatusServiceUnavailable)
 	}))
 	defer refuse.Close()
-	down := Set{MCP{Looker: MCPClient{Servers: []mcptool.ServerConfig{{Name: "down", URL: refuse.URL}}, Timeout: 2 * time.Second}, Now: now}}
+	down := Set{MCP{Looker: MCPClient{Servers: []mcptool.ServerConfig{{Name: "down", URL: refuse.URL}}, Timeout: 2 * time.Second}}}
 	wall, done = down.ForWall(run)
 	defer done()
 	var afterFirst int32
 	for i, id := range []string{"op-1", "op-2", "op-3"} {
 		evs := wall.Probe(context.Background(), run, op(id))
-		if len(evs) != 1 || evs[0].Finding != pipeline.FindingInconclusive || !strings.Contains(evs[0].Detail, "server down") {
+		if len(evs) != 1 || evs[0].Finding != pipeline.FindingUnavailable || !strings.Contains(evs[0].Detail, "server down") {
 			t.Fatalf("%s against a refusing server: %+v", id, evs)
 		}
 		if i == 0 {

@@ -31,7 +31,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		walls: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "reckon_triage_walls_total",
-			Help: "Walls triaged, by outcome (journaled, failed, locked, settled, dry_run, budget; deferred counts runs with operations left for a later sweep).",
+			Help: "Walls triaged, by outcome (journaled, failed, locked, settled, dry_run, budget; deferred and unavailable count runs with operations left for a later sweep).",
 		}, []string{"outcome"}),
 		verdicts: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "reckon_triage_verdicts_total",
