@@ -62,67 +62,30 @@ func (o Params) withDefaults() Params {
 // and for delegate_unsettled the child run's wall too.
 func (st *Stack) Drill(ctx context.Context, sc Scenario, o Params) ([]*evals.Fixture, error) {
 	o = o.withDefaults()
-	if usesTool(sc.Plan, "mcp__write_file") && !st.Filesystem {
-		return nil, fmt.Errorf("scenario %s needs the filesystem MCP server (node and testdata/npm; scripts/ensure-deps.sh)", sc.RunID)
-	}
-	if (sc.Kind == KindMemoryAfter || sc.Kind == KindMemoryBefore) && !st.Memory {
-		return nil, fmt.Errorf("scenario %s needs the memory MCP server (node and testdata/npm; scripts/ensure-deps.sh)", sc.RunID)
-	}
-	client := st.Temporal.Client
-	queue := "drill-" + sc.RunID
-	acts := &runner.Activities{
-		Pool: st.Core.Pool, Journal: st.Core.Journal, Tools: st.Tools,
-		Fault:      fault.New(st.Core.Pool, fault.Config{AfterEffect: sc.Fault.AfterEffect, BeforeEffect: sc.Fault.BeforeEffect}),
-		Unconfined: st.Core.Cfg.SandboxUnconfined, DeliveryPoll: 20 * time.Millisecond, Log: st.Core.Log,
-		Manifest: st.Core.ManifestLimits(),
-	}
-	w := runner.NewWorker(client, queue, acts)
-	if err := w.Start(); err != nil {
-		return nil, fmt.Errorf("start worker: %w", err)
-	}
-	var stopOnce sync.Once
-	stopWorker := func() { stopOnce.Do(w.Stop) }
-	defer stopWorker()
-	starter := &runner.Starter{Pool: st.Core.Pool, Journal: st.Core.Journal, Client: client, TaskQueue: queue,
-		DataDir: st.Core.Cfg.DataDir, Tools: st.Tools}
-	ws, err := starter.Workspace(o.Project, sc.RunID)
-	if err != nil {
-		return nil, err
-	}
-	plan, err := runnerPlan(sc.Plan, ws)
-	if err != nil {
+	if err := st.provides(sc); err != nil {
 		return nil, err
 	}
 	rctx, cancel := context.WithTimeout(ctx, o.RunTimeout)
 	defer cancel()
-	if _, _, err := starter.Start(rctx, runner.StartParams{Project: o.Project, RunID: sc.RunID, Plan: plan}); err != nil {
-		return nil, fmt.Errorf("start run: %w", err)
+	var children []string
+	var err error
+	if sc.Agent != nil {
+		err = st.agentRun(rctx, o.Project, sc)
+	} else {
+		children, err = st.kernelRun(rctx, sc, o)
 	}
-	if sc.Lose != nil {
-		if err := st.lose(rctx, o.Project, sc, ws, stopWorker); err != nil {
-			return nil, err
-		}
-	}
-	// The run's own outcome does not matter (a faulted run fails, a lost
-	// one is terminated); only that it ended. The parent waits for its
-	// children.
-	if err := client.GetWorkflow(rctx, kernel.WorkflowID(o.Project, sc.RunID), "").Get(rctx, nil); err != nil && rctx.Err() != nil {
-		return nil, fmt.Errorf("run %s did not end within %s: %w", sc.RunID, o.RunTimeout, rctx.Err())
-	}
-	children, err := st.childRuns(rctx, o.Project, sc.RunID, sc.Plan)
 	if err != nil {
 		return nil, err
 	}
-	for _, run := range append([]string{sc.RunID}, children...) {
-		if err := outbox.WaitDelivered(rctx, st.Core.Pool, o.Project, run, 20*time.Millisecond); err != nil {
-			return nil, fmt.Errorf("outbox of %s: %w", run, err)
+	if sc.OtherWrite != nil {
+		if err := st.otherAgentWrites(rctx, sc); err != nil {
+			return nil, err
 		}
 	}
-	if sc.ReconcileChild {
-		for _, child := range children {
-			if err := st.reconcileAsOperator(rctx, o.Project, child); err != nil {
-				return nil, err
-			}
+	var early string
+	if sc.SweepSkew != 0 {
+		if early, err = st.earlySweep(rctx, o, sc); err != nil {
+			return nil, err
 		}
 	}
 
@@ -131,6 +94,7 @@ func (st *Stack) Drill(ctx context.Context, sc Scenario, o Params) ([]*evals.Fix
 	if err != nil {
 		return nil, err
 	}
+	f.Notes += early
 	out = append(out, f)
 	if sc.Kind == KindDelegateUnsettled {
 		for _, child := range children {
@@ -142,6 +106,133 @@ func (st *Stack) Drill(ctx context.Context, sc Scenario, o Params) ([]*evals.Fix
 		}
 	}
 	return out, nil
+}
+
+// provides says which server the stack lacks for sc, nil when it has all.
+func (st *Stack) provides(sc Scenario) error {
+	if usesTool(sc.Plan, "mcp__write_file") && !st.Filesystem {
+		return fmt.Errorf("scenario %s needs the filesystem MCP server (node and testdata/npm; scripts/ensure-deps.sh)", sc.RunID)
+	}
+	if (sc.Kind == KindMemoryAfter || sc.Kind == KindMemoryBefore || sc.Kind == KindSharedStore) && !st.Memory {
+		return fmt.Errorf("scenario %s needs the memory MCP server (node and testdata/npm; scripts/ensure-deps.sh)", sc.RunID)
+	}
+	return nil
+}
+
+// kernelRun runs sc's plan on a worker of its own until the run (and its
+// children) ended and their events are journaled, losing its worker
+// mid-command or leaving a command's process running past its call as sc
+// says, and returns the child runs.
+func (st *Stack) kernelRun(ctx context.Context, sc Scenario, o Params) ([]string, error) {
+	queue := "drill-" + sc.RunID
+	client := st.Temporal.Client
+	acts := &runner.Activities{
+		Pool: st.Core.Pool, Journal: st.Core.Journal, Tools: st.Tools,
+		Fault:      fault.New(st.Core.Pool, fault.Config{AfterEffect: sc.Fault.AfterEffect, BeforeEffect: sc.Fault.BeforeEffect}),
+		Unconfined: st.Core.Cfg.SandboxUnconfined, DeliveryPoll: 20 * time.Millisecond, Log: st.Core.Log,
+		Manifest: st.Core.ManifestLimits(),
+	}
+	starter := &runner.Starter{Pool: st.Core.Pool, Journal: st.Core.Journal, Client: client, TaskQueue: queue,
+		DataDir: st.Core.Cfg.DataDir, Tools: st.Tools}
+	if sc.Outlives != nil {
+		st.outliving(acts, starter)
+	}
+	w := runner.NewWorker(client, queue, acts)
+	if err := w.Start(); err != nil {
+		return nil, fmt.Errorf("start worker: %w", err)
+	}
+	var stopOnce sync.Once
+	stopWorker := func() { stopOnce.Do(w.Stop) }
+	defer stopWorker()
+	ws, err := starter.Workspace(o.Project, sc.RunID)
+	if err != nil {
+		return nil, err
+	}
+	plan, err := runnerPlan(sc.Plan, ws)
+	if err != nil {
+		return nil, err
+	}
+	if _, _, err := starter.Start(ctx, runner.StartParams{Project: o.Project, RunID: sc.RunID, Plan: plan}); err != nil {
+		return nil, fmt.Errorf("start run: %w", err)
+	}
+	switch {
+	case sc.Lose != nil:
+		err = st.lose(ctx, o.Project, sc, ws, stopWorker)
+	case sc.Outlives != nil:
+		err = st.outlived(ctx, o.Project, sc, ws)
+	}
+	if err != nil {
+		return nil, err
+	}
+	// The run's own outcome does not matter (a faulted run fails, a lost
+	// one is terminated); only that it ended. The parent waits for its
+	// children.
+	if err := client.GetWorkflow(ctx, kernel.WorkflowID(o.Project, sc.RunID), "").Get(ctx, nil); err != nil && ctx.Err() != nil {
+		return nil, fmt.Errorf("run %s did not end within %s: %w", sc.RunID, o.RunTimeout, ctx.Err())
+	}
+	children, err := st.childRuns(ctx, o.Project, sc.RunID, sc.Plan)
+	if err != nil {
+		return nil, err
+	}
+	for _, run := range append([]string{sc.RunID}, children...) {
+		if err := outbox.WaitDelivered(ctx, st.Core.Pool, o.Project, run, 20*time.Millisecond); err != nil {
+			return nil, fmt.Errorf("outbox of %s: %w", run, err)
+		}
+	}
+	if sc.ReconcileChild {
+		for _, child := range children {
+			if err := st.reconcileAsOperator(ctx, o.Project, child); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return children, nil
+}
+
+// otherAgentWrites makes sc's other agent's call to the store the run
+// wrote, as a client of its own (its own project, run and key).
+func (st *Stack) otherAgentWrites(ctx context.Context, sc Scenario) error {
+	w := sc.OtherWrite
+	tool, ok := st.Tools.Lookup(w.Tool)
+	if !ok {
+		return fmt.Errorf("scenario %s: the other agent's tool %s is not configured", sc.RunID, w.Tool)
+	}
+	args, err := json.Marshal(w.Args)
+	if err != nil {
+		return fmt.Errorf("scenario %s: the other agent's args: %w", sc.RunID, err)
+	}
+	ws, err := os.MkdirTemp("", "drill-other-agent-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(ws)
+	if _, err := tool.Execute(ctx, kernel.ToolCall{Project: "other-agent", RunID: "other-" + sc.RunID, OperationID: "write-1",
+		Tool: w.Tool, Args: args, Workspace: ws}); err != nil {
+		return fmt.Errorf("scenario %s: the other agent's write: %w", sc.RunID, err)
+	}
+	return nil
+}
+
+// earlySweep builds sc's wall as a sweep EarlySweep after the run, its
+// clock sc.SweepSkew ahead of the database's, would, and says what it did
+// for the fixture's notes. Measured on the database's clock, a never_seen
+// is too young to prove none there: that sweep must defer the operation,
+// and a drill whose early sweep decides it fails (a probe measuring across
+// the two clocks).
+func (st *Stack) earlySweep(ctx context.Context, o Params, sc Scenario) (string, error) {
+	_, err := st.buildWall(ctx, o.Project, sc.RunID, EarlySweep, sc.SweepSkew)
+	var d deferredError
+	switch {
+	case errors.As(err, &d):
+		return fmt.Sprintf(" A sweep %s after the run, its clock %s ahead of the database's, deferred %s: on the database's clock the call was too young for never_seen to prove none.",
+			EarlySweep, sc.SweepSkew, strings.Join(d.ops, ", ")), nil
+	case err != nil:
+		return "", err
+	case sc.Fault.BeforeEffect != "":
+		return "", fmt.Errorf("run %s: a sweep %s after the run, its clock %s ahead of the database's, walled %s instead of deferring it: a wait was measured across clocks",
+			sc.RunID, EarlySweep, sc.SweepSkew, sc.Fault.BeforeEffect)
+	}
+	return fmt.Sprintf(" A sweep %s after the run, its clock %s ahead of the database's, could already decide it.", EarlySweep, sc.SweepSkew), nil
 }
 
 // lose loses the run in the middle of sc.Lose's step: once the command is
@@ -369,19 +460,37 @@ func (st *Stack) buildWall(ctx context.Context, project, runID string, delay, sk
 	if err != nil {
 		return pipeline.Wall{}, fmt.Errorf("sweep %s: %w", runID, err)
 	}
+	var deferred []string
 	for _, wr := range rep.Walls {
-		if wr.Outcome != triage.OutcomeDryRun {
+		switch wr.Outcome {
+		case triage.OutcomeDryRun:
+		case triage.OutcomeDeferred:
+			deferred = append(deferred, wr.Operations...)
+		default:
 			return pipeline.Wall{}, fmt.Errorf("sweep %s: wall outcome %s: %s", runID, wr.Outcome, wr.Error)
 		}
 	}
-	switch len(c.walls) {
-	case 0:
+	switch {
+	case len(deferred) > 0:
+		return pipeline.Wall{}, deferredError{run: runID, ops: deferred}
+	case len(c.walls) == 0:
 		return pipeline.Wall{}, fmt.Errorf("run %s: %w", runID, errNoWall)
-	case 1:
+	case len(c.walls) == 1:
 		return c.walls[0], nil
 	default:
 		return pipeline.Wall{}, fmt.Errorf("run %s: the sweep split the pile into %d walls; drills record single walls", runID, len(c.walls))
 	}
+}
+
+// deferredError says the sweep left operations of the run for a later
+// sweep: a probe can tell about them only later.
+type deferredError struct {
+	run string
+	ops []string
+}
+
+func (e deferredError) Error() string {
+	return fmt.Sprintf("run %s: the sweep deferred %s (a probe can tell only later)", e.run, strings.Join(e.ops, ", "))
 }
 
 // truthOf returns the ground truth of every operation of the wall from

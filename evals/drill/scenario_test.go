@@ -31,8 +31,8 @@ func TestGenerateIsSeededAndCoversEveryKind(t *testing.T) {
 			t.Errorf("run id %s repeated", s.RunID)
 		}
 		ids[s.RunID] = true
-		if s.Fault.AfterEffect == "" && s.Fault.BeforeEffect == "" && s.Lose == nil {
-			t.Errorf("%s: no fault and no loss", s.RunID)
+		if s.Fault.AfterEffect == "" && s.Fault.BeforeEffect == "" && s.Lose == nil && s.Outlives == nil && s.Agent == nil {
+			t.Errorf("%s: no fault, no loss, no partition and no agent's call", s.RunID)
 		}
 		if s.Lose != nil && ((s.Kind != KindCmdCrashWindow && s.Kind != KindCmdPartialWrite) || s.Lose.OperationID != fmt.Sprintf("op-%d", len(s.Plan.Steps))) {
 			t.Errorf("%s: loses %s of a %d-step plan; only crash-window scenarios lose a run, at its last step", s.RunID, s.Lose.OperationID, len(s.Plan.Steps))

@@ -10,8 +10,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"github.com/seed-7bc021c3/reckon/evals"
+	"github.com/seed-7bc021c3/reckon/internal/pgtest"
+	"github.com/seed-7bc021c3/reckon/internal/sandboxtest"
 	"github.com/seed-7bc021c3/reckon/pipeline"
+	"github.com/seed-7bc021c3/reckon/platform/config"
 )
 
 // TestInterruptedSuiteKeepsItsHandMadeFixtures: a drill interrupted before
@@ -84,4 +89,39 @@ func TestSuiteFailsOnALabelDisagreement(t *testing.T) {
 	if fx, lerr := evals.LoadDir(dir); lerr != nil || len(fx) != 2 {
 		t.Errorf("the disagreeing fixtures are not written for inspection: %d, %v", len(fx), lerr)
 	}
+}
+
+// TestStackChecksTheSandboxReachesItsDataDirectory: a drill whose data
+// directory the sandbox's user cannot traverse would run every scenario
+// for minutes, each command refused, before failing; it stops before the
+// first, naming the directory.
+func TestStackChecksTheSandboxReachesItsDataDirectory(t *testing.T) {
+	t.Parallel()
+	s := pgtest.New(t)
+	locked := filepath.Join(sandboxtest.Dir(t), "locked")
+	data := filepath.Join(locked, "data")
+	if err := os.MkdirAll(data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// Searchable by no one but its owner: not by the sandbox's user.
+	if err := os.Chmod(locked, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.LoadFrom(func(k string) string {
+		return map[string]string{"DATABASE_URL": s.URL, "RECKON_DATA_DIR": data, "RECKON_LOG_LEVEL": "error"}[k]
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	st, err := OpenStack(ctx, StackConfig{Config: cfg, Log: zerolog.Nop()})
+	if err == nil {
+		st.Close()
+		t.Fatal("a drill stack opened on a data directory its sandbox cannot reach")
+	}
+	if !strings.Contains(err.Error(), data) || !strings.Contains(err.Error(), "sandbox") {
+		t.Fatalf("the error does not name the data directory and the sandbox: %v", err)
+	}
+	t.Log(err)
 }
