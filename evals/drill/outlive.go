@@ -2,13 +2,9 @@ package drill
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"time"
 
-	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/fault"
 	"github.com/seed-7bc021c3/reckon/kernel/runner"
 	"github.com/seed-7bc021c3/reckon/tool/sandbox"
@@ -46,19 +42,7 @@ func (st *Stack) outlived(ctx context.Context, project string, sc Scenario, ws s
 	if err != nil {
 		return fmt.Errorf("run %s: the process %s left behind did not end within %s: %w", sc.RunID, l.OperationID, outlivedWait, err)
 	}
-	truth, seen := kernel.EffectNone, "absent"
-	if _, err := os.Stat(filepath.Join(ws, l.Effect)); err == nil {
-		truth, seen = kernel.EffectOccurred, "present"
-	}
-	if want := map[bool]string{true: kernel.EffectOccurred, false: kernel.EffectNone}[l.AfterEffect]; truth != want {
-		return fmt.Errorf("run %s: %s is %s once the process %s left behind ended, but it was to %s", sc.RunID, l.Effect, seen, l.OperationID,
-			map[bool]string{true: "write it", false: "exit without writing"}[l.AfterEffect])
-	}
-	detail, _ := json.Marshal(map[string]string{
-		"observed": fmt.Sprintf("%s %s in the workspace once the process the command left behind, running on after its call timed out, had ended", l.Effect, seen),
-	})
-	return fault.RecordObserved(ctx, st.Core.Pool, fault.Record{
-		Project: project, RunID: sc.RunID, OperationID: l.OperationID, Tool: kernel.ToolRunCommand,
-		Fault: fault.Observed, Truth: truth, Detail: detail,
-	})
+	return st.observeEffect(ctx, project, sc.RunID, ws, l, fault.Observed,
+		"once the process the command left behind, running on after its call timed out, had ended",
+		map[bool]string{true: "that process was to write it", false: "that process was to exit without writing"}[l.AfterEffect])
 }

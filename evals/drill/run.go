@@ -282,19 +282,26 @@ func (st *Stack) lose(ctx context.Context, project string, sc Scenario, ws strin
 	if err != nil {
 		return fmt.Errorf("run %s: the command of %s outlived its worker: %w", sc.RunID, l.OperationID, err)
 	}
+	return st.observeEffect(ctx, project, sc.RunID, ws, l, fault.Lost, "once no process of the command was left",
+		map[bool]string{true: "the scenario lost the run after the effect", false: "the scenario lost the run before the effect"}[l.AfterEffect])
+}
+
+// observeEffect records, as the truth of l's operation (fault kind
+// faultKind), whether l's effect is in the workspace ws now that nothing
+// of its command can change it any more (when: since when), and fails
+// when that is not what the scenario meant (meant says what it meant).
+func (st *Stack) observeEffect(ctx context.Context, project, runID, ws string, l *Lose, faultKind, when, meant string) error {
 	truth, seen := kernel.EffectNone, "absent"
 	if _, err := os.Stat(filepath.Join(ws, l.Effect)); err == nil {
 		truth, seen = kernel.EffectOccurred, "present"
 	}
 	if want := map[bool]string{true: kernel.EffectOccurred, false: kernel.EffectNone}[l.AfterEffect]; truth != want {
-		return fmt.Errorf("run %s: %s is %s once the command was gone, but the scenario lost the run %s the effect", sc.RunID, l.Effect, seen, map[bool]string{true: "after", false: "before"}[l.AfterEffect])
+		return fmt.Errorf("run %s: %s is %s %s, but %s", runID, l.Effect, seen, when, meant)
 	}
-	detail, _ := json.Marshal(map[string]string{
-		"observed": fmt.Sprintf("%s %s in the workspace once no process of the command was left", l.Effect, seen),
-	})
+	detail, _ := json.Marshal(map[string]string{"observed": fmt.Sprintf("%s %s in the workspace %s", l.Effect, seen, when)})
 	return fault.RecordObserved(ctx, st.Core.Pool, fault.Record{
-		Project: project, RunID: sc.RunID, OperationID: l.OperationID, Tool: "run_command",
-		Fault: fault.Lost, Truth: truth, Detail: detail,
+		Project: project, RunID: runID, OperationID: l.OperationID, Tool: kernel.ToolRunCommand,
+		Fault: faultKind, Truth: truth, Detail: detail,
 	})
 }
 
