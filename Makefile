@@ -9,12 +9,26 @@ export DATABASE_URL
 GO ?= go
 TEST_TIMEOUT ?= 18m
 
-.PHONY: all build db deps browser-deps test test-browser screenshots demo bench lint clean soak fuzz
+.PHONY: all build db deps browser-deps test test-browser test-clients test-clients-guard check-clients screenshots demo bench lint clean soak fuzz conformance image-smoke deploy-check
 
 all: build
 
+# -buildvcs=true: `reckon version` names the commit (a GOFLAGS of the
+# machine's may say otherwise).
 build:
-	$(GO) build -o bin/reckon ./cmd/reckon
+	$(GO) build -buildvcs=true -o bin/reckon ./cmd/reckon
+
+## image-smoke: builds deploy/Dockerfile with podman (base images from
+## Debian's packages where no registry is reachable) and runs the image
+## against PostgreSQL: /readyz, a plan, its operation listed and settled
+## (deploy/smoke.sh). Not part of test: it builds an image.
+image-smoke: db
+	deploy/smoke.sh
+
+## deploy-check: systemd-analyze verify on deploy/systemd, docker-compose
+## config on deploy/compose.yaml (deploy/check.sh).
+deploy-check:
+	deploy/check.sh
 
 db:
 	@scripts/ensure-postgres.sh
@@ -29,6 +43,27 @@ browser-deps:
 test: db deps
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
+
+## test-clients: the TypeScript and Python clients' tests against a real
+## `reckon dev` on a free port with a fresh database (scripts/test-clients.sh):
+## installs the TypeScript client's pinned packages (npm ci), the framework
+## tests run real OpenAI Agents SDK and Vercel AI SDK agents against the
+## scripted model.
+test-clients: db
+	scripts/test-clients.sh main
+
+## test-clients-guard: the clients' retry guard and verdict stream tests;
+## on a server without POST /v1/agent/operations/guard or GET
+## /v1/agent/operations/watch they fail, naming the missing route.
+test-clients-guard: db
+	scripts/test-clients.sh guard
+
+## check-clients: the TypeScript client's types, generated from
+## adapter/httpapi/openapi.json by the pinned openapi-typescript, equal the
+## committed clients/typescript/src/api.ts (regenerate: cd clients/typescript
+## && npm run types).
+check-clients:
+	@cd clients/typescript && { [ -d node_modules ] && [ ! package-lock.json -nt node_modules/.package-lock.json ] || npm ci --no-audit --no-fund --loglevel=error; } && npm run --silent check-types
 
 ## test-browser: the operator console in headless Chromium (Debian's chromium
 ## driven by playwright-core) against a real dev stack. Its screenshots go to
@@ -75,6 +110,16 @@ bench: db deps
 	@$(GO) run ./scripts/benchtable -ref bin/bench-ref.txt -json bin/bench.json \
 		-machine "$$(nproc) cores, $$(free -g | awk '/^Mem/ {print $$2}') GiB, PostgreSQL $$(psql -h 127.0.0.1 -d postgres -tAc 'SHOW server_version' 2>/dev/null || echo '?'), $$(date -u +%F)" < bin/bench-raw.txt
 
+## conformance: the official MCP conformance suite's server scenarios against
+## `reckon mcp-gateway --http` in front of `reckon mcp-test-server
+## --conformance`, once with the upstream over stdio and once over HTTP. The
+## suite and Node.js 22 come from testdata/conformance's lock file (npm ci).
+## Fails on any scenario not listed, with its reason, in
+## testdata/conformance/expected-failures.yml, and on a listed one that
+## passes. Results go to bin/conformance/.
+conformance: build db
+	scripts/conformance.sh bin/reckon bin/conformance
+
 ## soak: the fault soak (docs/testing.md): kills dev, worker and triage,
 ## restarts a private PostgreSQL cluster, proves nothing is lost. Bounded by
 ## SOAK_ROUNDS (default 30) and SOAK_TIMEOUT (default 20m); exits non-zero
@@ -98,7 +143,7 @@ fuzz:
 		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) $$pkg; \
 	done
 
-lint:
+lint: check-clients
 	@# No lab notebook in tracked files (docs/testing.md).
 	@scripts/check-process-words.sh
 	$(GO) vet ./...

@@ -105,6 +105,12 @@ type ToolCompleted struct {
 	// WorkspaceManifest summarises the workspace just after a workspace
 	// tool completed (see ToolStarted.WorkspaceManifest).
 	WorkspaceManifest *WorkspaceManifest `json:"workspace_manifest,omitempty"`
+	// ClientRequests are what the MCP gateway asked the agent's MCP client
+	// for while the call was in flight (an upstream's sampling, elicitation
+	// or roots request), in order, each "<method>: <outcome>" — an
+	// elicitation's action (accept, decline, cancel), "answered", or
+	// "failed: <error>".
+	ClientRequests []string `json:"client_requests,omitempty"`
 }
 
 // ToolFailed is the data of tool.failed.
@@ -124,6 +130,8 @@ type ToolFailed struct {
 	// unknown, and a reader infer occurred where the kernel said uncertain.
 	ChildOpsNone    int `json:"child_ops_none,omitempty"`
 	ChildOpsUnknown int `json:"child_ops_unknown,omitempty"`
+	// ClientRequests: see ToolCompleted.ClientRequests.
+	ClientRequests []string `json:"client_requests,omitempty"`
 }
 
 // EffectiveEffect applies the legacy rule: a tool.failed without an effect

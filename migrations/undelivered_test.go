@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
@@ -66,15 +65,7 @@ func TestOutboxUndeliveredMigratesBothWays(t *testing.T) {
 	}
 	states := func(q string) []string {
 		t.Helper()
-		rows, err := s.Pool.Query(ctx, q)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := pgx.CollectRows(rows, pgx.RowTo[string])
-		if err != nil {
-			t.Fatal(err)
-		}
-		return got
+		return pgtest.Strings(t, s.Pool, q)
 	}
 	old := `SELECT event_id || '=' || CASE WHEN parked_at IS NOT NULL THEN 'parked'
 	    WHEN delivered_at IS NOT NULL THEN 'delivered' ELSE 'pending' END FROM kernel_event_outbox ORDER BY id`

@@ -11,7 +11,7 @@ import (
 
 func TestTokensParsing(t *testing.T) {
 	t.Parallel()
-	for _, bad := range []string{"a:b", "a:admin:secret-123", "a:reader:short", "a:agent:secret-123:x:y", "a:agent:secret-123:src|"} {
+	for _, bad := range []string{"a:b", "a:admin:secret-123", "a:reader:short", "a:agent:secret-123:x:y:z", "a:agent:secret-123:src|", "a:agent:secret-123::", "a:agent:secret-123::p|", "a:agent:secret-123::p q"} {
 		if _, err := auth.Parse(bad); err == nil {
 			t.Errorf("%q accepted", bad)
 		}
@@ -75,5 +75,59 @@ func TestReservedSourcesCannotBeGranted(t *testing.T) {
 	}
 	if _, err := auth.Parse("rd:reader:rd-secret-1:x"); err == nil || !strings.Contains(err.Error(), "reader") {
 		t.Fatalf("sources on a reader: %v", err)
+	}
+}
+
+// The fifth field limits a token to projects; without it a token sees
+// every project. The sources field may stay empty before it.
+func TestProjectsLimitAToken(t *testing.T) {
+	t.Parallel()
+	toks, err := auth.Parse("bot:agent:bot-secret-1::acme|beta, ci:agent:ci-secret-1:ci-bot:acme, rd:reader:rd-secret-1::acme, all:reader:all-secret-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for secret, want := range map[string]map[string]bool{
+		"bot-secret-1": {"acme": true, "beta": true, "gamma": false},
+		"ci-secret-1":  {"acme": true, "beta": false},
+		"rd-secret-1":  {"acme": true, "beta": false},
+		"all-secret-1": {"acme": true, "beta": true, "gamma": true},
+	} {
+		p, ok := toks.Authenticate(secret)
+		if !ok {
+			t.Fatalf("%s not authenticated", secret)
+		}
+		for project, may := range want {
+			if p.MaySee(project) != may {
+				t.Errorf("%s may see %q = %v, want %v", p.Name, project, !may, may)
+			}
+		}
+	}
+	ci, _ := toks.Authenticate("ci-secret-1")
+	if !ci.MayWrite("ci-bot") || !ci.Limited() {
+		t.Errorf("ci: %+v", ci)
+	}
+	all, _ := toks.Authenticate("all-secret-1")
+	if all.Limited() {
+		t.Errorf("all: %+v is limited", all)
+	}
+}
+
+// A tokens file says on purpose that it names no token with the directive;
+// without it, an empty file is not "empty on purpose".
+func TestEmptyOnPurpose(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for name, body := range map[string]string{"empty": "", "comments": "# all revoked\n", "directive": "# revoked for now\n" + auth.AllowEmptyDirective + "\n"} {
+		file := filepath.Join(dir, name)
+		if err := os.WriteFile(file, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		toks, err := auth.Load("", file)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if toks.Len() != 0 || toks.EmptyOnPurpose() != (name == "directive") {
+			t.Errorf("%s: %d tokens, on purpose %v", name, toks.Len(), toks.EmptyOnPurpose())
+		}
 	}
 }

@@ -158,7 +158,7 @@ func (g *Gateway) forward(ctx context.Context, c *gatewayCall, conn *mcptool.Con
 	defer stop()
 	unhook := context.AfterFunc(g.halt, stop)
 	defer unhook()
-	res, err := conn.Call(cctx, &mcp.CallToolParams{
+	res, asks, err := c.s.callUpstream(cctx, c.t.up, conn, &mcp.CallToolParams{
 		Name:           c.t.def.Name,
 		Arguments:      c.args,
 		Meta:           forwardMeta(c.req.Params.GetMeta(), c.run, c.opID, c.key),
@@ -166,13 +166,13 @@ func (g *Gateway) forward(ctx context.Context, c *gatewayCall, conn *mcptool.Con
 		RequestState:   c.req.Params.RequestState,
 	}, c.key)
 	if err != nil {
-		return g.callFailed(ctx, c, err)
+		return g.callFailed(ctx, c, err, asks)
 	}
 	if res.IsError {
-		g.failed(ctx, c.s, c.run, c.opID, mcptool.ResultError(c.t.up.cfg.Name, c.t.def.Name, res), "", c.log)
+		g.failed(ctx, c.s, c.run, c.opID, mcptool.ResultError(c.t.up.cfg.Name, c.t.def.Name, res), "", c.log, asks...)
 		return res, nil
 	}
-	ev, err := g.event(c.run.runID, kernel.TypeToolCompleted, c.opID+"/completed", kernel.ToolCompleted{OperationID: c.opID, ResultSummary: mcptool.ResultSummary(res)})
+	ev, err := g.event(c.run.runID, kernel.TypeToolCompleted, c.opID+"/completed", kernel.ToolCompleted{OperationID: c.opID, ResultSummary: mcptool.ResultSummary(res), ClientRequests: asks})
 	recorded := err == nil && g.record(ctx, ev, c.log)
 	c.s.closed(c.run.runID, c.opID, recorded)
 	return res, nil
@@ -181,8 +181,9 @@ func (g *Gateway) forward(ctx context.Context, c *gatewayCall, conn *mcptool.Con
 // callFailed records the end of a call that failed upstream (err): the
 // call may have reached the server, so its effect is what err's
 // classification says, and the client gets the upstream's protocol error
-// unchanged, or the gateway's account of the failure.
-func (g *Gateway) callFailed(ctx context.Context, c *gatewayCall, err error) (*mcp.CallToolResult, error) {
+// unchanged, or the gateway's account of the failure. asks are the
+// requests the upstream made of the client during the call.
+func (g *Gateway) callFailed(ctx context.Context, c *gatewayCall, err error, asks []string) (*mcp.CallToolResult, error) {
 	note, cut := "", false
 	switch {
 	case g.halt.Err() != nil:
@@ -190,7 +191,7 @@ func (g *Gateway) callFailed(ctx context.Context, c *gatewayCall, err error) (*m
 	case ctx.Err() != nil:
 		note = " (the client's request was canceled, or its session ended, while the call was in flight)"
 	}
-	g.failed(ctx, c.s, c.run, c.opID, err, note, c.log)
+	g.failed(ctx, c.s, c.run, c.opID, err, note, c.log, asks...)
 	if cut {
 		c.s.cutOp(c.run.runID, c.opID)
 	}
@@ -202,14 +203,16 @@ func (g *Gateway) callFailed(ctx context.Context, c *gatewayCall, err error) (*m
 }
 
 // failed records tool.failed with err's classification (note appended to
-// its message) and notes the operation's end.
-func (g *Gateway) failed(ctx context.Context, s *session, run runRef, opID string, err error, note string, log zerolog.Logger) {
+// its message) and what was asked of the client during the call, and
+// notes the operation's end.
+func (g *Gateway) failed(ctx context.Context, s *session, run runRef, opID string, err error, note string, log zerolog.Logger, asks ...string) {
 	errType, effect := kernel.Classify(err)
 	ev, berr := g.event(run.runID, kernel.TypeToolFailed, opID+"/failed", kernel.ToolFailed{
 		// The text may be an upstream's (its stderr, its error's message),
 		// and one NUL in it would make the event unstorable: the record
 		// refused, the operation left open although the call had ended.
 		OperationID: opID, ErrorType: errType, Error: kernel.Abbreviate(kernel.Storable(toolErrText(err)+note), 2000), Effect: effect,
+		ClientRequests: asks,
 	})
 	if berr == nil {
 		g.record(ctx, ev, log)

@@ -30,7 +30,9 @@ a reckon operation — tool.started is durable in DATABASE_URL's outbox
 before the call is sent upstream with the idempotency key
 <project>/<run_id>/<operation_id> in _meta["dev.reckon/idempotency-key"],
 and tool.completed or tool.failed follows. The agent sees the upstream's
-results unchanged.
+results unchanged, and the upstreams' resources, prompts, completions,
+notifications and requests to the client (sampling, elicitation, roots)
+pass through (docs/mcp-gateway.md).
 
 Stdio by default (an MCP host starts it as a command; stdout is the MCP
 channel, logs go to stderr); --http ADDR serves streamable HTTP at
@@ -48,6 +50,8 @@ environment:
                            with --http on a non-loopback address)
   RECKON_GATEWAY_MAX_SESSIONS  with --http, MCP sessions open at once
                            (default 256; a new one beyond is refused, 503)
+  RECKON_GATEWAY_MAX_CONNS_PER_CLIENT  with --http, connections one client
+                           address holds open at once (default 32; 0: no cap)
   RECKON_LOG_LEVEL, RECKON_LOG_FORMAT
 
 flags:
@@ -79,6 +83,7 @@ func ParseCommand(args []string, getenv func(string) string, stderr io.Writer) (
 	fs.DurationVar(&c.Lease, "lease", DefaultLease, "instance lease: this long after a gateway stops renewing it, another gateway ends its session runs (run.failed)")
 	fs.DurationVar(&c.ShutdownGrace, "shutdown-grace", DefaultShutdownGrace, "on SIGTERM/SIGINT, how long calls in flight may finish before they are canceled")
 	fs.DurationVar(&c.SessionIdle, "session-idle", DefaultSessionIdle, "with --http, close MCP sessions idle this long (their runs complete)")
+	maxConns := fs.String("max-conns-per-client", env("RECKON_GATEWAY_MAX_CONNS_PER_CLIENT", strconv.Itoa(DefaultMaxConnsPerClient)), "with --http, the most connections one client address holds open at once (RECKON_GATEWAY_MAX_CONNS_PER_CLIENT); 0: no cap")
 	maxSessions := fs.String("max-sessions", env("RECKON_GATEWAY_MAX_SESSIONS", strconv.Itoa(DefaultMaxSessions)), "with --http, the most MCP sessions open at once (RECKON_GATEWAY_MAX_SESSIONS); a new one beyond it is refused with 503")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -99,6 +104,12 @@ func ParseCommand(args []string, getenv func(string) string, stderr io.Writer) (
 		return Command{}, fmt.Errorf("configuration: --max-sessions (RECKON_GATEWAY_MAX_SESSIONS) must be a whole number of at least 1, got %q", *maxSessions)
 	}
 	c.MaxSessions = n
+	if c.MaxConnsPerClient, nerr = strconv.Atoi(*maxConns); nerr != nil || c.MaxConnsPerClient < 0 {
+		return Command{}, fmt.Errorf("configuration: --max-conns-per-client (RECKON_GATEWAY_MAX_CONNS_PER_CLIENT) must be a whole number, 0 for no cap, got %q", *maxConns)
+	}
+	if c.MaxConnsPerClient == 0 {
+		c.MaxConnsPerClient = -1 // Config's zero is the default; no cap is negative
+	}
 	if c.Lease < 3*time.Second/10 {
 		return Command{}, fmt.Errorf("configuration: --lease must be at least 300ms (heartbeats come every lease/3), got %s", c.Lease)
 	}

@@ -25,6 +25,13 @@
 // included); only failures the gateway itself detects are answered with an
 // isError result of its own, naming what was and was not sent.
 //
+// Besides tools/call, the gateway relays what the upstreams and the client
+// say to each other (relay.go): notifications (log messages, progress,
+// list_changed, resource updates, cancellation), the upstreams' requests
+// to the client (sampling, elicitation, roots — within the call, which
+// stays one operation), and the upstreams' resources, prompts and
+// completions, unrecorded (features.go).
+//
 // Runs: an MCP session is a run (run.started when it is initialised,
 // run.completed when it ends with every call answered, run.failed when a
 // call was cut by its end). A client may name its run instead by passing
@@ -74,6 +81,12 @@ const (
 	// until the process has none left. A session's open event stream is a
 	// request in progress, not an idle connection.
 	DefaultConnIdle = 2 * time.Minute
+	// DefaultBodyTimeout bounds how long a request's body may take to
+	// arrive, as the API's (httpapi.BodyReadTimeout): a client that
+	// trickles its body is cut off instead of holding a connection open.
+	DefaultBodyTimeout = 30 * time.Second
+	// DefaultMaxConnsPerClient is Config.MaxConnsPerClient's default.
+	DefaultMaxConnsPerClient = 32
 )
 
 // RunIDMeta is the _meta key under which a client names the run of a call
@@ -120,6 +133,18 @@ type Config struct {
 	// process per stdio upstream, so a client opening sessions in a loop
 	// would otherwise fill the journal and the process table.
 	MaxSessions int
+	// BodyTimeout bounds the arrival of an HTTP request's body
+	// (DefaultBodyTimeout when zero).
+	BodyTimeout time.Duration
+	// MaxConnsPerClient caps the HTTP connections one client address holds
+	// open at once (RECKON_GATEWAY_MAX_CONNS_PER_CLIENT; zero:
+	// DefaultMaxConnsPerClient, negative: no cap).
+	MaxConnsPerClient int
+	// TokenSources are the sources the API's tokens may write (their
+	// names and granted sources, from RECKON_TOKENS and
+	// RECKON_TOKENS_FILE when the gateway's environment has them): Source
+	// may not be one of them.
+	TokenSources []string
 	// Token, when set, is the bearer token HTTP clients must send.
 	Token string
 	Log   zerolog.Logger
@@ -154,6 +179,12 @@ func (o Config) withDefaults() Config {
 	}
 	if o.MaxSessions <= 0 {
 		o.MaxSessions = DefaultMaxSessions
+	}
+	if o.BodyTimeout <= 0 {
+		o.BodyTimeout = DefaultBodyTimeout
+	}
+	if o.MaxConnsPerClient == 0 {
+		o.MaxConnsPerClient = DefaultMaxConnsPerClient
 	}
 	if o.Now == nil {
 		o.Now = time.Now
@@ -224,7 +255,14 @@ type Gateway struct {
 	instance string
 	server   *mcp.Server
 	ups      []*upstream
-	tools    map[string]*tool
+
+	// fmu guards the served set: tools by name, and the upstream serving
+	// each prompt, resource URI and resource template (features.go).
+	fmu       sync.Mutex
+	tools     map[string]*tool
+	prompts   map[string]*upstream
+	resources map[string]*upstream
+	templates map[string]*upstream
 
 	mu       sync.Mutex
 	sessions map[*mcp.ServerSession]*session
@@ -233,6 +271,7 @@ type Gateway struct {
 	inflight int
 	idle     chan struct{}  // closed when closing and inflight reaches 0
 	watchers sync.WaitGroup // one per session, until its run's end is recorded
+	closers  sync.WaitGroup // discovery sessions a session did not adopt, closing
 	closed   sync.WaitGroup // held by the first Close until it is done
 	// halt is canceled when the shutdown grace is over: calls still in
 	// flight are canceled then.
@@ -261,27 +300,41 @@ func New(ctx context.Context, pool *pgxpool.Pool, o Config) (*Gateway, error) {
 	o = o.withDefaults()
 	g := &Gateway{
 		o: o, st: store{pool: pool}, log: o.Log, instance: newID("gwi"),
-		tools: map[string]*tool{}, sessions: map[*mcp.ServerSession]*session{}, spares: map[string]*spare{},
+		tools: map[string]*tool{}, prompts: map[string]*upstream{}, resources: map[string]*upstream{}, templates: map[string]*upstream{},
+		sessions: map[*mcp.ServerSession]*session{}, spares: map[string]*spare{},
 	}
 	g.halt, g.haltNow = context.WithCancel(context.Background())
-	if err := g.discover(ctx); err != nil {
+	found, err := g.discover(ctx)
+	if err != nil {
 		g.closeSpares()
 		return nil, err
 	}
-	g.server = mcp.NewServer(&mcp.Implementation{Name: "reckon-mcp-gateway", Title: "reckon MCP gateway", Version: "1"}, &mcp.ServerOptions{
+	opts := &mcp.ServerOptions{
 		Instructions:       g.instructions(),
 		InitializedHandler: g.initialized,
-	})
-	names := make([]string, 0, len(g.tools))
-	for n := range g.tools {
-		names = append(names, n)
+		// The client of an MCP session that is a run speaks a revision with
+		// sessions and server-to-client requests (2025-11-25 and before):
+		// the stateful streamable HTTP transport serves no other, and over
+		// stdio the same holds, so what the gateway relays reaches every
+		// client the same way.
+		SupportedProtocolVersions: sessionProtocols(),
 	}
-	sort.Strings(names)
-	for _, n := range names {
+	g.relayOptions(opts)
+	g.serverOptions(opts, found.caps)
+	g.server = mcp.NewServer(&mcp.Implementation{Name: "reckon-mcp-gateway", Title: "reckon MCP gateway", Version: "1"}, opts)
+	g.server.AddReceivingMiddleware(g.onSetLevel)
+	for _, n := range g.Tools() {
 		if err := g.addTool(g.tools[n]); err != nil {
 			g.closeSpares()
 			return nil, err
 		}
+	}
+	for i, up := range g.ups {
+		g.serveFeatures(up, found.features[i])
+	}
+	if err := g.checkSource(ctx); err != nil {
+		g.closeSpares()
+		return nil, err
 	}
 	if err := g.st.registerInstance(ctx, g.instance, o.Source, o.Lease); err != nil {
 		g.closeSpares()
@@ -300,6 +353,8 @@ func (g *Gateway) Instance() string { return g.instance }
 
 // Tools lists the served tool names, sorted.
 func (g *Gateway) Tools() []string {
+	g.fmu.Lock()
+	defer g.fmu.Unlock()
 	out := make([]string, 0, len(g.tools))
 	for n := range g.tools {
 		out = append(out, n)
@@ -308,30 +363,40 @@ func (g *Gateway) Tools() []string {
 	return out
 }
 
-// discover lists every upstream's tools, in parallel, and builds the
-// served set.
-func (g *Gateway) discover(ctx context.Context) error {
+// discovered is what start-up found beyond the tools: each upstream's
+// capabilities and features (prompts, resources), in g.ups order.
+type discovered struct {
+	caps     []*mcp.ServerCapabilities
+	features []features
+}
+
+// discover lists every upstream's tools, prompts and resources, in
+// parallel, and builds the served set.
+func (g *Gateway) discover(ctx context.Context) (discovered, error) {
 	type found struct {
 		conn  *mcptool.Conn
 		relay *relay
 		tools map[string]*mcp.Tool
+		feat  features
 		err   error
 	}
 	res := make([]found, len(g.o.Servers))
 	var wg sync.WaitGroup
 	for i, cfg := range g.o.Servers {
-		g.ups = append(g.ups, &upstream{cfg: cfg, endpoint: cfg.Endpoint()})
+		up := &upstream{cfg: cfg, endpoint: cfg.Endpoint()}
+		g.ups = append(g.ups, up)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r := &relay{}
-			conn, err := g.dial(ctx, cfg, r)
+			conn, r, err := g.dial(ctx, up, nil)
 			if err != nil {
 				res[i].err = err
 				return
 			}
 			res[i].conn, res[i].relay = conn, r
-			res[i].tools, res[i].err = conn.Tools(ctx)
+			if res[i].tools, res[i].err = conn.Tools(ctx); res[i].err == nil {
+				res[i].feat, res[i].err = listFeatures(ctx, conn.Session())
+			}
 		}()
 	}
 	wg.Wait()
@@ -345,34 +410,61 @@ func (g *Gateway) discover(ctx context.Context) error {
 		}
 	}
 	if len(errs) > 0 {
-		return fmt.Errorf("mcp gateway start-up: %w", errors.Join(errs...))
+		return discovered{}, fmt.Errorf("mcp gateway start-up: %w", errors.Join(errs...))
 	}
+	var d discovered
 	for i, up := range g.ups {
-		if ir := res[i].conn.InitializeResult(); ir != nil {
+		ir := res[i].conn.InitializeResult()
+		if ir != nil {
 			up.instructions = ir.Instructions
+			d.caps = append(d.caps, ir.Capabilities)
 		}
-		tools := res[i].tools
-		names := make([]string, 0, len(tools))
-		for n := range tools {
-			names = append(names, n)
+		if err := g.claimTools(up, res[i].tools); err != nil {
+			return discovered{}, err
 		}
-		sort.Strings(names)
-		if len(up.cfg.Tools) > 0 {
-			for _, want := range up.cfg.Tools {
-				if _, ok := tools[want]; !ok {
-					return fmt.Errorf("mcp gateway start-up: upstream %q has no tool %q (its \"tools\" list names it; the server offers: %s)", up.cfg.Name, want, strings.Join(names, ", "))
-				}
+		if err := g.claimFeatures(up, res[i].feat); err != nil {
+			return discovered{}, err
+		}
+		d.features = append(d.features, res[i].feat)
+	}
+	return d, nil
+}
+
+// claimTools records up's tools (those of its "tools" list, when set) as
+// served, refusing a name another upstream serves.
+func (g *Gateway) claimTools(up *upstream, tools map[string]*mcp.Tool) error {
+	names := make([]string, 0, len(tools))
+	for n := range tools {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	if len(up.cfg.Tools) > 0 {
+		for _, want := range up.cfg.Tools {
+			if _, ok := tools[want]; !ok {
+				return fmt.Errorf("mcp gateway start-up: upstream %q has no tool %q (its \"tools\" list names it; the server offers: %s)", up.cfg.Name, want, strings.Join(names, ", "))
 			}
-			names = slices.Clone(up.cfg.Tools)
 		}
-		for _, n := range names {
-			if other, dup := g.tools[n]; dup {
-				return fmt.Errorf("mcp gateway start-up: tool %q is offered by upstream %q and by upstream %q; served names must be unique (limit one server with its \"tools\" list)", n, other.up.cfg.Name, up.cfg.Name)
-			}
-			g.tools[n] = &tool{up: up, def: tools[n]}
+		names = slices.Clone(up.cfg.Tools)
+	}
+	for _, n := range names {
+		if other, dup := g.tools[n]; dup {
+			return fmt.Errorf("mcp gateway start-up: tool %q is offered by upstream %q and by upstream %q; served names must be unique (limit one server with its \"tools\" list)", n, other.up.cfg.Name, up.cfg.Name)
 		}
+		g.tools[n] = &tool{up: up, def: tools[n]}
 	}
 	return nil
+}
+
+// sessionProtocols are the protocol revisions the gateway serves: those of
+// the SDK before 2026-07-28.
+func sessionProtocols() []string {
+	var out []string
+	for _, v := range mcp.SupportedProtocolVersions() {
+		if v < newProtocol {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 // addTool serves t under its upstream name with its definition unchanged.
@@ -402,14 +494,6 @@ func (g *Gateway) instructions() string {
 	return strings.Join(parts, "\n\n")
 }
 
-// dial opens an upstream session whose progress notifications go to the
-// MCP session r points at.
-func (g *Gateway) dial(ctx context.Context, cfg mcptool.ServerConfig, r *relay) (*mcptool.Conn, error) {
-	return mcptool.Dial(ctx, cfg, g.o.MCP, g.o.Project, &mcp.ClientOptions{
-		ProgressNotificationHandler: r.progress,
-	})
-}
-
 // takeSpare hands the discovery session of server name to the first MCP
 // session that needs it.
 func (g *Gateway) takeSpare(name string) *spare {
@@ -430,28 +514,6 @@ func (g *Gateway) closeSpares() {
 		conns = append(conns, sp.conn)
 	}
 	closeAll(conns)
-}
-
-// relay forwards an upstream session's progress notifications to the MCP
-// session that owns it (set when a session adopts a spare).
-type relay struct {
-	mu sync.Mutex
-	ss *mcp.ServerSession
-}
-
-func (r *relay) set(ss *mcp.ServerSession) {
-	r.mu.Lock()
-	r.ss = ss
-	r.mu.Unlock()
-}
-
-func (r *relay) progress(ctx context.Context, req *mcp.ProgressNotificationClientRequest) {
-	r.mu.Lock()
-	ss := r.ss
-	r.mu.Unlock()
-	if ss != nil && req != nil && req.Params != nil {
-		_ = ss.NotifyProgress(ctx, req.Params)
-	}
 }
 
 // newID returns prefix-<UTC time>-<8 hex>, in the run-id alphabet.
@@ -492,4 +554,22 @@ func jsonArgs(raw json.RawMessage) json.RawMessage {
 		return json.RawMessage(`{}`)
 	}
 	return raw
+}
+
+// checkSource refuses a Source an agent writes under: one a configured
+// token may write, or one the journal already holds from an agent's runs.
+// Registering it would make every later write of that agent refused as the
+// gateway's (TestSourceOfAnAgentIsRefused).
+func (g *Gateway) checkSource(ctx context.Context) error {
+	if slices.Contains(g.o.TokenSources, g.o.Source) {
+		return fmt.Errorf("configuration: RECKON_GATEWAY_SOURCE (--source) %q is a source an API token writes (RECKON_TOKENS); the gateway's source must be its own", g.o.Source)
+	}
+	taken, err := g.st.agentsSource(ctx, g.o.Source)
+	if err != nil {
+		return err
+	}
+	if taken {
+		return fmt.Errorf("configuration: RECKON_GATEWAY_SOURCE (--source) %q is the source of an agent's runs in the journal; the gateway's source must be its own", g.o.Source)
+	}
+	return nil
 }

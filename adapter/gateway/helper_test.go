@@ -29,7 +29,7 @@ import (
 const helperEnv = "RECKON_GATEWAY_TEST_HELPER"
 
 func TestMain(m *testing.M) {
-	if os.Getenv(helperEnv) == "issues" {
+	if mode := os.Getenv(helperEnv); mode == "issues" || mode == "conformance" {
 		if err := mcpserver.Main(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
@@ -43,6 +43,12 @@ func TestMain(m *testing.M) {
 // binary, one process per upstream session) over store.
 func stdioIssues(name, store string) mcptool.ServerConfig {
 	return mcptool.ServerConfig{Name: name, Command: []string{os.Args[0], "--store", store}, Env: map[string]string{helperEnv: "issues"}}
+}
+
+// stdioConformance is `reckon mcp-test-server --conformance` as a stdio
+// upstream.
+func stdioConformance(name string) mcptool.ServerConfig {
+	return mcptool.ServerConfig{Name: name, Command: []string{os.Args[0], "--conformance"}, Env: map[string]string{helperEnv: "conformance"}}
 }
 
 // httpIssues is the test server over streamable HTTP, in process, with
@@ -126,9 +132,12 @@ func newFixture(t *testing.T, pool *pgxpool.Pool, o Config) *fixture {
 func newSchema(t testing.TB) *pgxpool.Pool { return pgtest.New(t).Pool }
 
 // client opens an MCP session with the gateway over streamable HTTP.
-func (f *fixture) client() *mcp.ClientSession {
+func (f *fixture) client() *mcp.ClientSession { return f.clientWith(nil) }
+
+// clientWith is client with opts (handlers, capabilities).
+func (f *fixture) clientWith(opts *mcp.ClientOptions) *mcp.ClientSession {
 	f.t.Helper()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "gateway-test", Version: "1"}, nil).
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "gateway-test", Version: "1"}, opts).
 		Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: f.url, MaxRetries: -1}, nil)
 	if err != nil {
 		f.t.Fatal(err)

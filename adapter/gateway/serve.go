@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/seed-7bc021c3/reckon/kernel"
+	"github.com/seed-7bc021c3/reckon/platform/httplimit"
 )
 
 // ServeStdio serves one MCP session over in/out until the client closes
@@ -41,15 +42,17 @@ func (g *Gateway) ServeStdio(ctx context.Context, in io.ReadCloser, out io.Write
 	return nil
 }
 
-// Handler serves streamable HTTP at HTTPPath, each MCP session a run.
+// Handler serves streamable HTTP at HTTPPath, each MCP session a run,
+// with the API's bounds (platform/httplimit): the token is checked before
+// the body is read, and the body must arrive within Config.BodyTimeout.
 // With Config.Token set, requests must carry "Authorization: Bearer
-// <token>".
+// <token>" (the scheme in any case).
 func (g *Gateway) Handler() http.Handler {
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return g.server },
 		&mcp.StreamableHTTPOptions{SessionTimeout: g.o.SessionIdle})
 	mux := http.NewServeMux()
 	mux.Handle(HTTPPath, g.authorize(g.limitSessions(h)))
-	return mux
+	return httplimit.BodyDeadline(g.o.BodyTimeout, mux)
 }
 
 // limitSessions refuses a request that would open a new MCP session (it
@@ -63,6 +66,7 @@ func (g *Gateway) limitSessions(h http.Handler) http.Handler {
 			open := len(g.sessions)
 			g.mu.Unlock()
 			if open >= g.o.MaxSessions {
+				httplimit.CloseIfUnread(w, r)
 				w.Header().Set("Retry-After", "60")
 				w.Header().Set("Content-Type", "application/json")
 				w.WriteHeader(http.StatusServiceUnavailable)
@@ -80,10 +84,12 @@ func (g *Gateway) authorize(h http.Handler) http.Handler {
 	}
 	// Digests, not the strings, are compared: ConstantTimeCompare returns
 	// at once on a length mismatch, which would time the token's length.
-	want := sha256.Sum256([]byte("Bearer " + g.o.Token))
+	want := sha256.Sum256([]byte(g.o.Token))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got := sha256.Sum256([]byte(r.Header.Get("Authorization")))
+		secret, _ := httplimit.Bearer(r)
+		got := sha256.Sum256([]byte(secret))
 		if subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
+			httplimit.CloseIfUnread(w, r)
 			w.Header().Set("WWW-Authenticate", `Bearer realm="reckon mcp-gateway"`)
 			http.Error(w, `{"error": "missing or wrong bearer token (RECKON_GATEWAY_TOKEN)"}`, http.StatusUnauthorized)
 			return
@@ -93,8 +99,10 @@ func (g *Gateway) authorize(h http.Handler) http.Handler {
 }
 
 // ServeHTTP serves Handler on ln until ctx ends, then shuts down as Close
-// does.
+// does. One client address holds at most Config.MaxConnsPerClient
+// connections; headers must arrive within 10 s.
 func (g *Gateway) ServeHTTP(ctx context.Context, ln net.Listener) error {
+	ln = httplimit.PerClient(ln, g.o.MaxConnsPerClient)
 	hs := &http.Server{Handler: g.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: g.o.ConnIdle}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
@@ -185,6 +193,7 @@ func (g *Gateway) Close() {
 	}
 	g.watchers.Wait()
 	g.closeSpares()
+	g.closers.Wait()
 	g.stopLease()
 	<-g.leaseDone
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -33,6 +33,7 @@ type session struct {
 	atEnd    map[string]bool // operations in flight when the session ended
 	cut      []string        // of those, the ones that did not complete
 	ups      map[string]*upstreamConn
+	logLevel string // set by the client (logging/setLevel)
 }
 
 // upstreamConn is the session's connection to one upstream server.
@@ -269,22 +270,31 @@ func (s *session) conn(ctx context.Context, up *upstream) (*mcptool.Conn, error)
 			return uc.conn, nil
 		}
 	}
+	// The discovery session declared no client capabilities: it serves a
+	// client that declared none of those the gateway relays.
 	if sp := s.g.takeSpare(up.cfg.Name); sp != nil {
 		select {
 		case <-sp.conn.Done():
 			sp.conn.Close()
 		default:
-			sp.relay.set(s.ss)
-			uc.conn, uc.relay = sp.conn, sp.relay
-			return uc.conn, nil
+			if noCaps(clientCaps(s.ss)) {
+				sp.relay.set(s.ss)
+				uc.conn, uc.relay = sp.conn, sp.relay
+				s.passLevel(ctx, uc.conn, s.level())
+				return uc.conn, nil
+			}
+			s.g.closers.Add(1)
+			go func() {
+				defer s.g.closers.Done()
+				sp.conn.Close()
+			}()
 		}
 	}
-	r := &relay{}
-	r.set(s.ss)
-	c, err := s.g.dial(ctx, up.cfg, r)
+	c, r, err := s.g.dial(ctx, up, s.ss)
 	if err != nil {
 		return nil, err
 	}
 	uc.conn, uc.relay = c, r
+	s.passLevel(ctx, c, s.level())
 	return c, nil
 }

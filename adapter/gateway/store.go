@@ -21,6 +21,13 @@ import (
 const registerInstanceSQL = `
 INSERT INTO gateway_instances (instance_id, source_id, lease) VALUES ($1, $2, make_interval(secs => $3))`
 
+// sourceOfAgentsSQL tells whether an agent has written runs under the
+// source ($1) and no gateway has ever registered it: a gateway starting
+// with it would make those agents' later writes refused (RK003).
+const sourceOfAgentsSQL = `
+SELECT EXISTS (SELECT 1 FROM agent_runs WHERE source_id = $1)
+   AND NOT EXISTS (SELECT 1 FROM gateway_instances WHERE source_id = $1)`
+
 const heartbeatSQL = `
 UPDATE gateway_instances SET heartbeat_at = now() WHERE instance_id = $1 AND stopped_at IS NULL`
 
@@ -112,6 +119,16 @@ func (s store) registerInstance(ctx context.Context, id, source string, lease ti
 		return fmt.Errorf("register gateway instance: %w", err)
 	}
 	return nil
+}
+
+// agentsSource reports whether source is an agent's, as the journal's
+// run owners say.
+func (s store) agentsSource(ctx context.Context, source string) (bool, error) {
+	var taken bool
+	if err := s.pool.QueryRow(ctx, sourceOfAgentsSQL, source).Scan(&taken); err != nil {
+		return false, fmt.Errorf("check the gateway's source: %w", err)
+	}
+	return taken, nil
 }
 
 // heartbeat renews the instance's lease; false means the instance is

@@ -207,9 +207,9 @@ func runsBounded(events []kernel.Event) (int, error) {
 }
 
 // Authorize applies the ingest endpoint's provenance rules to one event
-// written by p: its source_id must be one p may write (its own name or a
-// source granted in its token entry, never kernel, supervisor or
-// operator…), its type agent-authored (run.* or tool.*), its actor
+// written by p: its project one p may see (a token limited to projects),
+// its source_id one p may write (its own name or a source granted in its
+// token entry, never kernel, supervisor or operator…), its type agent-authored (run.* or tool.*), its actor
 // "agent". operation.reconciled comes only from POST
 // /v1/agent/operations/reconcile and the triage sweep, supervisor.verdict
 // only from the sweep; both are written in-process under the kernel's
@@ -218,6 +218,10 @@ func Authorize(p auth.Principal, ev kernel.Event) error {
 	switch {
 	case auth.Reserved(ev.SourceID):
 		return kernel.Errorf(kernel.EForbidden, "field \"source_id\": %q may not be written through this endpoint: %s", ev.SourceID, auth.ReservedRule)
+	case !p.MaySee(ev.Project):
+		return kernel.Errorf(kernel.EForbidden,
+			"field \"project\": token %q may write only the projects its RECKON_TOKENS entry lists (%s), got %q",
+			p.Name, strings.Join(p.Projects, ", "), ev.Project)
 	case !p.MayWrite(ev.SourceID):
 		granted := "none"
 		if len(p.Sources) > 0 {

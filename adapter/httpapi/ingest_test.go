@@ -1,7 +1,6 @@
 package httpapi_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -9,7 +8,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,6 +18,7 @@ import (
 	"github.com/seed-7bc021c3/reckon/adapter/auth"
 	"github.com/seed-7bc021c3/reckon/adapter/httpapi"
 	"github.com/seed-7bc021c3/reckon/internal/pgtest"
+	"github.com/seed-7bc021c3/reckon/internal/reckontest"
 	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/journal"
 	"github.com/seed-7bc021c3/reckon/kernel/operations"
@@ -65,23 +64,15 @@ func newServerConfig(t *testing.T, with func(*httpapi.Config)) (*httptest.Server
 	return srv, s.Pool
 }
 
+// post sends body to POST /v1/events with token and returns the status
+// and the reply, which must be a JSON object.
 func post(t *testing.T, srv *httptest.Server, token, body string) (int, map[string]any) {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/v1/events", strings.NewReader(body))
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
+	r := call(t, http.MethodPost, srv.URL+"/v1/events", token, body)
+	if r.body == nil {
+		t.Fatalf("response is not a JSON object: %s", r.raw)
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	var out map[string]any
-	if err := json.Unmarshal(raw, &out); err != nil {
-		t.Fatalf("response is not a JSON object: %s", raw)
-	}
-	return resp.StatusCode, out
+	return r.status, r.body
 }
 
 const okEvent = `{"source_id":"agent-x","event_id":"run-42/op-7/started","project":"acme","run_id":"run-42",
@@ -378,24 +369,6 @@ func TestIngestAgentRunsBelongToTheirFirstSource(t *testing.T) {
 	}
 }
 
-// lockedLog is a log sink the server's handlers and the test share.
-type lockedLog struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // TestIngestForeignRunRefusalKeepsTheOwnerOutOfTheAnswer: an agent that
 // writes into another source's run, or a child run of one, learns that
 // the run is not its own and nothing about whose it is (a hostile agent
@@ -419,21 +392,14 @@ func TestIngestForeignRunRefusalKeepsTheOwnerOutOfTheAnswer(t *testing.T) {
 	}
 	raw := func(srv *httptest.Server, token, body string) (int, string) {
 		t.Helper()
-		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/v1/events", strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+token)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
+		r := call(t, http.MethodPost, srv.URL+"/v1/events", token, body)
+		return r.status, string(r.raw)
 	}
 	for _, c := range []struct {
 		name   string
 		owners kernel.RunOwners
 	}{{"checked before the write", nil}, {"refused by the write", staleOwners{}}} {
-		log := &lockedLog{}
+		log := &reckontest.Buffer{}
 		srv, _ := newServerConfig(t, func(cfg *httpapi.Config) {
 			cfg.Tokens, cfg.Log = tokens, zerolog.New(log)
 			if c.owners != nil {

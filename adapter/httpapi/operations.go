@@ -2,7 +2,9 @@ package httpapi
 
 import (
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/seed-7bc021c3/reckon/kernel"
@@ -96,6 +98,9 @@ func (s *Server) postReconcile(w http.ResponseWriter, r *http.Request) error {
 		}
 		return err
 	}
+	if err := mayProject(r, b.Project); err != nil {
+		return err
+	}
 	p, _ := PrincipalFrom(r.Context())
 	rec, err := s.cfg.Operations.Reconcile(r.Context(), operations.ReconcileParams{
 		Project: b.Project, RunID: b.RunID, OperationID: b.OperationID,
@@ -161,16 +166,44 @@ func (s *Server) verdicts(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// projects serves GET /v1/projects (reader): the journal's projects, sorted
-// by name, at most operations.MaxKnownProjects.
+// projects serves GET /v1/projects[?q=prefix][&cursor=][&limit=]
+// (reader): a page of the projects the caller may see, sorted by name —
+// the journal's projects, or the list a limited token names — with the
+// cursor of the next page; a page is never cut without one.
 func (s *Server) projects(w http.ResponseWriter, r *http.Request) error {
 	if s.cfg.Operations == nil {
 		return unserved("operations")
 	}
-	ps, truncated, err := s.cfg.Operations.KnownProjects(r.Context())
+	q := r.URL.Query()
+	limit, err := limitParam(q.Get("limit"), operations.MaxKnownProjects)
 	if err != nil {
 		return err
 	}
-	WriteJSON(w, http.StatusOK, map[string]any{"projects": ps, "truncated": truncated})
+	params := operations.ProjectsParams{After: q.Get("cursor"), Prefix: q.Get("q"), Limit: limit}
+	var page operations.ProjectsPage
+	if p, _ := PrincipalFrom(r.Context()); p.Limited() {
+		page = limitedProjects(p.Projects, params)
+	} else if page, err = s.cfg.Operations.KnownProjects(r.Context(), params); err != nil {
+		return err
+	}
+	WriteJSON(w, http.StatusOK, map[string]any{
+		"projects": page.Projects, "next_cursor": nextCursor(page.Next), "truncated": page.Next != "",
+	})
 	return nil
+}
+
+// limitedProjects is the page of a limited token's own projects.
+func limitedProjects(mine []string, p operations.ProjectsParams) operations.ProjectsPage {
+	limit := p.Limit
+	if limit <= 0 {
+		limit = operations.MaxKnownProjects
+	}
+	names := slices.Sorted(slices.Values(mine))
+	var out []string
+	for _, n := range names {
+		if n > p.After && strings.HasPrefix(n, p.Prefix) && len(out) <= limit {
+			out = append(out, n)
+		}
+	}
+	return operations.PageOfProjects(out, limit)
 }

@@ -33,6 +33,10 @@ const (
 	readerTok   = "reader-secret-1"
 	operatorTok = "operator-secret-1"
 	agentTok    = "agent-secret-1"
+	// Tokens limited to projects: an agent of acme, an operator of acme
+	// and beta.
+	acmeAgentTok    = "acme-agent-secret-1"
+	acmeOperatorTok = "acme-operator-secret-1"
 )
 
 // t0 is the bundle clock's start; events are placed relative to it.
@@ -49,7 +53,8 @@ func newEnv(t *testing.T) *reckontest.Bundle {
 // agent.
 func testTokens(t *testing.T) *auth.Tokens {
 	t.Helper()
-	toks, err := auth.Parse("rita:reader:" + readerTok + ",ann:operator:" + operatorTok + ",bot:agent:" + agentTok)
+	toks, err := auth.Parse("rita:reader:" + readerTok + ",ann:operator:" + operatorTok + ",bot:agent:" + agentTok +
+		",acme-bot:agent:" + acmeAgentTok + "::acme,acme-ops:operator:" + acmeOperatorTok + "::acme|beta")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -279,7 +284,7 @@ func TestWhoamiAndProjects(t *testing.T) {
 	}
 
 	projects := ts.URL + httpapi.PathProjects
-	if r := call(t, "GET", projects, readerTok, ""); r.status != 200 || string(r.raw) != "{\"projects\":[],\"truncated\":false}\n" {
+	if r := call(t, "GET", projects, readerTok, ""); r.status != 200 || string(r.raw) != "{\"next_cursor\":null,\"projects\":[],\"truncated\":false}\n" {
 		t.Fatalf("projects of an empty journal: %d %s", r.status, r.raw)
 	}
 	uncertainOp(e, "zeta", "run-z", "agent-x")

@@ -40,11 +40,15 @@ func (s *Server) openapi(w http.ResponseWriter, _ *http.Request) error {
 }
 
 // whoami answers GET /v1/whoami (any known token): the caller's name and
-// role, so a client (the operator console) tells an agent token from a
+// role (and the projects a limited token may see), so a client (the operator console) tells an agent token from a
 // reader's or an operator's without trying an endpoint, and a bad token
 // from a good one.
 func (s *Server) whoami(w http.ResponseWriter, r *http.Request) error {
 	p, _ := PrincipalFrom(r.Context())
-	WriteJSON(w, http.StatusOK, map[string]string{"name": p.Name, "role": p.Role})
+	me := map[string]any{"name": p.Name, "role": p.Role}
+	if p.Limited() {
+		me["projects"] = p.Projects
+	}
+	WriteJSON(w, http.StatusOK, me)
 	return nil
 }

@@ -60,6 +60,7 @@ var (
 func (s *Server) table() []route {
 	return []route{
 		{Route{http.MethodGet, PathHealth, public}, s.health},
+		{Route{http.MethodGet, PathReady, public}, s.ready},
 		{Route{http.MethodGet, PathMetrics, public}, s.metrics},
 		{Route{http.MethodGet, PathOpenAPI, public}, s.openapi},
 		{Route{http.MethodPost, PathEvents, agentOrOperator}, s.ingest},

@@ -26,6 +26,9 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request) error {
 	if err := ReadJSON(r, &body); err != nil {
 		return err
 	}
+	if err := mayProject(r, body.Project); err != nil {
+		return err
+	}
 	plan, err := runner.DecodePlan(body.Plan)
 	if err != nil {
 		return err

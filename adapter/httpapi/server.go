@@ -20,6 +20,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -34,6 +35,8 @@ import (
 
 	"github.com/seed-7bc021c3/reckon/adapter/auth"
 	"github.com/seed-7bc021c3/reckon/kernel"
+	"github.com/seed-7bc021c3/reckon/platform/httplimit"
+	"github.com/seed-7bc021c3/reckon/platform/promx"
 )
 
 // MaxBodyBytes bounds every request body.
@@ -86,6 +89,9 @@ type Config struct {
 	Registry *prometheus.Registry // served at /metrics; may be nil
 	// Health is checked by /healthz; nil means always healthy.
 	Health func(ctx context.Context) error
+	// Ready are the dependencies GET /readyz checks (PostgreSQL, and
+	// Temporal where the process uses it); none means always ready.
+	Ready []ReadyCheck
 
 	// Journal ingests POST /v1/events; Owners tells who writes each run:
 	// no caller writes into the runs reckon records itself (kernel and
@@ -130,6 +136,10 @@ type Config struct {
 	// and WriteTimeout.
 	ReadHeaderTimeout time.Duration
 	WriteTimeout      time.Duration
+	// MaxConnsPerClient caps the connections one client address holds
+	// open at once on Listen's listener (RECKON_HTTP_MAX_CONNS_PER_CLIENT);
+	// zero means no cap.
+	MaxConnsPerClient int
 }
 
 // Server is the API: the route table (routes.go) over the services of its
@@ -164,9 +174,7 @@ func New(cfg Config) *Server {
 		cfg.WriteTimeout = WriteTimeout
 	}
 	s := &Server{mux: chi.NewRouter(), cfg: cfg, runLocks: semaphore.NewWeighted(MaxRunsInFlight)}
-	s.reqs = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "reckon_http_requests_total", Help: "API requests by route and status code.",
-	}, []string{"route", "code"})
+	s.reqs = promx.CounterVec("reckon_http_requests_total", "API requests by route and status code.", "route", "code")
 	if cfg.Registry != nil {
 		cfg.Registry.MustRegister(s.reqs)
 		s.prom = promhttp.HandlerFor(cfg.Registry, promhttp.HandlerOpts{})
@@ -209,6 +217,7 @@ func (s *Server) page(pattern string, h http.Handler) {
 func (s *Server) handle(rt route) {
 	s.routes = append(s.routes, rt.Route)
 	method, pattern, roles, h := rt.Method, rt.Pattern, rt.Roles, rt.handler
+	params := queryParams(method, pattern)
 	serve := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		info := infoFrom(r.Context())
 		info.route = method + " " + pattern
@@ -228,21 +237,9 @@ func (s *Server) handle(rt route) {
 				(*f)(method+" "+pattern, sw.code)
 			}
 		}()
-		// Authentication first: docs/design.md answers a missing or unknown
-		// token with 401 and a too small role with 403 whatever else the
-		// request holds, so a caller without the right token learns that,
-		// not what is wrong with its query.
-		if roles != nil {
-			p, err := s.authenticate(r, roles)
-			if err != nil {
-				Error(sw, r, err)
-				return
-			}
-			info.token = p.Name
-			r = r.WithContext(context.WithValue(r.Context(), principalKey{}, p))
-		}
-		if err := checkQuery(r); err != nil {
-			Error(sw, r, err)
+		r, err := s.admit(r, roles, params)
+		if err != nil {
+			refuseUnread(sw, r, err)
 			return
 		}
 		r.Body = http.MaxBytesReader(sw, r.Body, MaxBodyBytes)
@@ -261,6 +258,33 @@ func (s *Server) handle(rt route) {
 	if method == http.MethodGet {
 		s.mux.Method(http.MethodHead, pattern, serve)
 	}
+}
+
+// admit checks what a request may be refused for before its body is
+// read, and returns r with the caller's principal in its context. Authentication
+// first: a missing or unknown token is a 401 and a too small role a 403
+// whatever else the request holds, so a caller without the right token
+// learns that, not what is wrong with its query.
+func (s *Server) admit(r *http.Request, roles []string, params map[string]bool) (*http.Request, error) {
+	if roles != nil {
+		p, err := s.authenticate(r, roles)
+		if err != nil {
+			return r, err
+		}
+		infoFrom(r.Context()).token = p.Name
+		r = r.WithContext(context.WithValue(r.Context(), principalKey{}, p))
+	}
+	if err := checkQuery(r, params); err != nil {
+		return r, err
+	}
+	return r, mayQueryProject(r)
+}
+
+// refuseUnread answers err for a request whose body was not read, at once
+// (httplimit.CloseIfUnread; TestEarlyRefusalDoesNotWaitForTheBody).
+func refuseUnread(w http.ResponseWriter, r *http.Request, err error) {
+	httplimit.CloseIfUnread(w, r)
+	Error(w, r, err)
 }
 
 // errOutOfTime is the cause a handler's context ends with at its bound.
@@ -291,17 +315,28 @@ func (s *Server) allowed(path string) []string {
 	return out
 }
 
-// checkQuery refuses a query string that does not parse or whose names or
-// values hold a NUL or invalid UTF-8 (%00, %ff), naming the parameter:
-// PostgreSQL would refuse the byte later with a 500.
-func checkQuery(r *http.Request) error {
+// checkQuery refuses a query string that does not parse, names a
+// parameter the route does not take (known: the route's parameters in
+// openapi.json) or names one twice, or whose names or values hold a NUL
+// or invalid UTF-8 (%00, %ff), naming the parameter: PostgreSQL would
+// refuse the byte later with a 500, and a misspelt or repeated parameter
+// would otherwise be ignored or half-read in silence (TestQueryParameters).
+func checkQuery(r *http.Request, known map[string]bool) error {
 	q, err := url.ParseQuery(r.URL.RawQuery)
 	if err != nil {
 		return kernel.Errorf(kernel.EInvalid, "query string does not parse: %v", err)
 	}
+	var unknown []string
 	for k, vs := range q {
 		if err := kernel.CheckText("query parameter name", k); err != nil {
 			return err
+		}
+		if !known[k] {
+			unknown = append(unknown, strconv.Quote(k))
+			continue
+		}
+		if len(vs) > 1 {
+			return kernel.Errorf(kernel.EInvalid, "query parameter %q is given %d times; give it once", k, len(vs))
 		}
 		for _, v := range vs {
 			if err := kernel.CheckText(fmt.Sprintf("query parameter %q", k), v); err != nil {
@@ -309,7 +344,38 @@ func checkQuery(r *http.Request) error {
 			}
 		}
 	}
+	if len(unknown) > 0 {
+		slices.Sort(unknown)
+		return kernel.Errorf(kernel.EInvalid, "unknown query parameter %s for %s %s; see /openapi.json", strings.Join(unknown, ", "), r.Method, infoFrom(r.Context()).route)
+	}
 	return nil
+}
+
+// mayQueryProject refuses, 403, a request whose project query parameter
+// names a project the caller's token is not limited to. Routes that take
+// the project in their body check it themselves.
+func mayQueryProject(r *http.Request) error {
+	p, ok := PrincipalFrom(r.Context())
+	if !ok || !p.Limited() {
+		return nil
+	}
+	if project := r.URL.Query().Get("project"); project != "" && !p.MaySee(project) {
+		return forbiddenProject(p, project)
+	}
+	return nil
+}
+
+// mayProject refuses, 403, a project the caller's token may not see.
+func mayProject(r *http.Request, project string) error {
+	if p, ok := PrincipalFrom(r.Context()); ok && !p.MaySee(project) {
+		return forbiddenProject(p, project)
+	}
+	return nil
+}
+
+func forbiddenProject(p auth.Principal, project string) error {
+	return kernel.Errorf(kernel.EForbidden, "token %q may see only the projects its RECKON_TOKENS entry lists (%s), not %q",
+		p.Name, strings.Join(p.Projects, ", "), project)
 }
 
 // statusObserver, when set, sees the status of every routed response: the
@@ -339,7 +405,7 @@ func (s *Server) wrap() http.Handler {
 		}
 		s.mux.ServeHTTP(w, r)
 	})
-	return s.withRequestID(hlog.NewHandler(s.cfg.Log)(hlog.AccessHandler(s.accessLog)(inner)))
+	return s.withRequestID(httplimit.BodyDeadline(s.cfg.BodyTimeout, hlog.NewHandler(s.cfg.Log)(hlog.AccessHandler(s.accessLog)(inner))))
 }
 
 // accessLog writes the one line per request: never the token's secret,
@@ -374,8 +440,7 @@ func infoFrom(ctx context.Context) *reqInfo {
 }
 
 // withRequestID keeps a client's X-Request-Id when it is sane, else makes
-// one, echoes it, puts it on the request's logger, and sets the deadline
-// by which the request's body must have arrived.
+// one, echoes it and puts it on the request's logger.
 func (s *Server) withRequestID(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := r.Header.Get(RequestIDHeader)
@@ -389,37 +454,9 @@ func (s *Server) withRequestID(next http.Handler) http.Handler {
 		// carry agents' args), so no browser may read one as anything but
 		// its declared type. The console's pages set the same.
 		w.Header().Set("X-Content-Type-Options", "nosniff")
-		// Best effort: a ResponseWriter without deadlines (a test
-		// recorder) simply has none. A request without a body needs none.
-		if r.Body != nil && r.Body != http.NoBody {
-			rc := http.NewResponseController(w)
-			if rc.SetReadDeadline(time.Now().Add(s.cfg.BodyTimeout)) == nil {
-				r.Body = &deadlineBody{ReadCloser: r.Body, rc: rc}
-			}
-		}
 		info := &reqInfo{id: id}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), reqInfoKey{}, info)))
 	})
-}
-
-// deadlineBody clears the connection's read deadline once the body has
-// been read to its end: the deadline bounds the body's arrival, not the
-// handler. Left set, it would expire under net/http's background read
-// (which watches for the client going away once the body is read) and
-// cancel the context of any request that runs longer than BodyTimeout.
-type deadlineBody struct {
-	io.ReadCloser
-	rc      *http.ResponseController
-	cleared bool
-}
-
-func (b *deadlineBody) Read(p []byte) (int, error) {
-	n, err := b.ReadCloser.Read(p)
-	if err == io.EOF && !b.cleared {
-		b.cleared = true
-		_ = b.rc.SetReadDeadline(time.Time{})
-	}
-	return n, err
 }
 
 func saneRequestID(id string) bool {
@@ -435,11 +472,8 @@ func saneRequestID(id string) bool {
 }
 
 func (s *Server) authenticate(r *http.Request, roles []string) (auth.Principal, error) {
-	// The scheme is case-insensitive (RFC 9110 section 11.1): "bearer x" is
-	// as good as "Bearer x".
-	scheme, secret, _ := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
-	secret = strings.TrimSpace(secret)
-	if !strings.EqualFold(scheme, "Bearer") || secret == "" {
+	secret, ok := httplimit.Bearer(r)
+	if !ok {
 		return auth.Principal{}, kernel.Errorf(kernel.EUnauthorized, "missing bearer token: send Authorization: Bearer <token>")
 	}
 	p, ok := s.cfg.Tokens.Authenticate(secret)
@@ -586,6 +620,7 @@ func (s *Server) Listen(ctx context.Context, addr string, bound chan<- string) e
 	if err != nil {
 		return fmt.Errorf("listen on %s (RECKON_HTTP_ADDR): %w", addr, err)
 	}
+	ln = httplimit.PerClient(ln, s.cfg.MaxConnsPerClient)
 	srv := &http.Server{Handler: s, ReadHeaderTimeout: s.cfg.ReadHeaderTimeout, WriteTimeout: s.cfg.WriteTimeout, IdleTimeout: s.cfg.IdleTimeout}
 	// net/http's own lines go to the API's log rather than to stderr.
 	srv.ErrorLog = log.New(serverLog{s.cfg.Log}, "", 0)

@@ -26,7 +26,7 @@ type OperationService interface {
 	Attention(ctx context.Context, p operations.AttentionParams) (operations.AttentionPage, error)
 	History(ctx context.Context, project, runID, operationID string) ([]kernel.Event, error)
 	Reconcile(ctx context.Context, p operations.ReconcileParams) (operations.Recorded, error)
-	KnownProjects(ctx context.Context) (projects []string, truncated bool, err error)
+	KnownProjects(ctx context.Context, p operations.ProjectsParams) (operations.ProjectsPage, error)
 }
 
 // VerdictService reads the supervisor's verdicts and what operators have

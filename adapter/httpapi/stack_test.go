@@ -1,7 +1,6 @@
 package httpapi_test
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -183,40 +182,31 @@ func TestRunsAPI(t *testing.T) {
 	t.Parallel()
 	st := startStack(t, fault.Config{})
 	project := "acme"
-	ts := struct{ URL string }{"http://" + st.APIAddr}
-
-	call := func(method, path, token, body string) (int, map[string]any) {
+	base := "http://" + st.APIAddr
+	api := func(method, path, token, body string) (int, map[string]any) {
 		t.Helper()
-		req, _ := http.NewRequest(method, ts.URL+path, bytes.NewBufferString(body))
-		req.Header.Set("Authorization", "Bearer "+token)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		var m map[string]any
-		_ = json.NewDecoder(resp.Body).Decode(&m)
-		return resp.StatusCode, m
+		r := call(t, method, base+path, token, body)
+		return r.status, r.body
 	}
 	plan := `{"steps": [{"tool": "run_command", "args": {"command": "echo ok > proof.txt", "timeout_s": 30},
 	          "postcondition": {"path": "proof.txt"}}]}`
 	body := `{"project": "` + project + `", "run_id": "api-1", "plan": ` + plan + `}`
 
-	if code, m := call("POST", "/v1/runs", readerTok, body); code != http.StatusForbidden {
+	if code, m := api("POST", "/v1/runs", readerTok, body); code != http.StatusForbidden {
 		t.Fatalf("reader may start runs: %d %v", code, m)
 	}
-	code, m := call("POST", "/v1/runs", operatorTok, body)
+	code, m := api("POST", "/v1/runs", operatorTok, body)
 	if code != http.StatusCreated || m["run_id"] != "api-1" {
 		t.Fatalf("start: %d %v", code, m)
 	}
 	// Same plan, different key order and whitespace: the existing run.
 	same := `{"project": "` + project + `", "run_id": "api-1", "plan": {"steps": [{"postcondition": {"path": "proof.txt"},
 	          "args": {"timeout_s": 30, "command": "echo ok > proof.txt"}, "tool": "run_command"}]}}`
-	if code, m := call("POST", "/v1/runs", operatorTok, same); code != http.StatusOK || m["run_id"] != "api-1" {
+	if code, m := api("POST", "/v1/runs", operatorTok, same); code != http.StatusOK || m["run_id"] != "api-1" {
 		t.Fatalf("idempotent start: %d %v", code, m)
 	}
 	diff := strings.Replace(body, "echo ok", "echo other", 1)
-	if code, m := call("POST", "/v1/runs", operatorTok, diff); code != http.StatusConflict {
+	if code, m := api("POST", "/v1/runs", operatorTok, diff); code != http.StatusConflict {
 		t.Fatalf("different plan: %d %v", code, m)
 	}
 
@@ -228,7 +218,7 @@ func TestRunsAPI(t *testing.T) {
 	if err := outbox.WaitDelivered(ctx, st.Pool, project, "api-1", 20*time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
-	code, m = call("GET", "/v1/runs/api-1?project="+project, readerTok, "")
+	code, m = api("GET", "/v1/runs/api-1?project="+project, readerTok, "")
 	if code != http.StatusOK || m["status"] != "completed" || m["run_id"] != "api-1" || m["project"] != project {
 		t.Fatalf("get: %d %v", code, m)
 	}
@@ -242,7 +232,7 @@ func TestRunsAPI(t *testing.T) {
 	}
 
 	// A generated run id when none is chosen.
-	code, m = call("POST", "/v1/runs", operatorTok, `{"project": "`+project+`", "plan": `+plan+`}`)
+	code, m = api("POST", "/v1/runs", operatorTok, `{"project": "`+project+`", "plan": `+plan+`}`)
 	if id, _ := m["run_id"].(string); code != http.StatusCreated || !strings.HasPrefix(id, "run-") {
 		t.Fatalf("generated id: %d %v", code, m)
 	}
@@ -266,30 +256,30 @@ func TestRunsAPI(t *testing.T) {
 		{`{"project": "x", "plan": {"steps": [{"tool": "run_command", "args": {"command": "true"}, "postcondition": {"path": "p.txt", "sha256": "abc"}}]}}`, "plan.steps[0].postcondition.sha256"},
 		{`{"project": "x", "plan": {"steps": [{"tool": "run_command", "args": {"command": "true"}, "postcondition": "p.txt"}]}}`, "plan.steps[0].postcondition: must be a JSON object"},
 	} {
-		code, m := call("POST", "/v1/runs", operatorTok, c.body)
+		code, m := api("POST", "/v1/runs", operatorTok, c.body)
 		msg, _ := m["error"].(string)
 		if code != http.StatusBadRequest || !strings.Contains(msg, c.field) {
 			t.Errorf("%s: %d %q, want 400 naming %s", c.body, code, msg, c.field)
 		}
 	}
 	// A misspelt field is a 400, not a second run under a generated id.
-	if code, m := call("POST", "/v1/runs", operatorTok, `{"project": "x", "runId": "r9", "plan": `+plan+`}`); code != http.StatusBadRequest || !strings.Contains(fmt.Sprint(m["error"]), `unknown field "runId"`) {
+	if code, m := api("POST", "/v1/runs", operatorTok, `{"project": "x", "runId": "r9", "plan": `+plan+`}`); code != http.StatusBadRequest || !strings.Contains(fmt.Sprint(m["error"]), `unknown field "runId"`) {
 		t.Errorf("misspelt runId: %d %v", code, m)
 	}
 	// A plan over MaxPlanBytes is a 413 before anything is written: the
 	// run id stays free.
 	big := `{"project": "` + project + `", "run_id": "big-1", "plan": {"steps": [{"tool": "run_command", "args": {"command": "echo ` +
 		strings.Repeat("x", runner.MaxPlanBytes) + `"}}]}}`
-	if code, m := call("POST", "/v1/runs", operatorTok, big); code != http.StatusRequestEntityTooLarge || !strings.Contains(fmt.Sprint(m["error"]), "at most") {
+	if code, m := api("POST", "/v1/runs", operatorTok, big); code != http.StatusRequestEntityTooLarge || !strings.Contains(fmt.Sprint(m["error"]), "at most") {
 		t.Errorf("big plan: %d %v", code, m)
 	}
-	if code, m := call("POST", "/v1/runs", operatorTok, strings.Replace(body, "api-1", "big-1", 1)); code != http.StatusCreated {
+	if code, m := api("POST", "/v1/runs", operatorTok, strings.Replace(body, "api-1", "big-1", 1)); code != http.StatusCreated {
 		t.Errorf("run id after a refused big plan: %d %v", code, m)
 	}
-	if code, _ := call("GET", "/v1/runs/api-1", readerTok, ""); code != http.StatusBadRequest {
+	if code, _ := api("GET", "/v1/runs/api-1", readerTok, ""); code != http.StatusBadRequest {
 		t.Fatalf("GET without project: %d", code)
 	}
-	if code, _ := call("GET", "/v1/runs/nope?project="+project, readerTok, ""); code != http.StatusNotFound {
+	if code, _ := api("GET", "/v1/runs/nope?project="+project, readerTok, ""); code != http.StatusNotFound {
 		t.Fatalf("GET unknown run: %d", code)
 	}
 }

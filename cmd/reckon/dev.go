@@ -5,9 +5,14 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"syscall"
 
+	"github.com/mattn/go-isatty"
+	"github.com/rs/zerolog"
+
 	"github.com/seed-7bc021c3/reckon/internal/app"
+	"github.com/seed-7bc021c3/reckon/platform/config"
 )
 
 func runDev(ctx context.Context, args []string) error {
@@ -29,15 +34,15 @@ func runDev(ctx context.Context, args []string) error {
 		stack.Core.ReloadTokensOn(ctx, syscall.SIGHUP)
 	}
 	if stack.GeneratedToken != "" {
-		fmt.Fprintf(os.Stderr, "reckon dev: no RECKON_TOKENS set; generated operator token (shown once):\n  %s\n", stack.GeneratedToken)
+		if err := showDevToken(stack.Core.Log, os.Stderr, cfg.DataDir, stack.GeneratedToken); err != nil {
+			return err
+		}
 	}
 	if err := stack.StartPipeline(stack.Operations); err != nil {
 		return err
 	}
 	// Start-up lines go through the logger (with no level: shown at any
-	// RECKON_LOG_LEVEL), so in JSON mode every line
-	// of the stream is JSON (the generated token above is the one
-	// exception: a secret shown once belongs on the terminal, not in logs).
+	// RECKON_LOG_LEVEL), so in JSON mode every line of the stream is JSON.
 	log := stack.Core.Log
 	log.Log().Str("api_addr", stack.APIAddr).Msgf("reckon dev: API on %s", stack.APIURL())
 	if e := stack.Kernel.Conn.Embedded; e != nil {
@@ -52,4 +57,50 @@ func runDev(ctx context.Context, args []string) error {
 	}
 	<-ctx.Done()
 	return nil
+}
+
+// devTokenFile is where `reckon dev` writes its generated operator token
+// when its standard error is not a terminal, beneath RECKON_DATA_DIR.
+const devTokenFile = "dev-token"
+
+// showDevToken hands dev's generated operator token to the person who
+// started it, never to the log stream (a secret in every log collector
+// that reads it): on standard error when that is a terminal, otherwise in
+// <RECKON_DATA_DIR>/dev-token, mode 0600, whose path one log line names.
+// TestDevTokenNeverInTheLog.
+func showDevToken(log zerolog.Logger, stderr *os.File, dataDir, token string) error {
+	if isatty.IsTerminal(stderr.Fd()) {
+		fmt.Fprintf(stderr, "reckon dev: no RECKON_TOKENS set; generated operator token (shown once, on this terminal only):\n  %s\n", token)
+		return nil
+	}
+	path := filepath.Join(dataDir, devTokenFile)
+	if err := writeSecretFile(path, token+"\n"); err != nil {
+		return &config.Error{Var: "RECKON_DATA_DIR", Problem: fmt.Sprintf("(%s): cannot write the generated operator token to %s: %v (or set RECKON_TOKENS)", dataDir, path, err)}
+	}
+	log.Log().Str("token_file", path).Msgf("reckon dev: no RECKON_TOKENS set; generated operator token written to %s (mode 0600; printed nowhere)", path)
+	return nil
+}
+
+// writeSecretFile replaces path with content, readable by its owner only
+// from the moment it exists: written to a private temporary file in the
+// same directory, then renamed over path.
+func writeSecretFile(path, content string) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+"-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name()) // a no-op once renamed
+	// CreateTemp made it 0600.
+	if _, err := f.WriteString(content); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), path)
 }

@@ -33,6 +33,7 @@ var commands = map[string]command{
 	"serve":           {"production roles (--api --worker --publisher --pipeline; default all) on external Temporal and PostgreSQL", runServe},
 	"soak":            {"fault soak: kill -9 dev, worker and triage, restart a private PostgreSQL, prove nothing is lost (SOAK_ROUNDS, SOAK_TIMEOUT)", runSoak},
 	"triage":          {"run one supervisor sweep now: walls of unsettled operations → verdicts (--project P --run R --dry-run)", runTriage},
+	"version":         {"print the build's version, revision and commit time (also `reckon --version`)", runVersion},
 	"worker":          {"run worker only: executes runs from TEMPORAL_ADDRESS's task queue (no API, no publisher)", runWorker},
 }
 
@@ -66,6 +67,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		usage(stdout)
 		return exitOK
+	}
+	if args[0] == "--version" || args[0] == "-version" {
+		args = append([]string{"version"}, args[1:]...)
 	}
 	cmd, ok := commands[args[0]]
 	if !ok {

@@ -39,6 +39,9 @@ func runMCPGateway(ctx context.Context, args []string) error {
 	core := s.core
 	core.KeepOnSignal(ctx, "reckon mcp-gateway", syscall.SIGHUP)
 	c.Log = core.Log.With().Str("component", "mcp-gateway").Logger()
+	// The API's tokens, when this environment names them: the gateway's
+	// source may not be one an agent writes under.
+	c.TokenSources = core.Tokens.Sources()
 	g, err := gateway.New(ctx, core.Pool, c.Config)
 	if err != nil {
 		return err

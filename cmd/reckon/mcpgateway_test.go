@@ -19,35 +19,19 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rs/zerolog"
 
 	"github.com/seed-7bc021c3/reckon/internal/mcpserver"
+	"github.com/seed-7bc021c3/reckon/internal/npmtest"
 	"github.com/seed-7bc021c3/reckon/internal/pgtest"
+	"github.com/seed-7bc021c3/reckon/internal/reckontest"
 	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/journal"
 	"github.com/seed-7bc021c3/reckon/kernel/operations"
 	"github.com/seed-7bc021c3/reckon/kernel/outbox"
 	"github.com/seed-7bc021c3/reckon/tool/mcptool"
 )
-
-// npmPackages is testdata/npm with its pinned packages installed
-// (scripts/ensure-deps.sh); the test skips only where node is absent.
-func npmPackages(t *testing.T) string {
-	t.Helper()
-	if _, err := exec.LookPath("node"); err != nil {
-		t.Skip("node is not installed: the MCP gateway interop tests need Node.js (apt-get install nodejs npm, then scripts/ensure-deps.sh)")
-	}
-	dir, err := filepath.Abs(filepath.Join("..", "..", "testdata", "npm"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range []string{"sdk", "server-filesystem", "server-memory"} {
-		if _, err := os.Stat(filepath.Join(dir, "node_modules", "@modelcontextprotocol", p, "package.json")); err != nil {
-			t.Fatalf("the pinned npm packages are not installed in %s: run scripts/ensure-deps.sh (npm ci there): %v", dir, err)
-		}
-	}
-	return dir
-}
 
 // tsLine is one output line of testdata/npm/mcp-session.mjs.
 type tsLine struct {
@@ -82,7 +66,7 @@ type tsCall struct {
 
 // tsSession starts one TypeScript SDK client session making calls against
 // target (["--url", URL] or ["--", argv...]) with env.
-func tsSession(ctx context.Context, t *testing.T, npm string, env []string, target []string, calls []tsCall) (*exec.Cmd, *bytes.Buffer, *lockedBuffer) {
+func tsSession(ctx context.Context, t *testing.T, npm string, env []string, target []string, calls []tsCall) (*exec.Cmd, *bytes.Buffer, *reckontest.Buffer) {
 	t.Helper()
 	c, _ := json.Marshal(calls)
 	argv := append([]string{filepath.Join(npm, "mcp-session.mjs"), "--calls", string(c)}, target...)
@@ -90,7 +74,7 @@ func tsSession(ctx context.Context, t *testing.T, npm string, env []string, targ
 	cmd.Dir = npm
 	cmd.Env = env
 	var out bytes.Buffer
-	var stderr lockedBuffer
+	var stderr reckontest.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -205,7 +189,7 @@ type tsInterop struct {
 
 func newTSInterop(t *testing.T) *tsInterop {
 	t.Helper()
-	h := &tsInterop{npm: npmPackages(t)}
+	h := &tsInterop{npm: npmtest.Dir(t, "sdk", "server-filesystem", "server-memory")}
 	dir := t.TempDir()
 	root, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
@@ -267,7 +251,7 @@ func (h *tsInterop) checkSameTools(ctx context.Context, t *testing.T, tools []ma
 		return m
 	}
 	gw, dr := byName(tools), byName(direct)
-	if len(gw) != len(dr) || len(gw) != 4+14+9 {
+	if len(gw) != len(dr) || len(gw) != 5+14+9 {
 		t.Fatalf("gateway serves %d tools, the upstreams offer %d", len(gw), len(dr))
 	}
 	for n, d := range dr {
@@ -297,7 +281,7 @@ func (h *tsInterop) checkSameTools(ctx context.Context, t *testing.T, tools []ma
 // checkResults: each call's result is an error exactly where the upstream
 // or the gateway refuses it, and reads give what the same host gets from
 // the servers directly.
-func (h *tsInterop) checkResults(ctx context.Context, t *testing.T, res []tsLine, stderr *lockedBuffer) {
+func (h *tsInterop) checkResults(ctx context.Context, t *testing.T, res []tsLine, stderr *reckontest.Buffer) {
 	t.Helper()
 	for i, want := range []bool{false, false, false, false, false, false, true, true, true, false} {
 		r := res[i]
@@ -448,7 +432,7 @@ func (h *tsInterop) checkUpstreamRecords(t *testing.T, runID string, ops map[str
 // lookup_operation, basis probe.
 func TestMCPGatewaySIGKILLMidCall(t *testing.T) {
 	t.Parallel()
-	npm := npmPackages(t)
+	npm := npmtest.Dir(t, "sdk", "server-filesystem", "server-memory")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	s := pgtest.New(t)
@@ -464,38 +448,13 @@ func TestMCPGatewaySIGKILLMidCall(t *testing.T) {
 		"RECKON_DATA_DIR="+t.TempDir(),
 		"RECKON_STALE_AFTER=2s",
 	)
-	var logs lockedBuffer
+	var logs reckontest.Buffer
 	defer func() {
 		if t.Failed() {
 			t.Logf("process output:\n%s", logs.String())
 		}
 	}()
-	startGateway := func() (*exec.Cmd, string) {
-		cmd := exec.CommandContext(ctx, os.Args[0], "mcp-gateway", "--http", "127.0.0.1:0", "--lease", "1s")
-		cmd.Env = env
-		pr, pw := io.Pipe()
-		cmd.Stderr = pw
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		// The log reader below ends when the pipe does (goleak found it
-		// running on after the test).
-		t.Cleanup(func() { _ = pw.Close() })
-		sc := bufio.NewScanner(pr)
-		for sc.Scan() {
-			logs.Write(append(sc.Bytes(), '\n'))
-			if _, rest, ok := strings.Cut(sc.Text(), "listening on "); ok {
-				go func() {
-					for sc.Scan() {
-						logs.Write(append(sc.Bytes(), '\n'))
-					}
-				}()
-				return cmd, strings.Fields(rest)[0]
-			}
-		}
-		t.Fatalf("the gateway did not start:\n%s", logs.String())
-		return nil, ""
-	}
+	startGateway := func() (*exec.Cmd, string) { return startGatewayProcess(ctx, t, env, &logs) }
 
 	gw, url := startGateway()
 	slow := func(title string, meta map[string]any) []tsCall {
@@ -591,5 +550,126 @@ func TestMCPGatewaySIGKILLMidCall(t *testing.T) {
 	page, err = svc.List(ctx, operations.ListParams{Project: "crash"})
 	if err != nil || len(page.Operations) != 0 {
 		t.Fatalf("after triage the listing holds %+v (%v)", page.Operations, err)
+	}
+}
+
+// startGatewayProcess starts `reckon mcp-gateway --http 127.0.0.1:0 --lease
+// 1s` (this test binary) with env, its stderr copied to logs, and returns it
+// with the URL it listens on.
+func startGatewayProcess(ctx context.Context, t *testing.T, env []string, logs *reckontest.Buffer) (*exec.Cmd, string) {
+	t.Helper()
+	cmd := exec.CommandContext(ctx, os.Args[0], "mcp-gateway", "--http", "127.0.0.1:0", "--lease", "1s")
+	cmd.Env = env
+	pr, pw := io.Pipe()
+	cmd.Stderr = pw
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// The log reader below ends when the pipe does (goleak found it
+	// running on after the test).
+	t.Cleanup(func() { _ = pw.Close() })
+	sc := bufio.NewScanner(pr)
+	for sc.Scan() {
+		logs.Write(append(sc.Bytes(), '\n'))
+		if _, rest, ok := strings.Cut(sc.Text(), "listening on "); ok {
+			go func() {
+				for sc.Scan() {
+					logs.Write(append(sc.Bytes(), '\n'))
+				}
+			}()
+			return cmd, strings.Fields(rest)[0]
+		}
+	}
+	t.Fatalf("the gateway did not start:\n%s", logs.String())
+	return nil, ""
+}
+
+// A gateway killed while its client is still answering an upstream's
+// elicitation (create_issue_confirmed asks before it writes) leaves the
+// call's operation open — tool.started, no terminal event — and, once the
+// next gateway has ended the dead one's session run, listed as unresolved
+// (crash_window). The upstream wrote nothing: it was still waiting for the
+// answer.
+func TestMCPGatewaySIGKILLWhileClientAnswers(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	s := pgtest.New(t)
+	storePath := filepath.Join(t.TempDir(), "issues.json")
+	servers, _ := json.Marshal([]mcptool.ServerConfig{{Name: "issues", Command: []string{os.Args[0], "mcp-test-server", "--store", storePath}, Env: map[string]string{execMainEnv: "1"}}})
+	env := append(os.Environ(), execMainEnv+"=1", "DATABASE_URL="+s.URL, "RECKON_MCP_SERVERS="+string(servers),
+		"RECKON_GATEWAY_PROJECT=asking", "RECKON_LOG_LEVEL=warn", "RECKON_DATA_DIR="+t.TempDir())
+	var logs reckontest.Buffer
+	defer func() {
+		if t.Failed() {
+			t.Logf("process output:\n%s", logs.String())
+		}
+	}()
+	gw, url := startGatewayProcess(ctx, t, env, &logs)
+
+	asked := make(chan string, 1)
+	client := mcp.NewClient(&mcp.Implementation{Name: "asking-host", Version: "1"}, &mcp.ClientOptions{
+		ElicitationHandler: func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			asked <- req.Params.Message
+			<-ctx.Done() // the person never answers
+			return nil, ctx.Err()
+		},
+	})
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, MaxRetries: -1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	callDone := make(chan error, 1)
+	go func() {
+		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "create_issue_confirmed", Arguments: map[string]any{"title": "Wipe staging"}})
+		callDone <- err
+	}()
+	select {
+	case msg := <-asked:
+		if msg != `Create issue "Wipe staging"?` {
+			t.Fatalf("the client was asked %q", msg)
+		}
+	case <-ctx.Done():
+		t.Fatal("the client was never asked")
+	}
+	if err := gw.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = gw.Wait()
+	if err := <-callDone; err == nil {
+		t.Fatal("the call answered although its gateway was killed")
+	}
+
+	gw2, _ := startGatewayProcess(ctx, t, env, &logs)
+	defer func() { _ = gw2.Process.Signal(syscall.SIGTERM); _ = gw2.Wait() }()
+	var listed map[string]string
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		page, err := operations.New(s.Pool, operations.Config{}).List(ctx, operations.ListParams{Project: "asking"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		listed = map[string]string{}
+		for _, it := range page.Operations {
+			listed[it.OperationID] = it.State + " " + it.Tool
+		}
+		if listed["op-1"] == "crash_window mcp__create_issue_confirmed" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("listing %v, want op-1 crash_window mcp__create_issue_confirmed", listed)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if len(listed) != 1 {
+		t.Fatalf("listing %v, want the one call", listed)
+	}
+	st, err := mcpserver.OpenStore(storePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if all, _ := st.Issues(); len(all) != 0 {
+		t.Fatalf("the upstream wrote %+v while it waited for the answer", all)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/seed-7bc021c3/reckon/kernel/operations"
 	"github.com/seed-7bc021c3/reckon/kernel/outbox"
 	"github.com/seed-7bc021c3/reckon/pipeline/triage"
+	"github.com/seed-7bc021c3/reckon/platform/buildinfo"
 	"github.com/seed-7bc021c3/reckon/platform/config"
 )
 
@@ -34,7 +35,7 @@ func runServe(ctx context.Context, args []string) error {
 	hup, stopHup := context.WithCancel(ctx)
 	defer stopHup()
 	s.core.ReloadTokensOn(hup, syscall.SIGHUP) // re-reads RECKON_TOKENS_FILE
-	if err := r.ready(s.core); err != nil {
+	if err := r.ready(ctx, s.core); err != nil {
 		return err
 	}
 	sv := &server{core: s.core, cfg: s.cfg, errc: make(chan error, 4)}
@@ -85,19 +86,23 @@ func (r *serveRoles) check(c *config.Config) error {
 // needsTemporal: every role but the publisher talks to Temporal.
 func (r *serveRoles) needsTemporal() bool { return r.api || r.worker || r.pipeline }
 
-// ready checks what the API needs before Temporal is dialled: a token to
-// be called with and, when configured, a TLS pair that loads.
-func (r *serveRoles) ready(core *app.Core) error {
-	if !r.api {
-		return nil
+// ready checks what the roles need before Temporal is dialled: for the
+// API a token to be called with and, when configured, a TLS pair that
+// loads; for the pipeline the workers' workspaces and the MCP servers its
+// probes read.
+func (r *serveRoles) ready(ctx context.Context, core *app.Core) error {
+	if r.api {
+		if core.Tokens.Len() == 0 {
+			return &config.Error{Var: "RECKON_TOKENS", Problem: "(or RECKON_TOKENS_FILE) must name at least one token for serve --api; nobody could call the API otherwise"}
+		}
+		if _, err := core.APITLS(); err != nil {
+			return err
+		}
 	}
-	if core.Tokens.Len() == 0 {
-		return &config.Error{Var: "RECKON_TOKENS", Problem: "(or RECKON_TOKENS_FILE) must name at least one token for serve --api; nobody could call the API otherwise"}
-	}
-	// A TLS pair that does not load stops start-up here, before
-	// Temporal is dialled.
-	if _, err := core.APITLS(); err != nil {
-		return err
+	if r.pipeline {
+		if err := core.CheckProbes(ctx); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -134,7 +139,7 @@ func (sv *server) start(r *serveRoles) error {
 	}
 	if sv.cfg.MetricsAddr != "" {
 		addr, err := sv.listen(func(bound chan<- string) error {
-			return sv.core.ServeMetrics(sv.ctx, sv.cfg.MetricsAddr, bound)
+			return sv.core.ServeMetrics(sv.ctx, sv.cfg.MetricsAddr, sv.kernel, bound)
 		})
 		if err != nil {
 			return err
@@ -220,7 +225,7 @@ func (sv *server) listen(serve func(bound chan<- string) error) (string, error) 
 // wait logs the roles, then waits until serve's context ends or a role
 // fails, and stops them all.
 func (sv *server) wait() error {
-	sv.core.Log.Log().Strs("roles", sv.roles).Msgf("reckon serve: %s", strings.Join(sv.roles, ", "))
+	sv.core.Log.Log().Strs("roles", sv.roles).Str("version", buildinfo.Read().String()).Msgf("reckon serve: %s", strings.Join(sv.roles, ", "))
 	var err error
 	select {
 	case <-sv.ctx.Done():

@@ -43,6 +43,11 @@ func runTriage(ctx context.Context, args []string) error {
 	}
 	defer s.close()
 	cfg, core := s.cfg, s.core
+	// A sweep that cannot see the workers' workspaces or the MCP servers
+	// would find no evidence where there is some: refuse before deciding.
+	if err := core.CheckProbes(ctx); err != nil {
+		return err
+	}
 
 	// Run liveness: Temporal for the kernel's own runs when a cluster is
 	// configured; otherwise the journal says which runs are over.

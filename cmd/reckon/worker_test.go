@@ -1,14 +1,12 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -16,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/rs/zerolog"
 
+	"github.com/seed-7bc021c3/reckon/internal/pgtest"
 	"github.com/seed-7bc021c3/reckon/internal/reckontest"
 	"github.com/seed-7bc021c3/reckon/internal/sandboxtest"
 	"github.com/seed-7bc021c3/reckon/kernel"
@@ -40,6 +39,33 @@ func connectTemporal(ctx context.Context, t *testing.T, ns string) *temporalx.Co
 	}
 	t.Cleanup(conn.Close)
 	return conn
+}
+
+// processRig is what a test that runs reckon as a child process works
+// against: a two-minute bound on the test, the tests' embedded Temporal
+// server in namespace ns, and a fresh schema.
+type processRig struct {
+	ctx  context.Context
+	conn *temporalx.Conn
+	s    *pgtest.Schema
+	ns   string
+}
+
+// newProcessRig connects namespace ns and creates the schema. Its context
+// ends with the test (before the test's cleanups run, so a child started
+// with exec.CommandContext is killed before a cleanup waits for it) or
+// two minutes on, whichever is first.
+func newProcessRig(t *testing.T, ns string) *processRig {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	t.Cleanup(cancel)
+	return &processRig{ctx: ctx, conn: connectTemporal(ctx, t, ns), s: pgtest.New(t), ns: ns}
+}
+
+// env is the environment of a reckon process on task queue queue (see
+// reckonEnv), with its data in a fresh directory.
+func (r *processRig) env(t *testing.T, queue string, extra ...string) []string {
+	return reckonEnv(r.s.URL, r.conn, r.ns, queue, sandboxtest.Dir(t), extra...)
 }
 
 // reckonEnv is the environment of a reckon process the test starts from
@@ -158,7 +184,7 @@ type crashRig struct {
 	pool    *pgxpool.Pool
 	starter *runner.Starter
 	env     []string
-	logs    lockedBuffer
+	logs    reckontest.Buffer
 }
 
 // crashPlan: begin → 0.2s → effect → 0.3s → exit: kills 0-540ms after
@@ -275,24 +301,6 @@ func (c *crashRig) checkRun(ctx context.Context, t *testing.T, id string) (effec
 	return len(eff) > 0, completed
 }
 
-// lockedBuffer collects the output of several processes.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // crashDiagnosis describes a crash run that did not settle in time: its
 // outbox rows and its workflow history, so a failure names the stuck part
 // (the workflow, the delivery) instead of only a timeout.
@@ -335,4 +343,65 @@ func crashDiagnosis(ctx context.Context, conn *temporalx.Conn, pool *pgxpool.Poo
 		fmt.Fprintf(&b, "history %d %s %s\n", ev.GetEventId(), ev.GetEventTime().AsTime().Format("15:04:05.000"), ev.GetEventType())
 	}
 	return b.String()
+}
+
+// A SIGHUP meant for the API's token reload (`pkill -HUP reckon`) does
+// not end a worker: by default it would, in the middle of its calls. The
+// worker logs that it has nothing to reload and keeps running; SIGTERM
+// still stops it cleanly.
+func TestWorkerSurvivesSIGHUP(t *testing.T) {
+	t.Parallel()
+	r := newProcessRig(t, "hangup-test")
+	ctx := r.ctx
+	var logs reckontest.Buffer
+	cmd := exec.Command(os.Args[0], "worker")
+	cmd.Env = r.env(t, "hangup-test",
+		"RECKON_LOG_LEVEL=info",
+		"RECKON_TOKENS=",
+	)
+	cmd.Stderr = &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	defer func() {
+		_ = cmd.Process.Kill()
+		if t.Failed() {
+			t.Logf("worker output:\n%s", logs.String())
+		}
+	}()
+	waitLog := func(want string) {
+		t.Helper()
+		for !strings.Contains(logs.String(), want) {
+			select {
+			case err := <-exited:
+				t.Fatalf("the worker exited (%v) before logging %q", err, want)
+			case <-ctx.Done():
+				t.Fatalf("no %q in the worker's log", want)
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}
+	waitLog("executing runs from task queue")
+	if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	waitLog("nothing to reload")
+	select {
+	case err := <-exited:
+		t.Fatalf("the worker exited after SIGHUP: %v", err)
+	case <-time.After(500 * time.Millisecond):
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Fatalf("after SIGTERM the worker exited with %v, want 0", err)
+		}
+	case <-ctx.Done():
+		t.Fatal("the worker did not stop on SIGTERM")
+	}
 }

@@ -429,23 +429,6 @@ func (l later) ReadRun(ctx context.Context, project, runID string) (operations.R
 	return read, err
 }
 
-// capture is a supervisor that keeps every wall the sweep hands it and
-// answers with the built-in supervisor's decision, so the dry-run sweep
-// completes normally. It writes nothing.
-type capture struct {
-	mu    sync.Mutex
-	walls []pipeline.Wall
-}
-
-func (c *capture) Name() string { return "drill-capture" }
-
-func (c *capture) Decide(ctx context.Context, w pipeline.Wall) (pipeline.Decision, error) {
-	c.mu.Lock()
-	c.walls = append(c.walls, w)
-	c.mu.Unlock()
-	return supervisor.Builtin{}.Decide(ctx, w)
-}
-
 // buildWall builds runID's wall with the pipeline's own sweep (dry run:
 // nothing written, no locks) and its probes, as a sweep delay after now
 // would: the database's clock the sweep reads with the run (the one clock
@@ -454,7 +437,7 @@ func (c *capture) Decide(ctx context.Context, w pipeline.Wall) (pipeline.Decisio
 // a skew of skew between the two.
 func (st *Stack) buildWall(ctx context.Context, project, runID string, delay, skew time.Duration) (pipeline.Wall, error) {
 	now := func() time.Time { return time.Now().Add(delay + skew) }
-	c := &capture{}
+	c := &supervisor.Recorder{}
 	sw, err := st.Core.NewSweeper(later{Service: st.Ops, by: delay}, func(sc *triage.Config) {
 		sc.Supervisor = c
 		sc.Now = now
@@ -477,15 +460,16 @@ func (st *Stack) buildWall(ctx context.Context, project, runID string, delay, sk
 			return pipeline.Wall{}, fmt.Errorf("sweep %s: wall outcome %s: %s", runID, wr.Outcome, wr.Error)
 		}
 	}
+	walls := c.Walls()
 	switch {
 	case len(deferred) > 0:
 		return pipeline.Wall{}, deferredError{run: runID, ops: deferred}
-	case len(c.walls) == 0:
+	case len(walls) == 0:
 		return pipeline.Wall{}, fmt.Errorf("run %s: %w", runID, errNoWall)
-	case len(c.walls) == 1:
-		return c.walls[0], nil
+	case len(walls) == 1:
+		return walls[0], nil
 	default:
-		return pipeline.Wall{}, fmt.Errorf("run %s: the sweep split the pile into %d walls; drills record single walls", runID, len(c.walls))
+		return pipeline.Wall{}, fmt.Errorf("run %s: the sweep split the pile into %d walls; drills record single walls", runID, len(walls))
 	}
 }
 

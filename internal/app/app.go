@@ -25,6 +25,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/rs/zerolog"
+	"go.temporal.io/sdk/client"
 
 	"github.com/seed-7bc021c3/reckon/adapter/auth"
 	"github.com/seed-7bc021c3/reckon/adapter/console"
@@ -176,6 +177,12 @@ func (c *Core) ReloadTokens() error {
 		return nil
 	}
 	next, err := auth.Load(c.Cfg.Tokens, c.Cfg.TokensFile)
+	if err == nil && next.FromFile() == 0 && !next.EmptyOnPurpose() {
+		// A truncated file (or one left with comments only) would lock
+		// out every caller it served: refused like a parse error
+		// (TestReloadRefusesAnEmptyTokensFile).
+		err = fmt.Errorf("configuration: RECKON_TOKENS_FILE names no token; a file that is empty on purpose says so with a line %q", auth.AllowEmptyDirective)
+	}
 	if err != nil {
 		c.Log.Error().Err(err).Int("tokens", c.Tokens.Len()).Msg("tokens not reloaded; the tokens loaded before are still in force")
 		return err
@@ -278,16 +285,18 @@ func (c *Core) NewAPI(k *Kernel, ops *operations.Service) (*httpapi.Server, erro
 	return httpapi.New(httpapi.Config{
 		Tokens: c.Tokens, Log: c.Log, Registry: c.Registry,
 		Health:  func(ctx context.Context) error { return c.Pool.Ping(ctx) },
+		Ready:   c.ReadyChecks(k),
 		Journal: c.Journal,
 		Owners:  operations.Owners{Pool: c.Pool},
 		// The listing's window: an agent's tool.started dated before it
 		// would never be listed (httpapi.Config.OperationsWindow).
-		OperationsWindow: c.Cfg.OperationsWindow,
-		Runs:             runs,
-		Operations:       ops,
-		Verdicts:         ops,
-		Console:          console.Handler(),
-		TLS:              tlsCfg,
+		OperationsWindow:  c.Cfg.OperationsWindow,
+		Runs:              runs,
+		Operations:        ops,
+		Verdicts:          ops,
+		Console:           console.Handler(),
+		TLS:               tlsCfg,
+		MaxConnsPerClient: c.Cfg.HTTPMaxConnsPerClient,
 	}), nil
 }
 
@@ -333,16 +342,36 @@ func (c *Core) NewPublisher(cfg outbox.Config) *outbox.Publisher {
 			retention.Evidence{Pool: c.Pool, Retention: c.Cfg.EvidenceRetention}.Prune)
 }
 
+// ReadyChecks are what GET /readyz checks in a process: PostgreSQL, and
+// the Temporal frontend when k (the process's kernel; nil for a
+// publisher-only process, which needs no Temporal) is set.
+func (c *Core) ReadyChecks(k *Kernel) []httpapi.ReadyCheck {
+	checks := []httpapi.ReadyCheck{{Name: "postgresql", Check: func(ctx context.Context) error {
+		_, err := c.Pool.Exec(ctx, "SELECT 1")
+		return err
+	}}}
+	if k != nil {
+		tc := k.Conn.Client
+		checks = append(checks, httpapi.ReadyCheck{Name: "temporal", Check: func(ctx context.Context) error {
+			_, err := tc.CheckHealth(ctx, &client.CheckHealthRequest{})
+			return err
+		}})
+	}
+	return checks
+}
+
 // ServeMetrics serves the process's registry at /metrics on addr
 // (RECKON_METRICS_ADDR; 127.0.0.1:0 picks a port, sent on bound) until ctx
-// ends: each role of `reckon serve` exposes the series it moves.
-func (c *Core) ServeMetrics(ctx context.Context, addr string, bound chan<- string) error {
+// ends: each role of `reckon serve` exposes the series it moves, and
+// answers /healthz and /readyz as the API does (ReadyChecks over k).
+func (c *Core) ServeMetrics(ctx context.Context, addr string, k *Kernel, bound chan<- string) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s (RECKON_METRICS_ADDR): %w", addr, err)
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(c.Registry, promhttp.HandlerOpts{}))
+	httpapi.ProbeRoutes(mux, c.Pool.Ping, c.ReadyChecks(k), c.Log.With().Str("component", "metrics").Logger())
 	// The API's bounds: a scrape is one small answer, nothing streams.
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: httpapi.ReadHeaderTimeout,
 		WriteTimeout: httpapi.WriteTimeout, IdleTimeout: httpapi.IdleTimeout}

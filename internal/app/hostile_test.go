@@ -1,22 +1,20 @@
 package app
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/seed-7bc021c3/reckon/internal/pgtest"
+	"github.com/seed-7bc021c3/reckon/internal/reckontest"
 	"github.com/seed-7bc021c3/reckon/internal/sandboxtest"
 	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/outbox"
@@ -62,43 +60,29 @@ func startHostile(t *testing.T) *hostile {
 	return &hostile{t: t, st: st, base: "http://" + st.APIAddr}
 }
 
+// call sends body (nil: none; a string as it is; anything else as JSON)
+// to the API with token and returns the status and the JSON reply.
 func (h *hostile) call(method, path, token string, body any) (int, map[string]any) {
 	h.t.Helper()
-	var rd io.Reader
+	var s string
 	switch b := body.(type) {
 	case nil:
 	case string:
-		rd = strings.NewReader(b)
+		s = b
 	default:
 		raw, err := json.Marshal(b)
 		if err != nil {
 			h.t.Fatal(err)
 		}
-		rd = bytes.NewReader(raw)
+		s = string(raw)
 	}
-	req, err := http.NewRequest(method, h.base+path, rd)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var m map[string]any
-	raw, _ := io.ReadAll(resp.Body)
-	_ = json.Unmarshal(raw, &m)
-	return resp.StatusCode, m
+	r := reckontest.Call(h.t, method, h.base+path, token, s)
+	return r.Status, r.Body
 }
 
 func (h *hostile) count(q string, args ...any) int {
 	h.t.Helper()
-	var n int
-	if err := h.st.Pool.QueryRow(context.Background(), q, args...).Scan(&n); err != nil {
-		h.t.Fatal(err)
-	}
-	return n
+	return pgtest.Int(h.t, h.st.Pool, q, args...)
 }
 
 func (h *hostile) journalRows() int { return h.count("SELECT count(*) FROM journal_events") }
@@ -382,7 +366,7 @@ func (h *hostile) checkProbes(secretSum string) {
 // stack's own probes, without writing anything.
 func (h *hostile) walls() []pipeline.Wall {
 	h.t.Helper()
-	c := &captureWalls{}
+	c := &supervisor.Recorder{}
 	sw, err := h.st.NewSweeper(h.st.Operations, func(sc *triage.Config) { sc.Supervisor = c })
 	if err != nil {
 		h.t.Fatal(err)
@@ -390,21 +374,7 @@ func (h *hostile) walls() []pipeline.Wall {
 	if _, err := sw.Sweep(context.Background(), triage.SweepParams{Project: "acme", DryRun: true}); err != nil {
 		h.t.Fatal(err)
 	}
-	return c.walls
-}
-
-type captureWalls struct {
-	mu    sync.Mutex
-	walls []pipeline.Wall
-}
-
-func (c *captureWalls) Name() string { return "capture" }
-
-func (c *captureWalls) Decide(ctx context.Context, w pipeline.Wall) (pipeline.Decision, error) {
-	c.mu.Lock()
-	c.walls = append(c.walls, w)
-	c.mu.Unlock()
-	return supervisor.Builtin{}.Decide(ctx, w)
+	return c.Walls()
 }
 
 // The same run id in two projects: both accepted, both run to completion.

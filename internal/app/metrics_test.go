@@ -23,7 +23,7 @@ func TestMetricsPerRole(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		bound := make(chan string, 1)
 		done := make(chan error, 1)
-		go func() { done <- core.ServeMetrics(ctx, "127.0.0.1:0", bound) }()
+		go func() { done <- core.ServeMetrics(ctx, "127.0.0.1:0", nil, bound) }()
 		addr := <-bound
 		resp, err := http.Get("http://" + addr + "/metrics")
 		if err != nil {

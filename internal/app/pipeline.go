@@ -2,8 +2,12 @@ package app
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"path/filepath"
+	"time"
 
+	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/manifest"
 	"github.com/seed-7bc021c3/reckon/kernel/operations"
 	"github.com/seed-7bc021c3/reckon/kernel/priorstate"
@@ -52,6 +56,49 @@ func (c *Core) NewProbes() (probe.Set, error) {
 			Priors: priorstate.Store{Pool: c.Pool}, Owners: owners})
 	}
 	return set, nil
+}
+
+// CheckProbes is a triage process's start-up check of the evidence its
+// probes read, so that a wrong setup stops it with one line naming the
+// variable instead of every probe finding nothing:
+//
+//   - RECKON_DATA_DIR must hold the workers' workspaces: the workspace of
+//     the newest manifest a worker recorded in RECKON_OPERATIONS_WINDOW
+//     (a workspace that existed when it was taken, and that reckon never
+//     deletes) must be a directory this process can read. A process given
+//     another data directory than the workers' (unset: ./.reckon) fails
+//     here. Without any manifest there is nothing to see yet.
+//   - every server of RECKON_MCP_SERVERS must answer tools/list.
+//
+// TestTriageRefusesWrongDataDir, TestTriageRefusesUnreachableMCPServer.
+func (c *Core) CheckProbes(ctx context.Context) error {
+	if err := c.checkWorkspaces(ctx); err != nil {
+		return err
+	}
+	servers, err := mcptool.ParseConfig(c.Cfg.MCPServers)
+	if err != nil {
+		return err
+	}
+	if err := mcptool.Reach(ctx, servers, mcptool.Config{}); err != nil {
+		return &config.Error{Var: "RECKON_MCP_SERVERS", Problem: oneLine(err) + "; the MCP probe asks these servers"}
+	}
+	return nil
+}
+
+// checkWorkspaces is CheckProbes' check of RECKON_DATA_DIR.
+func (c *Core) checkWorkspaces(ctx context.Context) error {
+	k, at, ok, err := manifest.Store{Pool: c.Pool}.Newest(ctx, time.Now().Add(-c.Cfg.OperationsWindow))
+	if err != nil || !ok {
+		return err
+	}
+	ws := filepath.Join(c.Cfg.DataDir, "workspaces", k.Project, k.RunID)
+	if _, err := os.ReadDir(ws); err != nil {
+		return &config.Error{Var: "RECKON_DATA_DIR", Problem: fmt.Sprintf("(%s) does not hold the workers' workspaces: "+
+			"a worker recorded run %s of project %s in its workspace at %s, but reading it here failed (%s); "+
+			"give this process the workers' RECKON_DATA_DIR (the same directory or shared volume), readable by it",
+			c.Cfg.DataDir, kernel.Printable(k.RunID), kernel.Printable(k.Project), at.UTC().Format(time.RFC3339), oneLine(err))}
+	}
+	return nil
 }
 
 // ManifestLimits are the workspace manifests' caps

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/seed-7bc021c3/reckon/kernel/fault"
 	"github.com/seed-7bc021c3/reckon/kernel/runner"
+	"github.com/seed-7bc021c3/reckon/platform/config"
 	"github.com/seed-7bc021c3/reckon/platform/temporalx"
 	"github.com/seed-7bc021c3/reckon/tool/mcptool"
 	"github.com/seed-7bc021c3/reckon/tool/sandbox"
@@ -84,6 +86,41 @@ func (c *Core) logReaped(dir string, killed int, err error) {
 	c.Log.Warn().Err(err).Int("killed", killed).Str("dir", dir).Msg("killed sandboxes a dead worker left running")
 }
 
+// checkSandbox is a worker's start-up check of run_command's sandbox in
+// <dataDir>/workspaces: a data directory the sandbox's user cannot reach
+// (below a mode-0700 directory, with the worker running as root) stops
+// start-up with one line naming RECKON_DATA_DIR, and a sandbox that
+// cannot start (bubblewrap missing, namespaces refused: a container
+// without what docs/production.md lists) one naming
+// RECKON_SANDBOX_UNCONFINED. A check that only ran out of time (a loaded
+// machine) is logged, as it says nothing about the configuration.
+// TestWorkerRefusesUntraversableDataDir.
+func (c *Core) checkSandbox(dataDir string) error {
+	ws := filepath.Join(dataDir, "workspaces")
+	if err := os.MkdirAll(ws, 0o755); err != nil {
+		return &config.Error{Var: "RECKON_DATA_DIR", Problem: fmt.Sprintf("(%s): cannot create the workspaces directory: %s", dataDir, oneLine(err))}
+	}
+	if err := sandbox.Reachable(c.SandboxConfig(), ws); err != nil {
+		return &config.Error{Var: "RECKON_DATA_DIR", Problem: fmt.Sprintf("(%s): %s", dataDir, oneLine(err))}
+	}
+	// A dead predecessor's sandboxes go before this worker takes work
+	// (sandbox.ReapOrphans says how they are left).
+	if n, err := sandbox.ReapOrphans(ws); n > 0 || err != nil {
+		c.logReaped(ws, n, err)
+	}
+	err := sandbox.Check(c.SandboxConfig(), ws)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, sandbox.ErrCheckTimedOut):
+		c.Log.Error().Err(err).Msg("run_command's sandbox could not be checked at start-up; commands will tell")
+		return nil
+	default:
+		return &config.Error{Var: "RECKON_SANDBOX_UNCONFINED", Problem: fmt.Sprintf("is unset and run_command's sandbox cannot start on this worker: %s; "+
+			"give the worker what bubblewrap needs (docs/production.md, \"The sandbox in a container\"), or set RECKON_SANDBOX_UNCONFINED=1 to run commands without it", oneLine(err))}
+	}
+}
+
 // connectTemporal connects to TEMPORAL_ADDRESS, or starts the embedded
 // server (SQLite under RECKON_DATA_DIR, or in memory).
 func (c *Core) connectTemporal(ctx context.Context, inMemory bool) (*temporalx.Conn, error) {
@@ -106,6 +143,13 @@ func (c *Core) StartKernel(ctx context.Context, o KernelConfig) (*Kernel, error)
 		fc = *o.Fault
 	}
 	dataDir := c.Cfg.DataDir // absolute: config.Load made it so
+	if !o.NoWorker && !c.Cfg.SandboxUnconfined {
+		// Before Temporal is dialled: a worker that cannot run its sandbox
+		// stops here rather than failing every run_command (effect none).
+		if err := c.checkSandbox(dataDir); err != nil {
+			return nil, err
+		}
+	}
 	conn, err := c.connectTemporal(ctx, o.InMemory)
 	if err != nil {
 		return nil, err
@@ -120,23 +164,6 @@ func (c *Core) StartKernel(ctx context.Context, o KernelConfig) (*Kernel, error)
 	}
 	if fc.Enabled() {
 		c.Log.Warn().Str("after_effect", fc.AfterEffect).Str("before_effect", fc.BeforeEffect).Msg("fault injection is on: matching tool calls will fail crash-style")
-	}
-	if !o.NoWorker && !c.Cfg.SandboxUnconfined {
-		// A worker whose sandbox cannot start refuses every run_command
-		// (effect none); say why once, at start, rather than per command.
-		ws := filepath.Join(dataDir, "workspaces")
-		err := os.MkdirAll(ws, 0o755)
-		if err == nil {
-			// A dead predecessor's sandboxes go before this worker takes
-			// work (sandbox.ReapOrphans says how they are left).
-			if n, rerr := sandbox.ReapOrphans(ws); n > 0 || rerr != nil {
-				c.logReaped(ws, n, rerr)
-			}
-			err = sandbox.Check(c.SandboxConfig(), ws)
-		}
-		if err != nil {
-			c.Log.Error().Err(err).Msg("run_command's sandbox cannot start on this worker: every command will be refused until this is fixed (or RECKON_SANDBOX_UNCONFINED=1 is set)")
-		}
 	}
 	if !o.NoWorker {
 		k.Worker = runner.NewWorker(conn.Client, c.Cfg.TaskQueue, &runner.Activities{

@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/seed-7bc021c3/reckon/adapter/auth"
 	"github.com/seed-7bc021c3/reckon/internal/pgtest"
 	"github.com/seed-7bc021c3/reckon/internal/reckontest"
 )
@@ -47,16 +47,9 @@ func tokensAPI(t *testing.T, content string) (*Core, string, *reckontest.Buffer,
 	t.Cleanup(srv.Close)
 	whoami := func(secret string) (int, string) {
 		t.Helper()
-		req, _ := http.NewRequest(http.MethodGet, srv.URL+"/v1/whoami", nil)
-		req.Header.Set("Authorization", "Bearer "+secret)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		var me struct{ Role string }
-		_ = json.NewDecoder(resp.Body).Decode(&me)
-		return resp.StatusCode, me.Role
+		r := reckontest.Call(t, http.MethodGet, srv.URL+"/v1/whoami", secret, "")
+		role, _ := r.Body["role"].(string)
+		return r.Status, role
 	}
 	return core, file, logs, whoami
 }
@@ -126,6 +119,41 @@ func TestReloadTokens(t *testing.T) {
 	}
 }
 
+// TestReloadRefusesAnEmptyTokensFile: SIGHUP after the tokens file was
+// truncated, or left with comments only, keeps the tokens in force and
+// logs why; a file that says it is empty on purpose is applied.
+func TestReloadRefusesAnEmptyTokensFile(t *testing.T) {
+	t.Parallel()
+	core, file, logs, whoami := tokensAPI(t, "alice:reader:secret-alice-1\n")
+	for _, content := range []string{"", "# alice:reader:secret-alice-1\n\n"} {
+		if err := os.WriteFile(file, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		err := core.ReloadTokens()
+		if err == nil || !strings.Contains(err.Error(), "RECKON_TOKENS_FILE names no token") {
+			t.Fatalf("file %q reloaded: %v", content, err)
+		}
+		if status, _ := whoami("secret-alice-1"); status != http.StatusOK {
+			t.Fatalf("after refusing file %q, alice answers %d", content, status)
+		}
+	}
+	if out := logs.String(); !strings.Contains(out, `"level":"error"`) || !strings.Contains(out, auth.AllowEmptyDirective) {
+		t.Errorf("the refused reload's log does not say how to empty the file on purpose:\n%s", out)
+	}
+	if err := os.WriteFile(file, []byte(auth.AllowEmptyDirective+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := core.ReloadTokens(); err != nil {
+		t.Fatal(err)
+	}
+	if status, _ := whoami("secret-alice-1"); status != http.StatusUnauthorized {
+		t.Errorf("after an empty-on-purpose file, alice answers %d", status)
+	}
+	if status, _ := whoami("secret-env-1"); status != http.StatusOK {
+		t.Errorf("RECKON_TOKENS's token answers %d after the file emptied", status)
+	}
+}
+
 // TestReloadTokensOnSIGHUP sends the test process a real SIGHUP (caught
 // here first, so the process survives it) and sees ReloadTokensOn apply
 // the rewritten file; AddToken's token (dev's generated one) survives.
@@ -135,7 +163,7 @@ func TestReloadTokensOnSIGHUP(t *testing.T) {
 	signal.Notify(guard, syscall.SIGHUP)
 	t.Cleanup(func() { signal.Stop(guard) })
 
-	core, file, _, whoami := tokensAPI(t, "alice:reader:secret-alice-1\n")
+	core, file, logs, whoami := tokensAPI(t, "alice:reader:secret-alice-1\n")
 	core.AddToken("dev", "operator", "secret-dev-1")
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -162,5 +190,19 @@ func TestReloadTokensOnSIGHUP(t *testing.T) {
 	}
 	if status, role := whoami("secret-dev-1"); status != http.StatusOK || role != "operator" {
 		t.Errorf("AddToken's token after SIGHUP: %d %q, want 200 operator", status, role)
+	}
+
+	// Truncated, then SIGHUP: refused, carol keeps her access.
+	if err := os.Truncate(file, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	reckontest.Eventually(t, 10*time.Second, "the truncated file's reload is refused", func() bool {
+		return strings.Contains(logs.String(), "RECKON_TOKENS_FILE names no token")
+	})
+	if status, _ := whoami("secret-carol-1"); status != http.StatusOK {
+		t.Errorf("carol after SIGHUP on a truncated file: %d, want 200", status)
 	}
 }

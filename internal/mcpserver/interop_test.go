@@ -4,30 +4,14 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-)
 
-// npmDir is testdata/npm, where scripts/ensure-deps.sh installs the pinned
-// npm packages.
-func npmDir(t *testing.T) string {
-	t.Helper()
-	if _, err := exec.LookPath("node"); err != nil {
-		t.Skip("node is not installed: this MCP interop test needs Node.js (e.g. apt-get install nodejs npm, then scripts/ensure-deps.sh)")
-	}
-	dir, err := filepath.Abs(filepath.Join("..", "..", "testdata", "npm"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@modelcontextprotocol", "sdk", "package.json")); err != nil {
-		t.Fatalf("the pinned npm packages are not installed in %s: run scripts/ensure-deps.sh (npm ci there): %v", dir, err)
-	}
-	return dir
-}
+	"github.com/seed-7bc021c3/reckon/internal/npmtest"
+)
 
 // buildReckon builds the reckon binary so the test talks to the real
 // `reckon mcp-test-server` subcommand.
@@ -88,7 +72,7 @@ func tsCall(t *testing.T, npm string, target []string, tool string, args, meta m
 // a third call goes over streamable HTTP to yet another process. One issue.
 func TestInteropTypeScriptClient(t *testing.T) {
 	t.Parallel()
-	npm := npmDir(t)
+	npm := npmtest.Dir(t, "sdk")
 	bin := buildReckon(t)
 	store := filepath.Join(t.TempDir(), "issues.json")
 	stdio := []string{"--", bin, "mcp-test-server", "--store", store}
@@ -96,7 +80,7 @@ func TestInteropTypeScriptClient(t *testing.T) {
 	args := map[string]any{"title": "Disk full on db-3", "body": "from the TypeScript SDK"}
 
 	first := tsCall(t, npm, stdio, "create_issue", args, meta)
-	if first.Server.Name != "reckon-mcp-test-server" || len(first.Tools) != 4 {
+	if first.Server.Name != "reckon-mcp-test-server" || len(first.Tools) != 5 {
 		t.Fatalf("server/tools as seen by the TS client: %+v", first)
 	}
 	if first.Result.IsError || first.Result.StructuredContent["replayed"] != false {

@@ -78,7 +78,8 @@ type LookupOperationResult struct {
 }
 
 // NewServer returns the MCP server over store: create_issue,
-// slow_create_issue, get_issue and lookup_operation.
+// slow_create_issue, create_issue_confirmed, get_issue and
+// lookup_operation.
 func NewServer(store *Store) *mcp.Server {
 	s := NewPlainServer(store)
 	addLookup(s, store)
@@ -122,6 +123,7 @@ func NewPlainServer(store *Store) *mcp.Server {
 		iss, err := store.Issue(in.ID)
 		return nil, iss, err
 	})
+	addConfirmedCreate(s, store)
 	return s
 }
 
@@ -212,6 +214,7 @@ func Main(ctx context.Context, args []string, stdin io.ReadCloser, stdout io.Wri
 	fs.SetOutput(stderr)
 	storePath := fs.String("store", "", "issue store file (default $RECKON_DATA_DIR/mcp-test-server/issues.json)")
 	httpAddr := fs.String("http", "", "serve streamable HTTP on this address (e.g. 127.0.0.1:9000) instead of stdio")
+	conformance := fs.Bool("conformance", false, "serve the official MCP conformance suite's server scenarios instead of the issue tools (no store)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
@@ -221,16 +224,15 @@ func Main(ctx context.Context, args []string, stdin io.ReadCloser, stdout io.Wri
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
-	if *storePath == "" {
-		// Read directly rather than through kernel/config: this server must
-		// not refuse to start over unrelated reckon settings.
-		*storePath = DefaultStorePath(os.Getenv)
+	var srv *mcp.Server
+	if *conformance {
+		srv = ConformanceServer()
+	} else {
+		var err error
+		if srv, err = issueServer(*storePath); err != nil {
+			return err
+		}
 	}
-	store, err := OpenStore(*storePath)
-	if err != nil {
-		return fmt.Errorf("--store: %w", err)
-	}
-	srv := NewServer(store)
 	if *httpAddr == "" {
 		err := srv.Run(ctx, &mcp.IOTransport{Reader: stdin, Writer: stdout})
 		if err != nil && (errors.Is(err, io.EOF) || errors.Is(err, mcp.ErrConnectionClosed) || ctx.Err() != nil) {
@@ -264,6 +266,21 @@ func Main(ctx context.Context, args []string, stdin io.ReadCloser, stdout io.Wri
 		}
 		return err
 	}
+}
+
+// issueServer is NewServer over the store at path (the default store when
+// empty).
+func issueServer(path string) (*mcp.Server, error) {
+	if path == "" {
+		// Read directly rather than through kernel/config: this server must
+		// not refuse to start over unrelated reckon settings.
+		path = DefaultStorePath(os.Getenv)
+	}
+	store, err := OpenStore(path)
+	if err != nil {
+		return nil, fmt.Errorf("--store: %w", err)
+	}
+	return NewServer(store), nil
 }
 
 // Handler serves srv as streamable HTTP at HTTPPath.

@@ -144,3 +144,36 @@ func (s *Schema) Tx(t testing.TB) pgx.Tx {
 	t.Cleanup(func() { _ = tx.Rollback(context.Background()) })
 	return tx
 }
+
+// Querier is what Int and Strings query: a pool, a connection or a
+// transaction.
+type Querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// Int returns the one integer q answers (a count(*), say); an error fails
+// the test.
+func Int(t testing.TB, db Querier, q string, args ...any) int {
+	t.Helper()
+	var n int
+	if err := db.QueryRow(context.Background(), q, args...).Scan(&n); err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	return n
+}
+
+// Strings returns the rows of q, one text column, in the order q gives
+// them; an error fails the test.
+func Strings(t testing.TB, db Querier, q string, args ...any) []string {
+	t.Helper()
+	rows, err := db.Query(context.Background(), q, args...)
+	if err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	return out
+}

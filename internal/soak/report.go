@@ -36,29 +36,39 @@ type Report struct {
 	Passed  bool   `json:"passed"`
 }
 
+// Counts are the figures every scenario reports and the totals sum.
+type Counts struct {
+	Rounds            int   `json:"rounds"`
+	Acknowledged      int64 `json:"acknowledged"`
+	Lost              int64 `json:"lost"`
+	Duplicated        int64 `json:"duplicated"`
+	SpuriousConflicts int64 `json:"spurious_conflicts"`
+	ReExecuted        int64 `json:"re_executed"`
+}
+
+// add adds c's figures to n's.
+func (n *Counts) add(c Counts) {
+	n.Rounds += c.Rounds
+	n.Acknowledged += c.Acknowledged
+	n.Lost += c.Lost
+	n.Duplicated += c.Duplicated
+	n.SpuriousConflicts += c.SpuriousConflicts
+	n.ReExecuted += c.ReExecuted
+}
+
 // Totals are the figures of the last line, summed over the scenarios.
 type Totals struct {
-	Rounds            int     `json:"rounds"`
-	Acknowledged      int64   `json:"acknowledged"`
-	Lost              int64   `json:"lost"`
-	Duplicated        int64   `json:"duplicated"`
-	SpuriousConflicts int64   `json:"spurious_conflicts"`
-	ReExecuted        int64   `json:"re_executed"`
-	MaxRecoveryS      float64 `json:"max_recovery_seconds"`
+	Counts
+	MaxRecoveryS float64 `json:"max_recovery_seconds"`
 }
 
 // Scenario is one scenario's figures.
 type Scenario struct {
 	Name string `json:"name"`
 	// Proves says in one line what a pass shows.
-	Proves            string  `json:"proves"`
-	Rounds            int     `json:"rounds"`
-	Acknowledged      int64   `json:"acknowledged"`
-	Lost              int64   `json:"lost"`
-	Duplicated        int64   `json:"duplicated"`
-	SpuriousConflicts int64   `json:"spurious_conflicts"`
-	ReExecuted        int64   `json:"re_executed"`
-	Seconds           float64 `json:"seconds"`
+	Proves string `json:"proves"`
+	Counts
+	Seconds float64 `json:"seconds"`
 	// Recovery: per fault, from the fault to the service working again (the
 	// scenario says what that means in RecoveryMeans).
 	RecoveryMeans string         `json:"recovery_means,omitempty"`
@@ -121,12 +131,7 @@ func (r *Report) total() {
 	t := Totals{}
 	r.Problems = nil
 	for _, s := range r.Scenarios {
-		t.Rounds += s.Rounds
-		t.Acknowledged += s.Acknowledged
-		t.Lost += s.Lost
-		t.Duplicated += s.Duplicated
-		t.SpuriousConflicts += s.SpuriousConflicts
-		t.ReExecuted += s.ReExecuted
+		t.add(s.Counts)
 		t.MaxRecoveryS = math.Max(t.MaxRecoveryS, s.Recovery.Max)
 		for _, p := range s.Problems {
 			r.Problems = append(r.Problems, s.Name+": "+p)

@@ -20,6 +20,7 @@ import (
 
 	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/pgplan"
+	"github.com/seed-7bc021c3/reckon/platform/promx"
 )
 
 // Store is the journal in PostgreSQL. It implements kernel.Journal.
@@ -39,14 +40,11 @@ var _ kernel.GuardedJournal = (*Store)(nil)
 func New(pool *pgxpool.Pool, reg prometheus.Registerer) *Store {
 	s := &Store{
 		pool: pool,
-		results: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "reckon_journal_ingest_results_total",
-			Help: "Events ingested into the journal, by status (accepted, repeated, conflict).",
-		}, []string{"status"}),
-		groupRetries: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "reckon_journal_group_retries_total",
-			Help: "Writes of group-commit calls made again after their combined batch failed: halves of it after an agent's write was refused, single calls after any other error.",
-		}),
+		results: promx.CounterVec("reckon_journal_ingest_results_total",
+			"Events ingested into the journal, by status (accepted, repeated, conflict).",
+			"status"),
+		groupRetries: promx.Counter("reckon_journal_group_retries_total",
+			"Writes of group-commit calls made again after their combined batch failed: halves of it after an agent's write was refused, single calls after any other error."),
 	}
 	if reg != nil {
 		reg.MustRegister(s.results, s.groupRetries)

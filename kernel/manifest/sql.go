@@ -16,6 +16,13 @@ SELECT taken_at, truncated, entries FROM kernel_workspace_manifests
 WHERE project = $1 AND run_id = $2
 ORDER BY taken_at DESC LIMIT 1`
 
+// newestSQL finds the most recent manifest taken after $1, backwards along
+// kernel_workspace_manifests_taken_at.
+const newestSQL = `
+SELECT project, run_id, operation_id, phase, taken_at FROM kernel_workspace_manifests
+WHERE taken_at > $1
+ORDER BY taken_at DESC LIMIT 1`
+
 // pruneSQL deletes at most $2 manifests taken more than $1 seconds ago by
 // the database's clock, found through kernel_workspace_manifests_taken_at
 // (migration 00026) so a batch never scans the table.

@@ -62,6 +62,22 @@ func (s Store) Latest(ctx context.Context, project, runID string) (m Manifest, o
 	return s.one(ctx, latestSQL, project, runID)
 }
 
+// Newest returns the key and time of the most recent manifest taken after
+// since, whichever run it belongs to; ok is false when there is none. A
+// manifest is taken of a workspace the worker has made, so its run's
+// workspace exists beneath the worker's RECKON_DATA_DIR: a triage process
+// checks at start-up that it sees it too.
+func (s Store) Newest(ctx context.Context, since time.Time) (k Key, takenAt time.Time, ok bool, err error) {
+	err = s.Pool.QueryRow(ctx, newestSQL, since).Scan(&k.Project, &k.RunID, &k.OperationID, &k.Phase, &takenAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Key{}, time.Time{}, false, nil
+	}
+	if err != nil {
+		return Key{}, time.Time{}, false, fmt.Errorf("newest workspace manifest: %w", err)
+	}
+	return k, takenAt, true, nil
+}
+
 // PruneBatch deletes at most limit manifests taken more than retention ago
 // and returns how many it deleted; fewer than limit means none older is
 // left. One statement per batch keeps each delete's locks and WAL bounded.

@@ -4,6 +4,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/seed-7bc021c3/reckon/kernel"
+	"github.com/seed-7bc021c3/reckon/platform/promx"
 )
 
 // Metrics of the operations projection and the reconcile path. One per
@@ -19,25 +20,20 @@ type Metrics struct {
 // NewMetrics registers the operations metrics with reg (when not nil).
 func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
-		listSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: "reckon_operations_list_seconds",
-			Help: "Latency of one operations listing (one page, liveness and child summaries included), by outcome (ok, error).",
+		listSeconds: promx.HistogramVec("reckon_operations_list_seconds",
+			"Latency of one operations listing (one page, liveness and child summaries included), by outcome (ok, error).",
 			// The listing answers from indexes in a few milliseconds; the
 			// upper buckets are for liveness calls to a slow Temporal.
-			Buckets: []float64{.001, .0025, .005, .01, .02, .05, .1, .25, .5, 1, 2.5, 5},
-		}, []string{"outcome"}),
-		listed: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "reckon_operations_listed_total",
-			Help: "Unresolved operations returned by listings, by state (crash_window, stale_in_flight, failed_uncertain). A poll loop counts an operation once per poll.",
-		}, []string{"state"}),
-		degraded: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "reckon_operations_degraded_listings_total",
-			Help: "Listings answered degraded: some run's liveness could not be established (Temporal unreachable or the per-listing call budget spent).",
-		}),
-		reconciles: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "reckon_operations_reconciles_total",
-			Help: "Reconcile requests in their own transaction (the operator API), by basis and result (recorded, repeated, rejected, failed). Supervisor verdicts are counted by reckon_triage_verdicts_total.",
-		}, []string{"basis", "result"}),
+			[]float64{.001, .0025, .005, .01, .02, .05, .1, .25, .5, 1, 2.5, 5},
+			"outcome"),
+		listed: promx.CounterVec("reckon_operations_listed_total",
+			"Unresolved operations returned by listings, by state (crash_window, stale_in_flight, failed_uncertain). A poll loop counts an operation once per poll.",
+			"state"),
+		degraded: promx.Counter("reckon_operations_degraded_listings_total",
+			"Listings answered degraded: some run's liveness could not be established (Temporal unreachable or the per-listing call budget spent)."),
+		reconciles: promx.CounterVec("reckon_operations_reconciles_total",
+			"Reconcile requests in their own transaction (the operator API), by basis and result (recorded, repeated, rejected, failed). Supervisor verdicts are counted by reckon_triage_verdicts_total.",
+			"basis", "result"),
 	}
 	m.MustRegister(reg)
 	return m

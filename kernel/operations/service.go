@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/seed-7bc021c3/reckon/kernel"
@@ -359,36 +360,59 @@ func (s *Service) Projects(ctx context.Context) ([]string, error) {
 	return out, rows.Err()
 }
 
-// MaxKnownProjects bounds KnownProjects.
+// MaxKnownProjects bounds one page of KnownProjects.
 const MaxKnownProjects = 1000
 
-// KnownProjects returns the projects that have any event in the journal,
-// sorted by name, at most MaxKnownProjects (truncated says there are more).
-// Unlike Projects it is not bounded by the window nor by open operations:
-// a project whose operations the supervisor has all settled as unknown has
-// nothing open, yet its operator's queue is full. Its cost follows the
-// number of projects (a skip scan of an index), not of events.
-func (s *Service) KnownProjects(ctx context.Context) (projects []string, truncated bool, err error) {
-	rows, err := s.pool.Query(ctx, knownProjectsSQL, MaxKnownProjects+1)
+// ProjectsParams selects a page of KnownProjects: the projects after
+// After (the previous page's last), starting with Prefix, at most Limit
+// (0 means MaxKnownProjects).
+type ProjectsParams struct {
+	After, Prefix string
+	Limit         int
+}
+
+// ProjectsPage is a page of projects in name order; Next, when not empty,
+// is the After of the next page.
+type ProjectsPage struct {
+	Projects []string
+	Next     string
+}
+
+// KnownProjects returns a page of the projects that have any event in the
+// journal, sorted by name. Unlike Projects it is not bounded by the window
+// nor by open operations: a project whose operations the supervisor has
+// all settled as unknown has nothing open, yet its operator's queue is
+// full. Its cost follows the page's size (a skip scan of an index), not
+// the number of events.
+func (s *Service) KnownProjects(ctx context.Context, p ProjectsParams) (ProjectsPage, error) {
+	limit := p.Limit
+	if limit <= 0 || limit > MaxKnownProjects {
+		limit = MaxKnownProjects
+	}
+	from, inclusive := p.After, false
+	if p.Prefix > from {
+		from, inclusive = p.Prefix, true
+	}
+	rows, err := s.pool.Query(ctx, knownProjectsSQL, from, inclusive, p.Prefix, limit+1)
 	if err != nil {
-		return nil, false, fmt.Errorf("known projects: %w", err)
+		return ProjectsPage{}, fmt.Errorf("known projects: %w", err)
 	}
-	defer rows.Close()
-	out := []string{}
-	for rows.Next() {
-		var p string
-		if err := rows.Scan(&p); err != nil {
-			return nil, false, fmt.Errorf("known projects: %w", err)
-		}
-		out = append(out, p)
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return ProjectsPage{}, fmt.Errorf("known projects: %w", err)
 	}
-	if err := rows.Err(); err != nil {
-		return nil, false, fmt.Errorf("known projects: %w", err)
+	return PageOfProjects(out, limit), nil
+}
+
+// PageOfProjects cuts names (sorted, at most one past limit) to a page.
+func PageOfProjects(names []string, limit int) ProjectsPage {
+	if len(names) > limit {
+		return ProjectsPage{Projects: names[:limit], Next: names[limit-1]}
 	}
-	if len(out) > MaxKnownProjects {
-		return out[:MaxKnownProjects], true, nil
+	if names == nil {
+		names = []string{}
 	}
-	return out, false, nil
+	return ProjectsPage{Projects: names}
 }
 
 // livenessAnswer is one run's liveness within a listing.

@@ -109,16 +109,18 @@ ORDER BY 1`
 
 // knownProjectsSQL lists the journal's projects with a skip scan of an
 // index that leads with project (journal_events_run, journal_events_type_ts):
-// one index descent per project, however many events each has. $1 bounds
-// the answer.
+// one index descent per project, however many events each has. It starts
+// at $1 (included when $2), keeps the names that start with $3 and stops
+// at the first that does not, and returns at most $4.
 const knownProjectsSQL = `
 WITH RECURSIVE p(project) AS (
-    (SELECT project FROM journal_events ORDER BY project LIMIT 1)
+    (SELECT project FROM journal_events
+      WHERE project > $1 OR ($2 AND project = $1) ORDER BY project LIMIT 1)
   UNION ALL
     SELECT (SELECT e.project FROM journal_events e WHERE e.project > p.project ORDER BY e.project LIMIT 1)
-    FROM p WHERE p.project IS NOT NULL
+    FROM p WHERE p.project IS NOT NULL AND starts_with(p.project, $3)
 )
-SELECT project FROM p WHERE project IS NOT NULL LIMIT $1`
+SELECT project FROM p WHERE project IS NOT NULL AND starts_with(project, $3) LIMIT $4`
 
 // lockOperationSQL serializes reconciles of one operation until the end of
 // the caller's transaction.

@@ -76,15 +76,7 @@ func deliveryBatches() [][]kernel.Event {
 // ingested_at, in journal order, as text.
 func journalRows(t *testing.T, s *pgtest.Schema) []string {
 	t.Helper()
-	rows, err := s.Pool.Query(context.Background(), `SELECT (to_jsonb(j) - 'seq' - 'ingested_at')::text FROM journal_events j ORDER BY seq`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return pgtest.Strings(t, s.Pool, `SELECT (to_jsonb(j) - 'seq' - 'ingested_at')::text FROM journal_events j ORDER BY seq`)
 }
 
 // TestInDatabaseDeliveryWritesWhatIngestWrites: the publisher's delivery

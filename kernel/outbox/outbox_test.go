@@ -42,11 +42,7 @@ func events(run string, n int) []kernel.Event {
 
 func count(t *testing.T, s *pgtest.Schema, q string) int {
 	t.Helper()
-	var n int
-	if err := s.Pool.QueryRow(context.Background(), q).Scan(&n); err != nil {
-		t.Fatal(err)
-	}
-	return n
+	return pgtest.Int(t, s.Pool, q)
 }
 
 func enqueue(t *testing.T, s *pgtest.Schema, evs ...kernel.Event) {
@@ -325,11 +321,8 @@ func TestPublisherThroughHTTPIngestAPI(t *testing.T) {
 	srv := httptest.NewServer(api)
 	defer srv.Close()
 
-	agentEvents := events("http", 120)
-	for i := range agentEvents {
-		agentEvents[i].SourceID, agentEvents[i].Actor = "pub", "agent"
-	}
-	enqueue(t, s, agentEvents...)
+	evs := agentEvents("http", 120)
+	enqueue(t, s, evs...)
 	// A reader token cannot ingest: the delivery fails and is retried, not dropped.
 	bad := outbox.NewPublisher(s.Pool, httpapi.NewJournalClient(srv.URL, "reader-secret"), fastCfg(), nil, zerolog.Nop())
 	if _, err := bad.PublishOnce(ctx); err == nil {
@@ -791,10 +784,7 @@ func TestPublisherRetriesHTTPAnswersThatRejectNoEvent(t *testing.T) {
 				_, _ = w.Write([]byte(`{"error": "not now"}`))
 			}))
 			defer srv.Close()
-			evs := events("transient", 3)
-			for i := range evs {
-				evs[i].SourceID, evs[i].Actor = "pub", "agent"
-			}
+			evs := agentEvents("transient", 3)
 			enqueue(t, s, evs...)
 			p := outbox.NewPublisher(s.Pool, httpapi.NewJournalClient(srv.URL, "secret"), fastCfg(), nil, zerolog.Nop())
 			if _, err := p.PublishOnce(context.Background()); err == nil {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/pgplan"
+	"github.com/seed-7bc021c3/reckon/platform/promx"
 )
 
 // Config tunes a Publisher. Zero values take the defaults.
@@ -75,26 +76,17 @@ type Metrics struct {
 // gauges of backlog and oldest undelivered age read from pool at scrape time.
 func NewMetrics(reg prometheus.Registerer, pool *pgxpool.Pool) *Metrics {
 	m := &Metrics{
-		delivered: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "reckon_outbox_delivered_total",
-			Help: "Outbox rows marked delivered, by the journal's answer (accepted, repeated).",
-		}, []string{"status"}),
-		parked: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "reckon_outbox_parked_total",
-			Help: "Outbox rows parked because the journal answered conflict.",
-		}),
-		failures: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "reckon_outbox_delivery_failures_total",
-			Help: "Batch deliveries that failed and were scheduled for retry.",
-		}),
-		pruned: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "reckon_outbox_pruned_total",
-			Help: "Delivered outbox rows deleted after the retention period.",
-		}),
-		loopErrors: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "reckon_outbox_publish_errors_total",
-			Help: "Publisher passes that failed as a whole (e.g. the database unreachable), each followed by a capped, jittered backoff.",
-		}),
+		delivered: promx.CounterVec("reckon_outbox_delivered_total",
+			"Outbox rows marked delivered, by the journal's answer (accepted, repeated).",
+			"status"),
+		parked: promx.Counter("reckon_outbox_parked_total",
+			"Outbox rows parked because the journal answered conflict."),
+		failures: promx.Counter("reckon_outbox_delivery_failures_total",
+			"Batch deliveries that failed and were scheduled for retry."),
+		pruned: promx.Counter("reckon_outbox_pruned_total",
+			"Delivered outbox rows deleted after the retention period."),
+		loopErrors: promx.Counter("reckon_outbox_publish_errors_total",
+			"Publisher passes that failed as a whole (e.g. the database unreachable), each followed by a capped, jittered backoff."),
 	}
 	m.MustRegister(reg, pool)
 	return m
@@ -131,10 +123,8 @@ func newStatsCollector(pool *pgxpool.Pool) *statsCollector {
 		oldest:  prometheus.NewDesc("reckon_outbox_oldest_undelivered_age_seconds", "Age of the oldest undelivered outbox row.", nil, nil),
 		parked:  prometheus.NewDesc("reckon_outbox_parked_rows", "Outbox rows currently parked on a conflict.", nil, nil),
 		up:      prometheus.NewDesc("reckon_outbox_stats_up", "1 when the outbox gauges could be read from the database at this scrape, 0 when not.", nil, nil),
-		scrapeErrors: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "reckon_outbox_stats_scrape_errors_total",
-			Help: "Scrapes at which the outbox gauges could not be read from the database.",
-		}),
+		scrapeErrors: promx.Counter("reckon_outbox_stats_scrape_errors_total",
+			"Scrapes at which the outbox gauges could not be read from the database."),
 	}
 }
 

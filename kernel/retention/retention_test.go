@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/seed-7bc021c3/reckon/internal/pgtest"
@@ -19,15 +18,7 @@ import (
 // ops lists the operation ids left in table, sorted.
 func ops(t *testing.T, pool *pgxpool.Pool, table string) []string {
 	t.Helper()
-	rows, err := pool.Query(context.Background(), "SELECT operation_id FROM "+table+" ORDER BY operation_id")
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		t.Fatal(err)
-	}
-	return got
+	return pgtest.Strings(t, pool, "SELECT operation_id FROM "+table+" ORDER BY operation_id")
 }
 
 // TestPruneEvidence: rows taken longer ago than the retention go, newer

@@ -4,12 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"net/http/httptest"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 
 	"github.com/seed-7bc021c3/reckon/internal/mcpserver"
+	"github.com/seed-7bc021c3/reckon/internal/npmtest"
 	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/fault"
 	"github.com/seed-7bc021c3/reckon/tool/mcptool"
@@ -120,16 +119,7 @@ func TestMCPDrillCreateIssueFaultAfterEffect(t *testing.T) {
 // tool.failed(effect=uncertain) is journaled.
 func TestMCPDrillWriteFileFaultAfterEffect(t *testing.T) {
 	t.Parallel()
-	if _, err := exec.LookPath("node"); err != nil {
-		t.Skip("node is not installed: this MCP interop drill needs Node.js (e.g. apt-get install nodejs npm, then scripts/ensure-deps.sh)")
-	}
-	entry, err := filepath.Abs(filepath.Join("..", "..", "testdata", "npm", "node_modules", "@modelcontextprotocol", "server-filesystem", "dist", "index.js"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(entry); err != nil {
-		t.Fatalf("@modelcontextprotocol/server-filesystem is not installed: run scripts/ensure-deps.sh (npm ci in testdata/npm): %v", err)
-	}
+	entry := npmtest.Entry(t, "server-filesystem")
 	tools := mcpTools(t, []mcptool.ServerConfig{{Name: "fs", Command: []string{"node", entry, "{workspace}"}}}, "mcp__write_file")
 	e := newEnv(t, envOpts{fault: fault.Config{AfterEffect: "mcp__write_file"}, extra: tools})
 	ws := e.workspace("fsdrill")

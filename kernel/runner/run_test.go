@@ -230,6 +230,37 @@ func TestDelegatedChildFailureUnsettled(t *testing.T) {
 	}
 }
 
+// startUntilBegun starts run id with plan and returns once its first
+// command has written begin.txt to the workspace.
+func (e *env) startUntilBegun(ctx context.Context, t *testing.T, id string, plan Plan) {
+	t.Helper()
+	if _, _, err := e.starter.StartUnchecked(ctx, StartParams{Project: e.project, RunID: id, Plan: plan}); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(e.workspace(id), "begin.txt")); err == nil {
+			return
+		}
+		if ctx.Err() != nil {
+			t.Fatal("the command never began")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// cancelRun cancels run id, which must then fail rather than complete,
+// and returns its events.
+func (e *env) cancelRun(ctx context.Context, t *testing.T, id string) []kernel.Event {
+	t.Helper()
+	if err := temporalConn.Client.CancelWorkflow(ctx, kernel.WorkflowID(e.project, id), ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.wait(ctx, id); err == nil {
+		t.Fatal("canceled run completed")
+	}
+	return e.events(id)
+}
+
 // Canceling a run mid-command: the command is stopped, its operation is
 // recorded as uncertain (it ran for a while) and run.failed says why.
 func TestCancelRunMidCommand(t *testing.T) {
@@ -238,25 +269,8 @@ func TestCancelRunMidCommand(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	plan := Plan{Steps: []Step{cmd("echo begin > begin.txt; sleep 20; echo end > end.txt"), cmd("echo never > never.txt")}}
-	if _, _, err := e.starter.StartUnchecked(ctx, StartParams{Project: e.project, RunID: "c1", Plan: plan}); err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(e.workspace("c1"), "begin.txt")); err == nil {
-			break
-		}
-		if ctx.Err() != nil {
-			t.Fatal("the command never began")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	if err := temporalConn.Client.CancelWorkflow(ctx, kernel.WorkflowID(e.project, "c1"), ""); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.wait(ctx, "c1"); err == nil {
-		t.Fatal("canceled run completed")
-	}
-	evs := e.events("c1")
+	e.startUntilBegun(ctx, t, "c1", plan)
+	evs := e.cancelRun(ctx, t, "c1")
 	wantShape(t, evs, "run.started", "tool.started op-1", "tool.failed op-1 activity_failed effect=uncertain", "run.failed")
 	if msg := data(t, evs[3])["error"].(string); !strings.Contains(msg, "canceled") || !strings.Contains(msg, "op-1") {
 		t.Fatalf("run.failed error = %q", msg)
@@ -295,25 +309,8 @@ func TestCancelRunDoesNotReissue(t *testing.T) {
 	step := cmd("echo begin >> begin.txt; sleep 20; echo end > end.txt")
 	step.OnUncertain = OnUncertainReissue
 	plan := Plan{Steps: []Step{step, cmd("echo never > never.txt")}}
-	if _, _, err := e.starter.StartUnchecked(ctx, StartParams{Project: e.project, RunID: "c2", Plan: plan}); err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(e.workspace("c2"), "begin.txt")); err == nil {
-			break
-		}
-		if ctx.Err() != nil {
-			t.Fatal("the command never began")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	if err := temporalConn.Client.CancelWorkflow(ctx, kernel.WorkflowID(e.project, "c2"), ""); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.wait(ctx, "c2"); err == nil {
-		t.Fatal("canceled run completed")
-	}
-	evs := e.events("c2")
+	e.startUntilBegun(ctx, t, "c2", plan)
+	evs := e.cancelRun(ctx, t, "c2")
 	wantShape(t, evs, "run.started", "tool.started op-1", "tool.failed op-1 activity_failed effect=uncertain", "run.failed")
 	if got := e.readFile("c2", "begin.txt"); got != "begin\n" {
 		t.Fatalf("begin.txt = %q: the command ran more than once", got)
@@ -338,18 +335,7 @@ func TestCancelDuringRecordKeepsTheOutcome(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = lockTx.Rollback(context.Background()) }()
-	if _, _, err := e.starter.StartUnchecked(ctx, StartParams{Project: e.project, RunID: "c3", Plan: plan}); err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(e.workspace("c3"), "begin.txt")); err == nil {
-			break
-		}
-		if ctx.Err() != nil {
-			t.Fatal("the command never began")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	e.startUntilBegun(ctx, t, "c3", plan)
 	if _, err := lockTx.Exec(ctx, "LOCK TABLE kernel_event_outbox IN EXCLUSIVE MODE"); err != nil {
 		t.Fatal(err)
 	}

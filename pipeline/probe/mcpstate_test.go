@@ -3,12 +3,12 @@ package probe
 import (
 	"context"
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/seed-7bc021c3/reckon/internal/npmtest"
 	"github.com/seed-7bc021c3/reckon/internal/pgtest"
 	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/priorstate"
@@ -21,13 +21,7 @@ import (
 // call, then the probe reads the graph back.
 func TestMCPStateMemoryServer(t *testing.T) {
 	t.Parallel()
-	entry, err := filepath.Abs(filepath.Join("..", "..", "testdata", "npm", "node_modules", "@modelcontextprotocol", "server-memory", "dist", "index.js"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(entry); err != nil {
-		t.Fatalf("@modelcontextprotocol/server-memory is not installed: run scripts/ensure-deps.sh: %v", err)
-	}
+	entry := npmtest.Entry(t, "server-memory")
 	db := pgtest.New(t)
 	ctx := context.Background()
 	priors := priorstate.Store{Pool: db.Pool}

@@ -1,7 +1,6 @@
 package supervisor
 
 import (
-	"context"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -54,13 +53,7 @@ func agentWall() pipeline.Wall {
 func TestOnlyKernelFactsAreEvidence(t *testing.T) {
 	t.Parallel()
 	w := agentWall()
-	d, err := Builtin{}.Decide(context.Background(), w)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := Validate(w, d); err != nil {
-		t.Fatal(err)
-	}
+	d := decideValid(t, w)
 	want := map[string]string{
 		"op-agent-validation":  kernel.EffectUnknown,
 		"op-agent-child":       kernel.EffectUnknown,
@@ -279,7 +272,7 @@ func TestProveRejectsFindingsWithoutTheirPreconditions(t *testing.T) {
 			continue
 		}
 		w := pipeline.Wall{Project: "p", RunID: "r", Part: 1, Parts: 1, Operations: []pipeline.WallOperation{op}}
-		d, _ := Builtin{}.Decide(context.Background(), w)
+		d := decideValid(t, w)
 		if v := d.Operations[0]; v.Effect != kernel.EffectUnknown || !d.NeedsAttention || !strings.Contains(v.Note, c.why) {
 			t.Errorf("%s: the built-in answered %s (%q), want unknown saying %q", c.name, v.Effect, v.Note, c.why)
 		}

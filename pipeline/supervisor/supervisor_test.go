@@ -48,9 +48,9 @@ func testWall() pipeline.Wall {
 	}
 }
 
-func TestBuiltinDecidesOnlyWhatEvidenceSupports(t *testing.T) {
-	t.Parallel()
-	w := testWall()
+// decideValid is Builtin's decision on w, which must pass Validate.
+func decideValid(t *testing.T, w pipeline.Wall) pipeline.Decision {
+	t.Helper()
 	d, err := Builtin{}.Decide(context.Background(), w)
 	if err != nil {
 		t.Fatal(err)
@@ -58,6 +58,13 @@ func TestBuiltinDecidesOnlyWhatEvidenceSupports(t *testing.T) {
 	if err := Validate(w, d); err != nil {
 		t.Fatalf("builtin output invalid: %v", err)
 	}
+	return d
+}
+
+func TestBuiltinDecidesOnlyWhatEvidenceSupports(t *testing.T) {
+	t.Parallel()
+	w := testWall()
+	d := decideValid(t, w)
 	want := map[string][2]string{
 		"op-1": {kernel.EffectUnknown, kernel.BasisInference},  // crash-style failure, no evidence
 		"op-2": {kernel.EffectOccurred, kernel.BasisProbe},     // probe proof
@@ -89,15 +96,8 @@ func TestBuiltinAllSettledNeedsNoAttention(t *testing.T) {
 	t.Parallel()
 	w := testWall()
 	w.Operations = w.Operations[1:4]
-	d, err := Builtin{}.Decide(context.Background(), w)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if d.NeedsAttention {
+	if d := decideValid(t, w); d.NeedsAttention {
 		t.Fatalf("all decided from evidence, yet needs attention: %+v", d)
-	}
-	if err := Validate(w, d); err != nil {
-		t.Fatal(err)
 	}
 }
 

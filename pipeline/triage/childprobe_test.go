@@ -40,18 +40,5 @@ func TestChildProbeIgnoresAgentReportedDelegations(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	sw := e.sweeper(Config{Probes: probe.Set{probe.Child{Journal: e.j}}})
-	rep, err := sw.Sweep(context.Background(), SweepParams{Project: "acme", RunID: "agent-run"})
-	if err != nil || rep.Journaled != 1 {
-		t.Fatalf("sweep: %+v %v", rep, err)
-	}
-	e.drain()
-	recs := e.reconciled("agent-run")
-	var d kernel.Reconciliation
-	if len(recs["op-1"]) != 1 || recs["op-1"][0].DecodeData(&d) != nil {
-		t.Fatalf("reconciliations: %+v", recs)
-	}
-	if d.Basis == kernel.BasisProbe || d.Effect != kernel.EffectUnknown {
-		t.Fatalf("an agent's own account of its delegation settled it: effect %s basis %s, evidence %s", d.Effect, d.Basis, d.Evidence)
-	}
+	e.sweepAgentRunUnsettled(probe.Set{probe.Child{Journal: e.j}}, "an agent's own account of its delegation settled it")
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/seed-7bc021c3/reckon/kernel/journal"
 	"github.com/seed-7bc021c3/reckon/kernel/operations"
 	"github.com/seed-7bc021c3/reckon/pipeline"
+	"github.com/seed-7bc021c3/reckon/pipeline/probe"
 )
 
 // env is one test's bundle (reckontest) on the real clock, with the
@@ -209,21 +210,34 @@ func (e *env) reconciled(run string) map[string][]journal.StoredEvent {
 // outboxRows counts all outbox rows.
 func (e *env) outboxRows() int {
 	e.t.Helper()
-	var n int
-	if err := e.s.Pool.QueryRow(context.Background(), "SELECT count(*) FROM kernel_event_outbox").Scan(&n); err != nil {
-		e.t.Fatal(err)
-	}
-	return n
+	return pgtest.Int(e.t, e.s.Pool, "SELECT count(*) FROM kernel_event_outbox")
 }
 
 // outboxPending counts undelivered, unparked outbox rows.
 func (e *env) outboxPending() int {
 	e.t.Helper()
-	var n int
-	if err := e.s.Pool.QueryRow(context.Background(), "SELECT count(*) FROM kernel_event_outbox_undelivered").Scan(&n); err != nil {
-		e.t.Fatal(err)
+	return pgtest.Int(e.t, e.s.Pool, "SELECT count(*) FROM kernel_event_outbox_undelivered")
+}
+
+// sweepAgentRunUnsettled sweeps agent-run with probes, expecting one wall
+// journaled, and fails the test unless op-1's one reconciliation leaves
+// it unknown on no probe's proof: the agent's own account settled
+// nothing; why names that account.
+func (e *env) sweepAgentRunUnsettled(probes probe.Set, why string) {
+	e.t.Helper()
+	rep, err := e.sweeper(Config{Probes: probes}).Sweep(context.Background(), SweepParams{Project: "acme", RunID: "agent-run"})
+	if err != nil || rep.Journaled != 1 {
+		e.t.Fatalf("sweep: %+v %v", rep, err)
 	}
-	return n
+	e.drain()
+	recs := e.reconciled("agent-run")
+	var d kernel.Reconciliation
+	if len(recs["op-1"]) != 1 || recs["op-1"][0].DecodeData(&d) != nil {
+		e.t.Fatalf("reconciliations: %+v", recs)
+	}
+	if d.Basis == kernel.BasisProbe || d.Effect != kernel.EffectUnknown {
+		e.t.Fatalf("%s: effect %s basis %s, evidence %s", why, d.Effect, d.Basis, d.Evidence)
+	}
 }
 
 func (e *env) humanReconcile(run, op, effect string) kernel.Event {

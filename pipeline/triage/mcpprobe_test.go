@@ -57,26 +57,15 @@ func TestMCPProbeIgnoresAgentReportedCalls(t *testing.T) {
 	owners := operations.Owners{Pool: e.s.Pool}
 	mcp := probe.MCP{Looker: probe.MCPClient{Servers: []mcptool.ServerConfig{{Name: "issues", URL: hs.URL + mcpserver.HTTPPath}}, Timeout: 10 * time.Second},
 		Owners: owners}
-	rep, err := e.sweeper(Config{Probes: probe.Set{mcp}}).Sweep(context.Background(), SweepParams{Project: "acme", RunID: "agent-run"})
-	if err != nil || rep.Journaled != 1 {
-		t.Fatalf("sweep: %+v %v", rep, err)
-	}
-	e.drain()
-	recs := e.reconciled("agent-run")
-	var d kernel.Reconciliation
-	if len(recs["op-1"]) != 1 || recs["op-1"][0].DecodeData(&d) != nil {
-		t.Fatalf("reconciliations: %+v", recs)
-	}
-	if d.Basis == kernel.BasisProbe || d.Effect != kernel.EffectUnknown {
-		t.Fatalf("an agent's own MCP call settled by the lookup of a key it never sent: effect %s basis %s, evidence %s", d.Effect, d.Basis, d.Evidence)
-	}
+	e.sweepAgentRunUnsettled(probe.Set{mcp}, "an agent's own MCP call settled by the lookup of a key it never sent")
 
-	rep, err = e.sweeper(Config{Probes: probe.Set{mcp}}).Sweep(context.Background(), SweepParams{Project: "acme", RunID: "gw-run"})
+	rep, err := e.sweeper(Config{Probes: probe.Set{mcp}}).Sweep(context.Background(), SweepParams{Project: "acme", RunID: "gw-run"})
 	if err != nil || rep.Journaled != 1 {
 		t.Fatalf("sweep of the gateway run: %+v %v", rep, err)
 	}
 	e.drain()
-	recs = e.reconciled("gw-run")
+	recs := e.reconciled("gw-run")
+	var d kernel.Reconciliation
 	if len(recs["op-1"]) != 1 || recs["op-1"][0].DecodeData(&d) != nil || d.Basis != kernel.BasisProbe || d.Effect != kernel.EffectNone {
 		t.Fatalf("gateway call: %+v", d)
 	}

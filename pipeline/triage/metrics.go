@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/seed-7bc021c3/reckon/platform/promx"
 )
 
 // Metrics of the triage pipeline.
@@ -29,37 +31,29 @@ const (
 // NewMetrics registers the pipeline metrics with reg (when not nil).
 func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
-		walls: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "reckon_triage_walls_total",
-			Help: "Walls triaged, by outcome (journaled, failed, locked, settled, dry_run, budget; deferred and unavailable count runs with operations left for a later sweep).",
-		}, []string{"outcome"}),
-		verdicts: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "reckon_triage_verdicts_total",
-			Help: "Supervisor operation verdicts journaled, by effect and basis.",
-		}, []string{"effect", "basis"}),
-		invalid: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "reckon_supervisor_invalid_outputs_total",
-			Help: "Supervisor outputs rejected by validation, by supervisor.",
-		}, []string{"supervisor"}),
-		decide: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "reckon_supervisor_decide_seconds",
-			Help:    "Time for a supervisor to decide one wall, retries included.",
-			Buckets: []float64{.001, .01, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120},
-		}, []string{"supervisor", "outcome"}),
-		calls: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "reckon_supervisor_model_latency_seconds",
-			Help:    "Latency of single model calls (chat completions), by outcome.",
-			Buckets: []float64{.05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120},
-		}, []string{"outcome"}),
-		writes: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "reckon_triage_wall_writes_total",
-			Help: "Walls written, by path: on_read (one round trip, on the run as read under its triage lock), checked (read again under the operations' locks first); reread counts the on_read attempts that found the run changed (an operator's ruling, a late event) and went the checked way.",
-		}, []string{"path"}),
-		sweeps: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    "reckon_triage_sweep_duration_seconds",
-			Help:    "Duration of whole triage sweeps.",
-			Buckets: []float64{.01, .05, .1, .5, 1, 5, 10, 30, 60, 300, 900},
-		}),
+		walls: promx.CounterVec("reckon_triage_walls_total",
+			"Walls triaged, by outcome (journaled, failed, locked, settled, dry_run, budget; deferred and unavailable count runs with operations left for a later sweep).",
+			"outcome"),
+		verdicts: promx.CounterVec("reckon_triage_verdicts_total",
+			"Supervisor operation verdicts journaled, by effect and basis.",
+			"effect", "basis"),
+		invalid: promx.CounterVec("reckon_supervisor_invalid_outputs_total",
+			"Supervisor outputs rejected by validation, by supervisor.",
+			"supervisor"),
+		decide: promx.HistogramVec("reckon_supervisor_decide_seconds",
+			"Time for a supervisor to decide one wall, retries included.",
+			[]float64{.001, .01, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120},
+			"supervisor", "outcome"),
+		calls: promx.HistogramVec("reckon_supervisor_model_latency_seconds",
+			"Latency of single model calls (chat completions), by outcome.",
+			[]float64{.05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120},
+			"outcome"),
+		writes: promx.CounterVec("reckon_triage_wall_writes_total",
+			"Walls written, by path: on_read (one round trip, on the run as read under its triage lock), checked (read again under the operations' locks first); reread counts the on_read attempts that found the run changed (an operator's ruling, a late event) and went the checked way.",
+			"path"),
+		sweeps: promx.Histogram("reckon_triage_sweep_duration_seconds",
+			"Duration of whole triage sweeps.",
+			[]float64{.01, .05, .1, .5, 1, 5, 10, 30, 60, 300, 900}),
 	}
 	if reg != nil {
 		// A second sweeper in the same process (demo's on-demand sweep

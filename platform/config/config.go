@@ -25,6 +25,10 @@ type Config struct {
 	TemporalNamespace string
 	TaskQueue         string
 	HTTPAddr          string
+	// HTTPMaxConnsPerClient caps the API connections one client address
+	// holds open at once (RECKON_HTTP_MAX_CONNS_PER_CLIENT, default 128;
+	// 0: no cap). Behind a proxy, every client shares its address.
+	HTTPMaxConnsPerClient int
 	// MetricsAddr, when set, serves this process's /metrics on its own
 	// listener (RECKON_METRICS_ADDR), so every serve role can be scraped,
 	// not only the API's.
@@ -188,6 +192,10 @@ func LoadFrom(getenv func(string) string) (Config, error) {
 	default:
 		return Config{}, &Error{"RECKON_SANDBOX_UNCONFINED", fmt.Sprintf("must be 1 or 0, got %q", v)}
 	}
+	v := get("RECKON_HTTP_MAX_CONNS_PER_CLIENT", "128")
+	if c.HTTPMaxConnsPerClient, err = strconv.Atoi(v); err != nil || c.HTTPMaxConnsPerClient < 0 {
+		return Config{}, &Error{"RECKON_HTTP_MAX_CONNS_PER_CLIENT", fmt.Sprintf("must be a whole number, 0 for no cap, got %q", v)}
+	}
 	if c.SandboxMaxProcs, err = count(get, "RECKON_SANDBOX_MAX_PROCS", 256, 16); err != nil {
 		return Config{}, err
 	}
@@ -206,7 +214,7 @@ func LoadFrom(getenv func(string) string) (Config, error) {
 	if c.EvidenceRetention < MinEvidenceRetention {
 		return Config{}, &Error{"RECKON_EVIDENCE_RETENTION", fmt.Sprintf("must be at least %s (evidence must outlive a sweep to be read), got %q", MinEvidenceRetention, get("RECKON_EVIDENCE_RETENTION", ""))}
 	}
-	v := get("RECKON_MANIFEST_MAX_FILES", "100000")
+	v = get("RECKON_MANIFEST_MAX_FILES", "100000")
 	if c.ManifestMaxFiles, err = strconv.Atoi(v); err != nil || c.ManifestMaxFiles < 1 {
 		return Config{}, &Error{"RECKON_MANIFEST_MAX_FILES", fmt.Sprintf("must be a whole number of at least 1, got %q", v)}
 	}

@@ -7,9 +7,15 @@ import (
 	"time"
 )
 
+// loadEnv loads the configuration from env alone: a variable not in it is
+// unset.
+func loadEnv(env map[string]string) (Config, error) {
+	return LoadFrom(func(k string) string { return env[k] })
+}
+
 func TestDefaults(t *testing.T) {
 	t.Parallel()
-	c, err := LoadFrom(func(string) string { return "" })
+	c, err := loadEnv(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -26,23 +32,13 @@ func TestDefaults(t *testing.T) {
 func TestToolHeartbeatTimeout(t *testing.T) {
 	t.Parallel()
 	for v, want := range map[string]time.Duration{"4s": 4 * time.Second, "1m": time.Minute} {
-		c, err := LoadFrom(func(name string) string {
-			if name == "RECKON_TOOL_HEARTBEAT_TIMEOUT" {
-				return v
-			}
-			return ""
-		})
+		c, err := loadEnv(map[string]string{"RECKON_TOOL_HEARTBEAT_TIMEOUT": v})
 		if err != nil || c.ToolHeartbeatTimeout != want {
 			t.Errorf("RECKON_TOOL_HEARTBEAT_TIMEOUT=%s: got %s, %v; want %s", v, c.ToolHeartbeatTimeout, err, want)
 		}
 	}
 	for _, v := range []string{"ten seconds", "0s", "-3s"} {
-		if _, err := LoadFrom(func(name string) string {
-			if name == "RECKON_TOOL_HEARTBEAT_TIMEOUT" {
-				return v
-			}
-			return ""
-		}); err == nil || !strings.Contains(err.Error(), "RECKON_TOOL_HEARTBEAT_TIMEOUT") {
+		if _, err := loadEnv(map[string]string{"RECKON_TOOL_HEARTBEAT_TIMEOUT": v}); err == nil || !strings.Contains(err.Error(), "RECKON_TOOL_HEARTBEAT_TIMEOUT") {
 			t.Errorf("RECKON_TOOL_HEARTBEAT_TIMEOUT=%q: error %v", v, err)
 		}
 	}
@@ -64,12 +60,7 @@ func TestErrorsNameTheVariable(t *testing.T) {
 		"RECKON_TLS_CERT_FILE": "/etc/reckon/tls.crt",
 		"RECKON_TLS_KEY_FILE":  "/etc/reckon/tls.key",
 	} {
-		_, err := LoadFrom(func(name string) string {
-			if name == k {
-				return v
-			}
-			return ""
-		})
+		_, err := loadEnv(map[string]string{k: v})
 		if err == nil {
 			t.Errorf("%s=%q accepted", k, v)
 			continue
@@ -82,14 +73,11 @@ func TestErrorsNameTheVariable(t *testing.T) {
 
 func TestSandboxLimits(t *testing.T) {
 	t.Parallel()
-	load := func(env map[string]string) (Config, error) {
-		return LoadFrom(func(k string) string { return env[k] })
-	}
-	c, err := load(nil)
+	c, err := loadEnv(nil)
 	if err != nil || c.SandboxMaxProcs != 256 || c.SandboxMaxMemory != 1<<30 || c.SandboxMaxFileSize != 1<<30 || c.SandboxUID != 65534 || c.SandboxGID != 65534 {
 		t.Fatalf("defaults: %+v %v", c, err)
 	}
-	c, err = load(map[string]string{"RECKON_SANDBOX_MAX_PROCS": "64", "RECKON_SANDBOX_MAX_MEMORY": "512MiB",
+	c, err = loadEnv(map[string]string{"RECKON_SANDBOX_MAX_PROCS": "64", "RECKON_SANDBOX_MAX_MEMORY": "512MiB",
 		"RECKON_SANDBOX_MAX_FILE_SIZE": "268435456", "RECKON_SANDBOX_UID": "990:991"})
 	if err != nil || c.SandboxMaxProcs != 64 || c.SandboxMaxMemory != 512<<20 || c.SandboxMaxFileSize != 256<<20 || c.SandboxUID != 990 || c.SandboxGID != 991 {
 		t.Fatalf("set: %+v %v", c, err)
@@ -105,13 +93,13 @@ func TestSandboxLimits(t *testing.T) {
 		"RECKON_SANDBOX_MAX_FILE_SIZE": "10PB",
 		"RECKON_SANDBOX_UID":           "0",
 	} {
-		_, err := load(map[string]string{k: v})
+		_, err := loadEnv(map[string]string{k: v})
 		if err == nil || !strings.Contains(err.Error(), k) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("%s=%q: %v, want one line naming the variable", k, v, err)
 		}
 	}
 	for k, v := range map[string]string{"RECKON_SANDBOX_MAX_PROCS": "2", "RECKON_SANDBOX_MAX_MEMORY": "1M", "RECKON_SANDBOX_UID": "65534:0"} {
-		if _, err := load(map[string]string{k: v}); err == nil || !strings.Contains(err.Error(), k) {
+		if _, err := loadEnv(map[string]string{k: v}); err == nil || !strings.Contains(err.Error(), k) {
 			t.Errorf("%s=%q accepted: %v", k, v, err)
 		}
 	}
@@ -119,37 +107,27 @@ func TestSandboxLimits(t *testing.T) {
 
 func TestManifestCaps(t *testing.T) {
 	t.Parallel()
-	load := func(env map[string]string) (Config, error) {
-		return LoadFrom(func(k string) string { return env[k] })
-	}
-	c, err := load(nil)
+	c, err := loadEnv(nil)
 	if err != nil || c.ManifestMaxFiles != 100000 || c.ManifestBudget != 10*time.Second {
 		t.Fatalf("defaults: %d %s %v", c.ManifestMaxFiles, c.ManifestBudget, err)
 	}
-	c, err = load(map[string]string{"RECKON_MANIFEST_MAX_FILES": "5000", "RECKON_MANIFEST_BUDGET": "2s"})
+	c, err = loadEnv(map[string]string{"RECKON_MANIFEST_MAX_FILES": "5000", "RECKON_MANIFEST_BUDGET": "2s"})
 	if err != nil || c.ManifestMaxFiles != 5000 || c.ManifestBudget != 2*time.Second {
 		t.Fatalf("set: %d %s %v", c.ManifestMaxFiles, c.ManifestBudget, err)
 	}
 	for k, v := range map[string]string{"RECKON_MANIFEST_MAX_FILES": "0", "RECKON_MANIFEST_BUDGET": "soon"} {
-		if _, err := load(map[string]string{k: v}); err == nil || !strings.Contains(err.Error(), k) {
+		if _, err := loadEnv(map[string]string{k: v}); err == nil || !strings.Contains(err.Error(), k) {
 			t.Errorf("%s=%q: %v, want an error naming the variable", k, v, err)
 		}
 	}
-	if _, err := load(map[string]string{"RECKON_MANIFEST_MAX_FILES": "lots"}); err == nil {
+	if _, err := loadEnv(map[string]string{"RECKON_MANIFEST_MAX_FILES": "lots"}); err == nil {
 		t.Error("a non-number cap was accepted")
 	}
 }
 
 func TestEvidenceRetention(t *testing.T) {
 	t.Parallel()
-	load := func(v string) (Config, error) {
-		return LoadFrom(func(k string) string {
-			if k == "RECKON_EVIDENCE_RETENTION" {
-				return v
-			}
-			return ""
-		})
-	}
+	load := func(v string) (Config, error) { return loadEnv(map[string]string{"RECKON_EVIDENCE_RETENTION": v}) }
 	for v, want := range map[string]time.Duration{"": 720 * time.Hour, "168h": 168 * time.Hour, "1h": time.Hour} {
 		if c, err := load(v); err != nil || c.EvidenceRetention != want {
 			t.Errorf("RECKON_EVIDENCE_RETENTION=%q: got %s, %v; want %s", v, c.EvidenceRetention, err, want)
@@ -169,15 +147,7 @@ func TestEvidenceRetention(t *testing.T) {
 func TestWarnings(t *testing.T) {
 	t.Parallel()
 	load := func(retention, window string) Config {
-		c, err := LoadFrom(func(k string) string {
-			switch k {
-			case "RECKON_EVIDENCE_RETENTION":
-				return retention
-			case "RECKON_OPERATIONS_WINDOW":
-				return window
-			}
-			return ""
-		})
+		c, err := loadEnv(map[string]string{"RECKON_EVIDENCE_RETENTION": retention, "RECKON_OPERATIONS_WINDOW": window})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -147,6 +147,18 @@ test('operator console', async (t) => {
     await row('ops', 'deploy-42', 'op-1').waitFor();
   });
 
+  await t.test('the project search narrows the picker to names that start with it', async () => {
+    const options = () => page.evaluate(() => Array.from(document.querySelectorAll('#project option'), (o) => o.value).filter(Boolean).join(','));
+    // The chosen project stays in the picker whatever the search.
+    await page.locator('#project-q').fill('x');
+    await page.waitForFunction((p) => Array.from(document.querySelectorAll('#project option'), (o) => o.value).filter(Boolean).join(',') === p, project, { timeout: REFRESH });
+    await page.locator('#project-q').fill('ze');
+    await page.waitForFunction((p) => Array.from(document.querySelectorAll('#project option'), (o) => o.value).filter(Boolean).join(',') === p + ',zeta', project, { timeout: REFRESH });
+    await page.locator('#project-q').fill('');
+    await page.waitForFunction(() => Array.from(document.querySelectorAll('#project option'), (o) => o.value).join(',') === 'acme,zeta', null, { timeout: REFRESH });
+    assert.equal(await options(), 'acme,zeta');
+  });
+
   await t.test("an agent's text is shown as text, never run", async () => {
     await row('ops', 'agent-7', 'op-1').locator('a', { hasText: 'op-1' }).click();
     await waitText('#history', '<script>window.pwned=2</script>upstream timed out');

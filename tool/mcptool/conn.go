@@ -53,6 +53,12 @@ func (c ServerConfig) RunScoped() []string {
 // no deadline, and a server that never answers initialize would hold it
 // forever.
 func Dial(ctx context.Context, cfg ServerConfig, opts Config, project string, copts *mcp.ClientOptions) (*Conn, error) {
+	return DialClient(ctx, cfg, opts, project, NewClient(copts))
+}
+
+// DialClient is Dial over client (built with NewClient), for a caller that
+// adds middleware to the client first.
+func DialClient(ctx context.Context, cfg ServerConfig, opts Config, project string, client *mcp.Client) (*Conn, error) {
 	if err := Check([]ServerConfig{cfg}); err != nil {
 		return nil, fmt.Errorf("mcp server%v", err)
 	}
@@ -60,7 +66,7 @@ func Dial(ctx context.Context, cfg ServerConfig, opts Config, project string, co
 	s := &server{cfg: cfg, opts: &o}
 	cctx, cancel := context.WithTimeout(ctx, cfg.timeout(o.Timeout))
 	defer cancel()
-	c, err := s.connect(cctx, "", project, "", "", copts)
+	c, err := s.connectClient(cctx, "", project, "", "", client)
 	if err != nil {
 		return nil, err
 	}
@@ -93,6 +99,11 @@ func (c *Conn) Call(ctx context.Context, params *mcp.CallToolParams, key string)
 // InitializeResult is the server's answer to initialize (its name,
 // version, capabilities and instructions).
 func (c *Conn) InitializeResult() *mcp.InitializeResult { return c.c.session.InitializeResult() }
+
+// Session is the MCP session, for requests other than tools/call
+// (resources, prompts, completions, logging level), which reckon does not
+// record.
+func (c *Conn) Session() *mcp.ClientSession { return c.c.session }
 
 // Done is closed when the session has ended (the server exited, the
 // connection broke, or Close).

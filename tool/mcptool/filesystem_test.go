@@ -4,10 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 
+	"github.com/seed-7bc021c3/reckon/internal/npmtest"
 	"github.com/seed-7bc021c3/reckon/kernel"
 )
 
@@ -15,17 +15,7 @@ import (
 // pinned npm package in testdata/npm) rooted at each call's workspace.
 func filesystemServer(t *testing.T) ServerConfig {
 	t.Helper()
-	if _, err := exec.LookPath("node"); err != nil {
-		t.Skip("node is not installed: this MCP interop test needs Node.js (e.g. apt-get install nodejs npm, then scripts/ensure-deps.sh)")
-	}
-	entry, err := filepath.Abs(filepath.Join("..", "..", "testdata", "npm", "node_modules", "@modelcontextprotocol", "server-filesystem", "dist", "index.js"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(entry); err != nil {
-		t.Fatalf("@modelcontextprotocol/server-filesystem is not installed: run scripts/ensure-deps.sh (npm ci in testdata/npm): %v", err)
-	}
-	return ServerConfig{Name: "fs", Command: []string{"node", entry, "{workspace}"}}
+	return ServerConfig{Name: "fs", Command: []string{"node", npmtest.Entry(t, "server-filesystem"), "{workspace}"}}
 }
 
 // A real third-party MCP server driven by our client: write_file into the

@@ -110,6 +110,9 @@ type Config struct {
 	// TerminateGrace is how long a stdio server may take to exit after its
 	// stdin is closed before it is signalled (1s when zero).
 	TerminateGrace time.Duration
+	// Observe, when set, sees every message the server sends as it is read
+	// (Observer).
+	Observe Observer
 }
 
 func (o Config) withDefaults() Config {
@@ -244,6 +247,25 @@ func (s *server) discover(ctx context.Context) error {
 	s.mu.Lock()
 	s.tools = tools
 	s.mu.Unlock()
+	return nil
+}
+
+// Reach connects to each of servers and lists its tools (tools/list,
+// bounded by opts.DiscoveryTimeout), as discovery does, without keeping
+// anything: a triage process checks at start-up that the servers its MCP
+// probe asks are there. The error names the first server that is not, by
+// its index and name in RECKON_MCP_SERVERS.
+func Reach(ctx context.Context, servers []ServerConfig, opts Config) error {
+	o := opts.withDefaults()
+	for i, c := range servers {
+		s := &server{cfg: c, opts: &o, endpoint: c.Endpoint()}
+		dctx, cancel := context.WithTimeout(ctx, o.DiscoveryTimeout)
+		err := s.discover(dctx)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("[%d] (%q) cannot be reached: %w", i, c.Name, err)
+		}
+	}
 	return nil
 }
 
@@ -511,6 +533,18 @@ type conn struct {
 // tools/call has not been sent on this connection, so the server cannot
 // have executed it.
 func (s *server) connect(ctx context.Context, workspace, project, runID, key string, copts *mcp.ClientOptions) (*conn, error) {
+	return s.connectClient(ctx, workspace, project, runID, key, NewClient(copts))
+}
+
+// NewClient is the MCP client reckon connects as ("reckon"); copts (may be
+// nil) sets its handlers. DialClient takes one a caller has added
+// middleware to.
+func NewClient(copts *mcp.ClientOptions) *mcp.Client {
+	return mcp.NewClient(&mcp.Implementation{Name: "reckon", Version: "1"}, copts)
+}
+
+// connectClient is connect over client.
+func (s *server) connectClient(ctx context.Context, workspace, project, runID, key string, client *mcp.Client) (*conn, error) {
 	fail := func(err error, tail string) error {
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			err = fmt.Errorf("timed out: %w", err)
@@ -519,7 +553,6 @@ func (s *server) connect(ctx context.Context, workspace, project, runID, key str
 			Err: fmt.Errorf("mcp server %q: connecting (tools/call not sent): %w%s", s.cfg.Name, err, tail)}
 	}
 	rep := placeholders(workspace, project, runID)
-	client := mcp.NewClient(&mcp.Implementation{Name: "reckon", Version: "1"}, copts)
 	c := &conn{srv: s}
 	var transport mcp.Transport
 	if len(s.cfg.Command) > 0 {
@@ -544,6 +577,9 @@ func (s *server) connect(ctx context.Context, workspace, project, runID, key str
 		// forever.
 		cmd.WaitDelay = s.opts.TerminateGrace
 		transport = &mcp.CommandTransport{Command: cmd, TerminateDuration: s.opts.TerminateGrace}
+		if s.opts.Observe != nil {
+			transport = observed{Transport: transport, obs: s.opts.Observe}
+		}
 	} else {
 		headers := http.Header{}
 		for k, v := range s.cfg.Headers {
@@ -552,9 +588,13 @@ func (s *server) connect(ctx context.Context, workspace, project, runID, key str
 		if key != "" {
 			headers.Set(IdempotencyKeyHeader, key)
 		}
+		hc := HTTPClient(headers)
+		if s.opts.Observe != nil {
+			hc.Transport = observeSSE(hc.Transport, s.opts.Observe)
+		}
 		transport = &mcp.StreamableClientTransport{
 			Endpoint:   rep.Replace(s.cfg.URL),
-			HTTPClient: HTTPClient(headers),
+			HTTPClient: hc,
 			// No transparent reconnects: a broken call is reported, and
 			// the kernel decides what a retry is.
 			MaxRetries:           -1,

@@ -40,6 +40,19 @@ func issuesSet(t *testing.T) (*ToolSet, *mcpserver.Store) {
 	return ts, st
 }
 
+// wantIssues fails the test unless the store holds n issues; what names
+// what they are.
+func wantIssues(t *testing.T, st *mcpserver.Store, n int, what string) {
+	t.Helper()
+	all, err := st.Issues()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) != n {
+		t.Fatalf("store holds %d issues, want %d (%s)", len(all), n, what)
+	}
+}
+
 func lookup(t *testing.T, ts *ToolSet, name string) kernel.Tool {
 	t.Helper()
 	tool, ok := ts.Lookup(name)
@@ -112,10 +125,7 @@ func TestCreateIssueIdempotentAcrossProcesses(t *testing.T) {
 	if id3, _ := issueOf(t, res); id3 == id {
 		t.Fatalf("a new operation id reused issue %s", id)
 	}
-	all, _ := st.Issues()
-	if len(all) != 2 {
-		t.Fatalf("store holds %d issues, want 2", len(all))
-	}
+	wantIssues(t, st, 2, "one per operation id")
 }
 
 // Operation ids repeat across runs ("op-1" in every run); the key does not,
@@ -137,10 +147,10 @@ func TestSameOperationIDInTwoRuns(t *testing.T) {
 		}
 		ids[id] = true
 	}
-	all, _ := st.Issues()
-	if len(ids) != 2 || len(all) != 2 {
-		t.Fatalf("two runs gave issues %v (store %d), want two", ids, len(all))
+	if len(ids) != 2 {
+		t.Fatalf("two runs gave issues %v, want two", ids)
 	}
+	wantIssues(t, st, 2, "one per run")
 }
 
 // Same key, different arguments: the server refuses with an error result
@@ -157,10 +167,7 @@ func TestConflictSameKeyDifferentArgs(t *testing.T) {
 	if !strings.Contains(err.Error(), "conflict") || !strings.Contains(err.Error(), `"acme/run-1/op-1"`) {
 		t.Fatalf("error does not name the conflict: %v", err)
 	}
-	all, _ := st.Issues()
-	if len(all) != 1 {
-		t.Fatalf("store holds %d issues, want 1", len(all))
-	}
+	wantIssues(t, st, 1, "the first call's; the conflicting one made none")
 }
 
 func TestLookupOperation(t *testing.T) {
@@ -223,10 +230,7 @@ func TestValidationRejectsBeforeSending(t *testing.T) {
 	if _, _, found, _ := st.Lookup(IdempotencyKey("acme", "run-1", "op-1")); found {
 		t.Fatal("a rejected call reached the server")
 	}
-	all, _ := st.Issues()
-	if len(all) != 0 {
-		t.Fatalf("rejected calls created %d issues", len(all))
-	}
+	wantIssues(t, st, 0, "rejected calls create none")
 }
 
 // A server that cannot be reached never got tools/call: effect=none.

@@ -138,9 +138,29 @@ func closeAll(fs []*os.File) {
 	}
 }
 
+// UnreachableError says the sandbox's user cannot traverse a directory
+// above a workspace: bubblewrap, already running as that user, could not
+// resolve the workspace's path.
+type UnreachableError struct {
+	// UID is the sandbox's user; Path the directory it must reach; Dir the
+	// first directory above Path it may not search, with its mode and
+	// owner.
+	UID        uint32
+	Path, Dir  string
+	Mode       fs.FileMode
+	Owner, Grp uint32
+}
+
+func (e *UnreachableError) Error() string {
+	return fmt.Sprintf("the sandbox user %d cannot reach %s: %s (mode %04o, owner %d:%d) is not searchable by it; "+
+		"put RECKON_DATA_DIR below directories every user may traverse (chmod o+x), or run the worker as an unprivileged user",
+		e.UID, e.Path, e.Dir, e.Mode, e.Owner, e.Grp)
+}
+
 // reachable checks that uid/gid may traverse every directory above ws:
 // bubblewrap, already running as that user, resolves the workspace path
-// itself. The error names the first directory in the way.
+// itself. The error (an *UnreachableError) names the first directory in
+// the way.
 func reachable(ws string, uid, gid uint32) error {
 	for dir := filepath.Dir(ws); ; dir = filepath.Dir(dir) {
 		fi, err := os.Stat(dir)
@@ -154,14 +174,38 @@ func reachable(ws string, uid, gid uint32) error {
 		m := fi.Mode().Perm()
 		searchable := m&0o001 != 0 || st.Uid == uid && m&0o100 != 0 || st.Gid == gid && m&0o010 != 0
 		if !searchable {
-			return fmt.Errorf("the sandbox user %d cannot reach %s: %s (mode %04o, owner %d:%d) is not searchable by it; "+
-				"put RECKON_DATA_DIR below directories every user may traverse (chmod o+x), or run the worker as an unprivileged user",
-				uid, ws, dir, m, st.Uid, st.Gid)
+			return &UnreachableError{UID: uid, Path: ws, Dir: dir, Mode: m, Owner: st.Uid, Grp: st.Gid}
 		}
 		if dir == "/" || dir == "." {
 			return nil
 		}
 	}
+}
+
+// Reachable reports whether the sandbox's user may reach dir (traverse
+// dir and every directory above it). Only a worker running as root drops
+// to another user (o.UID, o.GID; default 65534); otherwise the sandbox
+// runs as the worker itself and the answer is nil. The worker asks at
+// start-up about <RECKON_DATA_DIR>/workspaces, so that a data directory
+// below a private one (a root home, mktemp -d) stops it with one line
+// instead of failing every run_command.
+func Reachable(o Config, dir string) error {
+	if os.Geteuid() != 0 {
+		return nil
+	}
+	uid, gid := cmp.Or(o.UID, DefaultUID), cmp.Or(o.GID, DefaultGID)
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return err
+	}
+	// reachable checks the directories above its argument: dir itself is
+	// one of them for a path inside it.
+	err = reachable(filepath.Join(abs, "workspace"), uid, gid)
+	var ue *UnreachableError
+	if errors.As(err, &ue) {
+		ue.Path = abs
+	}
+	return err
 }
 
 // guardRoot lets only root and the sandbox's group (gid) pass root, the

@@ -238,6 +238,10 @@ func (r *runCommand) Name() string { return ToolName }
 // pipeline/probe.Diff for what an unconfined sandbox changes).
 func (r *runCommand) WritesWorkspace() bool { return true }
 
+// ErrCheckTimedOut is Check's error when its trivial command did not end in
+// time: the machine is slow, which says nothing about the sandbox.
+var ErrCheckTimedOut = errors.New("sandbox check timed out")
+
 // Available reports whether bubblewrap at path (empty: looked up as "bwrap")
 // can actually build the sandbox run_command uses on this machine, with
 // the default options; see Check.
@@ -266,6 +270,10 @@ func Check(o Config, dir string) error {
 		OperationID: "sandbox-check", Tool: ToolName, Workspace: ws,
 		Args: json.RawMessage(`{"command": "echo ok > .reckon-check", "timeout_s": 10}`),
 	})
+	if ctx.Err() != nil {
+		// A loaded machine, not a verdict on the sandbox.
+		return fmt.Errorf("%w: the sandbox check did not finish in 10s (%v)", ErrCheckTimedOut, err)
+	}
 	if err != nil {
 		return fmt.Errorf("bubblewrap cannot build the sandbox: %w", err)
 	}

@@ -241,6 +241,11 @@ async function boot() {
   $('signin-form').addEventListener('submit', signIn);
   $('signout').addEventListener('click', () => signOut(''));
   $('project').addEventListener('change', (e) => { location.hash = '#' + new URLSearchParams({ project: e.target.value }); });
+  let typing = null;
+  $('project-q').addEventListener('input', () => {
+    clearTimeout(typing);
+    typing = setTimeout(() => loadProjects().catch((e) => { if (!authLost(e)) show($('projects-error'), e.message); }), 250);
+  });
   window.addEventListener('hashchange', route);
   document.addEventListener('visibilitychange', () => {
     if (!state.token) return;
@@ -333,16 +338,22 @@ async function checkWho() {
 }
 
 // loadProjects keeps the picker current (new projects appear without a
-// reload) and, while none is chosen, picks the first one there is.
+// reload) and, while none is chosen, picks the first one there is. The
+// picker holds one page of the projects the token may see, narrowed by the
+// search box (a prefix); when more follow, its last entry says so.
 async function loadProjects() {
-  const { data } = await api('/v1/projects');
+  const { data } = await api('/v1/projects', { query: { q: $('project-q').value.trim(), limit: '200' } });
   const sel = $('project');
-  if (document.activeElement !== sel && changed('projects', data.projects)) fillPicker(data.projects, state.project);
+  const names = data.next_cursor ? data.projects.concat([MORE]) : data.projects;
+  if (document.activeElement !== sel && changed('projects', names)) fillPicker(names, state.project);
   if (!state.project && data.projects.length) {
     history.replaceState(null, '', '#' + new URLSearchParams({ project: data.projects[0] }));
     route();
   }
 }
+
+// MORE stands in the picker for the projects past its page.
+const MORE = '\u2026 more: type the start of a name';
 
 function fillPicker(projects, chosen) {
   const sel = $('project');
@@ -353,7 +364,9 @@ function fillPicker(projects, chosen) {
     return;
   }
   if (!chosen) names.unshift('');
-  sel.replaceChildren(...names.map((p) => el('option', { value: p, text: p || '(choose a project)' })));
+  sel.replaceChildren(...names.map((p) => p === MORE
+    ? el('option', { value: '', text: p, disabled: '' })
+    : el('option', { value: p, text: p || '(choose a project)' })));
   sel.value = chosen;
 }
 
@@ -395,7 +408,7 @@ function route() {
   state.run = h.run;
   state.op = h.run ? h.op : '';
   state.listRun = listRun;
-  if ($('project').value !== h.project) fillPicker(Array.from($('project').options, (o) => o.value).filter(Boolean), h.project);
+  if ($('project').value !== h.project) fillPicker(Array.from($('project').options, (o) => (o.disabled ? o.textContent : o.value)).filter(Boolean), h.project);
   const f = $('filter');
   if (state.listRun) {
     f.replaceChildren('Showing run ', el('code', { text: state.listRun }), ' only · ', link({ project: state.project }, 'show every run'));
