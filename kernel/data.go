@@ -2,6 +2,7 @@ package kernel
 
 import (
 	"encoding/json"
+	"time"
 )
 
 // The data of each event type, declared once. Every writer (the run
@@ -41,6 +42,30 @@ type RunStarted struct {
 // RunFailed is the data of run.failed.
 type RunFailed struct {
 	Error string `json:"error" reckon:"required"`
+}
+
+// RunAwaiting is the data of run.awaiting: the run stopped at an
+// operation that failed uncertain and waits until a probe or an operator
+// settles it (a plan step's on_uncertain: await).
+type RunAwaiting struct {
+	OperationID string `json:"operation_id" reckon:"required,key"`
+	// Until is when the wait ends in run.failed unless the operation is
+	// settled first (RFC 3339; the run's RECKON_AWAIT_TIMEOUT after the
+	// wait began).
+	Until string `json:"until,omitempty"`
+}
+
+// RunResumed is the data of run.resumed: the settlement the run waited
+// for arrived and the run goes on (effect occurred: the step counts as
+// done; none: it is issued again as a new operation; an operator's
+// unknown: the run fails naming the operation).
+type RunResumed struct {
+	OperationID string `json:"operation_id" reckon:"required,key"`
+	Effect      string `json:"effect" reckon:"required"`
+	// Reconciliation is the key of the operation.reconciled that settled
+	// the operation; Basis is its basis (probe or operator).
+	Reconciliation *EventKey `json:"reconciliation" reckon:"required"`
+	Basis          string    `json:"basis,omitempty"`
 }
 
 // ToolStarted is the data of tool.started.
@@ -242,6 +267,10 @@ func newData(typ string) any {
 		return new(runCompleted)
 	case TypeRunFailed:
 		return new(RunFailed)
+	case TypeRunAwaiting:
+		return new(RunAwaiting)
+	case TypeRunResumed:
+		return new(RunResumed)
 	case TypeToolStarted:
 		return new(ToolStarted)
 	case TypeToolCompleted:
@@ -263,6 +292,25 @@ type runCompleted struct{}
 func (d *ToolFailed) check(e Event, has func(string) bool) error {
 	if has("effect") && !ValidToolFailedEffect(d.Effect) {
 		return fieldErr(e, "data.effect", "must be none, uncertain or occurred, got %q", d.Effect)
+	}
+	return nil
+}
+
+func (d *RunAwaiting) check(e Event, has func(string) bool) error {
+	if has("until") {
+		if _, err := time.Parse(time.RFC3339Nano, d.Until); err != nil {
+			return fieldErr(e, "data.until", "must be an RFC 3339 time, got %q", d.Until)
+		}
+	}
+	return nil
+}
+
+func (d *RunResumed) check(e Event, has func(string) bool) error {
+	if !ValidReconciledEffect(d.Effect) {
+		return fieldErr(e, "data.effect", "must be none, occurred or unknown (the settlement's effect), got %q", d.Effect)
+	}
+	if has("basis") && !ValidBasis(d.Basis) {
+		return fieldErr(e, "data.basis", "must be operator, inference or probe, got %q", d.Basis)
 	}
 	return nil
 }

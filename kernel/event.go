@@ -16,9 +16,15 @@ import (
 // Event types of the journal. The vocabulary is closed: an event of any other
 // type is rejected at the boundary.
 const (
-	TypeRunStarted          = "run.started"
-	TypeRunCompleted        = "run.completed"
-	TypeRunFailed           = "run.failed"
+	TypeRunStarted   = "run.started"
+	TypeRunCompleted = "run.completed"
+	TypeRunFailed    = "run.failed"
+	// TypeRunAwaiting and TypeRunResumed bracket a kernel run's wait for
+	// the settlement of an operation that failed uncertain (a plan step's
+	// on_uncertain: await): see RunAwaiting and RunResumed.
+	TypeRunAwaiting = "run.awaiting"
+	TypeRunResumed  = "run.resumed"
+
 	TypeToolStarted         = "tool.started"
 	TypeToolCompleted       = "tool.completed"
 	TypeToolFailed          = "tool.failed"
@@ -29,7 +35,7 @@ const (
 
 // KnownTypes lists every event type the journal accepts.
 var KnownTypes = []string{
-	TypeRunStarted, TypeRunCompleted, TypeRunFailed,
+	TypeRunStarted, TypeRunCompleted, TypeRunFailed, TypeRunAwaiting, TypeRunResumed,
 	TypeToolStarted, TypeToolCompleted, TypeToolFailed, TypeToolBlocked,
 	TypeOperationReconciled, TypeSupervisorVerdict,
 }

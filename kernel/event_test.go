@@ -103,6 +103,11 @@ func TestDecodeEventNamesTheField(t *testing.T) {
 		{"run.started workspace not a string", `{` + base + `,"type":"run.started","data":{"workspace":{"path":"/"}}}`, `"data.workspace"`},
 		{"verdict without operations", `{` + base + `,"type":"supervisor.verdict","data":{"kind":"reconciliation","supervisor":"s","operation_ids":[]}}`, `"data.operation_ids" must list at least one entry`},
 		{"verdict needs_attention not a bool", `{` + base + `,"type":"supervisor.verdict","data":{"kind":"reconciliation","supervisor":"s","operation_ids":["a"],"needs_attention":"yes"}}`, `"data.needs_attention"`},
+		{"run.awaiting without operation_id", `{` + base + `,"type":"run.awaiting","data":{}}`, `"data.operation_id"`},
+		{"run.awaiting until not a time", `{` + base + `,"type":"run.awaiting","data":{"operation_id":"op-1","until":"soon"}}`, `"data.until"`},
+		{"run.resumed without reconciliation", `{` + base + `,"type":"run.resumed","data":{"operation_id":"op-1","effect":"occurred"}}`, `"data.reconciliation"`},
+		{"run.resumed uncertain", `{` + base + `,"type":"run.resumed","data":{"operation_id":"op-1","effect":"uncertain","reconciliation":{"source_id":"kernel","event_id":"x"}}}`, `"data.effect"`},
+		{"run.resumed bad basis", `{` + base + `,"type":"run.resumed","data":{"operation_id":"op-1","effect":"none","basis":"hunch","reconciliation":{"source_id":"kernel","event_id":"x"}}}`, `"data.basis"`},
 		{"reconciled bad supersedes", `{` + base + `,"type":"operation.reconciled","parent_event_id":{"source_id":"s","event_id":"x"},"data":{"operation_id":"op-1","effect":"none","basis":"operator","note":"n","supersedes":{"event_id":"x"}}}`, `"data.supersedes"`},
 	}
 	for _, c := range cases {
@@ -128,6 +133,26 @@ func TestDecodeEventAcceptsAProposalOnUnknown(t *testing.T) {
 	var d Reconciliation
 	if err := ev.DecodeData(&d); err != nil || d.ProposedEffect != EffectOccurred {
 		t.Fatalf("proposed_effect not read: %+v %v", d, err)
+	}
+}
+
+// A run's wait and its end are events of the run that name the operation
+// (the journal's operation_id column) and never settle it.
+func TestDecodeEventAcceptsAWaitAndItsEnd(t *testing.T) {
+	t.Parallel()
+	base := `"source_id":"kernel","event_id":"e","project":"p","run_id":"r","actor":"kernel","ts":"2026-11-30T10:00:00Z"`
+	for _, raw := range []string{
+		`{` + base + `,"type":"run.awaiting","data":{"operation_id":"op-1","until":"2026-12-03T10:00:00Z"}}`,
+		`{` + base + `,"type":"run.resumed","data":{"operation_id":"op-1","effect":"occurred","basis":"probe","reconciliation":{"source_id":"kernel","event_id":"x"}}}`,
+	} {
+		ev, err := DecodeEvent([]byte(raw))
+		if err != nil {
+			t.Fatalf("%s: %v", raw, err)
+		}
+		p, err := ev.Prepare()
+		if err != nil || p.OperationID != "op-1" || p.Settles || ev.Settles() {
+			t.Fatalf("%s: operation %q settles %v (%v)", ev.Type, p.OperationID, p.Settles, err)
+		}
 	}
 }
 

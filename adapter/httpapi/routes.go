@@ -23,6 +23,8 @@ const (
 	PathAttention  = "/v1/agent/operations/attention"
 	PathVerdicts   = "/v1/supervisor/verdicts"
 	PathProjects   = "/v1/projects"
+	// PathTriage runs a triage sweep now (TriageService).
+	PathTriage = "/v1/triage"
 	// PathWhoami answers {name, role} for the caller's token.
 	PathWhoami = "/v1/whoami"
 )
@@ -71,6 +73,7 @@ func (s *Server) table() []route {
 		{Route{http.MethodGet, PathHistory, reader}, s.history},
 		{Route{http.MethodGet, PathAttention, reader}, s.attention},
 		{Route{http.MethodGet, PathVerdicts, reader}, s.verdicts},
+		{Route{http.MethodPost, PathTriage, operator}, s.postTriage},
 		{Route{http.MethodGet, PathProjects, reader}, s.projects},
 		{Route{http.MethodGet, PathWhoami, anyRole}, s.whoami},
 	}

@@ -118,6 +118,8 @@ type Config struct {
 	// implements both).
 	Operations OperationService
 	Verdicts   VerdictService
+	// Triage runs POST /v1/triage's sweep (the pipeline's sweeper).
+	Triage TriageService
 	// BodyTimeout bounds how long a request (body included) may take to
 	// arrive; zero means BodyReadTimeout.
 	BodyTimeout time.Duration

@@ -287,13 +287,16 @@ func TestRunsAPI(t *testing.T) {
 // startStack starts the dev stack (API on 127.0.0.1:0, embedded Temporal in
 // memory, the run worker and sandbox, the publisher) over a test schema,
 // with the test's tokens and fault injection.
-func startStack(t *testing.T, fc fault.Config) *app.Stack {
+func startStack(t *testing.T, fc fault.Config, vars ...string) *app.Stack {
 	t.Helper()
 	s := pgtest.New(t)
 	env := map[string]string{
 		"DATABASE_URL": s.URL, "RECKON_DATA_DIR": sandboxtest.Dir(t), "RECKON_HTTP_ADDR": "127.0.0.1:0",
 		"RECKON_TOKENS":    "rita:reader:" + readerTok + ",ann:operator:" + operatorTok + ",bot:agent:" + agentTok,
 		"RECKON_LOG_LEVEL": "error",
+	}
+	for i := 0; i+1 < len(vars); i += 2 {
+		env[vars[i]] = vars[i+1]
 	}
 	if _, err := exec.LookPath("bwrap"); err != nil {
 		env["RECKON_SANDBOX_UNCONFINED"] = "1"

@@ -46,6 +46,7 @@ var demoSteps = []demoStep{
 	{"triage: one supervisor sweep over the project's uncertain operations", demoTriage},
 	{"the operator's queue: what the supervisor left for a person (GET /v1/agent/operations/attention)", demoAttention},
 	{"an operator overrides the supervisor's verdict with evidence of their own (POST /v1/agent/operations/reconcile), then reads the history", demoOverride},
+	{"a run that waits (on_uncertain: await): its payment faults after its effect, the run asks for a triage of itself, the probe proves the effect, and the run resumes without paying again", demoAwaitRun},
 	{"eval: the built-in supervisor scored on the committed drill fixtures", demoEval},
 }
 
@@ -88,6 +89,9 @@ func runDemo(ctx context.Context, args []string) error {
 		return err
 	}
 	defer stack.Close()
+	if err := demoResumer(stack); err != nil {
+		return err
+	}
 	d := &demoEnv{Stack: stack, Out: demoOut, Project: "demo"}
 	fmt.Fprintf(d.Out, "reckon demo: dev stack up (API %s, embedded Temporal %s, data dir %s)\n",
 		stack.APIURL(), stack.Kernel.Conn.Embedded.HostPort(), cfg.DataDir)
@@ -141,14 +145,29 @@ func demoDrillRun(ctx context.Context, d *demoEnv) error {
 // waits for it to end and for its events to reach the journal, and prints
 // its journal. runErr is the workflow's own outcome.
 func demoRun(ctx context.Context, d *demoEnv, prefix string, steps []runner.Step) (view runner.RunView, runErr, err error) {
-	k := d.Stack.Kernel
-	runID := prefix + time.Now().UTC().Format("20060102-150405")
-	id, _, err := k.Starter.Start(ctx, runner.StartParams{Project: d.Project, RunID: runID, Plan: runner.Plan{Steps: steps}})
+	id, err := demoStart(ctx, d, prefix, steps)
 	if err != nil {
 		return view, nil, err
 	}
+	return demoFinish(ctx, d, id)
+}
+
+// demoStart starts a run of steps under a fresh id with the given prefix.
+func demoStart(ctx context.Context, d *demoEnv, prefix string, steps []runner.Step) (string, error) {
+	runID := prefix + time.Now().UTC().Format("20060102-150405")
+	id, _, err := d.Stack.Kernel.Starter.Start(ctx, runner.StartParams{Project: d.Project, RunID: runID, Plan: runner.Plan{Steps: steps}})
+	if err != nil {
+		return "", err
+	}
 	d.Runs = append(d.Runs, id)
 	fmt.Fprintf(d.Out, "started run %s/%s with KERNEL_FAULT_AFTER_EFFECT=%s (set in-process)\n", d.Project, id, demoFault.AfterEffect)
+	return id, nil
+}
+
+// demoFinish waits for run id to end and for its events to reach the
+// journal, and prints its journal.
+func demoFinish(ctx context.Context, d *demoEnv, id string) (view runner.RunView, runErr, err error) {
+	k := d.Stack.Kernel
 	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	runErr = k.Conn.Client.GetWorkflow(wctx, kernel.WorkflowID(d.Project, id), "").Get(wctx, nil)
@@ -171,9 +190,13 @@ func printRunEvents(w io.Writer, evs []kernel.Event) {
 		var m map[string]any
 		_ = json.Unmarshal(ev.Data, &m)
 		var parts []string
-		for _, k := range []string{"operation_id", "tool", "reissue_of", "error_type", "effect", "error", "result_summary", "child_run_id", "plan_summary"} {
+		for _, k := range []string{"operation_id", "tool", "reissue_of", "error_type", "effect", "basis", "reconciliation", "error", "result_summary", "child_run_id", "plan_summary"} {
 			if v, ok := m[k]; ok && v != "" {
 				s := fmt.Sprint(v)
+				if key, ok := v.(map[string]any); ok {
+					// An event key ({source_id, event_id}), as the CLI prints keys.
+					s = fmt.Sprintf("%v:%v", key["source_id"], key["event_id"])
+				}
 				if len(s) > 90 {
 					s = s[:90] + "…"
 				}

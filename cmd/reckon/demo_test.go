@@ -47,6 +47,11 @@ func TestDemo(t *testing.T) {
 		// it: the supervisor's, under the kernel's source.
 		"basis=operator supersedes=kernel:",
 		"operator's queue after the override: 0 operation(s)",
+		// The run that waits: the probe's verdict resumes it and the
+		// payment is made once.
+		"run.awaiting    operation_id=op-1",
+		"run.resumed     operation_id=op-1 effect=occurred basis=probe reconciliation=kernel:",
+		"\"payment op-1\\nreceipt op-2\\n\" — one payment, one receipt",
 		"0 (0.0% of truly occurred)",
 		"reckon demo: done",
 	} {

@@ -120,13 +120,9 @@ func opsMain(ctx context.Context, args []string, stdout, stderr io.Writer, geten
 		fmt.Fprintln(stderr, opsUsage)
 		return usageErrorf("unknown subcommand %q", args[0])
 	}
-	base := strings.TrimRight(getenv("RECKON_URL"), "/")
-	if base == "" {
-		base = defaultAPIURL
-	}
 	o := &opsCall{
 		name:   args[0],
-		c:      &opsClient{base: base, token: getenv("RECKON_TOKEN"), http: &http.Client{Timeout: 60 * time.Second}},
+		c:      apiClient(getenv, 60*time.Second),
 		fs:     flag.NewFlagSet("ops "+args[0], flag.ContinueOnError),
 		stdout: stdout, stderr: stderr,
 	}
@@ -135,6 +131,16 @@ func opsMain(ctx context.Context, args []string, stdout, stderr io.Writer, geten
 	o.project = o.fs.String("project", "", "project")
 	err := sub(ctx, o, args[1:])
 	return asJSON(err, *o.asJSON)
+}
+
+// apiClient is the API client of RECKON_URL (default defaultAPIURL) with
+// the bearer token RECKON_TOKEN, giving up on a call after timeout.
+func apiClient(getenv func(string) string, timeout time.Duration) *opsClient {
+	base := strings.TrimRight(getenv("RECKON_URL"), "/")
+	if base == "" {
+		base = defaultAPIURL
+	}
+	return &opsClient{base: base, token: getenv("RECKON_TOKEN"), http: &http.Client{Timeout: timeout}}
 }
 
 // opsCall is one `reckon ops` subcommand call: the API client, its flag

@@ -67,7 +67,7 @@ func serveFlags(fs *flag.FlagSet) *serveRoles {
 	fs.BoolVar(&r.api, "api", false, "serve the HTTP API on RECKON_HTTP_ADDR")
 	fs.BoolVar(&r.worker, "worker", false, "execute runs from the Temporal task queue")
 	fs.BoolVar(&r.publisher, "publisher", false, "drain the outbox into the journal")
-	fs.BoolVar(&r.pipeline, "pipeline", false, "run the triage sweep on RECKON_TRIAGE_SCHEDULE")
+	fs.BoolVar(&r.pipeline, "pipeline", false, "run the triage sweep on RECKON_TRIAGE_SCHEDULE and resume the runs that wait for a settlement")
 	return r
 }
 
@@ -180,7 +180,11 @@ func (sv *server) startPublisher() {
 	sv.roles = append(sv.roles, "publisher")
 }
 
-// startPipeline runs the triage sweep on its schedule.
+// startPipeline runs the triage sweep on its schedule, and the resumer of
+// the runs that wait for a settlement: the pipeline role has both what a
+// run that begins to wait asks for (the sweeper, whose triage of that run
+// takes the same lock as the scheduled sweep) and the Temporal client
+// that signals it.
 func (sv *server) startPipeline() error {
 	if sv.ops == nil {
 		sv.ops = sv.core.OperationsService(sv.kernel.Conn.Client)
@@ -189,14 +193,19 @@ func (sv *server) startPipeline() error {
 	if err != nil {
 		return err
 	}
-	sv.wg.Add(1)
+	res := sv.core.NewResumer(sv.kernel.Conn.Client, sw)
+	sv.wg.Add(2)
 	go func() {
 		defer sv.wg.Done()
 		if err := sw.RunSchedule(sv.ctx, sv.cfg.TriageSchedule, triage.SweepParams{}); err != nil && !errors.Is(err, context.Canceled) {
 			sv.errc <- fmt.Errorf("pipeline: %w", err)
 		}
 	}()
-	sv.roles = append(sv.roles, "pipeline ("+sv.cfg.TriageSchedule+")")
+	go func() {
+		defer sv.wg.Done()
+		_ = res.Run(sv.ctx)
+	}()
+	sv.roles = append(sv.roles, "pipeline ("+sv.cfg.TriageSchedule+", resuming waiting runs)")
 	return nil
 }
 

@@ -2,16 +2,20 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.temporal.io/sdk/client"
 
+	"github.com/seed-7bc021c3/reckon/adapter/httpapi"
 	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/outbox"
 	"github.com/seed-7bc021c3/reckon/pipeline/triage"
@@ -24,16 +28,23 @@ func runTriage(ctx context.Context, args []string) error {
 	run := fs.String("run", "", "only this run (needs --project)")
 	dry := fs.Bool("dry-run", false, "build and decide walls, print them, write nothing (the supervisor is still called)")
 	publish := fs.Bool("publish", true, "deliver the sweep's events from the outbox to the journal before exiting")
-	asJSON := fs.Bool("json", false, "print the sweep report as JSON instead of verdict cards")
+	jsonOut := fs.Bool("json", false, "print the sweep report as JSON instead of verdict cards")
 	maxWalls := fs.Int("max-walls", 1000, "per-sweep budget: walls decided at most; the rest wait for the next sweep")
 	maxTokens := fs.Int("max-tokens", 0, "per-sweep budget: model tokens (prompt+completion) at most; 0 = unbounded")
 	concurrency := fs.Int("concurrency", 8, "runs triaged (and model calls in flight) at once")
+	viaAPI := fs.Bool("api", false, "ask the API (RECKON_URL, operator RECKON_TOKEN) to run the sweep (POST /v1/triage) instead of running it here")
 	s, err := prologue(fs, args)
 	if err != nil {
 		return err
 	}
 	if *run != "" && *project == "" {
 		return usageErrorf("--run needs --project")
+	}
+	if *viaAPI {
+		if err := onlyFlags(fs, "api", "project", "run", "json"); err != nil {
+			return err
+		}
+		return asJSON(triageViaAPI(ctx, apiClient(os.Getenv, httpapi.WriteTimeout), os.Stdout, *project, *run, *jsonOut), *jsonOut)
 	}
 	if *maxWalls < 1 || *concurrency < 1 || *maxTokens < 0 {
 		return usageErrorf("--max-walls and --concurrency must be at least 1, --max-tokens at least 0")
@@ -76,7 +87,7 @@ func runTriage(ctx context.Context, args []string) error {
 			return fmt.Errorf("publish verdicts: %w (they stay in the outbox for the next publisher)", err)
 		}
 	}
-	if *asJSON {
+	if *jsonOut {
 		if err := writeJSON(os.Stdout, rep, "", "  "); err != nil {
 			return err
 		}
@@ -85,6 +96,66 @@ func runTriage(ctx context.Context, args []string) error {
 	}
 	if rep.Failed > 0 {
 		return fmt.Errorf("%d wall(s) failed and stay unsettled; see the log lines above", rep.Failed)
+	}
+	return nil
+}
+
+// onlyFlags refuses any flag set on fs but those named: the others tune a
+// sweep this process runs, not one it asks the API for.
+func onlyFlags(fs *flag.FlagSet, allowed ...string) error {
+	var bad []string
+	fs.Visit(func(f *flag.Flag) {
+		if !slices.Contains(allowed, f.Name) {
+			bad = append(bad, "--"+f.Name)
+		}
+	})
+	if len(bad) > 0 {
+		return usageErrorf("%s: not with --api (the API's sweep runs on the server's configuration)", strings.Join(bad, ", "))
+	}
+	return nil
+}
+
+// triageViaAPI asks the API for a sweep of the scope (POST /v1/triage;
+// the client waits as long as the API's own bound, httpapi.WriteTimeout)
+// and prints what it did: a line per wall, per settled operation and per
+// operation left for a person, or the API's JSON.
+func triageViaAPI(ctx context.Context, c *opsClient, out io.Writer, project, run string, raw bool) error {
+	body, _, err := c.do(ctx, http.MethodPost, httpapi.PathTriage, nil, httpapi.TriageRequest{Project: project, RunID: run}, nil)
+	if err != nil {
+		return err
+	}
+	if raw {
+		return writeRaw(out, body)
+	}
+	var ans httpapi.TriageAnswer
+	if err := json.Unmarshal(body, &ans); err != nil {
+		return fmt.Errorf("decode triage answer: %w", err)
+	}
+	failed := 0
+	for _, w := range ans.Walls {
+		fmt.Fprintf(out, "wall %s/%s: %s", kernel.Printable(w.Project), kernel.Printable(w.RunID), w.Outcome)
+		if len(w.Operations) > 0 {
+			fmt.Fprintf(out, " (%s)", kernel.Printable(strings.Join(w.Operations, ", ")))
+		}
+		if w.Outcome == triage.OutcomeFailed {
+			failed++
+		}
+		// An unavailable wall's error says which evidence a probe could
+		// not reach; it is left for a later sweep, not failed.
+		if w.Error != "" {
+			fmt.Fprintf(out, ": %s", oneLine(w.Error, 4000))
+		}
+		fmt.Fprintln(out)
+	}
+	for _, o := range ans.Settled {
+		fmt.Fprintf(out, "settled   %s/%s/%s %s (%s) %s\n", kernel.Printable(o.Project), kernel.Printable(o.RunID), kernel.Printable(o.OperationID), o.Effect, o.Basis, kernel.Printable(o.Reconciliation.String()))
+	}
+	for _, o := range ans.Attention {
+		fmt.Fprintf(out, "attention %s/%s/%s %s (%s) %s\n", kernel.Printable(o.Project), kernel.Printable(o.RunID), kernel.Printable(o.OperationID), o.Effect, o.Basis, kernel.Printable(o.Reconciliation.String()))
+	}
+	fmt.Fprintf(out, "triage (API): %d wall(s), %d settled, %d for a person\n", len(ans.Walls), len(ans.Settled), len(ans.Attention))
+	if failed > 0 {
+		return fmt.Errorf("%d wall(s) failed and stay unsettled", failed)
 	}
 	return nil
 }

@@ -272,13 +272,19 @@ func (c *Core) Close() { c.Pool.Close() }
 // operations.Owners), runs through k's starter, the operations listing,
 // reconcile, history, queue, projects and verdicts through ops, and the
 // operator console at / (a page over the same API).
-// A nil k serves no runs (a process without Temporal).
+// A nil k serves no runs (a process without Temporal). POST /v1/triage
+// sweeps with a sweeper of its own over ops (the same per-run locks as the
+// pipeline's).
 func (c *Core) NewAPI(k *Kernel, ops *operations.Service) (*httpapi.Server, error) {
 	var runs httpapi.RunService
 	if k != nil {
 		runs = k.Starter
 	}
 	tlsCfg, err := c.APITLS()
+	if err != nil {
+		return nil, err
+	}
+	sw, err := c.NewSweeper(ops)
 	if err != nil {
 		return nil, err
 	}
@@ -294,6 +300,7 @@ func (c *Core) NewAPI(k *Kernel, ops *operations.Service) (*httpapi.Server, erro
 		Runs:              runs,
 		Operations:        ops,
 		Verdicts:          ops,
+		Triage:            Triager{Sweeper: sw},
 		Console:           console.Handler(),
 		TLS:               tlsCfg,
 		MaxConnsPerClient: c.Cfg.HTTPMaxConnsPerClient,

@@ -25,16 +25,15 @@ import (
 	"github.com/seed-7bc021c3/reckon/kernel/fault"
 	"github.com/seed-7bc021c3/reckon/kernel/outbox"
 	"github.com/seed-7bc021c3/reckon/kernel/runner"
-	"github.com/seed-7bc021c3/reckon/pipeline/triage"
 )
 
 // The operator console in a real browser (`make test-browser`): a dev stack
 // — embedded Temporal, PostgreSQL, the sandbox, a fault after the effect of
 // every run's first run_command — with drilled runs, driven through Debian's
 // chromium by playwright-core (testdata/browser/console.test.mjs). The
-// script asks this test, over a control endpoint of its own, to run a
-// triage sweep in the middle, so that the page must pick the verdicts up by
-// itself.
+// script presses the console's Triage now in the middle, so that the page
+// must pick the verdicts up by itself; over a control endpoint of this
+// test's own it changes a token's role.
 //
 // It is behind the "browser" build tag, so `go test ./...` needs no
 // browser; under the tag a missing chromium, node or playwright-core is a
@@ -78,7 +77,8 @@ func TestConsoleInBrowser(t *testing.T) {
 	cfg := testConfig(t, map[string]string{
 		"DATABASE_URL": s.URL, "RECKON_DATA_DIR": sandboxtest.Dir(t), "RECKON_HTTP_ADDR": "127.0.0.1:0",
 		"RECKON_TOKENS": "ann:operator:" + consoleOperatorTok + ",rita:reader:" + consoleReaderTok + ",bot:agent:" + consoleAgentTok,
-		// The schedule is the test's: the script asks for the one sweep.
+		// The schedule is the test's: the script asks for the one sweep
+		// (the console's Triage now).
 		"RECKON_TRIAGE_SCHEDULE": "@every 1000h",
 		// Every workspace manifest is cut at once, as for a workspace too
 		// big to walk within its budget: the workspace-diff probe then
@@ -99,7 +99,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	base := "http://" + st.APIAddr
 	drillConsoleRuns(ctx, t, st, base)
 
-	control := consoleControl(ctx, t, st)
+	control := consoleControl(t, st)
 	cmd := exec.CommandContext(ctx, node, "--test", "--test-reporter=spec", "--test-timeout=240000", "console.test.mjs")
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(),
@@ -175,31 +175,10 @@ func drillConsoleRuns(ctx context.Context, t *testing.T, st *Stack, base string)
 	}
 }
 
-// consoleControl serves POST /sweep on 127.0.0.1: one triage sweep of the
-// project, answered once its verdicts are in the journal.
-func consoleControl(ctx context.Context, t *testing.T, st *Stack) string {
+// consoleControl serves POST /role on 127.0.0.1: a token reload.
+func consoleControl(t *testing.T, st *Stack) string {
 	t.Helper()
-	sw, err := st.NewSweeper(st.Operations)
-	if err != nil {
-		t.Fatal(err)
-	}
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST /sweep", func(w http.ResponseWriter, r *http.Request) {
-		rep, err := sw.Sweep(ctx, triage.SweepParams{Project: consoleProject})
-		if err == nil {
-			for _, wl := range rep.Walls {
-				if err = outbox.WaitDelivered(ctx, st.Pool, wl.Project, wl.RunID, 20*time.Millisecond); err != nil {
-					break
-				}
-			}
-		}
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusInternalServerError)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(map[string]int{"journaled": rep.Journaled, "failed": rep.Failed})
-	})
 	// A token reload, as SIGHUP with RECKON_TOKENS_FILE makes it: ann's
 	// token takes the role ?ann= names.
 	mux.HandleFunc("POST /role", func(w http.ResponseWriter, r *http.Request) {

@@ -7,10 +7,14 @@ import (
 	"path/filepath"
 	"time"
 
+	"go.temporal.io/sdk/client"
+
+	"github.com/seed-7bc021c3/reckon/adapter/httpapi"
 	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/manifest"
 	"github.com/seed-7bc021c3/reckon/kernel/operations"
 	"github.com/seed-7bc021c3/reckon/kernel/priorstate"
+	"github.com/seed-7bc021c3/reckon/kernel/runner"
 	"github.com/seed-7bc021c3/reckon/pipeline"
 	"github.com/seed-7bc021c3/reckon/pipeline/probe"
 	"github.com/seed-7bc021c3/reckon/pipeline/supervisor"
@@ -131,8 +135,10 @@ func (c *Core) NewSweeper(ops triage.Operations, tune ...func(*triage.Config)) (
 	return triage.New(ops, sc), nil
 }
 
-// StartPipeline runs the cron-driven triage sweep (RECKON_TRIAGE_SCHEDULE)
-// in the stack's lifetime over ops (nil: journal-liveness operations).
+// StartPipeline runs the pipeline role in the stack's lifetime over ops
+// (nil: journal-liveness operations): the cron-driven triage sweep
+// (RECKON_TRIAGE_SCHEDULE) and, with a kernel, the resumer of waiting
+// runs (NewResumer).
 func (s *Stack) StartPipeline(ops triage.Operations) error {
 	if ops == nil {
 		ops = s.OperationsService(nil)
@@ -147,5 +153,74 @@ func (s *Stack) StartPipeline(ops triage.Operations) error {
 			s.Log.Error().Err(err).Msg("triage schedule stopped")
 		}
 	})
+	if s.Kernel != nil {
+		r := s.NewResumer(s.Kernel.Conn.Client, sw)
+		s.Go(func(ctx context.Context) { _ = r.Run(ctx) })
+	}
 	return nil
+}
+
+// NewResumer builds the resumer of waiting runs (runner.Resumer), the
+// pipeline role's: it signals the runs on tc whose awaited operation a
+// probe or an operator settled, and has sw triage a run that begins to
+// wait, on the sweep's path and under its per-run lock.
+func (c *Core) NewResumer(tc client.Client, sw *triage.Sweeper) *runner.Resumer {
+	log := c.Log.With().Str("component", "resumer").Logger()
+	return &runner.Resumer{
+		Pool: c.Pool, Client: tc, AwaitTimeout: c.Cfg.AwaitTimeout, Log: log,
+		Triage: func(ctx context.Context, project, runID string) {
+			if _, err := sw.Sweep(ctx, triage.SweepParams{Project: project, RunID: runID}); err != nil && ctx.Err() == nil {
+				log.Warn().Err(err).Str("project", project).Str("run_id", runID).Msg("triage of a waiting run failed; the scheduled sweep takes it")
+			}
+		},
+	}
+}
+
+// Triager runs POST /v1/triage's sweep (httpapi.TriageService).
+type Triager struct{ Sweeper *triage.Sweeper }
+
+var _ httpapi.TriageService = Triager{}
+
+// TriageNow sweeps the request's scope and answers what the sweep did.
+func (t Triager) TriageNow(ctx context.Context, req httpapi.TriageRequest) (httpapi.TriageAnswer, error) {
+	rep, err := t.Sweeper.Sweep(ctx, triage.SweepParams{Project: req.Project, RunID: req.RunID})
+	if err != nil {
+		return httpapi.TriageAnswer{}, err
+	}
+	return TriageAnswer(rep), nil
+}
+
+// TriageAnswer is a sweep's report as POST /v1/triage answers it: its
+// walls, and the operations they settled (occurred or none) and left for
+// a person (unknown, or in a wall whose verdict asked for attention), as
+// the operator's queue counts them.
+func TriageAnswer(rep triage.Report) httpapi.TriageAnswer {
+	ans := httpapi.TriageAnswer{Walls: []httpapi.TriageWall{}, Settled: []httpapi.TriageOutcome{}, Attention: []httpapi.TriageOutcome{}}
+	for _, w := range rep.Walls {
+		tw := httpapi.TriageWall{Project: w.Project, RunID: w.RunID, Part: w.Part, Parts: w.Parts,
+			Operations: append([]string{}, w.Operations...), Outcome: w.Outcome, Supervisor: w.Supervisor, Error: w.Error}
+		if w.Decision != nil {
+			tw.NeedsAttention = w.Decision.NeedsAttention
+		}
+		if w.Verdict != nil {
+			k := w.Verdict.Key()
+			tw.Verdict = &k
+		}
+		ans.Walls = append(ans.Walls, tw)
+		for _, ev := range w.Reconciled {
+			var d kernel.Reconciliation
+			if ev.DecodeData(&d) != nil {
+				continue
+			}
+			o := httpapi.TriageOutcome{Project: ev.Project, RunID: ev.RunID, OperationID: d.OperationID,
+				Effect: d.Effect, Basis: d.Basis, ProposedEffect: d.ProposedEffect, Reconciliation: ev.Key()}
+			if d.Effect != kernel.EffectUnknown {
+				ans.Settled = append(ans.Settled, o)
+			}
+			if d.Effect == kernel.EffectUnknown || tw.NeedsAttention {
+				ans.Attention = append(ans.Attention, o)
+			}
+		}
+	}
+	return ans
 }

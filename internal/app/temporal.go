@@ -159,7 +159,7 @@ func (c *Core) StartKernel(ctx context.Context, o KernelConfig) (*Kernel, error)
 		Starter: &runner.Starter{
 			Pool: c.Pool, Journal: c.Journal, Client: conn.Client, TaskQueue: c.Cfg.TaskQueue,
 			DataDir: dataDir, Tools: tools,
-			Timeouts: runner.Timeouts{ToolHeartbeat: c.Cfg.ToolHeartbeatTimeout},
+			Timeouts: runner.Timeouts{ToolHeartbeat: c.Cfg.ToolHeartbeatTimeout, Await: c.Cfg.AwaitTimeout},
 		},
 	}
 	if fc.Enabled() {

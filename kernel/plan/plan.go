@@ -20,10 +20,14 @@ import (
 )
 
 // Values of step.on_uncertain: "stop" (the default) ends the run after an
-// uncertain failure; "reissue" issues the step again as a new operation.
+// uncertain failure; "reissue" issues the step again as a new operation;
+// "await" makes the run wait until a probe or an operator settles the
+// operation: occurred counts the step as done, none issues it again as a
+// new operation, an operator's unknown fails the run.
 const (
 	OnUncertainStop    = "stop"
 	OnUncertainReissue = "reissue"
+	OnUncertainAwait   = "await"
 )
 
 // Plan limits. A step costs about a dozen history events; Temporal warns at
@@ -52,7 +56,9 @@ type Step struct {
 	// does not interpret it.
 	Postcondition json.RawMessage `json:"postcondition,omitempty"`
 	// OnUncertain "reissue" re-issues the step once, as a new operation,
-	// after an uncertain failure; empty or "stop" stops the run.
+	// after an uncertain failure; "await" waits for the failure's
+	// settlement (a settled none re-issues it once); empty or "stop" stops
+	// the run.
 	OnUncertain string `json:"on_uncertain,omitempty"`
 	// Plan is the child plan of a delegate step.
 	Plan *Plan `json:"plan,omitempty"`
@@ -68,7 +74,7 @@ func (p Plan) RunIDs(runID string) []string {
 		}
 		op := fmt.Sprintf("op-%d", i+1)
 		ops := []string{op}
-		if s.OnUncertain == OnUncertainReissue {
+		if s.OnUncertain == OnUncertainReissue || s.OnUncertain == OnUncertainAwait {
 			for k := 1; k <= MaxReissues; k++ {
 				ops = append(ops, fmt.Sprintf("%s-r%d", op, k))
 			}
@@ -284,9 +290,9 @@ func (p Plan) validate(tools ToolSet, path string, depth int) error {
 			return kernel.Errorf(kernel.EInvalid, "%s.tool: required", sp)
 		}
 		switch s.OnUncertain {
-		case "", OnUncertainStop, OnUncertainReissue:
+		case "", OnUncertainStop, OnUncertainReissue, OnUncertainAwait:
 		default:
-			return kernel.Errorf(kernel.EInvalid, "%s.on_uncertain: must be %q or %q (the default), got %q", sp, OnUncertainReissue, OnUncertainStop, s.OnUncertain)
+			return kernel.Errorf(kernel.EInvalid, "%s.on_uncertain: must be %q, %q or %q (the default), got %q", sp, OnUncertainAwait, OnUncertainReissue, OnUncertainStop, s.OnUncertain)
 		}
 		if err := validatePostcondition(s.Postcondition, sp+".postcondition"); err != nil {
 			return err

@@ -57,6 +57,7 @@ func Register(r worker.Registry, a *Activities) {
 	r.RegisterActivityWithOptions(a.SummarizeChildRun, activity.RegisterOptions{Name: ActSummarizeChild})
 	r.RegisterActivityWithOptions(a.SnapshotWorkspace, activity.RegisterOptions{Name: ActSnapshotWorkspace})
 	r.RegisterActivityWithOptions(a.ResolveTool, activity.RegisterOptions{Name: ActResolveTool})
+	r.RegisterActivityWithOptions(a.Settlement, activity.RegisterOptions{Name: ActSettlement})
 }
 
 // ResolvedTool is where a tool's calls go on this worker: the server and

@@ -69,6 +69,11 @@ type env struct {
 	pool    *pgtest.Schema
 	journal *journal.Store
 	starter *Starter
+	// acts, queue and w are the worker's, for a test that stops it and
+	// starts another (stopWorker, startWorker).
+	acts  *Activities
+	queue string
+	w     worker.Worker
 }
 
 type envOpts struct {
@@ -120,13 +125,36 @@ func newEnv(t testing.TB, o envOpts) *env {
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(w.Stop)
-	return &env{
-		t: t, b: b, project: randID("p-"), pool: s, journal: j,
+	e := &env{
+		t: t, b: b, project: randID("p-"), pool: s, journal: j, acts: acts, queue: queue, w: w,
 		starter: &Starter{
 			Pool: s.Pool, Journal: j, Client: temporalConn.Client, TaskQueue: queue,
 			DataDir: sandboxtest.Dir(t), Tools: tools, Timeouts: o.timeouts,
 		},
+	}
+	t.Cleanup(func() {
+		if e.w != nil {
+			e.w.Stop()
+		}
+	})
+	return e
+}
+
+// stopWorker stops the test's worker, as a worker that dies does: its
+// runs stay where they are until another worker takes them.
+func (e *env) stopWorker() {
+	e.t.Helper()
+	e.w.Stop()
+	e.w = nil
+}
+
+// startWorker starts a new worker on the test's task queue; it knows
+// nothing of the runs but their histories.
+func (e *env) startWorker() {
+	e.t.Helper()
+	e.w = NewWorker(temporalConn.Client, e.queue, e.acts)
+	if err := e.w.Start(); err != nil {
+		e.t.Fatal(err)
 	}
 }
 

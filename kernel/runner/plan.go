@@ -22,6 +22,7 @@ type (
 const (
 	OnUncertainStop    = plan.OnUncertainStop
 	OnUncertainReissue = plan.OnUncertainReissue
+	OnUncertainAwait   = plan.OnUncertainAwait
 	MaxSteps           = plan.MaxSteps
 	MaxTotal           = plan.MaxTotal
 	MaxDepth           = plan.MaxDepth

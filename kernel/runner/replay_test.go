@@ -40,24 +40,40 @@ var recordedHistories = []struct {
 	name           string
 	legacy, frozen bool
 	plan           Plan
+	// settle lists, in order, the waits of the run and how each is
+	// settled while the recording runs.
+	settle []recordedSettlement
 }{
 	// after-effect fault on op-1 → re-issue op-1-r1; a delegate whose child
 	// fails uncertain → summarize_child_run; run.failed.
-	{"drill_reissue_delegate_failed.json", true, true, reissueDelegatePlan},
+	{"drill_reissue_delegate_failed.json", true, true, reissueDelegatePlan, nil},
 	// run_command, then a delegate that completes.
-	{"delegate_ok.json", true, true, delegateOKPlan},
+	{"delegate_ok.json", true, true, delegateOKPlan, nil},
 	// The same plans under project-scoped event ids.
-	{"v1_drill_reissue_delegate_failed.json", false, true, reissueDelegatePlan},
-	{"v1_delegate_ok.json", false, true, delegateOKPlan},
+	{"v1_drill_reissue_delegate_failed.json", false, true, reissueDelegatePlan, nil},
+	{"v1_delegate_ok.json", false, true, delegateOKPlan, nil},
 	// The same plans under the current workflow.
-	{"v2_drill_reissue_delegate_failed.json", false, false, reissueDelegatePlan},
-	{"v2_delegate_ok.json", false, false, delegateOKPlan},
+	{"v2_drill_reissue_delegate_failed.json", false, false, reissueDelegatePlan, nil},
+	{"v2_delegate_ok.json", false, false, delegateOKPlan, nil},
+	// Two waits (ChangeAwait): op-1 faults after its effect and a probe
+	// settles it occurred; op-2 fails, an operator settles it none, and
+	// its re-issue op-2-r1 completes.
+	{"v2_await_resumed.json", false, false, awaitPlan, []recordedSettlement{
+		{"op-1", kernel.EffectOccurred, kernel.BasisProbe}, {"op-2", kernel.EffectNone, kernel.BasisOperator},
+	}},
 }
+
+// recordedSettlement is one wait of a recorded run and how it is settled.
+type recordedSettlement struct{ op, effect, basis string }
 
 var (
 	reissueDelegatePlan = Plan{Steps: []Step{
 		{Tool: "run_command", Args: json.RawMessage(`{"command": "echo \"$RECKON_OPERATION_ID\" >> effects.txt", "timeout_s": 30}`), OnUncertain: OnUncertainReissue},
 		{Tool: kernel.DelegateTool, Plan: &Plan{Steps: []Step{cmd("exit 4")}}},
+	}}
+	awaitPlan = Plan{Steps: []Step{
+		appendStep(OnUncertainAwait),
+		{Tool: "run_command", Args: json.RawMessage(`{"command": "test -f again.txt || { touch again.txt; exit 3; }", "timeout_s": 30}`), OnUncertain: OnUncertainAwait},
 	}}
 	delegateOKPlan = Plan{Steps: []Step{
 		cmd("echo ok > proof.txt"),
@@ -83,12 +99,24 @@ func TestRecordHistories(t *testing.T) {
 		dir = "testdata"
 	}
 	e := newEnv(t, envOpts{fault: fault.Config{AfterEffect: "run_command"}})
+	e.resumer(nil)
 	for _, rh := range recordedHistories {
 		if rh.frozen {
 			continue
 		}
 		runID := "rec-" + strings.TrimSuffix(rh.name, ".json")
-		_, _ = e.run(runID, rh.plan)
+		if len(rh.settle) == 0 {
+			_, _ = e.run(runID, rh.plan)
+		} else {
+			e.start(runID, rh.plan)
+			for _, s := range rh.settle {
+				e.awaiting(runID, s.op)
+				e.settle(runID, s.op, s.effect, s.basis)
+			}
+			if err := e.wait(context.Background(), runID); err != nil {
+				t.Fatalf("%s: %v", rh.name, err)
+			}
+		}
 		it := temporalConn.Client.GetWorkflowHistory(context.Background(), kernel.WorkflowID(e.project, runID), "", false, 0)
 		h := &historypb.History{}
 		for it.HasNext() {

@@ -44,3 +44,56 @@ const (
 // deleteRunSQL takes back the row of a start whose workflow never
 // started, so the run id is free again instead of taken forever.
 const deleteRunSQL = `DELETE FROM kernel_runs WHERE project = $1 AND run_id = $2`
+
+// runAwaitingSQL finds the wait a run is in, if any: its newest kernel
+// run.awaiting whose operation has no run.resumed (index journal_events_run
+// for the run, journal_events_operation for the resumption). $1 project,
+// $2 run_id.
+const runAwaitingSQL = `
+SELECT a.operation_id, a.ts, coalesce(a.data->>'until', '')
+FROM journal_events a
+WHERE a.project = $1 AND a.run_id = $2 AND a.type = 'run.awaiting' AND a.source_id = 'kernel'
+  AND NOT EXISTS (
+      SELECT 1 FROM journal_events e
+      WHERE e.project = a.project AND e.run_id = a.run_id AND e.operation_id = a.operation_id
+        AND e.type = 'run.resumed' AND e.source_id = 'kernel')
+ORDER BY a.seq DESC
+LIMIT 1`
+
+// awaitingSQL lists the kernel's waits that have not ended in the journal
+// (no run.resumed for their operation, no run.completed or run.failed of
+// their run), each with the newest reconciliation of the awaited operation
+// (by ts, then journal order, as the listing orders them) and whether the
+// kernel's tool.failed of it is journaled (the listing, and so a triage,
+// sees the operation only then). It reads the partial index
+// journal_events_awaiting (migration 00040) from $1 on, so its cost
+// follows the waits begun within the await bound, not journal history;
+// per wait it probes the operation's and the run's events. $2/$3 narrow it
+// to one run ($2 empty: every run), $4 bounds the answer.
+const awaitingSQL = `
+SELECT a.project, a.run_id, a.operation_id, a.ts,
+       r.source_id, r.event_id, r.data->>'effect', r.data->>'basis',
+       EXISTS (SELECT 1 FROM journal_events f
+               WHERE f.project = a.project AND f.run_id = a.run_id AND f.operation_id = a.operation_id
+                 AND f.type = 'tool.failed' AND f.source_id = 'kernel')
+FROM journal_events a
+LEFT JOIN LATERAL (
+    SELECT t.source_id, t.event_id, t.data
+    FROM journal_events t
+    WHERE t.project = a.project AND t.run_id = a.run_id AND t.operation_id = a.operation_id
+      AND t.type = 'operation.reconciled'
+    ORDER BY t.ts DESC, t.seq DESC
+    LIMIT 1
+) r ON true
+WHERE a.type = 'run.awaiting' AND a.source_id = 'kernel' AND a.ts >= $1
+  AND ($2 = '' OR (a.project = $2 AND a.run_id = $3))
+  AND NOT EXISTS (
+      SELECT 1 FROM journal_events e
+      WHERE e.project = a.project AND e.run_id = a.run_id AND e.operation_id = a.operation_id
+        AND e.type = 'run.resumed' AND e.source_id = 'kernel')
+  AND NOT EXISTS (
+      SELECT 1 FROM journal_events e
+      WHERE e.project = a.project AND e.run_id = a.run_id
+        AND e.type IN ('run.completed', 'run.failed') AND e.source_id = 'kernel')
+ORDER BY a.ts, a.seq
+LIMIT $4`

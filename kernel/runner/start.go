@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -250,7 +251,10 @@ func (s *Starter) refuseClaimed(ctx context.Context, conn *pgxpool.Conn, req Sta
 
 // Run statuses of GET /v1/runs/{run_id}.
 const (
-	StatusRunning   = "running"
+	StatusRunning = "running"
+	// StatusAwaiting is a kernel run that waits for the settlement of an
+	// operation (RunView.Awaiting says which).
+	StatusAwaiting  = "awaiting"
 	StatusCompleted = "completed"
 	StatusFailed    = "failed"
 )
@@ -258,12 +262,22 @@ const (
 // RunView is the body of GET /v1/runs/{run_id}: the run's status and one
 // page of its events.
 type RunView struct {
-	RunID   string         `json:"run_id"`
-	Project string         `json:"project"`
-	Status  string         `json:"status"`
-	Events  []kernel.Event `json:"events"`
+	RunID   string `json:"run_id"`
+	Project string `json:"project"`
+	Status  string `json:"status"`
+	// Awaiting names the operation an awaiting run waits for, since when
+	// (its run.awaiting's time), and until when at most (the await bound).
+	Awaiting *Awaiting      `json:"awaiting,omitempty"`
+	Events   []kernel.Event `json:"events"`
 	// NextCursor continues the events after this page; null on the last.
 	NextCursor *string `json:"next_cursor"`
+}
+
+// Awaiting is the wait of an awaiting run (RunView.Awaiting).
+type Awaiting struct {
+	OperationID string    `json:"operation_id"`
+	Since       time.Time `json:"since"`
+	Until       string    `json:"until,omitempty"`
 }
 
 // Pages of a run's events (GET /v1/runs/{run_id}?cursor=&limit=): a page
@@ -340,6 +354,9 @@ func (s *Starter) View(ctx context.Context, project, runID string, page EventPag
 		switch {
 		case err == nil:
 			v.Status = workflowStatus(d.GetWorkflowExecutionInfo().GetStatus())
+			if v.Status == StatusRunning {
+				return s.withWait(ctx, v)
+			}
 			return v, nil
 		case !errors.As(err, &nf):
 			return RunView{}, kernel.Errorf(kernel.EUnavailable, "describe run %s/%s in Temporal: %v", project, runID, err)
@@ -349,6 +366,24 @@ func (s *Starter) View(ctx context.Context, project, runID string, page EventPag
 		return RunView{}, kernel.Errorf(kernel.ENotFound, "no run %s in project %s", runID, project)
 	}
 	v.Status = journalStatus(terminal)
+	return v, nil
+}
+
+// withWait makes a running kernel run awaiting when the journal shows it
+// in a wait (a run.awaiting whose operation has no run.resumed). Events
+// reach the journal through the outbox, so for a moment after a wait
+// begins or ends the status says what the journal said just before.
+func (s *Starter) withWait(ctx context.Context, v RunView) (RunView, error) {
+	var w Awaiting
+	err := s.Pool.QueryRow(ctx, runAwaitingSQL, v.Project, v.RunID).Scan(&w.OperationID, &w.Since, &w.Until)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return v, nil
+	case err != nil:
+		return RunView{}, fmt.Errorf("read the wait of run %s/%s: %w", v.Project, v.RunID, err)
+	}
+	w.Since = w.Since.UTC()
+	v.Status, v.Awaiting = StatusAwaiting, &w
 	return v, nil
 }
 

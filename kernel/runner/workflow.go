@@ -48,6 +48,11 @@ type Timeouts struct {
 	// RecordAttempts bounds RecordEvent's retries; default 50 (minutes of
 	// backoff). The run never proceeds past an unrecorded event.
 	RecordAttempts int32 `json:"record_attempts,omitempty"`
+	// Await bounds a run's wait for the settlement of an operation whose
+	// step says on_uncertain: await (RECKON_AWAIT_TIMEOUT); default
+	// DefaultAwaitTimeout. Carried in the input, a replay sets the timer
+	// the run set.
+	Await time.Duration `json:"await,omitempty"`
 }
 
 // DefaultToolHeartbeat is Timeouts.ToolHeartbeat's default. It bounds how
@@ -65,6 +70,9 @@ func (t Timeouts) withDefaults() Timeouts {
 	}
 	if t.RecordAttempts <= 0 {
 		t.RecordAttempts = 50
+	}
+	if t.Await <= 0 {
+		t.Await = DefaultAwaitTimeout
 	}
 	return t
 }
@@ -196,7 +204,8 @@ func reissueCanceled(ctx workflow.Context) bool {
 
 // RunWorkflow executes a plan. Every step is recorded before it runs and
 // after it ends; the run stops at the first failed step unless the step
-// asks for a re-issue after an uncertain failure. The workflow returns an
+// asks for a re-issue after an uncertain failure, or to wait for the
+// failure's settlement (await). The workflow returns an
 // error (the run failed) after recording run.failed.
 func RunWorkflow(ctx workflow.Context, in RunInput) (RunOutput, error) {
 	r := &run{in: in, t: in.Timeouts.withDefaults(), idPrefix: kernel.EventID(in.Project, in.RunID, "")}
@@ -213,31 +222,25 @@ func RunWorkflow(ctx workflow.Context, in RunInput) (RunOutput, error) {
 	}
 	ops := 0
 	for i, step := range in.Plan.Steps {
-		opID := fmt.Sprintf("op-%d", i+1)
-		res, err := r.step(ctx, step, opID, "")
+		out, err := r.runStep(ctx, i, step)
+		ops += out.ops
 		if err != nil {
 			return RunOutput{}, err
-		}
-		ops++
-		for k := 1; !res.OK && res.Effect == kernel.EffectUncertain && step.OnUncertain == OnUncertainReissue && k <= MaxReissues && !reissueCanceled(ctx); k++ {
-			prev := opID
-			opID = fmt.Sprintf("op-%d-r%d", i+1, k)
-			if res, err = r.step(ctx, step, opID, prev); err != nil {
-				return RunOutput{}, err
-			}
-			ops++
 		}
 		if ctx.Err() != nil {
 			// Canceled (an operator's request): the step's outcome is
 			// recorded above; no further step starts.
-			msg := fmt.Sprintf("run canceled during operation %s (%s)", opID, step.Tool)
+			msg := fmt.Sprintf("run canceled during operation %s (%s)", out.opID, step.Tool)
 			if err := r.record(ctx, kernel.TypeRunFailed, "run/failed", kernel.RunFailed{Error: msg}); err != nil {
 				return RunOutput{}, err
 			}
 			return RunOutput{}, temporal.NewCanceledError(msg)
 		}
-		if !res.OK {
-			msg := fmt.Sprintf("operation %s (%s) failed: %s: %s (effect=%s)", opID, step.Tool, res.ErrorType, res.Error, res.Effect)
+		if !out.OK {
+			msg := out.failure
+			if msg == "" {
+				msg = fmt.Sprintf("operation %s (%s) failed: %s: %s (effect=%s)", out.opID, step.Tool, out.ErrorType, out.Error, out.Effect)
+			}
 			if err := r.record(ctx, kernel.TypeRunFailed, "run/failed", kernel.RunFailed{Error: msg}); err != nil {
 				return RunOutput{}, err
 			}
@@ -248,6 +251,74 @@ func RunWorkflow(ctx workflow.Context, in RunInput) (RunOutput, error) {
 		return RunOutput{}, err
 	}
 	return RunOutput{Operations: ops}, nil
+}
+
+// stepOutcome is what became of one plan step: its last operation's
+// result (OK also when a wait settled it occurred), that operation, how
+// many operations the step took, and run.failed's error when a wait ended
+// the step without a result to report.
+type stepOutcome struct {
+	stepResult
+	opID    string
+	ops     int
+	failure string
+}
+
+// runStep runs plan step i: its operation, then as its on_uncertain says
+// after an uncertain failure, a re-issue as a new operation (op-<i>-r<k>,
+// at most MaxReissues) or a wait for the failure's settlement.
+func (r *run) runStep(ctx workflow.Context, i int, s Step) (stepOutcome, error) {
+	out := stepOutcome{opID: fmt.Sprintf("op-%d", i+1)}
+	for k := 0; ; k++ {
+		prev := ""
+		if k > 0 {
+			prev, out.opID = out.opID, fmt.Sprintf("op-%d-r%d", i+1, k)
+		}
+		res, err := r.step(ctx, s, out.opID, prev)
+		if err != nil {
+			return out, err
+		}
+		out.stepResult = res
+		out.ops++
+		again, err := r.again(ctx, s, &out, k < MaxReissues)
+		if err != nil || !again {
+			return out, err
+		}
+	}
+}
+
+// again reports whether the step is issued once more after out's
+// operation ended (left: a re-issue is still allowed). A step that says
+// reissue is, after an uncertain failure, unless the run is canceled; one
+// that says await waits for the settlement first: occurred counts the
+// step as done (out.OK), none issues it again, anything else (an
+// operator's unknown, none with no re-issue left, the await bound) ends
+// the run with out.failure.
+func (r *run) again(ctx workflow.Context, s Step, out *stepOutcome, left bool) (bool, error) {
+	res := out.stepResult
+	// The conditions keep their order: reissueCanceled asks a version,
+	// and histories recorded before the wait replay the same calls.
+	if !res.OK && res.Effect == kernel.EffectUncertain && s.OnUncertain == OnUncertainReissue && left && !reissueCanceled(ctx) {
+		return true, nil
+	}
+	if !r.awaits(ctx, s, res) {
+		return false, nil
+	}
+	end, err := r.await(ctx, out.opID)
+	if err != nil {
+		return false, err
+	}
+	switch st := end.settlement; {
+	case !end.timedOut && !st.Found:
+		return false, nil // canceled while waiting: the caller records it
+	case st.Effect == kernel.EffectOccurred:
+		out.OK = true
+		return false, nil
+	case st.Effect == kernel.EffectNone && left:
+		return true, nil
+	}
+	out.failure = awaitFailure(s, out.opID, end, r.t.Await)
+	return false, nil
 }
 
 // record writes one kernel event through the RecordEvent activity. Its

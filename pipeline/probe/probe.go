@@ -21,7 +21,10 @@ import (
 type Run struct {
 	Project string
 	RunID   string
-	// Ended is true when the journal holds run.completed or run.failed.
+	// Ended is true when no further step of the run can start: the
+	// journal holds run.completed or run.failed, or the kernel's
+	// run.awaiting without its run.resumed (the run waits for a settlement
+	// and starts nothing before one).
 	Ended bool
 	// Started lists the run's tool.started operations in the order they
 	// ran: by the kernel's (workflow) time when the kernel started every

@@ -230,12 +230,19 @@ func split(ops []pipeline.WallOperation, maxOps, maxBytes int) [][]pipeline.Wall
 func probeRun(rk runKey, evs []kernel.StoredEvent) probe.Run {
 	run := probe.Run{Project: rk.project, RunID: rk.runID}
 	seen := map[string]int{} // operation id → index in run.Started
+	// The kernel's waits: the operations the run began to wait for, and
+	// those whose wait ended (resumed), in whatever order they came.
+	awaited, resumed := map[string]bool{}, map[string]bool{}
 	for _, e := range evs {
 		// The run's workspace is not read from run.started: probes take it
 		// from the kernel's own state (probe.Workspaces).
 		switch e.Type {
 		case kernel.TypeRunCompleted, kernel.TypeRunFailed:
 			run.Ended = true
+		case kernel.TypeRunAwaiting:
+			awaited[e.OperationID()] = e.SourceID == kernel.SourceKernel || awaited[e.OperationID()]
+		case kernel.TypeRunResumed:
+			resumed[e.OperationID()] = e.SourceID == kernel.SourceKernel || resumed[e.OperationID()]
 		case kernel.TypeToolStarted:
 			var d struct {
 				kernel.ToolStarted
@@ -277,6 +284,15 @@ func probeRun(rk runKey, evs []kernel.StoredEvent) probe.Run {
 			if run.Started[i].EndedAt.IsZero() {
 				run.Started[i].EndedAt = e.TS
 			}
+		}
+	}
+	// A kernel run that waits for a settlement starts no further step
+	// until the wait ends, and it ends only on a settlement of the awaited
+	// operation, which takes that operation out of every wall: for the
+	// probes, nothing more of the run can act, as after its end.
+	for op, ok := range awaited {
+		if ok && !resumed[op] {
+			run.Ended = true
 		}
 	}
 	// Journal order is delivery order: two publishers, or a delivery

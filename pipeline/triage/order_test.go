@@ -49,3 +49,42 @@ func TestProbeRunOrdersTheKernelsOperationsByWorkflowTime(t *testing.T) {
 		t.Fatalf("with another writer's operation: %+v, want journal order", run.Started)
 	}
 }
+
+// A kernel run that waits for a settlement starts nothing until the wait
+// ends: for the probes it is over, as an ended run is, while its
+// run.awaiting has no run.resumed, in whatever order they were journaled.
+// An agent's report of a wait proves nothing of the kind.
+func TestProbeRunTakesAWaitingRunAsOver(t *testing.T) {
+	t.Parallel()
+	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	ev := func(source, typ, op string, data any) kernel.StoredEvent {
+		e, err := kernel.NewEvent(source, "acme/run-1/"+typ+"/"+op, "acme", "run-1", typ, kernel.ActorKernel, t0, data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return kernel.StoredEvent{Event: e}
+	}
+	awaiting := func(source, op string) kernel.StoredEvent {
+		return ev(source, kernel.TypeRunAwaiting, op, kernel.RunAwaiting{OperationID: op})
+	}
+	resumed := func(op string) kernel.StoredEvent {
+		return ev(kernel.SourceKernel, kernel.TypeRunResumed, op, kernel.RunResumed{OperationID: op, Effect: kernel.EffectNone,
+			Reconciliation: &kernel.EventKey{SourceID: kernel.SourceKernel, EventID: "x"}})
+	}
+	rk := runKey{"acme", "run-1"}
+	for _, c := range []struct {
+		name string
+		evs  []kernel.StoredEvent
+		want bool
+	}{
+		{"waiting", []kernel.StoredEvent{awaiting(kernel.SourceKernel, "op-1")}, true},
+		{"resumed", []kernel.StoredEvent{awaiting(kernel.SourceKernel, "op-1"), resumed("op-1")}, false},
+		{"resumed, journaled first", []kernel.StoredEvent{resumed("op-1"), awaiting(kernel.SourceKernel, "op-1")}, false},
+		{"waiting again after a re-issue", []kernel.StoredEvent{awaiting(kernel.SourceKernel, "op-1"), resumed("op-1"), awaiting(kernel.SourceKernel, "op-1-r1")}, true},
+		{"an agent's report", []kernel.StoredEvent{awaiting("agent-7", "op-1")}, false},
+	} {
+		if got := probeRun(rk, c.evs).Ended; got != c.want {
+			t.Errorf("%s: Ended = %v, want %v", c.name, got, c.want)
+		}
+	}
+}

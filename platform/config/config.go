@@ -81,6 +81,11 @@ type Config struct {
 	// long a dead worker's operation stays invisible. Runs carry the value
 	// of the process that started them.
 	ToolHeartbeatTimeout time.Duration
+	// AwaitTimeout (RECKON_AWAIT_TIMEOUT, default 72h) bounds how long a
+	// run waits for the settlement of an operation whose step says
+	// on_uncertain: await; past it the run fails. Runs carry the value of
+	// the process that started them.
+	AwaitTimeout time.Duration
 	// ManifestMaxFiles and ManifestBudget cap one workspace manifest
 	// (RECKON_MANIFEST_MAX_FILES, default 100000 entries;
 	// RECKON_MANIFEST_BUDGET, default 10s): past a cap the manifest says
@@ -114,6 +119,9 @@ func (c Config) Warnings() []string {
 // a shorter one would delete evidence before a sweep (every 5m by default)
 // could read it, leaving every such probe inconclusive.
 const MinEvidenceRetention = time.Hour
+
+// DefaultAwaitTimeout is RECKON_AWAIT_TIMEOUT's default: a weekend.
+const DefaultAwaitTimeout = 72 * time.Hour
 
 // DefaultToolHeartbeatTimeout is RECKON_TOOL_HEARTBEAT_TIMEOUT's default.
 const DefaultToolHeartbeatTimeout = 10 * time.Second
@@ -171,6 +179,12 @@ func LoadFrom(getenv func(string) string) (Config, error) {
 	}
 	if c.ToolHeartbeatTimeout < time.Second {
 		return Config{}, &Error{"RECKON_TOOL_HEARTBEAT_TIMEOUT", fmt.Sprintf("must be at least 1s (a worker heartbeats every fifth of it), got %q", get("RECKON_TOOL_HEARTBEAT_TIMEOUT", ""))}
+	}
+	if c.AwaitTimeout, err = duration(get, "RECKON_AWAIT_TIMEOUT", DefaultAwaitTimeout.String()); err != nil {
+		return Config{}, err
+	}
+	if c.AwaitTimeout < time.Second {
+		return Config{}, &Error{"RECKON_AWAIT_TIMEOUT", fmt.Sprintf("must be at least 1s, got %q", get("RECKON_AWAIT_TIMEOUT", ""))}
 	}
 	if _, err := cron.ParseStandard(c.TriageSchedule); err != nil {
 		return Config{}, &Error{"RECKON_TRIAGE_SCHEDULE", fmt.Sprintf("is not a cron spec (e.g. \"@every 5m\" or \"*/5 * * * *\"): %v", err)}

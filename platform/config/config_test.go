@@ -29,6 +29,28 @@ func TestDefaults(t *testing.T) {
 	}
 }
 
+func TestAwaitTimeout(t *testing.T) {
+	t.Parallel()
+	get := func(v string) func(string) string {
+		return func(name string) string {
+			if name == "RECKON_AWAIT_TIMEOUT" {
+				return v
+			}
+			return ""
+		}
+	}
+	for v, want := range map[string]time.Duration{"": 72 * time.Hour, "90s": 90 * time.Second, "168h": 168 * time.Hour} {
+		if c, err := LoadFrom(get(v)); err != nil || c.AwaitTimeout != want {
+			t.Errorf("RECKON_AWAIT_TIMEOUT=%q: got %s, %v; want %s", v, c.AwaitTimeout, err, want)
+		}
+	}
+	for _, v := range []string{"three days", "0s", "-1h", "500ms"} {
+		if _, err := LoadFrom(get(v)); err == nil || !strings.Contains(err.Error(), "RECKON_AWAIT_TIMEOUT") || strings.Contains(err.Error(), "\n") {
+			t.Errorf("RECKON_AWAIT_TIMEOUT=%q: error %v, want one line naming the variable", v, err)
+		}
+	}
+}
+
 func TestToolHeartbeatTimeout(t *testing.T) {
 	t.Parallel()
 	for v, want := range map[string]time.Duration{"4s": 4 * time.Second, "1m": time.Minute} {

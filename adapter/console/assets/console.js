@@ -239,6 +239,7 @@ function signOut(message) {
 
 async function boot() {
   $('signin-form').addEventListener('submit', signIn);
+  $('triage-now').addEventListener('click', triageNow);
   $('signout').addEventListener('click', () => signOut(''));
   $('project').addEventListener('change', (e) => { location.hash = '#' + new URLSearchParams({ project: e.target.value }); });
   let typing = null;
@@ -311,6 +312,7 @@ function start(me) {
 function showWho(me) {
   $('who').replaceChildren(el('span', { text: me.name }), ' ', chip(me.role, 'role'));
   $('readonly').hidden = me.role === 'operator';
+  $('triage-actions').hidden = me.role !== 'operator';
 }
 
 // checkWho asks the server who the token is on every poll: a token
@@ -600,8 +602,9 @@ function renderCards(page, runView, op) {
     if (op && !(d.operation_ids || []).includes(op)) return;
     cards.push(verdictCard(v, page.resolutions[i] || {}, recs));
   });
+  const waits = runView.awaiting ? ' on ' + runView.awaiting.operation_id + ' since ' + clock(runView.awaiting.since) : '';
   const head = el('h3', null, 'Supervisor verdict' + (cards.length === 1 ? '' : 's'),
-    el('span', { class: 'hint', text: ' · run ' + (runView.status || '?') }));
+    el('span', { class: 'hint', text: ' · run ' + (runView.status || '?') + waits }));
   if (!cards.length) {
     $('cards').replaceChildren(head, el('p', { class: 'empty', text: op ? 'No supervisor verdict names this operation yet: the triage sweep has not reached it.' : 'No supervisor verdict for this run yet.' }));
     return;
@@ -843,6 +846,31 @@ async function decide(ev) {
   } catch (e) {
     if (authLost(e)) return;
     show(err, 'Not recorded: ' + errorText(e));
+  } finally {
+    button.disabled = false;
+  }
+}
+
+// triageNow asks the server for a triage sweep of the project (or of the
+// run the lists are narrowed to) now, rather than at the next scheduled
+// sweep, and says what it did; the lists then load again.
+async function triageNow() {
+  const button = $('triage-now');
+  const out = $('triage-result');
+  if (!state.project) return;
+  button.disabled = true;
+  out.textContent = 'triaging…';
+  const body = { project: state.project };
+  if (state.listRun) body.run_id = state.listRun;
+  try {
+    const { data } = await api('/v1/triage', { method: 'POST', body });
+    const walls = data.walls.filter((w) => w.outcome === 'journaled').length;
+    out.textContent = walls + ' wall(s) decided, ' + data.settled.length + ' settled, ' +
+      data.attention.length + ' for a person · ' + new Date().toLocaleTimeString();
+    refresh();
+  } catch (e) {
+    if (authLost(e)) return;
+    out.textContent = 'Triage failed: ' + errorText(e);
   } finally {
     button.disabled = false;
   }

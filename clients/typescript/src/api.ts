@@ -272,6 +272,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/triage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Run the triage sweep over a scope now and answer what it did
+         * @description The scheduled sweep's path and per-run locks (a run another sweep holds answers outcome locked and is not triaged twice at once), on the server's supervisor and probes. The verdicts and reconciliations are written through the outbox as the scheduled sweep writes them; a probe's settlement resumes a run that waits for it. A token limited to projects must name one of them. The answer waits for the sweep, within the server's request bound: for a large scope use reckon triage.
+         */
+        post: operations["triageNow"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -292,7 +312,7 @@ export interface components {
             project: string;
             run_id: string;
             /** @enum {unknown} */
-            type: "run.started" | "run.completed" | "run.failed" | "tool.started" | "tool.completed" | "tool.failed" | "tool.blocked" | "operation.reconciled" | "supervisor.verdict";
+            type: "run.started" | "run.completed" | "run.failed" | "run.awaiting" | "run.resumed" | "tool.started" | "tool.completed" | "tool.failed" | "tool.blocked" | "operation.reconciled" | "supervisor.verdict";
             /** Format: date-time */
             ts: string;
             /** @description kernel | agent | operator:<name> | supervisor */
@@ -398,15 +418,29 @@ export interface components {
                     sha256?: string;
                 };
                 plan?: components["schemas"]["Plan"];
-                /** @enum {unknown} */
-                on_uncertain?: "stop" | "reissue";
+                /**
+                 * @description After an uncertain failure: stop (the default) ends the run; reissue issues the step once more as a new operation; await makes the run wait (status awaiting) until a probe or an operator settles the operation: occurred counts the step as done, none issues it once more as a new operation, an operator's unknown or RECKON_AWAIT_TIMEOUT fails the run
+                 * @enum {unknown}
+                 */
+                on_uncertain?: "stop" | "reissue" | "await";
             }[];
         };
         Run: {
             run_id: string;
             project: string;
-            /** @enum {unknown} */
-            status: "running" | "completed" | "failed";
+            /**
+             * @description awaiting: a kernel run waiting for the settlement of the operation named in awaiting
+             * @enum {unknown}
+             */
+            status: "running" | "awaiting" | "completed" | "failed";
+            /** @description Present while status is awaiting: the operation the run waits for, since when (its run.awaiting's time) and until when at most (RECKON_AWAIT_TIMEOUT) */
+            awaiting?: {
+                operation_id: string;
+                /** Format: date-time */
+                since: string;
+                /** Format: date-time */
+                until?: string;
+            };
             events: components["schemas"]["Event"][];
             /** @description Continues the events after this page; null on the last page */
             next_cursor?: string | null;
@@ -475,6 +509,48 @@ export interface components {
             checks: {
                 [key: string]: "ok" | "unavailable";
             };
+        };
+        /** @description The scope of the sweep: both empty, every project with unsettled operations; run_id needs project */
+        TriageRequest: {
+            project?: string;
+            run_id?: string;
+        };
+        TriageWall: {
+            project: string;
+            run_id: string;
+            part?: number;
+            parts?: number;
+            operations: string[];
+            /**
+             * @description journaled: verdict and reconciliations written; failed: nothing written (error says why); locked: another sweep holds the run; settled: nothing left to triage; budget, deferred: left for a later sweep; unavailable: a probe could not reach these operations' evidence, left unsettled for a later sweep (error says why)
+             * @enum {unknown}
+             */
+            outcome: "journaled" | "failed" | "locked" | "settled" | "budget" | "deferred" | "unavailable";
+            supervisor?: string;
+            needs_attention: boolean;
+            /** @description The supervisor.verdict written */
+            verdict?: components["schemas"]["EventKey"];
+            error?: string;
+        };
+        TriageOutcome: {
+            project: string;
+            run_id: string;
+            operation_id: string;
+            /** @enum {unknown} */
+            effect: "none" | "occurred" | "unknown";
+            /** @enum {unknown} */
+            basis: "probe" | "inference";
+            /** @enum {unknown} */
+            proposed_effect?: "none" | "occurred";
+            /** @description The operation.reconciled written */
+            reconciliation: components["schemas"]["EventKey"];
+        };
+        TriageAnswer: {
+            walls: components["schemas"]["TriageWall"][];
+            /** @description Operations the sweep settled occurred or none */
+            settled: components["schemas"]["TriageOutcome"][];
+            /** @description Operations the sweep left for a person: effect unknown, or in a wall whose verdict asked for attention */
+            attention: components["schemas"]["TriageOutcome"][];
         };
     };
     responses: {
@@ -1035,6 +1111,36 @@ export interface operations {
             400: components["responses"]["Invalid"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    triageNow: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TriageRequest"];
+            };
+        };
+        responses: {
+            /** @description What the sweep did */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TriageAnswer"];
+                };
+            };
+            400: components["responses"]["Invalid"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            408: components["responses"]["Timeout"];
+            413: components["responses"]["TooLarge"];
             503: components["responses"]["Unavailable"];
         };
     };
