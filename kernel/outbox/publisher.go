@@ -19,6 +19,7 @@ import (
 
 	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/pgplan"
+	"github.com/seed-7bc021c3/reckon/kernel/webhook"
 )
 
 // Config tunes a Publisher. Zero values take the defaults.
@@ -574,12 +575,36 @@ func (p *Publisher) parkUndecodable(ctx context.Context, tx pgx.Tx, ids []int64)
 	for i := range reasons {
 		reasons[i] = "outbox row does not hold an event"
 	}
-	if _, err := tx.Exec(ctx, parkSQL, ids, reasons); err != nil {
+	if err := park(ctx, tx, ids, reasons); err != nil {
 		return fmt.Errorf("publish: park undecodable: %w", err)
 	}
 	p.m.parked.Add(float64(len(ids)))
 	p.log.Error().Ints64("outbox_ids", ids).Msg("outbox rows parked: not an event")
 	return nil
+}
+
+// park parks the rows ids with their reasons in tx, and writes their
+// conflict.parked webhooks in the same transaction: an endpoint hears of
+// a park exactly when it commits.
+func park(ctx context.Context, tx pgx.Tx, ids []int64, reasons []string) error {
+	rows, err := tx.Query(ctx, parkSQL, ids, reasons)
+	if err != nil {
+		return err
+	}
+	var (
+		d  webhook.ParkedData
+		at time.Time
+		ns []webhook.Notification
+	)
+	_, err = pgx.ForEachRow(rows, []any{&d.Event.SourceID, &d.Event.EventID, &d.Project, &d.RunID, &d.Type, &d.Reason, &at}, func() error {
+		n, err := webhook.Parked(d, at)
+		ns = append(ns, n)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return webhook.Write(ctx, tx, ns)
 }
 
 // deliverBatch hands the events to the journal and checks it answered
@@ -718,7 +743,7 @@ func (p *Publisher) mark(ctx context.Context, tx pgx.Tx, b batch, results []kern
 		}
 	}
 	if len(parkIDs) > 0 {
-		if _, err := tx.Exec(ctx, parkSQL, parkIDs, parkReason); err != nil {
+		if err := park(ctx, tx, parkIDs, parkReason); err != nil {
 			return fmt.Errorf("publish: park: %w", err)
 		}
 	}
