@@ -185,11 +185,22 @@ func host(rawURL string) string {
 }
 
 // Run registers the endpoints, then delivers until ctx ends, pruning
-// delivered rows every PruneEvery. A pass that fails as a whole (the
-// database unreachable) is retried after a capped backoff.
+// delivered rows every PruneEvery. A registration or a pass that fails as
+// a whole (the database unreachable) is retried after a capped backoff.
 func (d *Deliverer) Run(ctx context.Context) error {
-	if err := d.Register(ctx); err != nil {
-		return err
+	for failures := 1; ; failures++ {
+		err := d.Register(ctx)
+		if err == nil {
+			break
+		}
+		if failures == 1 {
+			d.log.Warn().Err(err).Msg("webhook endpoints not registered; retrying with backoff, nothing is delivered until they are")
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(jittered(d.cfg.PollInterval, 10*time.Second, failures)):
+		}
 	}
 	var wg sync.WaitGroup
 	wg.Add(1)
