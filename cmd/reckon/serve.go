@@ -24,7 +24,7 @@ func runServe(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	api := fs.Bool("api", false, "serve the HTTP API on RECKON_HTTP_ADDR")
 	wrk := fs.Bool("worker", false, "execute runs from the Temporal task queue")
-	pub := fs.Bool("publisher", false, "drain the outbox into the journal")
+	pub := fs.Bool("publisher", false, "drain the outbox into the journal, and deliver RECKON_WEBHOOKS")
 	pipe := fs.Bool("pipeline", false, "run the triage sweep on RECKON_TRIAGE_SCHEDULE")
 	roleChecks := func(c *config.Config) error {
 		if !*api && !*wrk && !*pub && !*pipe {
@@ -108,6 +108,14 @@ func runServe(ctx context.Context, args []string) error {
 			_ = p.Run(ctx)
 		}()
 		roles = append(roles, "publisher")
+		if d := core.NewDeliverer(); d != nil {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_ = d.Run(ctx)
+			}()
+			roles = append(roles, fmt.Sprintf("webhooks (%d endpoints)", len(cfg.Webhooks)))
+		}
 	}
 	if *pipe {
 		if ops == nil {
