@@ -10,7 +10,7 @@ import (
 	"github.com/seed-7bc021c3/reckon/kernel/operations"
 )
 
-// The gauges an on-call person is paged on (docs/production.md#alerts).
+// The gauges an on-call person is paged on (docs/production.md#alerts-and-dashboard).
 // None is read from the database when Prometheus scrapes: the pipeline
 // refreshes them.
 //
