@@ -65,20 +65,22 @@ func TestDeployQueriesNameExportedSeries(t *testing.T) {
 	srv := httptest.NewServer(hook)
 	defer srv.Close()
 	st := startOncallStack(t, srv.URL)
-	base := "http://" + st.APIAddr
+	h := &hostile{t: t, st: st, base: "http://" + st.APIAddr}
 	seedOncall(t, st)
 
 	reckontest.Eventually(t, 90*time.Second, "the sweep's unknown in the operator's queue", func() bool {
-		return strings.Contains(get(t, base+"/v1/agent/operations/attention?project=acme", "ann-secret-1"), `"op-1"`)
+		_, out := h.call(http.MethodGet, "/v1/agent/operations/attention?project=acme", annTok, nil)
+		ops, _ := out["operations"].([]any)
+		return len(ops) == 1
 	})
-	ruling := `{"project":"acme","run_id":"ext-1","operation_id":"op-1","effect":"none","note":"checked by hand"}`
-	if code, body := post(t, base+"/v1/agent/operations/reconcile", "ann-secret-1", ruling); code != http.StatusCreated && code != http.StatusOK {
-		t.Fatalf("reconcile: %d %s", code, body)
+	ruling := map[string]any{"project": "acme", "run_id": "ext-1", "operation_id": "op-1", "effect": "none", "note": "checked by hand"}
+	if code, out := h.call(http.MethodPost, "/v1/agent/operations/reconcile", annTok, ruling); code != http.StatusCreated && code != http.StatusOK {
+		t.Fatalf("reconcile: %d %v", code, out)
 	}
 
 	var missing []string
 	ok := reckontest.Poll(90*time.Second, func() bool {
-		got := scrapeNames(t, base+"/metrics")
+		got := scrapeNames(t, h.base+"/metrics")
 		missing = missing[:0]
 		for name := range want {
 			if !got[name] {
@@ -103,7 +105,7 @@ func startOncallStack(t *testing.T, url string) *Stack {
 	s := pgtest.New(t)
 	env := map[string]string{
 		"DATABASE_URL": s.URL, "RECKON_DATA_DIR": sandboxtest.Dir(t), "RECKON_HTTP_ADDR": "127.0.0.1:0",
-		"RECKON_TOKENS":          "bot:agent:bot-secret-1,ann:operator:ann-secret-1",
+		"RECKON_TOKENS":          "bot:agent:" + botTok + ",ann:operator:" + annTok,
 		"RECKON_TRIAGE_SCHEDULE": "@every 1s", "RECKON_LOG_LEVEL": "error",
 		"RECKON_WEBHOOKS": `[{"url":"` + url + `","secret":"a-test-signing-key-of-32-bytes!!",` +
 			`"events":["attention","settled","run.awaiting","conflict.parked"]}]`,
@@ -181,33 +183,6 @@ func scrapeNames(t *testing.T, url string) map[string]bool {
 		}
 	}
 	return out
-}
-
-func get(t *testing.T, url, token string) string {
-	t.Helper()
-	req, _ := http.NewRequest(http.MethodGet, url, nil)
-	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return string(b)
-}
-
-func post(t *testing.T, url, token, body string) (int, string) {
-	t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
-	req.Header.Set("Authorization", "Bearer "+token)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
 }
 
 // hookReceiver is the stack's webhook endpoint: it records the type of

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
-	"math/rand/v2"
 	"strings"
 	"sync"
 	"time"
@@ -20,6 +18,7 @@ import (
 	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/pgplan"
 	"github.com/seed-7bc021c3/reckon/kernel/webhook"
+	"github.com/seed-7bc021c3/reckon/platform/backoff"
 )
 
 // Config tunes a Publisher. Zero values take the defaults.
@@ -240,7 +239,7 @@ func (p *Publisher) Run(ctx context.Context) error {
 			// Capped before the jitter is drawn: min() after it would
 			// make most waits exactly OutageBackoff, in step across
 			// every publisher of a fleet.
-			wait = jitteredBackoff(min(p.cfg.BaseBackoff, p.cfg.OutageBackoff), p.cfg.OutageBackoff, failures-1)
+			wait = backoff.Jittered(min(p.cfg.BaseBackoff, p.cfg.OutageBackoff), p.cfg.OutageBackoff, failures-1)
 		case failures > 0:
 			p.log.Info().Int("failed_attempts", failures).Int64("outage_ms", time.Since(since).Milliseconds()).Msg("outbox publisher recovered")
 			failures = 0
@@ -827,21 +826,7 @@ func (p *Publisher) deliver(ctx context.Context, tx pgx.Tx, events []kernel.Even
 // backoff is capped exponential with full jitter: a uniform delay in
 // [base, min(cap, base*2^attempts)].
 func (p *Publisher) backoff(attempts int) time.Duration {
-	return jitteredBackoff(p.cfg.BaseBackoff, p.cfg.MaxBackoff, attempts)
-}
-
-// jitteredBackoff is a delay drawn uniformly between base and
-// base*2^attempts, the upper end capped at limit.
-func jitteredBackoff(base, limit time.Duration, attempts int) time.Duration {
-	ceil := float64(base) * math.Pow(2, float64(min(attempts, 30)))
-	if ceil > float64(limit) {
-		ceil = float64(limit)
-	}
-	lo := float64(base)
-	if ceil <= lo {
-		return time.Duration(lo)
-	}
-	return time.Duration(lo + rand.Float64()*(ceil-lo))
+	return backoff.Jittered(p.cfg.BaseBackoff, p.cfg.MaxBackoff, attempts)
 }
 
 // Drain publishes until no due row remains; for tools and tests that want

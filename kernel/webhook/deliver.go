@@ -8,8 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
-	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -21,6 +19,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/seed-7bc021c3/reckon/kernel"
+	"github.com/seed-7bc021c3/reckon/platform/backoff"
 	"github.com/seed-7bc021c3/reckon/platform/config"
 )
 
@@ -35,17 +34,15 @@ type Config struct {
 	// Timeout bounds one attempt; default 15s (the convention's 15 to
 	// 30 s). A claim's lease is twice it and 5 s more.
 	Timeout time.Duration
-	// BaseBackoff and MaxBackoff shape the retry delays: capped
-	// exponential, full jitter; defaults 5s and 5m. The cap bounds how
-	// long after a receiver comes back its notifications arrive.
+	// BaseBackoff and MaxBackoff shape the retry delays
+	// (backoff.Jittered: after n failed attempts, between BaseBackoff and
+	// BaseBackoff·2^(n-1), at most MaxBackoff); defaults 5s and 5m. The
+	// cap bounds how long after a receiver comes back its notifications
+	// arrive.
 	BaseBackoff, MaxBackoff time.Duration
 	// PollInterval is the wait after a pass that found nothing due;
 	// default 500ms.
 	PollInterval time.Duration
-	// Retention is how long delivered rows are kept; default 24h.
-	Retention time.Duration
-	// PruneEvery is the period of the prune; default 1m.
-	PruneEvery time.Duration
 	// Client sends the requests; default one that follows no redirect
 	// (a 3xx is a failed attempt: the convention asks for the URL to be
 	// updated instead).
@@ -72,12 +69,6 @@ func (c Config) withDefaults() Config {
 	}
 	if c.PollInterval <= 0 {
 		c.PollInterval = 500 * time.Millisecond
-	}
-	if c.Retention <= 0 {
-		c.Retention = 24 * time.Hour
-	}
-	if c.PruneEvery <= 0 {
-		c.PruneEvery = time.Minute
 	}
 	if c.Client == nil {
 		c.Client = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
@@ -184,9 +175,10 @@ func host(rawURL string) string {
 	return u.Host
 }
 
-// Run registers the endpoints, then delivers until ctx ends, pruning
-// delivered rows every PruneEvery. A registration or a pass that fails as
-// a whole (the database unreachable) is retried after a capped backoff.
+// Run registers the endpoints, then delivers until ctx ends. A
+// registration or a pass that fails as a whole (the database unreachable)
+// is retried after a capped backoff. Delivered rows are pruned by the
+// publishers' maintenance (Prune).
 func (d *Deliverer) Run(ctx context.Context) error {
 	for failures := 1; ; failures++ {
 		err := d.Register(ctx)
@@ -199,16 +191,9 @@ func (d *Deliverer) Run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-time.After(jittered(d.cfg.PollInterval, 10*time.Second, failures)):
+		case <-time.After(backoff.Jittered(d.cfg.PollInterval, outageBackoff, failures-1)):
 		}
 	}
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		d.prunePeriodically(ctx)
-	}()
-	defer wg.Wait()
 	failures := 0
 	for {
 		n, err := d.DeliverOnce(ctx)
@@ -221,7 +206,7 @@ func (d *Deliverer) Run(ctx context.Context) error {
 				d.log.Warn().Err(err).Msg("webhook deliverer cannot claim notifications; retrying with backoff")
 			}
 			failures++
-			wait = jittered(d.cfg.PollInterval, 10*time.Second, failures)
+			wait = backoff.Jittered(d.cfg.PollInterval, outageBackoff, failures-1)
 		} else {
 			failures = 0
 		}
@@ -235,27 +220,21 @@ func (d *Deliverer) Run(ctx context.Context) error {
 	}
 }
 
-func (d *Deliverer) prunePeriodically(ctx context.Context) {
-	t := time.NewTicker(d.cfg.PruneEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		if _, err := d.Prune(ctx); err != nil && ctx.Err() == nil {
-			d.log.Warn().Err(err).Msg("webhook prune failed")
-		}
-	}
-}
+// outageBackoff caps the wait between passes that fail as a whole.
+const outageBackoff = 10 * time.Second
 
-// Prune deletes rows delivered longer ago than the retention and returns
-// how many.
-func (d *Deliverer) Prune(ctx context.Context) (int64, error) {
+// Retention is how long delivered rows are kept: the same fact written
+// again within it (a retried activity) is recognized as sent, as the
+// outbox recognizes an event enqueued again within its own retention.
+const Retention = 24 * time.Hour
+
+// Prune deletes the rows delivered longer ago than Retention and returns
+// how many: a task of the publishers' maintenance loop, whether or not
+// the process delivers webhooks.
+func Prune(ctx context.Context, pool *pgxpool.Pool) (int64, error) {
 	var total int64
 	for {
-		tag, err := d.pool.Exec(ctx, pruneSQL, d.cfg.Retention.Seconds(), 5000)
+		tag, err := pool.Exec(ctx, pruneSQL, Retention.Seconds(), 5000)
 		if err != nil {
 			return total, fmt.Errorf("webhook: prune: %w", err)
 		}
@@ -412,7 +391,7 @@ func (d *Deliverer) mark(ctx context.Context, e endpoint, delivered []outcome, f
 		b.Queue(deliveredSQL, ids, statuses)
 	}
 	if failed != nil {
-		delay := d.backoff(failed.row.attempts + 1)
+		delay := backoff.Jittered(d.cfg.BaseBackoff, d.cfg.MaxBackoff, failed.row.attempts)
 		if ra := min(failed.retryAfter, d.cfg.MaxBackoff); ra > delay {
 			delay = ra
 		}
@@ -437,17 +416,3 @@ func (d *Deliverer) mark(ctx context.Context, e endpoint, delivered []outcome, f
 	}
 }
 
-// backoff is the delay before attempt n+1 after n failed attempts.
-func (d *Deliverer) backoff(n int) time.Duration {
-	return jittered(d.cfg.BaseBackoff, d.cfg.MaxBackoff, n)
-}
-
-// jittered is a capped exponential backoff with full jitter: uniform in
-// [0, min(limit, base·2^(n-1))], never less than a millisecond.
-func jittered(base, limit time.Duration, n int) time.Duration {
-	ceiling := float64(limit)
-	if n >= 1 && n < 63 {
-		ceiling = math.Min(ceiling, float64(base)*math.Pow(2, float64(n-1)))
-	}
-	return max(time.Millisecond, time.Duration(rand.Float64()*ceiling))
-}

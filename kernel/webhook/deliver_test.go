@@ -426,3 +426,27 @@ func TestParkAnnouncesTheConflict(t *testing.T) {
 		t.Fatalf("parked notification: %s", body)
 	}
 }
+
+// TestPruneKeepsWhatIsNotDelivered: the prune deletes the rows delivered
+// longer ago than the retention, and keeps the recent ones and every
+// undelivered row, however old.
+func TestPruneKeepsWhatIsNotDelivered(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := pgtest.New(t)
+	if _, err := s.Pool.Exec(ctx, `
+INSERT INTO webhook_endpoints (id, events) VALUES ('wh_a', '{settled}');
+INSERT INTO webhook_deliveries (endpoint_id, msg_id, event, body, created_at, delivered_at) VALUES
+    ('wh_a', 'msg_old_delivered', 'settled', '{}', now() - interval '3 days', now() - interval '25 hours'),
+    ('wh_a', 'msg_new_delivered', 'settled', '{}', now() - interval '3 days', now() - interval '1 hour'),
+    ('wh_a', 'msg_old_waiting', 'settled', '{}', now() - interval '3 days', NULL)`); err != nil {
+		t.Fatal(err)
+	}
+	n, err := webhook.Prune(ctx, s.Pool)
+	if err != nil || n != 1 {
+		t.Fatalf("pruned %d (%v), want 1", n, err)
+	}
+	if got := count(t, s, "SELECT count(*) FROM webhook_deliveries WHERE msg_id IN ('msg_new_delivered', 'msg_old_waiting')"); got != 2 {
+		t.Fatalf("%d of the recent and the undelivered rows kept, want both", got)
+	}
+}

@@ -21,8 +21,8 @@
 // with nothing for a new writer to remember. The Deliverer (deliver.go)
 // drains the rows: claimed with FOR UPDATE SKIP LOCKED under a lease, so
 // several deliverers in several processes never send a row at once,
-// retried with capped exponential backoff and full jitter until the
-// receiver answers 2xx. A retry and every endpoint of one fact carry the
+// retried with capped exponential backoff and jitter until the receiver
+// answers 2xx. A retry and every endpoint of one fact carry the
 // same webhook-id; a receiver deduplicates by it.
 package webhook
 
