@@ -415,4 +415,3 @@ func (d *Deliverer) mark(ctx context.Context, e endpoint, delivered []outcome, f
 		d.log.Warn().Err(err).Str("endpoint", e.id).Msg("webhook deliveries not marked; they are sent again when their lease ends")
 	}
 }
-
