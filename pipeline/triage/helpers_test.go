@@ -300,7 +300,7 @@ func (s *Sweeper) Walls(ctx context.Context, project, runID string) ([]pipeline.
 	if project == "" || runID == "" {
 		return nil, kernel.Errorf(kernel.EInvalid, "walls: project and run_id are required")
 	}
-	piles, _, err := s.unsettledRuns(ctx, project, runID)
+	piles, _, err := s.unsettledRuns(ctx, project, runID, &Report{})
 	if err != nil {
 		return nil, err
 	}

@@ -50,6 +50,8 @@ type Operations interface {
 	List(ctx context.Context, p operations.ListParams) (operations.Page, error)
 	OpenTriageLocks(ctx context.Context, n int) (*operations.TriageLocks, error)
 	ReadRun(ctx context.Context, project, runID string) (operations.RunRead, error)
+	// Backlog feeds the on-call gauges (RefreshBacklog).
+	Backlog(ctx context.Context) ([]operations.ProjectBacklog, error)
 }
 
 var _ Operations = (*operations.Service)(nil)
@@ -210,6 +212,9 @@ type Report struct {
 	// Degraded says a listing page was degraded (some run's liveness
 	// unknown); those operations may be missing from this sweep.
 	Degraded bool `json:"degraded"`
+	// listed are the unresolved operations the sweep's listing returned,
+	// triaged or not (reckon_operations_unresolved).
+	listed []listedOp
 }
 
 // Count returns how many walls had outcome.
@@ -237,8 +242,14 @@ func (s *Sweeper) Sweep(ctx context.Context, p SweepParams) (rep Report, err err
 	start := s.cfg.Now()
 	rep = Report{Started: start.UTC()}
 	defer func() {
-		rep.Duration = s.cfg.Now().Sub(start)
+		end := s.cfg.Now()
+		rep.Duration = end.Sub(start)
 		s.cfg.Metrics.sweeps.Observe(rep.Duration.Seconds())
+		if p.Project == "" && !p.DryRun {
+			// Every project's, as the schedule sweeps: what the
+			// on-call gauges describe.
+			s.cfg.Metrics.observeSweep(rep, err, end)
+		}
 	}()
 	runs, err := s.collect(ctx, p, &rep)
 	if err != nil {
@@ -275,7 +286,7 @@ func (s *Sweeper) collect(ctx context.Context, p SweepParams, rep *Report) ([]ru
 	rep.Projects = len(projects)
 	var runs []runPile
 	for _, project := range projects {
-		piles, degraded, err := s.unsettledRuns(ctx, project, p.RunID)
+		piles, degraded, err := s.unsettledRuns(ctx, project, p.RunID, rep)
 		if err != nil {
 			return nil, err
 		}
@@ -387,8 +398,9 @@ func (s *Sweeper) logSweep(rep Report, start time.Time, dry bool) {
 }
 
 // unsettledRuns pages through a project's listing once and groups it into
-// piles by run, in order of each run's oldest unsettled operation.
-func (s *Sweeper) unsettledRuns(ctx context.Context, project, runID string) ([]runPile, bool, error) {
+// piles by run, in order of each run's oldest unsettled operation; every
+// operation listed goes into rep's listed.
+func (s *Sweeper) unsettledRuns(ctx context.Context, project, runID string, rep *Report) ([]runPile, bool, error) {
 	items, degraded, err := s.list(ctx, project, runID)
 	if err != nil {
 		return nil, false, err
@@ -396,6 +408,7 @@ func (s *Sweeper) unsettledRuns(ctx context.Context, project, runID string) ([]r
 	index := map[string]int{}
 	var piles []runPile
 	for _, it := range items {
+		rep.listed = append(rep.listed, listedOp{project: project, runID: it.RunID, operationID: it.OperationID, state: it.State})
 		if it.LivenessUnknown {
 			// Whether its run still runs is a guess (Temporal did not
 			// answer): the operation may yet complete, so it waits for a

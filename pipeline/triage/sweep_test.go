@@ -655,7 +655,7 @@ func TestRunLockHeldUntilTheLastWallCommits(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer locks.Close()
-	piles, _, err := sw.unsettledRuns(ctx, "acme", "run-1")
+	piles, _, err := sw.unsettledRuns(ctx, "acme", "run-1", &Report{})
 	if err != nil || len(piles) != 1 {
 		t.Fatalf("piles %v: %v", piles, err)
 	}
