@@ -147,6 +147,10 @@ const lockOperationsSQL = `SELECT count(pg_advisory_xact_lock(hashtextextended(k
 // installations in one database (or two tests) never block each other.
 const tryTriageLockSQL = `SELECT pg_try_advisory_lock($1::int4, hashtext(current_schema() || ':' || $2))`
 
+// dbClockSQL reads the database's clock (not the transaction's start) in
+// a triage read's round trip: the probes measure every wait on it.
+const dbClockSQL = `SELECT clock_timestamp()`
+
 const unlockTriageSQL = `SELECT pg_advisory_unlock($1::int4, hashtext(current_schema() || ':' || $2))`
 
 // commitUnlockSQL commits a run's last wall and then releases the run's

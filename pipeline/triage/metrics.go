@@ -38,7 +38,7 @@ const (
 func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		walls: promx.CounterVec("reckon_triage_walls_total",
-			"Walls triaged, by outcome (journaled, failed, locked, settled, dry_run, budget; deferred counts runs with operations left for a later sweep).",
+			"Walls triaged, by outcome (journaled, failed, locked, settled, dry_run, budget; deferred and unavailable count runs with operations left for a later sweep).",
 			"outcome"),
 		verdicts: promx.CounterVec("reckon_triage_verdicts_total",
 			"Supervisor operation verdicts journaled, by effect and basis.",

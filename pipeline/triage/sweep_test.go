@@ -534,7 +534,8 @@ func TestDeferredUntilProbeCanTell(t *testing.T) {
 		t.Helper()
 		now := func() time.Time { return at }
 		m := NewMetrics(nil)
-		sw := e.sweeper(Config{Now: now, Metrics: m, Probes: probe.Set{probe.Workspace{Root: root, Owners: operations.Owners{Pool: e.s.Pool}, Now: now}}})
+		sw := e.sweeper(Config{Now: now, Metrics: m, Probes: probe.Set{probe.Workspace{Root: root, Owners: operations.Owners{Pool: e.s.Pool}}}})
+		e.asOf("run-1", at)
 		rep, err := sw.Sweep(context.Background(), SweepParams{Project: "acme", RunID: "run-1"})
 		if err != nil {
 			t.Fatal(err)
