@@ -9,7 +9,7 @@ export DATABASE_URL
 GO ?= go
 TEST_TIMEOUT ?= 18m
 
-.PHONY: all build db deps browser-deps test test-browser test-clients test-clients-guard check-clients screenshots demo bench lint clean soak fuzz conformance image-smoke deploy-check
+.PHONY: all build db deps browser-deps test test-browser test-clients test-clients-guard check-clients screenshots demo bench lint clean soak fuzz conformance image-smoke deploy-check alerts
 
 all: build
 
@@ -142,6 +142,19 @@ fuzz:
 		echo "fuzz $$name ($$pkg) for $(FUZZTIME)"; \
 		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) $$pkg; \
 	done
+
+## alerts: the Prometheus alerting rules of deploy/prometheus checked and
+## unit-tested by promtool (Debian's prometheus package, installed when
+## missing and run as root), and every query of the Grafana dashboard
+## deploy/grafana/reckon.json parsed by it. That every series they name is
+## one reckon exports is TestDeployQueriesNameExportedSeries (make test).
+alerts:
+	@scripts/ensure-promtool.sh
+	promtool check rules deploy/prometheus/reckon-alerts.yml
+	cd deploy/prometheus && promtool test rules reckon-alerts_test.yml
+	@mkdir -p bin
+	$(GO) run ./scripts/dashexpr deploy/grafana/reckon.json > bin/dashboard-rules.yml
+	promtool check rules bin/dashboard-rules.yml
 
 lint: check-clients
 	@# No lab notebook in tracked files (docs/testing.md).

@@ -20,11 +20,15 @@ type Baseline struct {
 	Accuracy float64 `json:"accuracy"`
 	// Coverage is the floor of the share of operations decided; it keeps a
 	// supervisor from buying accuracy by abstaining on everything.
-	Coverage   float64   `json:"coverage"`
-	Walls      int       `json:"walls"`
-	Operations int       `json:"operations"`
-	RecordedAt time.Time `json:"recorded_at"`
-	Command    string    `json:"command"`
+	Coverage float64 `json:"coverage"`
+	// ProofRecall is the floor of proof recall (decided among the
+	// operations the wall's evidence could decide); absent from baselines
+	// recorded before it, which then gate on accuracy and coverage alone.
+	ProofRecall *float64  `json:"proof_recall,omitempty"`
+	Walls       int       `json:"walls"`
+	Operations  int       `json:"operations"`
+	RecordedAt  time.Time `json:"recorded_at"`
+	Command     string    `json:"command"`
 }
 
 // ReadBaseline reads a baseline file.
@@ -53,8 +57,8 @@ func ReadBaseline(path string) (*Baseline, error) {
 			return nil, fmt.Errorf("baseline %s: field %q is missing: not a baseline file (reckon eval --write-baseline FILE records one)", path, f.name)
 		}
 	}
-	if bl.Accuracy < 0 || bl.Accuracy > 1 || bl.Coverage < 0 || bl.Coverage > 1 {
-		return nil, fmt.Errorf("baseline %s: accuracy and coverage must be within 0..1", path)
+	if bl.Accuracy < 0 || bl.Accuracy > 1 || bl.Coverage < 0 || bl.Coverage > 1 || bl.ProofRecall != nil && (*bl.ProofRecall < 0 || *bl.ProofRecall > 1) {
+		return nil, fmt.Errorf("baseline %s: accuracy, coverage and proof_recall must be within 0..1", path)
 	}
 	return &bl, nil
 }
@@ -68,7 +72,7 @@ func NewBaseline(rep *Report, command string, now time.Time) (*Baseline, error) 
 		return nil, fmt.Errorf("baseline: refusing to record a run that fails the gate: %w", err)
 	}
 	return &Baseline{
-		Supervisor: rep.Supervisor, Accuracy: *rep.Metrics.Accuracy, Coverage: *rep.Metrics.Coverage,
+		Supervisor: rep.Supervisor, Accuracy: *rep.Metrics.Accuracy, Coverage: *rep.Metrics.Coverage, ProofRecall: rep.Metrics.ProofRecall,
 		Walls: rep.Metrics.Walls, Operations: rep.Metrics.Operations, RecordedAt: now.UTC(), Command: command,
 	}, nil
 }
@@ -131,11 +135,10 @@ func Gate(rep *Report, bl *Baseline) error {
 		ps = append(ps, fmt.Sprintf("accuracy on decided operations %.4f is below the baseline %.4f", *m.Accuracy, bl.Accuracy))
 	}
 	if m.Coverage == nil || *m.Coverage+eps < bl.Coverage {
-		got := 0.0
-		if m.Coverage != nil {
-			got = *m.Coverage
-		}
-		ps = append(ps, fmt.Sprintf("coverage %.4f is below the baseline %.4f", got, bl.Coverage))
+		ps = append(ps, fmt.Sprintf("coverage %.4f is below the baseline %.4f", orZero(m.Coverage), bl.Coverage))
+	}
+	if bl.ProofRecall != nil && (m.ProofRecall == nil || *m.ProofRecall+eps < *bl.ProofRecall) {
+		ps = append(ps, fmt.Sprintf("proof recall %.4f is below the baseline %.4f", orZero(m.ProofRecall), *bl.ProofRecall))
 	}
 	// Accuracy and coverage are ratios, so a floor says nothing about a
 	// different suite: one without the walls a supervisor gets wrong would
@@ -151,7 +154,17 @@ func Gate(rep *Report, bl *Baseline) error {
 	return nil
 }
 
-// MinCoverage is the coverage the built-in supervisor must reach on the
-// committed suite (TestRegressionGateBuiltin), with accuracy 100 % and no
-// unsafe verdict, independent of the recorded baseline.
-const MinCoverage = 0.90
+// orZero is *v, or 0 when undefined.
+func orZero(v *float64) float64 {
+	if v == nil {
+		return 0
+	}
+	return *v
+}
+
+// MinProofRecall is the proof recall the built-in supervisor must reach on
+// the committed suite (TestRegressionGateBuiltin), with accuracy 100 % and
+// no unsafe verdict, independent of the recorded baseline: it decides
+// every operation whose wall's evidence the drill recorded as deciding
+// it. Coverage is no such floor: the scenario mix sets its ceiling.
+const MinProofRecall = 1.0

@@ -1,7 +1,8 @@
 // Package evals measures how good supervisor verdicts are. Drills record
 // fixtures — the exact wall a supervisor would see plus the ground truth of
-// every operation on it, taken from the fault injector's record and never
-// from the events the supervisor sees — and the scorer runs a supervisor on
+// every operation on it, taken from the fault injector's record and the
+// kernel's facts, never from the events the supervisor sees, and whether a
+// person was needed to decide it — and the scorer runs a supervisor on
 // every fixture and writes a scorecard (report.md, report.json and a
 // confusion-matrix chart). See README.md in this folder for the format.
 package evals
@@ -34,6 +35,12 @@ const (
 )
 
 // Fixture is one drilled run: the wall the supervisor sees and the truth.
+//
+// The truth is the world's, never a rule's: what happened to each
+// operation (Truth) and, where it matters, whether the wall's evidence
+// could decide it or a person was needed (NeedsPerson). The loader checks
+// the format only, so a fixture may say "the probe is wrong here, a person
+// is needed" and keeps loading whatever rule a supervisor decides by.
 type Fixture struct {
 	Version int `json:"version"`
 	// ID is unique within a suite; the file is named <id>.json.
@@ -48,57 +55,58 @@ type Fixture struct {
 	Wall pipeline.Wall `json:"wall"`
 	// Truth maps every operation id of the wall to occurred or none.
 	Truth map[string]string `json:"truth"`
-	// ExpectNeedsAttention is true when at least one operation of the wall
-	// is not decided by the wall's own evidence (see Decidable).
+	// NeedsPerson maps operation ids to true where the wall's evidence
+	// cannot decide the operation — no proof, or one the recorder knows
+	// to be wrong — so that a person must; false where a proof on the
+	// wall decides it. Absent from fixtures recorded before it (see
+	// PersonNeeded).
+	NeedsPerson map[string]bool `json:"needs_person,omitempty"`
+	// ExpectNeedsAttention is true when a person is needed for at least
+	// one operation of the wall: recorded, and when NeedsPerson is given,
+	// exactly whether any of it is true.
 	ExpectNeedsAttention bool `json:"expect_needs_attention"`
 	// Notes explain the scenario to a person reading the fixture (what was
 	// faulted, what traps the wall holds). The supervisor never sees them.
 	Notes string `json:"notes"`
 }
 
-// Decidable reports whether the wall's own evidence settles an operation's
-// effect, and to what. It is supervisor.Prove, the one rule the built-in
-// supervisor decides by and settlement trusts (its doc lists what counts
-// as evidence), so the suite's expectations can never disagree with it.
+// Decidable reports what the wall's own evidence decides of an operation
+// under today's rule, supervisor.Prove (its doc lists what counts as
+// evidence). A drill records it as a fixture's NeedsPerson at the time it
+// drills; the loader never holds a fixture to it, since a rule may change
+// and a recorded truth may not.
 func Decidable(op pipeline.WallOperation) (effect string, ok bool) {
 	p := supervisor.Prove(op)
 	return p.Effect, p.Proven()
 }
 
-// ExpectNeedsAttention is the fixture format's definition of
-// expect_needs_attention: true when any operation of the wall is not
-// Decidable, so a careful supervisor must leave it unknown and ask a person.
-func ExpectNeedsAttention(w pipeline.Wall) bool {
-	for _, op := range w.Operations {
-		if _, ok := Decidable(op); !ok {
-			return true
-		}
+// PersonNeeded reports whether the wall's evidence could not decide
+// operation id, as recorded: NeedsPerson where the fixture has it. A
+// fixture recorded before NeedsPerson says only expect_needs_attention:
+// false means no operation needed a person; true is taken per operation
+// as "unless the wall's evidence proves its recorded truth", the one
+// reading that never credits a supervisor for deciding what its evidence
+// does not prove.
+func (f *Fixture) PersonNeeded(id string) bool {
+	if f.NeedsPerson != nil {
+		return f.NeedsPerson[id]
 	}
-	return false
+	if !f.ExpectNeedsAttention {
+		return false
+	}
+	op, _ := f.Wall.Operation(id)
+	e, ok := Decidable(op)
+	return !ok || e != f.Truth[id]
 }
 
-// Validate checks a fixture for internal consistency: version, id, a wall
-// with operations, a truth for every operation and none for anything else,
-// and expect_needs_attention matching its definition. The error names the
-// field at fault.
+// Validate checks a fixture's format: version, id, a wall with
+// operations, a truth for every operation and none for anything else,
+// needs_person naming only operations of the wall, and
+// expect_needs_attention saying whether any of it is true. It never holds
+// the fixture to a supervisor's rule. The error names the field at fault.
 func (f *Fixture) Validate() error {
-	if f.Version != FixtureVersion {
-		return fmt.Errorf("version: %d is not supported (this build reads version %d)", f.Version, FixtureVersion)
-	}
-	if f.ID == "" {
-		return errors.New("id: missing")
-	}
-	if strings.ContainsAny(f.ID, `/\ `) {
-		return fmt.Errorf("id: %q must not contain slashes or spaces (it names the file)", f.ID)
-	}
-	// The id names the file <id>.json beside the suite's manifest: it may
-	// not be the manifest's name, a hidden file, or hold characters that
-	// print as something else (kernel.Printable) in a report or a listing.
-	if f.ID == strings.TrimSuffix(ManifestFile, ".json") || strings.HasPrefix(f.ID, ".") || kernel.Printable(f.ID) != f.ID {
-		return fmt.Errorf("id: %s is not a fixture file name (not %q, no leading dot, no control or format characters)", kernel.Printable(f.ID), strings.TrimSuffix(ManifestFile, ".json"))
-	}
-	if f.Scenario == "" {
-		return errors.New("scenario: missing")
+	if err := f.validateHeader(); err != nil {
+		return err
 	}
 	if len(f.Wall.Operations) == 0 {
 		return errors.New("wall.operations: empty (a wall holds at least one unsettled operation)")
@@ -125,8 +133,48 @@ func (f *Fixture) Validate() error {
 			return fmt.Errorf("truth[%q]: not an operation of the wall", id)
 		}
 	}
-	if want := ExpectNeedsAttention(f.Wall); f.ExpectNeedsAttention != want {
-		return fmt.Errorf("expect_needs_attention: %v, but the wall's evidence says %v (see evals/README.md)", f.ExpectNeedsAttention, want)
+	return f.validateNeedsPerson(seen)
+}
+
+// validateHeader checks the fields that name the fixture.
+func (f *Fixture) validateHeader() error {
+	if f.Version != FixtureVersion {
+		return fmt.Errorf("version: %d is not supported (this build reads version %d)", f.Version, FixtureVersion)
+	}
+	if f.ID == "" {
+		return errors.New("id: missing")
+	}
+	if strings.ContainsAny(f.ID, `/\ `) {
+		return fmt.Errorf("id: %q must not contain slashes or spaces (it names the file)", f.ID)
+	}
+	// The id names the file <id>.json beside the suite's manifest: it may
+	// not be the manifest's name, a hidden file, or hold characters that
+	// print as something else (kernel.Printable) in a report or a listing.
+	if f.ID == strings.TrimSuffix(ManifestFile, ".json") || strings.HasPrefix(f.ID, ".") || kernel.Printable(f.ID) != f.ID {
+		return fmt.Errorf("id: %s is not a fixture file name (not %q, no leading dot, no control or format characters)", kernel.Printable(f.ID), strings.TrimSuffix(ManifestFile, ".json"))
+	}
+	if f.Scenario == "" {
+		return errors.New("scenario: missing")
+	}
+	return nil
+}
+
+// validateNeedsPerson checks needs_person against the wall's operations
+// (ops) and expect_needs_attention against it.
+func (f *Fixture) validateNeedsPerson(ops map[string]bool) error {
+	if f.NeedsPerson == nil {
+		return nil
+	}
+	anyNeeded := false
+	for id, needed := range f.NeedsPerson {
+		if !ops[id] {
+			return fmt.Errorf("needs_person[%q]: not an operation of the wall", id)
+		}
+		anyNeeded = anyNeeded || needed
+	}
+	if f.ExpectNeedsAttention != anyNeeded {
+		return fmt.Errorf("expect_needs_attention: %v, but needs_person says a person is needed for %s", f.ExpectNeedsAttention,
+			map[bool]string{true: "some operation", false: "no operation"}[anyNeeded])
 	}
 	return nil
 }

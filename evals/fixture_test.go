@@ -18,12 +18,12 @@ import (
 	"github.com/seed-7bc021c3/reckon/pipeline"
 )
 
-func TestDecidableAndExpectNeedsAttention(t *testing.T) {
+func TestDecidableAndPersonNeeded(t *testing.T) {
 	t.Parallel()
 	ev := func(findings ...string) pipeline.WallOperation {
-		o := pipeline.WallOperation{OperationID: "o"}
+		o := op("o", "run_command", "")
 		for _, f := range findings {
-			o.Evidence = append(o.Evidence, pipeline.Evidence{Probe: "p", Finding: f})
+			o.Evidence = append(o.Evidence, op("o", "", f).Evidence...)
 		}
 		return o
 	}
@@ -84,18 +84,32 @@ func TestDecidableAndExpectNeedsAttention(t *testing.T) {
 	if _, ok := Decidable(contradicted); ok {
 		t.Error("contradicting probes were overruled by the child summary")
 	}
-	// A child summary with unresolved operations and an uncertain failure are not proofs.
+	// A fixture says itself where a person is needed: the recorder's
+	// word, even where today's rule would decide (a probe the recorder
+	// knows to be wrong), and nothing where the rule would not.
 	w := pipeline.Wall{Operations: []pipeline.WallOperation{
 		ev("occurred"),
 		{OperationID: "d", Tool: "delegate", ChildOps: &pipeline.ChildSummary{ChildSummary: kernel.ChildSummary{Total: 2, Unresolved: 1}},
 			Failure: &pipeline.WallFailure{ErrorType: "delegated_run_failed", Effect: "uncertain"}},
 	}}
-	if !ExpectNeedsAttention(w) {
-		t.Error("wall with an unproven delegation does not expect attention")
+	f := &Fixture{Wall: w, Truth: map[string]string{"o": "none", "d": "occurred"}, NeedsPerson: map[string]bool{"o": true, "d": false}, ExpectNeedsAttention: true}
+	if !f.PersonNeeded("o") || f.PersonNeeded("d") {
+		t.Error("PersonNeeded does not read the fixture's record")
 	}
-	w.Operations = w.Operations[:1]
-	if ExpectNeedsAttention(w) {
-		t.Error("fully proven wall expects attention")
+	// A fixture recorded before needs_person: its wall-wide flag, false,
+	// means no one; true, everyone whose truth the wall's evidence does
+	// not prove.
+	f.NeedsPerson = nil
+	if !f.PersonNeeded("o") || !f.PersonNeeded("d") {
+		t.Error("an old fixture needing attention: an operation whose probe contradicts its truth, or without proof, needs no person")
+	}
+	f.Truth["o"] = "occurred"
+	if f.PersonNeeded("o") {
+		t.Error("an old fixture needing attention: an operation proven as its truth needs a person")
+	}
+	f.ExpectNeedsAttention = false
+	if f.PersonNeeded("d") {
+		t.Error("an old fixture needing no attention: an operation needs a person")
 	}
 }
 
@@ -106,6 +120,19 @@ func TestFixtureValidateNamesTheField(t *testing.T) {
 	}
 	if err := good().Validate(); err != nil {
 		t.Fatalf("good fixture rejected: %v", err)
+	}
+	// The loader checks the format, never agreement with a supervisor's
+	// rule: a person may be needed where a probe decides (the recorder
+	// knows the probe is wrong), and a fixture recorded before
+	// needs_person keeps its word whatever today's rule decides.
+	wrongProbe := good()
+	wrongProbe.NeedsPerson["o2"] = true
+	unrecorded := good()
+	unrecorded.NeedsPerson, unrecorded.ExpectNeedsAttention = nil, false
+	for _, f := range []*Fixture{wrongProbe, unrecorded} {
+		if err := f.Validate(); err != nil {
+			t.Errorf("a fixture was held to a rule: %v", err)
+		}
 	}
 	for _, id := range []string{"manifest", ".hidden", "a\u200bb", "a\x1bb"} {
 		f := good()
@@ -181,6 +208,7 @@ func TestFixtureValidateNamesTheField(t *testing.T) {
 		{"extra truth", func(f *Fixture) { f.Truth["zz"] = "none" }, `truth["zz"]: not an operation`},
 		{"bad truth", func(f *Fixture) { f.Truth["o1"] = "unknown" }, `truth["o1"]`},
 		{"attention", func(f *Fixture) { f.ExpectNeedsAttention = false }, "expect_needs_attention"},
+		{"needs_person of no operation", func(f *Fixture) { f.NeedsPerson["zz"] = true }, `needs_person["zz"]: not an operation`},
 	}
 	for _, c := range cases {
 		f := good()

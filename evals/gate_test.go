@@ -50,15 +50,15 @@ func TestRegressionGateBuiltin(t *testing.T) {
 		t.Error(err)
 		t.Log(Markdown(rep))
 	}
-	// The floor, whatever the baseline file says: every effect the
-	// sandbox and the adapted servers make observable is settled from
-	// evidence — coverage at least 90 %, every decided operation right,
-	// nothing unsafe.
-	if m := rep.Metrics; m.Coverage == nil || *m.Coverage < MinCoverage || m.Accuracy == nil || *m.Accuracy < 1 || m.UnsafeNone+m.UnsafeOccurred > 0 {
-		t.Errorf("the built-in supervisor must settle at least %.0f%% of the committed suite with 100%% accuracy and nothing unsafe: %s", MinCoverage*100, Markdown(rep))
+	// The floor, whatever the baseline file says: every operation the
+	// wall's evidence decides is settled from it — proof recall 100 %,
+	// every decided operation right, nothing unsafe, and nothing decided
+	// where the suite records that a person was needed.
+	if m := rep.Metrics; m.ProofRecall == nil || *m.ProofRecall < MinProofRecall || m.Accuracy == nil || *m.Accuracy < 1 || m.UnsafeNone+m.UnsafeOccurred+m.DecidedWithoutProof > 0 {
+		t.Errorf("the built-in supervisor must decide %.0f%% of what the committed suite's walls prove, with 100%% accuracy, nothing unsafe and nothing decided without proof: %s", MinProofRecall*100, Markdown(rep))
 	}
-	t.Logf("built-in supervisor: accuracy %s, coverage %s, unsafe-none %d, unsafe-occurred %d over %d walls",
-		pct(rep.Metrics.Accuracy), pct(rep.Metrics.Coverage), rep.Metrics.UnsafeNone, rep.Metrics.UnsafeOccurred, rep.Metrics.Walls)
+	t.Logf("built-in supervisor: accuracy %s, coverage %s, proof recall %s, unsafe-none %d, unsafe-occurred %d over %d walls",
+		pct(rep.Metrics.Accuracy), pct(rep.Metrics.Coverage), pct(rep.Metrics.ProofRecall), rep.Metrics.UnsafeNone, rep.Metrics.UnsafeOccurred, rep.Metrics.Walls)
 }
 
 func TestGateFailsOnUnsafeAndRegression(t *testing.T) {

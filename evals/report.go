@@ -74,10 +74,14 @@ func scorecardRows(rep *Report) [][2]string {
 	m := rep.Metrics
 	na := m.NeedsAttention
 	return [][2]string{
+		{"settlement policy scored under", orDash(rep.SettlePolicy)},
 		{"walls (ok / invalid / errored)", fmt.Sprintf("%d (%d / %d / %d)", m.Walls, m.WallsOK, m.InvalidOutputs, m.Errored)},
 		{"operations (truth occurred / none)", fmt.Sprintf("%d (%d / %d)", m.Operations, m.TruthOccurred, m.TruthNone)},
 		{"accuracy on decided operations", fmt.Sprintf("%s (%d/%d)", pct(m.Accuracy), m.Correct, m.Decided)},
 		{"coverage (not unknown)", fmt.Sprintf("%s (%d/%d)", pct(m.Coverage), m.Decided, m.Operations)},
+		{"proof recall (decided where the wall's evidence could decide)", fmt.Sprintf("%s (%d/%d)", pct(m.ProofRecall), m.ProvableDecided, m.Provable)},
+		{"unknown where a proof existed / correct abstentions", fmt.Sprintf("%d / %d", m.UnknownWithProof, m.Abstained)},
+		{"decided where a person was needed", fmt.Sprintf("%d", m.DecidedWithoutProof)},
 		{"unsafe-none (said none, truth occurred)", fmt.Sprintf("%d (%s of truly occurred)", m.UnsafeNone, pct(m.UnsafeNoneRate))},
 		{"unsafe-occurred (said occurred, truth none)", fmt.Sprintf("%d (%s of truly none)", m.UnsafeOccurred, pct(m.UnsafeOccurredRate))},
 		{"proposed unsafe-none / unsafe-occurred (before settlement)", fmt.Sprintf("%d / %d", m.ProposedUnsafeNone, m.ProposedUnsafeOccurred)},
@@ -178,17 +182,18 @@ func Markdown(rep *Report) string {
 	}
 	b.WriteString("\nThe diagonal (occurred→occurred, none→none) is correct. `occurred→none` is unsafe-none " +
 		"(a re-issue would duplicate the effect); `none→occurred` is unsafe-occurred (the work is silently dropped). " +
-		"`unknown` is an honest abstention (the operation stays for a person); `invalid` means no valid verdict.\n")
+		"`unknown` leaves the operation for a person: an abstention where the wall's evidence could not decide it, a miss where it could " +
+		"(proof recall, and the list below); `invalid` means no valid verdict.\n")
 
-	b.WriteString("\n## By scenario\n\n| scenario | walls | ops | accuracy | coverage | unsafe-none | unsafe-occurred | proposed unsafe (none / occurred) | attention P / R | invalid / errored |\n|---|---:|---:|---:|---:|---:|---:|---:|---|---:|\n")
+	b.WriteString("\n## By scenario\n\n| scenario | walls | ops | accuracy | coverage | proof recall | unsafe-none | unsafe-occurred | proposed unsafe (none / occurred) | attention P / R | invalid / errored |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|\n")
 	for _, s := range rep.Scenarios {
 		sm := s.Metrics
-		fmt.Fprintf(&b, "| %s | %d | %d | %s | %s | %d | %d | %d / %d | %s / %s | %d / %d |\n", s.Scenario, sm.Walls, sm.Operations,
-			pct(sm.Accuracy), pct(sm.Coverage), sm.UnsafeNone, sm.UnsafeOccurred, sm.ProposedUnsafeNone, sm.ProposedUnsafeOccurred,
+		fmt.Fprintf(&b, "| %s | %d | %d | %s | %s | %s | %d | %d | %d / %d | %s / %s | %d / %d |\n", s.Scenario, sm.Walls, sm.Operations,
+			pct(sm.Accuracy), pct(sm.Coverage), pct(sm.ProofRecall), sm.UnsafeNone, sm.UnsafeOccurred, sm.ProposedUnsafeNone, sm.ProposedUnsafeOccurred,
 			pct(sm.NeedsAttention.Precision), pct(sm.NeedsAttention.Recall), sm.InvalidOutputs, sm.Errored)
 	}
 
-	var unsafe, wrong, held []string
+	var unsafe, wrong, held, missed []string
 	for _, c := range rep.Cases {
 		for _, op := range c.Operations {
 			line := fmt.Sprintf("| %s | %s | %s | %s | %s | %s |", mdEscape(c.ID), mdEscape(op.OperationID), mdEscape(op.Tool), op.Truth, op.Said, mdEscape(op.Note))
@@ -196,6 +201,9 @@ func Markdown(rep *Report) string {
 				unsafe = append(unsafe, line)
 			} else if op.Said != SaidUnknown && op.Said != SaidInvalid && !op.Correct {
 				wrong = append(wrong, line)
+			}
+			if op.Said == SaidUnknown && !op.NeedsPerson {
+				missed = append(missed, line)
 			}
 			if op.Proposed != "" && op.ProposedUnsafe != "" {
 				held = append(held, fmt.Sprintf("| %s | %s | %s | %s | %s | %s |", mdEscape(c.ID), mdEscape(op.OperationID), mdEscape(op.Tool), op.Truth, op.Proposed, op.ProposedUnsafe))
@@ -218,6 +226,11 @@ func Markdown(rep *Report) string {
 	if len(wrong) > 0 {
 		b.WriteString("\n## Other wrong verdicts\n\n| fixture | operation | tool | truth | said | note |\n|---|---|---|---|---|---|\n")
 		b.WriteString(strings.Join(wrong, "\n") + "\n")
+	}
+	if len(missed) > 0 {
+		b.WriteString("\n## Unknown where a proof existed\n\nThe fixture records that the wall's evidence decides these; the supervisor left them to a person.\n\n" +
+			"| fixture | operation | tool | truth | said | note |\n|---|---|---|---|---|---|\n")
+		b.WriteString(strings.Join(missed, "\n") + "\n")
 	}
 
 	var failed []string

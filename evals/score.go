@@ -76,6 +76,10 @@ type OperationResult struct {
 	Note  string `json:"note,omitempty"`
 	// Correct is true when a decided verdict matches the truth.
 	Correct bool `json:"correct"`
+	// NeedsPerson is the fixture's record that the wall's evidence could
+	// not decide the operation (Fixture.PersonNeeded): unknown is then the
+	// right answer; otherwise a proof was on the wall.
+	NeedsPerson bool `json:"needs_person"`
 	// Unsafe names the kind of a wrong decided verdict.
 	Unsafe string `json:"unsafe,omitempty"`
 	// Proposed is the effect the supervisor itself gave when the
@@ -171,6 +175,23 @@ type Metrics struct {
 	Accuracy *float64 `json:"accuracy"`
 	// Coverage is Decided/Operations.
 	Coverage *float64 `json:"coverage"`
+
+	// Provable counts operations the wall's evidence could decide (a
+	// probe finding or a kernel fact proves their truth, as the fixture
+	// records), and ProvableDecided those of them the supervisor decided.
+	Provable        int `json:"provable"`
+	ProvableDecided int `json:"provable_decided"`
+	// ProofRecall is ProvableDecided/Provable: of what could be proved,
+	// the share decided. Coverage counts every operation, so a suite of
+	// unprovable ones caps it; proof recall does not.
+	ProofRecall *float64 `json:"proof_recall"`
+	// UnknownWithProof counts unknown where a proof existed (a miss);
+	// Abstained, unknown where a person was needed (the right answer);
+	// DecidedWithoutProof, a verdict where a person was needed (a guess,
+	// right or not).
+	UnknownWithProof    int `json:"unknown_with_proof"`
+	Abstained           int `json:"abstained"`
+	DecidedWithoutProof int `json:"decided_without_proof"`
 
 	// UnsafeNone and UnsafeOccurred count what would be journaled, under
 	// the report's settlement policy: the harm a sweep would do.
@@ -326,6 +347,7 @@ func runCase(ctx context.Context, sup pipeline.Supervisor, f *Fixture, opt Score
 		for _, op := range f.Wall.Operations {
 			c.Operations = append(c.Operations, OperationResult{
 				OperationID: op.OperationID, Tool: op.Tool, Truth: f.Truth[op.OperationID], Said: SaidInvalid,
+				NeedsPerson: f.PersonNeeded(op.OperationID),
 			})
 		}
 	}
@@ -362,6 +384,7 @@ func runCase(ctx context.Context, sup pipeline.Supervisor, f *Fixture, opt Score
 		r := OperationResult{
 			OperationID: op.OperationID, Tool: op.Tool, Truth: f.Truth[op.OperationID],
 			Said: v.Effect, Basis: v.Basis, Note: v.Note, Proposed: v.ProposedEffect,
+			NeedsPerson: f.PersonNeeded(op.OperationID),
 		}
 		if v.Effect != kernel.EffectUnknown {
 			r.Correct = v.Effect == r.Truth
@@ -472,6 +495,7 @@ func Compute(cases []CaseResult) Metrics {
 		}
 		for _, op := range c.Operations {
 			m.Operations++
+			m.countProof(op)
 			switch op.Truth {
 			case TruthOccurred:
 				m.TruthOccurred++
@@ -517,6 +541,7 @@ func Compute(cases []CaseResult) Metrics {
 	}
 	m.Accuracy = ratio(m.Correct, m.Decided)
 	m.Coverage = ratio(m.Decided, m.Operations)
+	m.ProofRecall = ratio(m.ProvableDecided, m.Provable)
 	m.UnsafeNoneRate = ratio(m.UnsafeNone, m.TruthOccurred)
 	m.UnsafeOccurredRate = ratio(m.UnsafeOccurred, m.TruthNone)
 	na := &m.NeedsAttention
@@ -524,6 +549,24 @@ func Compute(cases []CaseResult) Metrics {
 	na.Recall = ratio(na.TruePositives, na.TruePositives+na.FalseNegatives)
 	m.Latency = summarise(lat)
 	return m
+}
+
+// countProof counts op against what its wall's evidence could decide.
+func (m *Metrics) countProof(op OperationResult) {
+	decided := op.Said != SaidUnknown && op.Said != SaidInvalid
+	switch {
+	case !op.NeedsPerson:
+		m.Provable++
+		if decided {
+			m.ProvableDecided++
+		} else if op.Said == SaidUnknown {
+			m.UnknownWithProof++
+		}
+	case op.Said == SaidUnknown:
+		m.Abstained++
+	case decided:
+		m.DecidedWithoutProof++
+	}
 }
 
 // ratio returns n/d, or nil when d is zero (undefined, not zero).

@@ -14,23 +14,33 @@ import (
 	"github.com/seed-7bc021c3/reckon/pipeline"
 )
 
-// op builds a wall operation; proof, when set, adds one probe finding.
+// testStart is when every test operation started.
+var testStart = time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+
+// op builds a wall operation; proof, when set, adds one probe finding
+// whose preconditions hold (observed after the start, the worker
+// answered, a change carrying the call's own id).
 func op(id, tool, proof string) pipeline.WallOperation {
-	o := pipeline.WallOperation{OperationID: id, Tool: tool, State: "failed_uncertain"}
+	o := pipeline.WallOperation{OperationID: id, Tool: tool, State: "failed_uncertain", StartedAt: testStart}
 	if proof != "" {
-		o.Evidence = []pipeline.Evidence{{Probe: "test.probe", Finding: proof, Detail: "hand-built"}}
+		o.Evidence = []pipeline.Evidence{{Probe: "test.probe", Finding: proof, Detail: "hand-built", ObservedAt: testStart.Add(time.Hour),
+			Preconditions: &pipeline.Preconditions{Answered: true, Store: &pipeline.Store{Server: "s", CallUnique: "the call's id"}}}}
 	}
 	return o
 }
 
-// fixture builds a consistent fixture from ops and truth pairs.
+// fixture builds a fixture from ops and truth pairs, recording that a
+// person is needed exactly where the wall's evidence does not prove the
+// truth.
 func fixture(id, scenario string, ops []pipeline.WallOperation, truth ...string) *Fixture {
-	f := &Fixture{Version: FixtureVersion, ID: id, Scenario: scenario, Truth: map[string]string{},
+	f := &Fixture{Version: FixtureVersion, ID: id, Scenario: scenario, Truth: map[string]string{}, NeedsPerson: map[string]bool{},
 		Wall: pipeline.Wall{Project: "p", RunID: id, Part: 1, Parts: 1, Operations: ops}}
 	for i, o := range ops {
 		f.Truth[o.OperationID] = truth[i]
+		e, ok := Decidable(o)
+		f.NeedsPerson[o.OperationID] = !ok || e != truth[i]
+		f.ExpectNeedsAttention = f.ExpectNeedsAttention || f.NeedsPerson[o.OperationID]
 	}
-	f.ExpectNeedsAttention = ExpectNeedsAttention(f.Wall)
 	return f
 }
 

@@ -111,6 +111,10 @@ type Event struct {
 type StoredEvent struct {
 	Event
 	Seq int64 `json:"-"`
+	// IngestedAt is when the journal took the event, on the database's
+	// clock (its now() in the writing transaction): the one clock the
+	// probes measure waits on, unlike TS, which its writer's clock gave.
+	IngestedAt time.Time `json:"-"`
 }
 
 // Key returns the idempotency key of the event.

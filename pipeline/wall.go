@@ -75,6 +75,10 @@ type WallOperation struct {
 	// server of that name configured with another. Empty for events
 	// recorded before it (omitted, so those walls' digests stand).
 	ServerEndpoint string `json:"server_endpoint,omitempty"`
+	// JournaledAt is the journal's commit time of the operation's
+	// tool.started, on the database's clock: what the probes measure a
+	// wait from (precondition.go). Absent on walls recorded before it.
+	JournaledAt *time.Time `json:"journaled_at,omitempty"`
 }
 
 // MCPTarget is the MCP tool the probes ask about: mcp__<server>__<tool>
@@ -174,21 +178,34 @@ const (
 	FindingOccurred     = "occurred"     // downstream state proves the effect landed
 	FindingNone         = "none"         // downstream state proves it did not
 	FindingInconclusive = "inconclusive" // the probe could not tell
+	// FindingUnavailable: the probe could not reach its evidence now (a
+	// workspace it cannot read, a server it cannot reach). The sweep
+	// leaves such an operation unsettled for a later sweep instead of
+	// walling it: an unreachable probe is no reason to record unknown.
+	FindingUnavailable = "unavailable"
 )
 
 // Evidence is what a probe established about an operation, with provenance:
 // a proof is evidence; an inference is never presented as one.
 type Evidence struct {
 	Probe      string          `json:"probe"`   // e.g. mcp.lookup_operation, workspace.postcondition, journal.child_run
-	Finding    string          `json:"finding"` // occurred | none | inconclusive
+	Finding    string          `json:"finding"` // occurred | none | inconclusive | unavailable
 	Detail     string          `json:"detail"`
 	Provenance json.RawMessage `json:"provenance,omitempty"`
-	ObservedAt time.Time       `json:"observed_at"`
+	// ObservedAt is when the probe read the state: on the database's
+	// clock (pipeline.Clock) since probes measure on it, on the sweeper's
+	// in walls recorded before.
+	ObservedAt time.Time `json:"observed_at"`
 	// RecheckAfter, on an inconclusive finding, is when the probe can tell:
 	// the execution could still land its effect until then, so absence is
 	// no proof yet. The sweep leaves such an operation for a later sweep
-	// instead of having it decided (and settled) as unknown now.
+	// instead of having it decided (and settled) as unknown now. On the
+	// clock of ObservedAt.
 	RecheckAfter *time.Time `json:"recheck_after,omitempty"`
+	// Preconditions are what a decisive finding rests on beyond the state
+	// the probe read (precondition.go): a finding whose probe needs them
+	// and does not carry them proves nothing.
+	Preconditions *Preconditions `json:"preconditions,omitempty"`
 }
 
 // EarlierVerdict is a supervisor.verdict recorded for the run before.

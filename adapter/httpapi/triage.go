@@ -36,7 +36,9 @@ type TriageAnswer struct {
 
 // TriageWall is one wall of a sweep, or one run it left alone (outcome
 // locked: another sweep holds the run; settled: nothing left to triage;
-// budget, deferred: left for a later sweep; failed: nothing written).
+// budget, deferred: left for a later sweep; unavailable: a probe could not
+// reach the operations' evidence, left unsettled for a later sweep, Error
+// says why; failed: nothing written).
 type TriageWall struct {
 	Project        string           `json:"project"`
 	RunID          string           `json:"run_id"`

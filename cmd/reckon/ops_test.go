@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -22,7 +23,9 @@ import (
 	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/operations"
 	"github.com/seed-7bc021c3/reckon/kernel/outbox"
+	"github.com/seed-7bc021c3/reckon/pipeline/probe"
 	"github.com/seed-7bc021c3/reckon/pipeline/triage"
+	"github.com/seed-7bc021c3/reckon/tool/mcptool"
 )
 
 // TestOpsCLI drives `reckon ops` against the real operations API.
@@ -222,31 +225,14 @@ func TestOpsAttentionCLI(t *testing.T) {
 	}
 }
 
-// opsAPI serves the API over the bundle's journal and operations service
-// for the client under test.
 // `reckon triage --api` asks the API for the sweep and prints what it did;
 // the flags that tune a sweep run here are refused with it.
 func TestTriageCLIThroughTheAPI(t *testing.T) {
 	t.Parallel()
-	b := reckontest.Setup(t)
-	ts := opsAPI(t, b)
-	r := reckontest.Run{Project: "acme", RunID: "run-1", Source: "agent-x"}
-	t0 := b.Clock.Now().Add(-time.Hour)
-	b.Ingest(r.RunStarted(t0), r.Started("op-1", "run_command", t0), r.Failed("op-1", kernel.EffectUncertain, t0), r.RunFailed(t0))
-	var out bytes.Buffer
-	c := apiClient(func(k string) string {
-		return map[string]string{"RECKON_URL": ts.URL, "RECKON_TOKEN": "operator-secret"}[k]
-	}, time.Minute)
-	if err := triageViaAPI(context.Background(), c, &out, "acme", "run-1", false); err != nil {
-		t.Fatalf("%v\n%s", err, out.String())
-	}
-	for _, want := range []string{"wall acme/run-1: journaled (op-1)", "attention acme/run-1/op-1 unknown (inference)", "triage (API): 1 wall(s), 0 settled, 1 for a person"} {
-		if !strings.Contains(out.String(), want) {
-			t.Errorf("output lacks %q:\n%s", want, out.String())
-		}
-	}
+	c := triageAPIClient(t, "run_command")
+	triageViaAPIPrints(t, c, "wall acme/run-1: journaled (op-1)", "attention acme/run-1/op-1 unknown (inference)", "triage (API): 1 wall(s), 0 settled, 1 for a person")
 	c.token = "agent-secret"
-	if err := triageViaAPI(context.Background(), c, &out, "acme", "", false); err == nil || !strings.Contains(err.Error(), "403") {
+	if err := triageViaAPI(context.Background(), c, io.Discard, "acme", "", false); err == nil || !strings.Contains(err.Error(), "403") {
 		t.Fatalf("an agent's token: %v", err)
 	}
 	err := runTriage(context.Background(), []string{"--api", "--project", "acme", "--dry-run"})
@@ -255,12 +241,55 @@ func TestTriageCLIThroughTheAPI(t *testing.T) {
 	}
 }
 
-func opsAPI(t *testing.T, b *reckontest.Bundle) *httptest.Server {
+// TestTriageCLIThroughTheAPILeavesUnavailableWalls: an operation whose
+// evidence a probe could not reach (here: its MCP server is down) comes
+// back as an unavailable wall whose error says why. It is left for a
+// later sweep, not failed: `reckon triage --api` prints it and exits 0.
+func TestTriageCLIThroughTheAPILeavesUnavailableWalls(t *testing.T) {
+	t.Parallel()
+	down := probe.MCPClient{Servers: []mcptool.ServerConfig{{Name: "issues", URL: "http://127.0.0.1:1/mcp"}}, Timeout: 2 * time.Second}
+	c := triageAPIClient(t, "mcp__create_issue", probe.MCP{Looker: down})
+	triageViaAPIPrints(t, c, "wall acme/run-1: unavailable (op-1): ", "server issues", "triage (API): 1 wall(s), 0 settled, 0 for a person")
+}
+
+// triageAPIClient journals agent-x's acme/run-1, whose op-1, a call of
+// tool, failed uncertain an hour ago in a run that failed, serves the API
+// with its sweeps run with probes, and returns an operator's client of it.
+func triageAPIClient(t *testing.T, tool string, probes ...probe.Probe) *opsClient {
+	t.Helper()
+	b := reckontest.Setup(t)
+	ts := opsAPI(t, b, probes...)
+	r := reckontest.Run{Project: "acme", RunID: "run-1", Source: "agent-x"}
+	t0 := b.Clock.Now().Add(-time.Hour)
+	b.Ingest(r.RunStarted(t0), r.Started("op-1", tool, t0), r.Failed("op-1", kernel.EffectUncertain, t0), r.RunFailed(t0))
+	return apiClient(func(k string) string {
+		return map[string]string{"RECKON_URL": ts.URL, "RECKON_TOKEN": "operator-secret"}[k]
+	}, time.Minute)
+}
+
+// triageViaAPIPrints runs `reckon triage --api --project acme --run run-1`
+// with c and fails the test unless it succeeds, printing each of want.
+func triageViaAPIPrints(t *testing.T, c *opsClient, want ...string) {
+	t.Helper()
+	var out bytes.Buffer
+	if err := triageViaAPI(context.Background(), c, &out, "acme", "run-1", false); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	for _, w := range want {
+		if !strings.Contains(out.String(), w) {
+			t.Errorf("output lacks %q:\n%s", w, out.String())
+		}
+	}
+}
+
+// opsAPI serves the API over the bundle's journal and operations service
+// for the client under test, its sweeps run with probes.
+func opsAPI(t *testing.T, b *reckontest.Bundle, probes ...probe.Probe) *httptest.Server {
 	t.Helper()
 	toks, _ := auth.Parse("ann:operator:operator-secret,rita:reader:reader-secret,bot:agent:agent-secret")
 	srv := httpapi.New(httpapi.Config{Tokens: toks, Log: zerolog.Nop(), Registry: prometheus.NewRegistry(),
 		Journal: b.Journal, Operations: b.Ops, Verdicts: b.Ops,
-		Triage: app.Triager{Sweeper: triage.New(b.Ops, triage.Config{Now: b.Clock.Now})}})
+		Triage: app.Triager{Sweeper: triage.New(b.Ops, triage.Config{Now: b.Clock.Now, Probes: probes})}})
 	ts := httptest.NewServer(srv)
 	t.Cleanup(ts.Close)
 	return ts

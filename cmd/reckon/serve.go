@@ -66,7 +66,7 @@ func serveFlags(fs *flag.FlagSet) *serveRoles {
 	r := &serveRoles{}
 	fs.BoolVar(&r.api, "api", false, "serve the HTTP API on RECKON_HTTP_ADDR")
 	fs.BoolVar(&r.worker, "worker", false, "execute runs from the Temporal task queue")
-	fs.BoolVar(&r.publisher, "publisher", false, "drain the outbox into the journal")
+	fs.BoolVar(&r.publisher, "publisher", false, "drain the outbox into the journal, and deliver RECKON_WEBHOOKS")
 	fs.BoolVar(&r.pipeline, "pipeline", false, "run the triage sweep on RECKON_TRIAGE_SCHEDULE and resume the runs that wait for a settlement")
 	return r
 }
@@ -178,6 +178,14 @@ func (sv *server) startPublisher() {
 		_ = p.Run(sv.ctx)
 	}()
 	sv.roles = append(sv.roles, "publisher")
+	if d := sv.core.NewDeliverer(); d != nil {
+		sv.wg.Add(1)
+		go func() {
+			defer sv.wg.Done()
+			_ = d.Run(sv.ctx)
+		}()
+		sv.roles = append(sv.roles, fmt.Sprintf("webhooks (%d endpoints)", len(sv.cfg.Webhooks)))
+	}
 }
 
 // startPipeline runs the triage sweep on its schedule, and the resumer of

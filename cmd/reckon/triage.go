@@ -137,8 +137,12 @@ func triageViaAPI(ctx context.Context, c *opsClient, out io.Writer, project, run
 		if len(w.Operations) > 0 {
 			fmt.Fprintf(out, " (%s)", kernel.Printable(strings.Join(w.Operations, ", ")))
 		}
-		if w.Error != "" {
+		if w.Outcome == triage.OutcomeFailed {
 			failed++
+		}
+		// An unavailable wall's error says which evidence a probe could
+		// not reach; it is left for a later sweep, not failed.
+		if w.Error != "" {
 			fmt.Fprintf(out, ": %s", oneLine(w.Error, 4000))
 		}
 		fmt.Fprintln(out)
@@ -175,10 +179,12 @@ func printReport(out io.Writer, rep triage.Report) {
 			fmt.Fprintf(out, "FAILED %s/%s: %s\n", kernel.Printable(w.Project), kernel.Printable(w.RunID), oneLine(w.Error, 4000))
 		case w.Outcome == triage.OutcomeDeferred:
 			fmt.Fprintf(out, "deferred %s/%s: %s — a probe can tell only later; a later sweep takes them\n", kernel.Printable(w.Project), kernel.Printable(w.RunID), kernel.Printable(strings.Join(w.Operations, ", ")))
+		case w.Outcome == triage.OutcomeUnavailable:
+			fmt.Fprintf(out, "UNAVAILABLE %s/%s: %s — %s\n", kernel.Printable(w.Project), kernel.Printable(w.RunID), kernel.Printable(strings.Join(w.Operations, ", ")), oneLine(w.Error, 4000))
 		}
 	}
-	fmt.Fprintf(out, "triage: %d project(s), %d run(s), %d journaled, %d failed, %d locked by another sweep, %d left for the next sweep (budget), %d run(s) with operations deferred, %s\n",
-		rep.Projects, rep.Runs, rep.Journaled, rep.Failed, rep.Count(triage.OutcomeLocked), rep.Count(triage.OutcomeBudget), rep.Count(triage.OutcomeDeferred), rep.Duration.Round(time.Millisecond))
+	fmt.Fprintf(out, "triage: %d project(s), %d run(s), %d journaled, %d failed, %d locked by another sweep, %d left for the next sweep (budget), %d run(s) with operations deferred, %d operation(s) whose evidence a probe could not reach, %s\n",
+		rep.Projects, rep.Runs, rep.Journaled, rep.Failed, rep.Count(triage.OutcomeLocked), rep.Count(triage.OutcomeBudget), rep.Count(triage.OutcomeDeferred), rep.Unavailable, rep.Duration.Round(time.Millisecond))
 }
 
 // publishVerdicts delivers the sweep's events to the journal and returns

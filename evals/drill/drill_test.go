@@ -15,7 +15,9 @@ import (
 	"github.com/seed-7bc021c3/reckon/evals"
 	"github.com/seed-7bc021c3/reckon/internal/pgtest"
 	"github.com/seed-7bc021c3/reckon/internal/sandboxtest"
+	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/fault"
+	"github.com/seed-7bc021c3/reckon/pipeline"
 	"github.com/seed-7bc021c3/reckon/pipeline/supervisor"
 	"github.com/seed-7bc021c3/reckon/platform/config"
 )
@@ -81,29 +83,33 @@ func openTestStack(ctx context.Context, t *testing.T) (*Stack, string) {
 // scenario intends, and a clean built-in score.
 func TestDrillLive(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	st, fs := openTestStack(ctx, t)
 
 	kinds := []string{KindCmdWriteAfterPost, KindCmdWriteBeforePost, KindMCPIssueAfter, KindMCPIssueBefore,
 		KindDelegateUnsettled, KindDelegateSettled, KindMultiReissue, KindClaimsSuccess,
-		KindCmdWriteAfterBare, KindCmdMkdirAfter, KindCmdRemoveAfter, KindReissueNewFile}
+		KindCmdWriteAfterBare, KindCmdMkdirAfter, KindCmdRemoveAfter, KindReissueNewFile,
+		KindMCPNoLookup, KindAgentRun, KindClockSkew, KindCmdTimeoutRunning}
 	if fs != "" {
-		kinds = append(kinds, KindFSWriteAfter, KindFSWriteBefore, KindMemoryAfter, KindMemoryBefore)
+		kinds = append(kinds, KindFSWriteAfter, KindFSWriteBefore, KindMemoryAfter, KindMemoryBefore, KindSharedStore)
 	}
 	type want struct {
 		ops       int
 		truth     string // truth of every op ("" = mixed)
 		decidable bool   // every op decidable
 	}
+	// Decidable per truth: checkKind says.
+	perTruth := map[string]bool{KindCmdTimeoutRunning: true}
 	wants := map[string]want{
 		KindCmdWriteAfterPost:  {1, "occurred", true},
 		KindCmdWriteBeforePost: {1, "none", true},
 		KindMCPIssueAfter:      {1, "occurred", true},
 		KindMCPIssueBefore:     {1, "none", true},
-		KindDelegateUnsettled:  {1, "occurred", false},
-		KindDelegateChild:      {1, "", true}, // the child's own command: the workspace diff
-		KindDelegateSettled:    {1, "occurred", true},
+		// A delegation's truth is its child's effects.
+		KindDelegateUnsettled: {1, "", false},
+		KindDelegateChild:     {1, "", true}, // the child's own command: the workspace diff
+		KindDelegateSettled:   {1, "", true},
 		// Decidable since workspace manifests and the MCP state probe:
 		// bare commands, directories, removals, re-issues, the
 		// filesystem and memory servers.
@@ -117,6 +123,16 @@ func TestDrillLive(t *testing.T) {
 		KindFSWriteBefore:     {1, "none", true},
 		KindMemoryAfter:       {1, "occurred", true},
 		KindMemoryBefore:      {1, "none", true},
+		// Outside the probe-friendly set: nothing can ask the server, the
+		// agent's report is a claim, the other agent's entity is not the
+		// call's to credit; the skewed sweep measures on the database's
+		// clock, and the command that ran on past its timeout is read once
+		// its bound has passed.
+		KindMCPNoLookup:       {1, "", false},
+		KindAgentRun:          {1, "", false},
+		KindSharedStore:       {1, "", false},
+		KindClockSkew:         {1, "", true},
+		KindCmdTimeoutRunning: {1, "", false},
 	}
 	o := Params{Seed: 7, GeneratedBy: "go test ./evals/drill"}
 	var all []*evals.Fixture
@@ -142,6 +158,9 @@ func TestDrillLive(t *testing.T) {
 					t.Errorf("%s: %s truth %s, want %s", f.ID, op.OperationID, f.Truth[op.OperationID], w.truth)
 				}
 				e, ok := evals.Decidable(op)
+				if perTruth[f.Scenario] {
+					continue
+				}
 				if w.decidable && (!ok || e != f.Truth[op.OperationID]) {
 					t.Errorf("%s: %s decidable=%v as %q, want decidable as its truth %s; evidence %+v", f.ID, op.OperationID, ok, e, f.Truth[op.OperationID], op.Evidence)
 				}
@@ -152,6 +171,7 @@ func TestDrillLive(t *testing.T) {
 			if strings.Contains(f.Notes, "DISAGREES") {
 				t.Errorf("%s: %s", f.ID, f.Notes)
 			}
+			checkKind(t, f)
 			if f.Wall.Digest == "" {
 				t.Errorf("%s: the sweep's wall has no digest", f.ID)
 			}
@@ -272,5 +292,46 @@ func TestDrillCrashWindow(t *testing.T) {
 	}
 	if m := rep.Metrics; m.UnsafeNone+m.UnsafeOccurred+m.InvalidOutputs+m.Errored != 0 || m.Decided == 0 {
 		t.Errorf("built-in supervisor on crash-window walls: %+v", m)
+	}
+}
+
+// checkKind checks what the kinds outside the probe-friendly set must
+// show on their walls.
+func checkKind(t *testing.T, f *evals.Fixture) {
+	t.Helper()
+	op := f.Wall.Operations[0]
+	switch f.Scenario {
+	case KindAgentRun:
+		if !op.AgentReported || op.Failure == nil || !op.Failure.AgentReported {
+			t.Errorf("%s: an agent's run whose operation is not the agent's report: %+v", f.ID, op)
+		}
+	case KindCmdTimeoutRunning:
+		if op.Failure == nil || op.Failure.ErrorType != kernel.ErrorTypeActivityFailed {
+			t.Errorf("%s: the call did not time out: %+v", f.ID, op.Failure)
+		}
+		// Unconfined, what the left-behind process wrote proves occurred;
+		// that it wrote nothing proves nothing: it could have written
+		// anywhere, and could outlive any bound.
+		e, ok := evals.Decidable(op)
+		if want := f.Truth[op.OperationID] == evals.TruthOccurred; ok != want || ok && e != evals.TruthOccurred {
+			t.Errorf("%s (truth %s): decidable=%v as %q; evidence %+v", f.ID, f.Truth[op.OperationID], ok, e, op.Evidence)
+		}
+	case KindClockSkew:
+		for _, ev := range op.Evidence {
+			if ev.Finding != pipeline.FindingNone {
+				continue
+			}
+			if el := ev.Preconditions; el == nil || el.Elapsed == nil || el.Elapsed.Clock != pipeline.ClockDatabase ||
+				time.Duration(el.Elapsed.SkewMS)*time.Millisecond < SkewedSweep-time.Second {
+				t.Errorf("%s: never_seen's wait is not measured on the database's clock with the skew recorded: %+v", f.ID, ev.Preconditions)
+			}
+			if !strings.Contains(f.Notes, "deferred") {
+				t.Errorf("%s: the early sweep did not defer the call: %s", f.ID, f.Notes)
+			}
+		}
+	case KindSharedStore:
+		if len(op.Evidence) == 0 || !strings.Contains(op.Evidence[0].Detail, "can be written by its other clients") {
+			t.Errorf("%s: the shared store's state was not refused: %+v", f.ID, op.Evidence)
+		}
 	}
 }

@@ -21,7 +21,6 @@ import (
 	"github.com/seed-7bc021c3/reckon/kernel/outbox"
 	"github.com/seed-7bc021c3/reckon/kernel/runner"
 	"github.com/seed-7bc021c3/reckon/pipeline"
-	"github.com/seed-7bc021c3/reckon/pipeline/probe"
 	"github.com/seed-7bc021c3/reckon/pipeline/supervisor"
 	"github.com/seed-7bc021c3/reckon/pipeline/triage"
 	"github.com/seed-7bc021c3/reckon/platform/proctab"
@@ -63,67 +62,30 @@ func (o Params) withDefaults() Params {
 // and for delegate_unsettled the child run's wall too.
 func (st *Stack) Drill(ctx context.Context, sc Scenario, o Params) ([]*evals.Fixture, error) {
 	o = o.withDefaults()
-	if usesTool(sc.Plan, "mcp__write_file") && !st.Filesystem {
-		return nil, fmt.Errorf("scenario %s needs the filesystem MCP server (node and testdata/npm; scripts/ensure-deps.sh)", sc.RunID)
-	}
-	if (sc.Kind == KindMemoryAfter || sc.Kind == KindMemoryBefore) && !st.Memory {
-		return nil, fmt.Errorf("scenario %s needs the memory MCP server (node and testdata/npm; scripts/ensure-deps.sh)", sc.RunID)
-	}
-	client := st.Temporal.Client
-	queue := "drill-" + sc.RunID
-	acts := &runner.Activities{
-		Pool: st.Core.Pool, Journal: st.Core.Journal, Tools: st.Tools,
-		Fault:      fault.New(st.Core.Pool, fault.Config{AfterEffect: sc.Fault.AfterEffect, BeforeEffect: sc.Fault.BeforeEffect}),
-		Unconfined: st.Core.Cfg.SandboxUnconfined, DeliveryPoll: 20 * time.Millisecond, Log: st.Core.Log,
-		Manifest: st.Core.ManifestLimits(),
-	}
-	w := runner.NewWorker(client, queue, acts)
-	if err := w.Start(); err != nil {
-		return nil, fmt.Errorf("start worker: %w", err)
-	}
-	var stopOnce sync.Once
-	stopWorker := func() { stopOnce.Do(w.Stop) }
-	defer stopWorker()
-	starter := &runner.Starter{Pool: st.Core.Pool, Journal: st.Core.Journal, Client: client, TaskQueue: queue,
-		DataDir: st.Core.Cfg.DataDir, Tools: st.Tools}
-	ws, err := starter.Workspace(o.Project, sc.RunID)
-	if err != nil {
-		return nil, err
-	}
-	plan, err := runnerPlan(sc.Plan, ws)
-	if err != nil {
+	if err := st.provides(sc); err != nil {
 		return nil, err
 	}
 	rctx, cancel := context.WithTimeout(ctx, o.RunTimeout)
 	defer cancel()
-	if _, _, err := starter.Start(rctx, runner.StartParams{Project: o.Project, RunID: sc.RunID, Plan: plan}); err != nil {
-		return nil, fmt.Errorf("start run: %w", err)
+	var children []string
+	var err error
+	if sc.Agent != nil {
+		err = st.agentRun(rctx, o.Project, sc)
+	} else {
+		children, err = st.kernelRun(rctx, sc, o)
 	}
-	if sc.Lose != nil {
-		if err := st.lose(rctx, o.Project, sc, ws, stopWorker); err != nil {
-			return nil, err
-		}
-	}
-	// The run's own outcome does not matter (a faulted run fails, a lost
-	// one is terminated); only that it ended. The parent waits for its
-	// children.
-	if err := client.GetWorkflow(rctx, kernel.WorkflowID(o.Project, sc.RunID), "").Get(rctx, nil); err != nil && rctx.Err() != nil {
-		return nil, fmt.Errorf("run %s did not end within %s: %w", sc.RunID, o.RunTimeout, rctx.Err())
-	}
-	children, err := st.childRuns(rctx, o.Project, sc.RunID, sc.Plan)
 	if err != nil {
 		return nil, err
 	}
-	for _, run := range append([]string{sc.RunID}, children...) {
-		if err := outbox.WaitDelivered(rctx, st.Core.Pool, o.Project, run, 20*time.Millisecond); err != nil {
-			return nil, fmt.Errorf("outbox of %s: %w", run, err)
+	if sc.OtherWrite != nil {
+		if err := st.otherAgentWrites(rctx, sc); err != nil {
+			return nil, err
 		}
 	}
-	if sc.ReconcileChild {
-		for _, child := range children {
-			if err := st.reconcileAsOperator(rctx, o.Project, child); err != nil {
-				return nil, err
-			}
+	var early string
+	if sc.SweepSkew != 0 {
+		if early, err = st.earlySweep(rctx, o, sc); err != nil {
+			return nil, err
 		}
 	}
 
@@ -132,6 +94,7 @@ func (st *Stack) Drill(ctx context.Context, sc Scenario, o Params) ([]*evals.Fix
 	if err != nil {
 		return nil, err
 	}
+	f.Notes += early
 	out = append(out, f)
 	if sc.Kind == KindDelegateUnsettled {
 		for _, child := range children {
@@ -143,6 +106,133 @@ func (st *Stack) Drill(ctx context.Context, sc Scenario, o Params) ([]*evals.Fix
 		}
 	}
 	return out, nil
+}
+
+// provides says which server the stack lacks for sc, nil when it has all.
+func (st *Stack) provides(sc Scenario) error {
+	if usesTool(sc.Plan, "mcp__write_file") && !st.Filesystem {
+		return fmt.Errorf("scenario %s needs the filesystem MCP server (node and testdata/npm; scripts/ensure-deps.sh)", sc.RunID)
+	}
+	if (sc.Kind == KindMemoryAfter || sc.Kind == KindMemoryBefore || sc.Kind == KindSharedStore) && !st.Memory {
+		return fmt.Errorf("scenario %s needs the memory MCP server (node and testdata/npm; scripts/ensure-deps.sh)", sc.RunID)
+	}
+	return nil
+}
+
+// kernelRun runs sc's plan on a worker of its own until the run (and its
+// children) ended and their events are journaled, losing its worker
+// mid-command or leaving a command's process running past its call as sc
+// says, and returns the child runs.
+func (st *Stack) kernelRun(ctx context.Context, sc Scenario, o Params) ([]string, error) {
+	queue := "drill-" + sc.RunID
+	client := st.Temporal.Client
+	acts := &runner.Activities{
+		Pool: st.Core.Pool, Journal: st.Core.Journal, Tools: st.Tools,
+		Fault:      fault.New(st.Core.Pool, fault.Config{AfterEffect: sc.Fault.AfterEffect, BeforeEffect: sc.Fault.BeforeEffect}),
+		Unconfined: st.Core.Cfg.SandboxUnconfined, DeliveryPoll: 20 * time.Millisecond, Log: st.Core.Log,
+		Manifest: st.Core.ManifestLimits(),
+	}
+	starter := &runner.Starter{Pool: st.Core.Pool, Journal: st.Core.Journal, Client: client, TaskQueue: queue,
+		DataDir: st.Core.Cfg.DataDir, Tools: st.Tools}
+	if sc.Outlives != nil {
+		st.outliving(acts, starter)
+	}
+	w := runner.NewWorker(client, queue, acts)
+	if err := w.Start(); err != nil {
+		return nil, fmt.Errorf("start worker: %w", err)
+	}
+	var stopOnce sync.Once
+	stopWorker := func() { stopOnce.Do(w.Stop) }
+	defer stopWorker()
+	ws, err := starter.Workspace(o.Project, sc.RunID)
+	if err != nil {
+		return nil, err
+	}
+	plan, err := runnerPlan(sc.Plan, ws)
+	if err != nil {
+		return nil, err
+	}
+	if _, _, err := starter.Start(ctx, runner.StartParams{Project: o.Project, RunID: sc.RunID, Plan: plan}); err != nil {
+		return nil, fmt.Errorf("start run: %w", err)
+	}
+	switch {
+	case sc.Lose != nil:
+		err = st.lose(ctx, o.Project, sc, ws, stopWorker)
+	case sc.Outlives != nil:
+		err = st.outlived(ctx, o.Project, sc, ws)
+	}
+	if err != nil {
+		return nil, err
+	}
+	// The run's own outcome does not matter (a faulted run fails, a lost
+	// one is terminated); only that it ended. The parent waits for its
+	// children.
+	if err := client.GetWorkflow(ctx, kernel.WorkflowID(o.Project, sc.RunID), "").Get(ctx, nil); err != nil && ctx.Err() != nil {
+		return nil, fmt.Errorf("run %s did not end within %s: %w", sc.RunID, o.RunTimeout, ctx.Err())
+	}
+	children, err := st.childRuns(ctx, o.Project, sc.RunID, sc.Plan)
+	if err != nil {
+		return nil, err
+	}
+	for _, run := range append([]string{sc.RunID}, children...) {
+		if err := outbox.WaitDelivered(ctx, st.Core.Pool, o.Project, run, 20*time.Millisecond); err != nil {
+			return nil, fmt.Errorf("outbox of %s: %w", run, err)
+		}
+	}
+	if sc.ReconcileChild {
+		for _, child := range children {
+			if err := st.reconcileAsOperator(ctx, o.Project, child); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return children, nil
+}
+
+// otherAgentWrites makes sc's other agent's call to the store the run
+// wrote, as a client of its own (its own project, run and key).
+func (st *Stack) otherAgentWrites(ctx context.Context, sc Scenario) error {
+	w := sc.OtherWrite
+	tool, ok := st.Tools.Lookup(w.Tool)
+	if !ok {
+		return fmt.Errorf("scenario %s: the other agent's tool %s is not configured", sc.RunID, w.Tool)
+	}
+	args, err := json.Marshal(w.Args)
+	if err != nil {
+		return fmt.Errorf("scenario %s: the other agent's args: %w", sc.RunID, err)
+	}
+	ws, err := os.MkdirTemp("", "drill-other-agent-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(ws)
+	if _, err := tool.Execute(ctx, kernel.ToolCall{Project: "other-agent", RunID: "other-" + sc.RunID, OperationID: "write-1",
+		Tool: w.Tool, Args: args, Workspace: ws}); err != nil {
+		return fmt.Errorf("scenario %s: the other agent's write: %w", sc.RunID, err)
+	}
+	return nil
+}
+
+// earlySweep builds sc's wall as a sweep EarlySweep after the run, its
+// clock sc.SweepSkew ahead of the database's, would, and says what it did
+// for the fixture's notes. Measured on the database's clock, a never_seen
+// is too young to prove none there: that sweep must defer the operation,
+// and a drill whose early sweep decides it fails (a probe measuring across
+// the two clocks).
+func (st *Stack) earlySweep(ctx context.Context, o Params, sc Scenario) (string, error) {
+	_, err := st.buildWall(ctx, o.Project, sc.RunID, EarlySweep, sc.SweepSkew)
+	var d deferredError
+	switch {
+	case errors.As(err, &d):
+		return fmt.Sprintf(" A sweep %s after the run, its clock %s ahead of the database's, deferred %s: on the database's clock the call was too young for never_seen to prove none.",
+			EarlySweep, sc.SweepSkew, strings.Join(d.ops, ", ")), nil
+	case err != nil:
+		return "", err
+	case sc.Fault.BeforeEffect != "":
+		return "", fmt.Errorf("run %s: a sweep %s after the run, its clock %s ahead of the database's, walled %s instead of deferring it: a wait was measured across clocks",
+			sc.RunID, EarlySweep, sc.SweepSkew, sc.Fault.BeforeEffect)
+	}
+	return fmt.Sprintf(" A sweep %s after the run, its clock %s ahead of the database's, could already decide it.", EarlySweep, sc.SweepSkew), nil
 }
 
 // lose loses the run in the middle of sc.Lose's step: once the command is
@@ -192,19 +282,26 @@ func (st *Stack) lose(ctx context.Context, project string, sc Scenario, ws strin
 	if err != nil {
 		return fmt.Errorf("run %s: the command of %s outlived its worker: %w", sc.RunID, l.OperationID, err)
 	}
+	return st.observeEffect(ctx, project, sc.RunID, ws, l, fault.Lost, "once no process of the command was left",
+		map[bool]string{true: "the scenario lost the run after the effect", false: "the scenario lost the run before the effect"}[l.AfterEffect])
+}
+
+// observeEffect records, as the truth of l's operation (fault kind
+// faultKind), whether l's effect is in the workspace ws now that nothing
+// of its command can change it any more (when: since when), and fails
+// when that is not what the scenario meant (meant says what it meant).
+func (st *Stack) observeEffect(ctx context.Context, project, runID, ws string, l *Lose, faultKind, when, meant string) error {
 	truth, seen := kernel.EffectNone, "absent"
 	if _, err := os.Stat(filepath.Join(ws, l.Effect)); err == nil {
 		truth, seen = kernel.EffectOccurred, "present"
 	}
 	if want := map[bool]string{true: kernel.EffectOccurred, false: kernel.EffectNone}[l.AfterEffect]; truth != want {
-		return fmt.Errorf("run %s: %s is %s once the command was gone, but the scenario lost the run %s the effect", sc.RunID, l.Effect, seen, map[bool]string{true: "after", false: "before"}[l.AfterEffect])
+		return fmt.Errorf("run %s: %s is %s %s, but %s", runID, l.Effect, seen, when, meant)
 	}
-	detail, _ := json.Marshal(map[string]string{
-		"observed": fmt.Sprintf("%s %s in the workspace once no process of the command was left", l.Effect, seen),
-	})
+	detail, _ := json.Marshal(map[string]string{"observed": fmt.Sprintf("%s %s in the workspace %s", l.Effect, seen, when)})
 	return fault.RecordObserved(ctx, st.Core.Pool, fault.Record{
-		Project: project, RunID: sc.RunID, OperationID: l.OperationID, Tool: "run_command",
-		Fault: fault.Lost, Truth: truth, Detail: detail,
+		Project: project, RunID: runID, OperationID: l.OperationID, Tool: kernel.ToolRunCommand,
+		Fault: faultKind, Truth: truth, Detail: detail,
 	})
 }
 
@@ -317,31 +414,34 @@ func (st *Stack) reconcileAsOperator(ctx context.Context, project, runID string)
 	return outbox.WaitDelivered(ctx, st.Core.Pool, project, runID, 20*time.Millisecond)
 }
 
+// later is the operations service with the database's clock, as a run's
+// read reports it, by ahead: a drill's sweep sees the run as a sweep that
+// much later would.
+type later struct {
+	*operations.Service
+	by time.Duration
+}
+
+// ReadRun implements triage.Operations.
+func (l later) ReadRun(ctx context.Context, project, runID string) (operations.RunRead, error) {
+	read, err := l.Service.ReadRun(ctx, project, runID)
+	read.ReadAt = read.ReadAt.Add(l.by)
+	return read, err
+}
+
 // buildWall builds runID's wall with the pipeline's own sweep (dry run:
-// nothing written, no locks) and its probes, with their clock delay ahead.
-func (st *Stack) buildWall(ctx context.Context, project, runID string, delay time.Duration) (pipeline.Wall, error) {
-	now := func() time.Time { return time.Now().Add(delay) }
+// nothing written, no locks) and its probes, as a sweep delay after now
+// would: the database's clock the sweep reads with the run (the one clock
+// the probes measure waits on) is presented delay ahead (later), and the
+// sweeper's own clock delay+skew ahead, so the sweep measures and records
+// a skew of skew between the two.
+func (st *Stack) buildWall(ctx context.Context, project, runID string, delay, skew time.Duration) (pipeline.Wall, error) {
+	now := func() time.Time { return time.Now().Add(delay + skew) }
 	c := &supervisor.Recorder{}
-	sw, err := st.Core.NewSweeper(st.Ops, func(sc *triage.Config) {
+	sw, err := st.Core.NewSweeper(later{Service: st.Ops, by: delay}, func(sc *triage.Config) {
 		sc.Supervisor = c
 		sc.Now = now
 		sc.Concurrency = 1
-		for i, p := range sc.Probes {
-			switch q := p.(type) {
-			case probe.MCP:
-				q.Now = now
-				sc.Probes[i] = q
-			case probe.Workspace:
-				q.Now = now
-				sc.Probes[i] = q
-			case probe.Child:
-				q.Now = now
-				sc.Probes[i] = q
-			case probe.Diff:
-				q.Now = now
-				sc.Probes[i] = q
-			}
-		}
 	})
 	if err != nil {
 		return pipeline.Wall{}, err
@@ -350,35 +450,49 @@ func (st *Stack) buildWall(ctx context.Context, project, runID string, delay tim
 	if err != nil {
 		return pipeline.Wall{}, fmt.Errorf("sweep %s: %w", runID, err)
 	}
+	var deferred []string
 	for _, wr := range rep.Walls {
-		if wr.Outcome != triage.OutcomeDryRun {
+		switch wr.Outcome {
+		case triage.OutcomeDryRun:
+		case triage.OutcomeDeferred:
+			deferred = append(deferred, wr.Operations...)
+		default:
 			return pipeline.Wall{}, fmt.Errorf("sweep %s: wall outcome %s: %s", runID, wr.Outcome, wr.Error)
 		}
 	}
 	walls := c.Walls()
-	switch len(walls) {
-	case 0:
+	switch {
+	case len(deferred) > 0:
+		return pipeline.Wall{}, deferredError{run: runID, ops: deferred}
+	case len(walls) == 0:
 		return pipeline.Wall{}, fmt.Errorf("run %s: %w", runID, errNoWall)
-	case 1:
+	case len(walls) == 1:
 		return walls[0], nil
 	default:
 		return pipeline.Wall{}, fmt.Errorf("run %s: the sweep split the pile into %d walls; drills record single walls", runID, len(walls))
 	}
 }
 
-// truthOf returns the ground truth of every operation of the wall: the
-// fault injector's record, or for a delegation whether its child run
-// exists in Temporal (a started child run is the delegation's effect).
-// An operation with neither is an error: its truth is not known, and the
-// drill never guesses it.
+// deferredError says the sweep left operations of the run for a later
+// sweep: a probe can tell about them only later.
+type deferredError struct {
+	run string
+	ops []string
+}
+
+func (e deferredError) Error() string {
+	return fmt.Sprintf("run %s: the sweep deferred %s (a probe can tell only later)", e.run, strings.Join(e.ops, ", "))
+}
+
+// truthOf returns the ground truth of every operation of the wall from
+// the facts the kernel itself uses: the fault injector's record (or what
+// the drill observed), and for a delegation its child run's effects
+// (childTruth). An operation with neither is an error: its truth is not
+// known, and the drill never guesses it.
 func (st *Stack) truthOf(ctx context.Context, project, runID string, w pipeline.Wall) (map[string]string, error) {
-	recs, err := fault.Records(ctx, st.Core.Pool, project, runID)
+	byOp, err := st.faultTruths(ctx, project, runID)
 	if err != nil {
 		return nil, err
-	}
-	byOp := map[string]string{}
-	for _, r := range recs {
-		byOp[r.OperationID] = r.Truth
 	}
 	truth := map[string]string{}
 	for _, op := range w.Operations {
@@ -391,11 +505,11 @@ func (st *Stack) truthOf(ctx context.Context, project, runID string, w pipeline.
 			if child == "" {
 				child = kernel.ChildRunID(runID, op.OperationID)
 			}
-			started, err := st.workflowExists(ctx, project, child)
+			t, err := st.childTruth(ctx, project, child)
 			if err != nil {
-				return nil, err
+				return nil, fmt.Errorf("run %s: delegation %s: %w", runID, op.OperationID, err)
 			}
-			truth[op.OperationID] = map[bool]string{true: evals.TruthOccurred, false: evals.TruthNone}[started]
+			truth[op.OperationID] = t
 			continue
 		}
 		failure := "no failure recorded"
@@ -407,9 +521,63 @@ func (st *Stack) truthOf(ctx context.Context, project, runID string, w pipeline.
 	return truth, nil
 }
 
-// record builds runID's wall and truth into a fixture.
+// faultTruths is the truth the fault injector (or the drill) recorded per
+// operation of the run.
+func (st *Stack) faultTruths(ctx context.Context, project, runID string) (map[string]string, error) {
+	recs, err := fault.Records(ctx, st.Core.Pool, project, runID)
+	if err != nil {
+		return nil, err
+	}
+	byOp := map[string]string{}
+	for _, r := range recs {
+		byOp[r.OperationID] = r.Truth
+	}
+	return byOp, nil
+}
+
+// childTruth is a delegation's truth: what its child run did, by the
+// kernel's own rule for a delegation's effect (kernel.ChildSummary.Effect)
+// applied to the truth of each child operation — none when the child
+// never started or performed nothing, or when every operation it
+// performed truly had no effect; occurred when one did. A child
+// operation's truth is its fault record, else the effect the journal
+// settled it with (a completed command occurred, a refused one did not);
+// an unsettled child operation without a record has no known truth.
+func (st *Stack) childTruth(ctx context.Context, project, child string) (string, error) {
+	evs, err := st.Core.Journal.RunEvents(ctx, project, child)
+	if err != nil {
+		return "", err
+	}
+	plain := make([]kernel.Event, len(evs))
+	for i, e := range evs {
+		plain[i] = e.Event
+	}
+	r := kernel.Replay(plain)
+	byOp, err := st.faultTruths(ctx, project, child)
+	if err != nil {
+		return "", err
+	}
+	sum := kernel.ChildSummary{Total: len(r.Operations)}
+	for _, op := range r.Operations {
+		t, ok := byOp[op]
+		if !ok {
+			t, ok = r.Effects[op]
+		}
+		switch {
+		case !ok || t == kernel.EffectUnknown:
+			return "", fmt.Errorf("child run %s: operation %s has no recorded truth and no settled effect", child, op)
+		case t == kernel.EffectNone:
+			sum.None++
+		}
+	}
+	return sum.Effect(), nil
+}
+
+// record builds runID's wall and truth into a fixture, recording for each
+// operation whether the wall's evidence decides it (evals.Decidable, at
+// the time of the drill) or a person is needed.
 func (st *Stack) record(ctx context.Context, o Params, sc Scenario, runID, kind string) (*evals.Fixture, error) {
-	w, err := st.buildWall(ctx, o.Project, runID, o.SweepDelay)
+	w, err := st.buildWall(ctx, o.Project, runID, o.SweepDelay, sc.SweepSkew)
 	if err != nil {
 		return nil, err
 	}
@@ -421,28 +589,27 @@ func (st *Stack) record(ctx context.Context, o Params, sc Scenario, runID, kind 
 	if runID != sc.RunID {
 		notes = "child run of " + sc.RunID + ": " + notes
 	}
-	var parts []string
-	ids := make([]string, 0, len(truth))
-	for id := range truth {
-		ids = append(ids, id)
+	f := &evals.Fixture{
+		Version: evals.FixtureVersion, ID: runID, Scenario: kind, Seed: o.Seed, GeneratedBy: o.GeneratedBy,
+		Wall: w, Truth: truth, NeedsPerson: map[string]bool{},
 	}
-	sort.Strings(ids)
-	for _, id := range ids {
-		op, _ := w.Operation(id)
-		d := "not decidable from the wall"
-		if e, ok := evals.Decidable(op); ok {
+	var parts []string
+	for _, op := range w.Operations {
+		id := op.OperationID
+		d := "not decidable from the wall: a person is needed"
+		e, ok := evals.Decidable(op)
+		if ok {
 			d = "decidable from the wall as " + e
 			if e != truth[id] {
 				d += " — DISAGREES WITH THE TRUTH"
 			}
 		}
+		f.NeedsPerson[id] = !ok
+		f.ExpectNeedsAttention = f.ExpectNeedsAttention || !ok
 		parts = append(parts, fmt.Sprintf("%s truth %s (%s)", id, truth[id], d))
 	}
-	notes += ". " + strings.Join(parts, "; ") + "."
-	f := &evals.Fixture{
-		Version: evals.FixtureVersion, ID: runID, Scenario: kind, Seed: o.Seed, GeneratedBy: o.GeneratedBy,
-		Wall: w, Truth: truth, ExpectNeedsAttention: evals.ExpectNeedsAttention(w), Notes: notes,
-	}
+	sort.Strings(parts)
+	f.Notes = notes + ". " + strings.Join(parts, "; ") + "."
 	if err := f.Validate(); err != nil {
 		return nil, fmt.Errorf("fixture of %s: %w", runID, err)
 	}
@@ -465,16 +632,28 @@ type SuiteResult struct {
 	// Scenarios counts the written fixtures by scenario kind, as the
 	// manifest records them.
 	Scenarios map[string]int
-	// Disagreements lists operations whose wall evidence decides an effect
-	// other than the recorded truth (a probe unsound on that scenario).
+	// Disagreements lists the fixtures whose wall evidence decides an
+	// operation to another effect than its recorded truth: a probe unsound
+	// on that scenario, or a truth taken from the wrong facts. Either way
+	// the suite lies, and GenerateSuite fails naming them.
 	Disagreements []string
 }
+
+// drillFunc drills one scenario into its fixtures (Stack.Drill).
+type drillFunc func(ctx context.Context, sc Scenario, o Params) ([]*evals.Fixture, error)
 
 // GenerateSuite drills count scenarios from seed and writes their fixtures
 // and the suite's manifest to out. A previous suite in out (the files its
 // manifest lists) is removed first. A scenario that fails is reported and
-// the suite goes on; the error says how many failed.
+// the suite goes on; the error says how many failed. A fixture whose wall
+// evidence disagrees with its recorded truth fails the suite too, naming
+// it (written, for inspection, not for committing).
 func (st *Stack) GenerateSuite(ctx context.Context, o Params, count int, out string, progress func(Progress)) (SuiteResult, error) {
+	return generateSuite(ctx, st.Drill, o, count, out, progress)
+}
+
+// generateSuite is GenerateSuite drilling each scenario with drill.
+func generateSuite(ctx context.Context, drill drillFunc, o Params, count int, out string, progress func(Progress)) (SuiteResult, error) {
 	o = o.withDefaults()
 	res := SuiteResult{Scenarios: map[string]int{}}
 	handMade, replaced, err := removePreviousSuite(out)
@@ -491,7 +670,7 @@ func (st *Stack) GenerateSuite(ctx context.Context, o Params, count int, out str
 			break
 		}
 		t0 := time.Now()
-		fx, err := st.Drill(ctx, sc, o)
+		fx, err := drill(ctx, sc, o)
 		if err == nil {
 			for _, f := range fx {
 				if _, werr := evals.WriteFixture(out, f); werr != nil {
@@ -525,13 +704,18 @@ func (st *Stack) GenerateSuite(ctx context.Context, o Params, count int, out str
 			return res, err
 		}
 	}
+	var errs []error
 	if interrupted != nil {
-		return res, interrupted
+		errs = append(errs, interrupted)
 	}
 	if len(res.Failed) > 0 {
-		return res, fmt.Errorf("%d of %d scenarios failed:\n  %s", len(res.Failed), len(scs), strings.Join(res.Failed, "\n  "))
+		errs = append(errs, fmt.Errorf("%d of %d scenarios failed:\n  %s", len(res.Failed), len(scs), strings.Join(res.Failed, "\n  ")))
 	}
-	return res, nil
+	if len(res.Disagreements) > 0 {
+		errs = append(errs, fmt.Errorf("the wall's decisive evidence disagrees with the recorded truth in %s (see their notes): a probe is unsound there or the truth was taken from the wrong facts; the suite is not fit to commit",
+			strings.Join(res.Disagreements, ", ")))
+	}
+	return res, errors.Join(errs...)
 }
 
 // disagrees reports whether the wall's own evidence decides an operation

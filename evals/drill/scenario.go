@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
+	"time"
 )
 
 // Scenario kinds. Each names one shape of run and where its fault fires.
@@ -37,6 +38,14 @@ const (
 	KindReissueNewFile     = "reissue_new_file"      // re-issued command whose every execution writes a different file
 	KindMemoryAfter        = "memory_after"          // server-memory create_entities/add_observations/create_relations, fault after the effect
 	KindMemoryBefore       = "memory_before"         // the same, fault before the effect
+
+	// Kinds outside the probe-friendly set: no probe can decide them, or
+	// only one that measures its preconditions right.
+	KindMCPNoLookup       = "mcp_no_lookup"       // create_issue on an MCP server with no lookup_operation and no probe contract
+	KindAgentRun          = "agent_run"           // an external agent's own run, reported through the ingest path: its call and its failure are its claims
+	KindCmdTimeoutRunning = "cmd_timeout_running" // an unconfined command leaves a process behind: the call times out while it keeps running
+	KindClockSkew         = "clock_skew"          // create_issue swept with the sweeper's clock 8 minutes ahead of the database's
+	KindSharedStore       = "shared_store"        // server-memory write to a store shared with another agent, which writes the same entity
 )
 
 // Kinds lists every scenario kind in a fixed order.
@@ -47,7 +56,27 @@ var Kinds = []string{
 	KindMultiReissue, KindClaimsSuccess, KindClaimsNothing, KindCmdCrashWindow,
 	KindCmdMkdirBefore, KindCmdRemoveAfter, KindCmdAppendBefore, KindCmdPartialWrite, KindReissueNewFile,
 	KindMemoryAfter, KindMemoryBefore,
+	KindMCPNoLookup, KindAgentRun, KindCmdTimeoutRunning, KindClockSkew, KindSharedStore,
 }
+
+// Servers of the drill stack a plan may name in its tools
+// (mcp__<server>__<tool>): a server the kind needs beside the defaults.
+const (
+	// NotesServer is reckon's test MCP server without lookup_operation.
+	NotesServer = "notes"
+	// SharedMemoryServer is server-memory over a store other agents write
+	// too: not declared exclusive.
+	SharedMemoryServer = "shared"
+)
+
+// SkewedSweep is how far ahead of the database's clock the sweeper's runs
+// in a clock_skew drill, and EarlySweep how long after the run its first
+// sweep comes: a probe that measured across the two clocks would take the
+// call for 9 minutes old.
+const (
+	SkewedSweep = 8 * time.Minute
+	EarlySweep  = 70 * time.Second
+)
 
 // Plan is a run's plan, in the format docs/design.md describes.
 type Plan struct {
@@ -114,6 +143,24 @@ type Scenario struct {
 	// operations as an operator (with their recorded truth) before the
 	// parent's wall is built.
 	ReconcileChild bool
+	// SweepSkew sets the sweeper's clock that far ahead of the database's
+	// when the wall is built (KindClockSkew): the probes measure waits on
+	// the database's clock and record the skew.
+	SweepSkew time.Duration
+	// Agent, when set, makes the run an external agent's (KindAgentRun):
+	// no kernel run is started; the drill makes the agent's call itself,
+	// or not, and reports it as the agent would.
+	Agent *AgentCall
+	// Outlives, when set, runs the plan on a worker whose sandbox is
+	// unconfined (RECKON_SANDBOX_UNCONFINED) with a tool call bounded to
+	// OutlivedCall (KindCmdTimeoutRunning): the step's command leaves a
+	// process of its own session behind, marked and writing as Lose
+	// describes, and the call times out while that process keeps running;
+	// the drill observes its effect once it ended.
+	Outlives *Lose
+	// OtherWrite, when set, is a call another agent makes to the same
+	// store after the run and before its wall is built (KindSharedStore).
+	OtherWrite *Step
 	// Notes describe the scenario for people reading the fixture.
 	Notes string
 }
@@ -259,6 +306,16 @@ func (g gen) build(kind string) Scenario {
 		return g.reissueNewFile()
 	case KindMemoryAfter, KindMemoryBefore:
 		return g.memory(kind == KindMemoryAfter)
+	case KindMCPNoLookup:
+		return g.mcpNoLookup()
+	case KindAgentRun:
+		return g.agentRun()
+	case KindCmdTimeoutRunning:
+		return g.cmdTimeoutRunning()
+	case KindClockSkew:
+		return g.clockSkew()
+	case KindSharedStore:
+		return g.sharedStore()
 	default:
 		panic("drill: unknown kind " + kind)
 	}
@@ -376,7 +433,7 @@ func (g gen) delegate(settled bool) Scenario {
 	when := s.faultAt(id, g.r.IntN(3) != 0)
 	steps = append(steps, Step{Tool: "delegate", Plan: &child})
 	s.Plan = Plan{Steps: steps}
-	s.Notes = fmt.Sprintf("delegate %s starts a child run whose %s (writes %s) faults %s its effect; the child run started, so the delegation occurred", id, id, name, when)
+	s.Notes = fmt.Sprintf("delegate %s starts a child run whose %s (writes %s) faults %s its effect; the delegation's truth is what its child did, by the kernel's rule: occurred when a child operation's effect landed, none when none did", id, id, name, when)
 	if settled {
 		s.ReconcileChild = true
 		s.Notes += "; an operator then reconciled the child's operation from its recorded truth, so the child run is fully settled"
@@ -596,4 +653,109 @@ func (g gen) memoryCall(entity string) (setup []Step, target Step, what string) 
 		what = "create_relations " + entity + " affects " + entity + "-base"
 	}
 	return setup, target, what
+}
+
+// AgentCall is an external agent's call in an agent_run drill: the agent
+// files an issue on the test MCP server with its own client (its own key,
+// not reckon's) when Lands, and reports tool.started and an uncertain
+// tool.failed either way.
+type AgentCall struct {
+	Source      string `json:"source"`
+	OperationID string `json:"operation_id"`
+	Title       string `json:"title"`
+	Lands       bool   `json:"lands"`
+}
+
+// mcpNoLookup: create_issue on a server that cannot be asked what
+// happened to a call, faulted after or before the effect.
+func (g gen) mcpNoLookup() Scenario {
+	var s Scenario
+	title := g.pick(topics)
+	st := Step{Tool: "mcp__" + NotesServer + "__create_issue", Args: map[string]any{"title": title, "body": g.text()}}
+	plan, id := g.faulted(st)
+	s.Plan = plan
+	after := g.r.IntN(2) == 0
+	s.faultAt(id, after)
+	s.Notes = fmt.Sprintf("create_issue %q on server %s, which offers no lookup_operation and has no probe contract; fault %s: nothing on the wall can decide it",
+		title, NotesServer, faultWhen(after, "the issue was created"))
+	return s
+}
+
+// agentRun: an external agent's own run; its call landed or was never
+// sent, and it reports an uncertain failure either way.
+func (g gen) agentRun() Scenario {
+	var s Scenario
+	lands := g.r.IntN(2) == 0
+	s.Agent = &AgentCall{Source: "agent-drill", OperationID: fmt.Sprintf("call-%d", 1+g.r.IntN(9)), Title: g.pick(topics), Lands: lands}
+	what := "its call never reached the server"
+	if lands {
+		what = "its call filed the issue"
+	}
+	s.Notes = fmt.Sprintf("an external agent (source %s) reports its own run: create_issue %q with its own client, then an uncertain tool.failed; %s. "+
+		"The agent's report is its claim, and the server has never seen reckon's key for a call reckon did not make", s.Agent.Source, s.Agent.Title, what)
+	return s
+}
+
+// OutlivedCall bounds the tool call of a cmd_timeout_running drill: its
+// command's left-behind process writes (or exits) after it.
+const OutlivedCall = 3 * time.Second
+
+// cmdTimeoutRunning: an unconfined command starts a process in a session
+// of its own, which sleeps past the call's timeout and then writes its
+// file, or exits without writing; the command itself outlasts the call,
+// which times out (tool.failed activity_failed) and is killed with its
+// process group, while the left-behind process keeps running.
+func (g gen) cmdTimeoutRunning() Scenario {
+	var s Scenario
+	name, text := g.fileName("txt"), g.text()
+	marker := "running-" + g.fileName("mark")
+	writes := g.r.IntN(2) == 0
+	behind := ": " + marker + " && sleep 5 && printf '%s\\n' " + shellQuote(text) + " > " + name
+	if !writes {
+		behind = ": " + marker + " && sleep 5 && test -e " + name
+	}
+	cmd := "setsid sh -c " + shellQuote(behind) + " >/dev/null 2>&1 </dev/null & sleep 20"
+	st := Step{Tool: "run_command", Args: map[string]any{"command": cmd, "timeout_s": 30}}
+	if g.r.IntN(2) == 0 {
+		st.Postcondition = &Postcondition{Path: name, SHA256: sha(text + "\n")}
+	}
+	// The run's first step: an earlier unconfined command could have left
+	// a process of its own behind too, and nothing after it would be
+	// attributable.
+	s.Plan = Plan{Steps: []Step{st}}
+	id := "op-1"
+	s.Outlives = &Lose{OperationID: id, Marker: marker, Effect: name, AfterEffect: writes}
+	s.Notes = fmt.Sprintf("run_command of %s, unconfined (RECKON_SANDBOX_UNCONFINED), leaves a process in a session of its own that sleeps 5 s, then %s; "+
+		"the call is bounded to %s, so it times out (tool.failed activity_failed) while that process keeps running (postcondition declared: %v)",
+		id, map[bool]string{true: "writes " + name, false: "exits without writing"}[writes], OutlivedCall, st.Postcondition != nil)
+	return s
+}
+
+// clockSkew: create_issue faulted after or before the effect, swept with
+// the sweeper's clock ahead of the database's.
+func (g gen) clockSkew() Scenario {
+	s := g.mcpIssue(g.r.IntN(2) == 0)
+	s.SweepSkew = SkewedSweep
+	s.Notes += fmt.Sprintf("; the sweeper's clock runs %s ahead of the database's: a sweep %s after the run must defer a never_seen, and a later one records the skew", SkewedSweep, EarlySweep)
+	return s
+}
+
+// sharedStore: a server-memory write to a store another agent writes too,
+// which creates the same entity after the run; faulted after or before.
+func (g gen) sharedStore() Scenario {
+	var s Scenario
+	entity := fmt.Sprintf("%s-%04d", g.pick(nouns), g.r.IntN(10000))
+	create := Step{Tool: "mcp__" + SharedMemoryServer + "__create_entities", Args: map[string]any{"entities": []any{
+		map[string]any{"name": entity, "entityType": "incident", "observations": []any{g.text()}}}}}
+	plan, id := g.faulted(create)
+	s.Plan = plan
+	after := g.r.IntN(2) == 0
+	s.faultAt(id, after)
+	other := create
+	other.Args = map[string]any{"entities": []any{map[string]any{"name": entity, "entityType": "incident", "observations": []any{"seen by another agent"}}}}
+	s.OtherWrite = &other
+	s.Notes = fmt.Sprintf("server-memory create_entities %s (%s) on a store shared with another agent, which creates the same entity after the run; fault %s. "+
+		"The store is not declared exclusive and the entity carries nothing only this call could make",
+		entity, id, faultWhen(after, "the entity was created"))
+	return s
 }

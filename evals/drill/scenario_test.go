@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/seed-7bc021c3/reckon/evals"
 	"github.com/seed-7bc021c3/reckon/pipeline"
@@ -30,8 +31,8 @@ func TestGenerateIsSeededAndCoversEveryKind(t *testing.T) {
 			t.Errorf("run id %s repeated", s.RunID)
 		}
 		ids[s.RunID] = true
-		if s.Fault.AfterEffect == "" && s.Fault.BeforeEffect == "" && s.Lose == nil {
-			t.Errorf("%s: no fault and no loss", s.RunID)
+		if s.Fault.AfterEffect == "" && s.Fault.BeforeEffect == "" && s.Lose == nil && s.Outlives == nil && s.Agent == nil {
+			t.Errorf("%s: no fault, no loss, no partition and no agent's call", s.RunID)
 		}
 		if s.Lose != nil && ((s.Kind != KindCmdCrashWindow && s.Kind != KindCmdPartialWrite) || s.Lose.OperationID != fmt.Sprintf("op-%d", len(s.Plan.Steps))) {
 			t.Errorf("%s: loses %s of a %d-step plan; only crash-window scenarios lose a run, at its last step", s.RunID, s.Lose.OperationID, len(s.Plan.Steps))
@@ -61,8 +62,9 @@ func TestGenerateIsSeededAndCoversEveryKind(t *testing.T) {
 func TestDisagreesComparesDecidableEffectWithTruth(t *testing.T) {
 	t.Parallel()
 	probe := func(finding string) pipeline.WallOperation {
-		return pipeline.WallOperation{OperationID: "op-1", Tool: "run_command", State: "failed_uncertain",
-			Evidence: []pipeline.Evidence{{Probe: "workspace", Finding: finding}}}
+		return pipeline.WallOperation{OperationID: "op-1", Tool: "run_command", State: "failed_uncertain", StartedAt: time.Unix(1, 0),
+			Evidence: []pipeline.Evidence{{Probe: "workspace.diff", Finding: finding, ObservedAt: time.Unix(2, 0),
+				Preconditions: &pipeline.Preconditions{Answered: true}}}}
 	}
 	for _, c := range []struct {
 		op    pipeline.WallOperation

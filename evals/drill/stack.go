@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rs/zerolog"
 
 	"github.com/seed-7bc021c3/reckon/internal/app"
@@ -36,8 +37,11 @@ type StackConfig struct {
 	// dist/index.js; empty leaves the filesystem kinds unavailable.
 	FilesystemServer string
 	// MemoryServer is the path of @modelcontextprotocol/server-memory's
-	// dist/index.js; empty leaves the memory kinds unavailable. Its store
-	// is <DataDir>/mcp-memory/<project>.jsonl, shared by the project's runs.
+	// dist/index.js; empty leaves the memory kinds unavailable. It serves
+	// two stores: server "memory"'s, <DataDir>/mcp-memory/<project>.jsonl,
+	// which only the project's runs write (declared exclusive), and server
+	// "shared"'s, <DataDir>/mcp-memory/shared.jsonl, which other agents
+	// write too (not declared exclusive).
 	MemoryServer string
 	// Node is the node binary for the npm servers (default "node").
 	Node string
@@ -58,9 +62,12 @@ type Stack struct {
 	// servers are configured.
 	Filesystem, Memory bool
 
-	issues *http.Server
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	// issueStore is the test MCP server's store, which an agent_run drill
+	// writes with a client of the agent's own.
+	issueStore *mcpserver.Store
+	http       []*http.Server
+	cancel     context.CancelFunc
+	wg         sync.WaitGroup
 }
 
 // OpenStack starts everything a drill needs. Close stops it.
@@ -71,22 +78,17 @@ func OpenStack(ctx context.Context, o StackConfig) (*Stack, error) {
 		return nil, fmt.Errorf("drill: run_command needs bubblewrap (%v); install it (scripts/ensure-deps.sh) or set RECKON_SANDBOX_UNCONFINED=1", err)
 	}
 
-	storePath := filepath.Join(cfg.DataDir, "mcp-test-server", "issues.json")
-	store, err := mcpserver.OpenStore(storePath)
+	store, issues, err := st.serveTestServer(cfg.DataDir, "issues.json", mcpserver.NewServer)
 	if err != nil {
-		return nil, fmt.Errorf("drill: test MCP server store: %w", err)
+		return nil, err
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	st.issueStore = store
+	_, notes, err := st.serveTestServer(cfg.DataDir, "notes.json", mcpserver.NewPlainServer)
 	if err != nil {
-		return nil, fmt.Errorf("drill: listen for the test MCP server: %w", err)
+		st.Close()
+		return nil, err
 	}
-	st.issues = &http.Server{Handler: mcpserver.Handler(mcpserver.NewServer(store)), ReadHeaderTimeout: 10 * time.Second}
-	st.wg.Add(1)
-	go func() {
-		defer st.wg.Done()
-		_ = st.issues.Serve(ln)
-	}()
-	servers := []mcptool.ServerConfig{{Name: "issues", URL: "http://" + ln.Addr().String() + mcpserver.HTTPPath}}
+	servers := []mcptool.ServerConfig{{Name: "issues", URL: issues}, {Name: NotesServer, URL: notes}}
 	node := o.Node
 	if node == "" {
 		node = "node"
@@ -101,8 +103,14 @@ func OpenStack(ctx context.Context, o StackConfig) (*Stack, error) {
 			st.Close()
 			return nil, fmt.Errorf("drill: memory server store: %w", err)
 		}
-		servers = append(servers, mcptool.ServerConfig{Name: "memory", Command: []string{node, o.MemoryServer},
-			Env: map[string]string{"MEMORY_FILE_PATH": filepath.Join(dir, "{project}.jsonl")}})
+		// Only the project's drill runs write the project's store, one run
+		// at a time: the operator may declare it exclusive. The shared one
+		// is written by other agents too.
+		servers = append(servers,
+			mcptool.ServerConfig{Name: "memory", Command: []string{node, o.MemoryServer}, Exclusive: true,
+				Env: map[string]string{"MEMORY_FILE_PATH": filepath.Join(dir, "{project}.jsonl")}},
+			mcptool.ServerConfig{Name: SharedMemoryServer, Command: []string{node, o.MemoryServer},
+				Env: map[string]string{"MEMORY_FILE_PATH": filepath.Join(dir, "shared.jsonl")}})
 		st.Memory = true
 	}
 	raw, err := json.Marshal(servers)
@@ -118,6 +126,10 @@ func OpenStack(ctx context.Context, o StackConfig) (*Stack, error) {
 		return nil, err
 	}
 	st.Core = core
+	if err := checkSandbox(core); err != nil {
+		st.Close()
+		return nil, err
+	}
 	runCtx, cancel := context.WithCancel(context.Background())
 	st.cancel = cancel
 	pub := core.NewPublisher(outbox.Config{PollInterval: 20 * time.Millisecond})
@@ -142,14 +154,53 @@ func OpenStack(ctx context.Context, o StackConfig) (*Stack, error) {
 	return st, nil
 }
 
+// serveTestServer serves reckon's test MCP server (newServer over a store
+// in <dataDir>/mcp-test-server/<file>) over streamable HTTP on a port of
+// its own, and returns the store and the URL.
+func (st *Stack) serveTestServer(dataDir, file string, newServer func(*mcpserver.Store) *mcp.Server) (*mcpserver.Store, string, error) {
+	store, err := mcpserver.OpenStore(filepath.Join(dataDir, "mcp-test-server", file))
+	if err != nil {
+		return nil, "", fmt.Errorf("drill: test MCP server store: %w", err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, "", fmt.Errorf("drill: listen for the test MCP server: %w", err)
+	}
+	srv := &http.Server{Handler: mcpserver.Handler(newServer(store)), ReadHeaderTimeout: 10 * time.Second}
+	st.http = append(st.http, srv)
+	st.wg.Add(1)
+	go func() {
+		defer st.wg.Done()
+		_ = srv.Serve(ln)
+	}()
+	return store, "http://" + ln.Addr().String() + mcpserver.HTTPPath, nil
+}
+
+// checkSandbox runs a command in the sandbox of the stack's worker, in its
+// data directory, before anything is drilled: a sandbox user that cannot
+// reach the directory would fail every command of every run, minutes in.
+func checkSandbox(core *app.Core) error {
+	if core.Cfg.SandboxUnconfined {
+		return nil
+	}
+	ws := filepath.Join(core.Cfg.DataDir, "workspaces")
+	if err := os.MkdirAll(ws, 0o755); err != nil {
+		return fmt.Errorf("drill: workspaces directory: %w", err)
+	}
+	if err := sandbox.Check(core.SandboxConfig(), ws); err != nil {
+		return fmt.Errorf("drill: run_command's sandbox cannot run commands in the data directory %s: %w", core.Cfg.DataDir, err)
+	}
+	return nil
+}
+
 // Close stops the stack and releases everything it holds.
 func (st *Stack) Close() {
 	if st.cancel != nil {
 		st.cancel()
 	}
-	if st.issues != nil {
+	for _, srv := range st.http {
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		_ = st.issues.Shutdown(sctx)
+		_ = srv.Shutdown(sctx)
 		cancel()
 	}
 	st.wg.Wait()

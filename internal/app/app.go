@@ -34,6 +34,7 @@ import (
 	"github.com/seed-7bc021c3/reckon/kernel/operations"
 	"github.com/seed-7bc021c3/reckon/kernel/outbox"
 	"github.com/seed-7bc021c3/reckon/kernel/retention"
+	"github.com/seed-7bc021c3/reckon/kernel/webhook"
 	"github.com/seed-7bc021c3/reckon/migrations"
 	"github.com/seed-7bc021c3/reckon/platform/certfile"
 	"github.com/seed-7bc021c3/reckon/platform/config"
@@ -339,14 +340,17 @@ func (c *Core) loadAPITLS() (*tls.Config, error) {
 }
 
 // NewPublisher returns an in-process publisher from the outbox to the
-// journal, with the journal's open-hint repair and the evidence retention
-// (RECKON_EVIDENCE_RETENTION) in its maintenance loop.
+// journal, with the journal's open-hint repair, the evidence retention
+// (RECKON_EVIDENCE_RETENTION) and the prune of delivered webhooks in its
+// maintenance loop.
 func (c *Core) NewPublisher(cfg outbox.Config) *outbox.Publisher {
 	c.outboxOnce.Do(func() { c.OutboxMetrics.MustRegister(c.Registry, c.Pool) })
 	return outbox.NewPublisher(c.Pool, c.Journal, cfg, c.OutboxMetrics, c.Log.With().Str("component", "publisher").Logger()).
 		WithMaintenance("journal maintenance", "journal open hints repaired", c.Journal.RepairOpenHints).
 		WithMaintenance("evidence retention", "evidence older than RECKON_EVIDENCE_RETENTION pruned",
-			retention.Evidence{Pool: c.Pool, Retention: c.Cfg.EvidenceRetention}.Prune)
+			retention.Evidence{Pool: c.Pool, Retention: c.Cfg.EvidenceRetention}.Prune).
+		WithMaintenance("webhook prune", "delivered webhook notifications pruned",
+			func(ctx context.Context) (int64, error) { return webhook.Prune(ctx, c.Pool) })
 }
 
 // ReadyChecks are what GET /readyz checks in a process: PostgreSQL, and

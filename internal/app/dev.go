@@ -42,8 +42,8 @@ type Stack struct {
 
 // StartDev creates the database if missing, migrates, connects to Temporal
 // (starting the embedded server unless TEMPORAL_ADDRESS is set), starts the
-// run worker, the API (runs, operations and verdicts mounted) and the
-// outbox publisher.
+// run worker, the API (runs, operations and verdicts mounted), the
+// outbox publisher and, with RECKON_WEBHOOKS, the webhook deliverer.
 // Without configured tokens it generates an operator token.
 func StartDev(ctx context.Context, cfg config.Config, o DevConfig) (*Stack, error) {
 	core, err := NewCore(ctx, cfg, true)
@@ -88,6 +88,9 @@ func StartDev(ctx context.Context, cfg config.Config, o DevConfig) (*Stack, erro
 
 	pub := core.NewPublisher(o.Outbox)
 	s.Go(func(ctx context.Context) { _ = pub.Run(ctx) })
+	if d := core.NewDeliverer(); d != nil {
+		s.Go(func(ctx context.Context) { _ = d.Run(ctx) })
+	}
 	return s, nil
 }
 

@@ -81,6 +81,15 @@ type LookupOperationResult struct {
 // slow_create_issue, create_issue_confirmed, get_issue and
 // lookup_operation.
 func NewServer(store *Store) *mcp.Server {
+	s := NewPlainServer(store)
+	addLookup(s, store)
+	return s
+}
+
+// NewPlainServer is NewServer without lookup_operation, as most MCP
+// servers are: nothing can ask it what happened to a call (drills of
+// operations no probe can decide).
+func NewPlainServer(store *Store) *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "reckon-mcp-test-server", Version: "1"}, &mcp.ServerOptions{
 		Instructions: "create_issue is consequential. Pass an idempotency key in params._meta[\"" + IdempotencyKeyMeta +
 			"\"]: a retry with the same key returns the original issue; lookup_operation tells what happened to a key.",
@@ -114,6 +123,13 @@ func NewServer(store *Store) *mcp.Server {
 		iss, err := store.Issue(in.ID)
 		return nil, iss, err
 	})
+	addConfirmedCreate(s, store)
+	return s
+}
+
+// addLookup adds lookup_operation over store to s.
+func addLookup(s *mcp.Server, store *Store) {
+	f := false
 	mcp.AddTool(s, &mcp.Tool{
 		Name:        "lookup_operation",
 		Description: "Tell what happened to an idempotency key: status \"completed\" with the stored result, or \"never_seen\".",
@@ -136,8 +152,6 @@ func NewServer(store *Store) *mcp.Server {
 		at := op.CreatedAt
 		return nil, LookupOperationResult{Key: in.Key, Status: "completed", Tool: op.Tool, Args: args, Issue: &iss, At: &at}, nil
 	})
-	addConfirmedCreate(s, store)
-	return s
 }
 
 // createIssue is create_issue and slow_create_issue on behalf of tool: the

@@ -30,6 +30,11 @@ const (
 	// (the crash window). The drill observes the truth once the tool's
 	// process is gone and records it with RecordObserved.
 	Lost = "lost"
+	// Observed is the truth a drill observed of an operation it injected
+	// no fault into: an external agent's call it made in the agent's
+	// place, or a command that ran on after its call timed out, seen once
+	// it ended. Recorded with RecordObserved.
+	Observed = "observed"
 )
 
 // Config names what to fault: an operation id ("op-2") or a tool name

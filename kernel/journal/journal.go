@@ -432,10 +432,10 @@ func scanEvents(rows pgx.Rows) ([]StoredEvent, error) {
 		// output guarantees, about a quarter of the client's CPU for
 		// reading a run (BenchmarkRunEvents).
 		if err := rows.Scan(&e.SourceID, &e.EventID, &e.Project, &e.RunID, &e.Type, &e.TS, &e.Actor,
-			&psrc, &pid, (*[]byte)(&e.Data), &e.Seq); err != nil {
+			&psrc, &pid, (*[]byte)(&e.Data), &e.Seq, &e.IngestedAt); err != nil {
 			return nil, fmt.Errorf("scan event: %w", err)
 		}
-		e.TS = e.TS.UTC()
+		e.TS, e.IngestedAt = e.TS.UTC(), e.IngestedAt.UTC()
 		if psrc != nil && pid != nil {
 			e.ParentEventID = &kernel.EventKey{SourceID: *psrc, EventID: *pid}
 		}

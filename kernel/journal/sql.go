@@ -139,7 +139,7 @@ SELECT source_id, event_id, payload_digest FROM journal_events
 WHERE (source_id, event_id) IN (SELECT * FROM unnest($1::text[], $2::text[]))`
 
 const eventColumns = `source_id, event_id, project, run_id, type, ts, actor,
-    parent_source_id, parent_event_id, data, seq`
+    parent_source_id, parent_event_id, data, seq, ingested_at`
 
 // runEventsSQL lists a run's events in journal order.
 const runEventsSQL = `SELECT ` + eventColumns + ` FROM journal_events

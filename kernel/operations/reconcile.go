@@ -314,6 +314,11 @@ func (s *Service) decideGrouped(c reconcileAll, byOpJournaled map[string][]kerne
 type RunRead struct {
 	Journaled []kernel.StoredEvent
 	Pending   []kernel.Event
+	// ReadAt is the database's clock during the read (the triage store
+	// reads it; zero where a caller read the run otherwise): with the
+	// journal's commit times of the events, the one clock the probes
+	// measure waits on.
+	ReadAt time.Time
 }
 
 // QueueReconcileAll is ReconcileAllTx decided on a run the caller has

@@ -122,6 +122,15 @@ WITH RECURSIVE p(project) AS (
 )
 SELECT project FROM p WHERE project IS NOT NULL AND starts_with(project, $3) LIMIT $4`
 
+// knownProjectsCTE is the same skip scan over every project, as p.
+const knownProjectsCTE = `
+WITH RECURSIVE p(project) AS (
+    (SELECT project FROM journal_events ORDER BY project LIMIT 1)
+  UNION ALL
+    SELECT (SELECT e.project FROM journal_events e WHERE e.project > p.project ORDER BY e.project LIMIT 1)
+    FROM p WHERE p.project IS NOT NULL
+)`
+
 // lockOperationSQL serializes reconciles of one operation until the end of
 // the caller's transaction.
 const lockOperationSQL = `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`
@@ -137,6 +146,10 @@ const lockOperationsSQL = `SELECT count(pg_advisory_xact_lock(hashtextextended(k
 // locks are database-wide, so the key includes the schema: two
 // installations in one database (or two tests) never block each other.
 const tryTriageLockSQL = `SELECT pg_try_advisory_lock($1::int4, hashtext(current_schema() || ':' || $2))`
+
+// dbClockSQL reads the database's clock (not the transaction's start) in
+// a triage read's round trip: the probes measure every wait on it.
+const dbClockSQL = `SELECT clock_timestamp()`
 
 const unlockTriageSQL = `SELECT pg_advisory_unlock($1::int4, hashtext(current_schema() || ':' || $2))`
 
@@ -197,25 +210,81 @@ const attentionSQL = `
 SELECT r.seq, r.source_id, r.event_id, r.run_id, r.operation_id, r.ts, r.data,
        s.source_id, s.event_id, s.ts, s.data->>'tool',
        v.source_id, v.event_id, coalesce((v.data->>'needs_attention')::boolean, false), v.data->>'supervisor', v.data->>'model'
-FROM journal_events r
+FROM journal_events r` + attentionVerdictJoin + `
+LEFT JOIN journal_events s
+       ON s.source_id = r.parent_source_id AND s.event_id = r.parent_event_id
+WHERE r.project = $1 AND r.ts >= $2` + attentionWaiting + `
+  AND (r.ts, r.seq) >= ($4::timestamptz, $5::bigint)
+  AND ($3 = '' OR r.run_id = $3)
+  AND (r.run_id, r.operation_id) NOT IN (SELECT * FROM unnest($7::text[], $8::text[]))
+ORDER BY r.ts, r.seq
+LIMIT $6`
+
+// attentionVerdictJoin joins a supervisor reconciliation r to the verdict
+// of its wall as v (by the key its evidence names).
+const attentionVerdictJoin = `
 LEFT JOIN journal_events v
        ON v.source_id = r.data->'evidence'->'verdict'->>'source_id'
       AND v.event_id = r.data->'evidence'->'verdict'->>'event_id'
-      AND v.type = 'supervisor.verdict'
-LEFT JOIN journal_events s
-       ON s.source_id = r.parent_source_id AND s.event_id = r.parent_event_id
-WHERE r.project = $1 AND r.type = 'operation.reconciled' AND r.actor = 'supervisor'
-  AND r.ts >= $2
-  AND (r.ts, r.seq) >= ($4::timestamptz, $5::bigint)
-  AND ($3 = '' OR r.run_id = $3)
+      AND v.type = 'supervisor.verdict'`
+
+// attentionWaiting is the operator's queue's condition on r, joined to its
+// verdict v (attentionVerdictJoin): a supervisor's reconciliation (the
+// predicate of journal_events_supervisor_reconciled) that says unknown or
+// whose verdict asked for attention, with no later reconciliation of its
+// operation in the journal. The queue (attentionSQL) and its gauges
+// (backlogSQL) share it, so that they count the same operations.
+const attentionWaiting = `
+  AND r.type = 'operation.reconciled' AND r.actor = 'supervisor'
   AND (r.data->>'effect' = 'unknown' OR coalesce((v.data->>'needs_attention')::boolean, false))
   AND NOT EXISTS (
       SELECT 1 FROM journal_events t
       WHERE t.project = r.project AND t.run_id = r.run_id AND t.operation_id = r.operation_id
-        AND t.type = 'operation.reconciled' AND (t.ts, t.seq) > (r.ts, r.seq))
-  AND (r.run_id, r.operation_id) NOT IN (SELECT * FROM unnest($7::text[], $8::text[]))
-ORDER BY r.ts, r.seq
-LIMIT $6`
+        AND t.type = 'operation.reconciled' AND (t.ts, t.seq) > (r.ts, r.seq))`
+
+// backlogSQL feeds the pipeline's gauges of what waits for people
+// (Service.Backlog): per project (knownProjectsCTE, at most $2 of them),
+// the operator's queue's size and its oldest decision (attentionWaiting
+// inside the window from $1, and no ruling on its way in the outbox: the
+// operation's undelivered rows by kernel_event_outbox_undelivered_run,
+// read by id), and the runs awaiting a settlement: a kernel run.awaiting
+// inside the window (journal_events_type_ts) whose operation has no
+// run.resumed (journal_events_operation) and whose run has not ended
+// (journal_events_run_lifecycle), each a scalar subquery with LIMIT 1, an
+// index probe per wait: as NOT EXISTS the planner may anti-join every
+// ended run of the project's history instead. Each project is an index
+// range of the supervisor's recent reconciliations and of its recent
+// waits, never of journal history; projects with neither are left out.
+// TestBacklogPlanReadsIndexes.
+const backlogSQL = knownProjectsCTE + `,
+projects AS (SELECT project FROM p WHERE project IS NOT NULL LIMIT $2)
+SELECT p.project, q.n, q.oldest, w.n
+FROM projects p
+CROSS JOIN LATERAL (
+    SELECT count(*) AS n, min(r.ts) AS oldest
+    FROM journal_events r` + attentionVerdictJoin + `
+    WHERE r.project = p.project AND r.ts >= $1` + attentionWaiting + `
+      AND NOT EXISTS (
+          SELECT 1 FROM kernel_event_outbox o
+          WHERE o.id = ANY (ARRAY(SELECT u.id FROM kernel_event_outbox_undelivered u
+                  WHERE u.project = r.project AND u.run_id = r.run_id AND u.operation_id = r.operation_id))
+            AND o.event->>'type' = 'operation.reconciled')
+) q
+CROSS JOIN LATERAL (
+    SELECT count(DISTINCT a.run_id) AS n
+    FROM journal_events a
+    WHERE a.project = p.project AND a.type = 'run.awaiting' AND a.ts >= $1 AND a.source_id = 'kernel'
+      AND (SELECT true FROM journal_events e
+           WHERE e.project = a.project AND e.run_id = a.run_id AND e.operation_id = a.operation_id
+             AND e.type = 'run.resumed' AND e.source_id = 'kernel'
+           LIMIT 1) IS NULL
+      AND (SELECT true FROM journal_events e
+           WHERE e.project = a.project AND e.run_id = a.run_id
+             AND e.type IN ('run.completed', 'run.failed') AND e.source_id = 'kernel'
+           LIMIT 1) IS NULL
+) w
+WHERE q.n > 0 OR w.n > 0
+ORDER BY p.project`
 
 // newestReconciledSQL returns, for each (run_id, operation_id) pair of $2
 // and $3, its newest reconciliation in the journal: who decided what, when.

@@ -152,9 +152,11 @@ func readRun(ctx context.Context, q batchSender, project, runID string, lock boo
 		return RunRead{}, false, fmt.Errorf("triage: pending verdicts of %s/%s: %w", project, runID, err)
 	}
 	journal.QueueRunEvents(&b, project, runID, &read.Journaled)
+	b.Queue(dbClockSQL).QueryRow(func(row pgx.Row) error { return row.Scan(&read.ReadAt) })
 	if err := q.SendBatch(ctx, &b).Close(); err != nil {
 		return RunRead{}, false, fmt.Errorf("triage: read run %s/%s: %w", project, runID, err)
 	}
+	read.ReadAt = read.ReadAt.UTC()
 	return read, locked, nil
 }
 

@@ -3,6 +3,12 @@
 // they describe; the publisher drains them to a kernel.Journal with
 // at-least-once delivery, which the journal's idempotent ingest turns into a
 // single journal row per key. This is not exactly-once transport.
+//
+// Enqueue also writes, in the same statements' transaction, the webhooks
+// its events announce (kernel/webhook: a reconciliation, a kernel run's
+// wait), and the publisher those of the rows it parks: every event reckon
+// writes itself passes here, so each such fact is announced whoever
+// writes it.
 package outbox
 
 import (
@@ -19,6 +25,7 @@ import (
 
 	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/pgplan"
+	"github.com/seed-7bc021c3/reckon/kernel/webhook"
 )
 
 // DBTX is what Enqueue writes through: a pgx.Tx joins the caller's
@@ -42,6 +49,10 @@ func Enqueue(ctx context.Context, db DBTX, events ...kernel.Event) error {
 	if err != nil {
 		return err
 	}
+	notes, err := r.notifications(events)
+	if err != nil {
+		return err
+	}
 	if pool, ok := db.(*pgxpool.Pool); ok {
 		// A transaction of its own: the batch is written on the
 		// condition that every key is new (enqueueNewSQL says why), and
@@ -52,6 +63,7 @@ func Enqueue(ctx context.Context, db DBTX, events ...kernel.Event) error {
 		for _, pt := range r.parts {
 			b.Queue(enqueueNewSQL, r.args(pt)...)
 		}
+		webhook.Queue(b, notes)
 		pgplan.Restore(b)
 		err := pool.SendBatch(ctx, b).Close()
 		if err == nil {
@@ -67,6 +79,11 @@ func Enqueue(ctx context.Context, db DBTX, events ...kernel.Event) error {
 	b := &pgx.Batch{}
 	for _, pt := range r.parts {
 		pgplan.QueueInserted(b, inserted, "", enqueueSQL, r.args(pt)...)
+	}
+	if len(notes) > 0 {
+		pgplan.Force(b, "")
+		webhook.Queue(b, notes)
+		pgplan.Restore(b)
 	}
 	if err := db.SendBatch(ctx, b).Close(); err != nil {
 		return fmt.Errorf("enqueue %d events: %w", n, err)
@@ -224,10 +241,30 @@ func QueueEnqueueNew(b *pgx.Batch, events ...kernel.Event) error {
 	if err != nil {
 		return err
 	}
+	notes, err := r.notifications(events)
+	if err != nil {
+		return err
+	}
 	for _, pt := range r.parts {
 		b.Queue(enqueueNewSQL, r.args(pt)...)
 	}
+	webhook.Queue(b, notes)
 	return nil
+}
+
+// notifications are the webhooks the prepared events announce
+// (webhook.Derive), each bound to its event's digest: written in the
+// statement after the events' own, in their transaction, and only while
+// the outbox holds exactly that event (a conflict announces nothing).
+func (r rows) notifications(events []kernel.Event) ([]webhook.Notification, error) {
+	ns, err := webhook.Derive(events)
+	if err != nil {
+		return nil, err
+	}
+	for i := range ns {
+		ns[i].Digest = r.digests[r.seen[ns[i].Key]]
+	}
+	return ns, nil
 }
 
 // AlreadyEnqueued reports whether err is QueueEnqueueNew's refusal of an

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
-	"math/rand/v2"
 	"strings"
 	"sync"
 	"time"
@@ -19,6 +17,8 @@ import (
 
 	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/pgplan"
+	"github.com/seed-7bc021c3/reckon/kernel/webhook"
+	"github.com/seed-7bc021c3/reckon/platform/backoff"
 	"github.com/seed-7bc021c3/reckon/platform/promx"
 )
 
@@ -229,7 +229,7 @@ func (p *Publisher) Run(ctx context.Context) error {
 			// Capped before the jitter is drawn: min() after it would
 			// make most waits exactly OutageBackoff, in step across
 			// every publisher of a fleet.
-			wait = jitteredBackoff(min(p.cfg.BaseBackoff, p.cfg.OutageBackoff), p.cfg.OutageBackoff, failures-1)
+			wait = backoff.Jittered(min(p.cfg.BaseBackoff, p.cfg.OutageBackoff), p.cfg.OutageBackoff, failures-1)
 		case failures > 0:
 			p.log.Info().Int("failed_attempts", failures).Int64("outage_ms", time.Since(since).Milliseconds()).Msg("outbox publisher recovered")
 			failures = 0
@@ -564,12 +564,36 @@ func (p *Publisher) parkUndecodable(ctx context.Context, tx pgx.Tx, ids []int64)
 	for i := range reasons {
 		reasons[i] = "outbox row does not hold an event"
 	}
-	if _, err := tx.Exec(ctx, parkSQL, ids, reasons); err != nil {
+	if err := park(ctx, tx, ids, reasons); err != nil {
 		return fmt.Errorf("publish: park undecodable: %w", err)
 	}
 	p.m.parked.Add(float64(len(ids)))
 	p.log.Error().Ints64("outbox_ids", ids).Msg("outbox rows parked: not an event")
 	return nil
+}
+
+// park parks the rows ids with their reasons in tx, and writes their
+// conflict.parked webhooks in the same transaction: an endpoint hears of
+// a park exactly when it commits.
+func park(ctx context.Context, tx pgx.Tx, ids []int64, reasons []string) error {
+	rows, err := tx.Query(ctx, parkSQL, ids, reasons)
+	if err != nil {
+		return err
+	}
+	var (
+		d  webhook.ParkedData
+		at time.Time
+		ns []webhook.Notification
+	)
+	_, err = pgx.ForEachRow(rows, []any{&d.Event.SourceID, &d.Event.EventID, &d.Project, &d.RunID, &d.Type, &d.Reason, &at}, func() error {
+		n, err := webhook.Parked(d, at)
+		ns = append(ns, n)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return webhook.Write(ctx, tx, ns)
 }
 
 // deliverBatch hands the events to the journal and checks it answered
@@ -708,7 +732,7 @@ func (p *Publisher) mark(ctx context.Context, tx pgx.Tx, b batch, results []kern
 		}
 	}
 	if len(parkIDs) > 0 {
-		if _, err := tx.Exec(ctx, parkSQL, parkIDs, parkReason); err != nil {
+		if err := park(ctx, tx, parkIDs, parkReason); err != nil {
 			return fmt.Errorf("publish: park: %w", err)
 		}
 	}
@@ -792,21 +816,7 @@ func (p *Publisher) deliver(ctx context.Context, tx pgx.Tx, events []kernel.Even
 // backoff is capped exponential with full jitter: a uniform delay in
 // [base, min(cap, base*2^attempts)].
 func (p *Publisher) backoff(attempts int) time.Duration {
-	return jitteredBackoff(p.cfg.BaseBackoff, p.cfg.MaxBackoff, attempts)
-}
-
-// jitteredBackoff is a delay drawn uniformly between base and
-// base*2^attempts, the upper end capped at limit.
-func jitteredBackoff(base, limit time.Duration, attempts int) time.Duration {
-	ceil := float64(base) * math.Pow(2, float64(min(attempts, 30)))
-	if ceil > float64(limit) {
-		ceil = float64(limit)
-	}
-	lo := float64(base)
-	if ceil <= lo {
-		return time.Duration(lo)
-	}
-	return time.Duration(lo + rand.Float64()*(ceil-lo))
+	return backoff.Jittered(p.cfg.BaseBackoff, p.cfg.MaxBackoff, attempts)
 }
 
 // Drain publishes until no due row remains; for tools and tests that want

@@ -112,14 +112,19 @@ const markDeliveredSQL = `
 DELETE FROM kernel_event_outbox_undelivered WHERE id = ANY($1::bigint[])`
 
 // parkSQL parks rows ($1) with their reasons ($2): no longer pending, and
-// listed for an operator.
+// listed for an operator. It returns what the conflict.parked webhook
+// says of each row parked (Publisher.park): its key, its event's project,
+// run and type (empty for a row that holds no event object), the reason
+// and the time.
 const parkSQL = `
 WITH gone AS (
     DELETE FROM kernel_event_outbox_undelivered WHERE id = ANY($1::bigint[])
 )
 UPDATE kernel_event_outbox o SET parked_at = now(), park_reason = s.reason, delivery_status = 'conflict'
 FROM unnest($1::bigint[], $2::text[]) AS s(id, reason)
-WHERE o.id = ANY($1::bigint[]) AND o.id = s.id`
+WHERE o.id = ANY($1::bigint[]) AND o.id = s.id
+RETURNING o.source_id, o.event_id, coalesce(o.event->>'project', ''), coalesce(o.event->>'run_id', ''),
+    coalesce(o.event->>'type', ''), s.reason, o.parked_at`
 
 // retryLaterSQL schedules rows ($1) for another attempt after their
 // delays ($2, seconds; on their undelivered rows, which the claim reads)

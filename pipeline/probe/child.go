@@ -3,7 +3,6 @@ package probe
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/pipeline"
@@ -39,7 +38,6 @@ type RunEvents interface {
 // refused agents' writes beneath kernel runs) is inconclusive.
 type Child struct {
 	Journal RunEvents
-	Now     func() time.Time
 }
 
 // Name implements Probe.
@@ -50,7 +48,7 @@ func (p Child) Probe(ctx context.Context, run Run, op pipeline.WallOperation) (p
 	if op.Tool != kernel.DelegateTool || op.StartedKey.SourceID != kernel.SourceKernel {
 		return pipeline.Evidence{}, false
 	}
-	at := nowOr(p.Now)
+	at := run.now()
 	childID := kernel.ChildRunID(run.RunID, op.OperationID)
 	if op.ChildRunID != "" && op.ChildRunID != childID {
 		return evidence(ChildName, pipeline.FindingInconclusive,
@@ -59,7 +57,8 @@ func (p Child) Probe(ctx context.Context, run Run, op pipeline.WallOperation) (p
 	}
 	evs, err := p.Journal.RunEvents(ctx, run.Project, childID)
 	if err != nil {
-		return evidence(ChildName, pipeline.FindingInconclusive, fmt.Sprintf("replay child run %s: %v", childID, err), at,
+		// The journal could not be read now: no finding about the child.
+		return evidence(ChildName, pipeline.FindingUnavailable, fmt.Sprintf("replay child run %s: %v", childID, err), at,
 			map[string]any{"child_run_id": childID}), true
 	}
 	var lastSeq int64

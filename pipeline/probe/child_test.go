@@ -45,8 +45,8 @@ func TestChildReplay(t *testing.T) {
 			ev(t, "r.op-8", kernel.TypeOperationReconciled, kernel.Reconciliation{OperationID: "op-1", Effect: kernel.EffectUnknown, Basis: "operator", Note: "cannot tell"}),
 			ev(t, "r.op-8", kernel.TypeRunFailed, kernel.RunFailed{Error: "x"})},
 	}
-	p := Child{Journal: runs, Now: now}
-	run := Run{Project: "acme", RunID: "r"}
+	p := Child{Journal: runs}
+	run := clocked(Run{Project: "acme", RunID: "r"})
 	for op, want := range map[string]string{
 		"op-1": pipeline.FindingOccurred, "op-2": pipeline.FindingInconclusive, "op-3": pipeline.FindingInconclusive,
 		"op-4": pipeline.FindingInconclusive, "op-5": pipeline.FindingNone,
@@ -87,8 +87,8 @@ func TestChildIgnoresAgentsDelegations(t *testing.T) {
 		"k":      {ev(t, "k", kernel.TypeRunStarted, kernel.RunStarted{}), started, done, ev(t, "k", kernel.TypeRunCompleted, struct{}{})},
 		"a.op-2": {ev(t, "a.op-2", kernel.TypeRunStarted, kernel.RunStarted{}), ev(t, "a.op-2", kernel.TypeRunCompleted, struct{}{})},
 	}
-	p := Child{Journal: runs, Now: now}
-	run := Run{Project: "acme", RunID: "a"}
+	p := Child{Journal: runs}
+	run := clocked(Run{Project: "acme", RunID: "a"})
 	for _, op := range []pipeline.WallOperation{
 		{OperationID: "op-1", Tool: "delegate", ChildRunID: "k"},
 		{OperationID: "op-2", Tool: "delegate"},

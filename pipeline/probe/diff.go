@@ -18,6 +18,11 @@ import (
 // DiffName names the workspace-diff probe in evidence.
 const DiffName = "workspace.diff"
 
+// errStoreUnreadable marks what a probe could not read now — the database
+// its records live in, a workspace it may not enter — as opposed to what
+// it read and found wanting: the former is unavailable evidence.
+var errStoreUnreadable = errors.New("could not be read now")
+
 // ManifestReader reads the manifests the kernel's worker stored
 // (manifest.Store does).
 type ManifestReader interface {
@@ -49,7 +54,6 @@ type Diff struct {
 	Limits manifest.Limits
 	// Grace bounds an MCP call like MCP.Grace; default 5m.
 	Grace time.Duration
-	Now   func() time.Time
 }
 
 // Name implements Probe.
@@ -89,86 +93,165 @@ func (p Diff) Probe(ctx context.Context, run Run, op pipeline.WallOperation) (pi
 		// Not a workspace tool, or a run from before manifests.
 		return pipeline.Evidence{}, false
 	}
-	at := nowOr(p.Now)
-	prov := map[string]any{"before_digest": self.Manifest.Digest}
-	inconclusive := func(format string, args ...any) (pipeline.Evidence, bool) {
-		return evidence(DiffName, pipeline.FindingInconclusive, fmt.Sprintf(format, args...), at, prov), true
-	}
+	d := &diffProbe{p: p, run: run, op: op, self: self, idx: idx, at: run.now(), prov: map[string]any{"before_digest": self.Manifest.Digest}}
 	before, err := p.stored(ctx, run, self)
 	if err != nil {
-		return inconclusive("the manifest recorded before %s: %v", op.OperationID, err)
+		return d.storedFailed("the manifest recorded before "+op.OperationID, err), true
 	}
-	var (
-		after   manifest.Manifest
-		against string
-		cmpAt   time.Time
-	)
+	cmp, ev, stop := d.comparison(ctx, before)
+	if stop {
+		return ev, true
+	}
+	return d.compare(before, cmp), true
+}
+
+// diffProbe is one operation's diff on its way through Probe's steps.
+type diffProbe struct {
+	p    Diff
+	run  Run
+	op   pipeline.WallOperation
+	self StartedOp
+	idx  int
+	at   time.Time
+	prov map[string]any
+}
+
+func (d *diffProbe) finding(finding, format string, args ...any) pipeline.Evidence {
+	return evidence(DiffName, finding, fmt.Sprintf(format, args...), d.at, d.prov)
+}
+
+func (d *diffProbe) inconclusive(format string, args ...any) pipeline.Evidence {
+	return d.finding(pipeline.FindingInconclusive, format, args...)
+}
+
+// storedFailed is the evidence of a stored manifest that could not be
+// used: unavailable when the store could not be read now, inconclusive
+// when the manifest itself proves nothing.
+func (d *diffProbe) storedFailed(what string, err error) pipeline.Evidence {
+	if errors.Is(err, errStoreUnreadable) {
+		return d.finding(pipeline.FindingUnavailable, "%s: %v", what, err)
+	}
+	return d.inconclusive("%s: %v", what, err)
+}
+
+// diffPoint is what the before-manifest is compared with.
+type diffPoint struct {
+	after   manifest.Manifest
+	against string
+	// pre is what a none found there rests on: the call unable to act
+	// after it (its worker answered, or a wait measured on one clock).
+	pre pipeline.Preconditions
+	// over says the call could no longer act at that point.
+	over bool
+}
+
+// comparison is the manifest recorded before the run's next operation
+// when one started, else the workspace now once the run is over and the
+// call can no longer act; stop says the probe answers ev instead.
+func (d *diffProbe) comparison(ctx context.Context, before manifest.Manifest) (cmp diffPoint, ev pipeline.Evidence, stop bool) {
+	run, op, self, idx := d.run, d.op, d.self, d.idx
+	cmp.pre.Answered = self.Answered
 	if idx+1 < len(run.Started) {
 		next := run.Started[idx+1]
 		if next.Manifest == nil {
-			return inconclusive("the later operation %s (%s) ran without a workspace manifest, so nothing records the workspace between the two", next.OperationID, next.Tool)
+			return cmp, d.inconclusive("the later operation %s (%s) ran without a workspace manifest, so nothing records the workspace between the two", next.OperationID, next.Tool), true
 		}
-		if after, err = p.stored(ctx, run, next); err != nil {
-			return inconclusive("the manifest recorded before the later operation %s: %v", next.OperationID, err)
+		after, err := d.p.stored(ctx, run, next)
+		if err != nil {
+			return cmp, d.storedFailed("the manifest recorded before the later operation "+next.OperationID, err), true
 		}
-		against, cmpAt = fmt.Sprintf("the workspace as recorded before the later operation %s", next.OperationID), after.TakenAt
-		prov["against"] = map[string]any{"operation_id": next.OperationID, "digest": next.Manifest.Digest, "taken_at": after.TakenAt}
-	} else {
-		if op.State == "stale_in_flight" || !(run.Ended || op.State == "crash_window") {
-			return inconclusive("the run may still be running: a later step not yet in the journal could be changing the workspace")
+		cmp.after, cmp.against = after, fmt.Sprintf("the workspace as recorded before the later operation %s", next.OperationID)
+		d.prov["against"] = map[string]any{"operation_id": next.OperationID, "digest": next.Manifest.Digest, "taken_at": after.TakenAt}
+		// The later manifest was taken after the kernel recorded this
+		// call's end: that event's time, on the workflow's clock like the
+		// call's start, bounds it from below.
+		cmp.over = over(self, self.EndedAt, d.p.Grace)
+		if !self.Answered && cmp.over {
+			el := pipeline.WorkflowElapsed(self.StartedAt, self.EndedAt, actBound(self, d.p.Grace))
+			cmp.pre.Elapsed = &el
 		}
-		if done := self.StartedAt.Add(actBound(self, p.Grace)); !self.Answered && at.Before(done) {
-			ev, ok := inconclusive("%s may still be running until %s (its timeout plus slack); the workspace is compared once it cannot change any more", op.OperationID, done.UTC().Format(time.RFC3339))
-			ev.RecheckAfter = &done
-			return ev, ok
-		}
-		if after, err = p.current(ctx, run, before); err != nil {
-			return inconclusive("the run's workspace: %v", err)
-		}
-		against, cmpAt = "the workspace now", at
-		prov["against"] = map[string]any{"current": true, "digest": after.Digest(), "taken_at": after.TakenAt}
+		return cmp, ev, false
 	}
-	if after.Truncated != "" {
-		return inconclusive("%s is incomplete (%s): it proves nothing", against, after.Truncated)
+	if op.State == "stale_in_flight" || !(run.Ended || op.State == "crash_window") {
+		return cmp, d.inconclusive("the run may still be running: a later step not yet in the journal could be changing the workspace"), true
+	}
+	if !self.Answered {
+		el, passed, why, due := run.waited(op.JournaledAt, actBound(self, d.p.Grace))
+		if !passed {
+			ev := d.inconclusive("%s may still be running (its timeout plus slack); the workspace is compared once it cannot change any more: %s", op.OperationID, why)
+			ev.RecheckAfter = due
+			return cmp, ev, true
+		}
+		cmp.pre.Elapsed = &el
+	}
+	after, err := d.p.current(ctx, run, before)
+	if err != nil {
+		return cmp, d.storedFailed("the run's workspace", err), true
+	}
+	cmp.after, cmp.against, cmp.over = after, "the workspace now", !self.Unconfined
+	d.prov["against"] = map[string]any{"current": true, "digest": after.Digest(), "taken_at": after.TakenAt}
+	return cmp, ev, false
+}
+
+// compare reads what the before-manifest and the comparison point prove.
+func (d *diffProbe) compare(before manifest.Manifest, cmp diffPoint) pipeline.Evidence {
+	op, self, run := d.op, d.self, d.run
+	if cmp.after.Truncated != "" {
+		return d.inconclusive("%s is incomplete (%s): it proves nothing", cmp.against, cmp.after.Truncated)
 	}
 	// Every earlier operation must be unable to act after this one's
 	// baseline, not merely by the comparison point: one still running
-	// after before.TakenAt could have made the change itself.
-	if s, running := stillActing(run.Started[:idx], before.TakenAt, p.Grace); running {
-		return inconclusive("the earlier operation %s may still have been running after the manifest recorded before %s (%s), so a change cannot be attributed to %s",
-			s.OperationID, op.OperationID, before.TakenAt.UTC().Format(time.RFC3339), op.OperationID)
+	// after the before-manifest was taken could have made the change
+	// itself. The manifest was taken after the kernel recorded the end of
+	// every earlier operation: the latest such time, on the workflow's
+	// clock like their starts, bounds it from below.
+	baseline := latestEnd(run.Started[:d.idx])
+	if s, running := stillActing(run.Started[:d.idx], baseline, d.p.Grace); running {
+		return d.inconclusive("the earlier operation %s may still have been running after the manifest recorded before %s was taken, so a change cannot be attributed to %s",
+			s.OperationID, op.OperationID, op.OperationID)
 	}
-	d := manifest.Compare(before, after)
-	if len(d.Changes) > 0 {
-		changes := d.Changes
+	diff := manifest.Compare(before, cmp.after)
+	if len(diff.Changes) > 0 {
+		changes := diff.Changes
 		if len(changes) > maxNamed {
-			prov["changes_total"] = len(changes)
+			d.prov["changes_total"] = len(changes)
 			changes = changes[:maxNamed]
 		}
 		for i := range changes {
 			changes[i].Path = kernel.Abbreviate(changes[i].Path, maxPathBytes)
 		}
-		prov["changes"] = changes
-		return evidence(DiffName, pipeline.FindingOccurred,
-			fmt.Sprintf("%s differs from the manifest recorded before %s: %s", against, op.OperationID, named(d.Paths())), at, prov), true
+		d.prov["changes"] = changes
+		return d.finding(pipeline.FindingOccurred, "%s differs from the manifest recorded before %s: %s", cmp.against, op.OperationID, named(diff.Paths()))
 	}
-	if len(d.Undecided) > 0 {
-		undecided := d.Undecided
+	if len(diff.Undecided) > 0 {
+		undecided := diff.Undecided
 		if len(undecided) > maxNamed {
-			prov["undecided_total"] = len(undecided)
+			d.prov["undecided_total"] = len(undecided)
 			undecided = undecided[:maxNamed]
 		}
-		prov["undecided"] = undecided
-		return inconclusive("%s matches on metadata but content could not be compared for %s", against, named(d.Undecided))
+		d.prov["undecided"] = undecided
+		return d.inconclusive("%s matches on metadata but content could not be compared for %s", cmp.against, named(diff.Undecided))
 	}
 	if self.Unconfined {
-		return inconclusive("%s equals the manifest recorded before %s, but the command ran unconfined (RECKON_SANDBOX_UNCONFINED): it could have written outside the workspace", against, op.OperationID)
+		return d.inconclusive("%s equals the manifest recorded before %s, but the command ran unconfined (RECKON_SANDBOX_UNCONFINED): it could have written outside the workspace", cmp.against, op.OperationID)
 	}
-	if !over(self, cmpAt, p.Grace) {
-		return inconclusive("%s equals the manifest recorded before %s, but %s may still have been running then", against, op.OperationID, op.OperationID)
+	if !cmp.over {
+		return d.inconclusive("%s equals the manifest recorded before %s, but %s may still have been running then", cmp.against, op.OperationID, op.OperationID)
 	}
-	return evidence(DiffName, pipeline.FindingNone,
-		fmt.Sprintf("%s equals the manifest recorded before %s, which can no longer act: the call left no durable effect", against, op.OperationID), at, prov), true
+	ev := d.finding(pipeline.FindingNone, "%s equals the manifest recorded before %s, which can no longer act: the call left no durable effect", cmp.against, op.OperationID)
+	return withPreconditions(ev, cmp.pre)
+}
+
+// latestEnd is the latest time the kernel recorded the end of one of ops
+// (zero when it recorded none).
+func latestEnd(ops []StartedOp) time.Time {
+	var t time.Time
+	for _, s := range ops {
+		if s.EndedAt.After(t) {
+			t = s.EndedAt
+		}
+	}
+	return t
 }
 
 // stored reads s's before-manifest and checks it is complete and the one
@@ -183,7 +266,7 @@ func storedBefore(ctx context.Context, r ManifestReader, run Run, s StartedOp) (
 	m, ok, err := r.Get(ctx, manifest.Key{Project: run.Project, RunID: run.RunID, OperationID: s.OperationID, Phase: manifest.PhaseBefore})
 	switch {
 	case err != nil:
-		return manifest.Manifest{}, err
+		return manifest.Manifest{}, fmt.Errorf("%w: %w", errStoreUnreadable, err)
 	case !ok:
 		return manifest.Manifest{}, errors.New("not stored")
 	case m.Digest() != s.Manifest.Digest:
@@ -200,19 +283,21 @@ func (p Diff) current(ctx context.Context, run Run, before manifest.Manifest) (m
 	rel, whyNot, err := Workspaces{Root: p.Root, Owners: p.Owners}.Of(ctx, run.Project, run.RunID)
 	switch {
 	case err != nil:
-		return manifest.Manifest{}, fmt.Errorf("could not be established: %w", err)
+		return manifest.Manifest{}, fmt.Errorf("%w: could not be established: %w", errStoreUnreadable, err)
 	case rel == "":
 		return manifest.Manifest{}, errors.New(whyNot)
 	}
 	root, err := os.Open(p.Root)
 	if err != nil {
-		return manifest.Manifest{}, fmt.Errorf("the workspaces root cannot be opened: %w", err)
+		return manifest.Manifest{}, fmt.Errorf("%w: the workspaces root cannot be opened: %w", errStoreUnreadable, err)
 	}
 	defer root.Close()
 	ws, err := openNoFollow(root, rel, true)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return manifest.Manifest{}, fmt.Errorf("%s is gone; its absence proves nothing", filepath.Join(p.Root, rel))
+	case errors.Is(err, fs.ErrPermission):
+		return manifest.Manifest{}, fmt.Errorf("%w: %s cannot be entered by this process: %w", errStoreUnreadable, filepath.Join(p.Root, rel), err)
 	case err != nil:
 		return manifest.Manifest{}, fmt.Errorf("%s cannot be opened without following a symlink: %w", filepath.Join(p.Root, rel), err)
 	}

@@ -78,14 +78,16 @@ func (r *workspaceRig) cmd(id string, m *kernel.WorkspaceManifest, answered bool
 	return StartedOp{OperationID: id, Tool: kernel.ToolRunCommand, StartedAt: r.started, Args: []byte(`{"command":"x","timeout_s":30}`), Manifest: m, Answered: answered}
 }
 
-// run is the ended run with ops in the order they started.
+// run is the ended run with ops in the order they started, read with the
+// database clock at now().
 func (r *workspaceRig) run(ops ...StartedOp) Run {
-	return Run{Project: "acme", RunID: "run-1", Ended: true, Started: ops}
+	return clocked(Run{Project: "acme", RunID: "run-1", Ended: true, Started: ops})
 }
 
-// op is the kernel's operation id on the wall, in state.
+// op is the kernel's operation id on the wall, in state, its tool.started
+// committed when it started.
 func (r *workspaceRig) op(id, state string) pipeline.WallOperation {
-	return pipeline.WallOperation{OperationID: id, Tool: kernel.ToolRunCommand, State: state, StartedAt: r.started,
+	return pipeline.WallOperation{OperationID: id, Tool: kernel.ToolRunCommand, State: state, StartedAt: r.started, JournaledAt: journaled(r.started),
 		StartedKey: kernel.EventKey{SourceID: kernel.SourceKernel, EventID: "acme/run-1/" + id + "/started"}}
 }
 

@@ -29,6 +29,11 @@ const (
 	LookupNeverSeen = "never_seen"
 )
 
+// ErrUnreachable marks a server the probe could not reach at all (no
+// connection, or a call that did not come back): its evidence is
+// unavailable now, which is no finding about the call.
+var ErrUnreachable = errors.New("server unreachable")
+
 // LookupAnswer is a server's answer about one idempotency key.
 type LookupAnswer struct {
 	// Server names the MCP server that answered.
@@ -83,7 +88,6 @@ type MCP struct {
 	// Owners tells the MCP gateway's runs (operations.Owners does). Without
 	// it, never_seen proves nothing but for the kernel's own calls.
 	Owners kernel.RunOwners
-	Now    func() time.Time
 	// recorder, set by ForWall, keeps the wall's run's answer from Owners:
 	// every operation of a wall is of one run, so it is asked once.
 	recorder *wallRecorder
@@ -118,7 +122,7 @@ func (p MCP) Probe(ctx context.Context, run Run, op pipeline.WallOperation) (pip
 	if !strings.HasPrefix(op.Tool, "mcp__") || p.Looker == nil {
 		return pipeline.Evidence{}, false
 	}
-	at := nowOr(p.Now)
+	at := run.now()
 	// The key the kernel sent: qualified by project and run, since
 	// operation ids repeat across runs.
 	key := mcptool.IdempotencyKey(run.Project, run.RunID, op.OperationID)
@@ -143,37 +147,51 @@ func (p MCP) Probe(ctx context.Context, run Run, op pipeline.WallOperation) (pip
 		return pipeline.Evidence{}, false
 	}
 	prov := map[string]any{"tool": op.Tool, "key": key, "answer": ans}
-	if err != nil {
+	switch {
+	case errors.Is(err, ErrUnreachable):
+		return evidence(MCPName, pipeline.FindingUnavailable, fmt.Sprintf("lookup_operation could not be asked now: %v", err), at, prov), true
+	case err != nil:
 		return evidence(MCPName, pipeline.FindingInconclusive, fmt.Sprintf("lookup_operation failed: %v", err), at, prov), true
 	}
 	switch ans.Status {
 	case LookupCompleted:
-		return evidence(MCPName, pipeline.FindingOccurred,
-			fmt.Sprintf("server %s has key %s with a stored result: the call was applied", ans.Server, key), at, prov), true
+		ev := evidence(MCPName, pipeline.FindingOccurred,
+			fmt.Sprintf("server %s has key %s with a stored result: the call was applied", ans.Server, key), at, prov)
+		return withPreconditions(ev, pipeline.Preconditions{Store: &pipeline.Store{Server: ans.Server, CallUnique: "the call's idempotency key " + key}}), true
 	case LookupNeverSeen:
-		made, err := p.reckonCalled(ctx, run, op)
-		if err != nil {
-			return evidence(MCPName, pipeline.FindingInconclusive, fmt.Sprintf("server %s has never seen key %s, and whether reckon made the call is unknown: %v", ans.Server, key, err), at, prov), true
-		}
-		if !made {
-			return evidence(MCPName, pipeline.FindingInconclusive,
-				fmt.Sprintf("server %s has never seen key %s, but reckon did not make this call: source %q reported it in a run neither the kernel nor the MCP gateway records, and its own client need not have sent the key", ans.Server, key, op.StartedKey.SourceID), at, prov), true
-		}
-		grace := graceOr(p.Grace)
-		if op.State == "stale_in_flight" || at.Sub(op.StartedAt) < grace {
-			ev := evidence(MCPName, pipeline.FindingInconclusive,
-				fmt.Sprintf("server %s has never seen key %s, but the call may still be in flight (age %s, grace %s)", ans.Server, key, at.Sub(op.StartedAt).Round(time.Second), grace), at, prov)
-			if op.State != "stale_in_flight" {
-				// Only age stands between this answer and a proof.
-				done := op.StartedAt.Add(grace)
-				ev.RecheckAfter = &done
-			}
-			return ev, true
-		}
-		return evidence(MCPName, pipeline.FindingNone,
-			fmt.Sprintf("server %s has never seen key %s and the call can no longer arrive: the call was not applied", ans.Server, key), at, prov), true
+		return p.neverSeen(ctx, run, op, key, ans, at, prov)
 	}
 	return evidence(MCPName, pipeline.FindingInconclusive, fmt.Sprintf("lookup_operation answered an unknown status %q", ans.Status), at, prov), true
+}
+
+// neverSeen is what a server's never_seen proves of op: none only for a
+// call reckon made (which carried the key), once it can no longer arrive
+// (not in flight, and Grace past its start on the database's clock).
+func (p MCP) neverSeen(ctx context.Context, run Run, op pipeline.WallOperation, key string, ans LookupAnswer, at time.Time, prov map[string]any) (pipeline.Evidence, bool) {
+	made, err := p.reckonCalled(ctx, run, op)
+	if err != nil {
+		return evidence(MCPName, pipeline.FindingUnavailable, fmt.Sprintf("server %s has never seen key %s, and whether reckon made the call could not be read now: %v", ans.Server, key, err), at, prov), true
+	}
+	if !made {
+		return evidence(MCPName, pipeline.FindingInconclusive,
+			fmt.Sprintf("server %s has never seen key %s, but reckon did not make this call: source %q reported it in a run neither the kernel nor the MCP gateway records, and its own client need not have sent the key", ans.Server, key, op.StartedKey.SourceID), at, prov), true
+	}
+	grace := graceOr(p.Grace)
+	if op.State == "stale_in_flight" {
+		return evidence(MCPName, pipeline.FindingInconclusive,
+			fmt.Sprintf("server %s has never seen key %s, but the call may still be in flight (its run is still running)", ans.Server, key), at, prov), true
+	}
+	el, passed, why, due := run.waited(op.JournaledAt, grace)
+	if !passed {
+		ev := evidence(MCPName, pipeline.FindingInconclusive,
+			fmt.Sprintf("server %s has never seen key %s, but the call may still be in flight (grace %s): %s", ans.Server, key, grace, why), at, prov)
+		// Only time stands between this answer and a proof.
+		ev.RecheckAfter = due
+		return ev, true
+	}
+	ev := evidence(MCPName, pipeline.FindingNone,
+		fmt.Sprintf("server %s has never seen key %s and the call can no longer arrive (%s since the journal took its tool.started, database clock): the call was not applied", ans.Server, key, el.At.Sub(el.Since).Round(time.Second)), at, prov)
+	return withPreconditions(ev, pipeline.Preconditions{Elapsed: &el}), true
 }
 
 // endpointMismatch is the inconclusive evidence for an operation whose
@@ -413,6 +431,9 @@ type StateAnswer struct {
 	// ReadOnly: the server, configured with trust_annotations, marks the
 	// tool readOnlyHint.
 	ReadOnly bool `json:"read_only,omitempty"`
+	// Exclusive: the server's configuration declares its store exclusive
+	// to this project (mcptool.ServerConfig.Exclusive).
+	Exclusive bool `json:"exclusive,omitempty"`
 }
 
 // StateReader reads a server's state for a call of tool with args: a
@@ -456,7 +477,7 @@ func (s *mcpSessions) ReadState(ctx context.Context, run Run, tool string, args 
 		if err != nil {
 			return StateAnswer{}, true, fmt.Errorf("server %s: %w", sc.Name, err)
 		}
-		return StateAnswer{Server: sc.Name, Adapter: a.Server, Facts: got}, true, nil
+		return StateAnswer{Server: sc.Name, Adapter: a.Server, Facts: got, Exclusive: sc.Exclusive}, true, nil
 	}
 	if sc.TrustAnnotations && ss.readOnly[name] {
 		return StateAnswer{Server: sc.Name, ReadOnly: true}, true, nil
@@ -475,6 +496,9 @@ func (s *mcpSessions) session(ctx context.Context, sc mcptool.ServerConfig, run 
 	ss := &mcpSession{}
 	ws := s.c.Workspaces.Dir(ctx, run.Project, run.RunID)
 	ss.cs, ss.tools, ss.readOnly, ss.err = connect(ctx, transportFor(sc, run, ws))
+	if ss.err != nil {
+		ss.err = fmt.Errorf("%w: %w", ErrUnreachable, ss.err)
+	}
 	s.open[sc.Name] = ss
 	return ss
 }
@@ -542,7 +566,8 @@ func connect(ctx context.Context, transport mcp.Transport) (*mcp.ClientSession, 
 func lookup(ctx context.Context, cs *mcp.ClientSession, serverName, key string) (LookupAnswer, error) {
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "lookup_operation", Arguments: map[string]any{"key": key}})
 	if err != nil {
-		return LookupAnswer{}, fmt.Errorf("lookup_operation: %w", err)
+		// The call did not come back: no answer, rather than one.
+		return LookupAnswer{}, fmt.Errorf("lookup_operation: %w: %w", ErrUnreachable, err)
 	}
 	if res.IsError {
 		return LookupAnswer{}, fmt.Errorf("lookup_operation answered an error: %s", mcptool.ContentText(res.Content))

@@ -67,9 +67,9 @@ func issuesClient(url string) MCPClient {
 }
 
 // mcpCall is the kernel's create_issue call id in acme/run-1, in state on
-// the wall, started at t0.
+// the wall, started (and its tool.started committed) at t0.
 func mcpCall(id, state string) pipeline.WallOperation {
-	return pipeline.WallOperation{OperationID: id, Tool: "mcp__create_issue", State: state, StartedAt: t0,
+	return pipeline.WallOperation{OperationID: id, Tool: "mcp__create_issue", State: state, StartedAt: t0, JournaledAt: journaled(t0),
 		StartedKey: kernel.EventKey{SourceID: kernel.SourceKernel, EventID: "acme/run-1/" + id + "/started"}}
 }
 
@@ -81,14 +81,14 @@ func TestMCPLookup(t *testing.T) {
 	fileIssue(t, store, "op-2", "bare id of another run")
 	fileIssue(t, store, mcptool.IdempotencyKey("acme", "run-1", "op-1"), "Disk full on db-3")
 	client := issuesClient(serveMCP(t, mcpserver.Handler(mcpserver.NewServer(store))))
-	run := Run{Project: "acme", RunID: "run-1"}
+	run := clocked(Run{Project: "acme", RunID: "run-1"})
 	// Through the per-wall scope, as the sweep asks.
-	wp, done := MCP{Looker: client, Now: now, Grace: 5 * time.Minute}.ForWall(run)
+	wp, done := MCP{Looker: client, Grace: 5 * time.Minute}.ForWall(run)
 	defer done()
 	p := wp.(MCP)
 	op := func(id, state string, started time.Time) pipeline.WallOperation {
 		o := mcpCall(id, state)
-		o.StartedAt = started
+		o.StartedAt, o.JournaledAt = started, journaled(started)
 		return o
 	}
 	cases := []struct {
@@ -124,12 +124,12 @@ func TestMCPLookup(t *testing.T) {
 	for _, c := range []struct {
 		run Run
 		op  string
-	}{{run, "x/y"}, {Run{Project: "acme", RunID: "run-1/x"}, "y"}, {Run{Project: "ac/me", RunID: "run-1"}, "op-9"}} {
+	}{{run, "x/y"}, {clocked(Run{Project: "acme", RunID: "run-1/x"}), "y"}, {clocked(Run{Project: "ac/me", RunID: "run-1"}), "op-9"}} {
 		ev, ok := p.Probe(context.Background(), c.run, mcpCall(c.op, "failed_uncertain"))
 		checkEvidence(t, fmt.Sprintf("run %s op %s, ambiguous key", c.run.RunID, c.op), ev, ok, pipeline.FindingInconclusive, "not looked up")
 	}
 	// A tool the server does not offer: the probe does not apply.
-	if _, ok := p.Probe(context.Background(), run, pipeline.WallOperation{OperationID: "op-1", Tool: "mcp__delete_repo", StartedAt: t0}); ok {
+	if _, ok := p.Probe(context.Background(), run, pipeline.WallOperation{OperationID: "op-1", Tool: "mcp__delete_repo", StartedAt: t0, JournaledAt: journaled(t0)}); ok {
 		t.Error("unsupported tool: the probe must not apply")
 	}
 }
@@ -145,7 +145,7 @@ func TestMCPClientOverHTTP(t *testing.T) {
 		{Name: "other", URL: url, Tools: []string{"search"}},
 		{Name: "issues", URL: url},
 	}, Timeout: 10 * time.Second}
-	run := Run{Project: "acme", RunID: "run-1"}
+	run := clocked(Run{Project: "acme", RunID: "run-1"})
 	ans, ok, err := c.LookupOperation(context.Background(), run, "mcp__create_issue", "acme/run-1/op-1")
 	if err != nil || !ok || ans.Status != LookupCompleted || ans.Server != "issues" || !strings.Contains(string(ans.Result), "Disk full") {
 		t.Fatalf("lookup: %+v %v %v", ans, ok, err)
@@ -158,9 +158,9 @@ func TestMCPClientOverHTTP(t *testing.T) {
 		t.Fatalf("unsupported tool: ok=%v err=%v", ok, err)
 	}
 	down := MCPClient{Servers: []mcptool.ServerConfig{{Name: "down", URL: "http://127.0.0.1:1/mcp"}}, Timeout: 2 * time.Second}
-	p := MCP{Looker: down, Now: now}
-	ev, applies := p.Probe(context.Background(), run, pipeline.WallOperation{OperationID: "op-1", Tool: "mcp__create_issue", StartedAt: t0})
-	if !applies || ev.Finding != pipeline.FindingInconclusive || !strings.Contains(ev.Detail, "lookup_operation failed") {
+	p := MCP{Looker: down}
+	ev, applies := p.Probe(context.Background(), run, pipeline.WallOperation{OperationID: "op-1", Tool: "mcp__create_issue", StartedAt: t0, JournaledAt: journaled(t0)})
+	if !applies || ev.Finding != pipeline.FindingUnavailable || !strings.Contains(ev.Detail, "could not be asked now") {
 		t.Fatalf("unreachable server: %+v", ev)
 	}
 }
@@ -176,8 +176,8 @@ func TestMCPLookupAsksTheServerTheGatewayCalled(t *testing.T) {
 	gatewayRun(t, db.Pool, "acme", "gw-1")
 	client := MCPClient{Servers: []mcptool.ServerConfig{
 		{Name: "a", URL: issueServer(t)}, {Name: "b", URL: issueServer(t, mcptool.IdempotencyKey("acme", "gw-1", "op-1"))}}, Timeout: 10 * time.Second}
-	run := Run{Project: "acme", RunID: "gw-1"}
-	wp, done := MCP{Looker: client, Now: now, Grace: 5 * time.Minute, Owners: operations.Owners{Pool: db.Pool}}.ForWall(run)
+	run := clocked(Run{Project: "acme", RunID: "gw-1"})
+	wp, done := MCP{Looker: client, Grace: 5 * time.Minute, Owners: operations.Owners{Pool: db.Pool}}.ForWall(run)
 	defer done()
 	p := wp.(MCP)
 	op := func(server string) pipeline.WallOperation {
@@ -206,7 +206,7 @@ func TestMCPNeverSeenProvesOnlyReckonsCalls(t *testing.T) {
 	db := pgtest.New(t)
 	gatewayRun(t, db.Pool, "acme", "gw-1")
 	client := issuesClient(issueServer(t, mcptool.IdempotencyKey("acme", "agent-run", "op-2")))
-	p := MCP{Looker: client, Now: now, Grace: 5 * time.Minute, Owners: operations.Owners{Pool: db.Pool}}
+	p := MCP{Looker: client, Grace: 5 * time.Minute, Owners: operations.Owners{Pool: db.Pool}}
 	op := func(id, source string) pipeline.WallOperation {
 		o := mcpCall(id, "crash_window")
 		o.StartedKey.SourceID, o.AgentReported = source, source != kernel.SourceKernel
@@ -224,14 +224,14 @@ func TestMCPNeverSeenProvesOnlyReckonsCalls(t *testing.T) {
 		{"an agent's call under the gateway's source name, in its own run", "agent-run", op("op-1", "mcp-gateway"), pipeline.FindingInconclusive},
 	}
 	for _, c := range cases {
-		ev, ok := p.Probe(context.Background(), Run{Project: "acme", RunID: c.run}, c.op)
+		ev, ok := p.Probe(context.Background(), clocked(Run{Project: "acme", RunID: c.run}), c.op)
 		if !ok || ev.Finding != c.finding {
 			t.Errorf("%s: got ok=%v %s %q", c.name, ok, ev.Finding, ev.Detail)
 		}
 	}
 	// Without Owners, only the kernel's calls are told apart.
 	p.Owners = nil
-	if ev, _ := p.Probe(context.Background(), Run{Project: "acme", RunID: "gw-1"}, op("op-1", "mcp-gateway")); ev.Finding != pipeline.FindingInconclusive {
+	if ev, _ := p.Probe(context.Background(), clocked(Run{Project: "acme", RunID: "gw-1"}), op("op-1", "mcp-gateway")); ev.Finding != pipeline.FindingInconclusive {
 		t.Errorf("no owners: the gateway's never_seen gave %s, want inconclusive", ev.Finding)
 	}
 }
@@ -269,8 +269,8 @@ func (o *countingOwners) RunWriters(_ context.Context, rks []kernel.RunKey) (map
 func TestMCPAsksOncePerWallWhoseRunItIs(t *testing.T) {
 	t.Parallel()
 	owners := &countingOwners{runs: map[kernel.RunKey]kernel.RunWriter{{Project: "acme", RunID: "gw-1"}: {Recorder: kernel.RecorderGateway}}}
-	run := Run{Project: "acme", RunID: "gw-1"}
-	wp, done := Set{MCP{Looker: neverSeen{}, Now: now, Grace: time.Minute, Owners: owners}}.ForWall(run)
+	run := clocked(Run{Project: "acme", RunID: "gw-1"})
+	wp, done := Set{MCP{Looker: neverSeen{}, Grace: time.Minute, Owners: owners}}.ForWall(run)
 	defer done()
 	for _, id := range []string{"op-1", "op-2", "op-3"} {
 		op := mcpCall(id, "crash_window")
@@ -309,7 +309,7 @@ func TestMCPBareToolAsksEveryServerOfferingIt(t *testing.T) {
 	}
 	named := func(name string, sc mcptool.ServerConfig) mcptool.ServerConfig { sc.Name = name; return sc }
 	down := mcptool.ServerConfig{URL: "http://127.0.0.1:1/mcp"}
-	run := Run{Project: "acme", RunID: "run-1"}
+	run := clocked(Run{Project: "acme", RunID: "run-1"})
 	op := mcpCall("op-1", "crash_window")
 	cases := []struct {
 		name    string
@@ -320,11 +320,13 @@ func TestMCPBareToolAsksEveryServerOfferingIt(t *testing.T) {
 		{"the second server filed it", []mcptool.ServerConfig{named("a", issues()), named("b", issues(key))}, pipeline.FindingOccurred, "server b has key"},
 		{"every server never saw it", []mcptool.ServerConfig{named("a", issues()), named("b", issues())}, pipeline.FindingNone, "server a, b has never seen"},
 		{"the first server cannot be asked", []mcptool.ServerConfig{named("a", plain()), named("b", issues())}, pipeline.FindingInconclusive, "a also offer create_issue without lookup_operation"},
-		{"the first server is down", []mcptool.ServerConfig{named("a", down), named("b", issues())}, pipeline.FindingInconclusive, "server a:"},
+		// A server the probe cannot reach leaves the evidence unavailable:
+		// the sweep takes the operation up again later.
+		{"the first server is down", []mcptool.ServerConfig{named("a", down), named("b", issues())}, pipeline.FindingUnavailable, "server a:"},
 		{"two servers without lookup_operation", []mcptool.ServerConfig{named("a", plain()), named("b", plain())}, pipeline.FindingInconclusive, "servers a, b all offer create_issue"},
 	}
 	for _, c := range cases {
-		p := MCP{Looker: MCPClient{Servers: c.servers, Timeout: 5 * time.Second}, Now: now, Grace: 5 * time.Minute}
+		p := MCP{Looker: MCPClient{Servers: c.servers, Timeout: 5 * time.Second}, Grace: 5 * time.Minute}
 		wp, done := p.ForWall(run)
 		ev, ok := wp.Probe(context.Background(), run, op)
 		done()
@@ -355,9 +357,9 @@ func TestMCPLookupRefusesAnAnswerAboutAnotherKey(t *testing.T) {
 		}
 		return nil, lookupResult{Key: in.Key, Status: "never_seen"}, nil
 	})
-	run := Run{Project: "acme", RunID: "run-1"}
+	run := clocked(Run{Project: "acme", RunID: "run-1"})
 	wp, done := MCP{Looker: MCPClient{Servers: []mcptool.ServerConfig{{Name: "loose", URL: serveMCP(t, mcpserver.Handler(srv))}}, Timeout: 5 * time.Second},
-		Now: now, Grace: 5 * time.Minute}.ForWall(run)
+		Grace: 5 * time.Minute}.ForWall(run)
 	defer done()
 	ev, ok := wp.Probe(context.Background(), run, mcpCall("op-1", "crash_window"))
 	checkEvidence(t, "answer about another key", ev, ok, pipeline.FindingInconclusive, "not the key asked about")
@@ -378,7 +380,7 @@ func TestMCPLookupSkipsAServerConfiguredElsewhere(t *testing.T) {
 	production := mcptool.ServerConfig{Name: "issues", URL: "http://issues.prod.example:9000/mcp"}
 	staging := mcptool.ServerConfig{Name: "issues", URL: issueServer(t)}
 	stagingWithKey := mcptool.ServerConfig{Name: "issues", URL: issueServer(t, key)}
-	run := Run{Project: "acme", RunID: "run-1"}
+	run := clocked(Run{Project: "acme", RunID: "run-1"})
 	client := func(c mcptool.ServerConfig) Looker {
 		return MCPClient{Servers: []mcptool.ServerConfig{c}, Timeout: 10 * time.Second}
 	}
@@ -411,7 +413,7 @@ func TestMCPLookupSkipsAServerConfiguredElsewhere(t *testing.T) {
 			op(""), pipeline.FindingNone, "has never seen key"},
 	}
 	for _, c := range cases {
-		wp, done := MCP{Looker: c.looker, Now: now, Grace: 5 * time.Minute}.ForWall(run)
+		wp, done := MCP{Looker: c.looker, Grace: 5 * time.Minute}.ForWall(run)
 		ev, ok := wp.Probe(context.Background(), run, c.op)
 		done()
 		checkEvidence(t, c.name, ev, ok, c.finding, c.detail)
@@ -440,8 +442,8 @@ func TestMCPProbeOneSessionPerWall(t *testing.T) {
 	fileIssue(t, store, mcptool.IdempotencyKey("acme", "run-1", "op-1"), "Disk full")
 	var inits atomic.Int32
 	client := issuesClient(serveMCP(t, countInit(mcpserver.Handler(mcpserver.NewServer(store)), &inits)))
-	run := Run{Project: "acme", RunID: "run-1"}
-	set := Set{MCP{Looker: client, Now: now}}
+	run := clocked(Run{Project: "acme", RunID: "run-1"})
+	set := Set{MCP{Looker: client}}
 	op := func(id string) pipeline.WallOperation { return mcpCall(id, "failed_uncertain") }
 
 	wall, done := set.ForWall(run)
@@ -472,20 +474,20 @@ func TestMCPProbeOneSessionPerWall(t *testing.T) {
 	}
 
 	// A server that refuses connections: every operation of the wall gets
-	// the failure as inconclusive evidence, from one dial.
+	// the failure as unavailable evidence, from one dial.
 	var dials atomic.Int32
 	refuse := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		dials.Add(1)
 		http.Error(w, "down for maintenance", http.StatusServiceUnavailable)
 	}))
 	defer refuse.Close()
-	down := Set{MCP{Looker: MCPClient{Servers: []mcptool.ServerConfig{{Name: "down", URL: refuse.URL}}, Timeout: 2 * time.Second}, Now: now}}
+	down := Set{MCP{Looker: MCPClient{Servers: []mcptool.ServerConfig{{Name: "down", URL: refuse.URL}}, Timeout: 2 * time.Second}}}
 	wall, done = down.ForWall(run)
 	defer done()
 	var afterFirst int32
 	for i, id := range []string{"op-1", "op-2", "op-3"} {
 		evs := wall.Probe(context.Background(), run, op(id))
-		if len(evs) != 1 || evs[0].Finding != pipeline.FindingInconclusive || !strings.Contains(evs[0].Detail, "server down") {
+		if len(evs) != 1 || evs[0].Finding != pipeline.FindingUnavailable || !strings.Contains(evs[0].Detail, "server down") {
 			t.Fatalf("%s against a refusing server: %+v", id, evs)
 		}
 		if i == 0 {

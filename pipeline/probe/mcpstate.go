@@ -3,6 +3,7 @@ package probe
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -28,7 +29,14 @@ const (
 // still absent proves none once the call can no longer arrive; a fact that
 // held before proves nothing. The comparison point, and what a store
 // shared beyond the run defeats: docs/internals.md#mcp-probes.
-// TestMCPStateMemoryServer.
+//
+// Such a store is reachable by the server's every client: a fact another
+// writer established (or removed) there would pass for this call's doing.
+// Either finding therefore stands only for a server whose configuration
+// declares its store exclusive to this project ("exclusive": true), the
+// adapted facts carrying nothing only this call could have made; for any
+// other server it is inconclusive, saying what it would have found
+// (pipeline.Store). TestMCPStateMemoryServer.
 //
 // Trusted annotations. A tool the server marks readOnlyHint does not
 // modify its environment, per the MCP specification; the finding is none
@@ -44,69 +52,129 @@ func (p MCP) probeState(ctx context.Context, sr StateReader, run Run, op pipelin
 	if !supported && err == nil {
 		return pipeline.Evidence{}, false
 	}
-	prov := map[string]any{"tool": op.Tool, "answer": ans}
-	inconclusive := func(format string, args ...any) (pipeline.Evidence, bool) {
-		return evidence(MCPStateName, pipeline.FindingInconclusive, fmt.Sprintf(format, args...), at, prov), true
-	}
-	if err != nil {
-		return inconclusive("reading the server's state failed: %v", err)
-	}
-	if ans.ReadOnly {
+	sp := &stateProbe{p: p, run: run, op: op, at: at, ans: ans, prov: map[string]any{"tool": op.Tool, "answer": ans}}
+	switch {
+	case errors.Is(err, ErrUnreachable):
+		return evidence(MCPStateName, pipeline.FindingUnavailable, fmt.Sprintf("the server's state could not be read now: %v", err), at, sp.prov), true
+	case err != nil:
+		return sp.inconclusive("reading the server's state failed: %v", err)
+	case ans.ReadOnly:
 		return evidence(MCPAnnotationsName, pipeline.FindingNone,
-			fmt.Sprintf("server %s, whose annotations the configuration trusts, marks %s readOnlyHint: the call does not modify its environment", ans.Server, op.Tool), at, prov), true
+			fmt.Sprintf("server %s, whose annotations the configuration trusts, marks %s readOnlyHint: the call does not modify its environment", ans.Server, op.Tool), at, sp.prov), true
 	}
-	self, idx := startedOp(run, op.OperationID)
-	if idx < 0 {
-		return inconclusive("%s is not among the run's started operations", op.OperationID)
+	ev, ok := sp.compare(ctx)
+	return sp.attribute(ev), ok
+}
+
+// stateProbe is one operation's state probe on its way through
+// probeState's steps.
+type stateProbe struct {
+	p    MCP
+	run  Run
+	op   pipeline.WallOperation
+	at   time.Time
+	ans  StateAnswer
+	prov map[string]any
+	self StartedOp
+	idx  int
+}
+
+func (sp *stateProbe) inconclusive(format string, args ...any) (pipeline.Evidence, bool) {
+	return evidence(MCPStateName, pipeline.FindingInconclusive, fmt.Sprintf(format, args...), sp.at, sp.prov), true
+}
+
+// comparison is the point a call's facts are compared at.
+type comparison struct {
+	// against names it for a detail.
+	against string
+	// facts are the facts read there.
+	facts mcptool.Facts
+	// later is the run's later write the comparison is the prior state
+	// of, nil for the server's state now.
+	later *StartedOp
+}
+
+// compare reads what the facts' prior state and the comparison point
+// prove of the call, before attribution.
+func (sp *stateProbe) compare(ctx context.Context) (pipeline.Evidence, bool) {
+	op := sp.op
+	sp.self, sp.idx = startedOp(sp.run, op.OperationID)
+	if sp.idx < 0 {
+		return sp.inconclusive("%s is not among the run's started operations", op.OperationID)
 	}
-	if p.Priors == nil {
-		return inconclusive("no prior states are available to this probe")
+	if sp.p.Priors == nil {
+		return sp.inconclusive("no prior states are available to this probe")
 	}
-	prior, err := p.prior(ctx, run, op.OperationID)
+	prior, err := sp.p.prior(ctx, sp.run, op.OperationID)
 	if err != nil {
-		return inconclusive("the state recorded before %s: %v", op.OperationID, err)
+		return sp.inconclusive("the state recorded before %s: %v", op.OperationID, err)
 	}
-	prov["prior"] = prior
-	grace := graceOr(p.Grace)
-	// The comparison point: the prior state recorded before the run's
-	// next write of any of the same facts (a re-issue), else now.
-	against, cmpAt, cmp := "the server's state now", at, ans.Facts
-	laterOther := ""
-	for _, s := range run.Started[idx+1:] {
+	sp.prov["prior"] = prior
+	cmp, ev, stop := sp.comparisonPoint(ctx, prior)
+	if stop {
+		return ev, true
+	}
+	landed, before, ev, stop := sp.diff(prior, cmp)
+	if stop {
+		return ev, true
+	}
+	ans := sp.ans
+	if len(landed) > 0 {
+		return evidence(MCPStateName, pipeline.FindingOccurred,
+			fmt.Sprintf("server %s (%s): %s held neither before %s nor after it until %s, and holds there: the call was applied", ans.Server, ans.Adapter, strings.Join(landed, "; "), op.OperationID, cmp.against), sp.at, sp.prov), true
+	}
+	if len(before) > 0 {
+		return sp.inconclusive("%s already held before the call, so its presence says nothing about %s", strings.Join(before, "; "), op.OperationID)
+	}
+	return sp.absent(cmp)
+}
+
+// comparisonPoint is the prior state recorded before the run's next write
+// of any of the same facts (a re-issue), else the server's state now once
+// the run can write nothing more; stop says the probe answers ev instead.
+func (sp *stateProbe) comparisonPoint(ctx context.Context, prior mcptool.Facts) (cmp comparison, ev pipeline.Evidence, stop bool) {
+	for _, s := range sp.run.Started[sp.idx+1:] {
 		name := strings.TrimPrefix(s.Tool, "mcp__")
 		a, adapted := mcptool.AdapterFor(name, adaptedReads(s.Tool))
 		if !adapted {
-			if strings.HasPrefix(s.Tool, "mcp__") && laterOther == "" {
-				laterOther = s.OperationID
-			}
 			continue
 		}
 		facts, err := a.Facts(name, s.Args)
 		if err != nil {
-			return inconclusive("the later write %s names no facts the probe can read: %v", s.OperationID, err)
+			ev, _ = sp.inconclusive("the later write %s names no facts the probe can read: %v", s.OperationID, err)
+			return cmp, ev, true
 		}
 		if !sharesAny(facts, prior) {
 			continue
 		}
-		next, ok, err := p.Priors.Get(ctx, run.Project, run.RunID, s.OperationID)
+		next, ok, err := sp.p.Priors.Get(ctx, sp.run.Project, sp.run.RunID, s.OperationID)
 		if err != nil || !ok || next.Error != "" || len(next.State) == 0 {
-			return inconclusive("the later write %s of the same facts has no recorded prior state to compare against", s.OperationID)
+			ev, _ = sp.inconclusive("the later write %s of the same facts has no recorded prior state to compare against", s.OperationID)
+			return cmp, ev, true
 		}
 		var f mcptool.Facts
 		if json.Unmarshal(next.State, &f) != nil {
-			return inconclusive("the prior state of the later write %s does not decode", s.OperationID)
+			ev, _ = sp.inconclusive("the prior state of the later write %s does not decode", s.OperationID)
+			return cmp, ev, true
 		}
-		against, cmpAt, cmp = "the state recorded before the later write "+s.OperationID, next.TakenAt, f
-		break
+		later := s
+		return comparison{against: "the state recorded before the later write " + s.OperationID, facts: f, later: &later}, ev, false
 	}
-	if against == "the server's state now" && (op.State == "stale_in_flight" || !(run.Ended || op.State == "crash_window")) {
-		return inconclusive("the run may still be running: a later write not yet in the journal could establish the same facts")
+	if sp.op.State == "stale_in_flight" || !(sp.run.Ended || sp.op.State == "crash_window") {
+		ev, _ = sp.inconclusive("the run may still be running: a later write not yet in the journal could establish the same facts")
+		return cmp, ev, true
 	}
-	var landed, before []string
+	return comparison{against: "the server's state now", facts: sp.ans.Facts}, ev, false
+}
+
+// diff sorts the call's facts into those that landed (absent before,
+// present at the comparison point) and those that held before.
+func (sp *stateProbe) diff(prior mcptool.Facts, cmp comparison) (landed, before []string, ev pipeline.Evidence, stop bool) {
 	for fact, was := range prior {
-		now, known := cmp[fact]
+		now, known := cmp.facts[fact]
 		if !known {
-			return inconclusive("the fact %q was not read at the comparison point", mcptool.FactString(fact))
+			ev, _ = sp.inconclusive("the fact %q was not read at the comparison point", mcptool.FactString(fact))
+			return nil, nil, ev, true
 		}
 		switch {
 		case was:
@@ -115,27 +183,75 @@ func (p MCP) probeState(ctx context.Context, sr StateReader, run Run, op pipelin
 			landed = append(landed, mcptool.FactString(fact))
 		}
 	}
-	if len(landed) > 0 {
-		return evidence(MCPStateName, pipeline.FindingOccurred,
-			fmt.Sprintf("server %s (%s): %s held neither before %s nor after it until %s, and holds there: the call was applied", ans.Server, ans.Adapter, strings.Join(landed, "; "), op.OperationID, against), at, prov), true
-	}
-	if len(before) > 0 {
-		return inconclusive("%s already held before the call, so its presence says nothing about %s", strings.Join(before, "; "), op.OperationID)
-	}
-	if laterOther != "" && against == "the server's state now" {
+	return landed, before, ev, false
+}
+
+// absent is what no fact of the call holding at the comparison point
+// proves: none once the call can no longer arrive there. Against a later
+// write's prior state, that state was read after the later write's
+// tool.started: both ends on the workflow's clock. Against the state now,
+// the wait runs on the database's clock.
+func (sp *stateProbe) absent(cmp comparison) (pipeline.Evidence, bool) {
+	op, self, ans := sp.op, sp.self, sp.ans
+	if cmp.later == nil {
 		// A later call the probe has no adapter for (delete_entities,
 		// say) could have removed what this one created.
-		return inconclusive("none of the call's facts holds now, but the later MCP call %s could have removed them", laterOther)
-	}
-	if done := self.StartedAt.Add(grace); !self.Answered && cmpAt.Before(done) {
-		ev, ok := inconclusive("none of the call's facts holds in %s, but the call may still arrive until %s", against, done.UTC().Format(time.RFC3339))
-		if against == "the server's state now" {
-			ev.RecheckAfter = &done
+		for _, s := range sp.run.Started[sp.idx+1:] {
+			_, adapted := mcptool.AdapterFor(strings.TrimPrefix(s.Tool, "mcp__"), adaptedReads(s.Tool))
+			if strings.HasPrefix(s.Tool, "mcp__") && !adapted {
+				return sp.inconclusive("none of the call's facts holds now, but the later MCP call %s could have removed them", s.OperationID)
+			}
 		}
-		return ev, ok
 	}
-	return evidence(MCPStateName, pipeline.FindingNone,
-		fmt.Sprintf("server %s (%s): none of the facts of %s held before it or in %s, and the call can no longer arrive: it was not applied", ans.Server, ans.Adapter, op.OperationID, against), at, prov), true
+	pre := pipeline.Preconditions{Answered: self.Answered}
+	if !self.Answered {
+		grace := graceOr(sp.p.Grace)
+		if cmp.later != nil {
+			el := pipeline.WorkflowElapsed(self.StartedAt, cmp.later.StartedAt, grace)
+			if self.StartedAt.IsZero() || cmp.later.StartedAt.IsZero() || !el.Passed() {
+				return sp.inconclusive("none of the call's facts holds in %s, but the call could still have arrived after it was read (less than %s after %s started, workflow clock)", cmp.against, grace, op.OperationID)
+			}
+			pre.Elapsed = &el
+		} else {
+			el, passed, why, due := sp.run.waited(op.JournaledAt, grace)
+			if !passed {
+				ev, ok := sp.inconclusive("none of the call's facts holds in %s, but the call may still arrive: %s", cmp.against, why)
+				ev.RecheckAfter = due
+				return ev, ok
+			}
+			pre.Elapsed = &el
+		}
+	}
+	ev := evidence(MCPStateName, pipeline.FindingNone,
+		fmt.Sprintf("server %s (%s): none of the facts of %s held before it or in %s, and the call can no longer arrive: it was not applied", ans.Server, ans.Adapter, op.OperationID, cmp.against), sp.at, sp.prov)
+	return withPreconditions(ev, pre), true
+}
+
+// attribute lets a decisive finding stand only where the store's state
+// can be credited to the call (pipeline.Store): the server's store is
+// declared exclusive to this project. Otherwise it is inconclusive,
+// saying what it would have been, and no later sweep is waited for: time
+// makes such a store no more the call's.
+func (sp *stateProbe) attribute(ev pipeline.Evidence) pipeline.Evidence {
+	st := pipeline.Store{Server: sp.ans.Server, Exclusive: sp.ans.Exclusive}
+	decisive := ev.Finding == pipeline.FindingOccurred || ev.Finding == pipeline.FindingNone
+	switch {
+	case st.Attributable() && decisive:
+		pre := pipeline.Preconditions{}
+		if ev.Preconditions != nil {
+			pre = *ev.Preconditions
+		}
+		pre.Store = &st
+		return withPreconditions(ev, pre)
+	case st.Attributable():
+		return ev
+	case !decisive:
+		ev.RecheckAfter = nil
+		return ev
+	}
+	return evidence(MCPStateName, pipeline.FindingInconclusive, fmt.Sprintf(
+		"the state would prove %s (%s), but server %s's store can be written by its other clients and the facts carry nothing only this call could have made: another writer could have done it; declare the store \"exclusive\": true in RECKON_MCP_SERVERS if only this project writes it",
+		ev.Finding, ev.Detail, sp.ans.Server), sp.at, sp.prov)
 }
 
 // sharesAny reports whether any of facts is among have's.

@@ -32,7 +32,7 @@ func TestMCPStateMemoryServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	started := time.Now().Add(-time.Hour)
-	run := Run{Project: "acme", RunID: "run-1", Ended: true}
+	run := clocked(Run{Project: "acme", RunID: "run-1", Ended: true})
 	create := func(name string) json.RawMessage {
 		b, _ := json.Marshal(map[string]any{"entities": []any{map[string]any{"name": name, "entityType": "incident", "observations": []any{"seen"}}}})
 		return b
@@ -68,7 +68,7 @@ func TestMCPStateMemoryServer(t *testing.T) {
 	wop := func(id string) pipeline.WallOperation {
 		for _, s := range run.Started {
 			if s.OperationID == id {
-				return pipeline.WallOperation{OperationID: id, Tool: s.Tool, Args: s.Args, State: "failed_uncertain", StartedAt: started,
+				return pipeline.WallOperation{OperationID: id, Tool: s.Tool, Args: s.Args, State: "failed_uncertain", StartedAt: started, JournaledAt: journaled(started),
 					StartedKey: kernel.EventKey{SourceID: kernel.SourceKernel, EventID: id}}
 			}
 		}
@@ -87,15 +87,36 @@ func TestMCPStateMemoryServer(t *testing.T) {
 		defer done()
 		return wp.Probe(ctx, run, wop(id))
 	}
+	// Only this test writes the store: declared exclusive, the state
+	// proves either way.
+	exclusive := srv
+	exclusive.Exclusive = true
 	for _, c := range []struct{ op, finding, detail string }{
 		{"op-1", pipeline.FindingOccurred, "entity alpha held neither before op-1"},
 		{"op-2", pipeline.FindingNone, "can no longer arrive"},
 		{"op-3", pipeline.FindingInconclusive, "already held before the call"},
 		{"op-4", pipeline.FindingOccurred, "the later write op-4-r1"},
 	} {
-		ev, ok := probeWith(srv, c.op)
+		ev, ok := probeWith(exclusive, c.op)
 		if !ok || ev.Probe != MCPStateName || ev.Finding != c.finding || !strings.Contains(ev.Detail, c.detail) {
 			t.Errorf("%s: ok=%v %s %s %q, want %s containing %q", c.op, ok, ev.Probe, ev.Finding, ev.Detail, c.finding, c.detail)
+		}
+		if pre := ev.Preconditions; c.finding != pipeline.FindingInconclusive && (pre == nil || pre.Store == nil || !pre.Store.Exclusive) {
+			t.Errorf("%s: a finding on a store declared exclusive must say so: %+v", c.op, pre)
+		}
+	}
+	// Not declared exclusive, the store is anyone's: neither finding
+	// stands. Another agent creates delta in it after op-6's prior state
+	// was read, though op-6 was never sent: taken for op-6's effect, that
+	// would be an unsafe occurred.
+	call("op-6", "mcp__create_entities", create("delta"), false)
+	other, _ := ts.Lookup("mcp__create_entities")
+	if _, err := other.Execute(ctx, kernel.ToolCall{Project: "acme", RunID: "other-agent", OperationID: "x", Tool: "mcp__create_entities", Args: create("delta"), Workspace: t.TempDir()}); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"op-1", "op-2", "op-6"} {
+		if ev, _ := probeWith(srv, id); ev.Finding != pipeline.FindingInconclusive || !strings.Contains(ev.Detail, "can be written by its other clients") || ev.RecheckAfter != nil {
+			t.Errorf("%s on a shared store: %s %q, want inconclusive, not waiting for a later sweep", id, ev.Finding, ev.Detail)
 		}
 	}
 
@@ -103,10 +124,10 @@ func TestMCPStateMemoryServer(t *testing.T) {
 	// probe cannot tell "created by op-1" from "held before" any more, and
 	// says so. op-4's prior states are newer and kept.
 	ageAndPrune(t, db.Pool, "kernel_mcp_prior_states", "op-1")
-	if ev, ok := probeWith(srv, "op-1"); !ok || ev.Finding != pipeline.FindingInconclusive || !strings.Contains(ev.Detail, "none was recorded") {
+	if ev, ok := probeWith(exclusive, "op-1"); !ok || ev.Finding != pipeline.FindingInconclusive || !strings.Contains(ev.Detail, "none was recorded") {
 		t.Errorf("op-1 after pruning: ok=%v %s %q, want inconclusive", ok, ev.Finding, ev.Detail)
 	}
-	if ev, _ := probeWith(srv, "op-4"); ev.Finding != pipeline.FindingOccurred {
+	if ev, _ := probeWith(exclusive, "op-4"); ev.Finding != pipeline.FindingOccurred {
 		t.Errorf("op-4, within the retention, after pruning: %s %q", ev.Finding, ev.Detail)
 	}
 

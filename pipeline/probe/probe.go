@@ -9,6 +9,7 @@ package probe
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/seed-7bc021c3/reckon/kernel"
@@ -29,6 +30,31 @@ type Run struct {
 	// ran: by the kernel's (workflow) time when the kernel started every
 	// one of them, in journal order otherwise.
 	Started []StartedOp
+	// Clock is the database's clock as the sweep read the run: every wait
+	// a probe proves from is measured on it (pipeline.Clock), and its
+	// evidence is dated by it.
+	Clock pipeline.Clock
+}
+
+// JournaledAt is the journal's commit time of opID's tool.started, nil
+// when the run has none.
+func (r Run) JournaledAt(opID string) *time.Time {
+	s, i := startedOp(r, opID)
+	if i < 0 || s.JournaledAt.IsZero() {
+		return nil
+	}
+	t := s.JournaledAt
+	return &t
+}
+
+// now is when a probe reads the state, on the run's clock: zero when the
+// sweep read no clock, which leaves every finding unproven
+// (pipeline.ObservedAfterStart).
+func (r Run) now() time.Time {
+	if !r.Clock.Valid() {
+		return time.Time{}
+	}
+	return r.Clock.Now()
 }
 
 // StartedOp is one tool.started of the run.
@@ -54,6 +80,14 @@ type StartedOp struct {
 	// type other than activity_failed (a timeout or lost worker leaves
 	// the call possibly running).
 	Answered bool
+	// EndedAt is the time of the kernel's terminal event of the call
+	// (tool.completed, tool.blocked or tool.failed), on the workflow's
+	// clock like StartedAt; zero without one. The run's next step began
+	// after it.
+	EndedAt time.Time
+	// JournaledAt is the journal's commit time of the tool.started, on
+	// the database's clock (whoever wrote the event).
+	JournaledAt time.Time
 }
 
 // Probe checks one operation. ok is false when the probe does not apply to
@@ -108,6 +142,32 @@ func (s Set) Probe(ctx context.Context, run Run, op pipeline.WallOperation) []pi
 	return out
 }
 
+// waited measures, on the run's database clock, the wait need since
+// since: the journal's commit time of the call's tool.started. ok says it
+// has passed; otherwise why says what is missing, and due (nil when it
+// cannot be measured at all) when, on that clock, it will have passed.
+func (r Run) waited(since *time.Time, need time.Duration) (el pipeline.Elapsed, ok bool, why string, due *time.Time) {
+	switch {
+	case since == nil:
+		return el, false, "the journal's commit time of its tool.started is unknown, so no wait can be measured on the database's clock", nil
+	case !r.Clock.Valid():
+		return el, false, "the sweep read no database clock, so no wait can be measured on it", nil
+	}
+	el = r.Clock.Elapsed(*since, need)
+	if el.Passed() {
+		return el, true, "", nil
+	}
+	d := pipeline.Due(*since, need)
+	return el, false, fmt.Sprintf("only %s of %s have passed since the journal took its tool.started (database clock; the sweeper's clock is %s off it, within %s)",
+		el.At.Sub(el.Since).Round(time.Second), need, time.Duration(el.SkewMS)*time.Millisecond, time.Duration(el.SkewBoundMS)*time.Millisecond), &d
+}
+
+// withPreconditions is ev carrying pre.
+func withPreconditions(ev pipeline.Evidence, pre pipeline.Preconditions) pipeline.Evidence {
+	ev.Preconditions = &pre
+	return ev
+}
+
 // evidence builds an Evidence with provenance marshalled from prov.
 func evidence(probe, finding, detail string, at time.Time, prov any) pipeline.Evidence {
 	var raw json.RawMessage
@@ -117,11 +177,4 @@ func evidence(probe, finding, detail string, at time.Time, prov any) pipeline.Ev
 		}
 	}
 	return pipeline.Evidence{Probe: probe, Finding: finding, Detail: detail, Provenance: raw, ObservedAt: at.UTC()}
-}
-
-func nowOr(f func() time.Time) time.Time {
-	if f != nil {
-		return f()
-	}
-	return time.Now()
 }

@@ -66,8 +66,8 @@ func TestWorkspacePostcondition(t *testing.T) {
 	db := pgtest.New(t)
 	kernelRuns(t, db.Pool, "acme", "run-1", "run-3")
 	root, secret, good := workspaceFixture(t)
-	base := Run{Project: "acme", RunID: "run-1", Ended: true,
-		Started: []StartedOp{{OperationID: "op-1", Tool: "run_command", PostconditionPath: "proof.txt"}}}
+	base := clocked(Run{Project: "acme", RunID: "run-1", Ended: true,
+		Started: []StartedOp{{OperationID: "op-1", Tool: "run_command", PostconditionPath: "proof.txt"}}})
 	withLater := base
 	withLater.Started = append(append([]StartedOp(nil), base.Started...), StartedOp{OperationID: "op-2", Tool: "run_command"})
 	withTwin := base
@@ -107,10 +107,10 @@ func TestWorkspacePostcondition(t *testing.T) {
 	unconfined.Started = []StartedOp{{OperationID: "op-1", Tool: "run_command", PostconditionPath: "proof.txt", Unconfined: true}}
 	earlierUnconfined := earlier(StartedOp{OperationID: "op-0", Tool: "run_command", StartedAt: t0.Add(-time.Hour), Answered: true, Unconfined: true})
 
-	p := Workspace{Root: root, Owners: operations.Owners{Pool: db.Pool}, Now: now}
+	p := Workspace{Root: root, Owners: operations.Owners{Pool: db.Pool}}
 	kernelStarted := kernel.EventKey{SourceID: kernel.SourceKernel, EventID: "acme/run-1/op-1/started"}
 	op := func(path, sum, state string) pipeline.WallOperation {
-		return pipeline.WallOperation{OperationID: "op-1", Tool: "run_command", State: state, StartedAt: t0, Postcondition: pc(path, sum), StartedKey: kernelStarted}
+		return pipeline.WallOperation{OperationID: "op-1", Tool: "run_command", State: state, StartedAt: t0, JournaledAt: journaled(t0), Postcondition: pc(path, sum), StartedKey: kernelStarted}
 	}
 	cases := []struct {
 		name    string
@@ -165,7 +165,7 @@ func TestWorkspacePostcondition(t *testing.T) {
 		t.Error("agent-recorded tool.started: the probe must not apply")
 	}
 	// Without the kernel's state the probe finds no workspace at all.
-	if ev, _ := (Workspace{Root: root, Now: now}).Probe(context.Background(), base, op("proof.txt", good, "failed_uncertain")); ev.Finding != pipeline.FindingInconclusive {
+	if ev, _ := (Workspace{Root: root}).Probe(context.Background(), base, op("proof.txt", good, "failed_uncertain")); ev.Finding != pipeline.FindingInconclusive {
 		t.Errorf("no owners: %s %q", ev.Finding, ev.Detail)
 	}
 	checkRecheckAfter(t, p, base, op("absent.txt", "", "crash_window"))
@@ -234,6 +234,7 @@ func checkRecheckAfter(t *testing.T, p Workspace, base Run, young pipeline.WallO
 		finding string
 	}{{80 * time.Second, pipeline.FindingInconclusive}, {100 * time.Second, pipeline.FindingNone}} {
 		young.StartedAt = now().Add(-c.age)
+		young.JournaledAt = journaled(young.StartedAt)
 		ev, _ := p.Probe(context.Background(), base, young)
 		if ev.Finding != c.finding {
 			t.Errorf("missing, timeout_s 30, age %s: %s (%s), want %s", c.age, ev.Finding, ev.Detail, c.finding)

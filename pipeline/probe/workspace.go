@@ -106,7 +106,6 @@ type Workspace struct {
 	Manifests ManifestReader
 	// Grace bounds an earlier MCP call like MCP.Grace; default 5m.
 	Grace time.Duration
-	Now   func() time.Time
 }
 
 // Name implements Probe.
@@ -173,18 +172,23 @@ func actBound(s StartedOp, grace time.Duration) time.Duration {
 
 // over reports whether s can no longer act on the workspace after t: its
 // worker answered for it, or t is past its bound; never for a command
-// that ran unconfined.
+// that ran unconfined. t is on the workflow's clock, as s.StartedAt is
+// (a time the kernel wrote for the same run); a zero start (a call the
+// kernel did not start) is never past its bound.
 func over(s StartedOp, t time.Time, grace time.Duration) bool {
 	if s.Unconfined && s.Tool == kernel.ToolRunCommand {
 		// Unconfined, a command's processes can leave its process group
 		// (setsid) and outlive every bound: it is never over.
 		return false
 	}
-	return s.Answered || !t.Before(s.StartedAt.Add(actBound(s, grace)))
+	if s.Answered {
+		return true
+	}
+	return !s.StartedAt.IsZero() && !t.IsZero() && !t.Before(s.StartedAt.Add(actBound(s, grace)))
 }
 
 // stillActing returns the first of ops that may still act on the workspace
-// after t, if any.
+// after t (on the workflow's clock), if any.
 func stillActing(ops []StartedOp, t time.Time, grace time.Duration) (StartedOp, bool) {
 	for _, s := range ops {
 		if !over(s, t, grace) {
@@ -204,7 +208,7 @@ func (p Workspace) Probe(ctx context.Context, run Run, op pipeline.WallOperation
 		// writer's declaration is a claim about nothing the probe can read.
 		return pipeline.Evidence{}, false
 	}
-	w := &wsProbe{p: p, run: run, op: op, at: nowOr(p.Now), prov: map[string]any{"postcondition": op.Postcondition}}
+	w := &wsProbe{p: p, run: run, op: op, at: run.now(), prov: map[string]any{"postcondition": op.Postcondition}}
 	if ev, answered := w.attribute(ctx); answered {
 		return ev, true
 	}
@@ -231,6 +235,13 @@ func (w *wsProbe) inconclusive(format string, args ...any) pipeline.Evidence {
 	return evidence(WorkspaceName, pipeline.FindingInconclusive, fmt.Sprintf(format, args...), w.at, w.prov)
 }
 
+// unavailable is the probe's evidence that it could not read the
+// workspace now (a root it cannot open, a directory it may not enter):
+// the sweep leaves the operation for a later one.
+func (w *wsProbe) unavailable(format string, args ...any) pipeline.Evidence {
+	return evidence(WorkspaceName, pipeline.FindingUnavailable, fmt.Sprintf(format, args...), w.at, w.prov)
+}
+
 // attribute finds the declared file in the run's workspace and checks that
 // its state can be credited to the operation alone: no other operation of
 // the run declares it, and none before it may still have been acting. It
@@ -243,7 +254,7 @@ func (w *wsProbe) attribute(ctx context.Context) (pipeline.Evidence, bool) {
 	rel, whyNot, err := Workspaces{Root: w.p.Root, Owners: w.p.Owners}.Of(ctx, w.run.Project, w.run.RunID)
 	switch {
 	case err != nil:
-		return w.inconclusive("the run's workspace could not be established: %v", err), true
+		return w.unavailable("the run's workspace could not be established: %v", err), true
 	case rel == "":
 		return w.inconclusive("the run's workspace is unknown: %s", whyNot), true
 	}
@@ -276,13 +287,15 @@ func (w *wsProbe) attribute(ctx context.Context) (pipeline.Evidence, bool) {
 func (w *wsProbe) inspect(ctx context.Context) pipeline.Evidence {
 	root, err := os.Open(w.p.Root)
 	if err != nil {
-		return w.inconclusive("the workspaces root %s cannot be opened: %v", w.p.Root, err)
+		return w.unavailable("the workspaces root %s cannot be opened: %v", w.p.Root, err)
 	}
 	defer root.Close()
 	wsDir, err := openNoFollow(root, w.rel, true)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return w.inconclusive("the workspace %s is gone; a missing file proves nothing", w.ws)
+	case errors.Is(err, fs.ErrPermission):
+		return w.unavailable("the workspace %s cannot be entered by this process: %v", w.ws, err)
 	case err != nil:
 		return w.inconclusive("the workspace %s cannot be opened without following a symlink: %v", w.ws, err)
 	}
@@ -320,14 +333,18 @@ func (w *wsProbe) missing() pipeline.Evidence {
 	// from the server) runs the command until it notices or until the
 	// sandbox's wall-clock timeout kills it. Past that bound nothing
 	// can still create the file.
-	if done := op.StartedAt.Add(commandBound(op.Args)); w.at.Before(done) {
-		ev := w.inconclusive("%s is missing, but the command could still be running until %s (its timeout plus %s)", path, done.UTC().Format(time.RFC3339), boundSlack)
-		ev.RecheckAfter = &done
+	// The bound is measured on the database's clock, from the journal's
+	// commit time of the tool.started (pipeline.Clock).
+	el, passed, why, due := w.run.waited(op.JournaledAt, commandBound(op.Args))
+	if !passed {
+		ev := w.inconclusive("%s is missing, but the command could still be running (its timeout plus %s): %s", path, boundSlack, why)
+		ev.RecheckAfter = due
 		return ev
 	}
 	w.prov["exists"] = false
-	return evidence(WorkspaceName, pipeline.FindingNone,
-		fmt.Sprintf("%s is missing from the workspace, the run is over and no later operation ran there", path), w.at, w.prov)
+	ev := evidence(WorkspaceName, pipeline.FindingNone,
+		fmt.Sprintf("%s is missing from the workspace, the run is over, no later operation ran there, and the command's timeout plus %s has passed", path, boundSlack), w.at, w.prov)
+	return withPreconditions(ev, pipeline.Preconditions{Elapsed: &el})
 }
 
 // present is what the open file f proves: that the effect occurred when it

@@ -83,6 +83,11 @@ func decideOne(op pipeline.WallOperation) (v pipeline.EffectAnswer, cause, remed
 	if claim := agentClaim(op); claim != "" {
 		note += "; " + claim
 	}
+	// Why a finding was refused comes first: the note is clipped, and
+	// that is what a reader needs before the findings' details.
+	for _, r := range p.Rejected {
+		note += "; " + r
+	}
 	for _, ev := range op.Evidence {
 		note += fmt.Sprintf("; probe %s was %s: %s", ev.Probe, ev.Finding, ev.Detail)
 	}

@@ -31,6 +31,9 @@ type Proof struct {
 	Conflict bool
 	// Why says what the proof (or the conflict) rests on, for notes.
 	Why string
+	// Rejected says, per decisive probe finding whose preconditions do
+	// not hold (pipeline.Unmet), why it proves nothing.
+	Rejected []string
 }
 
 // Proven reports whether the proof decides an effect.
@@ -38,13 +41,16 @@ func (p Proof) Proven() bool { return p.Effect != "" }
 
 // Prove applies THE rule of what counts as evidence on a wall. The
 // built-in supervisor decides by it, settlement (Settle) lets an inference
-// settle only where it holds, and the eval suite's evals.Decidable is
-// defined by it, so the three can never disagree. In order:
+// settle only where it holds, and validation checks a verdict against it,
+// so the three can never disagree. In order:
 //
 //  1. probe findings: when the operation's evidence holds a finding of
-//     occurred or none, the operation is proven exactly when all such
-//     findings agree (contradicting findings are a Conflict and decide
-//     nothing); inconclusive findings neither help nor hurt;
+//     occurred or none whose preconditions hold (pipeline.Unmet: observed
+//     after the operation started, a wait measured on one clock, a store
+//     the state can be credited from), the operation is proven exactly
+//     when all such findings agree (contradicting findings are a Conflict
+//     and decide nothing); a finding whose preconditions do not hold is no
+//     evidence, and inconclusive findings neither help nor hurt;
 //  2. a delegation whose failure the kernel reported as
 //     delegated_run_failed, carrying a child summary of at least one
 //     child operation and none unresolved: occurred (the kernel summarised
@@ -58,12 +64,20 @@ func (p Proof) Proven() bool { return p.Effect != "" }
 // Nothing else proves anything: args, error text and every other
 // agent-written field are never evidence.
 func Prove(op pipeline.WallOperation) Proof {
-	if f, decisive := probeFinding(op); decisive {
-		if f == "" {
-			return Proof{Conflict: true, Why: "probes disagree: " + proofSummary(op, "")}
+	pf := probeFindings(op)
+	if pf.decisive {
+		if pf.finding == "" {
+			return Proof{Conflict: true, Why: "probes disagree: " + proofSummary(op, ""), Rejected: pf.rejected}
 		}
-		return Proof{Effect: f, Basis: kernel.BasisProbe, Why: "proved by probe: " + proofSummary(op, f)}
+		return Proof{Effect: pf.finding, Basis: kernel.BasisProbe, Why: "proved by probe: " + proofSummary(op, pf.finding), Rejected: pf.rejected}
 	}
+	p := proveByKernelFact(op)
+	p.Rejected = pf.rejected
+	return p
+}
+
+// proveByKernelFact is Prove's rules 2 and 3.
+func proveByKernelFact(op pipeline.WallOperation) Proof {
 	f := op.KernelFailure()
 	if f == nil {
 		return Proof{}
@@ -82,25 +96,56 @@ func Prove(op pipeline.WallOperation) Proof {
 }
 
 // ProbeFinding returns the effect the operation's probe evidence proves:
-// occurred or none when every decisive finding agrees, "" when there is no
-// decisive finding or findings contradict each other.
+// occurred or none when every decisive finding whose preconditions hold
+// agrees, "" when there is none or they contradict each other.
 func ProbeFinding(op pipeline.WallOperation) string {
-	f, _ := probeFinding(op)
-	return f
+	return probeFindings(op).finding
 }
 
-// probeFinding is ProbeFinding plus whether any finding was decisive.
-func probeFinding(op pipeline.WallOperation) (finding string, decisive bool) {
+// findingsRead is what an operation's probe findings prove.
+type findingsRead struct {
+	// finding is the effect the accepted findings agree on, "" when there
+	// is none or they disagree (decisive then says which).
+	finding string
+	// decisive says some finding of occurred or none was accepted.
+	decisive bool
+	// rejected says why each refused finding proves nothing.
+	rejected []string
+}
+
+// probeFindings reads op's decisive findings, refusing those whose
+// preconditions do not hold.
+func probeFindings(op pipeline.WallOperation) findingsRead {
+	var r findingsRead
+	conflict := false
 	for _, ev := range op.Evidence {
-		if !decisiveFinding(ev.Finding) {
+		if !accepted(op, ev, &r.rejected) {
 			continue
 		}
-		if decisive && finding != ev.Finding {
-			return "", true
+		switch {
+		case !r.decisive:
+			r.finding, r.decisive = ev.Finding, true
+		case r.finding != ev.Finding:
+			conflict = true
 		}
-		finding, decisive = ev.Finding, true
 	}
-	return finding, decisive
+	if conflict {
+		r.finding = ""
+	}
+	return r
+}
+
+// accepted reports whether ev is a decisive finding whose preconditions
+// hold on op, adding the reason to rejected when they do not.
+func accepted(op pipeline.WallOperation, ev pipeline.Evidence, rejected *[]string) bool {
+	if !decisiveFinding(ev.Finding) {
+		return false
+	}
+	if why := pipeline.Unmet(op, ev); why != "" {
+		*rejected = append(*rejected, fmt.Sprintf("%s found %s, not taken as proof: %s", ev.Probe, ev.Finding, why))
+		return false
+	}
+	return true
 }
 
 func decisiveFinding(f string) bool {
@@ -108,14 +153,16 @@ func decisiveFinding(f string) bool {
 }
 
 // ContradictsProbe reports whether effect contradicts a decisive probe
-// finding on op: occurred where a probe found none, or none where one found
-// occurred. unknown never contradicts.
+// finding on op whose preconditions hold: occurred where such a probe
+// found none, or none where one found occurred. unknown never
+// contradicts, nor does a finding that proves nothing.
 func ContradictsProbe(op pipeline.WallOperation, effect string) bool {
 	if effect != kernel.EffectOccurred && effect != kernel.EffectNone {
 		return false
 	}
+	var ignored []string
 	for _, ev := range op.Evidence {
-		if decisiveFinding(ev.Finding) && ev.Finding != effect {
+		if accepted(op, ev, &ignored) && ev.Finding != effect {
 			return true
 		}
 	}
@@ -139,10 +186,12 @@ func ContradictsKernelFact(op pipeline.WallOperation, effect string) (Proof, boo
 	return p, p.Effect != effect
 }
 
+// proofSummary names op's accepted decisive findings (of finding, or all
+// of them when finding is "").
 func proofSummary(op pipeline.WallOperation, finding string) string {
-	var parts []string
+	var parts, ignored []string
 	for _, ev := range op.Evidence {
-		if finding == "" || ev.Finding == finding {
+		if accepted(op, ev, &ignored) && (finding == "" || ev.Finding == finding) {
 			parts = append(parts, fmt.Sprintf("%s found %s (%s)", ev.Probe, ev.Finding, ev.Detail))
 		}
 	}

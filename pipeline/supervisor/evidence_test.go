@@ -217,3 +217,78 @@ func TestKernelChildSummaryFollowsTheKernelsRule(t *testing.T) {
 		t.Fatalf("a child with an operation that occurred, all settled: %+v, want occurred", p)
 	}
 }
+
+// TestProveRejectsFindingsWithoutTheirPreconditions: a decisive finding
+// proves nothing when it was observed before the operation started, when
+// it rests on a wait not measured on one clock (or not yet passed), or
+// when it reads a store others write without anything unique to the call;
+// the built-in supervisor then answers unknown, saying why, validation
+// lets a verdict contradict such a finding, and settlement does not let
+// an inference rest on it.
+func TestProveRejectsFindingsWithoutTheirPreconditions(t *testing.T) {
+	t.Parallel()
+	t0 := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+	seen := t0.Add(10 * time.Minute)
+	db := func(since, at time.Time, need time.Duration) *pipeline.Preconditions {
+		return &pipeline.Preconditions{Elapsed: &pipeline.Elapsed{Clock: pipeline.ClockDatabase, Since: since, At: at, NeedMS: need.Milliseconds()}}
+	}
+	store := func(s pipeline.Store) *pipeline.Preconditions { return &pipeline.Preconditions{Store: &s} }
+	for _, c := range []struct {
+		name, probe, finding string
+		observed             time.Time
+		pre                  *pipeline.Preconditions
+		why                  string // "" when the finding proves
+	}{
+		{"lookup completed", "mcp.lookup_operation", "occurred", seen, nil, ""},
+		{"lookup completed, observed before the start", "mcp.lookup_operation", "occurred", t0.Add(-time.Second), nil, "observed at"},
+		{"no observation time", "mcp.lookup_operation", "occurred", time.Time{}, nil, "does not say when it was observed"},
+		{"never_seen, wait measured on the database's clock", "mcp.lookup_operation", "none", seen, db(t0, seen, 5*time.Minute), ""},
+		{"never_seen, observed before the start", "mcp.lookup_operation", "none", t0.Add(-time.Minute), db(t0, seen, 5*time.Minute), "before the operation started"},
+		{"never_seen without a measured wait", "mcp.lookup_operation", "none", seen, nil, "no measurement of it on one clock"},
+		{"never_seen, wait not passed", "mcp.lookup_operation", "none", seen, db(t0, t0.Add(70*time.Second), 5*time.Minute), "only 1m10s of the 5m0s"},
+		{"never_seen, wait measured from before the commit", "mcp.lookup_operation", "none", seen, db(t0.Add(-time.Hour), seen, 5*time.Minute), "not the journal's commit time"},
+		{"never_seen, wait on another clock", "mcp.lookup_operation", "none", seen,
+			&pipeline.Preconditions{Elapsed: &pipeline.Elapsed{Clock: "sweeper", Since: t0, At: seen, NeedMS: 1}}, `clock "sweeper"`},
+		{"diff none, the worker answered", "workspace.diff", "none", seen, &pipeline.Preconditions{Answered: true}, ""},
+		{"missing file without a measured wait", "workspace.postcondition", "none", seen, nil, "no measurement"},
+		{"memory entity on a shared store", "mcp.state", "occurred", seen, store(pipeline.Store{Server: "memory"}), "which other writers can reach"},
+		{"memory entity, no store named", "mcp.state", "occurred", seen, nil, "says nothing of whom"},
+		{"memory entity on an exclusive store", "mcp.state", "occurred", seen, store(pipeline.Store{Server: "memory", Exclusive: true}), ""},
+		{"a contract's change with the call's key", "contract.issues", "occurred", seen, store(pipeline.Store{Server: "issues", CallUnique: "the idempotency key"}), ""},
+		{"child run replayed", "journal.child_run", "none", seen, nil, ""},
+	} {
+		op := pipeline.WallOperation{OperationID: "op-1", Tool: "mcp__x", State: "failed_uncertain", StartedAt: t0, JournaledAt: &t0,
+			StartedKey: kernel.EventKey{SourceID: kernel.SourceKernel, EventID: "op-1"},
+			Evidence:   []pipeline.Evidence{{Probe: c.probe, Finding: c.finding, Detail: "d", ObservedAt: c.observed, Preconditions: c.pre}}}
+		p := Prove(op)
+		if c.why == "" {
+			if p.Effect != c.finding || len(p.Rejected) != 0 {
+				t.Errorf("%s: %+v, want proven %s", c.name, p, c.finding)
+			}
+			continue
+		}
+		if p.Proven() || len(p.Rejected) != 1 || !strings.Contains(p.Rejected[0], c.why) {
+			t.Errorf("%s: %+v, want unproven, rejected for %q", c.name, p, c.why)
+			continue
+		}
+		w := pipeline.Wall{Project: "p", RunID: "r", Part: 1, Parts: 1, Operations: []pipeline.WallOperation{op}}
+		d := decideValid(t, w)
+		if v := d.Operations[0]; v.Effect != kernel.EffectUnknown || !d.NeedsAttention || !strings.Contains(v.Note, c.why) {
+			t.Errorf("%s: the built-in answered %s (%q), want unknown saying %q", c.name, v.Effect, v.Note, c.why)
+		}
+		other := map[string]string{"occurred": "none", "none": "occurred"}[c.finding]
+		agree := pipeline.Decision{Supervisor: "m", NeedsAttention: true, Causes: []string{"c"}, Remedies: []string{"r"}, Lesson: "l",
+			Operations: []pipeline.EffectAnswer{{OperationID: "op-1", Effect: other, Basis: kernel.BasisInference, Note: "n"}}}
+		if err := Validate(w, agree); err != nil {
+			t.Errorf("%s: a verdict against a finding that proves nothing was refused: %v", c.name, err)
+		}
+		agree.Operations[0].Effect = c.finding
+		if s := Settle(SettleEvidence, w, agree); s.Operations[0].Effect != kernel.EffectUnknown {
+			t.Errorf("%s: an inference resting on a finding that proves nothing settled %s", c.name, s.Operations[0].Effect)
+		}
+		agree.Operations[0].Basis = kernel.BasisProbe
+		if err := Validate(w, agree); err == nil {
+			t.Errorf("%s: basis probe on a finding that proves nothing passed validation", c.name)
+		}
+	}
+}

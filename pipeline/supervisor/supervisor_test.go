@@ -22,6 +22,7 @@ import (
 
 func testWall() pipeline.Wall {
 	t0 := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+	seen := t0.Add(time.Hour)
 	key := func(op string) kernel.EventKey {
 		return kernel.EventKey{SourceID: "kernel", EventID: "run-1/" + op + "/started"}
 	}
@@ -31,16 +32,18 @@ func testWall() pipeline.Wall {
 			{OperationID: "op-1", Tool: "run_command", State: "failed_uncertain", StartedAt: t0, StartedKey: key("op-1"),
 				Failure: &pipeline.WallFailure{ErrorType: kernel.ErrorTypeInjectedFault, Error: "worker crashed", Effect: "uncertain"}},
 			{OperationID: "op-2", Tool: "mcp__create_issue", State: "crash_window", StartedAt: t0, StartedKey: key("op-2"),
-				Evidence: []pipeline.Evidence{{Probe: "mcp.lookup_operation", Finding: pipeline.FindingOccurred, Detail: "key seen: issue #7"}}},
+				Evidence: []pipeline.Evidence{{Probe: "mcp.lookup_operation", Finding: pipeline.FindingOccurred, Detail: "key seen: issue #7", ObservedAt: seen}}},
 			{OperationID: "op-3", Tool: "delegate", State: "crash_window", StartedAt: t0, StartedKey: key("op-3"),
 				ChildRunID: "run-1.op-3", ChildOps: &pipeline.ChildSummary{ChildSummary: kernel.ChildSummary{Total: 2, Unresolved: 0}},
 				Failure: &pipeline.WallFailure{ErrorType: kernel.ErrorTypeDelegationFail, Error: "child failed", Effect: "uncertain"}},
 			{OperationID: "op-4", Tool: "run_command", State: "failed_uncertain", StartedAt: t0, StartedKey: key("op-4"),
 				Failure: &pipeline.WallFailure{ErrorType: kernel.ErrorTypeValidation, Error: "bad args"}},
-			{OperationID: "op-5", Tool: "run_command", State: "crash_window", StartedAt: t0, StartedKey: key("op-5"),
+			{OperationID: "op-5", Tool: "run_command", State: "crash_window", StartedAt: t0, JournaledAt: &t0, StartedKey: key("op-5"),
 				Evidence: []pipeline.Evidence{
-					{Probe: "workspace.postcondition", Finding: pipeline.FindingNone, Detail: "missing"},
-					{Probe: "other", Finding: pipeline.FindingOccurred, Detail: "present"}}},
+					{Probe: "workspace.postcondition", Finding: pipeline.FindingNone, Detail: "missing", ObservedAt: seen,
+						Preconditions: &pipeline.Preconditions{Elapsed: &pipeline.Elapsed{Clock: pipeline.ClockDatabase, Since: t0, At: seen, NeedMS: 90_000}}},
+					{Probe: "other", Finding: pipeline.FindingOccurred, Detail: "present", ObservedAt: seen,
+						Preconditions: &pipeline.Preconditions{Store: &pipeline.Store{Server: "other", CallUnique: "an id only the call makes"}}}}},
 		},
 	}
 }

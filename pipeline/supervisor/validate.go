@@ -205,11 +205,12 @@ func provenBy(op pipeline.WallOperation, effect string) bool {
 	return ProbeFinding(op) == effect && effect != ""
 }
 
-// findings lists op's decisive probe findings for a problem message.
+// findings lists op's accepted decisive probe findings for a problem
+// message.
 func findings(op pipeline.WallOperation) string {
-	var parts []string
+	var parts, ignored []string
 	for _, ev := range op.Evidence {
-		if decisiveFinding(ev.Finding) {
+		if accepted(op, ev, &ignored) {
 			parts = append(parts, fmt.Sprintf("%s found %s", ev.Probe, ev.Finding))
 		}
 	}

@@ -3,7 +3,9 @@ package triage
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/seed-7bc021c3/reckon/kernel"
@@ -22,14 +24,52 @@ import (
 // bounds. Filtering the listing instead of listing again is sound because
 // settling is monotone: an operation settled once never becomes unsettled.
 // Operations that appear after the listing wait for the next sweep, and so
-// do operations a probe can tell about only later (evidence with
-// RecheckAfter still ahead): they are returned as deferred, not walled, so
-// that a premature unknown does not settle what a probe will prove.
-func (s *Sweeper) buildWalls(ctx context.Context, pile runPile, read operations.RunRead) ([]pipeline.Wall, []string, error) {
+// do those held back (heldBack): operations a probe can tell about only
+// later (evidence with RecheckAfter still ahead on the database's clock),
+// so that a premature unknown does not settle what a probe will prove, and
+// operations a probe could not reach the evidence of now (a finding
+// unavailable), so that an unreachable probe never makes one unknown.
+// clock is the database's clock as read with the run: the probes measure
+// on it.
+func (s *Sweeper) buildWalls(ctx context.Context, pile runPile, read operations.RunRead, clock pipeline.Clock) ([]pipeline.Wall, heldBack, error) {
 	rk := pile.runKey
-	evs := read.Journaled
+	items := unsettledItems(pile, read)
+	if len(items) == 0 {
+		return nil, heldBack{}, nil
+	}
+	sortItems(items)
+	run := probeRun(rk, read.Journaled)
+	run.Clock = clock
+	earlier := earlierVerdicts(read.Journaled, s.cfg.MaxEarlierVerdicts)
+	now := s.cfg.Now().UTC()
+
+	probes, done := s.cfg.Probes.ForWall(run)
+	defer done() // closes the wall's probe sessions, also if a probe panics
+	ops := make([]pipeline.WallOperation, 0, len(items))
+	var held heldBack
+	for _, it := range items {
+		op := s.wallOperation(it, now)
+		op.JournaledAt = run.JournaledAt(it.OperationID)
+		// Bounded here, not only when recorded: the supervisor decides on
+		// the evidence that is journaled (see boundEvidence).
+		op.Evidence = boundEvidence(probes.Probe(ctx, run, op), wallEvidenceBudget)
+		if held.add(op, clock) {
+			continue
+		}
+		ops = append(ops, op)
+	}
+	if len(ops) == 0 {
+		return nil, held, nil
+	}
+	walls, err := cutWalls(rk, ops, earlier, now, s.cfg.MaxOpsPerWall, s.cfg.MaxWallBytes)
+	return walls, held, err
+}
+
+// unsettledItems is the pile minus what the read shows settled: in the
+// journal since the listing, or by a reconciliation already enqueued.
+func unsettledItems(pile runPile, read operations.RunRead) []operations.Item {
 	settled := map[string]bool{}
-	for _, e := range evs {
+	for _, e := range read.Journaled {
 		if e.Settles() {
 			settled[e.OperationID()] = true
 		}
@@ -45,33 +85,12 @@ func (s *Sweeper) buildWalls(ctx context.Context, pile runPile, read operations.
 			items = append(items, it)
 		}
 	}
-	if len(items) == 0 {
-		return nil, nil, nil
-	}
-	sortItems(items)
-	run := probeRun(rk, evs)
-	earlier := earlierVerdicts(evs, s.cfg.MaxEarlierVerdicts)
-	now := s.cfg.Now().UTC()
+	return items
+}
 
-	probes, done := s.cfg.Probes.ForWall(run)
-	defer done() // closes the wall's probe sessions, also if a probe panics
-	ops := make([]pipeline.WallOperation, 0, len(items))
-	var deferred []string
-	for _, it := range items {
-		op := s.wallOperation(it, now)
-		// Bounded here, not only when recorded: the supervisor decides on
-		// the evidence that is journaled (see boundEvidence).
-		op.Evidence = boundEvidence(probes.Probe(ctx, run, op), wallEvidenceBudget)
-		if recheckLater(op.Evidence, now) {
-			deferred = append(deferred, op.OperationID)
-			continue
-		}
-		ops = append(ops, op)
-	}
-	if len(ops) == 0 {
-		return nil, deferred, nil
-	}
-	chunks := split(ops, s.cfg.MaxOpsPerWall, s.cfg.MaxWallBytes)
+// cutWalls splits the run's operations into walls, each with its digest.
+func cutWalls(rk runKey, ops []pipeline.WallOperation, earlier []pipeline.EarlierVerdict, now time.Time, maxOps, maxBytes int) ([]pipeline.Wall, error) {
+	chunks := split(ops, maxOps, maxBytes)
 	walls := make([]pipeline.Wall, len(chunks))
 	for i, c := range chunks {
 		var err error
@@ -80,11 +99,43 @@ func (s *Sweeper) buildWalls(ctx context.Context, pile runPile, read operations.
 			Operations: c, EarlierVerdicts: earlier, BuiltAt: now,
 		}
 		if w.Digest, err = w.ComputeDigest(); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		walls[i] = w
 	}
-	return walls, deferred, nil
+	return walls, nil
+}
+
+// heldBack are the operations a sweep leaves for a later one.
+type heldBack struct {
+	// deferred: a probe can tell about them only later.
+	deferred []string
+	// unavailable: a probe could not reach their evidence now; why says
+	// what, per operation.
+	unavailable []string
+	why         []string
+}
+
+// add holds op back when its evidence says to, and reports whether it
+// did. A probe that could not reach its evidence holds it back whatever
+// the other probes found: that evidence might have contradicted them.
+func (h *heldBack) add(op pipeline.WallOperation, clock pipeline.Clock) bool {
+	var unreachable []string
+	for _, e := range op.Evidence {
+		if e.Finding == pipeline.FindingUnavailable {
+			unreachable = append(unreachable, e.Probe+": "+e.Detail)
+		}
+	}
+	switch {
+	case len(unreachable) > 0:
+		h.unavailable = append(h.unavailable, op.OperationID)
+		h.why = append(h.why, fmt.Sprintf("%s: %s", op.OperationID, strings.Join(unreachable, "; ")))
+		return true
+	case recheckLater(op.Evidence, clock.Now()):
+		h.deferred = append(h.deferred, op.OperationID)
+		return true
+	}
+	return false
 }
 
 // recheckLater reports whether some probe can tell about the operation
@@ -204,7 +255,7 @@ func probeRun(rk runKey, evs []kernel.StoredEvent) probe.Run {
 				continue
 			}
 			seen[d.OperationID] = len(run.Started)
-			so := probe.StartedOp{OperationID: d.OperationID, Tool: d.Tool}
+			so := probe.StartedOp{OperationID: d.OperationID, Tool: d.Tool, JournaledAt: e.IngestedAt}
 			if len(d.Postcondition) > 0 && string(d.Postcondition) != "null" {
 				var pc probe.Postcondition
 				if json.Unmarshal(d.Postcondition, &pc) == nil {
@@ -223,8 +274,15 @@ func probeRun(rk runKey, evs []kernel.StoredEvent) probe.Run {
 			if e.DecodeData(&d) != nil {
 				continue
 			}
-			if i, ok := seen[d.OperationID]; ok && (e.Type != kernel.TypeToolFailed || d.ErrorType != kernel.ErrorTypeActivityFailed) {
+			i, ok := seen[d.OperationID]
+			if !ok {
+				continue
+			}
+			if e.Type != kernel.TypeToolFailed || d.ErrorType != kernel.ErrorTypeActivityFailed {
 				run.Started[i].Answered = true
+			}
+			if run.Started[i].EndedAt.IsZero() {
+				run.Started[i].EndedAt = e.TS
 			}
 		}
 	}

@@ -26,7 +26,7 @@ import (
 // when it records.
 //
 // What a cut keeps: every evidence item, with its probe, finding,
-// observed_at and recheck_after untouched — the finding is what decides
+// observed_at, recheck_after and preconditions untouched — the finding is what decides
 // and what validation checks a verdict against, so a proof stays exactly
 // the proof it was, an inconclusive stays inconclusive. What it cuts, in
 // order, only from items over their share: provenance fields (the largest

@@ -37,6 +37,9 @@ func (p hugeProbe) Probe(_ context.Context, _ probe.Run, op pipeline.WallOperati
 		Probe: "test.huge", Finding: f,
 		Detail:     "changed: " + strings.Repeat("report-<n>.txt, ", 150<<10/16),
 		Provenance: prov, ObservedAt: time.Unix(1_800_000_000, 0).UTC(),
+		// A store's change carrying the call's own id: what a probe
+		// not in pipeline's table needs for occurred.
+		Preconditions: &pipeline.Preconditions{Store: &pipeline.Store{Server: "test", CallUnique: "the call's id"}},
 	}, true
 }
 
@@ -118,9 +121,10 @@ func TestBoundEvidence(t *testing.T) {
 	at := time.Unix(1_800_000_000, 0).UTC()
 	recheck := at.Add(time.Minute)
 	prov, _ := json.Marshal([]string{strings.Repeat("y", 40<<10)})
+	answered := &pipeline.Preconditions{Answered: true}
 	evs := []pipeline.Evidence{
-		{Probe: "a", Finding: pipeline.FindingNone, Detail: "small", ObservedAt: at},
-		{Probe: "b", Finding: pipeline.FindingNone, Detail: strings.Repeat("<>&\u2028", 30<<10), Provenance: prov, ObservedAt: at},
+		{Probe: "a", Finding: pipeline.FindingNone, Detail: "small", ObservedAt: at, Preconditions: answered},
+		{Probe: "b", Finding: pipeline.FindingNone, Detail: strings.Repeat("<>&\u2028", 30<<10), Provenance: prov, ObservedAt: at, Preconditions: answered},
 		{Probe: "c", Finding: pipeline.FindingInconclusive, Detail: strings.Repeat("é", 50<<10), ObservedAt: at, RecheckAfter: &recheck},
 	}
 	for _, budget := range []int{wallEvidenceBudget, 8 << 10, 2 << 10} {
@@ -135,7 +139,7 @@ func TestBoundEvidence(t *testing.T) {
 			t.Fatalf("budget %d: bounding bounded evidence changed it", budget)
 		}
 		for i, g := range got {
-			if g.Probe != evs[i].Probe || g.Finding != evs[i].Finding || !g.ObservedAt.Equal(at) {
+			if g.Probe != evs[i].Probe || g.Finding != evs[i].Finding || !g.ObservedAt.Equal(at) || !reflect.DeepEqual(g.Preconditions, evs[i].Preconditions) {
 				t.Fatalf("budget %d: item %d changed what it is: %+v", budget, i, g)
 			}
 		}
@@ -145,7 +149,7 @@ func TestBoundEvidence(t *testing.T) {
 		if !bytes.Contains(got[1].Provenance, []byte(`"sha256"`)) {
 			t.Fatalf("budget %d: non-object provenance not replaced by its note: %s", budget, got[1].Provenance)
 		}
-		if d := supervisor.ProbeFinding(pipeline.WallOperation{Evidence: got}); d != pipeline.FindingNone {
+		if d := supervisor.ProbeFinding(pipeline.WallOperation{StartedAt: at.Add(-time.Hour), Evidence: got}); d != pipeline.FindingNone {
 			t.Fatalf("budget %d: the proof changed: %q", budget, d)
 		}
 	}

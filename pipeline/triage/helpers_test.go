@@ -39,11 +39,34 @@ func (e *env) sweeper(cfg Config) *Sweeper {
 	return New(e.ops, cfg)
 }
 
-func (e *env) ingest(evs ...kernel.Event) { e.t.Helper(); e.Ingest(evs...) }
+// ingest journals evs as taken when they happened: each one's commit time
+// (ingested_at, the database's clock the probes measure waits on) is its
+// ts, so a test's history an hour old is an hour old on either clock.
+func (e *env) ingest(evs ...kernel.Event) {
+	e.t.Helper()
+	e.Ingest(evs...)
+	for _, ev := range evs {
+		if _, err := e.s.Pool.Exec(context.Background(), `UPDATE journal_events SET ingested_at = ts WHERE source_id = $1 AND event_id = $2`, ev.SourceID, ev.EventID); err != nil {
+			e.t.Fatal(err)
+		}
+	}
+}
 
 func (e *env) event(run, id, typ string, ts time.Time, data any) kernel.Event {
 	e.t.Helper()
 	return e.eventBy(kernel.SourceKernel, kernel.ActorKernel, run, id, typ, ts, data)
+}
+
+// asOf dates the run's journaled events so that the database's clock
+// reads at, relative to them, when a sweep reads the run now: the probes,
+// which measure waits on that clock, see the run as a sweep at at would.
+// (The events' own times, the workflow's clock, are left as they are.)
+func (e *env) asOf(run string, at time.Time) {
+	e.t.Helper()
+	if _, err := e.s.Pool.Exec(context.Background(),
+		`UPDATE journal_events SET ingested_at = ts - ($1::timestamptz - clock_timestamp()) WHERE project = 'acme' AND run_id = $2`, at, run); err != nil {
+		e.t.Fatal(err)
+	}
 }
 
 // agentEvent is an event an agent (or the MCP gateway) reports under
@@ -277,17 +300,17 @@ func (s *Sweeper) Walls(ctx context.Context, project, runID string) ([]pipeline.
 	if project == "" || runID == "" {
 		return nil, kernel.Errorf(kernel.EInvalid, "walls: project and run_id are required")
 	}
-	piles, _, err := s.unsettledRuns(ctx, project, runID)
+	piles, _, err := s.unsettledRuns(ctx, project, runID, &Report{})
 	if err != nil {
 		return nil, err
 	}
 	var out []pipeline.Wall
 	for _, p := range piles {
-		read, err := s.ops.ReadRun(ctx, p.project, p.runID)
+		read, clock, err := s.readRun(ctx, nil, pipeline.Clock{}, p.runKey, 1)
 		if err != nil {
 			return nil, err
 		}
-		ws, _, err := s.buildWalls(ctx, p, read)
+		ws, _, err := s.buildWalls(ctx, p, read, clock)
 		if err != nil {
 			return nil, err
 		}

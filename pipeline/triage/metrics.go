@@ -19,6 +19,12 @@ type Metrics struct {
 	calls    *prometheus.HistogramVec
 	sweeps   prometheus.Histogram
 	writes   *prometheus.CounterVec
+	// The on-call gauges (oncall.go): refreshed by the pipeline, never
+	// read from the database at scrape time.
+	unresolved  *prometheus.GaugeVec
+	lastSuccess *prometheus.GaugeVec
+	outcomes    *prometheus.CounterVec
+	backlog     *backlogCollector
 }
 
 // How a wall was written (reckon_triage_wall_writes_total's path).
@@ -32,7 +38,7 @@ const (
 func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		walls: promx.CounterVec("reckon_triage_walls_total",
-			"Walls triaged, by outcome (journaled, failed, locked, settled, dry_run, budget; deferred counts runs with operations left for a later sweep).",
+			"Walls triaged, by outcome (journaled, failed, locked, settled, dry_run, budget; deferred and unavailable count runs with operations left for a later sweep).",
 			"outcome"),
 		verdicts: promx.CounterVec("reckon_triage_verdicts_total",
 			"Supervisor operation verdicts journaled, by effect and basis.",
@@ -55,6 +61,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			"Duration of whole triage sweeps.",
 			[]float64{.01, .05, .1, .5, 1, 5, 10, 30, 60, 300, 900}),
 	}
+	m.newOncall()
 	if reg != nil {
 		// A second sweeper in the same process (demo's on-demand sweep
 		// beside the scheduled one) shares the collectors already there.
@@ -65,6 +72,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		m.calls = register(reg, m.calls)
 		m.sweeps = register(reg, m.sweeps)
 		m.writes = register(reg, m.writes)
+		m.unresolved = register(reg, m.unresolved)
+		m.lastSuccess = register(reg, m.lastSuccess)
+		m.outcomes = register(reg, m.outcomes)
+		m.backlog = register(reg, m.backlog)
 	}
 	return m
 }

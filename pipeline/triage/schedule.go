@@ -11,7 +11,9 @@ import (
 // RunSchedule sweeps on the cron spec (RECKON_TRIAGE_SCHEDULE, e.g.
 // "@every 5m" or "*/5 * * * *") until ctx ends. A sweep still running when
 // the next is due is not overlapped: the due one is skipped. Sweep errors
-// are logged; the schedule goes on.
+// are logged; the schedule goes on. The on-call gauges of what waits for
+// people are refreshed after every sweep and once at the start
+// (RefreshBacklog).
 func (s *Sweeper) RunSchedule(ctx context.Context, spec string, p SweepParams) error {
 	sched, err := cron.ParseStandard(spec)
 	if err != nil {
@@ -19,12 +21,19 @@ func (s *Sweeper) RunSchedule(ctx context.Context, spec string, p SweepParams) e
 	}
 	log := s.cfg.Log // the caller names the component (app: "triage")
 	c := cron.New(cron.WithChain(cron.SkipIfStillRunning(cronLogger{log})), cron.WithLogger(cronLogger{log}))
+	refresh := func() {
+		if err := s.RefreshBacklog(ctx); err != nil && ctx.Err() == nil {
+			log.Warn().Err(err).Msg("on-call gauges not refreshed; they keep their last values")
+		}
+	}
 	c.Schedule(sched, cron.FuncJob(func() {
 		if _, err := s.Sweep(ctx, p); err != nil && ctx.Err() == nil {
 			log.Error().Err(err).Msg("triage sweep failed")
 		}
+		refresh()
 	}))
 	log.Info().Str("schedule", spec).Str("supervisor", s.cfg.Supervisor.Name()).Msg("triage schedule started")
+	refresh()
 	c.Start()
 	<-ctx.Done()
 	// Wait for a running sweep to notice ctx and return.

@@ -27,6 +27,7 @@ import (
 	"fmt"
 	"runtime/debug"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -49,6 +50,8 @@ type Operations interface {
 	List(ctx context.Context, p operations.ListParams) (operations.Page, error)
 	OpenTriageLocks(ctx context.Context, n int) (*operations.TriageLocks, error)
 	ReadRun(ctx context.Context, project, runID string) (operations.RunRead, error)
+	// Backlog feeds the on-call gauges (RefreshBacklog).
+	Backlog(ctx context.Context) ([]operations.ProjectBacklog, error)
 }
 
 var _ Operations = (*operations.Service)(nil)
@@ -163,11 +166,16 @@ const (
 	OutcomeDryRun    = "dry_run"   // decided, not written
 	OutcomeBudget    = "budget"    // left for the next sweep
 	OutcomeDeferred  = "deferred"  // operations a probe can tell about only later: left for a later sweep
+	// OutcomeUnavailable: operations a probe could not reach the evidence
+	// of (a workspace it cannot read, a server it cannot reach): left
+	// unsettled for the next sweep, never recorded unknown for that.
+	OutcomeUnavailable = "unavailable"
 )
 
 // WallResult is what happened to one wall (or, for locked, settled,
-// budget and deferred, to one run; a deferred result lists the operations
-// left for a later sweep).
+// budget, deferred and unavailable, to one run; a deferred or unavailable
+// result lists the operations left for a later sweep, and an unavailable
+// one says in Error what its probes could not reach).
 type WallResult struct {
 	Project    string             `json:"project"`
 	RunID      string             `json:"run_id"`
@@ -197,10 +205,16 @@ type Report struct {
 	Walls     []WallResult  `json:"walls"`
 	Journaled int           `json:"journaled"`
 	Failed    int           `json:"failed"`
-	Tokens    int           `json:"tokens"`
+	// Unavailable counts the operations left unsettled because a probe
+	// could not reach their evidence (OutcomeUnavailable).
+	Unavailable int `json:"unavailable"`
+	Tokens      int `json:"tokens"`
 	// Degraded says a listing page was degraded (some run's liveness
 	// unknown); those operations may be missing from this sweep.
 	Degraded bool `json:"degraded"`
+	// listed are the unresolved operations the sweep's listing returned,
+	// triaged or not (reckon_operations_unresolved).
+	listed []listedOp
 }
 
 // Count returns how many walls had outcome.
@@ -228,8 +242,14 @@ func (s *Sweeper) Sweep(ctx context.Context, p SweepParams) (rep Report, err err
 	start := s.cfg.Now()
 	rep = Report{Started: start.UTC()}
 	defer func() {
-		rep.Duration = s.cfg.Now().Sub(start)
+		end := s.cfg.Now()
+		rep.Duration = end.Sub(start)
 		s.cfg.Metrics.sweeps.Observe(rep.Duration.Seconds())
+		if p.Project == "" && !p.DryRun {
+			// Every project's, as the schedule sweeps: what the
+			// on-call gauges describe.
+			s.cfg.Metrics.observeSweep(rep, err, end)
+		}
 	}()
 	runs, err := s.collect(ctx, p, &rep)
 	if err != nil {
@@ -266,7 +286,7 @@ func (s *Sweeper) collect(ctx context.Context, p SweepParams, rep *Report) ([]ru
 	rep.Projects = len(projects)
 	var runs []runPile
 	for _, project := range projects {
-		piles, degraded, err := s.unsettledRuns(ctx, project, p.RunID)
+		piles, degraded, err := s.unsettledRuns(ctx, project, p.RunID, rep)
 		if err != nil {
 			return nil, err
 		}
@@ -357,6 +377,8 @@ func (s *Sweeper) tally(rep *Report, results [][]WallResult) {
 				rep.Journaled++
 			case OutcomeFailed:
 				rep.Failed++
+			case OutcomeUnavailable:
+				rep.Unavailable += len(r.Operations)
 			}
 			rep.Walls = append(rep.Walls, r)
 		}
@@ -371,12 +393,14 @@ func (s *Sweeper) logSweep(rep Report, start time.Time, dry bool) {
 	}
 	done.Int("projects", rep.Projects).Int("runs", rep.Runs).Int("journaled", rep.Journaled).
 		Int("failed", rep.Failed).Int("locked", rep.Count(OutcomeLocked)).Int("budget", rep.Count(OutcomeBudget)).
+		Int("unavailable", rep.Unavailable).
 		Int("tokens", rep.Tokens).Int64("duration_ms", s.cfg.Now().Sub(start).Milliseconds()).Bool("dry_run", dry).Msg("triage sweep done")
 }
 
 // unsettledRuns pages through a project's listing once and groups it into
-// piles by run, in order of each run's oldest unsettled operation.
-func (s *Sweeper) unsettledRuns(ctx context.Context, project, runID string) ([]runPile, bool, error) {
+// piles by run, in order of each run's oldest unsettled operation; every
+// operation listed goes into rep's listed.
+func (s *Sweeper) unsettledRuns(ctx context.Context, project, runID string, rep *Report) ([]runPile, bool, error) {
 	items, degraded, err := s.list(ctx, project, runID)
 	if err != nil {
 		return nil, false, err
@@ -384,6 +408,7 @@ func (s *Sweeper) unsettledRuns(ctx context.Context, project, runID string) ([]r
 	index := map[string]int{}
 	var piles []runPile
 	for _, it := range items {
+		rep.listed = append(rep.listed, listedOp{project: project, runID: it.RunID, operationID: it.OperationID, state: it.State})
 		if it.LivenessUnknown {
 			// Whether its run still runs is a guess (Temporal did not
 			// answer): the operation may yet complete, so it waits for a
@@ -433,9 +458,11 @@ func (s *Sweeper) triageRun(ctx context.Context, locks *operations.TriageLocks, 
 	rk := pile.runKey
 	base := WallResult{Project: rk.project, RunID: rk.runID}
 	if dry {
-		return s.triageLocked(ctx, nil, pile, account)
+		return s.triageLocked(ctx, nil, pipeline.Clock{}, pile, account)
 	}
+	clock := pipeline.Clock{Before: s.cfg.Now(), Local: s.cfg.Now}
 	run, locked, err := locks.Lock(ctx, rk.project, rk.runID)
+	clock.After = s.cfg.Now()
 	if err != nil {
 		return []WallResult{s.failWall(base, err)}
 	}
@@ -446,7 +473,8 @@ func (s *Sweeper) triageRun(ctx context.Context, locks *operations.TriageLocks, 
 		return []WallResult{r}
 	}
 	defer run.Unlock(ctx)
-	return s.triageLocked(ctx, run, pile, account)
+	clock.Read = run.Read().ReadAt
+	return s.triageLocked(ctx, run, clock, pile, account)
 }
 
 // failWall is base failed with err, logged.
@@ -459,24 +487,22 @@ func (s *Sweeper) failWall(base WallResult, err error) WallResult {
 
 // triageLocked builds, decides and records the run's walls under its lock
 // (run; nil in a dry run, which takes none and writes nothing), rebuilding
-// them when an operator's ruling lands mid-wall.
-func (s *Sweeper) triageLocked(ctx context.Context, run *operations.TriageRun, pile runPile, account func(walls, tokens int)) []WallResult {
+// them when an operator's ruling lands mid-wall. locked is the clock of
+// the read taken with the lock.
+func (s *Sweeper) triageLocked(ctx context.Context, run *operations.TriageRun, locked pipeline.Clock, pile runPile, account func(walls, tokens int)) []WallResult {
 	base := WallResult{Project: pile.project, RunID: pile.runID}
 	var results []WallResult
 	for attempt := 1; attempt <= s.cfg.LockAttempts; attempt++ {
-		read, err := s.readRun(ctx, run, pile.runKey, attempt)
+		read, clock, err := s.readRun(ctx, run, locked, pile.runKey, attempt)
 		if err != nil {
 			return append(results, s.failWall(base, err))
 		}
-		walls, deferred, err := s.buildWalls(ctx, pile, read)
+		walls, left, err := s.buildWalls(ctx, pile, read, clock)
 		if err != nil {
 			return append(results, s.failWall(base, err))
 		}
-		if len(deferred) > 0 && attempt == 1 {
-			r := base
-			r.Outcome, r.Operations = OutcomeDeferred, deferred
-			s.logWall(r)
-			results = append(results, r)
+		if attempt == 1 {
+			results = append(results, s.leftOver(base, left)...)
 		}
 		if len(walls) == 0 {
 			if len(results) == 0 {
@@ -508,18 +534,47 @@ func (s *Sweeper) triageLocked(ctx context.Context, run *operations.TriageRun, p
 	return results
 }
 
-// readRun is the run as the walls of an attempt are built on: read when
-// its lock was taken, read again on the lock's connection for a rebuild,
-// and read from the pool, without a lock, in a dry run.
-func (s *Sweeper) readRun(ctx context.Context, run *operations.TriageRun, rk runKey, attempt int) (operations.RunRead, error) {
-	switch {
-	case run == nil:
-		return s.ops.ReadRun(ctx, rk.project, rk.runID)
-	case attempt == 1:
-		return run.Read(), nil
-	default:
-		return run.Reread(ctx)
+// readRun is the run as the walls of an attempt are built on, with the
+// clock of that read: read when its lock was taken (locked is its clock),
+// read again on the lock's connection for a rebuild, and read from the
+// pool, without a lock, in a dry run.
+func (s *Sweeper) readRun(ctx context.Context, run *operations.TriageRun, locked pipeline.Clock, rk runKey, attempt int) (operations.RunRead, pipeline.Clock, error) {
+	if run != nil && attempt == 1 {
+		return run.Read(), locked, nil
 	}
+	clock := pipeline.Clock{Before: s.cfg.Now(), Local: s.cfg.Now}
+	var read operations.RunRead
+	var err error
+	if run == nil {
+		read, err = s.ops.ReadRun(ctx, rk.project, rk.runID)
+	} else {
+		read, err = run.Reread(ctx)
+	}
+	clock.After, clock.Read = s.cfg.Now(), read.ReadAt
+	return read, clock, err
+}
+
+// leftOver is the run's results for the operations its walls leave for a
+// later sweep, logged: those a probe can tell about only later
+// (deferred), and those a probe could not reach the evidence of now
+// (unavailable), saying why.
+func (s *Sweeper) leftOver(base WallResult, left heldBack) []WallResult {
+	var out []WallResult
+	if len(left.deferred) > 0 {
+		r := base
+		r.Outcome, r.Operations = OutcomeDeferred, left.deferred
+		out = append(out, r)
+	}
+	if len(left.unavailable) > 0 {
+		r := base
+		r.Outcome, r.Operations = OutcomeUnavailable, left.unavailable
+		r.Error = "not triaged, left for the next sweep: " + strings.Join(left.why, "; ")
+		out = append(out, r)
+	}
+	for _, r := range out {
+		s.logWall(r)
+	}
+	return out
 }
 
 type wallOutcome struct {
@@ -592,14 +647,14 @@ func (s *Sweeper) logWall(r WallResult) {
 // wallEvent is the log event of a wall's one line, without its message.
 func (s *Sweeper) wallEvent(r WallResult) *zerolog.Event {
 	ev := s.cfg.Log.Info()
-	if r.Outcome == OutcomeFailed {
+	if r.Outcome == OutcomeFailed || r.Outcome == OutcomeUnavailable {
 		ev = s.cfg.Log.Warn()
 	}
 	ev = ev.Str("project", r.Project).Str("run_id", r.RunID).Str("outcome", r.Outcome)
 	if r.Parts > 0 {
 		ev = ev.Int("part", r.Part).Int("parts", r.Parts).Int("operations", len(r.Operations)).Str("wall_digest", short(r.Digest))
 	}
-	if r.Outcome == OutcomeDeferred {
+	if r.Outcome == OutcomeDeferred || r.Outcome == OutcomeUnavailable {
 		ev = ev.Strs("operations", r.Operations)
 	}
 	if r.Supervisor != "" {

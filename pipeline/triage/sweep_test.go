@@ -534,7 +534,8 @@ func TestDeferredUntilProbeCanTell(t *testing.T) {
 		t.Helper()
 		now := func() time.Time { return at }
 		m := NewMetrics(nil)
-		sw := e.sweeper(Config{Now: now, Metrics: m, Probes: probe.Set{probe.Workspace{Root: root, Owners: operations.Owners{Pool: e.s.Pool}, Now: now}}})
+		sw := e.sweeper(Config{Now: now, Metrics: m, Probes: probe.Set{probe.Workspace{Root: root, Owners: operations.Owners{Pool: e.s.Pool}}}})
+		e.asOf("run-1", at)
 		rep, err := sw.Sweep(context.Background(), SweepParams{Project: "acme", RunID: "run-1"})
 		if err != nil {
 			t.Fatal(err)
@@ -654,7 +655,7 @@ func TestRunLockHeldUntilTheLastWallCommits(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer locks.Close()
-	piles, _, err := sw.unsettledRuns(ctx, "acme", "run-1")
+	piles, _, err := sw.unsettledRuns(ctx, "acme", "run-1", &Report{})
 	if err != nil || len(piles) != 1 {
 		t.Fatalf("piles %v: %v", piles, err)
 	}

@@ -97,6 +97,12 @@ type Config struct {
 	// periodic maintenance deletes them; a probe whose evidence is gone
 	// says inconclusive.
 	EvidenceRetention time.Duration
+	// Webhooks are the endpoints of RECKON_WEBHOOKS or
+	// RECKON_WEBHOOKS_FILE; WebhooksSet says one of them is set (an empty
+	// list included), so that the process's publisher delivers and
+	// registers exactly these (docs/production.md#webhooks).
+	Webhooks    []Webhook
+	WebhooksSet bool
 }
 
 // Warnings lists what the configuration allows but an operator should
@@ -255,6 +261,9 @@ func LoadFrom(getenv func(string) string) (Config, error) {
 		return Config{}, &Error{"RECKON_DATA_DIR", fmt.Sprintf("cannot be made absolute: %v (got %q)", err, c.DataDir)}
 	}
 	c.DataDir = abs
+	if c.Webhooks, c.WebhooksSet, err = loadWebhooks(get); err != nil {
+		return Config{}, err
+	}
 	return c, nil
 }
 

@@ -50,6 +50,13 @@ type ServerConfig struct {
 	// specification says annotations from untrusted servers must not be
 	// relied on.
 	TrustAnnotations bool `json:"trust_annotations,omitempty"`
+	// Exclusive says the operator declares the server's store exclusive
+	// to this project: no one but this project's runs writes it. A probe
+	// that reads the store back (mcp.state) credits a change to a call
+	// only then, or when the change carries something only the call could
+	// have made; another writer of a shared store could have made it.
+	// Off by default.
+	Exclusive bool `json:"exclusive,omitempty"`
 }
 
 // timeout returns the configured per-call timeout or def.

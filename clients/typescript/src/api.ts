@@ -548,10 +548,10 @@ export interface components {
             parts?: number;
             operations: string[];
             /**
-             * @description journaled: verdict and reconciliations written; failed: nothing written (error says why); locked: another sweep holds the run; settled: nothing left to triage; budget, deferred: left for a later sweep
+             * @description journaled: verdict and reconciliations written; failed: nothing written (error says why); locked: another sweep holds the run; settled: nothing left to triage; budget, deferred: left for a later sweep; unavailable: a probe could not reach these operations' evidence, left unsettled for a later sweep (error says why)
              * @enum {unknown}
              */
-            outcome: "journaled" | "failed" | "locked" | "settled" | "budget" | "deferred";
+            outcome: "journaled" | "failed" | "locked" | "settled" | "budget" | "deferred" | "unavailable";
             supervisor?: string;
             needs_attention: boolean;
             /** @description The supervisor.verdict written */
