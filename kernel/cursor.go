@@ -25,6 +25,31 @@ func DecodeOpaque(s string) (string, bool) {
 	return string(raw), true
 }
 
+// EncodeSeqCursor makes an opaque page cursor after the position n (a
+// journal seq, a place in an index's order) of a listing; prefix keeps the
+// cursors of different listings apart.
+func EncodeSeqCursor(prefix string, n int64) string {
+	return EncodeOpaque(prefix + strconv.FormatInt(n, 10))
+}
+
+// DecodeSeqCursor reads a cursor EncodeSeqCursor made with prefix, and
+// false for anything else (the caller's error names its listing).
+func DecodeSeqCursor(s, prefix string) (int64, bool) {
+	raw, ok := DecodeOpaque(s)
+	if !ok {
+		return 0, false
+	}
+	rest, ok := strings.CutPrefix(raw, prefix)
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(rest, 10, 64)
+	if err != nil || n < 0 || strconv.FormatInt(n, 10) != rest {
+		return 0, false
+	}
+	return n, true
+}
+
 // EncodeCursor makes an opaque page cursor after the position (ts, seq)
 // of a listing; prefix keeps the cursors of different listings apart.
 func EncodeCursor(prefix string, ts time.Time, seq int64) string {

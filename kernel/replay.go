@@ -63,8 +63,10 @@ func (r RunReplay) Summary() ChildSummary {
 	return c
 }
 
-// settledEffect is the effect a settling event says of its operation.
-func settledEffect(e Event) string {
+// SettledEffect is the effect a settling event says of its operation:
+// occurred for tool.completed, none for tool.blocked, else its data's
+// effect (unknown when it says none).
+func SettledEffect(e Event) string {
 	switch e.Type {
 	case TypeToolCompleted:
 		return EffectOccurred
@@ -108,7 +110,7 @@ func Replay(events []Event) RunReplay {
 		}
 		if e.Settles() {
 			settled[op] = true
-			r.Effects[op] = settledEffect(e)
+			r.Effects[op] = SettledEffect(e)
 		}
 	}
 	for _, op := range r.Operations {

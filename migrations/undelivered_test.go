@@ -9,15 +9,12 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/stdlib"
-	"github.com/pressly/goose/v3"
 	"github.com/rs/zerolog"
 
 	"github.com/seed-7bc021c3/reckon/internal/pgtest"
 	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/journal"
 	"github.com/seed-7bc021c3/reckon/kernel/outbox"
-	"github.com/seed-7bc021c3/reckon/migrations"
 )
 
 // TestOutboxUndeliveredMigratesBothWays: migration 00034 moves the outbox's
@@ -31,17 +28,7 @@ import (
 func TestOutboxUndeliveredMigratesBothWays(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s := pgtest.New(t)
-	db := stdlib.OpenDBFromPool(s.Pool)
-	defer db.Close()
-	src, err := migrations.Source()
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := goose.NewProvider(goose.DialectPostgres, db, src, goose.WithDisableGlobalRegistry(true))
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, p := provider(t)
 	ev := func(i int) kernel.Event {
 		return kernel.Event{SourceID: kernel.SourceKernel, EventID: fmt.Sprintf("m/op-%d/started", i), Project: "p", RunID: "m",
 			Type: kernel.TypeToolStarted, TS: time.Date(2026, 12, 3, 0, 0, 0, 0, time.UTC), Actor: "kernel",

@@ -1,6 +1,7 @@
 // Package console is the operator console: the page the on-call person
-// uses to see what waits for a decision and to record one. It is plain
-// HTML, CSS and one small JavaScript file, embedded in the binary and
+// uses to see what waits for a decision and to record one, and the runs
+// behind it. It is plain HTML, CSS and two small JavaScript files (the
+// operations view, and runs.js for the runs views), embedded in the binary and
 // served by the API process; the page talks to the public JSON API with
 // the person's bearer token, so the console has no server-side domain code
 // and no privileges of its own.
@@ -58,6 +59,7 @@ func mustLoad() map[string]*Asset {
 		{"index.html", "/", "text/html; charset=utf-8"},
 		{"console.css", AssetPrefix + "console.css", "text/css; charset=utf-8"},
 		{"console.js", AssetPrefix + "console.js", "text/javascript; charset=utf-8"},
+		{"runs.js", AssetPrefix + "runs.js", "text/javascript; charset=utf-8"},
 	} {
 		body, err := files.ReadFile(path.Join("assets", f.file))
 		if err != nil {
@@ -78,7 +80,7 @@ func mustLoad() map[string]*Asset {
 // Assets lists what the console serves (for tests and for its page weight).
 func Assets() []Asset {
 	out := make([]Asset, 0, len(assets))
-	for _, p := range []string{"/", AssetPrefix + "console.css", AssetPrefix + "console.js"} {
+	for _, p := range []string{"/", AssetPrefix + "console.css", AssetPrefix + "console.js", AssetPrefix + "runs.js"} {
 		out = append(out, *assets[p])
 	}
 	return out

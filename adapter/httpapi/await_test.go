@@ -16,6 +16,7 @@ import (
 	"github.com/seed-7bc021c3/reckon/internal/reckontest"
 	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/fault"
+	"github.com/seed-7bc021c3/reckon/kernel/outbox"
 	"github.com/seed-7bc021c3/reckon/kernel/runner"
 )
 
@@ -107,6 +108,12 @@ func TestAwaitLoopThroughTheAPI(t *testing.T) {
 	if w.Awaiting == nil || w.Awaiting.OperationID != "op-1" || w.Awaiting.Since.IsZero() {
 		t.Fatalf("awaiting = %+v", w.Awaiting)
 	}
+	// The runs list says so too, from the same journal facts: the waiting
+	// run, and not the one that resumed.
+	if r := call(t, http.MethodGet, base+httpapi.PathRuns+"?project=acme&status=awaiting", readerTok, ""); r.status != http.StatusOK ||
+		!strings.Contains(string(r.raw), `"run_id":"ruled"`) || strings.Contains(string(r.raw), `"run_id":"proved"`) {
+		t.Fatalf("awaiting runs: %d %s", r.status, r.raw)
+	}
 	if r := call(t, http.MethodPost, base+httpapi.PathReconcile, operatorTok,
 		`{"project":"acme","run_id":"ruled","operation_id":"op-1","effect":"occurred","note":"effects.txt holds op-1"}`); r.status != http.StatusCreated {
 		t.Fatalf("reconcile: %d %s", r.status, r.raw)
@@ -123,6 +130,10 @@ func TestAwaitLoopThroughTheAPI(t *testing.T) {
 	if got := readWorkspace(t, st.Kernel.Starter, "acme", "ruled"); got != "op-1\nop-2\n" {
 		t.Fatalf("effects.txt of run ruled = %q", got)
 	}
+	reckontest.Eventually(t, 30*time.Second, "both runs listed completed", func() bool {
+		r := call(t, http.MethodGet, base+httpapi.PathRuns+"?project=acme&status=completed", readerTok, "")
+		return strings.Contains(string(r.raw), `"run_id":"ruled"`) && strings.Contains(string(r.raw), `"run_id":"proved"`)
+	})
 }
 
 // A waiting run starts nothing until its wait ends, so the workspace-diff
@@ -192,6 +203,11 @@ func TestTriageNow(t *testing.T) {
 	}
 	if err := st.Kernel.Conn.Client.GetWorkflow(ctx, kernel.WorkflowID("acme", "stopped"), "").Get(ctx, nil); err == nil {
 		t.Fatal("the run completed; want it stopped by the uncertain failure")
+	}
+	// The triage judges the run by its journaled events: its end must be
+	// there, or the probe rightly waits for it (deferred).
+	if err := outbox.WaitDelivered(ctx, st.Pool, "acme", "stopped", 20*time.Millisecond); err != nil {
+		t.Fatal(err)
 	}
 	reckontest.Eventually(t, 30*time.Second, "run stopped listed", func() bool {
 		r := call(t, http.MethodGet, base+httpapi.PathOperations+"?project=acme", readerTok, "")

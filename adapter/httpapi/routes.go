@@ -27,6 +27,8 @@ const (
 	PathTriage = "/v1/triage"
 	// PathWhoami answers {name, role} for the caller's token.
 	PathWhoami = "/v1/whoami"
+	// PathRunOperations lists a run's operations in every state.
+	PathRunOperations = "/v1/runs/{run_id}/operations"
 )
 
 // IdempotencyKeyHeader carries a reconcile's idempotency key.
@@ -67,7 +69,9 @@ func (s *Server) table() []route {
 		{Route{http.MethodGet, PathOpenAPI, public}, s.openapi},
 		{Route{http.MethodPost, PathEvents, agentOrOperator}, s.ingest},
 		{Route{http.MethodPost, PathRuns, operator}, s.startRun},
+		{Route{http.MethodGet, PathRuns, reader}, s.listRuns},
 		{Route{http.MethodGet, PathRun, reader}, s.getRun},
+		{Route{http.MethodGet, PathRunOperations, reader}, s.runOperations},
 		{Route{http.MethodGet, PathOperations, reader}, s.listOperations},
 		{Route{http.MethodPost, PathReconcile, operator}, s.postReconcile},
 		{Route{http.MethodGet, PathHistory, reader}, s.history},

@@ -348,7 +348,7 @@ func checkQuery(r *http.Request, known map[string]bool) error {
 	}
 	if len(unknown) > 0 {
 		slices.Sort(unknown)
-		return kernel.Errorf(kernel.EInvalid, "unknown query parameter %s for %s %s; see /openapi.json", strings.Join(unknown, ", "), r.Method, infoFrom(r.Context()).route)
+		return kernel.Errorf(kernel.EInvalid, "unknown query parameter %s for %s; see /openapi.json", strings.Join(unknown, ", "), infoFrom(r.Context()).route)
 	}
 	return nil
 }

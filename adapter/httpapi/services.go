@@ -27,6 +27,11 @@ type OperationService interface {
 	History(ctx context.Context, project, runID, operationID string) ([]kernel.Event, error)
 	Reconcile(ctx context.Context, p operations.ReconcileParams) (operations.Recorded, error)
 	KnownProjects(ctx context.Context, p operations.ProjectsParams) (operations.ProjectsPage, error)
+	// Runs, RunSummary and RunOperations are the runs index and a run's
+	// operations in every state.
+	Runs(ctx context.Context, p operations.RunsParams) (operations.RunsPage, error)
+	RunSummary(ctx context.Context, project, runID string) (*operations.RunSummary, error)
+	RunOperations(ctx context.Context, p operations.RunOperationsParams) (operations.RunOperationsPage, error)
 }
 
 // VerdictService reads the supervisor's verdicts and what operators have

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -22,16 +21,14 @@ import (
 
 	"github.com/seed-7bc021c3/reckon/adapter/httpapi"
 	"github.com/seed-7bc021c3/reckon/internal/app"
-	"github.com/seed-7bc021c3/reckon/internal/pgtest"
+	"github.com/seed-7bc021c3/reckon/internal/apptest"
 	"github.com/seed-7bc021c3/reckon/internal/reckontest"
-	"github.com/seed-7bc021c3/reckon/internal/sandboxtest"
 	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/fault"
 	"github.com/seed-7bc021c3/reckon/kernel/journal"
 	"github.com/seed-7bc021c3/reckon/kernel/operations"
 	"github.com/seed-7bc021c3/reckon/kernel/outbox"
 	"github.com/seed-7bc021c3/reckon/kernel/runner"
-	"github.com/seed-7bc021c3/reckon/platform/config"
 )
 
 // TestFailedStartLeavesNoRow: a start whose workflow Temporal refuses
@@ -284,36 +281,11 @@ func TestRunsAPI(t *testing.T) {
 	}
 }
 
-// startStack starts the dev stack (API on 127.0.0.1:0, embedded Temporal in
-// memory, the run worker and sandbox, the publisher) over a test schema,
-// with the test's tokens and fault injection.
+// startStack starts the dev stack (apptest.Start) with the test's tokens
+// and fault injection.
 func startStack(t *testing.T, fc fault.Config, vars ...string) *app.Stack {
 	t.Helper()
-	s := pgtest.New(t)
-	env := map[string]string{
-		"DATABASE_URL": s.URL, "RECKON_DATA_DIR": sandboxtest.Dir(t), "RECKON_HTTP_ADDR": "127.0.0.1:0",
-		"RECKON_TOKENS":    "rita:reader:" + readerTok + ",ann:operator:" + operatorTok + ",bot:agent:" + agentTok,
-		"RECKON_LOG_LEVEL": "error",
-	}
-	for i := 0; i+1 < len(vars); i += 2 {
-		env[vars[i]] = vars[i+1]
-	}
-	if _, err := exec.LookPath("bwrap"); err != nil {
-		env["RECKON_SANDBOX_UNCONFINED"] = "1"
-	}
-	cfg, err := config.LoadFrom(func(k string) string { return env[k] })
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := app.StartDev(context.Background(), cfg, app.DevConfig{
-		Kernel: app.KernelConfig{InMemory: true, Fault: &fc},
-		Outbox: outbox.Config{PollInterval: 20 * time.Millisecond},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
-	return st
+	return apptest.Start(t, "rita:reader:"+readerTok+",ann:operator:"+operatorTok+",bot:agent:"+agentTok, fc, vars...)
 }
 
 // TestRunEventsPaginate: GET /v1/runs/{run_id} answers a page of events

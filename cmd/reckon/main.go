@@ -1,5 +1,5 @@
 // Command reckon is the one binary: dev, demo, serve, migrate, triage, drill,
-// eval, ops and the test MCP server. Each subcommand lives in its own file;
+// eval, ops, runs and the test MCP server. Each subcommand lives in its own file;
 // the table commands lists them all, and main only dispatches.
 package main
 
@@ -30,6 +30,7 @@ var commands = map[string]command{
 	"migrate":         {"apply database migrations (safe to run twice, or from two processes)", runMigrate},
 	"ops":             {"operations API client: list, attention, history, reconcile, verdicts (RECKON_URL, RECKON_TOKEN)", runOps},
 	"outbox":          {"operator view of the outbox: `outbox parked` lists rows parked on a journal conflict, with the reason; `outbox retrying` rows whose delivery failed and is retried, with the last error", runOutbox},
+	"runs":            {"runs API client: list, get (status, operations, child runs, events), start a run from a plan file (RECKON_URL, RECKON_TOKEN)", runRuns},
 	"serve":           {"production roles (--api --worker --publisher --pipeline; default all) on external Temporal and PostgreSQL", runServe},
 	"soak":            {"fault soak: kill -9 dev, worker and triage, restart a private PostgreSQL, prove nothing is lost (SOAK_ROUNDS, SOAK_TIMEOUT)", runSoak},
 	"triage":          {"run one supervisor sweep now: walls of unsettled operations → verdicts (--project P --run R --dry-run)", runTriage},

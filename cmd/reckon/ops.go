@@ -57,6 +57,12 @@ func (e *apiError) Error() string { return fmt.Sprintf("API answered %d: %s", e.
 
 // do sends a request and returns the response body of a 2xx answer.
 func (c *opsClient) do(ctx context.Context, method, path string, q url.Values, body any, hdr map[string]string) ([]byte, http.Header, error) {
+	raw, h, _, err := c.send(ctx, method, path, q, body, hdr)
+	return raw, h, err
+}
+
+// send is do that also returns the answer's status.
+func (c *opsClient) send(ctx context.Context, method, path string, q url.Values, body any, hdr map[string]string) ([]byte, http.Header, int, error) {
 	u := c.base + path
 	if len(q) > 0 {
 		u += "?" + q.Encode()
@@ -65,13 +71,13 @@ func (c *opsClient) do(ctx context.Context, method, path string, q url.Values, b
 	if body != nil {
 		raw, err := json.Marshal(body)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, 0, err
 		}
 		rd = bytes.NewReader(raw)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, u, rd)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, 0, err
 	}
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
@@ -84,12 +90,12 @@ func (c *opsClient) do(ctx context.Context, method, path string, q url.Values, b
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%s %s: %w (is the API running? set RECKON_URL)", method, u, err)
+		return nil, nil, 0, fmt.Errorf("%s %s: %w (is the API running? set RECKON_URL)", method, u, err)
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
 	if err != nil {
-		return nil, nil, fmt.Errorf("read response of %s %s: %w", method, path, err)
+		return nil, nil, 0, fmt.Errorf("read response of %s %s: %w", method, path, err)
 	}
 	if resp.StatusCode/100 != 2 {
 		var e struct {
@@ -101,29 +107,38 @@ func (c *opsClient) do(ctx context.Context, method, path string, q url.Values, b
 		if resp.StatusCode == http.StatusUnauthorized && c.token == "" {
 			e.Error += " (set RECKON_TOKEN)"
 		}
-		return nil, nil, &apiError{Status: resp.StatusCode, Message: e.Error}
+		return nil, nil, resp.StatusCode, &apiError{Status: resp.StatusCode, Message: e.Error}
 	}
-	return raw, resp.Header, nil
+	return raw, resp.Header, resp.StatusCode, nil
 }
 
 func opsMain(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
+	return clientMain(ctx, "ops", opsUsage, opsSubcommands, args, stdout, stderr, getenv)
+}
+
+// clientMain runs one subcommand of an API client command (`reckon ops`,
+// `reckon runs`): usage and help, the API client of RECKON_URL and
+// RECKON_TOKEN, the flags every subcommand has (--json, --project), and
+// errors as JSON under --json.
+func clientMain(ctx context.Context, cmd, usage string, subs map[string]func(context.Context, *opsCall, []string) error,
+	args []string, stdout, stderr io.Writer, getenv func(string) string) error {
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, opsUsage)
+		fmt.Fprintln(stderr, usage)
 		return usageErrorf("missing subcommand")
 	}
 	if args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		fmt.Fprintln(stdout, opsUsage)
+		fmt.Fprintln(stdout, usage)
 		return flag.ErrHelp
 	}
-	sub, ok := opsSubcommands[args[0]]
+	sub, ok := subs[args[0]]
 	if !ok {
-		fmt.Fprintln(stderr, opsUsage)
+		fmt.Fprintln(stderr, usage)
 		return usageErrorf("unknown subcommand %q", args[0])
 	}
 	o := &opsCall{
 		name:   args[0],
 		c:      apiClient(getenv, 60*time.Second),
-		fs:     flag.NewFlagSet("ops "+args[0], flag.ContinueOnError),
+		fs:     flag.NewFlagSet(cmd+" "+args[0], flag.ContinueOnError),
 		stdout: stdout, stderr: stderr,
 	}
 	o.fs.SetOutput(stdout) // where -h prints the flags
@@ -143,8 +158,9 @@ func apiClient(getenv func(string) string, timeout time.Duration) *opsClient {
 	return &opsClient{base: base, token: getenv("RECKON_TOKEN"), http: &http.Client{Timeout: timeout}}
 }
 
-// opsCall is one `reckon ops` subcommand call: the API client, its flag
-// set with the flags every subcommand has, and where it prints.
+// opsCall is one `reckon ops` or `reckon runs` subcommand call: the API
+// client, its flag set with the flags every subcommand has, and where it
+// prints.
 type opsCall struct {
 	name           string
 	c              *opsClient

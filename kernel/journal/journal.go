@@ -8,8 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -581,18 +579,14 @@ const eventCursorPrefix = "ev1:"
 
 // EncodeEventCursor is the cursor of the events after journal seq.
 func EncodeEventCursor(seq int64) string {
-	return kernel.EncodeOpaque(eventCursorPrefix + strconv.FormatInt(seq, 10))
+	return kernel.EncodeSeqCursor(eventCursorPrefix, seq)
 }
 
 // DecodeEventCursor returns the journal seq a cursor continues after; a
 // cursor this server did not make is EInvalid.
 func DecodeEventCursor(c string) (int64, error) {
-	if raw, ok := kernel.DecodeOpaque(c); ok {
-		if rest, ok := strings.CutPrefix(raw, eventCursorPrefix); ok {
-			if seq, err := strconv.ParseInt(rest, 10, 64); err == nil && seq >= 0 && strconv.FormatInt(seq, 10) == rest {
-				return seq, nil
-			}
-		}
+	if seq, ok := kernel.DecodeSeqCursor(c, eventCursorPrefix); ok {
+		return seq, nil
 	}
 	return 0, kernel.Errorf(kernel.EInvalid, "cursor %q is not a next_cursor of GET /v1/runs/{run_id}; start without one", kernel.Abbreviate(c, 64))
 }

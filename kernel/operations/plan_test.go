@@ -154,3 +154,57 @@ WHERE schemaname = current_schema() AND relname IN ('kernel_event_outbox', 'jour
 		t.Errorf("the guard made %d sequential scans of the outbox and the journal; want none", n)
 	}
 }
+
+// TestRunsPlansReadTheirIndexes: a page of runs is an index range of the
+// runs index in the list's order (all runs, one status, one run's
+// children: each its own index), and the page's operation counts and a
+// run's operations read the journal by index, never a sequential scan of
+// either table: planned for their parameters and as the generic plan a
+// prepared statement settles on, over an analyzed journal of history.
+func TestRunsPlansReadTheirIndexes(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := pgtest.New(t)
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	for _, q := range []string{benchHistorySQL, `UPDATE journal_runs SET status = 'awaiting' WHERE run_id IN ('h10', 'h20')`,
+		`ANALYZE journal_events`, `ANALYZE journal_runs`} {
+		var args []any
+		if q == benchHistorySQL {
+			args = []any{int64(0), int64(2000), now}
+		}
+		if _, err := s.Pool.Exec(ctx, q, args...); err != nil {
+			t.Fatalf("%s: %v", strings.Fields(q)[0], err)
+		}
+	}
+	conn, err := s.Pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	for _, mode := range []string{"auto", "force_generic_plan"} {
+		if _, err := conn.Exec(ctx, `SET plan_cache_mode = `+mode); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range []struct{ name, sql, exec, index string }{
+			{"runs", runsSQL, `EXECUTE runs('acme', 9223372036854775807, 51)`, "journal_runs_listed"},
+			{"status", runsOfStatusSQL, `EXECUTE status('acme', 9223372036854775807, 51, 'awaiting')`, "journal_runs_status"},
+			{"children", runsOfParentSQL, `EXECUTE children('acme', 9223372036854775807, 51, 'h10', '')`, "journal_runs_children"},
+			{"counts", runCountsSQL, `EXECUTE counts('acme', ARRAY['h10', 'h20'])`, "journal_events_operation"},
+			{"operations", runOperationsSQL, `EXECUTE operations('acme', 'h10', 0, 101)`, "journal_events_run"},
+		} {
+			if _, err := conn.Exec(ctx, `PREPARE `+c.name+` AS `+c.sql); err != nil {
+				t.Fatalf("%s: %v", c.name, err)
+			}
+			plan := pgtest.Explain(t, conn, c.exec)
+			if strings.Contains(plan, "Seq Scan on journal_") || !strings.Contains(plan, " "+c.index+" ") {
+				t.Errorf("%s, %s: not read through %s:\n%s", mode, c.name, c.index, plan)
+			}
+			if _, err := conn.Exec(ctx, `DEALLOCATE `+c.name); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if _, err := conn.Exec(ctx, `RESET plan_cache_mode`); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -228,12 +228,35 @@ func (s *Service) fetch(ctx context.Context, project, runID string, since, floor
 	return out, nil
 }
 
-// classify turns a candidate into an item, or hides it when it is not
-// unresolved yet (a young operation of a running run).
+// classify turns a candidate into an item, and says whether it is
+// unresolved: not when it is a young operation of a running run (its
+// State is then empty).
 func (s *Service) classify(c candidate, project string, now time.Time, lv *listingLiveness) (Item, bool, error) {
+	it, err := itemOf(c, project)
+	if err != nil {
+		return Item{}, false, err
+	}
+	if c.failure != nil {
+		it.State = StateFailedUncertain
+		return it, true, nil
+	}
+	running, known := lv.running(c)
+	switch {
+	case known && !running:
+		it.State = StateCrashWindow
+	case now.Sub(c.startedNoLaterThan()) >= s.cfg.StaleAfter:
+		it.State = StateStaleInFlight
+		it.LivenessUnknown = !known
+	}
+	return it, it.State != "", nil
+}
+
+// itemOf is c's item without a state: the call, its newest failure and
+// the child run of a delegation.
+func itemOf(c candidate, project string) (Item, error) {
 	var d kernel.ToolStarted
 	if err := json.Unmarshal(c.data, &d); err != nil {
-		return Item{}, false, fmt.Errorf("tool.started %s: decode data: %w", c.key, err)
+		return Item{}, fmt.Errorf("tool.started %s: decode data: %w", c.key, err)
 	}
 	it := Item{
 		Project: project, RunID: c.runID, OperationID: c.operationID, Tool: d.Tool,
@@ -247,32 +270,19 @@ func (s *Service) classify(c candidate, project string, now time.Time, lv *listi
 	if c.failure != nil {
 		var f kernel.ToolFailed
 		if err := json.Unmarshal(c.failure, &f); err != nil {
-			return Item{}, false, fmt.Errorf("tool.failed of %s: decode data: %w", c.key, err)
+			return Item{}, fmt.Errorf("tool.failed of %s: decode data: %w", c.key, err)
 		}
 		it.Failure = &f
 		if c.failureKey.source != nil && c.failureKey.event != nil {
 			it.FailureKey = &kernel.EventKey{SourceID: *c.failureKey.source, EventID: *c.failureKey.event}
 		}
-		it.State = StateFailedUncertain
 		it.ChildRunID = f.ChildRunID
 		it.ChildSummary = f.ChildSummary()
-	} else {
-		running, known := lv.running(c)
-		switch {
-		case known && !running:
-			it.State = StateCrashWindow
-		case now.Sub(c.startedNoLaterThan()) >= s.cfg.StaleAfter:
-			it.State = StateStaleInFlight
-			it.LivenessUnknown = !known
-		default:
-			// In flight and young: not unresolved yet.
-			return Item{}, false, nil
-		}
 	}
 	if it.ChildRunID == "" && it.Tool == kernel.DelegateTool {
 		it.ChildRunID = kernel.ChildRunID(c.runID, c.operationID)
 	}
-	return it, true, nil
+	return it, nil
 }
 
 // startedNoLaterThan is when the operation had started at the latest: its

@@ -325,3 +325,95 @@ UNION ALL
 SELECT k.project, k.run_id, 'kernel', ''
 FROM unnest($1::text[], $2::text[]) AS c(project, run_id)
 JOIN kernel_runs k ON k.project = c.project AND k.run_id = c.run_id`
+
+// runColumnsSQL selects a run of the runs index (journal_runs, migration
+// 00055) as scanRuns reads it: its place in the list, its row, its kind
+// (the kernel's source; else a gateway_runs row, one probe of its primary
+// key; else an agent's) and its child runs' count (index
+// journal_runs_children).
+const runColumnsSQL = `
+SELECT r.listed, r.run_id, r.source_id, r.status, r.started_at, r.ended_at, r.parent_run_id,
+       CASE WHEN r.source_id = 'kernel' THEN 'kernel'
+            WHEN EXISTS (SELECT 1 FROM gateway_runs g WHERE g.project = r.project AND g.run_id = r.run_id) THEN 'gateway'
+            ELSE 'agent' END,
+       (SELECT count(*) FROM journal_runs c WHERE c.project = r.project AND c.parent_run_id = r.run_id)
+FROM journal_runs r`
+
+// runsSQL, runsOfStatusSQL and runsOfParentSQL page through a project's
+// runs newest first, each from its own index (journal_runs_listed,
+// journal_runs_status, journal_runs_children): the page's rows and no
+// more, however many runs the project has. $1 project, $2 the list
+// position to continue below, $3 the rows to return; $4 the status, or
+// the parent run and $5 a status (empty: any).
+const (
+	runsSQL = runColumnsSQL + `
+WHERE r.project = $1 AND r.listed < $2
+ORDER BY r.listed DESC
+LIMIT $3`
+	runsOfStatusSQL = runColumnsSQL + `
+WHERE r.project = $1 AND r.status = $4 AND r.listed < $2
+ORDER BY r.listed DESC
+LIMIT $3`
+	runsOfParentSQL = runColumnsSQL + `
+WHERE r.project = $1 AND r.parent_run_id = $4 AND ($5 = '' OR r.status = $5) AND r.listed < $2
+ORDER BY r.listed DESC
+LIMIT $3`
+)
+
+// runByIDSQL is one run of the index ($1 project, $2 run id).
+const runByIDSQL = runColumnsSQL + `
+WHERE r.project = $1 AND r.run_id = $2`
+
+// runCountsSQL counts, for each run $2 of project $1, its operations (an
+// operation id with a tool.started) and those an event settles, as
+// kernel.Replay does: one pass over each run's operation events in the
+// operation index (journal_events_operation). A run without operations
+// has no row.
+const runCountsSQL = `
+SELECT q.run_id, count(*), count(*) FILTER (WHERE o.settled)
+FROM (SELECT DISTINCT run_id FROM unnest($2::text[]) AS u(run_id)) q
+CROSS JOIN LATERAL (
+    SELECT t.operation_id, bool_or(t.settles) AS settled
+    FROM journal_events t
+    WHERE t.project = $1 AND t.run_id = q.run_id AND t.operation_id IS NOT NULL
+    GROUP BY t.operation_id
+    HAVING bool_or(t.type = 'tool.started')
+) o
+GROUP BY q.run_id`
+
+// runLifecycleSQL is listSQL's lifecycle probe for one run: the source of
+// its first run.started (NULL without one) and whether it has ended
+// (index journal_events_run_lifecycle). $1 project, $2 run id.
+const runLifecycleSQL = `
+SELECT (array_agg(r.source_id ORDER BY r.seq) FILTER (WHERE r.type = 'run.started'))[1],
+       coalesce(bool_or(r.type <> 'run.started'), false)
+FROM journal_events r
+WHERE r.project = $1 AND r.run_id = $2
+  AND r.type IN ('run.started', 'run.completed', 'run.failed')`
+
+// runOperationsSQL pages through one run's operations in the order they
+// started: each operation under its first tool.started (index
+// journal_events_run from seq $3 on), with listSQL's probe of the
+// operation's own events (its newest tool.failed, and who reported it)
+// and its newest settling event in journal order, read by seq. $1
+// project, $2 run id, $3 the seq to continue after, $4 the rows to
+// return.
+const runOperationsSQL = `
+SELECT s.seq, s.source_id, s.event_id, s.operation_id, s.ts, s.ingested_at, s.data,
+       o.failure, o.failure_source, o.failure_event,
+       l.source_id, l.event_id, l.type, l.actor, l.ts, l.data
+FROM journal_events s
+CROSS JOIN LATERAL (
+    SELECT bool_or(t.type = 'tool.started' AND t.seq < s.seq) AS earlier,
+           (array_agg(t.data ORDER BY t.ts DESC, t.seq DESC) FILTER (WHERE t.type = 'tool.failed'))[1] AS failure,
+           (array_agg(t.source_id ORDER BY t.ts DESC, t.seq DESC) FILTER (WHERE t.type = 'tool.failed'))[1] AS failure_source,
+           (array_agg(t.event_id ORDER BY t.ts DESC, t.seq DESC) FILTER (WHERE t.type = 'tool.failed'))[1] AS failure_event,
+           max(t.seq) FILTER (WHERE t.settles) AS settled_seq
+    FROM journal_events t
+    WHERE t.project = s.project AND t.run_id = s.run_id AND t.operation_id = s.operation_id
+) o
+LEFT JOIN journal_events l ON l.seq = o.settled_seq
+WHERE s.project = $1 AND s.run_id = $2 AND s.type = 'tool.started' AND s.seq > $3
+  AND NOT coalesce(o.earlier, false)
+ORDER BY s.seq
+LIMIT $4`

@@ -125,7 +125,8 @@ test('operator console', async (t) => {
     await waitText('#filter', 'nightly-3.op-1');
     await page.waitForFunction(() => document.querySelectorAll('#ops tbody tr').length === 1);
     assert.equal(await row('ops', 'nightly-3.op-1', 'op-1').count(), 1);
-    await page.locator('#filter a').click();
+    assert.equal(await page.locator('#filter a', { hasText: 'its run page' }).getAttribute('href'), '#' + new URLSearchParams({ project, view: 'run', run: 'nightly-3.op-1' }));
+    await page.locator('#filter a', { hasText: 'show every run' }).click();
     await page.waitForFunction(() => document.querySelectorAll('#ops tbody tr').length === 5);
   });
 
@@ -511,6 +512,103 @@ test('operator console', async (t) => {
     await page.locator('#signin-form').waitFor();
     await signIn(reader);
     await waitText('#who', 'reader');
+  });
+
+  await t.test("the runs view: every run, a run's timeline, its child and parent, its operations filtered and searched", async () => {
+    // An agent's run with operations of two tools in three states.
+    const ts = new Date().toISOString();
+    const ev = (id, type, data) => ({ source_id: 'bot', event_id: 'multi-9/' + id, project, run_id: 'multi-9', type, ts, actor: 'agent', data });
+    const resp = await fetch(base + '/v1/events', {
+      method: 'POST', headers: { Authorization: 'Bearer ' + agent, 'Content-Type': 'application/json' },
+      body: JSON.stringify({ events: [ev('run/started', 'run.started', {}),
+        ev('op-1/started', 'tool.started', { operation_id: 'op-1', tool: 'http_post' }),
+        ev('op-1/completed', 'tool.completed', { operation_id: 'op-1' }),
+        ev('op-2/started', 'tool.started', { operation_id: 'op-2', tool: 'http_post' }),
+        ev('op-2/failed', 'tool.failed', { operation_id: 'op-2', error_type: 'timeout', error: 'upstream timed out', effect: 'uncertain' }),
+        ev('op-3/started', 'tool.started', { operation_id: 'op-3', tool: 'send_email' }),
+        ev('op-4/started', 'tool.started', { operation_id: 'op-4', tool: 'send_email' }),
+        ev('op-4/blocked', 'tool.blocked', { operation_id: 'op-4', reason: 'quota' })] }),
+    });
+    assert.equal(resp.status, 200, await resp.text());
+
+    await page.locator('#view-runs').click();
+    await page.waitForFunction((p) => location.hash === '#' + new URLSearchParams({ project: p, view: 'runs' }), project);
+    const runRow = (id) => page.locator(`#runs tbody tr[data-run="${id}"]`);
+    await runRow('multi-9').waitFor({ timeout: REFRESH });
+    const listed = await page.locator('#runs tbody tr').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-run')));
+    assert.deepEqual(listed.slice().sort(), ['agent-7', 'deploy-42', 'multi-9', 'nightly-3', 'nightly-3.op-1', 'report-7']);
+    assert.equal(listed[0], 'multi-9', 'newest first');
+    assert.match(await runRow('agent-7').textContent(), /agent · bot.*failed/);
+    assert.match(await runRow('nightly-3.op-1').textContent(), /kernel.*nightly-3$/, 'a child run names its parent');
+    assert.equal(await page.locator('#ops-view').isHidden(), true);
+    await page.waitForTimeout(5500); // a refresh re-ages the table's times in place
+    assert.doesNotMatch(await text('#runs'), /NaN|null|undefined/);
+    await page.locator('#runs-status').selectOption('failed');
+    await page.waitForFunction(() => location.hash.includes('status=failed'));
+    await runRow('multi-9').waitFor({ state: 'detached', timeout: REFRESH });
+    for (const r of await page.locator('#runs tbody tr').all()) assert.match(await r.textContent(), /failed/);
+    await page.locator('#runs-status').selectOption('');
+    await runRow('multi-9').waitFor({ timeout: REFRESH });
+    await shot('runs');
+
+    // A run's page: its status, its events in order, its child run.
+    await runRow('nightly-3').locator('td').first().locator('a').click();
+    await waitText('#run-head', 'nightly-3');
+    assert.match(await text('#run-head'), /kernel run \(source kernel\).*1 operation, 0 unresolved, 1 settled/);
+    assert.doesNotMatch(await text('#run-head'), /NaN|null|undefined/);
+    const types = () => page.locator('#run-timeline > li .evhead > b').allTextContents();
+    await page.waitForFunction(() => document.querySelectorAll('#run-timeline > li').length >= 3, null, { timeout: REFRESH });
+    const seen = await types();
+    assert.equal(seen[0], 'run.started');
+    assert.ok(seen.indexOf('tool.started') > 0 && seen.indexOf('tool.failed') > seen.indexOf('tool.started'), `events in order: ${seen}`);
+    const childRow = page.locator('#run-children tbody tr[data-run="nightly-3.op-1"]');
+    await childRow.waitFor({ timeout: REFRESH });
+    assert.equal(await page.locator('#run-ops tbody tr[data-op="op-1"] a', { hasText: 'nightly-3.op-1' }).count(), 1, 'the delegation links its child run');
+    await shot('run');
+    await childRow.locator('a').click();
+    await waitText('#run-head', 'nightly-3.op-1');
+    await waitText('#run-parent', 'nightly-3');
+    await page.locator('#run-ops tbody tr[data-op="op-1"]').waitFor({ timeout: REFRESH });
+    assert.match(await text('#run-ops tbody tr[data-op="op-1"]'), /run_command/);
+    await page.locator('#run-parent a').click();
+    await page.waitForFunction(() => new URLSearchParams(location.hash.slice(1)).get('run') === 'nightly-3');
+    await childRow.waitFor({ timeout: REFRESH });
+
+    // Filters by state and tool, a search by id; all three in the address.
+    await page.evaluate((p) => { location.hash = '#' + new URLSearchParams({ project: p, view: 'run', run: 'multi-9' }); }, project);
+    const shown = () => page.locator('#run-ops tbody tr').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-op')).join(','));
+    await page.waitForFunction(() => document.querySelectorAll('#run-ops tbody tr').length === 4, null, { timeout: REFRESH });
+    assert.match(await text('#run-ops tbody tr[data-op="op-2"]'), /failed_uncertain/);
+    assert.match(await text('#run-ops tbody tr[data-op="op-4"]'), /settled.*none.*tool\.blocked/);
+    await page.locator('#run-ops-state').selectOption('settled');
+    assert.equal(await shown(), 'op-1,op-4');
+    await page.locator('#run-ops-tool').selectOption('http_post');
+    assert.equal(await shown(), 'op-1');
+    assert.equal(await text('#run-ops-count'), '1 of 4');
+    await page.locator('#run-ops-state').selectOption('unresolved');
+    assert.equal(await shown(), 'op-2');
+    await page.locator('#run-ops-state').selectOption('');
+    await page.locator('#run-ops-tool').selectOption('');
+    await page.locator('#run-ops-q').fill('OP-3');
+    assert.equal(await shown(), 'op-3');
+    await page.locator('#run-ops-q').fill('multi-9');
+    assert.equal(await shown(), 'op-1,op-2,op-3,op-4', 'the search matches the run id too');
+    await page.locator('#run-ops-q').fill('nope');
+    assert.equal(await shown(), '');
+    assert.equal(await page.locator('#run-ops-empty').isVisible(), true);
+    await page.locator('#run-ops-tool').selectOption('send_email');
+    await page.locator('#run-ops-q').fill('op-4');
+    // Deep link: a reload comes back to the same filtered table.
+    await page.waitForFunction(() => /view=run&run=multi-9.*tool=send_email.*q=op-4/.test(location.hash));
+    await page.reload();
+    await page.waitForFunction(() => document.querySelectorAll('#run-ops tbody tr').length === 1, null, { timeout: REFRESH });
+    assert.equal(await shown(), 'op-4');
+    assert.equal(await page.locator('#run-ops-q').inputValue(), 'op-4');
+    assert.equal(await page.locator('#run-ops-tool').inputValue(), 'send_email');
+    // The operation's link opens its history in the operations view.
+    await page.locator('#run-ops tbody tr[data-op="op-4"] a', { hasText: 'op-4' }).click();
+    await waitText('#history', 'tool.blocked');
+    assert.equal(await page.locator('#run-view').isHidden(), true);
   });
 
   await t.test('nothing left this origin, and the policy was never violated', async () => {

@@ -16,6 +16,7 @@ const state = {
   token: null, me: null,
   session: 0,    // counts sign-ins and sign-outs: an answer is for the session that asked (api)
   project: '', run: '', op: '', listRun: '',
+  view: '',      // '' (the operations lists), 'runs' or 'run' (runs.js)
   timer: null, busy: false, gen: 0,
   seen: {},      // section → JSON of what it last rendered (no re-render, no flicker, when unchanged)
   detailFor: '', // run/op the detail panel was built for
@@ -158,7 +159,7 @@ function chip(text, kind) {
 
 function link(params, text) {
   const q = new URLSearchParams();
-  for (const k of ['project', 'run', 'op']) if (params[k]) q.set(k, params[k]);
+  for (const k of ['project', 'view', 'run', 'op']) if (params[k]) q.set(k, params[k]);
   return el('a', { href: '#' + q.toString(), text });
 }
 
@@ -227,6 +228,7 @@ function signOut(message) {
   state.seen = {};
   state.detailFor = '';
   for (const id of ['queue', 'ops']) $(id).tBodies[0].replaceChildren();
+  clearRuns();
   for (const id of ['queue-error', 'ops-error', 'projects-error', 'filter']) show($(id), '');
   $('detail').replaceChildren(el('p', { class: 'empty', text: 'Select an operation to see its verdict, its history and, with an operator token, decide it.' }));
   $('project').replaceChildren();
@@ -239,6 +241,7 @@ function signOut(message) {
 
 async function boot() {
   $('signin-form').addEventListener('submit', signIn);
+  bootRuns();
   $('triage-now').addEventListener('click', triageNow);
   $('signout').addEventListener('click', () => signOut(''));
   $('project').addEventListener('change', (e) => { location.hash = '#' + new URLSearchParams({ project: e.target.value }); });
@@ -383,20 +386,25 @@ function authLost(e) {
   return false;
 }
 
-// ---- navigation: #project=…&run=…&op=… (ids only, never the token) ------
+// ---- navigation: #project=…&run=…&op=…, #project=…&view=runs&status=…,
+// #project=…&view=run&run=…&state=…&tool=…&q=… (ids and filters only,
+// never the token) -----------------------------------------------------------
 
 function readHash() {
   const q = new URLSearchParams(location.hash.slice(1));
-  return { project: q.get('project') || '', run: q.get('run') || '', op: q.get('op') || '' };
+  const h = {};
+  for (const k of ['project', 'view', 'run', 'op', 'status', 'state', 'tool', 'q']) h[k] = q.get(k) || '';
+  return h;
 }
 
 function route() {
   if (!state.token || !state.me) return;
   const h = readHash();
+  const view = h.view === 'runs' || (h.view === 'run' && h.run) ? h.view : '';
   // A run alone narrows the lists to it; an operation keeps the whole
   // project in view, its row marked, so the queue can be worked through.
-  const listRun = h.op ? '' : h.run;
-  if (h.project !== state.project || listRun !== state.listRun) {
+  const listRun = h.op || view ? '' : h.run;
+  if (h.project !== state.project || listRun !== state.listRun || view !== state.view || (view && h.run !== state.run)) {
     // Another project or run: nothing of the old one may stay on screen
     // under the new name, not even while the new lists load.
     state.seen = {};
@@ -405,15 +413,19 @@ function route() {
       $(id + '-count').textContent = '';
       $(id + '-empty').hidden = true;
     }
+    clearRuns();
   }
   state.project = h.project;
   state.run = h.run;
-  state.op = h.run ? h.op : '';
+  state.op = h.run && !view ? h.op : '';
   state.listRun = listRun;
+  state.view = view;
+  showView(h);
   if ($('project').value !== h.project) fillPicker(Array.from($('project').options, (o) => (o.disabled ? o.textContent : o.value)).filter(Boolean), h.project);
   const f = $('filter');
   if (state.listRun) {
-    f.replaceChildren('Showing run ', el('code', { text: state.listRun }), ' only · ', link({ project: state.project }, 'show every run'));
+    f.replaceChildren('Showing run ', el('code', { text: state.listRun }), ' only · ', link({ project: state.project }, 'show every run'),
+      ' · ', link({ project: state.project, view: 'run', run: state.listRun }, 'its run page'));
     f.hidden = false;
   } else {
     f.hidden = true;
@@ -433,7 +445,7 @@ async function refresh() {
   // panel at once, and no card of the operation left behind stays on
   // screen while the role is asked for.
   const loads = [loadProjects()];
-  if (state.project) loads.push(loadQueue(gen), loadOps(gen), loadDetail(gen));
+  if (state.project) loads.push(...(state.view ? runsLoads(gen) : [loadQueue(gen), loadOps(gen), loadDetail(gen)]));
   const [who, ...results] = await Promise.allSettled([checkWho(), ...loads]);
   if (who.status === 'rejected' && authLost(who.reason)) return;
   if (gen !== state.gen || !state.token || !state.me) return; // signed out or navigated meanwhile
@@ -678,25 +690,45 @@ function evidenceList(probes) {
 }
 
 function renderHistory(events) {
+  $('history').replaceChildren(el('h3', { text: 'History' }),
+    el('p', { class: 'hint', text: 'Who decided what, on which basis, and what each decision supersedes; oldest first. What an agent reports about its own call is its claim, not evidence.' }),
+    el('ol', { class: 'timeline' }, eventItems(events, false)));
+}
+
+// eventItems are events as the entries of a timeline: an operation's
+// history, or (withOp: each names its operation) a run's.
+function eventItems(events, withOp) {
   const index = {};
   events.forEach((e, i) => { index[keyText(e)] = i; });
-  let current = -1;
-  events.forEach((e, i) => { if (e.type === 'operation.reconciled') current = i; });
-  const items = events.map((e, i) => {
+  const current = {}; // each operation's newest reconciliation
+  events.forEach((e, i) => { if (e.type === 'operation.reconciled') current[(e.data || {}).operation_id] = i; });
+  const runLink = (run) => (withOp ? runPageLink(run) : link({ project: state.project, run }, run));
+  return events.map((e, i) => {
     const d = e.data || {};
     const body = [];
     switch (e.type) {
+      case 'run.started':
+        if (d.parent_run_id) body.push(el('div', null, 'started by the run ', runLink(d.parent_run_id)));
+        if (d.plan_summary) body.push(el('div', { class: 'hint', text: d.plan_summary }));
+        break;
+      case 'run.failed':
+        if (d.error) body.push(el('pre', { class: 'untrusted', text: d.error }));
+        break;
+      case 'run.awaiting':
+      case 'run.resumed':
+        body.push(el('div', null, 'operation ', el('code', { text: d.operation_id || '' }), d.effect ? [' · ', chip(d.effect)] : null));
+        break;
       case 'tool.started':
         body.push(el('div', null, 'tool ', el('code', { text: d.tool || '' }), d.reissue_of ? ' · re-issue of ' + d.reissue_of : ''));
         if (d.args !== undefined) body.push(el('pre', { class: 'untrusted', text: json(d.args) }));
         if (d.postcondition) body.push(el('div', { class: 'hint' }, 'postcondition ', el('code', { text: JSON.stringify(d.postcondition) })));
         break;
       case 'tool.completed':
-        body.push(el('div', { text: d.result_summary || '' }));
+        body.push(el('div', { text: d.result_summary || '' }, d.child_run_id && withOp ? [' · child run ', runLink(d.child_run_id)] : null));
         break;
       case 'tool.failed':
         body.push(el('div', null, 'effect ', chip(d.effect || 'uncertain'), ' · ', el('code', { text: d.error_type || '' }),
-          d.child_run_id ? [' · child run ', link({ project: state.project, run: d.child_run_id }, d.child_run_id)] : null));
+          d.child_run_id ? [' · child run ', runLink(d.child_run_id)] : null));
         if (d.error) body.push(el('pre', { class: 'untrusted', text: d.error }));
         break;
       case 'tool.blocked':
@@ -705,7 +737,7 @@ function renderHistory(events) {
       case 'operation.reconciled': {
         body.push(el('div', null, chip(d.effect), ' basis ', el('b', { text: d.basis || '' }),
           d.proposed_effect ? el('span', { class: 'proposed', text: ' · proposed ' + d.proposed_effect + ', held by the policy' }) : null,
-          i === current ? chip('current decision', 'current') : null));
+          i === current[d.operation_id] ? chip('current decision', 'current') : null));
         if (d.supersedes) {
           const j = index[keyText(d.supersedes)];
           const prev = j === undefined ? null : events[j];
@@ -732,13 +764,11 @@ function renderHistory(events) {
     return el('li', { class: 'ev ' + e.type.replace('.', '-'), 'data-key': keyText(e) },
       el('div', { class: 'evhead' }, el('span', { class: 'n', text: '#' + (i + 1) }), ' ', el('b', { text: e.type }), ' by ',
         el('span', { class: 'actor', text: e.actor }),
+        withOp && d.operation_id ? [' · ', link({ project: state.project, run: e.run_id, op: d.operation_id }, d.operation_id)] : null,
         e.source_id !== 'kernel' ? [' ', chip('claim of ' + e.source_id, 'claim')] : null,
         el('span', { class: 'hint', text: ' · ' + clock(e.ts) + ' · ' + keyText(e) })),
       body);
   });
-  $('history').replaceChildren(el('h3', { text: 'History' }),
-    el('p', { class: 'hint', text: 'Who decided what, on which basis, and what each decision supersedes; oldest first. What an agent reports about its own call is its claim, not evidence.' }),
-    el('ol', { class: 'timeline' }, items));
 }
 
 // ---- deciding -------------------------------------------------------------

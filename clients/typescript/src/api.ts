@@ -142,7 +142,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /**
+         * A project's runs, newest first
+         * @description Every run the journal holds (kernel, gateway and agents' runs), newest first in the order the journal first saw them, from an index the journal keeps in the transaction of each write: a page costs an index range of its size, the counts of its runs' operations and a probe per run, never a walk of the journal's history. Statuses come from the journal's lifecycle events; GET /v1/runs/{run_id} asks Temporal about a kernel run.
+         */
+        get: operations["listRuns"];
         put?: never;
         /**
          * Start a kernel run from a plan
@@ -164,6 +168,26 @@ export interface paths {
         };
         /** A run's status and a page of its events */
         get: operations["getRun"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/runs/{run_id}/operations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A run's operations in every state, in the order they started
+         * @description Each operation once (under its first tool.started): settled ones with their effect and the event that settled them; unsettled ones with the listing's state (crash_window, stale_in_flight, failed_uncertain), whatever their age, or in_flight while the listing would not show them yet. Its cost follows the run's events up to the page's end.
+         */
+        get: operations["listRunOperations"];
         put?: never;
         post?: never;
         delete?: never;
@@ -444,6 +468,8 @@ export interface components {
             events: components["schemas"]["Event"][];
             /** @description Continues the events after this page; null on the last page */
             next_cursor?: string | null;
+            /** @description The run in the runs index (its status there is the journal's); null while the journal holds none of its events */
+            summary?: components["schemas"]["RunSummary"] | null;
         };
         AttentionItem: {
             project: string;
@@ -551,6 +577,105 @@ export interface components {
             settled: components["schemas"]["TriageOutcome"][];
             /** @description Operations the sweep left for a person: effect unknown, or in a wall whose verdict asked for attention */
             attention: components["schemas"]["TriageOutcome"][];
+        };
+        /** @description The run's operations (operation ids with a tool.started), counted as the kernel replays a run: settled when any of its events settles it, unresolved otherwise (in flight included). */
+        RunCounts: {
+            total: number;
+            unresolved: number;
+            settled: number;
+        };
+        RunSummary: {
+            project: string;
+            run_id: string;
+            /**
+             * @description kernel: started through POST /v1/runs, or a child run one of its delegations started; gateway: a run of the MCP gateway; agent: a run an agent reports through POST /v1/events
+             * @enum {unknown}
+             */
+            kind: "kernel" | "gateway" | "agent";
+            /** @description The source of the run's first journaled event */
+            source_id: string;
+            /**
+             * @description From the journal's lifecycle events: completed or failed after the newest run.completed or run.failed; awaiting while a kernel run.awaiting has no run.resumed of its operation; running otherwise
+             * @enum {unknown}
+             */
+            status: "running" | "awaiting" | "completed" | "failed";
+            /**
+             * Format: date-time
+             * @description The ts of the run's run.started, or of its first event when it has none
+             */
+            started_at: string;
+            /**
+             * Format: date-time
+             * @description The ts of the newest run.completed or run.failed; null while the run has none
+             */
+            ended_at: string | null;
+            /** @description The run that started this one: its run.started's parent_run_id, when the run's id descends from it (<parent>.<operation>) */
+            parent_run_id: string | null;
+            /** @description How many runs name this one as their parent (GET /v1/runs?parent_run_id= lists them) */
+            child_runs: number;
+            operations: components["schemas"]["RunCounts"];
+        };
+        RunsPage: {
+            runs: components["schemas"]["RunSummary"][];
+            /** @description Pass as ?cursor= for the next page; null on the last page */
+            next_cursor: string | null;
+        };
+        /** @description The newest event that settles the operation */
+        Settlement: {
+            key: components["schemas"]["EventKey"];
+            /** @enum {unknown} */
+            type: "tool.completed" | "tool.failed" | "tool.blocked" | "operation.reconciled";
+            actor: string;
+            /** @description A reconciliation's basis: operator, probe or inference */
+            basis?: string;
+            /** Format: date-time */
+            ts: string;
+        };
+        /** @description One operation of a run, in whatever state: the listing's item, with state also in_flight (unsettled and not unresolved yet: young, its run running) or settled. */
+        RunOperation: {
+            project: string;
+            run_id: string;
+            operation_id: string;
+            tool: string;
+            /** @enum {unknown} */
+            state: "in_flight" | "crash_window" | "stale_in_flight" | "failed_uncertain" | "settled";
+            /** Format: date-time */
+            started_at: string;
+            started_key: components["schemas"]["EventKey"];
+            /** @description tool.started args The call's arguments when their JSON is at most 16 KiB; left out beyond that (args_truncated), the operation's history has them in full */
+            args?: unknown;
+            /** @description true when args were left out for size (over 16 KiB) */
+            args_truncated?: boolean;
+            /** @description size of the left-out args' JSON */
+            args_bytes?: number;
+            failure?: components["schemas"]["ToolFailed"];
+            /** @description The failure's tool.failed key: its source_id says who reported it (the kernel, or an external agent about its own call) */
+            failure_key?: components["schemas"]["EventKey"];
+            child_run_id?: string;
+            child_summary?: components["schemas"]["ChildSummary"];
+            reissue_of?: string;
+            postcondition?: Record<string, unknown>;
+            /** @description The upstream MCP server the MCP gateway sent the call to (tool.started's server). */
+            server?: string;
+            /** @description That server's own name for the tool (tool.started's upstream_tool). */
+            upstream_tool?: string;
+            /** @description That server's endpoint identity where the call went: a digest of its URL, or of its command and arguments (tool.started's server_endpoint). */
+            server_endpoint?: string;
+            /** @description The run's liveness could not be established; treated as running */
+            liveness_unknown?: boolean;
+            /**
+             * @description Settled only: what the newest settling event says (tool.completed: occurred, tool.blocked: none, else its effect)
+             * @enum {unknown}
+             */
+            effect?: "occurred" | "none" | "unknown";
+            settled_by?: components["schemas"]["Settlement"];
+        };
+        RunOperationsPage: {
+            operations: components["schemas"]["RunOperation"][];
+            /** @description Pass as ?cursor= for the next page; null on the last page */
+            next_cursor: string | null;
+            /** @description The run's liveness could not be established; its unsettled operations carry liveness_unknown */
+            degraded: boolean;
         };
     };
     responses: {
@@ -845,6 +970,41 @@ export interface operations {
             503: components["responses"]["Unavailable"];
         };
     };
+    listRuns: {
+        parameters: {
+            query: {
+                /** @description Project to list */
+                project: string;
+                /** @description Only runs of this status */
+                status?: "running" | "awaiting" | "completed" | "failed";
+                /** @description Only the child runs of this run */
+                parent_run_id?: string;
+                /** @description next_cursor of the previous page, unchanged */
+                cursor?: string;
+                /** @description Page size (default 50) */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of runs */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RunsPage"];
+                };
+            };
+            400: components["responses"]["Invalid"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
     startRun: {
         parameters: {
             query?: never;
@@ -938,6 +1098,39 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listRunOperations: {
+        parameters: {
+            query: {
+                /** @description Project of the run */
+                project: string;
+                /** @description next_cursor of the previous page, unchanged */
+                cursor?: string;
+                /** @description Page size (default 100) */
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                run_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of the run's operations */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RunOperationsPage"];
+                };
+            };
+            400: components["responses"]["Invalid"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             503: components["responses"]["Unavailable"];
         };
     };
