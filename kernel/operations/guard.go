@@ -1,12 +1,16 @@
 package operations
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/seed-7bc021c3/reckon/kernel"
+	"github.com/seed-7bc021c3/reckon/kernel/outbox"
 )
 
 // Decisions of the retry guard.
@@ -167,6 +171,13 @@ func (s *Service) guardTwins(ctx context.Context, p GuardParams, args []byte) ([
 	if p.Scope == GuardScopeRun {
 		runID = p.RunID
 	}
+	// The outbox first (outbox.Pending says why): a call whose
+	// tool.started is still on its way (the MCP gateway's, the kernel's)
+	// is as much a twin as a journaled one.
+	pending, err := s.pendingTwins(ctx, p, runID, args)
+	if err != nil {
+		return nil, err
+	}
 	rows, err := s.pool.Query(ctx, guardTwinsSQL, p.Project, p.Tool, string(args), since, floor, runID, guardTwins)
 	if err != nil {
 		return nil, fmt.Errorf("guard: earlier calls of %s in %s: %w", p.Tool, p.Project, err)
@@ -174,6 +185,9 @@ func (s *Service) guardTwins(ctx context.Context, p GuardParams, args []byte) ([
 	defer rows.Close()
 	seen := map[[2]string]bool{}
 	var out []guardTwin
+	for _, t := range pending {
+		seen[[2]string{t.op.RunID, t.op.OperationID}] = true
+	}
 	for rows.Next() {
 		t, err := scanTwin(rows, p)
 		if err != nil {
@@ -187,12 +201,35 @@ func (s *Service) guardTwins(ctx context.Context, p GuardParams, args []byte) ([
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("guard: earlier calls of %s in %s: %w", p.Tool, p.Project, err)
 	}
+	out = append(pending, out...)
 	for i := range out {
 		if st := guardState(out[i].settled); st == GuardUnsettled || st == GuardUnknown {
 			if out[i].settled, err = s.pendingSettlement(ctx, out[i]); err != nil {
 				return nil, err
 			}
 		}
+	}
+	return out, nil
+}
+
+// pendingTwins are the calls with the effect key whose tool.started is
+// still in the outbox, newest first.
+func (s *Service) pendingTwins(ctx context.Context, p GuardParams, runID string, args []byte) ([]guardTwin, error) {
+	evs, err := outbox.Pending(ctx, s.pool, outbox.PendingFilter{Project: p.Project, RunID: runID, Types: []string{kernel.TypeToolStarted}})
+	if err != nil {
+		return nil, fmt.Errorf("guard: pending calls of %s in %s: %w", p.Tool, p.Project, err)
+	}
+	var out []guardTwin
+	for i := len(evs) - 1; i >= 0; i-- {
+		var d kernel.ToolStarted
+		if evs[i].DecodeData(&d) != nil || d.Tool != p.Tool {
+			continue
+		}
+		if canon, err := EffectArgs(d.Args); err != nil || !bytes.Equal(canon, args) {
+			continue
+		}
+		out = append(out, guardTwin{op: GuardOperation{Project: p.Project, RunID: evs[i].RunID, OperationID: d.OperationID,
+			Tool: p.Tool, StartedAt: evs[i].TS.UTC(), StartedKey: evs[i].Key()}})
 	}
 	return out, nil
 }
@@ -262,4 +299,23 @@ func guardState(settled *kernel.Event) string {
 		return GuardUnknown
 	}
 	return kernel.EffectNone
+}
+
+// TriageChannel is the PostgreSQL notification channel on which a process
+// without a triage sweeper (the MCP gateway) asks the pipeline's for a
+// triage of one run now: payload {"project", "run_id"}. A notification is
+// only a nudge, lost while nobody listens; the scheduled sweep makes up
+// for it.
+const TriageChannel = "reckon_triage"
+
+// RequestTriage asks, on TriageChannel, for a triage of one run now.
+func RequestTriage(ctx context.Context, pool *pgxpool.Pool, project, runID string) error {
+	payload, err := json.Marshal(kernel.RunKey{Project: project, RunID: runID})
+	if err != nil {
+		return fmt.Errorf("request triage of %s/%s: %w", project, runID, err)
+	}
+	if _, err := pool.Exec(ctx, `SELECT pg_notify($1, $2)`, TriageChannel, string(payload)); err != nil {
+		return fmt.Errorf("request triage of %s/%s: %w", project, runID, err)
+	}
+	return nil
 }
