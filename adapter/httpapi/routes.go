@@ -22,7 +22,9 @@ const (
 	PathHistory    = "/v1/agent/operations/history"
 	PathAttention  = "/v1/agent/operations/attention"
 	// PathGuard is the retry guard (operations.Service.Guard).
-	PathGuard    = "/v1/agent/operations/guard"
+	PathGuard = "/v1/agent/operations/guard"
+	// PathWatch is the verdict stream (Server-Sent Events).
+	PathWatch    = "/v1/agent/operations/watch"
 	PathVerdicts = "/v1/supervisor/verdicts"
 	PathProjects = "/v1/projects"
 	// PathTriage runs a triage sweep now (TriageService).
@@ -79,6 +81,7 @@ func (s *Server) table() []route {
 		{Route{http.MethodGet, PathHistory, reader}, s.history},
 		{Route{http.MethodGet, PathAttention, reader}, s.attention},
 		{Route{http.MethodPost, PathGuard, agentOrOperator}, s.postGuard},
+		{Route{http.MethodGet, PathWatch, reader}, s.watch},
 		{Route{http.MethodGet, PathVerdicts, reader}, s.verdicts},
 		{Route{http.MethodPost, PathTriage, operator}, s.postTriage},
 		{Route{http.MethodGet, PathProjects, reader}, s.projects},

@@ -449,3 +449,22 @@ WHERE s.project = $1 AND s.type = 'tool.started'
   AND l.type IS DISTINCT FROM 'tool.blocked'
 ORDER BY s.seq DESC
 LIMIT $7`
+
+// watchSQL lists the events the verdict stream carries (GET
+// /v1/agent/operations/watch) after journal position $3, of project $1 and
+// run $2 (” for every run), in journal order, at most $4: every settling
+// event, every tool.failed (an uncertain one puts its operation in the
+// listing), the supervisor's verdicts and the runs' waits. The primary
+// key's range from $3 serves it: a stream asks from its last position, a
+// moment ago.
+const watchSQL = `
+SELECT seq, source_id, event_id, run_id, type, ts, actor, parent_source_id, parent_event_id, data
+FROM journal_events
+WHERE seq > $3 AND project = $1 AND ($2 = '' OR run_id = $2)
+  AND (settles OR type IN ('tool.failed', 'supervisor.verdict', 'run.awaiting', 'run.resumed'))
+ORDER BY seq
+LIMIT $4`
+
+// watchHeadSQL is the journal's last position (0 when empty): where a
+// stream without Last-Event-ID starts.
+const watchHeadSQL = `SELECT coalesce(max(seq), 0) FROM journal_events`
