@@ -22,6 +22,7 @@ const state = {
   project: '', run: '', op: '', listRun: '',
   view: '',      // '' (the operations lists), 'runs' or 'run' (runs.js)
   timer: null, busy: false, gen: 0,
+  ticks: 0,      // light polls since the last full refresh (schedule)
   stream: null,  // the verdict stream of the project shown ({key, ctl, open, last})
   streamTimer: null,
   seen: {},      // section → JSON of what it last rendered (no re-render, no flicker, when unchanged)
@@ -448,6 +449,7 @@ async function refresh() {
   state.timer = null;
   if (!state.token || !state.me) return;
   ensureStream();
+  state.ticks = 0;
   const gen = ++state.gen;
   // The loads start before any await: a navigation rebuilds the detail
   // panel at once, and no card of the operation left behind stays on
@@ -469,7 +471,36 @@ async function refresh() {
   show($('projects-error'), results[0].status === 'rejected' ? 'Could not list projects: ' + errorText(results[0].reason) : '');
   $('freshness').textContent = !state.project ? 'no project yet' :
     (failed.length ? 'refresh failed at ' : 'live · updated ') + new Date().toLocaleTimeString();
-  if (!document.hidden) state.timer = setTimeout(refresh, state.stream && state.stream.open ? STREAM_POLL_MS : POLL_MS);
+  schedule();
+}
+
+// schedule plans the next poll: a full refresh every POLL_MS while the
+// verdict stream is not open; while it is, a light one every POLL_MS (the
+// projects and the token's role, which the stream does not carry) and a
+// full one every STREAM_POLL_MS.
+function schedule() {
+  if (document.hidden) return;
+  const streaming = state.stream && state.stream.open;
+  state.timer = setTimeout(streaming ? lightTick : refresh, POLL_MS);
+}
+
+async function lightTick() {
+  state.timer = null;
+  if (!state.token || !state.me) return;
+  state.ticks++;
+  if (state.ticks * POLL_MS >= STREAM_POLL_MS || !(state.stream && state.stream.open)) {
+    refresh();
+    return;
+  }
+  const gen = state.gen;
+  const [who, projects] = await Promise.allSettled([checkWho(), loadProjects()]);
+  if (gen !== state.gen || !state.token || !state.me || state.timer) return; // a refresh began meanwhile
+  for (const r of [who, projects]) if (r.status === 'rejected' && authLost(r.reason)) return;
+  if (who.status === 'fulfilled' && who.value) {
+    refresh();
+    return;
+  }
+  schedule();
 }
 
 // ---- the verdict stream ---------------------------------------------------
