@@ -301,7 +301,7 @@ func guardState(settled *kernel.Event) string {
 	return kernel.EffectNone
 }
 
-// TriageChannel is the PostgreSQL notification channel on which a process
+// TriageChannel (TestRequestTriage) is the PostgreSQL notification channel on which a process
 // without a triage sweeper (the MCP gateway) asks the pipeline's for a
 // triage of one run now: payload {"project", "run_id"}. A notification is
 // only a nudge, lost while nobody listens; the scheduled sweep makes up

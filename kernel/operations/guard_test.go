@@ -1,9 +1,12 @@
 package operations_test
 
 import (
+	"context"
 	"encoding/json"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/seed-7bc021c3/reckon/internal/reckontest"
 	"github.com/seed-7bc021c3/reckon/kernel"
@@ -126,5 +129,30 @@ func TestGuardValidation(t *testing.T) {
 		if _, err := e.Ops.Guard(e.Ctx, p); kernel.ErrorCode(err) != kernel.EInvalid {
 			t.Errorf("%s: %v", name, err)
 		}
+	}
+}
+
+// TestRequestTriage: a triage request reaches a listener of TriageChannel
+// as {project, run_id} (what the pipeline's listener reads).
+func TestRequestTriage(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	conn, err := pgx.ConnectConfig(e.Ctx, e.Schema.Pool.Config().ConnConfig.Copy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(e.Ctx)
+	if _, err := conn.Exec(e.Ctx, "LISTEN "+operations.TriageChannel); err != nil {
+		t.Fatal(err)
+	}
+	if err := operations.RequestTriage(e.Ctx, e.Schema.Pool, "acme", "gw-1"); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(e.Ctx, 10*time.Second)
+	defer cancel()
+	n, err := conn.WaitForNotification(ctx)
+	var k kernel.RunKey
+	if err != nil || json.Unmarshal([]byte(n.Payload), &k) != nil || k != (kernel.RunKey{Project: "acme", RunID: "gw-1"}) {
+		t.Fatalf("notification: %+v %v", n, err)
 	}
 }
