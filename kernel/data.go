@@ -198,6 +198,12 @@ func (f ToolFailed) WithChildSummary(c *ChildSummary) ToolFailed {
 type ToolBlocked struct {
 	OperationID string `json:"operation_id" reckon:"required,key"`
 	Reason      string `json:"reason" reckon:"required"`
+	// Guard, EarlierRunID and EarlierOperationID, on a call the retry
+	// guard stopped (the MCP gateway's), say its decision (hold or done)
+	// and the earlier operation with the same effect key.
+	Guard              string `json:"guard,omitempty"`
+	EarlierRunID       string `json:"earlier_run_id,omitempty"`
+	EarlierOperationID string `json:"earlier_operation_id,omitempty"`
 }
 
 // Reconciliation is the data of operation.reconciled: what became of one

@@ -41,6 +41,9 @@ func (g *Gateway) call(ctx context.Context, req *mcp.CallToolRequest, t *tool) (
 	if refused := g.runOf(c); refused != nil {
 		return refused, nil
 	}
+	if stopped, err := g.guard(ctx, c); stopped != nil || err != nil {
+		return stopped, err
+	}
 	if refused, err := g.begin(ctx, c); refused != nil || err != nil {
 		return refused, err
 	}

@@ -145,6 +145,15 @@ type Config struct {
 	// RECKON_TOKENS_FILE when the gateway's environment has them): Source
 	// may not be one of them.
 	TokenSources []string
+	// Guard is the retry guard asked before every tools/call of a tool it
+	// applies to (guard.go); nil sends every call unguarded.
+	Guard Guard
+	// GuardExempt names tools (as their upstream names them) the guard
+	// never holds (RECKON_GUARD_EXEMPT).
+	GuardExempt []string
+	// Triage asks for a triage of one run now: a held call's earlier
+	// operation's run (nil: the scheduled sweep takes it).
+	Triage func(ctx context.Context, project, runID string)
 	// Token, when set, is the bearer token HTTP clients must send.
 	Token string
 	Log   zerolog.Logger

@@ -21,8 +21,12 @@ const (
 	PathReconcile  = "/v1/agent/operations/reconcile"
 	PathHistory    = "/v1/agent/operations/history"
 	PathAttention  = "/v1/agent/operations/attention"
-	PathVerdicts   = "/v1/supervisor/verdicts"
-	PathProjects   = "/v1/projects"
+	// PathGuard is the retry guard (operations.Service.Guard).
+	PathGuard = "/v1/agent/operations/guard"
+	// PathWatch is the verdict stream (Server-Sent Events).
+	PathWatch    = "/v1/agent/operations/watch"
+	PathVerdicts = "/v1/supervisor/verdicts"
+	PathProjects = "/v1/projects"
 	// PathTriage runs a triage sweep now (TriageService).
 	PathTriage = "/v1/triage"
 	// PathWhoami answers {name, role} for the caller's token.
@@ -76,6 +80,8 @@ func (s *Server) table() []route {
 		{Route{http.MethodPost, PathReconcile, operator}, s.postReconcile},
 		{Route{http.MethodGet, PathHistory, reader}, s.history},
 		{Route{http.MethodGet, PathAttention, reader}, s.attention},
+		{Route{http.MethodPost, PathGuard, agentOrOperator}, s.postGuard},
+		{Route{http.MethodGet, PathWatch, reader}, s.watch},
 		{Route{http.MethodGet, PathVerdicts, reader}, s.verdicts},
 		{Route{http.MethodPost, PathTriage, operator}, s.postTriage},
 		{Route{http.MethodGet, PathProjects, reader}, s.projects},

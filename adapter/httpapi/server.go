@@ -23,6 +23,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -142,6 +143,14 @@ type Config struct {
 	// open at once on Listen's listener (RECKON_HTTP_MAX_CONNS_PER_CLIENT);
 	// zero means no cap.
 	MaxConnsPerClient int
+	// Watch reads the verdict stream (GET /v1/agent/operations/watch);
+	// WatchPoll is how often an open stream reads the journal
+	// (DefaultWatchPoll when zero), MaxStreamsPerClient how many streams
+	// one client address holds open at once (DefaultMaxStreamsPerClient
+	// when zero, no bound when negative).
+	Watch               WatchService
+	WatchPoll           time.Duration
+	MaxStreamsPerClient int
 }
 
 // Server is the API: the route table (routes.go) over the services of its
@@ -156,6 +165,11 @@ type Server struct {
 	// runLocks is the budget of run locks ingest writes hold at once
 	// (MaxRunsInFlight).
 	runLocks *semaphore.Weighted
+	// streams bounds the verdict streams per client; ending is closed
+	// (EndStreams) when the server shuts down.
+	streams *httplimit.Slots
+	ending  chan struct{}
+	endOnce sync.Once
 }
 
 // New returns the API server with every route of the route table mounted.
@@ -175,7 +189,8 @@ func New(cfg Config) *Server {
 	if cfg.WriteTimeout <= 0 {
 		cfg.WriteTimeout = WriteTimeout
 	}
-	s := &Server{mux: chi.NewRouter(), cfg: cfg, runLocks: semaphore.NewWeighted(MaxRunsInFlight)}
+	s := &Server{mux: chi.NewRouter(), cfg: cfg, runLocks: semaphore.NewWeighted(MaxRunsInFlight), ending: make(chan struct{})}
+	s.streams = httplimit.NewSlots(s.maxStreams())
 	s.reqs = promx.CounterVec("reckon_http_requests_total", "API requests by route and status code.", "route", "code")
 	if cfg.Registry != nil {
 		cfg.Registry.MustRegister(s.reqs)
@@ -644,6 +659,7 @@ func (s *Server) Listen(ctx context.Context, addr string, bound chan<- string) e
 	case <-ctx.Done():
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
+		s.EndStreams()
 		_ = srv.Shutdown(sctx)
 		return nil
 	case err := <-errc:

@@ -32,6 +32,8 @@ type OperationService interface {
 	Runs(ctx context.Context, p operations.RunsParams) (operations.RunsPage, error)
 	RunSummary(ctx context.Context, project, runID string) (*operations.RunSummary, error)
 	RunOperations(ctx context.Context, p operations.RunOperationsParams) (operations.RunOperationsPage, error)
+	// Guard is the retry guard: may a call with this effect key run?
+	Guard(ctx context.Context, p operations.GuardParams) (operations.GuardAnswer, error)
 }
 
 // VerdictService reads the supervisor's verdicts and what operators have

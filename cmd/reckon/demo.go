@@ -47,6 +47,7 @@ var demoSteps = []demoStep{
 	{"the operator's queue: what the supervisor left for a person (GET /v1/agent/operations/attention)", demoAttention},
 	{"an operator overrides the supervisor's verdict with evidence of their own (POST /v1/agent/operations/reconcile), then reads the history", demoOverride},
 	{"a run that waits (on_uncertain: await): its payment faults after its effect, the run asks for a triage of itself, the probe proves the effect, and the run resumes without paying again", demoAwaitRun},
+	{"the retry guard in the MCP gateway: an agent's timed-out call is retried; the retry is held, not sent; after an operator's ruling a third identical call is answered \"already happened\"", demoGuardRun},
 	{"eval: the built-in supervisor scored on the committed drill fixtures", demoEval},
 }
 

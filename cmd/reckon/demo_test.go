@@ -52,6 +52,11 @@ func TestDemo(t *testing.T) {
 		"run.awaiting    operation_id=op-1",
 		"run.resumed     operation_id=op-1 effect=occurred basis=probe reconciliation=kernel:",
 		"\"payment op-1\\nreceipt op-2\\n\" — one payment, one receipt",
+		// The retry guard in the gateway: the retry held, the third call
+		// answered, one issue upstream.
+		"the agent retries it at once: isError=true\n  mcp-gateway did not send this call: an identical earlier call (operation op-1 of run",
+		"the agent calls it a third time: isError=false\n  mcp-gateway did not send this call: this effect already happened.",
+		"the tracker holds 1 issue for the three identical calls",
 		"0 (0.0% of truly occurred)",
 		"reckon demo: done",
 	} {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/seed-7bc021c3/reckon/adapter/gateway"
+	"github.com/seed-7bc021c3/reckon/kernel/operations"
 	"github.com/seed-7bc021c3/reckon/kernel/outbox"
 )
 
@@ -42,6 +43,16 @@ func runMCPGateway(ctx context.Context, args []string) error {
 	// The API's tokens, when this environment names them: the gateway's
 	// source may not be one an agent writes under.
 	c.TokenSources = core.Tokens.Sources()
+	// The retry guard over the journal the gateway writes (docs/mcp-gateway.md#the-retry-guard);
+	// a held call asks the pipeline's triage listener for its earlier
+	// operation's run.
+	c.Guard = operations.New(core.Pool, operations.Config{Window: core.Cfg.OperationsWindow})
+	c.GuardExempt = core.Cfg.GuardExempt
+	c.Triage = func(ctx context.Context, project, runID string) {
+		if err := operations.RequestTriage(ctx, core.Pool, project, runID); err != nil {
+			core.Log.Warn().Err(err).Msg("mcp gateway: triage not requested; the scheduled sweep takes the run")
+		}
+	}
 	g, err := gateway.New(ctx, core.Pool, c.Config)
 	if err != nil {
 		return err

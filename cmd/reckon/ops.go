@@ -22,7 +22,7 @@ import (
 // defaultAPIURL is the API the client talks to without RECKON_URL.
 const defaultAPIURL = "http://127.0.0.1:8080"
 
-const opsUsage = `usage: reckon ops <list|attention|history|reconcile|verdicts> [flags]
+const opsUsage = `usage: reckon ops <list|attention|history|reconcile|verdicts|guard> [flags]
 
   list       --project P [--run R] [--limit N] [--cursor C] [--all]
   attention  --project P [--run R] [--limit N] [--cursor C] [--all]
@@ -32,10 +32,14 @@ const opsUsage = `usage: reckon ops <list|attention|history|reconcile|verdicts> 
              [--evidence JSON|@file] [--idempotency-key K]
   verdicts   --project P [--run R] [--since RFC3339|DURATION] [--limit N]
              (--since 24h: the last 24 hours)
+  guard      --project P --tool T [--args JSON|@file] [--run R] [--scope project|run]
+             (may this call run? proceed, hold while an identical call is
+             unsettled, done when one was settled occurred)
 
 Every subcommand takes --json (the API's JSON instead of a table).
 Environment: RECKON_URL (default ` + defaultAPIURL + `), RECKON_TOKEN (bearer token;
-reader for list/attention/history/verdicts, operator for reconcile).`
+reader for list/attention/history/verdicts, operator for reconcile, agent or
+operator for guard).`
 
 func runOps(ctx context.Context, args []string) error {
 	return opsMain(ctx, args, os.Stdout, os.Stderr, os.Getenv)
@@ -174,6 +178,7 @@ type opsCall struct {
 var opsSubcommands = map[string]func(ctx context.Context, o *opsCall, args []string) error{
 	"list": opsListCmd, "attention": opsListCmd,
 	"history": opsHistoryCmd, "reconcile": opsReconcileCmd, "verdicts": opsVerdictsCmd,
+	"guard": opsGuardCmd,
 }
 
 // opsListCmd is `ops list` and `ops attention`: a page of the listing or
@@ -241,18 +246,11 @@ func opsReconcileCmd(ctx context.Context, o *opsCall, args []string) error {
 	}
 	body := map[string]any{"project": *o.project, "run_id": *run, "operation_id": *op, "effect": *effect, "note": *note}
 	if *evidence != "" {
-		ev := []byte(*evidence)
-		if path, ok := strings.CutPrefix(*evidence, "@"); ok {
-			b, err := os.ReadFile(path)
-			if err != nil {
-				return fmt.Errorf("--evidence: %w", err)
-			}
-			ev = b
+		ev, err := jsonFlag("--evidence", *evidence, `{"workspace_file": "proof.txt"}`)
+		if err != nil {
+			return err
 		}
-		if !json.Valid(ev) {
-			return usageErrorf("--evidence must be JSON (e.g. '{\"workspace_file\": \"proof.txt\"}') or @file")
-		}
-		body["evidence"] = json.RawMessage(ev)
+		body["evidence"] = ev
 	}
 	hdr := map[string]string{}
 	if *key != "" {
@@ -280,6 +278,70 @@ func opsReconcileCmd(ctx context.Context, o *opsCall, args []string) error {
 		fmt.Fprintf(o.stdout, "supersedes %s\n", d.Supersedes)
 	}
 	return nil
+}
+
+// jsonFlag reads a flag's JSON: the value itself, or @file to read it
+// from a file; example shows the JSON expected.
+func jsonFlag(name, v, example string) (json.RawMessage, error) {
+	raw := []byte(v)
+	if path, ok := strings.CutPrefix(v, "@"); ok {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		raw = b
+	}
+	if !json.Valid(raw) {
+		return nil, usageErrorf("%s must be JSON (e.g. '%s') or @file", name, example)
+	}
+	return raw, nil
+}
+
+// opsGuardCmd is `ops guard`: the retry guard's answer for a call.
+func opsGuardCmd(ctx context.Context, o *opsCall, args []string) error {
+	run := o.fs.String("run", "", "the run asking (required with --scope run)")
+	tool := o.fs.String("tool", "", "the tool's name as its tool.started records it")
+	callArgs := o.fs.String("args", "{}", "the call's arguments as JSON, or @file")
+	scope := o.fs.String("scope", "", "project (default) or run: where identical calls are looked for")
+	if err := parseFlags(o.fs, args); err != nil {
+		return err
+	}
+	if err := need(map[string]string{"--project": *o.project, "--tool": *tool}); err != nil {
+		return err
+	}
+	a, err := jsonFlag("--args", *callArgs, `{"order": "5521"}`)
+	if err != nil {
+		return err
+	}
+	body := operations.GuardParams{Project: *o.project, RunID: *run, Tool: *tool, Args: a, Scope: *scope}
+	raw, _, err := o.c.do(ctx, http.MethodPost, httpapi.PathGuard, nil, body, nil)
+	if err != nil {
+		return err
+	}
+	if *o.asJSON {
+		return writeRaw(o.stdout, raw)
+	}
+	var ans operations.GuardAnswer
+	if err := json.Unmarshal(raw, &ans); err != nil {
+		return fmt.Errorf("decode guard answer: %w", err)
+	}
+	fmt.Fprintln(o.stdout, guardLine(ans))
+	return nil
+}
+
+// guardLine is a guard answer in one line.
+func guardLine(a operations.GuardAnswer) string {
+	if a.Operation == nil {
+		return a.Decision + ": no identical call stands in the way"
+	}
+	line := fmt.Sprintf("%s: operation %s of run %s (%s, started %s)", a.Decision, a.Operation.OperationID,
+		a.Operation.RunID, a.Operation.State, a.Operation.StartedAt.Format(time.RFC3339))
+	if a.Reconciliation != nil {
+		var d kernel.Reconciliation
+		_ = a.Reconciliation.DecodeData(&d)
+		line += fmt.Sprintf(" settled occurred by %s, basis %s: %s", a.Reconciliation.Actor, orDash(d.Basis), orDash(d.Note))
+	}
+	return line
 }
 
 // opsVerdictsCmd is `ops verdicts`: the supervisor's verdicts and what

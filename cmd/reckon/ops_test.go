@@ -94,6 +94,12 @@ func TestOpsCLI(t *testing.T) {
 		t.Fatalf("missing flags: %v", err)
 	}
 
+	guardArgs := []string{"guard", "--project", "acme", "--tool", "run_command", "--args", `{"command": "echo ok > drill-proof.txt"}`}
+	out, _, err = run("agent-secret", guardArgs...)
+	if err != nil || !strings.HasPrefix(out, "hold: operation op-1 of run run-1 (unsettled") {
+		t.Fatalf("guard of an uncertain call's twin: %v\n%s", err, out)
+	}
+
 	evidence := filepath.Join(t.TempDir(), "evidence.json")
 	if err := os.WriteFile(evidence, []byte(`{"workspace_file":"drill-proof.txt","sha256":"abc"}`), 0o600); err != nil {
 		t.Fatal(err)
@@ -127,6 +133,11 @@ func TestOpsCLI(t *testing.T) {
 	out, _, err = run("reader-secret", "list", "--project", "acme")
 	if err != nil || strings.Contains(out, "op-1") {
 		t.Fatalf("listing after reconcile still shows op-1: %v\n%s", err, out)
+	}
+	out, _, err = run("agent-secret", guardArgs...)
+	if err != nil || !strings.Contains(out, "done: operation op-1 of run run-1 (occurred") ||
+		!strings.Contains(out, "settled occurred by operator:ann, basis operator: drill-proof.txt exists") {
+		t.Fatalf("guard after the ruling: %v\n%s", err, out)
 	}
 	out, _, err = run("reader-secret", "verdicts", "--project", "acme")
 	if err != nil || !strings.Contains(out, "builtin") || !strings.Contains(out, "check the workspace first") || !strings.Contains(out, "1 verdict(s)") {

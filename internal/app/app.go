@@ -301,6 +301,7 @@ func (c *Core) NewAPI(k *Kernel, ops *operations.Service) (*httpapi.Server, erro
 		Runs:              runs,
 		Operations:        ops,
 		Verdicts:          ops,
+		Watch:             ops,
 		Triage:            Triager{Sweeper: sw},
 		Console:           console.Handler(),
 		TLS:               tlsCfg,

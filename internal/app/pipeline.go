@@ -137,7 +137,8 @@ func (c *Core) NewSweeper(ops triage.Operations, tune ...func(*triage.Config)) (
 
 // StartPipeline runs the pipeline role in the stack's lifetime over ops
 // (nil: journal-liveness operations): the cron-driven triage sweep
-// (RECKON_TRIAGE_SCHEDULE) and, with a kernel, the resumer of waiting
+// (RECKON_TRIAGE_SCHEDULE), the triage of runs asked for on
+// operations.TriageChannel (listenTriageRequests) and, with a kernel, the resumer of waiting
 // runs (NewResumer).
 func (s *Stack) StartPipeline(ops triage.Operations) error {
 	if ops == nil {
@@ -153,6 +154,8 @@ func (s *Stack) StartPipeline(ops triage.Operations) error {
 			s.Log.Error().Err(err).Msg("triage schedule stopped")
 		}
 	})
+	log := s.Log.With().Str("component", "triage").Logger()
+	s.Go(func(ctx context.Context) { listenTriageRequests(ctx, s.Pool, sw, log) })
 	if s.Kernel != nil {
 		r := s.NewResumer(s.Kernel.Conn.Client, sw)
 		s.Go(func(ctx context.Context) { _ = r.Run(ctx) })

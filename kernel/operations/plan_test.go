@@ -2,12 +2,15 @@ package operations
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"sort"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/seed-7bc021c3/reckon/internal/pgtest"
 	"github.com/seed-7bc021c3/reckon/kernel/pgplan"
@@ -45,13 +48,7 @@ FROM generate_series($1::int, $2::int) g`,
 			t.Fatalf("%s: %v", strings.Fields(q)[0], err)
 		}
 	}
-	conn, err := s.Pool.Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Release()
-	since, floor := (&Service{cfg: Config{Window: DefaultWindow}}).window(now)
-	lit := func(ts time.Time) string { return "'" + ts.Format(time.RFC3339Nano) + "'" }
+	conn, since, floor := windowConn(t, s, now)
 	// The open set is read through its index with ts bounded in the index
 	// condition, not walked whole and filtered.
 	check := func(what, plan string) {
@@ -205,6 +202,99 @@ func TestRunsPlansReadTheirIndexes(t *testing.T) {
 		}
 	}
 	if _, err := conn.Exec(ctx, `RESET plan_cache_mode`); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestGuardPlan: the retry guard finds the earlier calls with an effect
+// key through journal_events_effect_key (migration 00060), planned for its
+// parameters and as a generic plan, over a journal of many calls of the
+// same tool with other arguments: never a walk of the journal.
+func TestGuardPlan(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := pgtest.New(t)
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	guardHistory(t, s, now)
+	conn, since, floor := windowConn(t, s, now)
+	for _, mode := range []string{"auto", "force_generic_plan"} {
+		if _, err := conn.Exec(ctx, `SET plan_cache_mode = `+mode); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := conn.Exec(ctx, `PREPARE guard AS `+guardTwinsSQL); err != nil {
+			t.Fatal(err)
+		}
+		plan := pgtest.Explain(t, conn, fmt.Sprintf(`EXECUTE guard('acme', 'payments.refund', '{"order":"77"}', %s, %s, '', 20)`, lit(since), lit(floor)))
+		if !strings.Contains(plan, "journal_events_effect_key") || strings.Contains(plan, "Seq Scan on journal_events") {
+			t.Errorf("%s: the guard does not read journal_events_effect_key:\n%s", mode, plan)
+		}
+		if _, err := conn.Exec(ctx, `DEALLOCATE guard`); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// windowConn is a connection of s for EXPLAINs (released at the test's
+// end) and the default window's start and floor of ts at now.
+func windowConn(t *testing.T, s *pgtest.Schema, now time.Time) (*pgxpool.Conn, time.Time, time.Time) {
+	t.Helper()
+	conn, err := s.Pool.Acquire(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(conn.Release)
+	since, floor := (&Service{cfg: Config{Window: DefaultWindow}}).window(now)
+	return conn, since, floor
+}
+
+// lit is ts as an SQL literal.
+func lit(ts time.Time) string { return "'" + ts.Format(time.RFC3339Nano) + "'" }
+
+// BenchmarkGuard is the retry guard's answer over a journal of 20,000
+// calls of one tool in one project, each with its own arguments, one of
+// them failed uncertain: the p50 and p99 of a hold (the twin found) and of
+// a proceed (no twin), as the HTTP route's service call.
+func BenchmarkGuard(b *testing.B) {
+	ctx := context.Background()
+	s := pgtest.New(b)
+	now := time.Now().UTC()
+	guardHistory(b, s, now)
+	svc := New(s.Pool, Config{})
+	for _, c := range []struct {
+		name, args, want string
+	}{{"hold", `{"order":"777"}`, GuardHold}, {"proceed", `{"order":"none"}`, GuardProceed}} {
+		b.Run(c.name, func(b *testing.B) {
+			lat := make([]time.Duration, 0, b.N)
+			for b.Loop() {
+				t0 := time.Now()
+				ans, err := svc.Guard(ctx, GuardParams{Project: "acme", Tool: "payments.refund", Args: json.RawMessage(c.args)})
+				lat = append(lat, time.Since(t0))
+				if err != nil || ans.Decision != c.want {
+					b.Fatalf("%+v %v", ans, err)
+				}
+			}
+			sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+			b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
+			b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
+		})
+	}
+}
+
+// guardHistory journals 20,000 unsettled calls of payments.refund in
+// project acme, each with its own order, dated back from now, and
+// analyzes the journal.
+func guardHistory(t testing.TB, s *pgtest.Schema, now time.Time) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := s.Pool.Exec(ctx, `INSERT INTO journal_events (source_id, event_id, project, run_id, type, ts, actor, data,
+    payload_digest, operation_id, settles, open)
+SELECT 'agent-x', 'g-' || g, 'acme', 'run-' || (g / 10), 'tool.started', $1::timestamptz - g * interval '1 second', 'agent',
+    jsonb_build_object('operation_id', 'op-' || g, 'tool', 'payments.refund', 'args', jsonb_build_object('order', g::text)),
+    '\x00', 'op-' || g, false, true
+FROM generate_series(1, 20000) g`, now); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Pool.Exec(ctx, `ANALYZE journal_events`); err != nil {
 		t.Fatal(err)
 	}
 }

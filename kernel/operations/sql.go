@@ -417,3 +417,54 @@ WHERE s.project = $1 AND s.run_id = $2 AND s.type = 'tool.started' AND s.seq > $
   AND NOT coalesce(o.earlier, false)
 ORDER BY s.seq
 LIMIT $4`
+
+// guardTwinsSQL lists the calls with a given effect key (the guard's
+// "same call": project $1, tool $2, canonical arguments $3) whose
+// tool.started is inside the window ($4 start, $5 floor of ts: listSQL's
+// $2 and $7), of one run $6 or of every run (”), newest first, at most
+// $7 rows, each with its newest settling event, if any. Calls the guard
+// itself stopped (settled by tool.blocked) are left out: a held agent's
+// retries must not push the call they wait on out of the page. The
+// digest's range of journal_events_effect_key (migration 00060) finds
+// them; the digest's equal tool and arguments are then compared in full.
+// TestGuardPlan.
+const guardTwinsSQL = `
+SELECT s.run_id, s.operation_id, s.source_id, s.event_id, s.ts,
+       l.source_id, l.event_id, l.type, l.ts, l.actor, l.data,
+       l.parent_source_id, l.parent_event_id
+FROM journal_events s
+LEFT JOIN LATERAL (
+    SELECT t.source_id, t.event_id, t.type, t.ts, t.actor, t.data, t.parent_source_id, t.parent_event_id
+    FROM journal_events t
+    WHERE t.project = s.project AND t.run_id = s.run_id AND t.operation_id = s.operation_id AND t.settles
+    ORDER BY t.seq DESC
+    LIMIT 1
+) l ON true
+WHERE s.project = $1 AND s.type = 'tool.started'
+  AND md5((s.data->'tool')::text || coalesce(s.data->'args', '{}'::jsonb)::text)
+      = md5(to_jsonb($2::text)::text || $3::jsonb::text)
+  AND s.data->'tool' = to_jsonb($2::text) AND coalesce(s.data->'args', '{}'::jsonb) = $3::jsonb
+  AND s.ts >= $5 AND (s.ts >= $4 OR s.ingested_at >= $4)
+  AND ($6 = '' OR s.run_id = $6)
+  AND l.type IS DISTINCT FROM 'tool.blocked'
+ORDER BY s.seq DESC
+LIMIT $7`
+
+// watchSQL lists the events the verdict stream carries (GET
+// /v1/agent/operations/watch) after journal position $3, of project $1 and
+// run $2 (” for every run), in journal order, at most $4: every settling
+// event, every tool.failed (an uncertain one puts its operation in the
+// listing), the supervisor's verdicts and the runs' waits. The primary
+// key's range from $3 serves it: a stream asks from its last position, a
+// moment ago.
+const watchSQL = `
+SELECT seq, source_id, event_id, run_id, type, ts, actor, parent_source_id, parent_event_id, data
+FROM journal_events
+WHERE seq > $3 AND project = $1 AND ($2 = '' OR run_id = $2)
+  AND (settles OR type IN ('tool.failed', 'supervisor.verdict', 'run.awaiting', 'run.resumed'))
+ORDER BY seq
+LIMIT $4`
+
+// watchHeadSQL is the journal's last position (0 when empty): where a
+// stream without Last-Event-ID starts.
+const watchHeadSQL = `SELECT coalesce(max(seq), 0) FROM journal_events`

@@ -75,6 +75,11 @@ type Config struct {
 	// MCPServers configures MCP servers (RECKON_MCP_SERVERS), see
 	// docs/runs-and-tools.md.
 	MCPServers string
+	// GuardExempt names the tools (as their MCP server names them) the MCP
+	// gateway's retry guard never holds (RECKON_GUARD_EXEMPT, a
+	// comma-separated list; tools annotated readOnlyHint or idempotentHint
+	// are never held either).
+	GuardExempt []string
 	// ToolHeartbeatTimeout (RECKON_TOOL_HEARTBEAT_TIMEOUT) is how long a
 	// tool call may go without a heartbeat before its worker counts as
 	// dead and the call ends tool.failed(effect=uncertain). It bounds how
@@ -172,6 +177,11 @@ func LoadFrom(getenv func(string) string) (Config, error) {
 		LogLevel:          get("RECKON_LOG_LEVEL", "info"),
 		LogFormat:         get("RECKON_LOG_FORMAT", ""),
 		MCPServers:        get("RECKON_MCP_SERVERS", ""),
+	}
+	for _, name := range strings.Split(get("RECKON_GUARD_EXEMPT", ""), ",") {
+		if name = strings.TrimSpace(name); name != "" {
+			c.GuardExempt = append(c.GuardExempt, name)
+		}
 	}
 	var err error
 	if c.OperationsWindow, err = duration(get, "RECKON_OPERATIONS_WINDOW", "168h"); err != nil {

@@ -141,3 +141,43 @@ func (c *countedConn) Close() error {
 	c.once.Do(c.release)
 	return err
 }
+
+// Slots bounds what one client holds at once (the API's open event
+// streams): Acquire takes one of a key's max slots, or refuses.
+type Slots struct {
+	max  int
+	mu   sync.Mutex
+	held map[string]int
+}
+
+// NewSlots returns Slots of max per key; max < 1 means no bound.
+func NewSlots(max int) *Slots { return &Slots{max: max, held: map[string]int{}} }
+
+// Acquire takes a slot of key; ok is false when key holds max already.
+// release gives the slot back (once, whatever the number of calls).
+func (s *Slots) Acquire(key string) (release func(), ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.max >= 1 && s.held[key] >= s.max {
+		return nil, false
+	}
+	s.held[key]++
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			if s.held[key]--; s.held[key] <= 0 {
+				delete(s.held, key)
+			}
+		})
+	}, true
+}
+
+// ClientHost is the host (IP) of the request's client address.
+func ClientHost(r *http.Request) string {
+	if host, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
+		return host
+	}
+	return r.RemoteAddr
+}

@@ -70,3 +70,24 @@ func TestBearer(t *testing.T) {
 		}
 	}
 }
+
+// TestSlots: a key holds at most max slots; a released slot is taken
+// again, and releasing twice gives back one.
+func TestSlots(t *testing.T) {
+	s := NewSlots(2)
+	r1, ok1 := s.Acquire("a")
+	_, ok2 := s.Acquire("a")
+	_, ok3 := s.Acquire("a")
+	_, okB := s.Acquire("b")
+	if !ok1 || !ok2 || ok3 || !okB {
+		t.Fatalf("acquire: %v %v %v %v", ok1, ok2, ok3, okB)
+	}
+	r1()
+	r1()
+	if _, ok := s.Acquire("a"); !ok {
+		t.Fatal("a released slot was not taken again")
+	}
+	if _, ok := s.Acquire("a"); ok {
+		t.Fatal("a double release gave back two slots")
+	}
+}

@@ -10,6 +10,10 @@
 
 const TOKEN_KEY = 'reckon.console.token';
 const POLL_MS = 5000;
+// STREAM_POLL_MS is the poll while the verdict stream is open: it carries
+// settlements and attention changes at once; the poll keeps ages and
+// operations the stream does not carry (in flight, growing stale) current.
+const STREAM_POLL_MS = 30000;
 const NOTE_LIMIT = 2000; // kernel.MaxNoteBytes: bytes of UTF-8, not characters
 
 const state = {
@@ -18,6 +22,9 @@ const state = {
   project: '', run: '', op: '', listRun: '',
   view: '',      // '' (the operations lists), 'runs' or 'run' (runs.js)
   timer: null, busy: false, gen: 0,
+  ticks: 0,      // light polls since the last full refresh (schedule)
+  stream: null,  // the verdict stream of the project shown ({key, ctl, open, last})
+  streamTimer: null,
   seen: {},      // section → JSON of what it last rendered (no re-render, no flicker, when unchanged)
   detailFor: '', // run/op the detail panel was built for
   draftKey: '',  // Idempotency-Key of the decision being drafted
@@ -225,6 +232,7 @@ function signOut(message) {
   state.gen++;
   clearTimeout(state.timer);
   state.timer = null;
+  stopStream();
   state.seen = {};
   state.detailFor = '';
   for (const id of ['queue', 'ops']) $(id).tBodies[0].replaceChildren();
@@ -440,6 +448,8 @@ async function refresh() {
   clearTimeout(state.timer);
   state.timer = null;
   if (!state.token || !state.me) return;
+  ensureStream();
+  state.ticks = 0;
   const gen = ++state.gen;
   // The loads start before any await: a navigation rebuilds the detail
   // panel at once, and no card of the operation left behind stays on
@@ -461,7 +471,108 @@ async function refresh() {
   show($('projects-error'), results[0].status === 'rejected' ? 'Could not list projects: ' + errorText(results[0].reason) : '');
   $('freshness').textContent = !state.project ? 'no project yet' :
     (failed.length ? 'refresh failed at ' : 'live · updated ') + new Date().toLocaleTimeString();
-  if (!document.hidden) state.timer = setTimeout(refresh, POLL_MS);
+  schedule();
+}
+
+// schedule plans the next poll: a full refresh every POLL_MS while the
+// verdict stream is not open; while it is, a light one every POLL_MS (the
+// projects and the token's role, which the stream does not carry) and a
+// full one every STREAM_POLL_MS.
+function schedule() {
+  if (document.hidden) return;
+  const streaming = state.stream && state.stream.open;
+  state.timer = setTimeout(streaming ? lightTick : refresh, POLL_MS);
+}
+
+async function lightTick() {
+  state.timer = null;
+  if (!state.token || !state.me) return;
+  state.ticks++;
+  if (state.ticks * POLL_MS >= STREAM_POLL_MS || !(state.stream && state.stream.open)) {
+    refresh();
+    return;
+  }
+  const gen = state.gen;
+  const [who, projects] = await Promise.allSettled([checkWho(), loadProjects()]);
+  if (gen !== state.gen || !state.token || !state.me || state.timer) return; // a refresh began meanwhile
+  for (const r of [who, projects]) if (r.status === 'rejected' && authLost(r.reason)) return;
+  if (who.status === 'fulfilled' && who.value) {
+    refresh();
+    return;
+  }
+  schedule();
+}
+
+// ---- the verdict stream ---------------------------------------------------
+
+// ensureStream keeps one verdict stream open (GET
+// /v1/agent/operations/watch) for the project shown, where the browser
+// reads a streamed response body: fetch, because EventSource cannot send
+// the bearer token. Its events refresh the page at once; until it is open,
+// and after it fails for good, the page polls every POLL_MS.
+function ensureStream() {
+  const usable = typeof ReadableStream !== 'undefined' && typeof TextDecoder !== 'undefined' && 'body' in Response.prototype;
+  const key = usable && state.token && state.me && state.project ? state.project + '\n' + state.token : '';
+  if (state.stream && state.stream.key === key) return;
+  stopStream();
+  if (!key) return;
+  const s = { key, ctl: new AbortController(), open: false, last: '' };
+  state.stream = s;
+  watchLoop(s);
+}
+
+function stopStream() {
+  if (state.stream) state.stream.ctl.abort();
+  state.stream = null;
+}
+
+// watchLoop reads the stream s, resuming after its last event id when the
+// server ends it, until s is replaced or five attempts in a row fail.
+async function watchLoop(s) {
+  for (let failures = 0; state.stream === s && failures < 5;) {
+    try {
+      const url = new URL('/v1/agent/operations/watch', location.origin);
+      url.searchParams.set('project', state.project);
+      const headers = { Authorization: 'Bearer ' + state.token, Accept: 'text/event-stream' };
+      if (s.last) headers['Last-Event-ID'] = s.last;
+      const resp = await fetch(url, { headers, cache: 'no-store', credentials: 'omit', signal: s.ctl.signal });
+      if (!resp.ok || !resp.body) throw new Error('HTTP ' + resp.status);
+      const reader = resp.body.getReader();
+      const dec = new TextDecoder();
+      let buf = '';
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        buf += dec.decode(value, { stream: true });
+        for (let i = buf.indexOf('\n\n'); i >= 0; i = buf.indexOf('\n\n')) {
+          const name = streamEvent(s, buf.slice(0, i));
+          buf = buf.slice(i + 2);
+          if (name === 'ready') { s.open = true; failures = 0; } else if (name) streamed();
+        }
+      }
+    } catch (e) {
+      if (s.ctl.signal.aborted) return;
+      failures++;
+    }
+    s.open = false;
+    await new Promise((r) => setTimeout(r, 1000));
+  }
+}
+
+// streamEvent reads one event's id (kept to resume after it) and name.
+function streamEvent(s, block) {
+  let name = '';
+  for (const line of block.split('\n')) {
+    if (line.startsWith('id: ')) s.last = line.slice(4);
+    else if (line.startsWith('event: ')) name = line.slice(7);
+  }
+  return name;
+}
+
+// streamed refreshes the page once for a burst of the stream's events.
+function streamed() {
+  if (state.streamTimer || document.hidden) return;
+  state.streamTimer = setTimeout(() => { state.streamTimer = null; refresh(); }, 200);
 }
 
 // changed remembers what a section last rendered and says whether v differs.

@@ -276,6 +276,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/agent/operations/guard": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The retry guard: may a call with this effect key run now?
+         * @description A call's effect key is its project, its tool and the canonical JSON of its arguments (key order, whitespace and number spelling do not matter). Answers hold while an earlier call with the same effect key, inside RECKON_OPERATIONS_WINDOW (by ts or ingestion time), is unsettled (in flight or failed uncertain) or was ruled unknown; done when one was settled occurred (by a tool.failed with effect occurred or a reconciliation, one still on its way in the outbox included), with that settling event; proceed otherwise: no earlier call, or each settled none or completed normally. Calls the guard stopped (settled by tool.blocked) never hold. scope run looks only in run_id. The guard writes nothing: a caller that does not run a held or answered call records it as tool.started and tool.blocked naming the earlier operation. Its cost is an index range of the calls with the same effect key.
+         */
+        post: operations["guardCall"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/agent/operations/watch": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The verdict stream: settlements and attention changes as Server-Sent Events
+         * @description A text/event-stream of the project's (or one run's) settling events (tool.completed, tool.blocked, a tool.failed with effect none or occurred, operation.reconciled), every tool.failed, supervisor.verdict, run.awaiting and run.resumed, in journal order. The first event is named ready, data {project, run_id, cursor}; every other is named by its journal type, data {cursor, seq, attention, event} (attention: the event leaves its operation for a person: a supervisor's unknown, or a verdict with needs_attention). Each event's id is its cursor (the journal position); a client that reconnects with Last-Event-ID gets what followed it, none twice; without it the stream starts at the journal's head. A comment keeps a quiet stream alive. The stream ends at the server's request bound and at shutdown (the client resumes with Last-Event-ID). One client address holds at most 8 streams at once (503 beyond).
+         */
+        get: operations["watchOperations"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/supervisor/verdicts": {
         parameters: {
             query?: never;
@@ -676,6 +716,41 @@ export interface components {
             next_cursor: string | null;
             /** @description The run's liveness could not be established; its unsettled operations carry liveness_unknown */
             degraded: boolean;
+        };
+        GuardRequest: {
+            project: string;
+            /** @description The run asking; required with scope run */
+            run_id?: string;
+            /** @description The tool's name as its tool.started records it */
+            tool: string;
+            /** @description The call's arguments (absent: {}) */
+            args?: unknown;
+            /**
+             * @description Where identical calls are looked for (default project)
+             * @enum {string}
+             */
+            scope?: "project" | "run";
+        };
+        GuardOperation: {
+            project: string;
+            run_id: string;
+            operation_id: string;
+            tool: string;
+            /** Format: date-time */
+            started_at: string;
+            started_key: components["schemas"]["EventKey"];
+            /**
+             * @description unsettled: in flight or failed uncertain; unknown: ruled unknown; occurred: settled occurred
+             * @enum {string}
+             */
+            state: "unsettled" | "unknown" | "occurred";
+        };
+        GuardAnswer: {
+            /** @enum {string} */
+            decision: "proceed" | "hold" | "done";
+            operation?: components["schemas"]["GuardOperation"];
+            /** @description done: the event that settled the earlier call occurred (its actor says who decided, its data the basis and note) */
+            reconciliation?: components["schemas"]["Event"];
         };
     };
     responses: {
@@ -1263,6 +1338,68 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["AttentionPage"];
+                };
+            };
+            400: components["responses"]["Invalid"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    guardCall: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["GuardRequest"];
+            };
+        };
+        responses: {
+            /** @description The guard's decision */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GuardAnswer"];
+                };
+            };
+            400: components["responses"]["Invalid"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            408: components["responses"]["Timeout"];
+            413: components["responses"]["TooLarge"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    watchOperations: {
+        parameters: {
+            query: {
+                /** @description Project */
+                project: string;
+                /** @description Only this run */
+                run_id?: string;
+            };
+            header?: {
+                /** @description The id of the last event received: the stream resumes after it */
+                "Last-Event-ID"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The stream */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": string;
                 };
             };
             400: components["responses"]["Invalid"];
