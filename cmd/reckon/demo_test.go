@@ -52,6 +52,13 @@ func TestDemo(t *testing.T) {
 		"run.awaiting    operation_id=op-1",
 		"run.resumed     operation_id=op-1 effect=occurred basis=probe reconciliation=kernel:",
 		"\"payment op-1\\nreceipt op-2\\n\" — one payment, one receipt",
+		// The agent run: the model is said to be scripted, the run waits,
+		// the model is told the write happened, and it happened once.
+		"the model is SCRIPTED",
+		"run.resumed     operation_id=op-1-call_notes effect=occurred basis=probe",
+		"Do not repeat it.",
+		"final_answer=NOTES.md says released",
+		"/NOTES.md: \"released\\n\" — written once",
 		"0 (0.0% of truly occurred)",
 		"reckon demo: done",
 	} {

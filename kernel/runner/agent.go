@@ -221,7 +221,7 @@ func settledOccurred(opID string, st Settlement) string {
 	if len(st.Evidence) > 0 {
 		ev = " Evidence: " + kernel.Abbreviate(string(st.Evidence), 1000)
 	}
-	return fmt.Sprintf("The call happened: its worker was lost before it answered, and operation %s was verified occurred by %s (%s, %s)%s.%s Do not repeat it.",
+	return fmt.Sprintf("The call happened: its outcome was unknown when it ended (uncertain), and operation %s has since been verified occurred by %s (%s, %s)%s.%s Do not repeat it.",
 		opID, st.Basis, st.Actor, st.Key, noteOf(st), ev)
 }
 
