@@ -3,6 +3,8 @@ package runner
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -342,5 +344,51 @@ func TestAgentStartRefusals(t *testing.T) {
 	_, _, err = e.starter.Start(context.Background(), StartParams{Project: e.project, Plan: Plan{Steps: []Step{cmd("true")}}, Agent: &Agent{Input: "x"}})
 	if kernel.ErrorCode(err) != kernel.EInvalid || !strings.Contains(err.Error(), "not both") {
 		t.Fatalf("both: %v", err)
+	}
+}
+
+// A worker stopped while an agent's command runs (after its effect, before
+// its answer): a new worker finds the call timed out on its heartbeat,
+// records it uncertain, and the run waits; an operator's occurred resumes
+// it and the model's next request carries that settlement. The command
+// ran once.
+func TestAgentWorkerKilledDuringAToolCall(t *testing.T) {
+	t.Parallel()
+	m, model := scripted(t)
+	e := newEnv(t, envOpts{model: model, timeouts: Timeouts{ToolHeartbeat: time.Second}})
+	e.resumer(nil)
+	m.Script("scripted", calls(call("k1", "run_command", `{"command": "echo \"$RECKON_OPERATION_ID\" >> effects.txt; sleep 20"}`)), final("done"))
+	e.startAgent("a1", Agent{Input: "append", Tools: []string{"run_command"}})
+	ws := e.workspace("a1")
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if b, err := os.ReadFile(filepath.Join(ws, "effects.txt")); err == nil && len(b) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the command never ran")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	e.stopWorker()
+	e.startWorker()
+	evs := e.settleAwaited("a1", "op-1-k1", kernel.EffectOccurred, kernel.BasisOperator)
+	// The stopping worker may still report its canceled command
+	// (command_canceled), or the call times out on its heartbeat
+	// (activity_failed): uncertain either way.
+	var d kernel.ToolFailed
+	if len(evs) > 3 && evs[3].DecodeData(&d) == nil && d.ErrorType == "command_canceled" {
+		d.ErrorType = kernel.ErrorTypeActivityFailed
+		evs[3].Data, _ = json.Marshal(d)
+	}
+	wantShape(t, evs, "run.started",
+		"agent.turn", "tool.started op-1-k1", "tool.failed op-1-k1 activity_failed effect=uncertain",
+		"run.awaiting op-1-k1", "operation.reconciled op-1-k1", "run.resumed op-1-k1",
+		"agent.turn", "run.completed")
+	if got := toolResult(t, requests(t, m)[1], "k1"); !strings.Contains(got, "happened") || !strings.Contains(got, "operator") {
+		t.Fatalf("the settled result = %q", got)
+	}
+	if got := e.readFile("a1", "effects.txt"); got != "op-1-k1\n" {
+		t.Fatalf("effects.txt = %q", got)
 	}
 }
