@@ -39,6 +39,99 @@ type RunStarted struct {
 	MCPClient       json.RawMessage `json:"mcp_client,omitempty"`
 }
 
+// RunCompleted is the data of run.completed: empty for a plan run; an
+// agent run's carries the model's final answer, bounded, marked
+// AnswerAuthor "agent". The answer is a claim of the model: nothing that
+// settles an operation (triage, probes, the supervisor) reads it
+// (pipeline/triage's TestAgentAnswerIsNeverEvidence).
+type RunCompleted struct {
+	FinalAnswer  string `json:"final_answer,omitempty"`
+	AnswerAuthor string `json:"answer_author,omitempty"`
+	// AnswerTruncated says FinalAnswer was cut to its bound.
+	AnswerTruncated bool `json:"answer_truncated,omitempty"`
+}
+
+// AgentTurn is the data of agent.turn: model turn Turn (1-based) of a
+// kernel agent run. Sent holds the messages the model received in this
+// turn that it had not received before (the input, tool results: a list
+// of AgentMessage), Answer its answer (AgentAnswer); both bounded, so the
+// run can be audited without holding the whole conversation. Refused
+// lists the tool calls of the answer that were never started (invalid
+// arguments, a tool not offered, a call id already used: AgentRefusal),
+// each with the reason the model was told. The nested members are kept
+// raw here and checked for their shape (check).
+type AgentTurn struct {
+	Turn    int             `json:"turn" reckon:"required"`
+	Model   string          `json:"model,omitempty"`
+	Sent    json.RawMessage `json:"sent,omitempty"`
+	Answer  json.RawMessage `json:"answer" reckon:"required"`
+	Refused json.RawMessage `json:"refused,omitempty"`
+}
+
+// NewAgentTurn is the data of agent.turn for turn n.
+func NewAgentTurn(n int, model string, sent []AgentMessage, answer AgentAnswer, refused []AgentRefusal) (AgentTurn, error) {
+	d := AgentTurn{Turn: n, Model: model}
+	var err error
+	if d.Answer, err = json.Marshal(answer); err != nil {
+		return d, err
+	}
+	if len(sent) > 0 {
+		if d.Sent, err = json.Marshal(sent); err != nil {
+			return d, err
+		}
+	}
+	if len(refused) > 0 {
+		d.Refused, err = json.Marshal(refused)
+	}
+	return d, err
+}
+
+// Decode reads the nested members of an agent.turn.
+func (d AgentTurn) Decode() (sent []AgentMessage, answer AgentAnswer, refused []AgentRefusal, err error) {
+	if len(d.Sent) > 0 && string(d.Sent) != "null" {
+		if err = json.Unmarshal(d.Sent, &sent); err != nil {
+			return
+		}
+	}
+	if err = json.Unmarshal(d.Answer, &answer); err != nil {
+		return
+	}
+	if len(d.Refused) > 0 && string(d.Refused) != "null" {
+		err = json.Unmarshal(d.Refused, &refused)
+	}
+	return
+}
+
+// AgentMessage is one chat message as agent.turn records it.
+type AgentMessage struct {
+	Role       string `json:"role"`
+	Content    string `json:"content,omitempty"`
+	ToolCallID string `json:"tool_call_id,omitempty"`
+}
+
+// AgentAnswer is a model's answer as agent.turn records it: a text or
+// tool calls (their operation ids are in the tool.started events that
+// follow; a refused call has none).
+type AgentAnswer struct {
+	Content   string          `json:"content,omitempty"`
+	ToolCalls []AgentToolCall `json:"tool_calls,omitempty"`
+}
+
+// AgentToolCall is one tool call a model asked for.
+type AgentToolCall struct {
+	ID          string `json:"id"`
+	Name        string `json:"name"`
+	Arguments   string `json:"arguments,omitempty"`
+	OperationID string `json:"operation_id,omitempty"`
+}
+
+// AgentRefusal is a tool call of a model's answer that was not started,
+// and why (effect none: nothing ran).
+type AgentRefusal struct {
+	ID     string `json:"id"`
+	Reason string `json:"reason"`
+}
+
 // RunFailed is the data of run.failed.
 type RunFailed struct {
 	Error string `json:"error" reckon:"required"`
@@ -270,7 +363,9 @@ func newData(typ string) any {
 	case TypeRunStarted:
 		return new(RunStarted)
 	case TypeRunCompleted:
-		return new(runCompleted)
+		return new(RunCompleted)
+	case TypeAgentTurn:
+		return new(AgentTurn)
 	case TypeRunFailed:
 		return new(RunFailed)
 	case TypeRunAwaiting:
@@ -293,11 +388,21 @@ func newData(typ string) any {
 	return nil
 }
 
-type runCompleted struct{}
-
 func (d *ToolFailed) check(e Event, has func(string) bool) error {
 	if has("effect") && !ValidToolFailedEffect(d.Effect) {
 		return fieldErr(e, "data.effect", "must be none, uncertain or occurred, got %q", d.Effect)
+	}
+	return nil
+}
+
+func (d *AgentTurn) check(e Event, _ func(string) bool) error {
+	// Raw members are not filled by the field decoding: read them whole.
+	var full AgentTurn
+	if err := json.Unmarshal(e.Data, &full); err != nil {
+		return fieldErr(e, "data", "must be an agent turn: %v", err)
+	}
+	if _, _, _, err := full.Decode(); err != nil {
+		return fieldErr(e, "data", "sent, answer and refused must be an agent turn's messages, answer and refusals: %v", err)
 	}
 	return nil
 }

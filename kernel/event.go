@@ -24,6 +24,11 @@ const (
 	// on_uncertain: await): see RunAwaiting and RunResumed.
 	TypeRunAwaiting = "run.awaiting"
 	TypeRunResumed  = "run.resumed"
+	// TypeAgentTurn records one model turn of a kernel agent run: what
+	// the model was sent that it had not seen, and its answer, bounded
+	// (AgentTurn). Its content is the model's, a claim and never
+	// evidence of an effect.
+	TypeAgentTurn = "agent.turn"
 
 	TypeToolStarted         = "tool.started"
 	TypeToolCompleted       = "tool.completed"
@@ -35,7 +40,7 @@ const (
 
 // KnownTypes lists every event type the journal accepts.
 var KnownTypes = []string{
-	TypeRunStarted, TypeRunCompleted, TypeRunFailed, TypeRunAwaiting, TypeRunResumed,
+	TypeRunStarted, TypeRunCompleted, TypeRunFailed, TypeRunAwaiting, TypeRunResumed, TypeAgentTurn,
 	TypeToolStarted, TypeToolCompleted, TypeToolFailed, TypeToolBlocked,
 	TypeOperationReconciled, TypeSupervisorVerdict,
 }

@@ -75,6 +75,20 @@ type Tool interface {
 	Execute(ctx context.Context, call ToolCall) (ToolResult, error)
 }
 
+// ToolSpec is how a tool is offered to a model: its description and the
+// JSON schema of its arguments (an object).
+type ToolSpec struct {
+	Description string          `json:"description,omitempty"`
+	Parameters  json.RawMessage `json:"parameters"`
+}
+
+// Described is a Tool that can say how it is offered to a model (kernel
+// agent runs). A tool that is not is offered with an open object schema
+// and its Validate alone judges the arguments.
+type Described interface {
+	Describe() ToolSpec
+}
+
 // WorkspaceTool is a Tool that says whether its durable effects land in
 // the run's workspace (run_command in its sandbox, an MCP server rooted
 // there): the kernel records a workspace manifest before and after each

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
 	"net/url"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/operations"
+	"github.com/seed-7bc021c3/reckon/kernel/plan"
 	"github.com/seed-7bc021c3/reckon/kernel/runner"
 )
 
@@ -23,6 +25,7 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request) error {
 		Project string          `json:"project"`
 		RunID   string          `json:"run_id"`
 		Plan    json.RawMessage `json:"plan"`
+		Agent   json.RawMessage `json:"agent"`
 	}
 	if err := ReadJSON(r, &body); err != nil {
 		return err
@@ -30,11 +33,11 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request) error {
 	if err := mayProject(r, body.Project); err != nil {
 		return err
 	}
-	plan, err := runner.DecodePlan(body.Plan)
+	params, err := startParams(body.Project, body.RunID, body.Plan, body.Agent)
 	if err != nil {
 		return err
 	}
-	runID, created, err := s.cfg.Runs.Start(r.Context(), runner.StartParams{Project: body.Project, RunID: body.RunID, Plan: plan})
+	runID, created, err := s.cfg.Runs.Start(r.Context(), params)
 	if err != nil {
 		return err
 	}
@@ -44,6 +47,32 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request) error {
 	}
 	WriteJSON(w, status, map[string]string{"run_id": runID, "project": body.Project})
 	return nil
+}
+
+// startParams decodes the body of POST /v1/runs: exactly one of plan
+// and agent.
+func startParams(project, runID string, planRaw, agentRaw json.RawMessage) (runner.StartParams, error) {
+	p := runner.StartParams{Project: project, RunID: runID}
+	if present(agentRaw) {
+		if present(planRaw) {
+			return p, kernel.Errorf(kernel.EInvalid, "plan: a run carries a plan or an agent, not both")
+		}
+		a, err := plan.DecodeAgent(agentRaw)
+		if err != nil {
+			return p, err
+		}
+		p.Agent = &a
+		return p, nil
+	}
+	var err error
+	p.Plan, err = runner.DecodePlan(planRaw)
+	return p, err
+}
+
+// present reports whether a JSON member was given other than null.
+func present(raw json.RawMessage) bool {
+	t := bytes.TrimSpace(raw)
+	return len(t) > 0 && string(t) != "null"
 }
 
 // getRun serves GET /v1/runs/{run_id}?project=[&cursor=][&limit=]

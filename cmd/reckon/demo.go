@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/seed-7bc021c3/reckon/internal/app"
+	"github.com/seed-7bc021c3/reckon/internal/fakeopenai"
 	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/fault"
 	"github.com/seed-7bc021c3/reckon/kernel/outbox"
@@ -28,6 +29,8 @@ type demoEnv struct {
 	Project string
 	// Runs lists the run ids started so far, in order.
 	Runs []string
+	// Model is the scripted model of the demo's agent run.
+	Model *fakeopenai.AgentModel
 }
 
 // demoStep is one step of the demo.
@@ -48,6 +51,7 @@ var demoSteps = []demoStep{
 	{"an operator overrides the supervisor's verdict with evidence of their own (POST /v1/agent/operations/reconcile), then reads the history", demoOverride},
 	{"a run that waits (on_uncertain: await): its payment faults after its effect, the run asks for a triage of itself, the probe proves the effect, and the run resumes without paying again", demoAwaitRun},
 	{"the retry guard in the MCP gateway: an agent's timed-out call is retried; the retry is held, not sent; after an operator's ruling a third identical call is answered \"already happened\"", demoGuardRun},
+	{"an agent run: a scripted model writes NOTES.md through run_command, the worker crashes after the effect, the run waits, the probe proves the write, and the model is told so and finishes without writing again", demoAgentRun},
 	{"eval: the built-in supervisor scored on the committed drill fixtures", demoEval},
 }
 
@@ -80,6 +84,9 @@ func runDemo(ctx context.Context, args []string) error {
 			return fmt.Errorf("%v\n(install bubblewrap, e.g. `make deps`, or run with RECKON_SANDBOX_UNCONFINED=1)", err)
 		}
 	}
+	model := demoScriptedModel()
+	defer model.Close()
+	cfg.AgentBaseURL, cfg.AgentModel, cfg.AgentAPIKey = model.URL, demoModelName, ""
 	f := demoFault
 	stack, err := app.StartDev(ctx, cfg, app.DevConfig{
 		Outbox: outbox.Config{PollInterval: 20 * time.Millisecond},
@@ -93,7 +100,7 @@ func runDemo(ctx context.Context, args []string) error {
 	if err := demoResumer(stack); err != nil {
 		return err
 	}
-	d := &demoEnv{Stack: stack, Out: demoOut, Project: "demo"}
+	d := &demoEnv{Stack: stack, Out: demoOut, Project: "demo", Model: model}
 	fmt.Fprintf(d.Out, "reckon demo: dev stack up (API %s, embedded Temporal %s, data dir %s)\n",
 		stack.APIURL(), stack.Kernel.Conn.Embedded.HostPort(), cfg.DataDir)
 
@@ -191,7 +198,7 @@ func printRunEvents(w io.Writer, evs []kernel.Event) {
 		var m map[string]any
 		_ = json.Unmarshal(ev.Data, &m)
 		var parts []string
-		for _, k := range []string{"operation_id", "tool", "reissue_of", "error_type", "effect", "basis", "reconciliation", "error", "result_summary", "child_run_id", "plan_summary"} {
+		for _, k := range []string{"operation_id", "tool", "reissue_of", "error_type", "effect", "basis", "reconciliation", "error", "result_summary", "child_run_id", "plan_summary", "turn", "final_answer", "answer_author"} {
 			if v, ok := m[k]; ok && v != "" {
 				s := fmt.Sprint(v)
 				if key, ok := v.(map[string]any); ok {

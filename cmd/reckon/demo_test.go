@@ -57,6 +57,13 @@ func TestDemo(t *testing.T) {
 		"the agent retries it at once: isError=true\n  mcp-gateway did not send this call: an identical earlier call (operation op-1 of run",
 		"the agent calls it a third time: isError=false\n  mcp-gateway did not send this call: this effect already happened.",
 		"the tracker holds 1 issue for the three identical calls",
+		// The agent run: the model is said to be scripted, the run waits,
+		// the model is told the write happened, and it happened once.
+		"the model is SCRIPTED",
+		"run.resumed     operation_id=op-1-call_notes effect=occurred basis=probe",
+		"Do not repeat it.",
+		"final_answer=NOTES.md says released",
+		"/NOTES.md: \"released\\n\" — written once",
 		"0 (0.0% of truly occurred)",
 		"reckon demo: done",
 	} {

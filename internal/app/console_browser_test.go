@@ -98,6 +98,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	defer st.Close()
 	base := "http://" + st.APIAddr
 	drillConsoleRuns(ctx, t, st, base)
+	seedAgentRun(ctx, t, st)
 
 	control := consoleControl(t, st)
 	cmd := exec.CommandContext(ctx, node, "--test", "--test-reporter=spec", "--test-timeout=240000", "console.test.mjs")
@@ -241,5 +242,52 @@ func (l *lineLogger) flush() {
 	if len(l.buf) > 0 {
 		l.t.Log(string(l.buf))
 		l.buf = nil
+	}
+}
+
+// seedAgentRun journals, as the kernel records them, the events of an
+// agent run "agent-turns-1": two model turns (the first asks for a call
+// that runs and one that is refused), the call, and a final answer that
+// carries HTML the page must show as text.
+func seedAgentRun(ctx context.Context, t *testing.T, st *Stack) {
+	t.Helper()
+	const run = "agent-turns-1"
+	at := time.Now().UTC().Add(-time.Minute)
+	turn1, err := kernel.NewAgentTurn(1, "scripted", []kernel.AgentMessage{{Role: "user", Content: "write NOTES.md"}},
+		kernel.AgentAnswer{ToolCalls: []kernel.AgentToolCall{
+			{ID: "c1", Name: kernel.ToolRunCommand, Arguments: `{"command":"echo released > NOTES.md"}`, OperationID: "op-1-c1"},
+			{ID: "c2", Name: kernel.ToolRunCommand, Arguments: `{"cmd":"x"}`}}},
+		[]kernel.AgentRefusal{{ID: "c2", Reason: "arguments of run_command rejected; nothing ran"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	turn2, err := kernel.NewAgentTurn(2, "scripted", []kernel.AgentMessage{{Role: "tool", ToolCallID: "c1", Content: "exit 0"}},
+		kernel.AgentAnswer{Content: `done <img src=x onerror="window.pwned=1">`}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	events := []struct {
+		id, typ string
+		data    any
+	}{
+		{"run/started", kernel.TypeRunStarted, kernel.RunStarted{PlanSummary: "agent: 20 turns at most; tools: run_command"}},
+		{"turn/1", kernel.TypeAgentTurn, turn1},
+		{"op-1-c1/started", kernel.TypeToolStarted, kernel.ToolStarted{OperationID: "op-1-c1", Tool: kernel.ToolRunCommand}},
+		{"op-1-c1/completed", kernel.TypeToolCompleted, kernel.ToolCompleted{OperationID: "op-1-c1", ResultSummary: "exit 0"}},
+		{"turn/2", kernel.TypeAgentTurn, turn2},
+		{"run/completed", kernel.TypeRunCompleted, kernel.RunCompleted{FinalAnswer: `NOTES.md written <img src=x onerror="window.pwned=1">`, AnswerAuthor: kernel.ActorAgent}},
+	}
+	for i, e := range events {
+		ev, err := kernel.NewEvent(kernel.SourceKernel, kernel.EventID(consoleProject, run, e.id), consoleProject, run, e.typ, kernel.ActorKernel,
+			at.Add(time.Duration(i)*time.Millisecond), e.data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := outbox.Enqueue(ctx, st.Pool, ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := outbox.WaitDelivered(ctx, st.Pool, consoleProject, run, 20*time.Millisecond); err != nil {
+		t.Fatal(err)
 	}
 }

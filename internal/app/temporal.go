@@ -159,7 +159,8 @@ func (c *Core) StartKernel(ctx context.Context, o KernelConfig) (*Kernel, error)
 		Starter: &runner.Starter{
 			Pool: c.Pool, Journal: c.Journal, Client: conn.Client, TaskQueue: c.Cfg.TaskQueue,
 			DataDir: dataDir, Tools: tools,
-			Timeouts: runner.Timeouts{ToolHeartbeat: c.Cfg.ToolHeartbeatTimeout, Await: c.Cfg.AwaitTimeout},
+			Timeouts:   runner.Timeouts{ToolHeartbeat: c.Cfg.ToolHeartbeatTimeout, Await: c.Cfg.AwaitTimeout},
+			AgentModel: c.Cfg.AgentModel,
 		},
 	}
 	if fc.Enabled() {
@@ -171,6 +172,7 @@ func (c *Core) StartKernel(ctx context.Context, o KernelConfig) (*Kernel, error)
 			Fault:      fault.New(c.Pool, fc),
 			Unconfined: c.Cfg.SandboxUnconfined,
 			Manifest:   c.ManifestLimits(),
+			Model:      c.agentModel(),
 			Log:        c.Log.With().Str("component", "worker").Logger(),
 		})
 		if err := k.Worker.Start(); err != nil {
@@ -179,4 +181,13 @@ func (c *Core) StartKernel(ctx context.Context, o KernelConfig) (*Kernel, error)
 		}
 	}
 	return k, nil
+}
+
+// agentModel is the worker's model endpoint of agent runs, nil when
+// RECKON_AGENT_BASE_URL is unset.
+func (c *Core) agentModel() *runner.AgentModel {
+	if c.Cfg.AgentBaseURL == "" {
+		return nil
+	}
+	return &runner.AgentModel{BaseURL: c.Cfg.AgentBaseURL, APIKey: c.Cfg.AgentAPIKey}
 }

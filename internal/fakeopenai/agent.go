@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"time"
 )
 
 // AgentModel is a scripted OpenAI-compatible chat-completions model for
@@ -34,10 +35,17 @@ type AgentStep struct {
 	ToolCalls []AgentToolCall `json:"tool_calls,omitempty"`
 	// Content is the final answer when ToolCalls is empty.
 	Content string `json:"content,omitempty"`
+	// DelayMS holds the answer back (a model thinking; a test's window to
+	// lose the worker that asked). The step is taken when the request
+	// arrives, so a request abandoned meanwhile consumed it.
+	DelayMS int `json:"delay_ms,omitempty"`
 }
 
 // AgentToolCall is one tool call of a step.
 type AgentToolCall struct {
+	// ID is the call id to answer with; empty generates one. A script
+	// repeats an id to play a model that reuses one.
+	ID        string          `json:"id,omitempty"`
 	Name      string          `json:"name"`
 	Arguments json.RawMessage `json:"arguments"`
 }
@@ -138,6 +146,13 @@ func (h *agentHandler) serveChat(w http.ResponseWriter, r *http.Request) {
 	first := h.calls
 	h.calls += len(step.ToolCalls)
 	h.mu.Unlock()
+	if step.DelayMS > 0 {
+		select {
+		case <-time.After(time.Duration(step.DelayMS) * time.Millisecond):
+		case <-r.Context().Done():
+			return
+		}
+	}
 	w.Header().Set("X-Reckon-Scripted", "true")
 	writeAgentJSON(w, http.StatusOK, agentCompletion(step, first))
 }
@@ -154,8 +169,12 @@ func agentCompletion(step AgentStep, first int) map[string]any {
 			if args == "" {
 				args = "{}"
 			}
+			id := c.ID
+			if id == "" {
+				id = fmt.Sprintf("call_scripted_%d", first+i+1)
+			}
 			calls[i] = map[string]any{
-				"id":       fmt.Sprintf("call_scripted_%d", first+i+1),
+				"id":       id,
 				"type":     "function",
 				"function": map[string]any{"name": c.Name, "arguments": args},
 			}

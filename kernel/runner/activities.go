@@ -46,7 +46,9 @@ type Activities struct {
 	// Manifest bounds workspace manifests (RECKON_MANIFEST_MAX_FILES,
 	// RECKON_MANIFEST_BUDGET); zero values take the defaults.
 	Manifest manifest.Limits
-	Log      zerolog.Logger
+	// Model answers agent runs' model turns; nil refuses them.
+	Model *AgentModel
+	Log   zerolog.Logger
 }
 
 // Register registers the run workflow and the activities on r.
@@ -58,6 +60,8 @@ func Register(r worker.Registry, a *Activities) {
 	r.RegisterActivityWithOptions(a.SnapshotWorkspace, activity.RegisterOptions{Name: ActSnapshotWorkspace})
 	r.RegisterActivityWithOptions(a.ResolveTool, activity.RegisterOptions{Name: ActResolveTool})
 	r.RegisterActivityWithOptions(a.Settlement, activity.RegisterOptions{Name: ActSettlement})
+	r.RegisterWorkflowWithOptions(AgentWorkflow, workflow.RegisterOptions{Name: AgentWorkflowName})
+	r.RegisterActivityWithOptions(a.ModelTurn, activity.RegisterOptions{Name: ActModelTurn})
 }
 
 // ResolvedTool is where a tool's calls go on this worker: the server and

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -56,6 +57,10 @@ type Settlement struct {
 	Effect string          `json:"effect"`
 	Basis  string          `json:"basis"`
 	Actor  string          `json:"actor"`
+	// Note and Evidence are the reconciliation's, for an agent's model
+	// to be told what settled its call (AgentWorkflow).
+	Note     string          `json:"note,omitempty"`
+	Evidence json.RawMessage `json:"evidence,omitempty"`
 }
 
 // Resumes reports whether the settlement ends a wait: only what a probe
@@ -95,7 +100,7 @@ func newestSettlement(evs []journal.StoredEvent) Settlement {
 	if err := newest.DecodeData(&d); err != nil {
 		return Settlement{}
 	}
-	return Settlement{Found: true, Key: newest.Key(), Effect: d.Effect, Basis: d.Basis, Actor: newest.Actor}
+	return Settlement{Found: true, Key: newest.Key(), Effect: d.Effect, Basis: d.Basis, Actor: newest.Actor, Note: d.Note, Evidence: d.Evidence}
 }
 
 // waitEnd is how a run's wait for a settlement ended.

@@ -83,6 +83,9 @@ type envOpts struct {
 	fault      fault.Config
 	timeouts   Timeouts
 	extra      []kernel.Tool
+	// model answers agent runs' model turns (AgentModel); the starter
+	// then takes agent runs, of model "scripted" by default.
+	model *AgentModel
 	// snapshot, when set, replaces the SnapshotWorkspace activity the
 	// worker runs (given the real one), to play a worker that dies in it.
 	snapshot func(real func(context.Context, SnapshotInput) (*kernel.WorkspaceManifest, error)) func(context.Context, SnapshotInput) (*kernel.WorkspaceManifest, error)
@@ -111,7 +114,7 @@ func newEnv(t testing.TB, o envOpts) *env {
 	tools := NewTools(append([]kernel.Tool{sandbox.NewRunCommand(sandbox.Config{Unconfined: unconf})}, o.extra...)...)
 	acts := &Activities{
 		Pool: s.Pool, Journal: j, Tools: tools, Fault: fault.New(s.Pool, o.fault),
-		Unconfined: unconf, DeliveryPoll: 20 * time.Millisecond, Log: zerolog.Nop(),
+		Unconfined: unconf, DeliveryPoll: 20 * time.Millisecond, Log: zerolog.Nop(), Model: o.model,
 	}
 	queue := randID("q-")
 	w := NewWorker(temporalConn.Client, queue, acts)
@@ -131,6 +134,9 @@ func newEnv(t testing.TB, o envOpts) *env {
 			Pool: s.Pool, Journal: j, Client: temporalConn.Client, TaskQueue: queue,
 			DataDir: sandboxtest.Dir(t), Tools: tools, Timeouts: o.timeouts,
 		},
+	}
+	if o.model != nil {
+		e.starter.AgentModel = "scripted"
 	}
 	t.Cleanup(func() {
 		if e.w != nil {

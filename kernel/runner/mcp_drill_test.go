@@ -35,6 +35,19 @@ func mcpTools(t *testing.T, servers []mcptool.ServerConfig, names ...string) []k
 	return out
 }
 
+// issuesServer serves reckon's test MCP server over streamable HTTP
+// until the test ends.
+func issuesServer(t *testing.T) (*mcpserver.Store, *httptest.Server) {
+	t.Helper()
+	store, err := mcpserver.OpenStore(filepath.Join(t.TempDir(), "issues.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(mcpserver.Handler(mcpserver.NewServer(store)))
+	t.Cleanup(hs.Close)
+	return store, hs
+}
+
 // The live drill with KERNEL_FAULT_AFTER_EFFECT=mcp__create_issue against
 // reckon's test MCP server (streamable HTTP): the issue is created, the
 // worker reports a crash, tool.failed(effect=uncertain) is journaled; a
@@ -42,12 +55,7 @@ func mcpTools(t *testing.T, servers []mcptool.ServerConfig, names ...string) []k
 // operation creates a new issue only when the plan asks for a re-issue.
 func TestMCPDrillCreateIssueFaultAfterEffect(t *testing.T) {
 	t.Parallel()
-	store, err := mcpserver.OpenStore(filepath.Join(t.TempDir(), "issues.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(mcpserver.Handler(mcpserver.NewServer(store)))
-	defer hs.Close()
+	store, hs := issuesServer(t)
 	tools := mcpTools(t, []mcptool.ServerConfig{{Name: "issues", URL: hs.URL + mcpserver.HTTPPath}}, "mcp__create_issue", "mcp__lookup_operation")
 	e := newEnv(t, envOpts{fault: fault.Config{AfterEffect: "mcp__create_issue"}, extra: tools})
 	step := Step{Tool: "mcp__create_issue", Args: json.RawMessage(`{"title": "Disk full on db-3"}`)}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/seed-7bc021c3/reckon/internal/fakeopenai"
 	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/fault"
 	"github.com/seed-7bc021c3/reckon/platform/temporalx"
@@ -43,23 +44,38 @@ var recordedHistories = []struct {
 	// settle lists, in order, the waits of the run and how each is
 	// settled while the recording runs.
 	settle []recordedSettlement
+	// agent, when set, records an agent run instead of plan, its model
+	// answering from script.
+	agent  *Agent
+	script []fakeopenai.AgentStep
 }{
 	// after-effect fault on op-1 → re-issue op-1-r1; a delegate whose child
 	// fails uncertain → summarize_child_run; run.failed.
-	{"drill_reissue_delegate_failed.json", true, true, reissueDelegatePlan, nil},
+	{"drill_reissue_delegate_failed.json", true, true, reissueDelegatePlan, nil, nil, nil},
 	// run_command, then a delegate that completes.
-	{"delegate_ok.json", true, true, delegateOKPlan, nil},
+	{"delegate_ok.json", true, true, delegateOKPlan, nil, nil, nil},
 	// The same plans under project-scoped event ids.
-	{"v1_drill_reissue_delegate_failed.json", false, true, reissueDelegatePlan, nil},
-	{"v1_delegate_ok.json", false, true, delegateOKPlan, nil},
+	{"v1_drill_reissue_delegate_failed.json", false, true, reissueDelegatePlan, nil, nil, nil},
+	{"v1_delegate_ok.json", false, true, delegateOKPlan, nil, nil, nil},
 	// The same plans under the current workflow.
-	{"v2_drill_reissue_delegate_failed.json", false, false, reissueDelegatePlan, nil},
-	{"v2_delegate_ok.json", false, false, delegateOKPlan, nil},
+	{"v2_drill_reissue_delegate_failed.json", false, false, reissueDelegatePlan, nil, nil, nil},
+	{"v2_delegate_ok.json", false, false, delegateOKPlan, nil, nil, nil},
 	// Two waits (ChangeAwait): op-1 faults after its effect and a probe
 	// settles it occurred; op-2 fails, an operator settles it none, and
 	// its re-issue op-2-r1 completes.
 	{"v2_await_resumed.json", false, false, awaitPlan, []recordedSettlement{
 		{"op-1", kernel.EffectOccurred, kernel.BasisProbe}, {"op-2", kernel.EffectNone, kernel.BasisOperator},
+	}, nil, nil},
+	// An agent run (AgentWorkflow): its run_command faults after the
+	// effect, the run waits, a probe settles it occurred, the model is
+	// told so, delegates to a child agent and answers.
+	{"agent_await_delegate.json", false, false, Plan{}, []recordedSettlement{
+		{"op-1-h1", kernel.EffectOccurred, kernel.BasisProbe},
+	}, &Agent{Input: "append once, then delegate", Tools: []string{"run_command", "delegate"}}, []fakeopenai.AgentStep{
+		calls(appendCall("h1")),
+		calls(call("h2", "delegate", `{"input": "say ok"}`)),
+		final("ok"),
+		final("appended once and delegated"),
 	}},
 }
 
@@ -85,6 +101,7 @@ var (
 func replay(path string) error {
 	r := worker.NewWorkflowReplayer()
 	r.RegisterWorkflowWithOptions(RunWorkflow, workflow.RegisterOptions{Name: WorkflowName})
+	r.RegisterWorkflowWithOptions(AgentWorkflow, workflow.RegisterOptions{Name: AgentWorkflowName})
 	return r.ReplayWorkflowHistoryFromJSONFile(temporalx.SDKLogger(zerolog.Nop()), path)
 }
 
@@ -98,16 +115,24 @@ func TestRecordHistories(t *testing.T) {
 	if os.Getenv("RECKON_RECORD_HISTORY") == "1" {
 		dir = "testdata"
 	}
-	e := newEnv(t, envOpts{fault: fault.Config{AfterEffect: "run_command"}})
+	m, model := scripted(t)
+	e := newEnv(t, envOpts{fault: fault.Config{AfterEffect: "run_command"}, model: model})
 	e.resumer(nil)
 	for _, rh := range recordedHistories {
 		if rh.frozen {
 			continue
 		}
 		runID := "rec-" + strings.TrimSuffix(rh.name, ".json")
-		if len(rh.settle) == 0 {
+		switch {
+		case rh.agent != nil:
+			m.Script("scripted", rh.script...)
+			e.startAgent(runID, *rh.agent)
+			for _, s := range rh.settle {
+				e.settleAwaited(runID, s.op, s.effect, s.basis)
+			}
+		case len(rh.settle) == 0:
 			_, _ = e.run(runID, rh.plan)
-		} else {
+		default:
 			e.start(runID, rh.plan)
 			for _, s := range rh.settle {
 				e.awaiting(runID, s.op)

@@ -37,6 +37,9 @@ type Starter struct {
 	// Tools validates plans at the boundary.
 	Tools    ToolSet
 	Timeouts Timeouts
+	// AgentModel is RECKON_AGENT_MODEL, the model of agent runs that name
+	// none; empty refuses agent runs (RECKON_AGENT_BASE_URL unset).
+	AgentModel string
 }
 
 // StartParams starts a run: the body of POST /v1/runs.
@@ -44,6 +47,26 @@ type StartParams struct {
 	Project string `json:"project"`
 	RunID   string `json:"run_id,omitempty"`
 	Plan    Plan   `json:"plan"`
+	// Agent, instead of Plan, runs a model-driven agent (AgentWorkflow).
+	Agent *Agent `json:"agent,omitempty"`
+}
+
+// ErrAgentUnconfigured is the message of an agent run refused because the
+// process has no agent model.
+const ErrAgentUnconfigured = "agent: agent runs need a model: set RECKON_AGENT_BASE_URL and RECKON_AGENT_MODEL (and RECKON_AGENT_API_KEY when the endpoint needs one), see docs/agents.md"
+
+// validate checks the run's plan or agent against the starter's tools.
+func (s *Starter) validate(req StartParams) error {
+	if req.Agent == nil {
+		return req.Plan.Validate(s.Tools)
+	}
+	if len(req.Plan.Steps) > 0 {
+		return kernel.Errorf(kernel.EInvalid, "plan: a run carries a plan or an agent, not both")
+	}
+	if s.AgentModel == "" {
+		return kernel.Errorf(kernel.EInvalid, "%s", ErrAgentUnconfigured)
+	}
+	return req.Agent.Validate(s.Tools)
 }
 
 // Workspace is the absolute workspace directory of a run.
@@ -80,7 +103,7 @@ func (s *Starter) Start(ctx context.Context, req StartParams) (runID string, cre
 		return "", false, kernel.Errorf(kernel.EInvalid,
 			"run_id: must not contain %q, which the kernel reserves for child runs (<run_id>%s<operation_id>), got %q", kernel.ChildSeparator, kernel.ChildSeparator, req.RunID)
 	}
-	if err := req.Plan.Validate(s.Tools); err != nil {
+	if err := s.validate(req); err != nil {
 		return "", false, err
 	}
 	return s.start(ctx, req)
@@ -94,7 +117,13 @@ func (s *Starter) StartUnchecked(ctx context.Context, req StartParams) (string, 
 }
 
 func (s *Starter) start(ctx context.Context, req StartParams) (string, bool, error) {
-	planJSON, err := json.Marshal(req.Plan)
+	var body any = req.Plan
+	if req.Agent != nil {
+		body = struct {
+			Agent *Agent `json:"agent"`
+		}{req.Agent}
+	}
+	planJSON, err := json.Marshal(body)
 	if err != nil {
 		return "", false, fmt.Errorf("marshal plan: %w", err)
 	}
@@ -159,15 +188,13 @@ func (s *Starter) start(ctx context.Context, req StartParams) (string, bool, err
 	if err := os.MkdirAll(ws, 0o755); err != nil {
 		return "", false, fmt.Errorf("create workspace %s: %w", ws, err)
 	}
+	wfName, input := s.workflow(req, ws)
 	_, err = s.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID:                                       wfID,
 		TaskQueue:                                s.TaskQueue,
 		WorkflowIDReusePolicy:                    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 		WorkflowExecutionErrorWhenAlreadyStarted: true,
-	}, WorkflowName, RunInput{
-		Project: req.Project, RunID: req.RunID, Workspace: ws, Plan: req.Plan, Timeouts: s.Timeouts,
-		WorkspaceTools: s.workspaceTools(req.Plan),
-	})
+	}, wfName, input)
 	switch {
 	case err == nil:
 		// This request started the workflow: created, even when an
@@ -195,16 +222,34 @@ func (s *Starter) start(ctx context.Context, req StartParams) (string, bool, err
 	return "", false, kernel.Errorf(kernel.EUnavailable, "start workflow %s: %v", wfID, err)
 }
 
-// workspaceTools lists the plan's tools that write the workspace
+// workflow is the workflow a run starts, and its input.
+func (s *Starter) workflow(req StartParams, ws string) (string, any) {
+	if req.Agent == nil {
+		return WorkflowName, RunInput{
+			Project: req.Project, RunID: req.RunID, Workspace: ws, Plan: req.Plan, Timeouts: s.Timeouts,
+			WorkspaceTools: s.workspaceTools(req.Plan.ToolNames()),
+		}
+	}
+	model := req.Agent.Model
+	if model == "" {
+		model = s.AgentModel
+	}
+	return AgentWorkflowName, AgentInput{
+		Project: req.Project, RunID: req.RunID, Workspace: ws, Agent: *req.Agent, Model: model, Timeouts: s.Timeouts,
+		WorkspaceTools: s.workspaceTools(req.Agent.Tools),
+	}
+}
+
+// workspaceTools lists the tools among names that write the workspace
 // (RunInput.WorkspaceTools). A tool this starter does not know is listed:
 // the worker's snapshot activity then decides, as it did for every tool
 // before. Without a tool set it returns nil (unknown).
-func (s *Starter) workspaceTools(p Plan) []string {
+func (s *Starter) workspaceTools(names []string) []string {
 	if s.Tools == nil {
 		return nil
 	}
 	out := []string{}
-	for _, name := range p.ToolNames() {
+	for _, name := range names {
 		if name == kernel.DelegateTool {
 			continue
 		}
@@ -237,7 +282,13 @@ func (s *Starter) refuseClaimed(ctx context.Context, conn *pgxpool.Conn, req Sta
 		return nil // an idempotent start, decided below
 	}
 	var source, runID string
-	err := conn.QueryRow(ctx, foreignEventSQL, req.Project, req.Plan.RunIDs(req.RunID)).Scan(&source, &runID)
+	// An agent's child run ids embed the model's call ids, unknown before
+	// the run: only its own id is checked.
+	ids := []string{req.RunID}
+	if req.Agent == nil {
+		ids = req.Plan.RunIDs(req.RunID)
+	}
+	err := conn.QueryRow(ctx, foreignEventSQL, req.Project, ids).Scan(&source, &runID)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil
 	}

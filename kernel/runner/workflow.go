@@ -148,6 +148,9 @@ type run struct {
 	// recordServer says the run records the server of each MCP call in
 	// its tool.started and pins the call to it (ChangeRecordServer).
 	recordServer bool
+	// agent is the agent run this run's steps belong to (AgentWorkflow);
+	// nil for a plan run.
+	agent *agentRun
 }
 
 // ChangeRecordServer is the workflow.GetVersion change id under which a
@@ -383,9 +386,12 @@ func (r *run) step(ctx workflow.Context, s Step, opID, reissueOf string) (stepRe
 		return stepResult{}, err
 	}
 	var res stepResult
-	if s.Tool == kernel.DelegateTool {
+	switch {
+	case s.Tool == kernel.DelegateTool && r.agent != nil:
+		res = r.agent.delegate(ctx, s, opID)
+	case s.Tool == kernel.DelegateTool:
 		res = r.delegate(ctx, s, opID)
-	} else {
+	default:
 		res = r.runTool(ctx, s, opID, resolved)
 	}
 	if res.OK {
@@ -509,16 +515,11 @@ func activityFailure(err error) ToolOutcome {
 // delegate runs the child plan as a child workflow with a deterministic id.
 func (r *run) delegate(ctx workflow.Context, s Step, opID string) stepResult {
 	childRun := kernel.ChildRunID(r.in.RunID, opID)
-	res := stepResult{ChildRunID: childRun}
 	if s.Plan == nil {
-		res.ToolOutcome = ToolOutcome{ErrorType: kernel.ErrorTypeValidation, Effect: kernel.EffectNone, Error: "plan: required for a delegate step"}
-		return res
+		return stepResult{ChildRunID: childRun, ToolOutcome: ToolOutcome{ErrorType: kernel.ErrorTypeValidation, Effect: kernel.EffectNone, Error: "plan: required for a delegate step"}}
 	}
-	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
-		WorkflowID:            kernel.WorkflowID(r.in.Project, childRun),
-		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
-	})
-	fut := workflow.ExecuteChildWorkflow(cctx, WorkflowName, RunInput{
+	var out RunOutput
+	res := r.child(ctx, childRun, WorkflowName, RunInput{
 		Project:     r.in.Project,
 		RunID:       childRun,
 		Workspace:   filepath.Join(filepath.Dir(r.in.Workspace), childRun),
@@ -527,7 +528,23 @@ func (r *run) delegate(ctx workflow.Context, s Step, opID string) stepResult {
 		Timeouts:    r.in.Timeouts,
 		// The parent's list covers its child plans.
 		WorkspaceTools: r.in.WorkspaceTools,
+	}, &out)
+	if res.OK {
+		res.Summary = fmt.Sprintf("child run %s completed (%d operations)", childRun, out.Operations)
+	}
+	return res
+}
+
+// child runs workflow as the child run childRun with input, decoding its
+// result into out; a failed child is summarized from its journal events
+// (ChildSummary), which decides the delegation's effect.
+func (r *run) child(ctx workflow.Context, childRun, workflowName string, input, out any) stepResult {
+	res := stepResult{ChildRunID: childRun}
+	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
+		WorkflowID:            kernel.WorkflowID(r.in.Project, childRun),
+		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 	})
+	fut := workflow.ExecuteChildWorkflow(cctx, workflowName, input)
 	if err := fut.GetChildWorkflowExecution().Get(ctx, nil); err != nil {
 		// Rejected before it began (duplicate id, namespace gone): nothing
 		// of the child ran.
@@ -535,10 +552,9 @@ func (r *run) delegate(ctx workflow.Context, s Step, opID string) stepResult {
 			Error: fmt.Sprintf("child run %s was not started: %s", childRun, causeMessage(err))}
 		return res
 	}
-	var out RunOutput
-	childErr := fut.Get(ctx, &out)
+	childErr := fut.Get(ctx, out)
 	if childErr == nil {
-		res.ToolOutcome = ToolOutcome{OK: true, Summary: fmt.Sprintf("child run %s completed (%d operations)", childRun, out.Operations)}
+		res.ToolOutcome = ToolOutcome{OK: true}
 		return res
 	}
 	res.ToolOutcome = ToolOutcome{ErrorType: kernel.ErrorTypeDelegationFail, Effect: kernel.EffectUncertain,

@@ -72,6 +72,13 @@ type Config struct {
 	// SandboxUID and SandboxGID are the identity a root worker runs the
 	// sandbox as (RECKON_SANDBOX_UID=uid[:gid], default 65534:65534).
 	SandboxUID, SandboxGID uint32
+	// AgentBaseURL, AgentAPIKey and AgentModel (RECKON_AGENT_BASE_URL,
+	// RECKON_AGENT_API_KEY, RECKON_AGENT_MODEL) are the OpenAI-compatible
+	// chat-completions endpoint of agent runs and its default model
+	// (docs/agents.md); unset, POST /v1/runs refuses an agent.
+	AgentBaseURL string
+	AgentAPIKey  string
+	AgentModel   string
 	// MCPServers configures MCP servers (RECKON_MCP_SERVERS), see
 	// docs/runs-and-tools.md.
 	MCPServers string
@@ -177,6 +184,9 @@ func LoadFrom(getenv func(string) string) (Config, error) {
 		LogLevel:          get("RECKON_LOG_LEVEL", "info"),
 		LogFormat:         get("RECKON_LOG_FORMAT", ""),
 		MCPServers:        get("RECKON_MCP_SERVERS", ""),
+		AgentBaseURL:      get("RECKON_AGENT_BASE_URL", ""),
+		AgentAPIKey:       get("RECKON_AGENT_API_KEY", ""),
+		AgentModel:        get("RECKON_AGENT_MODEL", ""),
 	}
 	for _, name := range strings.Split(get("RECKON_GUARD_EXEMPT", ""), ",") {
 		if name = strings.TrimSpace(name); name != "" {
@@ -258,6 +268,12 @@ func LoadFrom(getenv func(string) string) (Config, error) {
 	}
 	if (c.TLSCertFile == "") != (c.TLSKeyFile == "") {
 		return Config{}, &Error{"RECKON_TLS_CERT_FILE", "and RECKON_TLS_KEY_FILE must be set together (both unset serves plain HTTP)"}
+	}
+	if (c.AgentBaseURL == "") != (c.AgentModel == "") {
+		return Config{}, &Error{"RECKON_AGENT_MODEL", "and RECKON_AGENT_BASE_URL must be set together (both unset refuses agent runs)"}
+	}
+	if c.AgentAPIKey != "" && c.AgentBaseURL == "" {
+		return Config{}, &Error{"RECKON_AGENT_API_KEY", "is set without RECKON_AGENT_BASE_URL and RECKON_AGENT_MODEL"}
 	}
 	if (c.SupervisorBaseURL == "") != (c.SupervisorModel == "") {
 		return Config{}, &Error{"RECKON_SUPERVISOR_MODEL", "and RECKON_SUPERVISOR_BASE_URL must be set together (both unset selects the built-in supervisor)"}

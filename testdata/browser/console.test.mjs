@@ -536,7 +536,7 @@ test('operator console', async (t) => {
     const runRow = (id) => page.locator(`#runs tbody tr[data-run="${id}"]`);
     await runRow('multi-9').waitFor({ timeout: REFRESH });
     const listed = await page.locator('#runs tbody tr').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-run')));
-    assert.deepEqual(listed.slice().sort(), ['agent-7', 'deploy-42', 'multi-9', 'nightly-3', 'nightly-3.op-1', 'report-7']);
+    assert.deepEqual(listed.slice().sort(), ['agent-7', 'agent-turns-1', 'deploy-42', 'multi-9', 'nightly-3', 'nightly-3.op-1', 'report-7']);
     assert.equal(listed[0], 'multi-9', 'newest first');
     assert.match(await runRow('agent-7').textContent(), /agent · bot.*failed/);
     assert.match(await runRow('nightly-3.op-1').textContent(), /kernel.*nightly-3$/, 'a child run names its parent');
@@ -609,6 +609,21 @@ test('operator console', async (t) => {
     await page.locator('#run-ops tbody tr[data-op="op-4"] a', { hasText: 'op-4' }).click();
     await waitText('#history', 'tool.blocked');
     assert.equal(await page.locator('#run-view').isHidden(), true);
+  });
+
+  await t.test("an agent run's page shows its model turns and tool calls in order, its final answer as a claim", async () => {
+    // A kernel agent run the Go side journaled (seedAgentRun).
+    await page.evaluate((p) => { location.hash = '#' + new URLSearchParams({ project: p, view: 'run', run: 'agent-turns-1' }); }, project);
+    await page.waitForFunction(() => document.querySelectorAll('#run-timeline > li').length === 6, null, { timeout: REFRESH });
+    const seen = await page.locator('#run-timeline > li .evhead > b').allTextContents();
+    assert.deepEqual(seen, ['run.started', 'agent.turn', 'tool.started', 'tool.completed', 'agent.turn', 'run.completed']);
+    const first = page.locator('#run-timeline > li').nth(1);
+    assert.match(await first.textContent(), /model turn 1 · scripted/);
+    assert.equal(await first.locator('.agent-call[data-call="c1"] a', { hasText: 'op-1-c1' }).count(), 1, 'the call links its operation');
+    assert.match(await first.locator('.agent-call[data-call="c2"]').textContent(), /refused.*nothing ran/);
+    const last = page.locator('#run-timeline > li').nth(5);
+    assert.match(await last.textContent(), /final answer.*claim of the agent, not evidence.*NOTES\.md written <img/);
+    assert.equal(await page.evaluate(() => window.pwned), undefined);
   });
 
   await t.test('nothing left this origin, and the policy was never violated', async () => {

@@ -295,6 +295,26 @@ func (t *Tool) ServerEndpoint() string { return t.srv.endpoint }
 // workspace manifests around its calls.
 func (t *Tool) WritesWorkspace() bool { return t.srv.cfg.usesWorkspace() }
 
+// Describe implements kernel.Described: the server's description and
+// input schema of the tool as discovered (Lookup lists the server's
+// tools), an open object schema when only the name is configured.
+func (t *Tool) Describe() kernel.ToolSpec {
+	t.srv.mu.Lock()
+	def := t.srv.tools[t.tool]
+	t.srv.mu.Unlock()
+	spec := kernel.ToolSpec{Parameters: json.RawMessage(`{"type":"object"}`)}
+	if def == nil {
+		return spec
+	}
+	spec.Description = def.Description
+	if def.InputSchema != nil {
+		if b, err := json.Marshal(def.InputSchema); err == nil {
+			spec.Parameters = b
+		}
+	}
+	return spec
+}
+
 // Validate checks what it can without I/O: args are a JSON object, the run's
 // workspace is known when the server configuration needs it, and — when the
 // tool's input schema is already known — the schema. Failures are

@@ -620,3 +620,15 @@ func (c *cappedBuffer) String() string {
 	}
 	return string(b)
 }
+
+// runCommandSpec is run_command as a kernel agent's model is offered it.
+var runCommandSpec = kernel.ToolSpec{
+	Description: "Run a shell command (sh -c) in the run's workspace, inside a sandbox. The workspace is the current directory and persists between calls; the answer is the command's exit status and output, abbreviated.",
+	Parameters: json.RawMessage(`{"type":"object","properties":{` +
+		`"command":{"type":"string","description":"the shell command"},` +
+		`"timeout_s":{"type":"integer","minimum":1,"description":"seconds before the command is killed"}},` +
+		`"required":["command"],"additionalProperties":false}`),
+}
+
+// Describe implements kernel.Described.
+func (r *runCommand) Describe() kernel.ToolSpec { return runCommandSpec }

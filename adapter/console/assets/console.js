@@ -825,6 +825,15 @@ function eventItems(events, withOp) {
       case 'run.failed':
         if (d.error) body.push(el('pre', { class: 'untrusted', text: d.error }));
         break;
+      case 'run.completed':
+        if (d.final_answer) {
+          body.push(el('div', null, 'final answer ', chip('claim of the ' + (d.answer_author || 'agent') + ', not evidence', 'claim')));
+          body.push(el('pre', { class: 'untrusted agent-answer', text: d.final_answer }));
+        }
+        break;
+      case 'agent.turn':
+        body.push(...agentTurn(d, e.run_id, withOp));
+        break;
       case 'run.awaiting':
       case 'run.resumed':
         body.push(el('div', null, 'operation ', el('code', { text: d.operation_id || '' }), d.effect ? [' · ', chip(d.effect)] : null));
@@ -880,6 +889,29 @@ function eventItems(events, withOp) {
         el('span', { class: 'hint', text: ' · ' + clock(e.ts) + ' · ' + keyText(e) })),
       body);
   });
+}
+
+// agentTurn shows one model turn of an agent run: what it was sent that
+// it had not seen, and its answer (a text, or tool calls each linked to
+// its operation; refused calls with why). All of it is the model's or
+// the tools' text: shown as text, never run.
+function agentTurn(d, run, withOp) {
+  const out = [el('div', { class: 'hint', text: 'model turn ' + (d.turn || '?') + (d.model ? ' · ' + d.model : '') })];
+  for (const m of d.sent || []) {
+    out.push(el('div', { class: 'agent-sent' }, el('b', { text: m.role + (m.tool_call_id ? ' (' + m.tool_call_id + ')' : '') + ': ' }),
+      el('pre', { class: 'untrusted', text: m.content || '' })));
+  }
+  const a = d.answer || {};
+  if (a.content) out.push(el('div', { class: 'agent-answer' }, el('b', { text: 'answer: ' }), el('pre', { class: 'untrusted', text: a.content })));
+  const refused = {};
+  for (const r of d.refused || []) refused[r.id] = r.reason;
+  const calls = (a.tool_calls || []).map((c) => el('li', { class: 'agent-call', 'data-call': c.id },
+    el('code', { text: c.name }), ' ', el('span', { class: 'hint', text: c.id }),
+    c.operation_id ? [' → ', withOp ? link({ project: state.project, run, op: c.operation_id }, c.operation_id) : el('code', { text: c.operation_id })] : null,
+    refused[c.id] ? [' ', chip('refused', 'claim'), el('span', { class: 'hint', text: ' ' + refused[c.id] })] : null,
+    c.arguments ? el('pre', { class: 'untrusted', text: c.arguments }) : null));
+  if (calls.length) out.push(el('ol', { class: 'agent-calls' }, calls));
+  return out;
 }
 
 // ---- deciding -------------------------------------------------------------

@@ -376,7 +376,7 @@ export interface components {
             project: string;
             run_id: string;
             /** @enum {unknown} */
-            type: "run.started" | "run.completed" | "run.failed" | "run.awaiting" | "run.resumed" | "tool.started" | "tool.completed" | "tool.failed" | "tool.blocked" | "operation.reconciled" | "supervisor.verdict";
+            type: "run.started" | "run.completed" | "run.failed" | "run.awaiting" | "run.resumed" | "agent.turn" | "tool.started" | "tool.completed" | "tool.failed" | "tool.blocked" | "operation.reconciled" | "supervisor.verdict";
             /** Format: date-time */
             ts: string;
             /** @description kernel | agent | operator:<name> | supervisor */
@@ -463,12 +463,32 @@ export interface components {
             /** @description Any JSON backing the verdict, e.g. the workspace file checked; at most 64 KiB of JSON (413 beyond) */
             evidence?: unknown;
         };
+        /** @description Exactly one of plan and agent */
         RunStart: {
             project: string;
             /** @description Optional client-chosen id, unique per project; may not contain "." (reserved for child runs) */
             run_id?: string;
             /** @description at most 512 KiB of JSON (413 beyond, before anything is written) */
-            plan: components["schemas"]["Plan"];
+            plan?: components["schemas"]["Plan"];
+            /** @description A model-driven agent instead of a plan; 400 naming RECKON_AGENT_BASE_URL and RECKON_AGENT_MODEL when they are unset */
+            agent?: components["schemas"]["Agent"];
+        };
+        Agent: {
+            /** @description The system message; at most 64 KiB */
+            instructions?: string;
+            /** @description The task, the model's first user message; at most 64 KiB */
+            input: string;
+            /** @description run_command | mcp__<tool> | delegate (a child agent run with its own instructions and input) */
+            tools: string[];
+            /** @description Overrides RECKON_AGENT_MODEL */
+            model?: string;
+            /** @description Model turns at most; default 20 */
+            max_turns?: number;
+            /**
+             * @description After an uncertain tool call: await (the default) waits until a probe or an operator settles it and gives the model the result the settlement implies; stop ends the run
+             * @enum {unknown}
+             */
+            on_uncertain?: "await" | "stop";
         };
         Plan: {
             steps: {
