@@ -197,7 +197,7 @@ func (sv *server) startPipeline() error {
 	if sv.ops == nil {
 		sv.ops = sv.core.OperationsService(sv.kernel.Conn.Client)
 	}
-	sw, err := sv.core.NewSweeper(sv.ops)
+	sw, err := sv.core.NewSweeper(sv.ops, sv.core.SweepShard(sv.ops))
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"crypto/rand"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -135,6 +136,26 @@ func (c *Core) NewSweeper(ops triage.Operations, tune ...func(*triage.Config)) (
 	return triage.New(ops, sc), nil
 }
 
+// SweepShard has a scheduled sweeper share the projects with the other
+// pipeline processes on the database, by the sweep leases
+// (RECKON_SWEEP_LEASE, triage.Shard), when ops holds them (the operations
+// service does); it names this process by host, pid and a random suffix.
+func (c *Core) SweepShard(ops triage.Operations) func(*triage.Config) {
+	return func(sc *triage.Config) {
+		leases, ok := ops.(triage.Leases)
+		if !ok {
+			return
+		}
+		lease := c.Cfg.SweepLease
+		if lease <= 0 {
+			lease = config.DefaultSweepLease
+		}
+		host, _ := os.Hostname()
+		sc.Shard = &triage.Shard{Leases: leases, Lease: lease,
+			Holder: fmt.Sprintf("%s/%d/%s", host, os.Getpid(), rand.Text()[:8])}
+	}
+}
+
 // StartPipeline runs the pipeline role in the stack's lifetime over ops
 // (nil: journal-liveness operations): the cron-driven triage sweep
 // (RECKON_TRIAGE_SCHEDULE), the triage of runs asked for on
@@ -144,7 +165,7 @@ func (s *Stack) StartPipeline(ops triage.Operations) error {
 	if ops == nil {
 		ops = s.OperationsService(nil)
 	}
-	sw, err := s.NewSweeper(ops)
+	sw, err := s.NewSweeper(ops, s.SweepShard(ops))
 	if err != nil {
 		return err
 	}

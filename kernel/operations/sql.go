@@ -468,3 +468,42 @@ LIMIT $4`
 // watchHeadSQL is the journal's last position (0 when empty): where a
 // stream without Last-Event-ID starts.
 const watchHeadSQL = `SELECT coalesce(max(seq), 0) FROM journal_events`
+
+// sweepClaimLockSQL serializes the sweep leases' claims (ClaimSweepShare)
+// until the end of the claim's transaction: a claim reads every holder
+// and lease and then writes, so two never interleave. The key space is
+// triageLockClass's, objid the schema's name (two installations in one
+// database claim apart).
+const sweepClaimLockSQL = `SELECT pg_advisory_xact_lock($1::int4, hashtext(current_schema() || ':sweep-leases'))`
+
+// sweepHeartbeatSQL renews holder $1's heartbeat to $2 and forgets the
+// holders whose heartbeat expired before $3 (they no longer count as
+// live).
+const sweepHeartbeatSQL = `
+WITH beat AS (
+    INSERT INTO sweep_holders (holder, expires_at) VALUES ($1, $2)
+    ON CONFLICT (holder) DO UPDATE SET expires_at = EXCLUDED.expires_at
+)
+DELETE FROM sweep_holders WHERE expires_at <= $3 AND holder <> $1`
+
+// sweepLiveSQL counts the live holders at $1 (the caller among them).
+const sweepLiveSQL = `SELECT count(*) FROM sweep_holders WHERE expires_at > $1`
+
+// sweepLeasesSQL reads every bucket's lease and whether it is live at $1.
+const sweepLeasesSQL = `SELECT bucket, holder, expires_at > $1 FROM sweep_leases`
+
+// sweepTakeSQL leases buckets $2 to holder $1 until $3: renewed when
+// held, taken when free or expired (the claim decided which, under
+// sweepClaimLockSQL).
+const sweepTakeSQL = `
+INSERT INTO sweep_leases (bucket, holder, expires_at)
+SELECT b, $1, $3 FROM unnest($2::int[]) AS b
+ON CONFLICT (bucket) DO UPDATE SET holder = EXCLUDED.holder, expires_at = EXCLUDED.expires_at`
+
+// sweepReleaseSQL gives up holder $1's buckets other than $2 (those over
+// its fair share, or every one when $2 is empty).
+const sweepReleaseSQL = `DELETE FROM sweep_leases WHERE holder = $1 AND bucket <> ALL($2::int[])`
+
+// sweepLeaveSQL removes holder $1's heartbeat (it stops: the others'
+// share grows at their next claim).
+const sweepLeaveSQL = `DELETE FROM sweep_holders WHERE holder = $1`

@@ -174,3 +174,89 @@ func outboxFloor(b *testing.B, rep Report, concurrency int) time.Duration {
 	wg.Wait()
 	return time.Since(start)
 }
+
+// BenchmarkSweepShared measures one scheduled sweep of 64 projects × 4
+// finished runs with one uncertain operation each, shared by 1 and by 2
+// sweepers (each its own lock connections and leases, as two pipeline
+// processes), with the fake model server adding 200 ms per call at
+// concurrency 8 each: the second process halves the model-bound sweep.
+func BenchmarkSweepShared(b *testing.B) {
+	const projects, runs = 64, 4
+	for _, procs := range []int{1, 2} {
+		b.Run(fmt.Sprintf("openai_fake_200ms_c8/processes_%d", procs), func(b *testing.B) {
+			f := fakeopenai.New()
+			defer f.Close()
+			f.SetLatency(200 * time.Millisecond)
+			sup, err := supervisor.NewOpenAI(supervisor.OpenAIConfig{BaseURL: f.URL, APIKey: "k", Model: "fake-model"})
+			if err != nil {
+				b.Fatal(err)
+			}
+			var total time.Duration
+			for range b.N {
+				b.StopTimer()
+				e := newEnv(b)
+				for r := range runs {
+					e.seedProjects(ids("proj-", projects), fmt.Sprintf("run-%d", r))
+				}
+				if _, err := e.s.Pool.Exec(context.Background(), "ANALYZE"); err != nil {
+					b.Fatal(err)
+				}
+				sws := make([]*Sweeper, procs)
+				for i := range sws {
+					sws[i] = e.sweeper(Config{Supervisor: sup, Concurrency: 8, MaxWalls: 10 * projects * runs,
+						Shard: &Shard{Leases: e.ops, Holder: fmt.Sprint("p", i), Lease: time.Minute}})
+				}
+				settleShares(b, sws)
+				b.StartTimer()
+				elapsed, journaled := sweepAll(b, sws)
+				b.StopTimer()
+				if journaled != projects*runs {
+					b.Fatalf("journaled %d of %d walls", journaled, projects*runs)
+				}
+				total += elapsed
+			}
+			per := total.Seconds() / float64(b.N)
+			b.ReportMetric(per, "s/sweep")
+			b.Logf("%d projects × %d runs, %d sweepers: %.2fs per sweep", projects, runs, procs, per)
+		})
+	}
+}
+
+// settleShares renews the sweepers' leases round after round until each
+// holds its fair share.
+func settleShares(b *testing.B, sws []*Sweeper) {
+	b.Helper()
+	for range 3 {
+		for _, sw := range sws {
+			if _, err := sw.Claim(context.Background()); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
+
+// sweepAll runs one sharded sweep on every sweeper at once, and returns
+// the time until the last is done and the walls journaled.
+func sweepAll(b *testing.B, sws []*Sweeper) (time.Duration, int) {
+	b.Helper()
+	var (
+		wg        sync.WaitGroup
+		mu        sync.Mutex
+		journaled int
+	)
+	start := time.Now()
+	for _, sw := range sws {
+		wg.Go(func() {
+			rep, err := sw.Sweep(context.Background(), SweepParams{Sharded: true})
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			mu.Lock()
+			journaled += rep.Journaled
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	return time.Since(start), journaled
+}

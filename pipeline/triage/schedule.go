@@ -13,7 +13,8 @@ import (
 // the next is due is not overlapped: the due one is skipped. Sweep errors
 // are logged; the schedule goes on. The on-call gauges of what waits for
 // people are refreshed after every sweep and once at the start
-// (RefreshBacklog).
+// (RefreshBacklog). With a Shard, the process sweeps only its share of
+// the projects, and renews its leases while it runs.
 func (s *Sweeper) RunSchedule(ctx context.Context, spec string, p SweepParams) error {
 	sched, err := cron.ParseStandard(spec)
 	if err != nil {
@@ -25,6 +26,16 @@ func (s *Sweeper) RunSchedule(ctx context.Context, spec string, p SweepParams) e
 		if err := s.RefreshBacklog(ctx); err != nil && ctx.Err() == nil {
 			log.Warn().Err(err).Msg("on-call gauges not refreshed; they keep their last values")
 		}
+	}
+	if s.cfg.Shard != nil {
+		// Claimed before the first sweep, renewed until ctx ends.
+		if _, err := s.Claim(ctx); err != nil {
+			log.Warn().Err(err).Msg("sweep leases not claimed; the next renewal tries again")
+		}
+		p.Sharded = true
+		done := make(chan struct{})
+		defer func() { <-done }()
+		go func() { defer close(done); s.renewLeases(ctx) }()
 	}
 	c.Schedule(sched, cron.FuncJob(func() {
 		if _, err := s.Sweep(ctx, p); err != nil && ctx.Err() == nil {

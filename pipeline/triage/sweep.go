@@ -89,9 +89,13 @@ type Config struct {
 	// LockAttempts bounds the rebuilds of a run's walls when an operator's
 	// ruling lands mid-wall. Default 3.
 	LockAttempts int
-	Now          func() time.Time
-	Log          zerolog.Logger
-	Metrics      *Metrics
+	// Shard, when set, shares the scheduled sweep (SweepParams.Sharded)
+	// with the other pipeline processes by leases; nil sweeps every
+	// project.
+	Shard   *Shard
+	Now     func() time.Time
+	Log     zerolog.Logger
+	Metrics *Metrics
 }
 
 func (c Config) withDefaults() Config {
@@ -155,6 +159,10 @@ type SweepParams struct {
 	// DryRun builds and decides walls but writes nothing and takes no
 	// locks (it still calls the supervisor).
 	DryRun bool
+	// Sharded sweeps only the projects of the buckets this process holds
+	// the leases of (Config.Shard; RunSchedule sets it when configured),
+	// claimed as the sweep starts. Ignored with Project.
+	Sharded bool
 }
 
 // Wall outcomes.
@@ -198,13 +206,16 @@ type WallResult struct {
 
 // Report summarises a sweep.
 type Report struct {
-	Started   time.Time     `json:"started"`
-	Duration  time.Duration `json:"duration_ns"`
-	Projects  int           `json:"projects"`
-	Runs      int           `json:"runs"`
-	Walls     []WallResult  `json:"walls"`
-	Journaled int           `json:"journaled"`
-	Failed    int           `json:"failed"`
+	Started  time.Time     `json:"started"`
+	Duration time.Duration `json:"duration_ns"`
+	Projects int           `json:"projects"`
+	// Elsewhere counts the projects a sharded sweep left to the other
+	// pipeline processes (SweepParams.Sharded).
+	Elsewhere int          `json:"projects_elsewhere,omitempty"`
+	Runs      int          `json:"runs"`
+	Walls     []WallResult `json:"walls"`
+	Journaled int          `json:"journaled"`
+	Failed    int          `json:"failed"`
 	// Unavailable counts the operations left unsettled because a probe
 	// could not reach their evidence (OutcomeUnavailable).
 	Unavailable int `json:"unavailable"`
@@ -282,6 +293,13 @@ func (s *Sweeper) collect(ctx context.Context, p SweepParams, rep *Report) ([]ru
 			return nil, fmt.Errorf("triage: projects: %w", err)
 		}
 		projects = ps
+		if p.Sharded && s.cfg.Shard != nil {
+			mine, err := s.Claim(ctx)
+			if err != nil {
+				return nil, err
+			}
+			projects, rep.Elsewhere = shareOf(projects, mine)
+		}
 	}
 	rep.Projects = len(projects)
 	var runs []runPile

@@ -37,14 +37,19 @@ type Config struct {
 	// RECKON_TLS_KEY_FILE, both or neither), make the API serve HTTPS with
 	// the PEM certificate and key in those files, read again when they are
 	// replaced (kernel/certfile).
-	TLSCertFile       string
-	TLSKeyFile        string
-	Tokens            string // RECKON_TOKENS
-	TokensFile        string // RECKON_TOKENS_FILE
-	DataDir           string
-	OperationsWindow  time.Duration
-	StaleAfter        time.Duration
-	TriageSchedule    string
+	TLSCertFile      string
+	TLSKeyFile       string
+	Tokens           string // RECKON_TOKENS
+	TokensFile       string // RECKON_TOKENS_FILE
+	DataDir          string
+	OperationsWindow time.Duration
+	StaleAfter       time.Duration
+	TriageSchedule   string
+	// SweepLease (RECKON_SWEEP_LEASE, default 30s) is how long a pipeline
+	// process's lease on its share of the scheduled sweep lasts unrenewed
+	// (renewed every third of it): a process that dies hands its projects
+	// to the others within about one lease (docs/triage.md).
+	SweepLease        time.Duration
 	SupervisorBaseURL string
 	SupervisorAPIKey  string
 	SupervisorModel   string
@@ -138,6 +143,13 @@ func (c Config) Warnings() []string {
 // could read it, leaving every such probe inconclusive.
 const MinEvidenceRetention = time.Hour
 
+// DefaultSweepLease is RECKON_SWEEP_LEASE's default.
+const DefaultSweepLease = 30 * time.Second
+
+// MinSweepLease is the shortest RECKON_SWEEP_LEASE accepted: renewed every
+// third of it, a shorter lease would be renewed more often than a second.
+const MinSweepLease = 3 * time.Second
+
 // DefaultAwaitTimeout is RECKON_AWAIT_TIMEOUT's default: a weekend.
 const DefaultAwaitTimeout = 72 * time.Hour
 
@@ -211,6 +223,12 @@ func LoadFrom(getenv func(string) string) (Config, error) {
 	}
 	if c.AwaitTimeout < time.Second {
 		return Config{}, &Error{"RECKON_AWAIT_TIMEOUT", fmt.Sprintf("must be at least 1s, got %q", get("RECKON_AWAIT_TIMEOUT", ""))}
+	}
+	if c.SweepLease, err = duration(get, "RECKON_SWEEP_LEASE", DefaultSweepLease.String()); err != nil {
+		return Config{}, err
+	}
+	if c.SweepLease < MinSweepLease {
+		return Config{}, &Error{"RECKON_SWEEP_LEASE", fmt.Sprintf("must be at least %s (a process renews its lease every third of it), got %q", MinSweepLease, get("RECKON_SWEEP_LEASE", ""))}
 	}
 	if _, err := cron.ParseStandard(c.TriageSchedule); err != nil {
 		return Config{}, &Error{"RECKON_TRIAGE_SCHEDULE", fmt.Sprintf("is not a cron spec (e.g. \"@every 5m\" or \"*/5 * * * *\"): %v", err)}

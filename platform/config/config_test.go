@@ -186,3 +186,18 @@ func TestWarnings(t *testing.T) {
 		t.Errorf("retention 1h against the default window: warnings %q", got)
 	}
 }
+
+func TestSweepLease(t *testing.T) {
+	t.Parallel()
+	for v, want := range map[string]time.Duration{"": 30 * time.Second, "3s": 3 * time.Second, "2m": 2 * time.Minute} {
+		c, err := loadEnv(map[string]string{"RECKON_SWEEP_LEASE": v})
+		if err != nil || c.SweepLease != want {
+			t.Errorf("RECKON_SWEEP_LEASE=%q: got %s, %v; want %s", v, c.SweepLease, err, want)
+		}
+	}
+	for _, v := range []string{"soon", "0s", "-30s", "2s"} {
+		if _, err := loadEnv(map[string]string{"RECKON_SWEEP_LEASE": v}); err == nil || !strings.Contains(err.Error(), "RECKON_SWEEP_LEASE") || strings.Contains(err.Error(), "\n") {
+			t.Errorf("RECKON_SWEEP_LEASE=%q: error %v, want one line naming the variable", v, err)
+		}
+	}
+}
