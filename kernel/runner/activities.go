@@ -266,8 +266,23 @@ func (a *Activities) sameButTime(ctx context.Context, ev kernel.Event) (bool, er
 }
 
 // sameButTime reports whether ev is stored but for its timestamp.
+//
+// run.awaiting's until is the workflow time plus the await bound, so it
+// moves with the ts: it is taken from the stored event too
+// (TestSameButTimeOfAnAwait).
 func sameButTime(stored, ev kernel.Event) bool {
 	ev.TS = stored.TS
+	if ev.Type == kernel.TypeRunAwaiting && stored.Type == ev.Type {
+		var was kernel.RunAwaiting
+		if json.Unmarshal(stored.Data, &was) != nil {
+			return false
+		}
+		data, err := withField(ev.Data, "until", was.Until)
+		if err != nil {
+			return false
+		}
+		ev.Data = data
+	}
 	mine, err := ev.Prepare()
 	if err != nil {
 		return false
