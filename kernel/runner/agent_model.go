@@ -144,11 +144,21 @@ func (a *Activities) ModelTurn(ctx context.Context, in TurnInput) (TurnOutput, e
 	}
 	msg := resp.Choices[0].Message
 	out := TurnOutput{Model: resp.Model, Content: msg.Content}
-	for _, c := range msg.ToolCalls {
-		out.Calls = append(out.Calls, ModelCall{ID: c.ID, Name: c.Function.Name, Arguments: c.Function.Arguments})
+	for i, c := range msg.ToolCalls {
+		out.Calls = append(out.Calls, ModelCall{ID: callID(in.Turn, i, c.ID), Name: c.Function.Name, Arguments: c.Function.Arguments})
 		out.Invalid = append(out.Invalid, a.judgeCall(in, c.Function.Name, c.Function.Arguments))
 	}
 	return out, nil
+}
+
+// callID is the id of call i of turn's answer: the model's own, or, from
+// a server that sends none, one of the turn and the call's place, so that
+// two calls without an id are never taken for the same call.
+func callID(turn, i int, id string) string {
+	if id != "" {
+		return id
+	}
+	return fmt.Sprintf("reckon_t%d_%d", turn, i+1)
 }
 
 // toolSpec is how tool name is offered to the model.

@@ -392,3 +392,29 @@ func TestAgentWorkerKilledDuringAToolCall(t *testing.T) {
 		t.Fatalf("effects.txt = %q", got)
 	}
 }
+
+// A model server that sends no call ids gets ids of the turn and the
+// call's place: distinct calls stay distinct, and the operation id is
+// still op-<n>-<call id>.
+func TestAgentCallIDs(t *testing.T) {
+	t.Parallel()
+	if a, b := callID(2, 0, ""), callID(2, 1, ""); a == b || a != "reckon_t2_1" {
+		t.Fatalf("generated ids %q %q", a, b)
+	}
+	if got := callID(1, 0, "call_x"); got != "call_x" {
+		t.Fatalf("the model's id was replaced: %q", got)
+	}
+	for _, tc := range []struct{ id, want string }{
+		{"call_abc-1", "op-3-call_abc-1"},
+		{"call.with/dots", "op-3-call_with_dots-"},
+		{strings.Repeat("x", 60), "op-3-" + strings.Repeat("x", 31) + "-"},
+	} {
+		got := plan.AgentOperationID(3, tc.id)
+		if !strings.HasPrefix(got, tc.want) || kernel.ValidateID("operation_id", got) != nil || strings.Contains(got, ".") {
+			t.Errorf("AgentOperationID(3, %q) = %q, want it to start with %q and be a valid id without dots", tc.id, got, tc.want)
+		}
+	}
+	if plan.AgentOperationID(1, "a.b") == plan.AgentOperationID(1, "a/b") {
+		t.Error("two call ids made safe share an operation id")
+	}
+}
