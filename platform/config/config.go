@@ -75,6 +75,10 @@ type Config struct {
 	// MCPServers configures MCP servers (RECKON_MCP_SERVERS), see
 	// docs/runs-and-tools.md.
 	MCPServers string
+	// ProbeContracts is the path of a JSON file of probe contracts per
+	// server of MCPServers (RECKON_PROBE_CONTRACTS), see
+	// docs/probe-contracts.md.
+	ProbeContracts string
 	// ToolHeartbeatTimeout (RECKON_TOOL_HEARTBEAT_TIMEOUT) is how long a
 	// tool call may go without a heartbeat before its worker counts as
 	// dead and the call ends tool.failed(effect=uncertain). It bounds how
@@ -172,6 +176,7 @@ func LoadFrom(getenv func(string) string) (Config, error) {
 		LogLevel:          get("RECKON_LOG_LEVEL", "info"),
 		LogFormat:         get("RECKON_LOG_FORMAT", ""),
 		MCPServers:        get("RECKON_MCP_SERVERS", ""),
+		ProbeContracts:    get("RECKON_PROBE_CONTRACTS", ""),
 	}
 	var err error
 	if c.OperationsWindow, err = duration(get, "RECKON_OPERATIONS_WINDOW", "168h"); err != nil {
