@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -12,6 +14,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/seed-7bc021c3/reckon/internal/npmtest"
 	"github.com/seed-7bc021c3/reckon/internal/pgtest"
 	"github.com/seed-7bc021c3/reckon/internal/tau2"
 	"github.com/seed-7bc021c3/reckon/kernel"
@@ -166,4 +169,42 @@ func TestContractTau2Retail(t *testing.T) {
 	h.expect("r5", "op-1", pipeline.FindingOccurred, "until the state recorded before the later write op-2")
 	h.expect("r5", "op-2", pipeline.FindingOccurred, `payment_method_id="gift_card_100"`)
 	h.expect("r6", "op-1", pipeline.FindingNone, "the server's state now")
+}
+
+// TestContractGitServer: the git-mcp-server set against
+// @cyanheads/git-mcp-server from testdata/npm on a repository of the
+// test's: a commit, tag or branch made past the crash proves occurred,
+// one never sent none, a tag that already existed is inconclusive.
+func TestContractGitServer(t *testing.T) {
+	t.Parallel()
+	repo := t.TempDir()
+	for _, c := range [][]string{{"init", "-q", "-b", "main"}, {"config", "user.email", "drill@example.com"}, {"config", "user.name", "Drill"},
+		{"config", "commit.gpgsign", "false"}, {"config", "tag.gpgsign", "false"}, {"commit", "-q", "--allow-empty", "-m", "first"}} {
+		cmd := exec.Command("git", c...)
+		cmd.Dir = repo
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v %s", c, err, out)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(repo, "a.txt"), []byte("a\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h := newContractHarness(t, mcptool.ServerConfig{Name: "git", Command: []string{"node", npmtest.Entry(t, "@cyanheads/git-mcp-server")},
+		Env: map[string]string{"GIT_SIGN_COMMITS": "false", "MCP_LOG_LEVEL": "error"}, Exclusive: true,
+		Probes: &mcptool.ProbeSpec{Builtin: "git-mcp-server"}})
+
+	h.call("g1", "op-1", "mcp__git_commit", map[string]any{"path": repo, "message": "add a", "filesToStage": []any{"a.txt"}}, true)
+	h.call("g2", "op-1", "mcp__git_commit", map[string]any{"path": repo, "message": "never sent", "allowEmpty": true}, false)
+	h.call("g3", "op-1", "mcp__git_tag", map[string]any{"path": repo, "mode": "create", "tagName": "v1"}, true)
+	h.call("g4", "op-1", "mcp__git_tag", map[string]any{"path": repo, "mode": "create", "tagName": "v1", "force": true}, false)
+	h.call("g5", "op-1", "mcp__git_branch", map[string]any{"path": repo, "mode": "create", "branchName": "never"}, false)
+	h.call("g6", "op-1", "mcp__git_branch", map[string]any{"path": repo, "mode": "create", "branchName": "feature"}, true)
+	h.call("g6", "op-2", "mcp__git_log", map[string]any{"path": repo}, true)
+
+	h.expect("g1", "op-1", pipeline.FindingOccurred, `$.commits[0].hash ≠`)
+	h.expect("g2", "op-1", pipeline.FindingNone, "it was not applied")
+	h.expect("g3", "op-1", pipeline.FindingOccurred, `tags[name="v1"] exists`)
+	h.expect("g4", "op-1", pipeline.FindingInconclusive, "already held before the call")
+	h.expect("g5", "op-1", pipeline.FindingNone, "it was not applied")
+	h.expect("g6", "op-1", pipeline.FindingOccurred, `branches[name="feature"] exists`)
 }

@@ -20,6 +20,10 @@ type Contract struct {
 	Server string `json:"server,omitempty"`
 	// Write is the server's write tool the contract checks.
 	Write string `json:"write"`
+	// When, if set, limits the contract to calls whose arguments hold
+	// these values (git_tag's {"mode": "create"}); a call no contract
+	// applies to is not checked.
+	When map[string]any `json:"when,omitempty"`
 	// Each iterates arrays of the write's arguments: one check per
 	// element (per combination, nested), the element bound to As.
 	Each []Each `json:"each,omitempty"`

@@ -229,7 +229,21 @@ func (cc *compiled) argRefs() []string {
 		}
 	}
 	_ = eachRef(cc.Occurred.Equals, func(v value) error { add(v); return nil })
+	for k := range cc.When {
+		out = append(out, k)
+	}
 	return out
+}
+
+// applies says whether the call's args hold the contract's When values.
+func (cc *compiled) applies(args map[string]any) bool {
+	for k, want := range cc.When {
+		w, _ := json.Marshal(want)
+		if !jsonEqual(args[k], w) {
+			return false
+		}
+	}
+	return true
 }
 
 // facts lists the facts a call with args would establish; a Changed

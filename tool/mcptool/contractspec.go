@@ -105,8 +105,10 @@ func (p ProbeSpec) resolve() (*Resolved, error) {
 	return r, nil
 }
 
-// IsRead says the tool is declared to change nothing.
-func (r *Resolved) IsRead(tool string) bool { return r != nil && r.reads[tool] }
+// IsRead says the tool is declared to change nothing: listed as a read or
+// used as a contract's read, and no contract's write (git_tag lists tags
+// and creates them).
+func (r *Resolved) IsRead(tool string) bool { return r != nil && r.reads[tool] && !r.Checks(tool) }
 
 // Checks says a contract checks the write tool.
 func (r *Resolved) Checks(tool string) bool { return r != nil && len(r.writes[tool]) > 0 }
@@ -120,6 +122,9 @@ func (r *Resolved) Facts(tool string, args json.RawMessage) ([]Fact, error) {
 	}
 	var out []Fact
 	for _, cc := range r.writes[tool] {
+		if !cc.applies(m) {
+			continue
+		}
 		f, err := cc.facts(m)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", tool, err)
