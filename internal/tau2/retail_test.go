@@ -6,7 +6,7 @@ import (
 
 func miniDB(t *testing.T) *DB {
 	t.Helper()
-	db, err := Load("../../testdata/tau2/mini-db.json")
+	db, err := Load("../../testdata/tau2/db.json")
 	if err != nil {
 		t.Fatal(err)
 	}

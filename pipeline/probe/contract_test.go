@@ -121,7 +121,7 @@ func (h *contractHarness) expect(runID, op, finding, detail string) {
 func tau2Server(t *testing.T) string {
 	t.Helper()
 	_, file, _, _ := runtime.Caller(0)
-	init := filepath.Join(filepath.Dir(file), "..", "..", "testdata", "tau2", "mini-db.json")
+	init := filepath.Join(filepath.Dir(file), "..", "..", "testdata", "tau2", "db.json")
 	st := tau2.Store{Path: filepath.Join(t.TempDir(), "db.json"), Init: init}
 	srv := tau2.NewServer(st)
 	mux := http.NewServeMux()
