@@ -9,7 +9,7 @@ export DATABASE_URL
 GO ?= go
 TEST_TIMEOUT ?= 18m
 
-.PHONY: all build db deps browser-deps test test-browser test-clients test-clients-guard check-clients screenshots demo bench lint clean soak fuzz conformance image-smoke deploy-check alerts
+.PHONY: drill-tau2 all build db deps browser-deps test test-browser test-clients test-clients-guard check-clients screenshots demo bench lint clean soak fuzz conformance image-smoke deploy-check alerts
 
 all: build
 
@@ -82,6 +82,20 @@ screenshots:
 ## demo: the main job on embedded defaults.
 demo: db deps
 	$(GO) run ./cmd/reckon demo
+
+## drill-tau2: the tau2-bench retail suite (docs/evals.md#tau2-retail): the
+## reference actions of TAU2_COUNT seeded tasks replayed as runs with faults
+## before and after their writes, scored with the built-in supervisor and
+## gated by evals/baseline-tau2.json (coverage 90 %, accuracy 100 %, nothing
+## unsafe); the scorecard per write tool is bin/drill-tau2/eval/report.md.
+## Needs the benchmark's data in TAU2_DATA (never committed).
+TAU2_DATA ?= ../shared/data/tau2-retail
+TAU2_SEED ?= 48
+TAU2_COUNT ?= 48
+drill-tau2: db
+	@test -f $(TAU2_DATA)/db.json -a -f $(TAU2_DATA)/tasks.json || { echo "drill-tau2: $(TAU2_DATA) holds no db.json and tasks.json: copy data/tau2/domains/retail from github.com/sierra-research/tau2-bench (MIT) there, or set TAU2_DATA (docs/evals.md#tau2-retail)" >&2; exit 2; }
+	$(GO) run ./cmd/reckon drill --suite tau2-retail --data $(TAU2_DATA) --seed $(TAU2_SEED) --count $(TAU2_COUNT) --out bin/drill-tau2
+	$(GO) run ./cmd/reckon eval --fixtures bin/drill-tau2 --gate evals/baseline-tau2.json --out bin/drill-tau2/eval --quiet
 
 ## bench: benchmarks, printed as they run and then as ONE table of ratios,
 ## each reckon figure against a reference measured in the same run (pgbench

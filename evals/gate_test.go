@@ -39,12 +39,7 @@ func TestRegressionGateBuiltin(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	rep, err := Score(ctx, supervisor.Builtin{}, fx, ScoreParams{CaseTimeout: 10 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rep := scoreBuiltin(t, fx)
 	rep.Fixtures, rep.Suite = "evals/fixtures", m
 	if err := Gate(rep, bl); err != nil {
 		t.Error(err)

@@ -30,6 +30,8 @@ func runDrill(ctx context.Context, args []string) error {
 	sweepDelay := fset.Duration("sweep-delay", 6*time.Minute, "walls are built as a sweep this long after each run would build them (past the MCP probe's grace)")
 	fsServer := fset.String("filesystem-server", "", "path of @modelcontextprotocol/server-filesystem's dist/index.js (default: found under testdata/npm)")
 	keep := fset.Bool("keep", false, "keep the drill's database schema and data directory for inspection")
+	suite := fset.String("suite", "builtin", "scenarios to drill: builtin (reckon's own kinds) or tau2-retail (tau2-bench's retail tasks replayed; needs --data)")
+	data := fset.String("data", "", "the tau2-bench retail data folder (db.json, tasks.json) for --suite tau2-retail")
 	s, err := prologue(fset, args)
 	if err != nil {
 		return err
@@ -38,6 +40,19 @@ func runDrill(ctx context.Context, args []string) error {
 		return usageErrorf("--count: must be at least 1")
 	}
 	cfg := s.cfg
+	var t2 *drill.Tau2Suite
+	switch *suite {
+	case "builtin":
+	case "tau2-retail":
+		if *data == "" {
+			return usageErrorf("--data: --suite tau2-retail needs the tau2-bench retail data folder (db.json, tasks.json); docs/evals.md#tau2-retail says where to get it")
+		}
+		if t2, err = drill.LoadTau2(*data); err != nil {
+			return err
+		}
+	default:
+		return usageErrorf("--suite: want builtin or tau2-retail, got %q", *suite)
+	}
 	if *fsServer == "" {
 		wd, _ := os.Getwd()
 		*fsServer = drill.FindFilesystemServer(wd)
@@ -78,16 +93,21 @@ func runDrill(ctx context.Context, args []string) error {
 	// a drill that cannot run fails with its own error instead.
 	wd, _ := os.Getwd()
 	st, err := drill.OpenStack(ctx, drill.StackConfig{Config: cfg, FilesystemServer: *fsServer,
-		MemoryServer: drill.FindMemoryServer(wd), Log: zerolog.Nop()})
+		MemoryServer: drill.FindMemoryServer(wd), Tau2: t2, Log: zerolog.Nop()})
 	if err != nil {
 		return err
 	}
 	defer st.Close()
 
 	genBy := fmt.Sprintf("reckon drill --seed %d --count %d --out %s", *seed, *count, *out)
+	params := drill.Params{Project: *project, Seed: *seed, GeneratedBy: genBy, SweepDelay: *sweepDelay}
+	if t2 != nil {
+		genBy = fmt.Sprintf("reckon drill --suite tau2-retail --data DIR --seed %d --count %d --out %s", *seed, *count, *out)
+		params.GeneratedBy, params.Generate = genBy, t2.Generate
+	}
 	fmt.Fprintf(os.Stderr, "drill: %s\n", genBy)
 	start := time.Now()
-	res, runErr := st.GenerateSuite(ctx, drill.Params{Project: *project, Seed: *seed, GeneratedBy: genBy, SweepDelay: *sweepDelay}, *count, *out,
+	res, runErr := st.GenerateSuite(ctx, params, *count, *out,
 		func(p drill.Progress) {
 			w := len(fmt.Sprint(p.Total))
 			line := fmt.Sprintf("[%*d/%d] %-40s ", w, p.Done, p.Total, p.Scenario.RunID)

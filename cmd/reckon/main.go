@@ -33,6 +33,7 @@ var commands = map[string]command{
 	"runs":            {"runs API client: list, get (status, operations, child runs, events), start a run from a plan file (RECKON_URL, RECKON_TOKEN)", runRuns},
 	"serve":           {"production roles (--api --worker --publisher --pipeline; default all) on external Temporal and PostgreSQL", runServe},
 	"soak":            {"fault soak: kill -9 dev, worker and triage, restart a private PostgreSQL, prove nothing is lost (SOAK_ROUNDS, SOAK_TIMEOUT)", runSoak},
+	"tau2-server":     {"the tau2-bench retail tools as an MCP server over a db.json (stdio; --db PATH --init DB.JSON)", runTau2Server},
 	"triage":          {"run one supervisor sweep now: walls of unsettled operations → verdicts (--project P --run R --dry-run)", runTriage},
 	"version":         {"print the build's version, revision and commit time (also `reckon --version`)", runVersion},
 	"worker":          {"run worker only: executes runs from TEMPORAL_ADDRESS's task queue (no API, no publisher)", runWorker},

@@ -43,6 +43,9 @@ type Params struct {
 	SweepDelay time.Duration
 	// RunTimeout bounds one run (default 3m).
 	RunTimeout time.Duration
+	// Generate makes the suite's scenarios (default Generate, the built-in
+	// kinds; Tau2Suite.Generate for tau2-retail).
+	Generate func(seed uint64, count int) []Scenario
 }
 
 func (o Params) withDefaults() Params {
@@ -54,6 +57,9 @@ func (o Params) withDefaults() Params {
 	}
 	if o.RunTimeout <= 0 {
 		o.RunTimeout = 3 * time.Minute
+	}
+	if o.Generate == nil {
+		o.Generate = Generate
 	}
 	return o
 }
@@ -95,6 +101,11 @@ func (st *Stack) Drill(ctx context.Context, sc Scenario, o Params) ([]*evals.Fix
 		return nil, err
 	}
 	f.Notes += early
+	if sc.Tau2 != nil {
+		if err := st.tau2Truth(sc, f); err != nil {
+			return nil, err
+		}
+	}
 	out = append(out, f)
 	if sc.Kind == KindDelegateUnsettled {
 		for _, child := range children {
@@ -112,6 +123,9 @@ func (st *Stack) Drill(ctx context.Context, sc Scenario, o Params) ([]*evals.Fix
 func (st *Stack) provides(sc Scenario) error {
 	if usesTool(sc.Plan, "mcp__write_file") && !st.Filesystem {
 		return fmt.Errorf("scenario %s needs the filesystem MCP server (node and testdata/npm; scripts/ensure-deps.sh)", sc.RunID)
+	}
+	if sc.Tau2 != nil && st.tau2 == nil {
+		return fmt.Errorf("scenario %s needs the tau2 retail server (--suite tau2-retail --data DIR)", sc.RunID)
 	}
 	if (sc.Kind == KindMemoryAfter || sc.Kind == KindMemoryBefore || sc.Kind == KindSharedStore) && !st.Memory {
 		return fmt.Errorf("scenario %s needs the memory MCP server (node and testdata/npm; scripts/ensure-deps.sh)", sc.RunID)
@@ -660,7 +674,7 @@ func generateSuite(ctx context.Context, drill drillFunc, o Params, count int, ou
 	if err != nil {
 		return res, err
 	}
-	scs := Generate(o.Seed, count)
+	scs := o.Generate(o.Seed, count)
 	var interrupted error
 	for i, sc := range scs {
 		if err := ctx.Err(); err != nil {

@@ -161,6 +161,9 @@ type Scenario struct {
 	// OtherWrite, when set, is a call another agent makes to the same
 	// store after the run and before its wall is built (KindSharedStore).
 	OtherWrite *Step
+	// Tau2, when set, is the tau2-retail case the plan replays: the drill
+	// takes the truth from the database's diff too (Stack.tau2Truth).
+	Tau2 *Tau2Case
 	// Notes describe the scenario for people reading the fixture.
 	Notes string
 }

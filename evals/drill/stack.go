@@ -43,6 +43,10 @@ type StackConfig struct {
 	// "shared"'s, <DataDir>/mcp-memory/shared.jsonl, which other agents
 	// write too (not declared exclusive).
 	MemoryServer string
+	// Tau2, when set, adds the tau2 retail server over its data
+	// (server "retail", one database per run, declared exclusive, with the
+	// tau2-retail probe contracts).
+	Tau2 *Tau2Suite
 	// Node is the node binary for the npm servers (default "node").
 	Node string
 	Log  zerolog.Logger
@@ -65,9 +69,13 @@ type Stack struct {
 	// issueStore is the test MCP server's store, which an agent_run drill
 	// writes with a client of the agent's own.
 	issueStore *mcpserver.Store
-	http       []*http.Server
-	cancel     context.CancelFunc
-	wg         sync.WaitGroup
+	// tau2 and tau2Dir are the tau2 suite and the folder of its runs'
+	// databases, when the stack serves it.
+	tau2    *Tau2Suite
+	tau2Dir string
+	http    []*http.Server
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
 }
 
 // OpenStack starts everything a drill needs. Close stops it.
@@ -112,6 +120,14 @@ func OpenStack(ctx context.Context, o StackConfig) (*Stack, error) {
 			mcptool.ServerConfig{Name: SharedMemoryServer, Command: []string{node, o.MemoryServer},
 				Env: map[string]string{"MEMORY_FILE_PATH": filepath.Join(dir, "shared.jsonl")}})
 		st.Memory = true
+	}
+	if o.Tau2 != nil {
+		sc, err := st.tau2Server(cfg.DataDir, o.Tau2)
+		if err != nil {
+			st.Close()
+			return nil, err
+		}
+		servers = append(servers, sc)
 	}
 	raw, err := json.Marshal(servers)
 	if err != nil {

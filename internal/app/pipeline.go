@@ -52,7 +52,7 @@ func (c *Core) NewProbes() (probe.Set, error) {
 	manifests := manifest.Store{Pool: c.Pool}
 	set := probe.Set{probe.Workspace{Root: root, Owners: owners, Manifests: manifests}, probe.Child{Journal: c.Journal},
 		probe.Diff{Root: root, Owners: owners, Manifests: manifests, Limits: c.ManifestLimits()}}
-	servers, err := mcptool.ParseConfig(c.Cfg.MCPServers)
+	servers, err := mcptool.LoadServers(c.Cfg.MCPServers, c.Cfg.ProbeContracts)
 	if err != nil {
 		return nil, err
 	}
@@ -80,12 +80,12 @@ func (c *Core) CheckProbes(ctx context.Context) error {
 	if err := c.checkWorkspaces(ctx); err != nil {
 		return err
 	}
-	servers, err := mcptool.ParseConfig(c.Cfg.MCPServers)
+	servers, err := mcptool.LoadServers(c.Cfg.MCPServers, c.Cfg.ProbeContracts)
 	if err != nil {
 		return err
 	}
 	if err := mcptool.Reach(ctx, servers, mcptool.Config{}); err != nil {
-		return &config.Error{Var: "RECKON_MCP_SERVERS", Problem: oneLine(err) + "; the MCP probe asks these servers"}
+		return &config.Error{Var: "RECKON_MCP_SERVERS", Problem: oneLine(err) + "; the MCP probe asks these servers (probe contracts: docs/probe-contracts.md)"}
 	}
 	return nil
 }

@@ -49,7 +49,7 @@ func (k *Kernel) Close() {
 // (unconfined only with RECKON_SANDBOX_UNCONFINED=1), then the MCP servers
 // of RECKON_MCP_SERVERS.
 func (c *Core) KernelTools() (runner.ToolSet, error) {
-	mcp, err := mcptool.FromConfig(c.Cfg.MCPServers, mcptool.Config{})
+	mcp, err := mcptool.FromConfig(c.Cfg.MCPServers, c.Cfg.ProbeContracts, mcptool.Config{})
 	if err != nil {
 		return nil, err // already names RECKON_MCP_SERVERS and the field
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -21,7 +22,7 @@ func Dir(t testing.TB, pkgs ...string) string {
 	}
 	dir := filepath.Join(repoRoot(t), "testdata", "npm")
 	for _, p := range pkgs {
-		if _, err := os.Stat(filepath.Join(dir, "node_modules", "@modelcontextprotocol", p, "package.json")); err != nil {
+		if _, err := os.Stat(filepath.Join(dir, "node_modules", pkgPath(p), "package.json")); err != nil {
 			t.Fatalf("the pinned npm packages are not installed in %s: run scripts/ensure-deps.sh (npm ci there): %v", dir, err)
 		}
 	}
@@ -29,15 +30,25 @@ func Dir(t testing.TB, pkgs ...string) string {
 }
 
 // Entry returns the entry point (dist/index.js) of the MCP server
-// @modelcontextprotocol/<pkg> (server-filesystem, server-memory), to run
+// @modelcontextprotocol/<pkg> (server-filesystem, server-memory), or of
+// pkg itself when it names its scope (@cyanheads/git-mcp-server), to run
 // with node.
 func Entry(t testing.TB, pkg string) string {
 	t.Helper()
-	entry := filepath.Join(Dir(t, pkg), "node_modules", "@modelcontextprotocol", pkg, "dist", "index.js")
+	entry := filepath.Join(Dir(t, pkg), "node_modules", pkgPath(pkg), "dist", "index.js")
 	if _, err := os.Stat(entry); err != nil {
-		t.Fatalf("@modelcontextprotocol/%s is not installed: run scripts/ensure-deps.sh (npm ci in testdata/npm): %v", pkg, err)
+		t.Fatalf("%s is not installed: run scripts/ensure-deps.sh (npm ci in testdata/npm): %v", pkgPath(pkg), err)
 	}
 	return entry
+}
+
+// pkgPath is pkg's folder under node_modules: @modelcontextprotocol/<pkg>
+// unless pkg names its scope.
+func pkgPath(pkg string) string {
+	if strings.HasPrefix(pkg, "@") {
+		return pkg
+	}
+	return filepath.Join("@modelcontextprotocol", pkg)
 }
 
 // repoRoot is the nearest directory at or above the test's working

@@ -421,19 +421,24 @@ func (s *mcpSessions) offering(ctx context.Context, run Run, tool string) (named
 	return server != "", name, timeout, offers, errs
 }
 
-// StateAnswer is what a server's state says about a write call: the facts
-// a declared adapter read back (kernel/mcptool.Adapters), or that the tool
-// is read-only per annotations the configuration trusts.
+// StateAnswer is what a server's state says about a write call: what
+// its probe contracts read (mcptool.ServerConfig.ContractsFor), or that
+// the tool is read-only per annotations the configuration trusts.
 type StateAnswer struct {
-	Server  string        `json:"server"`
-	Adapter string        `json:"adapter,omitempty"`
-	Facts   mcptool.Facts `json:"facts,omitempty"`
+	Server string `json:"server"`
+	// Contracts names the server's contracts for evidence: a set that
+	// ships, or "declared".
+	Contracts string        `json:"contracts,omitempty"`
+	State     mcptool.State `json:"state"`
 	// ReadOnly: the server, configured with trust_annotations, marks the
 	// tool readOnlyHint.
 	ReadOnly bool `json:"read_only,omitempty"`
 	// Exclusive: the server's configuration declares its store exclusive
 	// to this project (mcptool.ServerConfig.Exclusive).
 	Exclusive bool `json:"exclusive,omitempty"`
+	// resolved are the server's contracts: which later calls are reads,
+	// which writes have recorded prior states.
+	resolved *mcptool.Resolved
 }
 
 // StateReader reads a server's state for a call of tool with args: a
@@ -466,23 +471,38 @@ func (s *mcpSessions) ReadState(ctx context.Context, run Run, tool string, args 
 			strings.Join(names, ", "), name)
 	}
 	sc, ss := offers[0].sc, offers[0].ss
-	if a, ok := mcptool.AdapterFor(name, ss.tools); ok {
-		facts, err := a.Facts(name, args)
+	r, ok, err := sc.ContractsFor(ss.tools)
+	if err != nil {
+		return StateAnswer{}, true, fmt.Errorf("server %s: %w", sc.Name, err)
+	}
+	if ok && r.Checks(name) {
+		facts, err := r.Facts(name, args)
 		if err != nil {
 			return StateAnswer{}, true, fmt.Errorf("server %s: %w", sc.Name, err)
 		}
 		rctx, cancel := context.WithTimeout(ctx, timeout)
-		got, err := a.Read(rctx, ss.cs, facts)
+		st, err := mcptool.ReadFacts(rctx, ss.cs, facts)
 		cancel()
 		if err != nil {
 			return StateAnswer{}, true, fmt.Errorf("server %s: %w", sc.Name, err)
 		}
-		return StateAnswer{Server: sc.Name, Adapter: a.Server, Facts: got, Exclusive: sc.Exclusive}, true, nil
+		return StateAnswer{Server: sc.Name, Contracts: contractsName(sc), State: st, Exclusive: sc.Exclusive, resolved: r}, true, nil
 	}
 	if sc.TrustAnnotations && ss.readOnly[name] {
 		return StateAnswer{Server: sc.Name, ReadOnly: true}, true, nil
 	}
 	return StateAnswer{}, false, nil
+}
+
+// contractsName names sc's contracts for evidence.
+func contractsName(sc mcptool.ServerConfig) string {
+	switch {
+	case sc.Probes == nil:
+		return "server-memory"
+	case sc.Probes.Builtin != "" && len(sc.Probes.Contracts) == 0:
+		return sc.Probes.Builtin
+	}
+	return "declared"
 }
 
 // session returns the scope's session with sc, connecting and listing its

@@ -52,7 +52,7 @@ func (p MCP) probeState(ctx context.Context, sr StateReader, run Run, op pipelin
 	if !supported && err == nil {
 		return pipeline.Evidence{}, false
 	}
-	sp := &stateProbe{p: p, run: run, op: op, at: at, ans: ans, prov: map[string]any{"tool": op.Tool, "answer": ans}}
+	sp := &stateProbe{p: p, run: run, op: op, at: at, ans: ans, prov: map[string]any{"tool": op.Tool, "server": ans.Server, "facts": ans.State.Facts}}
 	switch {
 	case errors.Is(err, ErrUnreachable):
 		return evidence(MCPStateName, pipeline.FindingUnavailable, fmt.Sprintf("the server's state could not be read now: %v", err), at, sp.prov), true
@@ -87,8 +87,8 @@ func (sp *stateProbe) inconclusive(format string, args ...any) (pipeline.Evidenc
 type comparison struct {
 	// against names it for a detail.
 	against string
-	// facts are the facts read there.
-	facts mcptool.Facts
+	// state is what was read there.
+	state mcptool.State
 	// later is the run's later write the comparison is the prior state
 	// of, nil for the server's state now.
 	later *StartedOp
@@ -109,7 +109,7 @@ func (sp *stateProbe) compare(ctx context.Context) (pipeline.Evidence, bool) {
 	if err != nil {
 		return sp.inconclusive("the state recorded before %s: %v", op.OperationID, err)
 	}
-	sp.prov["prior"] = prior
+	sp.prov["prior"] = prior.Facts
 	cmp, ev, stop := sp.comparisonPoint(ctx, prior)
 	if stop {
 		return ev, true
@@ -121,7 +121,7 @@ func (sp *stateProbe) compare(ctx context.Context) (pipeline.Evidence, bool) {
 	ans := sp.ans
 	if len(landed) > 0 {
 		return evidence(MCPStateName, pipeline.FindingOccurred,
-			fmt.Sprintf("server %s (%s): %s held neither before %s nor after it until %s, and holds there: the call was applied", ans.Server, ans.Adapter, strings.Join(landed, "; "), op.OperationID, cmp.against), sp.at, sp.prov), true
+			fmt.Sprintf("server %s (%s contracts): %s held neither before %s nor after it until %s, and holds there: the call was applied", ans.Server, ans.Contracts, strings.Join(landed, "; "), op.OperationID, cmp.against), sp.at, sp.prov), true
 	}
 	if len(before) > 0 {
 		return sp.inconclusive("%s already held before the call, so its presence says nothing about %s", strings.Join(before, "; "), op.OperationID)
@@ -129,55 +129,64 @@ func (sp *stateProbe) compare(ctx context.Context) (pipeline.Evidence, bool) {
 	return sp.absent(cmp)
 }
 
-// comparisonPoint is the prior state recorded before the run's next write
-// of any of the same facts (a re-issue), else the server's state now once
-// the run can write nothing more; stop says the probe answers ev instead.
-func (sp *stateProbe) comparisonPoint(ctx context.Context, prior mcptool.Facts) (cmp comparison, ev pipeline.Evidence, stop bool) {
+// comparisonPoint is the prior state recorded before the run's next call
+// to the server that is not a declared read (a later write a contract
+// checks, its prior state read after this call), else the server's state
+// now once the run can call nothing more; stop says the probe answers ev
+// instead. A later call no contract checks could have changed what the
+// contracts read, so it leaves the probe inconclusive.
+// TestContractLaterCalls.
+func (sp *stateProbe) comparisonPoint(ctx context.Context, prior mcptool.State) (cmp comparison, ev pipeline.Evidence, stop bool) {
+	r := sp.ans.resolved
 	for _, s := range sp.run.Started[sp.idx+1:] {
-		name := strings.TrimPrefix(s.Tool, "mcp__")
-		a, adapted := mcptool.AdapterFor(name, adaptedReads(s.Tool))
-		if !adapted {
+		server, name, isMCP := splitMCP(s.Tool)
+		if !isMCP || server != "" && server != sp.ans.Server || r.IsRead(name) {
 			continue
 		}
-		facts, err := a.Facts(name, s.Args)
-		if err != nil {
-			ev, _ = sp.inconclusive("the later write %s names no facts the probe can read: %v", s.OperationID, err)
+		if !r.Checks(name) {
+			ev, _ = sp.inconclusive("the later MCP call %s (%s), which no contract checks, could have changed what the contracts read", s.OperationID, kernel.Printable(s.Tool))
 			return cmp, ev, true
-		}
-		if !sharesAny(facts, prior) {
-			continue
 		}
 		next, ok, err := sp.p.Priors.Get(ctx, sp.run.Project, sp.run.RunID, s.OperationID)
 		if err != nil || !ok || next.Error != "" || len(next.State) == 0 {
-			ev, _ = sp.inconclusive("the later write %s of the same facts has no recorded prior state to compare against", s.OperationID)
+			ev, _ = sp.inconclusive("the later write %s has no recorded prior state to compare against", s.OperationID)
 			return cmp, ev, true
 		}
-		var f mcptool.Facts
-		if json.Unmarshal(next.State, &f) != nil {
+		var st mcptool.State
+		if json.Unmarshal(next.State, &st) != nil {
 			ev, _ = sp.inconclusive("the prior state of the later write %s does not decode", s.OperationID)
 			return cmp, ev, true
 		}
 		later := s
-		return comparison{against: "the state recorded before the later write " + s.OperationID, facts: f, later: &later}, ev, false
+		return comparison{against: "the state recorded before the later write " + s.OperationID, state: st, later: &later}, ev, false
 	}
 	if sp.op.State == "stale_in_flight" || !(sp.run.Ended || sp.op.State == "crash_window") {
-		ev, _ = sp.inconclusive("the run may still be running: a later write not yet in the journal could establish the same facts")
+		ev, _ = sp.inconclusive("the run may still be running: a later write not yet in the journal could change the same state")
 		return cmp, ev, true
 	}
-	return comparison{against: "the server's state now", facts: sp.ans.Facts}, ev, false
+	return comparison{against: "the server's state now", state: sp.ans.State}, ev, false
 }
 
-// diff sorts the call's facts into those that landed (absent before,
-// present at the comparison point) and those that held before.
-func (sp *stateProbe) diff(prior mcptool.Facts, cmp comparison) (landed, before []string, ev pipeline.Evidence, stop bool) {
-	for fact, was := range prior {
-		now, known := cmp.facts[fact]
+// splitMCP splits mcp__<tool> or mcp__<server>__<tool>.
+func splitMCP(tool string) (server, name string, ok bool) {
+	name, ok = strings.CutPrefix(tool, "mcp__")
+	if s, n, named := strings.Cut(name, "__"); named {
+		return s, n, ok
+	}
+	return "", name, ok
+}
+
+// diff sorts the call's facts into those that landed (false before, true
+// at the comparison point) and those that held before.
+func (sp *stateProbe) diff(prior mcptool.State, cmp comparison) (landed, before []string, ev pipeline.Evidence, stop bool) {
+	for _, fact := range prior.Facts.Names() {
+		now, known := cmp.state.Holds(fact)
 		if !known {
-			ev, _ = sp.inconclusive("the fact %q was not read at the comparison point", mcptool.FactString(fact))
+			ev, _ = sp.inconclusive("the fact %s was not read at the comparison point", mcptool.FactString(fact))
 			return nil, nil, ev, true
 		}
 		switch {
-		case was:
+		case prior.Facts[fact]:
 			before = append(before, mcptool.FactString(fact))
 		case now:
 			landed = append(landed, mcptool.FactString(fact))
@@ -193,16 +202,6 @@ func (sp *stateProbe) diff(prior mcptool.Facts, cmp comparison) (landed, before 
 // the wait runs on the database's clock.
 func (sp *stateProbe) absent(cmp comparison) (pipeline.Evidence, bool) {
 	op, self, ans := sp.op, sp.self, sp.ans
-	if cmp.later == nil {
-		// A later call the probe has no adapter for (delete_entities,
-		// say) could have removed what this one created.
-		for _, s := range sp.run.Started[sp.idx+1:] {
-			_, adapted := mcptool.AdapterFor(strings.TrimPrefix(s.Tool, "mcp__"), adaptedReads(s.Tool))
-			if strings.HasPrefix(s.Tool, "mcp__") && !adapted {
-				return sp.inconclusive("none of the call's facts holds now, but the later MCP call %s could have removed them", s.OperationID)
-			}
-		}
-	}
 	pre := pipeline.Preconditions{Answered: self.Answered}
 	if !self.Answered {
 		grace := graceOr(sp.p.Grace)
@@ -223,7 +222,7 @@ func (sp *stateProbe) absent(cmp comparison) (pipeline.Evidence, bool) {
 		}
 	}
 	ev := evidence(MCPStateName, pipeline.FindingNone,
-		fmt.Sprintf("server %s (%s): none of the facts of %s held before it or in %s, and the call can no longer arrive: it was not applied", ans.Server, ans.Adapter, op.OperationID, cmp.against), sp.at, sp.prov)
+		fmt.Sprintf("server %s (%s contracts): none of the facts of %s held before it or in %s, and the call can no longer arrive: it was not applied", ans.Server, ans.Contracts, op.OperationID, cmp.against), sp.at, sp.prov)
 	return withPreconditions(ev, pre), true
 }
 
@@ -254,44 +253,22 @@ func (sp *stateProbe) attribute(ev pipeline.Evidence) pipeline.Evidence {
 		ev.Finding, ev.Detail, sp.ans.Server), sp.at, sp.prov)
 }
 
-// sharesAny reports whether any of facts is among have's.
-func sharesAny(facts []string, have mcptool.Facts) bool {
-	for _, f := range facts {
-		if _, ok := have[f]; ok {
-			return true
-		}
-	}
-	return false
-}
-
-// prior returns the facts recorded before opID.
-func (p MCP) prior(ctx context.Context, run Run, opID string) (mcptool.Facts, error) {
+// prior returns the state recorded before opID.
+func (p MCP) prior(ctx context.Context, run Run, opID string) (mcptool.State, error) {
 	pr, ok, err := p.Priors.Get(ctx, run.Project, run.RunID, opID)
 	switch {
 	case err != nil:
-		return nil, err
+		return mcptool.State{}, err
 	case !ok:
-		return nil, fmt.Errorf("none was recorded")
+		return mcptool.State{}, fmt.Errorf("none was recorded")
 	case pr.Error != "":
-		return nil, fmt.Errorf("the kernel could not read it: %s", pr.Error)
+		return mcptool.State{}, fmt.Errorf("the kernel could not read it: %s", pr.Error)
 	}
-	var f mcptool.Facts
-	if err := json.Unmarshal(pr.State, &f); err != nil || len(f) == 0 {
-		return nil, fmt.Errorf("it does not decode as facts")
+	var st mcptool.State
+	if err := json.Unmarshal(pr.State, &st); err != nil || len(st.Facts) == 0 {
+		return mcptool.State{}, fmt.Errorf("it does not decode as a contract's state")
 	}
-	return f, nil
-}
-
-// adaptedReads pretends the server offers every read tool, so AdapterFor
-// answers whether the write tool is adapted at all.
-func adaptedReads(string) map[string]bool {
-	out := map[string]bool{}
-	for _, a := range mcptool.Adapters {
-		for _, r := range a.Reads {
-			out[r] = true
-		}
-	}
-	return out
+	return st, nil
 }
 
 // startedOp returns the run's started operation opID and its index (-1

@@ -92,7 +92,7 @@ func TestMCPStateMemoryServer(t *testing.T) {
 	exclusive := srv
 	exclusive.Exclusive = true
 	for _, c := range []struct{ op, finding, detail string }{
-		{"op-1", pipeline.FindingOccurred, "entity alpha held neither before op-1"},
+		{"op-1", pipeline.FindingOccurred, `entities[name="alpha"] exists held neither before op-1`},
 		{"op-2", pipeline.FindingNone, "can no longer arrive"},
 		{"op-3", pipeline.FindingInconclusive, "already held before the call"},
 		{"op-4", pipeline.FindingOccurred, "the later write op-4-r1"},
@@ -130,6 +130,21 @@ func TestMCPStateMemoryServer(t *testing.T) {
 	if ev, _ := probeWith(exclusive, "op-4"); ev.Finding != pipeline.FindingOccurred {
 		t.Errorf("op-4, within the retention, after pruning: %s %q", ev.Finding, ev.Detail)
 	}
+
+	// TestContractLaterCalls: a later call of the server that no contract
+	// checks and that is not a declared read could have undone op-7's
+	// entity: neither finding stands. A later declared read (read_graph)
+	// changes nothing.
+	call("op-7", "mcp__create_entities", create("zeta"), true)
+	call("op-7-read", "mcp__read_graph", json.RawMessage(`{}`), true)
+	if ev, _ := probeWith(exclusive, "op-7"); ev.Finding != pipeline.FindingOccurred {
+		t.Errorf("op-7 followed by a read: %s %q, want occurred", ev.Finding, ev.Detail)
+	}
+	call("op-8", "mcp__delete_entities", json.RawMessage(`{"entityNames":["zeta"]}`), true)
+	if ev, _ := probeWith(exclusive, "op-7"); ev.Finding != pipeline.FindingInconclusive || !strings.Contains(ev.Detail, "op-8 (mcp__delete_entities), which no contract checks") {
+		t.Errorf("op-7 followed by delete_entities: %s %q, want inconclusive naming op-8", ev.Finding, ev.Detail)
+	}
+	run.Started = run.Started[:len(run.Started)-3]
 
 	// A read-only tool settles none only when the configuration trusts
 	// the server's annotations.

@@ -92,6 +92,10 @@ type Config struct {
 	// comma-separated list; tools annotated readOnlyHint or idempotentHint
 	// are never held either).
 	GuardExempt []string
+	// ProbeContracts is the path of a JSON file of probe contracts per
+	// server of MCPServers (RECKON_PROBE_CONTRACTS), see
+	// docs/probe-contracts.md.
+	ProbeContracts string
 	// ToolHeartbeatTimeout (RECKON_TOOL_HEARTBEAT_TIMEOUT) is how long a
 	// tool call may go without a heartbeat before its worker counts as
 	// dead and the call ends tool.failed(effect=uncertain). It bounds how
@@ -199,6 +203,7 @@ func LoadFrom(getenv func(string) string) (Config, error) {
 		AgentBaseURL:      get("RECKON_AGENT_BASE_URL", ""),
 		AgentAPIKey:       get("RECKON_AGENT_API_KEY", ""),
 		AgentModel:        get("RECKON_AGENT_MODEL", ""),
+		ProbeContracts:    get("RECKON_PROBE_CONTRACTS", ""),
 	}
 	for _, name := range strings.Split(get("RECKON_GUARD_EXEMPT", ""), ",") {
 		if name = strings.TrimSpace(name); name != "" {

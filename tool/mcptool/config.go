@@ -57,6 +57,10 @@ type ServerConfig struct {
 	// have made; another writer of a shared store could have made it.
 	// Off by default.
 	Exclusive bool `json:"exclusive,omitempty"`
+	// Probes are the server's probe contracts (docs/probe-contracts.md):
+	// a set that ships by name, or an object. A server without them that
+	// offers server-memory's tools gets server-memory's set.
+	Probes *ProbeSpec `json:"probes,omitempty"`
 }
 
 // timeout returns the configured per-call timeout or def.
@@ -128,6 +132,11 @@ func Check(servers []ServerConfig) error {
 			d, err := time.ParseDuration(s.Timeout)
 			if err != nil || d <= 0 {
 				return at("timeout", "must be a positive Go duration (e.g. 30s), got %q", s.Timeout)
+			}
+		}
+		if s.Probes != nil {
+			if _, err := s.Probes.resolve(); err != nil {
+				return at("probes", "%v", err)
 			}
 		}
 		for j, t := range s.Tools {

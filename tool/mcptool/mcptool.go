@@ -166,14 +166,25 @@ func New(servers []ServerConfig, opts Config) (*ToolSet, error) {
 	return ts, nil
 }
 
-// FromConfig parses RECKON_MCP_SERVERS (config.Config.MCPServers) and returns
-// the tool set; an empty value gives an empty set.
-func FromConfig(value string, opts Config) (*ToolSet, error) {
-	servers, err := ParseConfig(value)
+// FromConfig parses RECKON_MCP_SERVERS (config.Config.MCPServers) with the
+// probe contracts of RECKON_PROBE_CONTRACTS (contracts, a path; may be
+// empty) and returns the tool set; an empty value gives an empty set.
+func FromConfig(value, contracts string, opts Config) (*ToolSet, error) {
+	servers, err := LoadServers(value, contracts)
 	if err != nil {
 		return nil, err
 	}
 	return New(servers, opts)
+}
+
+// LoadServers parses RECKON_MCP_SERVERS and merges the probe contracts of
+// the RECKON_PROBE_CONTRACTS file at contracts (ApplyContractsFile).
+func LoadServers(value, contracts string) ([]ServerConfig, error) {
+	servers, err := ParseConfig(value)
+	if err != nil {
+		return nil, err
+	}
+	return ApplyContractsFile(servers, contracts)
 }
 
 // Lookup returns the tool for a kernel tool name: "mcp__<server>__<tool>"
@@ -264,6 +275,12 @@ func Reach(ctx context.Context, servers []ServerConfig, opts Config) error {
 		cancel()
 		if err != nil {
 			return fmt.Errorf("[%d] (%q) cannot be reached: %w", i, c.Name, err)
+		}
+		s.mu.Lock()
+		tools := s.tools
+		s.mu.Unlock()
+		if err := checkContracts(c, tools); err != nil {
+			return fmt.Errorf("[%d] (%q) %w", i, c.Name, err)
 		}
 	}
 	return nil

@@ -419,7 +419,7 @@ func TestParseConfig(t *testing.T) {
 			t.Errorf("ParseConfig(%s) = %v, want an error naming RECKON_MCP_SERVERS and %q", in, err, want)
 		}
 	}
-	if _, err := FromConfig(`[{"name":"a","command":[""]}]`, Config{}); err == nil {
+	if _, err := FromConfig(`[{"name":"a","command":[""]}]`, "", Config{}); err == nil {
 		t.Error("empty program accepted")
 	}
 }
@@ -430,23 +430,6 @@ func TestClassifiedErrorsUnwrap(t *testing.T) {
 	var te *kernel.ToolError
 	if !errors.As(err, &te) || te.Effect != kernel.EffectNone {
 		t.Fatalf("%v", err)
-	}
-}
-
-func TestMemoryFactsRefuseTheUnitSeparator(t *testing.T) {
-	t.Parallel()
-	ok := json.RawMessage(`{"relations":[{"from":"a","relationType":"b","to":"c"}]}`)
-	if f, err := Memory.Facts("create_relations", ok); err != nil || len(f) != 1 {
-		t.Fatalf("facts %q, %v", f, err)
-	}
-	// "a␟b", "c", "d" would spell the fact of relation a, "b␟c", d.
-	forged := json.RawMessage(`{"relations":[{"from":"a\u001fb","relationType":"c","to":"d"}]}`)
-	if f, err := Memory.Facts("create_relations", forged); err == nil {
-		t.Fatalf("a part holding the separator gave facts %q", f)
-	}
-	obs := json.RawMessage(`{"observations":[{"entityName":"e","contents":["o\u001fc"]}]}`)
-	if f, err := Memory.Facts("add_observations", obs); err == nil {
-		t.Fatalf("a text holding the separator gave facts %q", f)
 	}
 }
 
