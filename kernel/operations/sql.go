@@ -456,14 +456,23 @@ LIMIT $7`
 // event, every tool.failed (an uncertain one puts its operation in the
 // listing), the supervisor's verdicts and the runs' waits. The primary
 // key's range from $3 serves it: a stream asks from its last position, a
-// moment ago.
+// moment ago. The rows of transactions begun in the last $5 milliseconds
+// are left for the next read (WatchSettle), and so is everything after
+// the first of them.
 const watchSQL = `
+WITH rows AS (
+    SELECT seq, source_id, event_id, run_id, type, ts, actor, parent_source_id, parent_event_id, data,
+           ingested_at >= now() - make_interval(secs => $5::float8 / 1000) AS fresh
+    FROM journal_events
+    WHERE seq > $3 AND project = $1 AND ($2 = '' OR run_id = $2)
+      AND (settles OR type IN ('tool.failed', 'supervisor.verdict', 'run.awaiting', 'run.resumed'))
+    ORDER BY seq
+    LIMIT $4
+)
 SELECT seq, source_id, event_id, run_id, type, ts, actor, parent_source_id, parent_event_id, data
-FROM journal_events
-WHERE seq > $3 AND project = $1 AND ($2 = '' OR run_id = $2)
-  AND (settles OR type IN ('tool.failed', 'supervisor.verdict', 'run.awaiting', 'run.resumed'))
-ORDER BY seq
-LIMIT $4`
+FROM rows
+WHERE seq < coalesce((SELECT min(seq) FROM rows WHERE fresh), 9223372036854775807)
+ORDER BY seq`
 
 // watchHeadSQL is the journal's last position (0 when empty): where a
 // stream without Last-Event-ID starts.

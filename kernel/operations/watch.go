@@ -26,6 +26,15 @@ type Watched struct {
 // MaxWatchBatch bounds the events one read of the stream returns.
 const MaxWatchBatch = 200
 
+// WatchSettle is how long an event waits in the journal before the stream
+// sends it. The stream resumes after the last position it sent, and
+// positions are drawn when a transaction writes, not when it commits: a
+// write that commits after a later position was read would be passed
+// over for good. Journal writes commit within milliseconds, so an event
+// is sent once the transaction that wrote it began a second ago, and
+// nothing after the first event still that fresh (TestWatchSettles).
+const WatchSettle = time.Second
+
 // WatchHead is the journal's last position: a stream that names none
 // starts there.
 func (s *Service) WatchHead(ctx context.Context) (int64, error) {
@@ -43,7 +52,7 @@ func (s *Service) WatchAfter(ctx context.Context, project, runID string, after i
 	if limit <= 0 || limit > MaxWatchBatch {
 		limit = MaxWatchBatch
 	}
-	rows, err := s.pool.Query(ctx, watchSQL, project, runID, after, limit)
+	rows, err := s.pool.Query(ctx, watchSQL, project, runID, after, limit, WatchSettle.Milliseconds())
 	if err != nil {
 		return nil, fmt.Errorf("watch %s: %w", project, err)
 	}
