@@ -21,6 +21,11 @@ const (
 	// MaxCallsPerTurn bounds the tool calls one model answer may ask for;
 	// the calls past it are refused to the model, never run.
 	MaxCallsPerTurn = 16
+	// MaxAgentDelegates bounds the delegate calls one agent run may
+	// make; past it they are refused to the model, never run. With
+	// MaxDepth it bounds the runs a model's choices can start, as
+	// MaxTotal does for plans.
+	MaxAgentDelegates = 8
 )
 
 // Agent is the input of an agent run: the model chooses each tool call

@@ -67,6 +67,8 @@ type agentRun struct {
 	// a call that was refused): a repeated id is the same call.
 	calls map[string]string
 	ops   int
+	// delegates counts the delegate calls admitted (MaxAgentDelegates).
+	delegates int
 }
 
 // AgentWorkflow runs a model-driven agent: each model turn is an activity
@@ -159,7 +161,12 @@ func (a *agentRun) admit(out TurnOutput) (opIDs, refused []string) {
 			refused[i] = out.Invalid[i]
 		case i >= plan.MaxCallsPerTurn:
 			refused[i] = fmt.Sprintf("at most %d tool calls per answer; this one was not run: ask for it again", plan.MaxCallsPerTurn)
+		case c.Name == kernel.DelegateTool && a.delegates >= plan.MaxAgentDelegates:
+			refused[i] = fmt.Sprintf("at most %d delegate calls per agent run; this one was not run: do the work with the other tools", plan.MaxAgentDelegates)
 		default:
+			if c.Name == kernel.DelegateTool {
+				a.delegates++
+			}
 			a.ops++
 			opIDs[i] = plan.AgentOperationID(a.ops, c.ID)
 		}
