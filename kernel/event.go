@@ -240,6 +240,15 @@ type RunKey struct {
 	RunID   string `json:"run_id"`
 }
 
+// ParseRunKey reads a {"project", "run_id"} announcement (a PostgreSQL
+// notification's payload); ok is false unless both are set.
+func ParseRunKey(payload string) (k RunKey, ok bool) {
+	if json.Unmarshal([]byte(payload), &k) != nil || k.Project == "" || k.RunID == "" {
+		return RunKey{}, false
+	}
+	return k, true
+}
+
 // RunOwners tells who writes a run's events. A kernel run is one started
 // through POST /v1/runs, or a child run beneath one (its id extends the
 // parent's with the child-run separator). Only the kernel writes a kernel

@@ -2,18 +2,15 @@ package app
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"sync"
-	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/rs/zerolog"
 
 	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/operations"
 	"github.com/seed-7bc021c3/reckon/pipeline/triage"
+	"github.com/seed-7bc021c3/reckon/platform/pglisten"
 )
 
 // maxRequestedTriages bounds the triages of runs asked for on
@@ -52,41 +49,9 @@ func listenTriageRequests(ctx context.Context, pool *pgxpool.Pool, sw *triage.Sw
 			mu.Unlock()
 		}()
 	}
-	backoff := time.Second
-	for ctx.Err() == nil {
-		err := listenOnce(ctx, pool, operations.TriageChannel, sweep)
-		if ctx.Err() != nil {
-			return
+	pglisten.Listen(ctx, pool, operations.TriageChannel, "not listening for triage requests; the scheduled sweep covers them meanwhile", log, func(payload string) {
+		if k, ok := kernel.ParseRunKey(payload); ok {
+			sweep(k)
 		}
-		log.Warn().Err(err).Dur("retry_in", backoff).Msg("not listening for triage requests; the scheduled sweep covers them meanwhile")
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(backoff):
-		}
-		backoff = min(2*backoff, time.Minute)
-	}
-}
-
-// listenOnce holds one connection listening on channel, passing each
-// {project, run_id} payload to got, until it fails or ctx ends.
-func listenOnce(ctx context.Context, pool *pgxpool.Pool, channel string, got func(kernel.RunKey)) error {
-	conn, err := pgx.ConnectConfig(ctx, pool.Config().ConnConfig.Copy())
-	if err != nil {
-		return fmt.Errorf("connect: %w", err)
-	}
-	defer conn.Close(context.WithoutCancel(ctx))
-	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{channel}.Sanitize()); err != nil {
-		return fmt.Errorf("listen on %s: %w", channel, err)
-	}
-	for {
-		n, err := conn.WaitForNotification(ctx)
-		if err != nil {
-			return fmt.Errorf("wait for a notification on %s: %w", channel, err)
-		}
-		var k kernel.RunKey
-		if json.Unmarshal([]byte(n.Payload), &k) == nil && k.Project != "" && k.RunID != "" {
-			got(k)
-		}
-	}
+	}, nil)
 }

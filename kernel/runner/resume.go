@@ -2,19 +2,18 @@ package runner
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/rs/zerolog"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
 	"github.com/seed-7bc021c3/reckon/kernel"
+	"github.com/seed-7bc021c3/reckon/platform/pglisten"
 )
 
 // AwaitChannel is the PostgreSQL notification channel on which the journal
@@ -291,53 +290,24 @@ func (r *Resumer) forgetEnded(waits []wait) {
 }
 
 // listen passes on the runs the journal announces (AwaitChannel) until
-// ctx ends, on a connection of its own (a listening session holds it for
-// good). After a connection is lost it reconnects and asks for a full
-// scan, since announcements made meanwhile were not heard.
+// ctx ends. After a lost connection it asks for a full scan, since
+// announcements made meanwhile were not heard.
 func (r *Resumer) listen(ctx context.Context, wake chan<- kernel.RunKey) {
-	backoff := time.Second
-	for ctx.Err() == nil {
-		err := r.listenOnce(ctx, wake)
-		if ctx.Err() != nil {
+	got := func(payload string) {
+		k, ok := kernel.ParseRunKey(payload)
+		if !ok {
 			return
 		}
-		r.Log.Warn().Err(err).Dur("retry_in", backoff).Msg("not listening for waiting runs; the periodic scan covers them meanwhile")
 		select {
+		case wake <- k:
 		case <-ctx.Done():
-			return
-		case <-time.After(backoff):
 		}
-		backoff = min(2*backoff, time.Minute)
+	}
+	rescan := func() {
 		select {
 		case wake <- kernel.RunKey{}: // a full scan: what was announced meanwhile
 		default:
 		}
 	}
-}
-
-// listenOnce holds one listening connection until it fails or ctx ends.
-func (r *Resumer) listenOnce(ctx context.Context, wake chan<- kernel.RunKey) error {
-	conn, err := pgx.ConnectConfig(ctx, r.Pool.Config().ConnConfig.Copy())
-	if err != nil {
-		return fmt.Errorf("connect: %w", err)
-	}
-	defer conn.Close(context.WithoutCancel(ctx))
-	if _, err := conn.Exec(ctx, "LISTEN "+AwaitChannel); err != nil {
-		return fmt.Errorf("listen: %w", err)
-	}
-	for {
-		n, err := conn.WaitForNotification(ctx)
-		if err != nil {
-			return fmt.Errorf("wait for a notification: %w", err)
-		}
-		var k kernel.RunKey
-		if json.Unmarshal([]byte(n.Payload), &k) != nil || k.Project == "" || k.RunID == "" {
-			continue
-		}
-		select {
-		case wake <- k:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
+	pglisten.Listen(ctx, r.Pool, AwaitChannel, "not listening for waiting runs; the periodic scan covers them meanwhile", r.Log, got, rescan)
 }
