@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/seed-7bc021c3/reckon/internal/fakeopenai"
@@ -55,15 +53,11 @@ func demoAgentRun(ctx context.Context, d *demoEnv) error {
 		return fmt.Errorf("the model was asked %d times, want 2", len(reqs))
 	}
 	fmt.Fprintf(d.Out, "what the model was told about its call after the wait: %q\n", lastToolResult(reqs[1]))
-	ws, err := d.Stack.Kernel.Starter.Workspace(d.Project, id)
+	path, notes, err := d.workspaceFile(id, "NOTES.md")
 	if err != nil {
 		return err
 	}
-	notes, err := os.ReadFile(filepath.Join(ws, "NOTES.md"))
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(d.Out, "workspace %s/NOTES.md: %q — written once\n", ws, string(notes))
+	fmt.Fprintf(d.Out, "workspace %s: %q — written once\n", path, string(notes))
 	return nil
 }
 

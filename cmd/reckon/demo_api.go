@@ -10,8 +10,6 @@ import (
 	"io/fs"
 	"net/http"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -109,11 +107,7 @@ func demoOverride(ctx context.Context, d *demoEnv) error {
 		return errors.New("no run to reconcile")
 	}
 	run := d.Runs[0]
-	ws, err := d.Stack.Kernel.Starter.Workspace(d.Project, run)
-	if err != nil {
-		return err
-	}
-	proof, err := os.ReadFile(filepath.Join(ws, "proof.txt"))
+	path, proof, err := d.workspaceFile(run, "proof.txt")
 	if err != nil {
 		return fmt.Errorf("the drill's proof.txt: %w", err)
 	}
@@ -121,7 +115,7 @@ func demoOverride(ctx context.Context, d *demoEnv) error {
 	req := map[string]any{
 		"project": d.Project, "run_id": run, "operation_id": "op-1", "effect": "occurred",
 		"note":     "proof.txt is in the run's workspace with the content op-1 was asked to write; op-1-r1 rewrote the same bytes",
-		"evidence": map[string]any{"path": filepath.Join(ws, "proof.txt"), "sha256": hex.EncodeToString(sum[:])},
+		"evidence": map[string]any{"path": path, "sha256": hex.EncodeToString(sum[:])},
 	}
 	m, err := demoAPI(ctx, d, http.MethodPost, httpapi.PathReconcile, nil, req)
 	if err != nil {

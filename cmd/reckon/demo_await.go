@@ -65,15 +65,11 @@ func demoAwaitRun(ctx context.Context, d *demoEnv) error {
 		}
 	}
 	fmt.Fprintf(d.Out, "the run waited %s from run.awaiting to run.resumed\n", resumed.Sub(since).Round(time.Millisecond))
-	ws, err := d.Stack.Kernel.Starter.Workspace(d.Project, id)
+	path, ledger, err := d.workspaceFile(id, "ledger.txt")
 	if err != nil {
 		return err
 	}
-	ledger, err := os.ReadFile(filepath.Join(ws, "ledger.txt"))
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(d.Out, "workspace %s/ledger.txt: %q — one payment, one receipt\n", ws, string(ledger))
+	fmt.Fprintf(d.Out, "workspace %s: %q — one payment, one receipt\n", path, string(ledger))
 	if string(ledger) != "payment op-1\nreceipt op-2\n" {
 		return fmt.Errorf("ledger.txt = %q: the payment must be made exactly once", ledger)
 	}
@@ -101,4 +97,16 @@ func demoShowAwaiting(ctx context.Context, d *demoEnv, id string) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// workspaceFile reads file name of run's workspace, as the demo's checks
+// do after a run: its path and its bytes.
+func (d *demoEnv) workspaceFile(run, name string) (string, []byte, error) {
+	ws, err := d.Stack.Kernel.Starter.Workspace(d.Project, run)
+	if err != nil {
+		return "", nil, err
+	}
+	path := filepath.Join(ws, name)
+	b, err := os.ReadFile(path)
+	return path, b, err
 }
