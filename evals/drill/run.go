@@ -73,6 +73,9 @@ func (st *Stack) Drill(ctx context.Context, sc Scenario, o Params) ([]*evals.Fix
 	}
 	rctx, cancel := context.WithTimeout(ctx, o.RunTimeout)
 	defer cancel()
+	if sc.KernelAgent != nil {
+		return st.kernelAgentDrill(rctx, sc, o)
+	}
 	var children []string
 	var err error
 	if sc.Agent != nil {
@@ -138,20 +141,12 @@ func (st *Stack) provides(sc Scenario) error {
 // mid-command or leaving a command's process running past its call as sc
 // says, and returns the child runs.
 func (st *Stack) kernelRun(ctx context.Context, sc Scenario, o Params) ([]string, error) {
-	queue := "drill-" + sc.RunID
 	client := st.Temporal.Client
-	acts := &runner.Activities{
-		Pool: st.Core.Pool, Journal: st.Core.Journal, Tools: st.Tools,
-		Fault:      fault.New(st.Core.Pool, fault.Config{AfterEffect: sc.Fault.AfterEffect, BeforeEffect: sc.Fault.BeforeEffect}),
-		Unconfined: st.Core.Cfg.SandboxUnconfined, DeliveryPoll: 20 * time.Millisecond, Log: st.Core.Log,
-		Manifest: st.Core.ManifestLimits(),
-	}
-	starter := &runner.Starter{Pool: st.Core.Pool, Journal: st.Core.Journal, Client: client, TaskQueue: queue,
-		DataDir: st.Core.Cfg.DataDir, Tools: st.Tools}
+	acts, starter := st.runWorker(sc)
 	if sc.Outlives != nil {
 		st.outliving(acts, starter)
 	}
-	w := runner.NewWorker(client, queue, acts)
+	w := runner.NewWorker(client, starter.TaskQueue, acts)
 	if err := w.Start(); err != nil {
 		return nil, fmt.Errorf("start worker: %w", err)
 	}
@@ -201,6 +196,20 @@ func (st *Stack) kernelRun(ctx context.Context, sc Scenario, o Params) ([]string
 		}
 	}
 	return children, nil
+}
+
+// runWorker is the activities of sc's own worker, its faults injected,
+// and the starter of its run on that worker's task queue.
+func (st *Stack) runWorker(sc Scenario) (*runner.Activities, *runner.Starter) {
+	acts := &runner.Activities{
+		Pool: st.Core.Pool, Journal: st.Core.Journal, Tools: st.Tools,
+		Fault:      fault.New(st.Core.Pool, fault.Config{AfterEffect: sc.Fault.AfterEffect, BeforeEffect: sc.Fault.BeforeEffect}),
+		Unconfined: st.Core.Cfg.SandboxUnconfined, DeliveryPoll: 20 * time.Millisecond, Log: st.Core.Log,
+		Manifest: st.Core.ManifestLimits(),
+	}
+	starter := &runner.Starter{Pool: st.Core.Pool, Journal: st.Core.Journal, Client: st.Temporal.Client, TaskQueue: "drill-" + sc.RunID,
+		DataDir: st.Core.Cfg.DataDir, Tools: st.Tools}
+	return acts, starter
 }
 
 // otherAgentWrites makes sc's other agent's call to the store the run

@@ -57,6 +57,7 @@ var Kinds = []string{
 	KindCmdMkdirBefore, KindCmdRemoveAfter, KindCmdAppendBefore, KindCmdPartialWrite, KindReissueNewFile,
 	KindMemoryAfter, KindMemoryBefore,
 	KindMCPNoLookup, KindAgentRun, KindCmdTimeoutRunning, KindClockSkew, KindSharedStore,
+	KindKernelAgentCmd, KindKernelAgentMCP, KindKernelAgentResumed,
 }
 
 // Servers of the drill stack a plan may name in its tools
@@ -161,6 +162,10 @@ type Scenario struct {
 	// OtherWrite, when set, is a call another agent makes to the same
 	// store after the run and before its wall is built (KindSharedStore).
 	OtherWrite *Step
+	// KernelAgent, when set, makes the run a kernel agent run driven by
+	// the scripted model (kernel_agent_* kinds, kernelagent.go): Plan is
+	// empty and Fault names the call's operation op-<n>-<call id>.
+	KernelAgent *KernelAgent
 	// Tau2, when set, is the tau2-retail case the plan replays: the drill
 	// takes the truth from the database's diff too (Stack.tau2Truth).
 	Tau2 *Tau2Case
@@ -319,6 +324,8 @@ func (g gen) build(kind string) Scenario {
 		return g.clockSkew()
 	case KindSharedStore:
 		return g.sharedStore()
+	case KindKernelAgentCmd, KindKernelAgentMCP, KindKernelAgentResumed:
+		return g.kernelAgent(kind)
 	default:
 		panic("drill: unknown kind " + kind)
 	}

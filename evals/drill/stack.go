@@ -16,6 +16,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/seed-7bc021c3/reckon/internal/app"
+	"github.com/seed-7bc021c3/reckon/internal/fakeopenai"
 	"github.com/seed-7bc021c3/reckon/internal/mcpserver"
 	"github.com/seed-7bc021c3/reckon/kernel/operations"
 	"github.com/seed-7bc021c3/reckon/kernel/outbox"
@@ -69,6 +70,10 @@ type Stack struct {
 	// issueStore is the test MCP server's store, which an agent_run drill
 	// writes with a client of the agent's own.
 	issueStore *mcpserver.Store
+	// model is the scripted model (internal/fakeopenai) of the
+	// kernel_agent_* drills' agent runs, each scripted under a model name
+	// of its own.
+	model *fakeopenai.AgentModel
 	// tau2 and tau2Dir are the tau2 suite and the folder of its runs'
 	// databases, when the stack serves it.
 	tau2    *Tau2Suite
@@ -85,6 +90,7 @@ func OpenStack(ctx context.Context, o StackConfig) (*Stack, error) {
 	if err := sandbox.Available(""); err != nil && !cfg.SandboxUnconfined {
 		return nil, fmt.Errorf("drill: run_command needs bubblewrap (%v); install it (scripts/ensure-deps.sh) or set RECKON_SANDBOX_UNCONFINED=1", err)
 	}
+	st.model = fakeopenai.NewAgentModel()
 
 	store, issues, err := st.serveTestServer(cfg.DataDir, "issues.json", mcpserver.NewServer)
 	if err != nil {
@@ -220,6 +226,9 @@ func (st *Stack) Close() {
 		cancel()
 	}
 	st.wg.Wait()
+	if st.model != nil {
+		st.model.Close()
+	}
 	if st.Temporal != nil {
 		st.Temporal.Close()
 	}
