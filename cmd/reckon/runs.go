@@ -26,9 +26,11 @@ const runsUsage = `usage: reckon runs <list|get|start> [flags]
   get    --project P --run R [--events N]
          (status, parent and child runs, every operation with its state,
          and the run's first N events: default 100, at most 1000)
-  start  --project P --plan FILE [--run R]
-         (a kernel run of the plan in FILE, {"steps": [...]}; the same run
-         id and plan again is the same run)
+  start  --project P (--plan FILE | --agent FILE) [--run R]
+         (a kernel run of the plan in FILE, {"steps": [...]}, or an agent
+         run of the agent in FILE, {"instructions", "input", "tools", ...}
+         (docs/agents.md); exactly one of the two; the same run id and
+         input again is the same run)
 
 Every subcommand takes --json (the API's JSON instead of a table).
 Environment: RECKON_URL (default ` + defaultAPIURL + `), RECKON_TOKEN (bearer token;
@@ -265,9 +267,11 @@ func printRunOperations(w io.Writer, p operations.RunOperationsPage) error {
 	return nil
 }
 
-// runsStartCmd is `runs start`: a kernel run of the plan in a file.
+// runsStartCmd is `runs start`: a kernel run of the plan, or the agent,
+// in a file (exactly one of --plan and --agent).
 func runsStartCmd(ctx context.Context, o *opsCall, args []string) error {
 	planFile := o.fs.String("plan", "", `file holding the plan: {"steps": [{"tool": ..., "args": {...}}, ...]}`)
+	agentFile := o.fs.String("agent", "", `file holding the agent: {"instructions": ..., "input": ..., "tools": [...]} (docs/agents.md)`)
 	run := o.fs.String("run", "", "run id (default: the server picks one)")
 	if err := parseFlags(o.fs, args); err != nil {
 		return err
@@ -275,17 +279,11 @@ func runsStartCmd(ctx context.Context, o *opsCall, args []string) error {
 	if err := need(map[string]string{"--project": *o.project}); err != nil {
 		return err
 	}
-	if strings.TrimSpace(*planFile) == "" {
-		return usageErrorf("missing --plan")
-	}
-	plan, err := os.ReadFile(*planFile)
+	field, file, err := startInput(*planFile, *agentFile)
 	if err != nil {
-		return fmt.Errorf("--plan: %w", err)
+		return err
 	}
-	if !json.Valid(plan) {
-		return usageErrorf("--plan %s is not JSON; a plan is {\"steps\": [{\"tool\": \"run_command\", \"args\": {\"command\": \"...\"}}]}", *planFile)
-	}
-	body := map[string]any{"project": *o.project, "plan": json.RawMessage(plan)}
+	body := map[string]any{"project": *o.project, field: file}
 	if *run != "" {
 		body["run_id"] = *run
 	}
@@ -304,10 +302,35 @@ func runsStartCmd(ctx context.Context, o *opsCall, args []string) error {
 	}
 	id, project := kernel.Printable(started.RunID), kernel.Printable(*o.project)
 	if status == http.StatusOK {
-		fmt.Fprintf(o.stdout, "run %s of project %s already exists with this plan: nothing new was started\n", id, project)
+		fmt.Fprintf(o.stdout, "run %s of project %s already exists with this %s: nothing new was started\n", id, project, field)
 	} else {
 		fmt.Fprintf(o.stdout, "started run %s in project %s\n", id, project)
 	}
 	fmt.Fprintf(o.stdout, "follow it: reckon runs get --project %s --run %s\n", project, id)
 	return nil
+}
+
+// startInput reads the run's input for `runs start`: the field of the
+// request it goes in (plan or agent) and the file's JSON. Exactly one of
+// planFile and agentFile must be given.
+func startInput(planFile, agentFile string) (string, json.RawMessage, error) {
+	hasPlan, hasAgent := strings.TrimSpace(planFile) != "", strings.TrimSpace(agentFile) != ""
+	switch {
+	case hasPlan && hasAgent:
+		return "", nil, usageErrorf("--plan and --agent: give exactly one (a run carries a plan or an agent, not both)")
+	case !hasPlan && !hasAgent:
+		return "", nil, usageErrorf("missing --plan or --agent: give exactly one (a plan file, or an agent file: docs/agents.md)")
+	}
+	field, flag, path, shape := "plan", "--plan", planFile, `{"steps": [{"tool": "run_command", "args": {"command": "..."}}]}`
+	if hasAgent {
+		field, flag, path, shape = "agent", "--agent", agentFile, `{"instructions": "...", "input": "...", "tools": ["run_command"]}`
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return "", nil, fmt.Errorf("%s: %w", flag, err)
+	}
+	if !json.Valid(raw) {
+		return "", nil, usageErrorf("%s %s is not JSON; %s is %s", flag, path, map[string]string{"plan": "a plan", "agent": "an agent"}[field], shape)
+	}
+	return field, raw, nil
 }

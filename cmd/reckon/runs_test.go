@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/seed-7bc021c3/reckon/internal/apptest"
+	"github.com/seed-7bc021c3/reckon/internal/fakeopenai"
 	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/fault"
 	"github.com/seed-7bc021c3/reckon/kernel/operations"
@@ -127,5 +128,78 @@ func TestRunsCLI(t *testing.T) {
 	}
 	if _, err := run("operator-secret", "start", "--project", "acme", "--plan", plan); err == nil || !strings.Contains(err.Error(), "not JSON") {
 		t.Errorf("a plan that is not JSON: %v", err)
+	}
+}
+
+// TestRunsStartAgentCLI starts an agent run from an agent file against a
+// real dev stack whose model is the scripted one (internal/fakeopenai):
+// the run completes with the model's final answer, the same file again is
+// the same run; exactly one of --plan and --agent is taken, and an agent
+// file that is not JSON, or that the server refuses, is named.
+func TestRunsStartAgentCLI(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	m := fakeopenai.NewAgentModel()
+	t.Cleanup(m.Close)
+	st := apptest.Start(t, "ann:operator:operator-secret", fault.Config{},
+		"RECKON_AGENT_BASE_URL", m.URL, "RECKON_AGENT_MODEL", "cli-scripted")
+	run := func(args ...string) (string, error) {
+		var out, errb bytes.Buffer
+		env := map[string]string{"RECKON_URL": "http://" + st.APIAddr, "RECKON_TOKEN": "operator-secret"}
+		err := runsMain(ctx, args, &out, &errb, func(k string) string { return env[k] })
+		return out.String(), err
+	}
+	m.Script("cli-scripted",
+		fakeopenai.AgentStep{ToolCalls: []fakeopenai.AgentToolCall{{ID: "call_w", Name: "run_command",
+			Arguments: json.RawMessage(`{"command": "echo released > NOTES.md", "timeout_s": 30}`)}}},
+		fakeopenai.AgentStep{Content: "NOTES.md written."})
+	dir := t.TempDir()
+	agent := filepath.Join(dir, "agent.json")
+	if err := os.WriteFile(agent, []byte(`{"instructions": "You maintain the notes.", "input": "Write NOTES.md.", "tools": ["run_command"]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := run("start", "--project", "acme", "--run", "cli-agent", "--agent", agent)
+	if err != nil || !strings.HasPrefix(out, "started run cli-agent in project acme\n") {
+		t.Fatalf("start --agent: %v\n%s", err, out)
+	}
+	if err := st.Kernel.Conn.Client.GetWorkflow(ctx, kernel.WorkflowID("acme", "cli-agent"), "").Get(ctx, nil); err != nil {
+		t.Fatalf("the agent run: %v", err)
+	}
+	if err := outbox.WaitDelivered(ctx, st.Pool, "acme", "cli-agent", 20*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	out, err = run("get", "--project", "acme", "--run", "cli-agent")
+	for _, want := range []string{"status      completed", "op-1-call_w", "agent.turn", "run.completed"} {
+		if err != nil || !strings.Contains(out, want) {
+			t.Errorf("get the agent run lacks %q (%v):\n%s", want, err, out)
+		}
+	}
+	if out, err := run("start", "--project", "acme", "--run", "cli-agent", "--agent", agent); err != nil || !strings.Contains(out, "already exists with this agent") {
+		t.Errorf("start --agent again: %v\n%s", err, out)
+	}
+
+	plan := filepath.Join(dir, "plan.json")
+	notJSON := filepath.Join(dir, "agent.txt")
+	refused := filepath.Join(dir, "refused.json")
+	for f, b := range map[string]string{plan: `{"steps": [{"tool": "run_command", "args": {"command": "true"}}]}`,
+		notJSON: "input: write NOTES.md", refused: `{"input": "x", "tools": ["mcp__nope"]}`} {
+		if err := os.WriteFile(f, []byte(b), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"start", "--project", "acme", "--plan", plan, "--agent", agent}, "--plan and --agent: give exactly one"},
+		{[]string{"start", "--project", "acme"}, "missing --plan or --agent"},
+		{[]string{"start", "--project", "acme", "--agent", filepath.Join(dir, "nope.json")}, "--agent"},
+		{[]string{"start", "--project", "acme", "--agent", notJSON}, "--agent " + notJSON + " is not JSON"},
+		{[]string{"start", "--project", "acme", "--agent", refused}, "agent.tools[0]"},
+	} {
+		if _, err := run(c.args...); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: %v, want an error naming %s", c.args[3:], err, c.want)
+		}
 	}
 }
