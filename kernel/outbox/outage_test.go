@@ -2,35 +2,17 @@ package outbox_test
 
 import (
 	"context"
-	"net"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
+	"github.com/seed-7bc021c3/reckon/internal/pgtest"
 	"github.com/seed-7bc021c3/reckon/internal/reckontest"
 	"github.com/seed-7bc021c3/reckon/kernel/outbox"
 )
-
-// deadPool is a pool whose database never answers (nothing listens).
-func deadPool(t *testing.T) *pgxpool.Pool {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	pool, err := pgxpool.New(context.Background(), "postgres://x@"+addr+"/x?connect_timeout=1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	return pool
-}
 
 // TestMetricsSurviveDatabaseOutage: with PostgreSQL down the scrape still
 // succeeds: the counters are there, reckon_outbox_stats_up is 0 and the
@@ -38,7 +20,7 @@ func deadPool(t *testing.T) *pgxpool.Pool {
 func TestMetricsSurviveDatabaseOutage(t *testing.T) {
 	t.Parallel()
 	reg := prometheus.NewRegistry()
-	outbox.NewMetrics(reg, deadPool(t))
+	outbox.NewMetrics(reg, pgtest.DeadPool(t))
 	for i := 1; i <= 2; i++ {
 		mfs, err := reg.Gather()
 		if err != nil {
@@ -73,7 +55,7 @@ func TestMetricsSurviveDatabaseOutage(t *testing.T) {
 func TestPublisherBacksOffWhileDatabaseDown(t *testing.T) {
 	t.Parallel()
 	reg := prometheus.NewRegistry()
-	pool := deadPool(t)
+	pool := pgtest.DeadPool(t)
 	m := outbox.NewMetrics(reg, nil)
 	var logs reckontest.Buffer
 	p := outbox.NewPublisher(pool, nil, outbox.Config{PollInterval: 5 * time.Millisecond, BaseBackoff: 50 * time.Millisecond,
