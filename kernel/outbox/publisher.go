@@ -19,6 +19,7 @@ import (
 	"github.com/seed-7bc021c3/reckon/kernel/pgplan"
 	"github.com/seed-7bc021c3/reckon/kernel/webhook"
 	"github.com/seed-7bc021c3/reckon/platform/backoff"
+	"github.com/seed-7bc021c3/reckon/platform/defaults"
 	"github.com/seed-7bc021c3/reckon/platform/promx"
 )
 
@@ -36,27 +37,13 @@ type Config struct {
 }
 
 func (c Config) withDefaults() Config {
-	if c.BatchSize <= 0 {
-		c.BatchSize = 500
-	}
-	if c.PollInterval <= 0 {
-		c.PollInterval = 100 * time.Millisecond
-	}
-	if c.BaseBackoff <= 0 {
-		c.BaseBackoff = 500 * time.Millisecond
-	}
-	if c.MaxBackoff <= 0 {
-		c.MaxBackoff = time.Minute
-	}
-	if c.OutageBackoff <= 0 {
-		c.OutageBackoff = 10 * time.Second
-	}
-	if c.Retention <= 0 {
-		c.Retention = 24 * time.Hour
-	}
-	if c.PruneEvery <= 0 {
-		c.PruneEvery = time.Minute
-	}
+	c.BatchSize = defaults.Positive(c.BatchSize, 500)
+	c.PollInterval = defaults.Positive(c.PollInterval, 100*time.Millisecond)
+	c.BaseBackoff = defaults.Positive(c.BaseBackoff, 500*time.Millisecond)
+	c.MaxBackoff = defaults.Positive(c.MaxBackoff, time.Minute)
+	c.OutageBackoff = defaults.Positive(c.OutageBackoff, 10*time.Second)
+	c.Retention = defaults.Positive(c.Retention, 24*time.Hour)
+	c.PruneEvery = defaults.Positive(c.PruneEvery, time.Minute)
 	return c
 }
 
