@@ -63,7 +63,7 @@ func TestPublisherBacksOffWhileDatabaseDown(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
 	_ = p.Run(ctx)
-	n := countMetric(t, reg, "reckon_outbox_publish_errors_total")
+	n := reckontest.Value(t, reg, "reckon_outbox_publish_errors_total", nil)
 	// Polling every 5 ms would be ~600 attempts; backing off from 50 ms
 	// to a 400 ms cap is at most ~25.
 	if n < 3 || n > 40 {
@@ -72,34 +72,4 @@ func TestPublisherBacksOffWhileDatabaseDown(t *testing.T) {
 	if w := strings.Count(logs.String(), `"level":"warn"`); w != 1 {
 		t.Fatalf("%d warnings for one outage of %v attempts:\n%s", w, n, logs.String())
 	}
-}
-
-// countMetric is counter name in reg. With a label and its value, it is
-// that series, 0 when the series has not been counted yet (a vector's
-// series appear at their first count); without, the first series, and a
-// counter reg lacks fails the test.
-func countMetric(t *testing.T, reg *prometheus.Registry, name string, label ...string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			match := len(label) == 0
-			for _, l := range m.GetLabel() {
-				match = match || l.GetName() == label[0] && l.GetValue() == label[1]
-			}
-			if match {
-				return m.GetCounter().GetValue()
-			}
-		}
-	}
-	if len(label) == 0 {
-		t.Fatalf("no metric %s", name)
-	}
-	return 0
 }
