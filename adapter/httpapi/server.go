@@ -561,6 +561,17 @@ func WriteJSON(w http.ResponseWriter, status int, v any) {
 	_ = enc.Encode(v)
 }
 
+// readBody is ReadJSON for a route whose invalid body is refused with
+// the body's shape, shape ("guard body must be {...}") before the
+// decoder's own message.
+func readBody(r *http.Request, v any, shape string) error {
+	err := ReadJSON(r, v)
+	if err != nil && kernel.ErrorCode(err) == kernel.EInvalid {
+		return kernel.Errorf(kernel.EInvalid, "%s: %s", shape, kernel.ErrorMessage(err))
+	}
+	return err
+}
+
 // ReadJSON is the one strict decoder of request bodies: the body must be
 // one JSON value without a NUL, invalid UTF-8 or a duplicate key anywhere
 // (kernel.CheckJSON, naming the field), and every field must be one v
