@@ -18,8 +18,9 @@ import (
 	"github.com/seed-7bc021c3/reckon/tool/mcptool"
 )
 
-// serveBounded serves a gateway over HTTP on a loopback port with the
-// given bounds and returns its address.
+// serveBounded serves a gateway of one HTTP issues upstream over HTTP on
+// a loopback port, configured by o (its bounds, its token), and returns
+// its address.
 func serveBounded(t *testing.T, o Config) string {
 	t.Helper()
 	up := newHTTPIssues(t)

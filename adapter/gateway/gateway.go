@@ -62,6 +62,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/seed-7bc021c3/reckon/kernel"
+	"github.com/seed-7bc021c3/reckon/platform/defaults"
 	"github.com/seed-7bc021c3/reckon/tool/mcptool"
 )
 
@@ -174,24 +175,12 @@ func (o Config) withDefaults() Config {
 	if o.Source == "" {
 		o.Source = DefaultSource
 	}
-	if o.Lease <= 0 {
-		o.Lease = DefaultLease
-	}
-	if o.ShutdownGrace <= 0 {
-		o.ShutdownGrace = DefaultShutdownGrace
-	}
-	if o.SessionIdle <= 0 {
-		o.SessionIdle = DefaultSessionIdle
-	}
-	if o.ConnIdle <= 0 {
-		o.ConnIdle = DefaultConnIdle
-	}
-	if o.MaxSessions <= 0 {
-		o.MaxSessions = DefaultMaxSessions
-	}
-	if o.BodyTimeout <= 0 {
-		o.BodyTimeout = DefaultBodyTimeout
-	}
+	o.Lease = defaults.Positive(o.Lease, DefaultLease)
+	o.ShutdownGrace = defaults.Positive(o.ShutdownGrace, DefaultShutdownGrace)
+	o.SessionIdle = defaults.Positive(o.SessionIdle, DefaultSessionIdle)
+	o.ConnIdle = defaults.Positive(o.ConnIdle, DefaultConnIdle)
+	o.MaxSessions = defaults.Positive(o.MaxSessions, DefaultMaxSessions)
+	o.BodyTimeout = defaults.Positive(o.BodyTimeout, DefaultBodyTimeout)
 	if o.MaxConnsPerClient == 0 {
 		o.MaxConnsPerClient = DefaultMaxConnsPerClient
 	}

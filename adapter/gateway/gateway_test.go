@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -591,26 +590,12 @@ func TestReservedMetaKey(t *testing.T) {
 // token of another length is refused as one of the same length is.
 func TestHTTPIdleConnectionsAreClosed(t *testing.T) {
 	t.Parallel()
-	up := newHTTPIssues(t)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	g, err := New(ctx, newSchema(t), Config{Servers: []mcptool.ServerConfig{up.config("issues")}, Token: "s3cret", ConnIdle: 200 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sctx, stop := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- g.ServeHTTP(sctx, ln) }()
-	t.Cleanup(func() { stop(); <-done })
+	addr := serveBounded(t, Config{Token: "s3cret", ConnIdle: 200 * time.Millisecond})
 	var reqs []string
 	for _, token := range []string{"s3creX", "a-much-longer-wrong-token"} {
 		// Without a body: a refusal of a request whose body is unread
 		// closes the connection at once (TestHTTPEarlyRefusalAndTrickles).
 		reqs = append(reqs, "GET "+HTTPPath+" HTTP/1.1\r\nHost: gw\r\nAuthorization: Bearer "+token+"\r\n\r\n")
 	}
-	reckontest.IdleConnectionCloses(t, ln.Addr().String(), http.StatusUnauthorized, reqs...)
+	reckontest.IdleConnectionCloses(t, addr, http.StatusUnauthorized, reqs...)
 }

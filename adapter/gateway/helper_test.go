@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -19,6 +18,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/seed-7bc021c3/reckon/internal/mcpserver"
+	"github.com/seed-7bc021c3/reckon/internal/mcptest"
 	"github.com/seed-7bc021c3/reckon/internal/pgtest"
 	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/tool/mcptool"
@@ -63,10 +63,7 @@ type httpIssues struct {
 
 func newHTTPIssues(t *testing.T) *httpIssues {
 	t.Helper()
-	st, err := mcpserver.OpenStore(filepath.Join(t.TempDir(), "issues.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := mcptest.Store(t)
 	h := &httpIssues{store: st, mcp: mcpserver.NewServer(st)}
 	inner := mcpserver.Handler(h.mcp)
 	h.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

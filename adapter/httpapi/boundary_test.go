@@ -13,8 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
 	"github.com/seed-7bc021c3/reckon/adapter/auth"
@@ -22,7 +20,6 @@ import (
 	"github.com/seed-7bc021c3/reckon/internal/pgtest"
 	"github.com/seed-7bc021c3/reckon/internal/reckontest"
 	"github.com/seed-7bc021c3/reckon/kernel"
-	"github.com/seed-7bc021c3/reckon/kernel/journal"
 	"github.com/seed-7bc021c3/reckon/kernel/operations"
 )
 
@@ -140,17 +137,8 @@ func TestReconcileRefusesBadBytes(t *testing.T) {
 // access-log line per request with the token's name and never its secret.
 func TestHTTPConventions(t *testing.T) {
 	t.Parallel()
-	s := pgtest.New(t)
-	tokens, err := auth.Parse("bot:agent:agent-secret-1:agent-x,ro:reader:reader-secret-1")
-	if err != nil {
-		t.Fatal(err)
-	}
 	var logs reckontest.Buffer
-	reg := prometheus.NewRegistry()
-	api := httpapi.New(httpapi.Config{Tokens: tokens, Log: zerolog.New(&logs), Registry: reg,
-		Journal: journal.New(s.Pool, reg), Owners: operations.Owners{Pool: s.Pool}})
-	srv := httptest.NewServer(api)
-	t.Cleanup(srv.Close)
+	srv, _ := newServerConfig(t, func(c *httpapi.Config) { c.Log = zerolog.New(&logs) })
 
 	req, _ := http.NewRequest(http.MethodGet, srv.URL+"/v1/whoami", nil)
 	req.Header.Set("Authorization", "bearer reader-secret-1")
@@ -211,28 +199,8 @@ func TestHTTPConventions(t *testing.T) {
 // answer 503 with Retry-After, not 500.
 func TestDatabaseOutageIs503(t *testing.T) {
 	t.Parallel()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close() // nothing listens there now
-	cfg, err := pgxpool.ParseConfig("postgres://x@" + addr + "/x?connect_timeout=2")
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	tokens, _ := auth.Parse("bot:agent:agent-secret-1:agent-x,ro:reader:reader-secret-1")
-	reg := prometheus.NewRegistry()
-	svc := operations.New(pool, operations.Config{})
-	api := httpapi.New(httpapi.Config{Tokens: tokens, Log: zerolog.Nop(), Registry: reg,
-		Journal: journal.New(pool, reg), Owners: operations.Owners{Pool: pool}, Operations: svc})
-	srv := httptest.NewServer(api)
-	t.Cleanup(srv.Close)
+	pool := pgtest.DeadPool(t)
+	srv := serveConfig(t, pool, func(c *httpapi.Config) { c.Operations = operations.New(pool, operations.Config{}) })
 	code, out := post(t, srv, "agent-secret-1", `{"events":[`+okEvent+`]}`)
 	if code != http.StatusServiceUnavailable {
 		t.Fatalf("ingest with the database down: %d %v", code, out)

@@ -3,7 +3,6 @@ package httpapi
 import (
 	"net/http"
 
-	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/operations"
 )
 
@@ -16,10 +15,7 @@ func (s *Server) postGuard(w http.ResponseWriter, r *http.Request) error {
 		return unserved("operations")
 	}
 	var p operations.GuardParams
-	if err := ReadJSON(r, &p); err != nil {
-		if kernel.ErrorCode(err) == kernel.EInvalid {
-			return kernel.Errorf(kernel.EInvalid, "guard body must be {project, run_id?, tool, args, scope?}: %s", kernel.ErrorMessage(err))
-		}
+	if err := readBody(r, &p, "guard body must be {project, run_id?, tool, args, scope?}"); err != nil {
 		return err
 	}
 	if err := mayProject(r, p.Project); err != nil {

@@ -46,22 +46,29 @@ func newServerOwners(t *testing.T, owners kernel.RunOwners) (*httptest.Server, *
 	})
 }
 
-// newServerConfig is the tests' server (its tokens, the journal, owners
-// as in production) with the config changed by with.
+// newServerConfig is the tests' server on a schema of its own, with the
+// config changed by with (serveConfig).
 func newServerConfig(t *testing.T, with func(*httpapi.Config)) (*httptest.Server, *pgxpool.Pool) {
 	t.Helper()
 	s := pgtest.New(t)
+	return serveConfig(t, s.Pool, with), s.Pool
+}
+
+// serveConfig serves the tests' API over pool (their tokens, the journal,
+// owners as in production) with the config changed by with, until t ends.
+func serveConfig(t *testing.T, pool *pgxpool.Pool, with func(*httpapi.Config)) *httptest.Server {
+	t.Helper()
 	tokens, err := auth.Parse("bot:agent:agent-secret-1:agent-x,ro:reader:reader-secret-1,op:operator:operator-secret-1:agent-x")
 	if err != nil {
 		t.Fatal(err)
 	}
 	reg := prometheus.NewRegistry()
 	cfg := httpapi.Config{Tokens: tokens, Log: zerolog.Nop(), Registry: reg,
-		Journal: journal.New(s.Pool, reg), Owners: operations.Owners{Pool: s.Pool}}
+		Journal: journal.New(pool, reg), Owners: operations.Owners{Pool: pool}}
 	with(&cfg)
 	srv := httptest.NewServer(httpapi.New(cfg))
 	t.Cleanup(srv.Close)
-	return srv, s.Pool
+	return srv
 }
 
 // post sends body to POST /v1/events with token and returns the status

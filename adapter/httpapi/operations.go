@@ -92,10 +92,7 @@ func (s *Server) postReconcile(w http.ResponseWriter, r *http.Request) error {
 		return unserved("operations")
 	}
 	var b kernel.ReconcileRequest
-	if err := ReadJSON(r, &b); err != nil {
-		if kernel.ErrorCode(err) == kernel.EInvalid {
-			return kernel.Errorf(kernel.EInvalid, "reconcile body must be {project, run_id, operation_id, effect, note, evidence?}: %s", kernel.ErrorMessage(err))
-		}
+	if err := readBody(r, &b, "reconcile body must be {project, run_id, operation_id, effect, note, evidence?}"); err != nil {
 		return err
 	}
 	if err := mayProject(r, b.Project); err != nil {

@@ -36,6 +36,7 @@ import (
 
 	"github.com/seed-7bc021c3/reckon/adapter/auth"
 	"github.com/seed-7bc021c3/reckon/kernel"
+	"github.com/seed-7bc021c3/reckon/platform/defaults"
 	"github.com/seed-7bc021c3/reckon/platform/httplimit"
 	"github.com/seed-7bc021c3/reckon/platform/promx"
 )
@@ -177,18 +178,10 @@ func New(cfg Config) *Server {
 	if cfg.Tokens == nil {
 		cfg.Tokens = &auth.Tokens{}
 	}
-	if cfg.BodyTimeout <= 0 {
-		cfg.BodyTimeout = BodyReadTimeout
-	}
-	if cfg.IdleTimeout <= 0 {
-		cfg.IdleTimeout = IdleTimeout
-	}
-	if cfg.ReadHeaderTimeout <= 0 {
-		cfg.ReadHeaderTimeout = ReadHeaderTimeout
-	}
-	if cfg.WriteTimeout <= 0 {
-		cfg.WriteTimeout = WriteTimeout
-	}
+	cfg.BodyTimeout = defaults.Positive(cfg.BodyTimeout, BodyReadTimeout)
+	cfg.IdleTimeout = defaults.Positive(cfg.IdleTimeout, IdleTimeout)
+	cfg.ReadHeaderTimeout = defaults.Positive(cfg.ReadHeaderTimeout, ReadHeaderTimeout)
+	cfg.WriteTimeout = defaults.Positive(cfg.WriteTimeout, WriteTimeout)
 	s := &Server{mux: chi.NewRouter(), cfg: cfg, runLocks: semaphore.NewWeighted(MaxRunsInFlight), ending: make(chan struct{})}
 	s.streams = httplimit.NewSlots(s.maxStreams())
 	s.reqs = promx.CounterVec("reckon_http_requests_total", "API requests by route and status code.", "route", "code")
@@ -566,6 +559,17 @@ func WriteJSON(w http.ResponseWriter, status int, v any) {
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
 	_ = enc.Encode(v)
+}
+
+// readBody is ReadJSON for a route whose invalid body is refused with
+// the body's shape, shape ("guard body must be {...}") before the
+// decoder's own message.
+func readBody(r *http.Request, v any, shape string) error {
+	err := ReadJSON(r, v)
+	if err != nil && kernel.ErrorCode(err) == kernel.EInvalid {
+		return kernel.Errorf(kernel.EInvalid, "%s: %s", shape, kernel.ErrorMessage(err))
+	}
+	return err
 }
 
 // ReadJSON is the one strict decoder of request bodies: the body must be

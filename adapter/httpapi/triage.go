@@ -70,10 +70,7 @@ func (s *Server) postTriage(w http.ResponseWriter, r *http.Request) error {
 		return unserved("triage")
 	}
 	var req TriageRequest
-	if err := ReadJSON(r, &req); err != nil {
-		if kernel.ErrorCode(err) == kernel.EInvalid {
-			return kernel.Errorf(kernel.EInvalid, "triage body must be {project?, run_id?}: %s", kernel.ErrorMessage(err))
-		}
+	if err := readBody(r, &req, "triage body must be {project?, run_id?}"); err != nil {
 		return err
 	}
 	if err := req.validate(); err != nil {

@@ -174,6 +174,19 @@ type opsCall struct {
 	stdout, stderr io.Writer
 }
 
+// printOrDecode is a subcommand's answer raw: printed as the API wrote it
+// with --json (printed is true: the command is done), else decoded into
+// v, a decode error naming what.
+func (o *opsCall) printOrDecode(raw []byte, v any, what string) (printed bool, err error) {
+	if *o.asJSON {
+		return true, writeRaw(o.stdout, raw)
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		return false, fmt.Errorf("decode %s: %w", what, err)
+	}
+	return false, nil
+}
+
 // opsSubcommands maps each `reckon ops` subcommand to its function.
 var opsSubcommands = map[string]func(ctx context.Context, o *opsCall, args []string) error{
 	"list": opsListCmd, "attention": opsListCmd,
@@ -218,14 +231,11 @@ func opsHistoryCmd(ctx context.Context, o *opsCall, args []string) error {
 	if err != nil {
 		return err
 	}
-	if *o.asJSON {
-		return writeRaw(o.stdout, raw)
-	}
 	var h struct {
 		Events []kernel.Event `json:"events"`
 	}
-	if err := json.Unmarshal(raw, &h); err != nil {
-		return fmt.Errorf("decode history: %w", err)
+	if printed, err := o.printOrDecode(raw, &h, "history"); printed || err != nil {
+		return err
 	}
 	return printEvents(o.stdout, h.Events)
 }
@@ -260,12 +270,9 @@ func opsReconcileCmd(ctx context.Context, o *opsCall, args []string) error {
 	if err != nil {
 		return err
 	}
-	if *o.asJSON {
-		return writeRaw(o.stdout, raw)
-	}
 	var ev kernel.Event
-	if err := json.Unmarshal(raw, &ev); err != nil {
-		return fmt.Errorf("decode reconcile answer: %w", err)
+	if printed, err := o.printOrDecode(raw, &ev, "reconcile answer"); printed || err != nil {
+		return err
 	}
 	var d kernel.Reconciliation
 	_ = ev.DecodeData(&d)
@@ -318,12 +325,9 @@ func opsGuardCmd(ctx context.Context, o *opsCall, args []string) error {
 	if err != nil {
 		return err
 	}
-	if *o.asJSON {
-		return writeRaw(o.stdout, raw)
-	}
 	var ans operations.GuardAnswer
-	if err := json.Unmarshal(raw, &ans); err != nil {
-		return fmt.Errorf("decode guard answer: %w", err)
+	if printed, err := o.printOrDecode(raw, &ans, "guard answer"); printed || err != nil {
+		return err
 	}
 	fmt.Fprintln(o.stdout, guardLine(ans))
 	return nil
@@ -377,15 +381,12 @@ func opsVerdictsCmd(ctx context.Context, o *opsCall, args []string) error {
 	if err != nil {
 		return err
 	}
-	if *o.asJSON {
-		return writeRaw(o.stdout, raw)
-	}
 	var v struct {
 		Verdicts    []kernel.Event          `json:"verdicts"`
 		Resolutions []operations.Resolution `json:"resolutions"`
 	}
-	if err := json.Unmarshal(raw, &v); err != nil {
-		return fmt.Errorf("decode verdicts: %w", err)
+	if printed, err := o.printOrDecode(raw, &v, "verdicts"); printed || err != nil {
+		return err
 	}
 	return printVerdicts(o.stdout, v.Verdicts, v.Resolutions)
 }

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/rs/zerolog"
 
 	"github.com/seed-7bc021c3/reckon/adapter/httpapi"
@@ -90,11 +89,7 @@ func TestReadyzNamesWhatIsDown(t *testing.T) {
 // cause (the address) only in the log.
 func TestReadyzNamesPostgreSQL(t *testing.T) {
 	t.Parallel()
-	pool, err := pgxpool.New(context.Background(), "postgres://reckon@127.0.0.1:1/reckon?sslmode=disable&connect_timeout=2")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
+	pool := pgtest.DeadPool(t)
 	logs := &reckontest.Buffer{}
 	c := &Core{Pool: pool, Log: zerolog.New(logs)}
 	mux := http.NewServeMux()

@@ -28,6 +28,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/seed-7bc021c3/reckon/platform/config"
+	"github.com/seed-7bc021c3/reckon/platform/defaults"
 )
 
 // Scenario names, in the order they run.
@@ -173,15 +174,9 @@ func (o *Options) defaults() error {
 	if o.Binary == "" {
 		return errors.New("soak: no reckon binary to run")
 	}
-	if o.Rounds <= 0 {
-		o.Rounds = DefaultRounds
-	}
-	if o.Timeout <= 0 {
-		o.Timeout = DefaultTimeout
-	}
-	if o.Outage <= 0 {
-		o.Outage = DefaultOutage
-	}
+	o.Rounds = defaults.Positive(o.Rounds, DefaultRounds)
+	o.Timeout = defaults.Positive(o.Timeout, DefaultTimeout)
+	o.Outage = defaults.Positive(o.Outage, DefaultOutage)
 	if o.Progress == nil {
 		o.Progress = io.Discard
 	}

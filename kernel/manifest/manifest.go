@@ -37,6 +37,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/seed-7bc021c3/reckon/kernel"
+	"github.com/seed-7bc021c3/reckon/platform/defaults"
 )
 
 // Granularity is how close to the walk a change must be for metadata not
@@ -105,12 +106,8 @@ type Limits struct {
 }
 
 func (l Limits) withDefaults() Limits {
-	if l.MaxFiles <= 0 {
-		l.MaxFiles = DefaultMaxFiles
-	}
-	if l.Budget <= 0 {
-		l.Budget = DefaultBudget
-	}
+	l.MaxFiles = defaults.Positive(l.MaxFiles, DefaultMaxFiles)
+	l.Budget = defaults.Positive(l.Budget, DefaultBudget)
 	return l
 }
 

@@ -14,7 +14,6 @@ import (
 func TestChildSummarySQLMatchesReplay(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil)
-	ago := func(d time.Duration) time.Time { return t0.Add(-d) }
 	parent := reckontest.Run{Project: "acme", RunID: "parent", Source: kernel.SourceKernel}
 	children := map[string]func(c reckontest.Run) []kernel.Event{
 		"none": func(c reckontest.Run) []kernel.Event {
@@ -73,7 +72,6 @@ func TestChildSummarySQLMatchesReplay(t *testing.T) {
 func TestChildSummaryCountsTheDelegationsSourceOnly(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil)
-	ago := func(d time.Duration) time.Time { return t0.Add(-d) }
 	parent := reckontest.Run{Project: "acme", RunID: "r", Source: "agent-a"}
 	child := reckontest.Run{Project: "acme", RunID: kernel.ChildRunID("r", "op-1"), Source: "agent-a"}
 	forger := reckontest.Run{Project: "acme", RunID: child.RunID, Source: "agent-b"}

@@ -22,7 +22,6 @@ func TestRunsList(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil)
 	ctx := context.Background()
-	ago := func(d time.Duration) time.Time { return t0.Add(-d) }
 	agent := reckontest.Run{Project: "acme", RunID: "a-1", Source: "bot"}
 	k := reckontest.Run{Project: "acme", RunID: "k-1", Source: kernel.SourceKernel}
 	child := reckontest.Run{Project: "acme", RunID: "k-1.op-1", Source: kernel.SourceKernel}
@@ -165,7 +164,6 @@ func TestRunStatusFromLifecycle(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil)
 	ctx := context.Background()
-	ago := func(d time.Duration) time.Time { return t0.Add(-d) }
 	w := rawWriter(t, e)
 	status := func(run string) operations.RunSummary {
 		t.Helper()
@@ -287,7 +285,6 @@ func TestRunOperations(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil)
 	ctx := context.Background()
-	ago := func(d time.Duration) time.Time { return t0.Add(-d) }
 	r := reckontest.Run{Project: "acme", RunID: "a-1", Source: "bot"}
 	started := r.Started("op-5", "run_command", ago(time.Hour))
 	e.Ingest(r.RunStarted(ago(2*time.Hour)),

@@ -13,6 +13,7 @@ import (
 
 	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/journal"
+	"github.com/seed-7bc021c3/reckon/platform/defaults"
 )
 
 // Defaults of Config.
@@ -55,15 +56,9 @@ type Service struct {
 
 // New returns a Service over the journal in pool.
 func New(pool *pgxpool.Pool, opts Config) *Service {
-	if opts.Window <= 0 {
-		opts.Window = DefaultWindow
-	}
-	if opts.StaleAfter <= 0 {
-		opts.StaleAfter = DefaultStaleAfter
-	}
-	if opts.LivenessCalls <= 0 {
-		opts.LivenessCalls = DefaultLivenessCalls
-	}
+	opts.Window = defaults.Positive(opts.Window, DefaultWindow)
+	opts.StaleAfter = defaults.Positive(opts.StaleAfter, DefaultStaleAfter)
+	opts.LivenessCalls = defaults.Positive(opts.LivenessCalls, DefaultLivenessCalls)
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}

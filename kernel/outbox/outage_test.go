@@ -2,35 +2,17 @@ package outbox_test
 
 import (
 	"context"
-	"net"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
+	"github.com/seed-7bc021c3/reckon/internal/pgtest"
 	"github.com/seed-7bc021c3/reckon/internal/reckontest"
 	"github.com/seed-7bc021c3/reckon/kernel/outbox"
 )
-
-// deadPool is a pool whose database never answers (nothing listens).
-func deadPool(t *testing.T) *pgxpool.Pool {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	pool, err := pgxpool.New(context.Background(), "postgres://x@"+addr+"/x?connect_timeout=1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	return pool
-}
 
 // TestMetricsSurviveDatabaseOutage: with PostgreSQL down the scrape still
 // succeeds: the counters are there, reckon_outbox_stats_up is 0 and the
@@ -38,7 +20,7 @@ func deadPool(t *testing.T) *pgxpool.Pool {
 func TestMetricsSurviveDatabaseOutage(t *testing.T) {
 	t.Parallel()
 	reg := prometheus.NewRegistry()
-	outbox.NewMetrics(reg, deadPool(t))
+	outbox.NewMetrics(reg, pgtest.DeadPool(t))
 	for i := 1; i <= 2; i++ {
 		mfs, err := reg.Gather()
 		if err != nil {
@@ -73,7 +55,7 @@ func TestMetricsSurviveDatabaseOutage(t *testing.T) {
 func TestPublisherBacksOffWhileDatabaseDown(t *testing.T) {
 	t.Parallel()
 	reg := prometheus.NewRegistry()
-	pool := deadPool(t)
+	pool := pgtest.DeadPool(t)
 	m := outbox.NewMetrics(reg, nil)
 	var logs reckontest.Buffer
 	p := outbox.NewPublisher(pool, nil, outbox.Config{PollInterval: 5 * time.Millisecond, BaseBackoff: 50 * time.Millisecond,
@@ -81,7 +63,7 @@ func TestPublisherBacksOffWhileDatabaseDown(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
 	_ = p.Run(ctx)
-	n := countMetric(t, reg, "reckon_outbox_publish_errors_total")
+	n := reckontest.Value(t, reg, "reckon_outbox_publish_errors_total", nil)
 	// Polling every 5 ms would be ~600 attempts; backing off from 50 ms
 	// to a 400 ms cap is at most ~25.
 	if n < 3 || n > 40 {
@@ -90,34 +72,4 @@ func TestPublisherBacksOffWhileDatabaseDown(t *testing.T) {
 	if w := strings.Count(logs.String(), `"level":"warn"`); w != 1 {
 		t.Fatalf("%d warnings for one outage of %v attempts:\n%s", w, n, logs.String())
 	}
-}
-
-// countMetric is counter name in reg. With a label and its value, it is
-// that series, 0 when the series has not been counted yet (a vector's
-// series appear at their first count); without, the first series, and a
-// counter reg lacks fails the test.
-func countMetric(t *testing.T, reg *prometheus.Registry, name string, label ...string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			match := len(label) == 0
-			for _, l := range m.GetLabel() {
-				match = match || l.GetName() == label[0] && l.GetValue() == label[1]
-			}
-			if match {
-				return m.GetCounter().GetValue()
-			}
-		}
-	}
-	if len(label) == 0 {
-		t.Fatalf("no metric %s", name)
-	}
-	return 0
 }

@@ -45,11 +45,7 @@ func Enqueue(ctx context.Context, db DBTX, events ...kernel.Event) error {
 	if len(events) == 0 {
 		return nil
 	}
-	r, err := prepareRows(events)
-	if err != nil {
-		return err
-	}
-	notes, err := r.notifications(events)
+	r, notes, err := prepareBatch(events)
 	if err != nil {
 		return err
 	}
@@ -156,6 +152,20 @@ type part struct {
 // statement did.
 const maxPartDoc = 64 << 20
 
+// prepareBatch prepares events' rows and the webhook notifications they
+// announce, as Enqueue and QueueEnqueueNew write them.
+func prepareBatch(events []kernel.Event) (rows, []webhook.Notification, error) {
+	r, err := prepareRows(events)
+	if err != nil {
+		return rows{}, nil, err
+	}
+	notes, err := r.notifications(events)
+	if err != nil {
+		return rows{}, nil, err
+	}
+	return r, notes, nil
+}
+
 // prepareRows validates and prepares events for the outbox.
 func prepareRows(events []kernel.Event) (rows, error) {
 	return prepareRowsIn(events, maxPartDoc)
@@ -237,11 +247,7 @@ func QueueEnqueueNew(b *pgx.Batch, events ...kernel.Event) error {
 	if len(events) == 0 {
 		return nil
 	}
-	r, err := prepareRows(events)
-	if err != nil {
-		return err
-	}
-	notes, err := r.notifications(events)
+	r, notes, err := prepareBatch(events)
 	if err != nil {
 		return err
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/seed-7bc021c3/reckon/kernel/pgplan"
 	"github.com/seed-7bc021c3/reckon/kernel/webhook"
 	"github.com/seed-7bc021c3/reckon/platform/backoff"
+	"github.com/seed-7bc021c3/reckon/platform/defaults"
 	"github.com/seed-7bc021c3/reckon/platform/promx"
 )
 
@@ -36,27 +37,13 @@ type Config struct {
 }
 
 func (c Config) withDefaults() Config {
-	if c.BatchSize <= 0 {
-		c.BatchSize = 500
-	}
-	if c.PollInterval <= 0 {
-		c.PollInterval = 100 * time.Millisecond
-	}
-	if c.BaseBackoff <= 0 {
-		c.BaseBackoff = 500 * time.Millisecond
-	}
-	if c.MaxBackoff <= 0 {
-		c.MaxBackoff = time.Minute
-	}
-	if c.OutageBackoff <= 0 {
-		c.OutageBackoff = 10 * time.Second
-	}
-	if c.Retention <= 0 {
-		c.Retention = 24 * time.Hour
-	}
-	if c.PruneEvery <= 0 {
-		c.PruneEvery = time.Minute
-	}
+	c.BatchSize = defaults.Positive(c.BatchSize, 500)
+	c.PollInterval = defaults.Positive(c.PollInterval, 100*time.Millisecond)
+	c.BaseBackoff = defaults.Positive(c.BaseBackoff, 500*time.Millisecond)
+	c.MaxBackoff = defaults.Positive(c.MaxBackoff, time.Minute)
+	c.OutageBackoff = defaults.Positive(c.OutageBackoff, 10*time.Second)
+	c.Retention = defaults.Positive(c.Retention, 24*time.Hour)
+	c.PruneEvery = defaults.Positive(c.PruneEvery, time.Minute)
 	return c
 }
 
@@ -101,61 +88,33 @@ func (m *Metrics) MustRegister(reg prometheus.Registerer, pool *pgxpool.Pool) {
 	}
 	reg.MustRegister(m.delivered, m.parked, m.failures, m.pruned, m.loopErrors)
 	if pool != nil {
-		reg.MustRegister(newStatsCollector(pool))
+		reg.MustRegister(statsGauges(pool))
 	}
 }
 
-// statsCollector reads backlog figures from the database on scrape. When
-// the database cannot answer, the scrape still succeeds: the gauges are
-// left out, reckon_outbox_stats_up is 0 and the scrape-error counter
-// moves, so every other metric stays visible exactly while lag builds.
-type statsCollector struct {
-	pool                    *pgxpool.Pool
-	backlog, oldest, parked *prometheus.Desc
-	up                      *prometheus.Desc
-	scrapeErrors            prometheus.Counter
-}
-
-func newStatsCollector(pool *pgxpool.Pool) *statsCollector {
-	return &statsCollector{
-		pool:    pool,
-		backlog: prometheus.NewDesc("reckon_outbox_backlog", "Outbox rows not yet delivered (parked rows excluded).", nil, nil),
-		oldest:  prometheus.NewDesc("reckon_outbox_oldest_undelivered_age_seconds", "Age of the oldest undelivered outbox row.", nil, nil),
-		parked:  prometheus.NewDesc("reckon_outbox_parked_rows", "Outbox rows currently parked on a conflict.", nil, nil),
-		up:      prometheus.NewDesc("reckon_outbox_stats_up", "1 when the outbox gauges could be read from the database at this scrape, 0 when not.", nil, nil),
-		scrapeErrors: promx.Counter("reckon_outbox_stats_scrape_errors_total",
-			"Scrapes at which the outbox gauges could not be read from the database."),
-	}
-}
-
-func (c *statsCollector) Describe(ch chan<- *prometheus.Desc) {
-	ch <- c.backlog
-	ch <- c.oldest
-	ch <- c.parked
-	ch <- c.up
-	c.scrapeErrors.Describe(ch)
-}
-
-func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	var n, parked int64
-	var age float64
-	err := c.pool.QueryRow(ctx, statsSQL).Scan(&n, &age)
-	if err == nil {
-		err = c.pool.QueryRow(ctx, parkedCountSQL).Scan(&parked)
-	}
-	if err != nil {
-		c.scrapeErrors.Inc()
-		ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, 0)
-		c.scrapeErrors.Collect(ch)
-		return
-	}
-	ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, 1)
-	c.scrapeErrors.Collect(ch)
-	ch <- prometheus.MustNewConstMetric(c.backlog, prometheus.GaugeValue, float64(n))
-	ch <- prometheus.MustNewConstMetric(c.oldest, prometheus.GaugeValue, age)
-	ch <- prometheus.MustNewConstMetric(c.parked, prometheus.GaugeValue, float64(parked))
+// statsGauges are the outbox's backlog gauges, read from the database
+// on scrape (promx.DBGauges: with the database unreachable the scrape
+// still succeeds, reckon_outbox_stats_up 0).
+func statsGauges(pool *pgxpool.Pool) *promx.DBGauges {
+	backlog := prometheus.NewDesc("reckon_outbox_backlog", "Outbox rows not yet delivered (parked rows excluded).", nil, nil)
+	oldest := prometheus.NewDesc("reckon_outbox_oldest_undelivered_age_seconds", "Age of the oldest undelivered outbox row.", nil, nil)
+	parked := prometheus.NewDesc("reckon_outbox_parked_rows", "Outbox rows currently parked on a conflict.", nil, nil)
+	return promx.NewDBGauges("reckon_outbox_stats", "outbox gauges", []*prometheus.Desc{backlog, oldest, parked},
+		func(ctx context.Context) ([]prometheus.Metric, error) {
+			var n, parkedRows int64
+			var age float64
+			if err := pool.QueryRow(ctx, statsSQL).Scan(&n, &age); err != nil {
+				return nil, err
+			}
+			if err := pool.QueryRow(ctx, parkedCountSQL).Scan(&parkedRows); err != nil {
+				return nil, err
+			}
+			return []prometheus.Metric{
+				prometheus.MustNewConstMetric(backlog, prometheus.GaugeValue, float64(n)),
+				prometheus.MustNewConstMetric(oldest, prometheus.GaugeValue, age),
+				prometheus.MustNewConstMetric(parked, prometheus.GaugeValue, float64(parkedRows)),
+			}, nil
+		})
 }
 
 // Publisher drains the outbox to a journal. Several may run at once, in one

@@ -17,6 +17,7 @@ import (
 
 	"github.com/seed-7bc021c3/reckon/kernel/manifest"
 	"github.com/seed-7bc021c3/reckon/kernel/priorstate"
+	"github.com/seed-7bc021c3/reckon/platform/defaults"
 )
 
 // DefaultBatch is how many rows one delete statement removes at most when
@@ -44,13 +45,9 @@ type Evidence struct {
 // It fits outbox.Publisher.WithMaintenance.
 func (e Evidence) Prune(ctx context.Context) (int64, error) {
 	batch := e.Batch
-	if batch <= 0 {
-		batch = DefaultBatch
-	}
+	batch = defaults.Positive(batch, DefaultBatch)
 	keep := e.Retention
-	if keep <= 0 {
-		keep = DefaultRetention
-	}
+	keep = defaults.Positive(keep, DefaultRetention)
 	var total int64
 	for _, prune := range []func(context.Context, time.Duration, int) (int64, error){
 		manifest.Store{Pool: e.Pool}.PruneBatch,

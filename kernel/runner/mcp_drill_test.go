@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/seed-7bc021c3/reckon/internal/mcpserver"
+	"github.com/seed-7bc021c3/reckon/internal/mcptest"
 	"github.com/seed-7bc021c3/reckon/internal/npmtest"
 	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/fault"
@@ -39,13 +40,7 @@ func mcpTools(t *testing.T, servers []mcptool.ServerConfig, names ...string) []k
 // until the test ends.
 func issuesServer(t *testing.T) (*mcpserver.Store, *httptest.Server) {
 	t.Helper()
-	store, err := mcpserver.OpenStore(filepath.Join(t.TempDir(), "issues.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(mcpserver.Handler(mcpserver.NewServer(store)))
-	t.Cleanup(hs.Close)
-	return store, hs
+	return mcptest.IssueServer(t)
 }
 
 // The live drill with KERNEL_FAULT_AFTER_EFFECT=mcp__create_issue against

@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/seed-7bc021c3/reckon/kernel"
+	"github.com/seed-7bc021c3/reckon/platform/defaults"
 	"github.com/seed-7bc021c3/reckon/platform/pglisten"
 )
 
@@ -87,18 +88,10 @@ type wait struct {
 }
 
 func (r *Resumer) defaults() {
-	if r.AwaitTimeout <= 0 {
-		r.AwaitTimeout = DefaultAwaitTimeout
-	}
-	if r.Scan <= 0 {
-		r.Scan = 30 * time.Second
-	}
-	if r.Resend <= 0 {
-		r.Resend = time.Minute
-	}
-	if r.MaxTriages <= 0 {
-		r.MaxTriages = 4
-	}
+	r.AwaitTimeout = defaults.Positive(r.AwaitTimeout, DefaultAwaitTimeout)
+	r.Scan = defaults.Positive(r.Scan, 30*time.Second)
+	r.Resend = defaults.Positive(r.Resend, time.Minute)
+	r.MaxTriages = defaults.Positive(r.MaxTriages, 4)
 	if r.Now == nil {
 		r.Now = time.Now
 	}

@@ -1,13 +1,12 @@
 package runner
 
 import (
-	"net/http/httptest"
-	"path/filepath"
 	"testing"
 
 	"go.temporal.io/sdk/converter"
 
 	"github.com/seed-7bc021c3/reckon/internal/mcpserver"
+	"github.com/seed-7bc021c3/reckon/internal/mcptest"
 	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/tool/mcptool"
 )
@@ -19,12 +18,7 @@ func issueServers(t *testing.T, names ...string) ([]mcptool.ServerConfig, map[st
 	var cfgs []mcptool.ServerConfig
 	stores := map[string]*mcpserver.Store{}
 	for _, n := range names {
-		store, err := mcpserver.OpenStore(filepath.Join(t.TempDir(), "issues.json"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		hs := httptest.NewServer(mcpserver.Handler(mcpserver.NewServer(store)))
-		t.Cleanup(hs.Close)
+		store, hs := mcptest.IssueServer(t)
 		cfgs = append(cfgs, mcptool.ServerConfig{Name: n, URL: hs.URL + mcpserver.HTTPPath})
 		stores[n] = store
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/platform/backoff"
 	"github.com/seed-7bc021c3/reckon/platform/config"
+	"github.com/seed-7bc021c3/reckon/platform/defaults"
 )
 
 // Config tunes a Deliverer. Zero values take the defaults.
@@ -52,24 +53,12 @@ type Config struct {
 }
 
 func (c Config) withDefaults() Config {
-	if c.BatchSize <= 0 {
-		c.BatchSize = 100
-	}
-	if c.Concurrency <= 0 {
-		c.Concurrency = 8
-	}
-	if c.Timeout <= 0 {
-		c.Timeout = 15 * time.Second
-	}
-	if c.BaseBackoff <= 0 {
-		c.BaseBackoff = 5 * time.Second
-	}
-	if c.MaxBackoff <= 0 {
-		c.MaxBackoff = 5 * time.Minute
-	}
-	if c.PollInterval <= 0 {
-		c.PollInterval = 500 * time.Millisecond
-	}
+	c.BatchSize = defaults.Positive(c.BatchSize, 100)
+	c.Concurrency = defaults.Positive(c.Concurrency, 8)
+	c.Timeout = defaults.Positive(c.Timeout, 15*time.Second)
+	c.BaseBackoff = defaults.Positive(c.BaseBackoff, 5*time.Second)
+	c.MaxBackoff = defaults.Positive(c.MaxBackoff, 5*time.Minute)
+	c.PollInterval = defaults.Positive(c.PollInterval, 500*time.Millisecond)
 	if c.Client == nil {
 		c.Client = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	}

@@ -220,7 +220,7 @@ func TestReceiverOutageLosesNothing(t *testing.T) {
 	reckontest.Eventually(t, 30*time.Second, "attempts against the closed receiver", func() bool {
 		return count(t, s, "SELECT count(*) FROM webhook_deliveries WHERE attempts >= 2 AND last_error LIKE '%refused%'") > 0
 	})
-	if got := gauge(t, reg, "reckon_webhook_backlog", id); got != n {
+	if got := reckontest.Value(t, reg, "reckon_webhook_backlog", map[string]string{"endpoint": id}); got != n {
 		t.Fatalf("backlog gauge %v during the outage, want %d", got, n)
 	}
 
@@ -281,31 +281,11 @@ func TestReceiverOutageLosesNothing(t *testing.T) {
 	if len(ok) != n || dups != 3 {
 		t.Fatalf("%d distinct webhook-ids (want %d), %d failed once (want 3); %d requests", len(ok), n, dups, len(got))
 	}
-	if got := gauge(t, reg, "reckon_webhook_backlog", id); got != 0 {
+	if got := reckontest.Value(t, reg, "reckon_webhook_backlog", map[string]string{"endpoint": id}); got != 0 {
 		t.Fatalf("backlog gauge %v once delivered", got)
 	}
 	t.Logf("%d notifications, %d requests: %d refused or failed attempts recorded before the receiver came back",
 		n, len(got), count(t, s, "SELECT coalesce(sum(attempts), 0) FROM webhook_deliveries")-len(got))
-}
-
-// gauge is the value of the gauge name{endpoint=endpoint} in reg.
-func gauge(t *testing.T, reg *prometheus.Registry, name, endpoint string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if mf.GetName() == name && l.GetName() == "endpoint" && l.GetValue() == endpoint {
-					return m.GetGauge().GetValue()
-				}
-			}
-		}
-	}
-	t.Fatalf("%s{endpoint=%q} not exported", name, endpoint)
-	return 0
 }
 
 // TestDeliverersSendEachRowOnce: three deliverers on one database send

@@ -2,11 +2,12 @@ package webhook
 
 import (
 	"context"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/seed-7bc021c3/reckon/platform/promx"
 )
 
 // Metrics of the webhook deliverers of a process.
@@ -31,7 +32,7 @@ func NewMetrics(reg prometheus.Registerer, pool *pgxpool.Pool, ids []string) *Me
 	if reg != nil {
 		reg.MustRegister(m.attempts)
 		if pool != nil {
-			reg.MustRegister(newStatsCollector(pool, ids))
+			reg.MustRegister(statsGauges(pool, ids))
 		}
 	}
 	return m
@@ -41,67 +42,37 @@ func (m *Metrics) attempt(endpoint, outcome string) {
 	m.attempts.WithLabelValues(endpoint, outcome).Inc()
 }
 
-// statsCollector reads the backlog per endpoint on scrape, as the
-// outbox's gauges do: with the database unreachable the scrape still
-// succeeds, without the gauges, and reckon_webhook_stats_up is 0.
-type statsCollector struct {
-	pool           *pgxpool.Pool
-	ids            []string
-	backlog, age   *prometheus.Desc
-	up             *prometheus.Desc
-	scrapeFailures prometheus.Counter
-}
-
-func newStatsCollector(pool *pgxpool.Pool, ids []string) *statsCollector {
-	return &statsCollector{
-		pool: pool, ids: ids,
-		backlog: prometheus.NewDesc("reckon_webhook_backlog", "Webhook notifications not yet delivered, by endpoint id.", []string{"endpoint"}, nil),
-		age:     prometheus.NewDesc("reckon_webhook_oldest_undelivered_age_seconds", "Age of the oldest webhook notification not yet delivered, by endpoint id (0 when none waits).", []string{"endpoint"}, nil),
-		up:      prometheus.NewDesc("reckon_webhook_stats_up", "1 when the webhook backlog could be read from the database at this scrape, 0 when not.", nil, nil),
-		scrapeFailures: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "reckon_webhook_stats_scrape_errors_total",
-			Help: "Scrapes at which the webhook backlog could not be read from the database.",
-		}),
-	}
-}
-
-// Describe implements prometheus.Collector.
-func (c *statsCollector) Describe(ch chan<- *prometheus.Desc) {
-	ch <- c.backlog
-	ch <- c.age
-	ch <- c.up
-	c.scrapeFailures.Describe(ch)
-}
-
-// Collect implements prometheus.Collector: every configured endpoint
-// shows, at 0 when nothing of it waits.
-func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	type stat struct {
-		n   int64
-		age float64
-	}
-	stats := map[string]stat{}
-	rows, err := c.pool.Query(ctx, statsSQL)
-	if err == nil {
-		var (
-			id string
-			s  stat
-		)
-		_, err = pgx.ForEachRow(rows, []any{&id, &s.n, &s.age}, func() error { stats[id] = s; return nil })
-	}
-	if err != nil {
-		c.scrapeFailures.Inc()
-		ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, 0)
-		c.scrapeFailures.Collect(ch)
-		return
-	}
-	ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, 1)
-	c.scrapeFailures.Collect(ch)
-	for _, id := range c.ids {
-		s := stats[id]
-		ch <- prometheus.MustNewConstMetric(c.backlog, prometheus.GaugeValue, float64(s.n), id)
-		ch <- prometheus.MustNewConstMetric(c.age, prometheus.GaugeValue, s.age, id)
-	}
+// statsGauges are the backlog gauges of the endpoints ids, read from
+// the database on scrape as the outbox's are (promx.DBGauges: with the
+// database unreachable the scrape still succeeds, reckon_webhook_stats_up
+// 0). Every configured endpoint shows, at 0 when nothing of it waits.
+func statsGauges(pool *pgxpool.Pool, ids []string) *promx.DBGauges {
+	backlog := prometheus.NewDesc("reckon_webhook_backlog", "Webhook notifications not yet delivered, by endpoint id.", []string{"endpoint"}, nil)
+	age := prometheus.NewDesc("reckon_webhook_oldest_undelivered_age_seconds", "Age of the oldest webhook notification not yet delivered, by endpoint id (0 when none waits).", []string{"endpoint"}, nil)
+	return promx.NewDBGauges("reckon_webhook_stats", "webhook backlog", []*prometheus.Desc{backlog, age},
+		func(ctx context.Context) ([]prometheus.Metric, error) {
+			type stat struct {
+				n   int64
+				age float64
+			}
+			stats := map[string]stat{}
+			rows, err := pool.Query(ctx, statsSQL)
+			if err != nil {
+				return nil, err
+			}
+			var (
+				id string
+				s  stat
+			)
+			if _, err := pgx.ForEachRow(rows, []any{&id, &s.n, &s.age}, func() error { stats[id] = s; return nil }); err != nil {
+				return nil, err
+			}
+			var ms []prometheus.Metric
+			for _, id := range ids {
+				s := stats[id]
+				ms = append(ms, prometheus.MustNewConstMetric(backlog, prometheus.GaugeValue, float64(s.n), id),
+					prometheus.MustNewConstMetric(age, prometheus.GaugeValue, s.age, id))
+			}
+			return ms, nil
+		})
 }

@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -16,22 +15,13 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/seed-7bc021c3/reckon/internal/mcpserver"
+	"github.com/seed-7bc021c3/reckon/internal/mcptest"
 	"github.com/seed-7bc021c3/reckon/internal/pgtest"
 	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/operations"
 	"github.com/seed-7bc021c3/reckon/pipeline"
 	"github.com/seed-7bc021c3/reckon/tool/mcptool"
 )
-
-// issueStore is an empty store of `reckon mcp-test-server`'s issues.
-func issueStore(t *testing.T) *mcpserver.Store {
-	t.Helper()
-	store, err := mcpserver.OpenStore(filepath.Join(t.TempDir(), "issues.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return store
-}
 
 // fileIssue files an issue titled title under key in store.
 func fileIssue(t *testing.T, store *mcpserver.Store, key, title string) {
@@ -54,7 +44,7 @@ func serveMCP(t *testing.T, h http.Handler) string {
 // its MCP endpoint.
 func issueServer(t *testing.T, keys ...string) string {
 	t.Helper()
-	store := issueStore(t)
+	store := mcptest.Store(t)
 	for _, k := range keys {
 		fileIssue(t, store, k, "filed")
 	}
@@ -75,7 +65,7 @@ func mcpCall(id, state string) pipeline.WallOperation {
 
 func TestMCPLookup(t *testing.T) {
 	t.Parallel()
-	store := issueStore(t)
+	store := mcptest.Store(t)
 	// Another run's op-1 under the bare id must not count (ids repeat
 	// across runs); the kernel's qualified key does.
 	fileIssue(t, store, "op-2", "bare id of another run")
@@ -138,7 +128,7 @@ func TestMCPLookup(t *testing.T) {
 // that do not offer the tool are skipped, unreachable ones are reported.
 func TestMCPClientOverHTTP(t *testing.T) {
 	t.Parallel()
-	store := issueStore(t)
+	store := mcptest.Store(t)
 	fileIssue(t, store, "acme/run-1/op-1", "Disk full")
 	url := serveMCP(t, mcpserver.Handler(mcpserver.NewServer(store)))
 	c := MCPClient{Servers: []mcptool.ServerConfig{
@@ -438,7 +428,7 @@ func countInit(h http.Handler, n *atomic.Int32) http.Handler {
 // opens one per lookup; an unreachable server is dialled once per wall.
 func TestMCPProbeOneSessionPerWall(t *testing.T) {
 	t.Parallel()
-	store := issueStore(t)
+	store := mcptest.Store(t)
 	fileIssue(t, store, mcptool.IdempotencyKey("acme", "run-1", "op-1"), "Disk full")
 	var inits atomic.Int32
 	client := issuesClient(serveMCP(t, countInit(mcpserver.Handler(mcpserver.NewServer(store)), &inits)))

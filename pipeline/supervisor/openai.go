@@ -16,6 +16,7 @@ import (
 
 	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/pipeline"
+	"github.com/seed-7bc021c3/reckon/platform/defaults"
 	"github.com/seed-7bc021c3/reckon/prompts"
 )
 
@@ -76,24 +77,14 @@ func NewOpenAI(cfg OpenAIConfig) (*OpenAI, error) {
 	if cfg.Model == "" {
 		return nil, kernel.Errorf(kernel.EInvalid, "supervisor: RECKON_SUPERVISOR_MODEL is required for the OpenAI-compatible supervisor")
 	}
-	if cfg.MaxAttempts <= 0 {
-		cfg.MaxAttempts = 4
-	}
-	if cfg.BaseBackoff <= 0 {
-		cfg.BaseBackoff = 500 * time.Millisecond
-	}
-	if cfg.MaxBackoff <= 0 {
-		cfg.MaxBackoff = 30 * time.Second
-	}
-	if cfg.Timeout <= 0 {
-		cfg.Timeout = 2 * time.Minute
-	}
+	cfg.MaxAttempts = defaults.Positive(cfg.MaxAttempts, 4)
+	cfg.BaseBackoff = defaults.Positive(cfg.BaseBackoff, 500*time.Millisecond)
+	cfg.MaxBackoff = defaults.Positive(cfg.MaxBackoff, 30*time.Second)
+	cfg.Timeout = defaults.Positive(cfg.Timeout, 2*time.Minute)
 	if cfg.Sleep == nil {
 		cfg.Sleep = sleepCtx
 	}
-	if cfg.MaxResponseBytes <= 0 {
-		cfg.MaxResponseBytes = DefaultMaxResponseBytes
-	}
+	cfg.MaxResponseBytes = defaults.Positive(cfg.MaxResponseBytes, DefaultMaxResponseBytes)
 	oc := openai.DefaultConfig(cfg.APIKey)
 	oc.BaseURL = strings.TrimRight(cfg.BaseURL, "/")
 	// No client Timeout: each call's context carries cfg.Timeout (see

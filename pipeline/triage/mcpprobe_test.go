@@ -2,12 +2,11 @@ package triage
 
 import (
 	"context"
-	"net/http/httptest"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/seed-7bc021c3/reckon/internal/mcpserver"
+	"github.com/seed-7bc021c3/reckon/internal/mcptest"
 	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/operations"
 	"github.com/seed-7bc021c3/reckon/pipeline/probe"
@@ -25,7 +24,7 @@ import (
 func TestMCPProbeIgnoresAgentReportedCalls(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	store, hs := issueServer(t)
+	store, hs := mcptest.IssueServer(t)
 	// The agent's call did land -- without reckon's key.
 	if _, _, err := store.CreateIssue("agents-own-request-7", "Disk full on db-3", ""); err != nil {
 		t.Fatal(err)
@@ -79,7 +78,7 @@ func TestMCPProbeIgnoresAgentReportedCalls(t *testing.T) {
 func TestMCPProbeSkipsAServerConfiguredElsewhere(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	_, staging := issueServer(t)
+	_, staging := mcptest.IssueServer(t)
 	stagingCfg := mcptool.ServerConfig{Name: "issues", URL: staging.URL + mcpserver.HTTPPath}
 	production := mcptool.ServerConfig{Name: "issues", URL: "http://issues.prod.example:9000/mcp"}
 	for run, endpoint := range map[string]string{"gw-elsewhere": production.Endpoint(), "gw-here": stagingCfg.Endpoint()} {
@@ -112,19 +111,6 @@ func TestMCPProbeSkipsAServerConfiguredElsewhere(t *testing.T) {
 			t.Errorf("%s: effect %s basis %s, want %s; evidence %s", run, d.Effect, d.Basis, want, d.Evidence)
 		}
 	}
-}
-
-// issueServer is the test MCP server over a store of its own, on HTTP,
-// closed when t ends.
-func issueServer(t *testing.T) (*mcpserver.Store, *httptest.Server) {
-	t.Helper()
-	store, err := mcpserver.OpenStore(filepath.Join(t.TempDir(), "issues.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(mcpserver.Handler(mcpserver.NewServer(store)))
-	t.Cleanup(hs.Close)
-	return store, hs
 }
 
 // gatewayRun registers run as an MCP gateway's client-named run, as the

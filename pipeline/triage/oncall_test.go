@@ -13,37 +13,6 @@ import (
 	"github.com/seed-7bc021c3/reckon/pipeline/supervisor"
 )
 
-// sample is the value of name with exactly the labels want in reg, and
-// whether it is exported.
-func sample(t *testing.T, reg *prometheus.Registry, name string, want map[string]string) (float64, bool) {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-	metrics:
-		for _, m := range mf.GetMetric() {
-			if len(m.GetLabel()) != len(want) {
-				continue
-			}
-			for _, l := range m.GetLabel() {
-				if want[l.GetName()] != l.GetValue() {
-					continue metrics
-				}
-			}
-			if m.GetCounter() != nil {
-				return m.GetCounter().GetValue(), true
-			}
-			return m.GetGauge().GetValue(), true
-		}
-	}
-	return 0, false
-}
-
 // TestOncallGauges: a scheduled sweep leaves the unresolved gauge at what
 // it listed minus what it settled, counts its outcome, and sets the last
 // success only when no wall failed; the backlog refresh fills the
@@ -68,11 +37,7 @@ func TestOncallGauges(t *testing.T) {
 	sw := e.sweeper(Config{Supervisor: sup, Metrics: NewMetrics(reg), Now: clock.Now})
 	gauge := func(name string, labels map[string]string) float64 {
 		t.Helper()
-		v, ok := sample(t, reg, name, labels)
-		if !ok {
-			t.Fatalf("%s%v not exported", name, labels)
-		}
-		return v
+		return reckontest.Value(t, reg, name, labels)
 	}
 
 	if _, err := sw.Sweep(ctx, SweepParams{}); err != nil {
@@ -81,13 +46,13 @@ func TestOncallGauges(t *testing.T) {
 	if got := gauge("reckon_operations_unresolved", map[string]string{"project": "acme", "state": "crash_window"}); got != 1 {
 		t.Errorf("unresolved crash_window %v, want run-2's operation, left by its failed wall", got)
 	}
-	if _, ok := sample(t, reg, "reckon_operations_unresolved", map[string]string{"project": "acme", "state": "failed_uncertain"}); ok {
+	if _, ok := reckontest.Sample(t, reg, "reckon_operations_unresolved", map[string]string{"project": "acme", "state": "failed_uncertain"}); ok {
 		t.Error("run-1's operations, settled by the sweep, are still counted unresolved")
 	}
 	if got := gauge("reckon_triage_sweeps_total", map[string]string{"outcome": "walls_failed"}); got != 1 {
 		t.Errorf("walls_failed sweeps %v, want 1", got)
 	}
-	if _, ok := sample(t, reg, "reckon_triage_last_success_timestamp_seconds", map[string]string{}); ok {
+	if _, ok := reckontest.Sample(t, reg, "reckon_triage_last_success_timestamp_seconds", map[string]string{}); ok {
 		t.Error("a sweep with a failed wall set the last success")
 	}
 
@@ -124,7 +89,7 @@ func TestOncallGauges(t *testing.T) {
 	if got := gauge("reckon_triage_sweeps_total", map[string]string{"outcome": "ok"}); got != 1 {
 		t.Errorf("ok sweeps %v, want 1", got)
 	}
-	if _, ok := sample(t, reg, "reckon_operations_unresolved", map[string]string{"project": "acme", "state": "crash_window"}); ok {
+	if _, ok := reckontest.Sample(t, reg, "reckon_operations_unresolved", map[string]string{"project": "acme", "state": "crash_window"}); ok {
 		t.Error("the operation the last sweep settled is still counted unresolved")
 	}
 }

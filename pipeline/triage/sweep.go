@@ -38,6 +38,7 @@ import (
 	"github.com/seed-7bc021c3/reckon/pipeline"
 	"github.com/seed-7bc021c3/reckon/pipeline/probe"
 	"github.com/seed-7bc021c3/reckon/pipeline/supervisor"
+	"github.com/seed-7bc021c3/reckon/platform/defaults"
 )
 
 // Operations is what the sweep needs of the kernel's operations service
@@ -105,30 +106,14 @@ func (c Config) withDefaults() Config {
 	if c.SettlePolicy == "" {
 		c.SettlePolicy = supervisor.DefaultSettlePolicy
 	}
-	if c.MaxOpsPerWall <= 0 {
-		c.MaxOpsPerWall = 50
-	}
-	if c.MaxWallBytes <= 0 {
-		c.MaxWallBytes = 64 << 10
-	}
-	if c.MaxArgBytes <= 0 {
-		c.MaxArgBytes = 4 << 10
-	}
-	if c.MaxEarlierVerdicts <= 0 {
-		c.MaxEarlierVerdicts = 5
-	}
-	if c.MaxWalls <= 0 {
-		c.MaxWalls = 1000
-	}
-	if c.Concurrency <= 0 {
-		c.Concurrency = 8
-	}
-	if c.WallTimeout <= 0 {
-		c.WallTimeout = 5 * time.Minute
-	}
-	if c.LockAttempts <= 0 {
-		c.LockAttempts = 3
-	}
+	c.MaxOpsPerWall = defaults.Positive(c.MaxOpsPerWall, 50)
+	c.MaxWallBytes = defaults.Positive(c.MaxWallBytes, 64<<10)
+	c.MaxArgBytes = defaults.Positive(c.MaxArgBytes, 4<<10)
+	c.MaxEarlierVerdicts = defaults.Positive(c.MaxEarlierVerdicts, 5)
+	c.MaxWalls = defaults.Positive(c.MaxWalls, 1000)
+	c.Concurrency = defaults.Positive(c.Concurrency, 8)
+	c.WallTimeout = defaults.Positive(c.WallTimeout, 5*time.Minute)
+	c.LockAttempts = defaults.Positive(c.LockAttempts, 3)
 	if c.Now == nil {
 		c.Now = time.Now
 	}

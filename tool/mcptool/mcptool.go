@@ -39,6 +39,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/seed-7bc021c3/reckon/kernel"
+	"github.com/seed-7bc021c3/reckon/platform/defaults"
 	"github.com/seed-7bc021c3/reckon/platform/fdguard"
 )
 
@@ -116,15 +117,9 @@ type Config struct {
 }
 
 func (o Config) withDefaults() Config {
-	if o.Timeout <= 0 {
-		o.Timeout = DefaultTimeout
-	}
-	if o.DiscoveryTimeout <= 0 {
-		o.DiscoveryTimeout = 10 * time.Second
-	}
-	if o.TerminateGrace <= 0 {
-		o.TerminateGrace = time.Second
-	}
+	o.Timeout = defaults.Positive(o.Timeout, DefaultTimeout)
+	o.DiscoveryTimeout = defaults.Positive(o.DiscoveryTimeout, 10*time.Second)
+	o.TerminateGrace = defaults.Positive(o.TerminateGrace, time.Second)
 	return o
 }
 

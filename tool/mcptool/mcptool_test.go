@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/seed-7bc021c3/reckon/internal/mcpserver"
+	"github.com/seed-7bc021c3/reckon/internal/mcptest"
 	"github.com/seed-7bc021c3/reckon/kernel"
 )
 
@@ -350,10 +351,7 @@ func TestMetaAndPlaceholders(t *testing.T) {
 // Streamable HTTP: the same semantics, plus the Idempotency-Key header.
 func TestHTTPTransport(t *testing.T) {
 	t.Parallel()
-	st, err := mcpserver.OpenStore(filepath.Join(t.TempDir(), "issues.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := mcptest.Store(t)
 	var mu sync.Mutex
 	seen := map[string]bool{}
 	h := mcpserver.Handler(mcpserver.NewServer(st))

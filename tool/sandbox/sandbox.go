@@ -26,6 +26,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/seed-7bc021c3/reckon/kernel"
+	"github.com/seed-7bc021c3/reckon/platform/defaults"
 	"github.com/seed-7bc021c3/reckon/platform/fdguard"
 )
 
@@ -170,27 +171,15 @@ type runCommand struct {
 
 // NewRunCommand returns the run_command tool.
 func NewRunCommand(o Config) kernel.Tool {
-	if o.MaxOutputBytes <= 0 {
-		o.MaxOutputBytes = DefaultMaxOutputBytes
-	}
-	if o.MaxTimeout <= 0 {
-		o.MaxTimeout = DefaultMaxTimeout
-	}
-	if o.DefaultTimeout <= 0 {
-		o.DefaultTimeout = DefaultTimeout
-	}
+	o.MaxOutputBytes = defaults.Positive(o.MaxOutputBytes, DefaultMaxOutputBytes)
+	o.MaxTimeout = defaults.Positive(o.MaxTimeout, DefaultMaxTimeout)
+	o.DefaultTimeout = defaults.Positive(o.DefaultTimeout, DefaultTimeout)
 	if o.DefaultTimeout > o.MaxTimeout {
 		o.DefaultTimeout = o.MaxTimeout
 	}
-	if o.MaxProcs <= 0 {
-		o.MaxProcs = DefaultMaxProcs
-	}
-	if o.MaxMemory <= 0 {
-		o.MaxMemory = DefaultMaxMemory
-	}
-	if o.MaxFileSize <= 0 {
-		o.MaxFileSize = DefaultMaxFileSize
-	}
+	o.MaxProcs = defaults.Positive(o.MaxProcs, DefaultMaxProcs)
+	o.MaxMemory = defaults.Positive(o.MaxMemory, DefaultMaxMemory)
+	o.MaxFileSize = defaults.Positive(o.MaxFileSize, DefaultMaxFileSize)
 	if o.UID == 0 {
 		o.UID = DefaultUID
 	}
