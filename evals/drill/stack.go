@@ -47,6 +47,10 @@ type StackConfig struct {
 	// (server "retail", one database per run, declared exclusive, with the
 	// tau2-retail probe contracts).
 	Tau2 *Tau2Suite
+	// NPMDir, when set, is testdata/npm with mcp-sqlite and
+	// @cyanheads/git-mcp-server installed (FindNPMDir): the stack serves
+	// them as servers "sqlite" and "git" (docs/evals.md#real-mcp-servers).
+	NPMDir string
 	// Node is the node binary for the npm servers (default "node").
 	Node string
 	Log  zerolog.Logger
@@ -73,6 +77,8 @@ type Stack struct {
 	// databases, when the stack serves it.
 	tau2    *Tau2Suite
 	tau2Dir string
+	// npmDir, sqliteDir and node serve the real-server suites (servers.go).
+	npmDir, sqliteDir, node string
 	http    []*http.Server
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
@@ -128,6 +134,14 @@ func OpenStack(ctx context.Context, o StackConfig) (*Stack, error) {
 			return nil, err
 		}
 		servers = append(servers, sc)
+	}
+	if o.NPMDir != "" {
+		npm, err := st.npmServers(cfg.DataDir, o.NPMDir, node)
+		if err != nil {
+			st.Close()
+			return nil, err
+		}
+		servers = append(servers, npm...)
 	}
 	raw, err := json.Marshal(servers)
 	if err != nil {
