@@ -33,7 +33,7 @@ func (st *Stack) npmServers(dataDir, npmDir, node string) ([]mcptool.ServerConfi
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("drill: sqlite files: %w", err)
 	}
-	st.npmDir, st.sqliteDir, st.node = npmDir, dir, node
+	st.npmDir, st.sqliteDir = npmDir, dir
 	return []mcptool.ServerConfig{
 		{Name: SQLiteServer, Command: []string{node, filepath.Join(npmDir, "node_modules", "mcp-sqlite", "mcp-sqlite-server.js"), filepath.Join(dir, "{run_id}.db")},
 			Exclusive: true, Probes: &mcptool.ProbeSpec{Builtin: "mcp-sqlite"}},
@@ -101,7 +101,7 @@ func (st *Stack) providesStore(sc Scenario) error {
 }
 
 func (st *Stack) sqliteFile(runID string) sqlitefile.File {
-	return sqlitefile.File{NPMDir: st.npmDir, Path: filepath.Join(st.sqliteDir, runID+".db"), Node: st.node}
+	return sqlitefile.File{Path: filepath.Join(st.sqliteDir, runID+".db")}
 }
 
 // gitRepo is the repository of a git drill run: repo/ in its workspace,

@@ -1,10 +1,15 @@
 package drill
 
 import (
+	"context"
+	"path/filepath"
 	"reflect"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/seed-7bc021c3/reckon/evals"
 )
 
 // TestGenerateRealServers: the mcp-sqlite and git suites are the same
@@ -63,4 +68,47 @@ func modelBeforeAfter(sc Scenario) (string, string) {
 		s = applyGit(s, w)
 	}
 	return canonJSON(s), canonJSON(applyGit(s, c.Writes[len(c.Writes)-1]))
+}
+
+// TestDrillRealServers drills mcp-sqlite and git-mcp-server from
+// testdata/npm live, a fault after and one before a write of each: the
+// truth the fault injector recorded agrees with the store's own diff (the
+// drill fails otherwise), and the MCP state probe decides each as its
+// truth.
+func TestDrillRealServers(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	abs, _ := filepath.Abs(".")
+	npm := FindNPMDir(abs)
+	if npm == "" {
+		t.Fatal("mcp-sqlite or @cyanheads/git-mcp-server is not installed under testdata/npm: run scripts/ensure-deps.sh")
+	}
+	st, _ := openTestStack(ctx, t, func(c *StackConfig) { c.NPMDir = npm })
+	var scs []Scenario
+	for _, all := range [][]Scenario{GenerateSQLite(5, 6), GenerateGit(5, 6)} {
+		sides := map[bool]bool{}
+		for _, sc := range all {
+			if after := sc.Fault.AfterEffect != ""; !sides[after] {
+				sides[after] = true
+				scs = append(scs, sc)
+			}
+		}
+	}
+	o := Params{Seed: 5, GeneratedBy: "go test ./evals/drill"}
+	for _, sc := range scs {
+		fx, err := st.Drill(ctx, sc, o)
+		if err != nil {
+			t.Fatalf("%s: %v", sc.RunID, err)
+		}
+		f := fx[0]
+		want := map[bool]string{true: evals.TruthOccurred, false: evals.TruthNone}[sc.Fault.AfterEffect != ""]
+		if len(fx) != 1 || len(f.Wall.Operations) != 1 || !strings.Contains(f.Notes, "diff across") {
+			t.Fatalf("%s: %d fixtures, wall %+v, notes %q", sc.RunID, len(fx), f.Wall.Operations, f.Notes)
+		}
+		op := f.Wall.Operations[0]
+		if e, ok := evals.Decidable(op); f.Truth[op.OperationID] != want || !ok || e != want {
+			t.Errorf("%s: %s truth %s, decidable=%v as %q, want %s; evidence %+v", sc.RunID, op.OperationID, f.Truth[op.OperationID], ok, e, want, op.Evidence)
+		}
+	}
 }

@@ -77,11 +77,12 @@ type Stack struct {
 	// databases, when the stack serves it.
 	tau2    *Tau2Suite
 	tau2Dir string
-	// npmDir, sqliteDir and node serve the real-server suites (servers.go).
-	npmDir, sqliteDir, node string
 	http    []*http.Server
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
+
+	// npmDir and sqliteDir serve the real-server suites (servers.go).
+	npmDir, sqliteDir string
 }
 
 // OpenStack starts everything a drill needs. Close stops it.

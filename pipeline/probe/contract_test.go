@@ -222,11 +222,11 @@ func TestContractMCPSQLite(t *testing.T) {
 	t.Parallel()
 	// One file per run ({run_id}): each run's store is its own, as
 	// declaring it exclusive says.
-	dir, tmp := npmtest.Dir(t, "@modelcontextprotocol/sdk"), t.TempDir()
+	tmp := t.TempDir()
 	seed := `CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT NOT NULL, qty INTEGER, note TEXT);
 INSERT INTO items VALUES (1, 'bolt', 3, 'bin a'), (2, 'nut', 5, NULL), (3, 'gear', 1, NULL);`
 	for _, run := range []string{"c1", "c2", "c3", "c4", "u1", "u2", "u3", "u4", "d1", "d2", "d3", "q1"} {
-		db := sqlitefile.File{NPMDir: dir, Path: filepath.Join(tmp, run+".db")}
+		db := sqlitefile.File{Path: filepath.Join(tmp, run+".db")}
 		if err := db.Exec(context.Background(), seed); err != nil {
 			t.Fatal(err)
 		}
