@@ -269,3 +269,41 @@ INSERT INTO items VALUES (1, 'bolt', 3, 'bin a'), (2, 'nut', 5, NULL), (3, 'gear
 	h.expect("d3", "op-1", pipeline.FindingInconclusive, "already held before the call")
 	h.expect("q1", "op-1", pipeline.FindingInconclusive, "which no contract checks")
 }
+
+// TestContractServerMemory: the server-memory set's relation and
+// observation contracts against @modelcontextprotocol/server-memory from
+// testdata/npm, one graph per run: a crash past the write proves
+// occurred, one before it none, a relation or observation that already
+// held inconclusive (TestMCPStateMemoryServer covers create_entities).
+func TestContractServerMemory(t *testing.T) {
+	t.Parallel()
+	h := newContractHarness(t, mcptool.ServerConfig{Name: "memory", Command: []string{"node", npmtest.Entry(t, "server-memory")},
+		Env: map[string]string{"MEMORY_FILE_PATH": filepath.Join(t.TempDir(), "{run_id}.jsonl")}, Exclusive: true,
+		Probes: &mcptool.ProbeSpec{Builtin: "server-memory"}})
+	entities := map[string]any{"entities": []any{
+		map[string]any{"name": "api", "entityType": "service", "observations": []any{"serves /v1"}},
+		map[string]any{"name": "db", "entityType": "service", "observations": []any{}}}}
+	rel := map[string]any{"relations": []any{map[string]any{"from": "api", "to": "db", "relationType": "depends_on"}}}
+	obs := func(c string) map[string]any {
+		return map[string]any{"observations": []any{map[string]any{"entityName": "api", "contents": []any{c}}}}
+	}
+	for _, c := range []struct {
+		run  string
+		tool string
+		args map[string]any
+	}{{"m1", "create_relations", rel}, {"m2", "create_relations", rel}, {"m4", "add_observations", obs("paged at 3am")},
+		{"m5", "add_observations", obs("paged at 3am")}, {"m6", "add_observations", obs("serves /v1")}} {
+		h.call(c.run, "op-1", "mcp__create_entities", entities, true)
+		h.call(c.run, "op-2", "mcp__"+c.tool, c.args, c.run == "m1" || c.run == "m4")
+	}
+	h.call("m3", "op-1", "mcp__create_entities", entities, true)
+	h.call("m3", "op-2", "mcp__create_relations", rel, true)
+	h.call("m3", "op-3", "mcp__create_relations", rel, false)
+
+	h.expect("m1", "op-2", pipeline.FindingOccurred, `relations[from="api",relationType="depends_on",to="db"] exists held neither`)
+	h.expect("m2", "op-2", pipeline.FindingNone, "it was not applied")
+	h.expect("m3", "op-3", pipeline.FindingInconclusive, "already held before the call")
+	h.expect("m4", "op-2", pipeline.FindingOccurred, `observations[="paged at 3am"] exists held neither`)
+	h.expect("m5", "op-2", pipeline.FindingNone, "it was not applied")
+	h.expect("m6", "op-2", pipeline.FindingInconclusive, "already held before the call")
+}
