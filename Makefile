@@ -9,7 +9,7 @@ export DATABASE_URL
 GO ?= go
 TEST_TIMEOUT ?= 18m
 
-.PHONY: drill-tau2 all build db deps browser-deps test test-browser test-clients test-clients-guard check-clients screenshots demo bench lint clean soak fuzz conformance image-smoke deploy-check alerts
+.PHONY: drill-tau2 drill-servers all build db deps browser-deps test test-browser test-clients test-clients-guard check-clients screenshots demo bench lint clean soak fuzz conformance image-smoke deploy-check alerts
 
 all: build
 
@@ -96,6 +96,19 @@ drill-tau2: db
 	@test -f $(TAU2_DATA)/db.json -a -f $(TAU2_DATA)/tasks.json || { echo "drill-tau2: $(TAU2_DATA) holds no db.json and tasks.json: copy data/tau2/domains/retail from github.com/sierra-research/tau2-bench (MIT) there, or set TAU2_DATA (docs/evals.md#tau2-retail)" >&2; exit 2; }
 	$(GO) run ./cmd/reckon drill --suite tau2-retail --data $(TAU2_DATA) --seed $(TAU2_SEED) --count $(TAU2_COUNT) --out bin/drill-tau2
 	$(GO) run ./cmd/reckon eval --fixtures bin/drill-tau2 --gate evals/baseline-tau2.json --out bin/drill-tau2/eval --quiet
+
+## drill-servers: the real-server suites (docs/evals.md#real-mcp-servers):
+## SERVERS_COUNT seeded scenarios each over mcp-sqlite and
+## @cyanheads/git-mcp-server from testdata/npm, faults before and after
+## their writes, scored with the built-in supervisor and gated by
+## evals/baseline-servers.json; scorecards in bin/drill-<suite>/eval/report.md.
+SERVERS_SEED ?= 48
+SERVERS_COUNT ?= 48
+drill-servers: db deps
+	$(GO) run ./cmd/reckon drill --suite mcp-sqlite --seed $(SERVERS_SEED) --count $(SERVERS_COUNT) --out bin/drill-sqlite
+	$(GO) run ./cmd/reckon eval --fixtures bin/drill-sqlite --gate evals/baseline-servers.json --out bin/drill-sqlite/eval --quiet
+	$(GO) run ./cmd/reckon drill --suite git --seed $(SERVERS_SEED) --count $(SERVERS_COUNT) --out bin/drill-git
+	$(GO) run ./cmd/reckon eval --fixtures bin/drill-git --gate evals/baseline-servers.json --out bin/drill-git/eval --quiet
 
 ## bench: benchmarks, printed as they run and then as ONE table of ratios,
 ## each reckon figure against a reference measured in the same run (pgbench

@@ -18,34 +18,43 @@ const Tau2Fixtures = "fixtures-tau2"
 // write tool of the suite decided.
 func TestTau2GateBuiltin(t *testing.T) {
 	t.Parallel()
-	fx, err := LoadDir(Tau2Fixtures)
+	rep := gateSuite(t, Tau2Fixtures, "baseline-tau2.json", "tau2_", 16)
+	t.Logf("built-in supervisor on tau2-retail: accuracy %s, coverage %s, unsafe-none %d, unsafe-occurred %d over %d walls",
+		pct(rep.Metrics.Accuracy), pct(rep.Metrics.Coverage), rep.Metrics.UnsafeNone, rep.Metrics.UnsafeOccurred, rep.Metrics.Walls)
+}
+
+// gateSuite scores the built-in supervisor on the committed suite dir
+// (its manifest listing every fixture, at least min of them, each of a
+// scenario starting with prefix) and gates it by baseline.
+func gateSuite(t *testing.T, dir, baseline, prefix string, min int) *Report {
+	t.Helper()
+	fx, err := LoadDir(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := ReadManifest(Tau2Fixtures)
+	m, err := ReadManifest(dir)
 	if err != nil {
-		t.Fatalf("the tau2 suite has no manifest (reckon drill --suite tau2-retail writes it): %v", err)
+		t.Fatalf("the suite %s has no manifest (reckon drill --suite writes it): %v", dir, err)
 	}
-	if m.Count != len(fx) || len(fx) < 16 {
-		t.Fatalf("manifest lists %d fixtures, folder holds %d (at least 16 wanted)", m.Count, len(fx))
+	if m.Count != len(fx) || len(fx) < min {
+		t.Fatalf("%s: manifest lists %d fixtures, folder holds %d (at least %d wanted)", dir, m.Count, len(fx), min)
 	}
-	bl, err := ReadBaseline("baseline-tau2.json")
+	bl, err := ReadBaseline(baseline)
 	if err != nil {
 		t.Fatal(err)
 	}
 	rep := scoreBuiltin(t, fx)
-	rep.Fixtures, rep.Suite = "evals/"+Tau2Fixtures, m
+	rep.Fixtures, rep.Suite = "evals/"+dir, m
 	if err := Gate(rep, bl); err != nil {
 		t.Error(err)
 		t.Log(Markdown(rep))
 	}
 	for _, sm := range rep.Scenarios {
-		if !strings.HasPrefix(sm.Scenario, "tau2_") {
-			t.Errorf("scenario %s in the tau2 suite", sm.Scenario)
+		if !strings.HasPrefix(sm.Scenario, prefix) {
+			t.Errorf("scenario %s in the suite %s", sm.Scenario, dir)
 		}
 	}
-	t.Logf("built-in supervisor on tau2-retail: accuracy %s, coverage %s, unsafe-none %d, unsafe-occurred %d over %d walls",
-		pct(rep.Metrics.Accuracy), pct(rep.Metrics.Coverage), rep.Metrics.UnsafeNone, rep.Metrics.UnsafeOccurred, rep.Metrics.Walls)
+	return rep
 }
 
 // scoreBuiltin scores the built-in supervisor on fx.

@@ -19,6 +19,11 @@ if [ -f testdata/npm/package-lock.json ]; then
   fi
   if [ ! -d testdata/npm/node_modules ] || [ testdata/npm/package-lock.json -nt testdata/npm/node_modules/.package-lock.json ]; then
     echo "installing pinned npm packages for the MCP interop tests" >&2
-    (cd testdata/npm && npm ci --no-audit --no-fund --loglevel=error) >&2
+    # mcp-sqlite's sqlite3 module compiles from source with node-gyp when
+    # no prebuilt binary can be fetched: JOBS=max spreads it over the cores.
+    (cd testdata/npm && JOBS=max npm ci --no-audit --no-fund --loglevel=error) >&2 || {
+      echo "npm ci in testdata/npm failed: the sqlite3 module of mcp-sqlite may need to compile (g++, make and python3, and Node.js headers)" >&2
+      exit 1
+    }
   fi
 fi

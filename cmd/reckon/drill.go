@@ -30,7 +30,7 @@ func runDrill(ctx context.Context, args []string) error {
 	sweepDelay := fset.Duration("sweep-delay", 6*time.Minute, "walls are built as a sweep this long after each run would build them (past the MCP probe's grace)")
 	fsServer := fset.String("filesystem-server", "", "path of @modelcontextprotocol/server-filesystem's dist/index.js (default: found under testdata/npm)")
 	keep := fset.Bool("keep", false, "keep the drill's database schema and data directory for inspection")
-	suite := fset.String("suite", "builtin", "scenarios to drill: builtin (reckon's own kinds) or tau2-retail (tau2-bench's retail tasks replayed; needs --data)")
+	suite := fset.String("suite", "builtin", "scenarios to drill: builtin (reckon's own kinds), tau2-retail (tau2-bench's retail tasks replayed; needs --data), mcp-sqlite or git (the npm servers of testdata/npm)")
 	data := fset.String("data", "", "the tau2-bench retail data folder (db.json, tasks.json) for --suite tau2-retail")
 	s, err := prologue(fset, args)
 	if err != nil {
@@ -41,8 +41,15 @@ func runDrill(ctx context.Context, args []string) error {
 	}
 	cfg := s.cfg
 	var t2 *drill.Tau2Suite
+	var npmDir string
+	npmGen := map[string]func(uint64, int) []drill.Scenario{"mcp-sqlite": drill.GenerateSQLite, "git": drill.GenerateGit}
 	switch *suite {
 	case "builtin":
+	case "mcp-sqlite", "git":
+		wd, _ := os.Getwd()
+		if npmDir = drill.FindNPMDir(wd); npmDir == "" {
+			return fmt.Errorf("--suite %s: mcp-sqlite and @cyanheads/git-mcp-server are not installed under testdata/npm; run scripts/ensure-deps.sh (needs node and npm)", *suite)
+		}
 	case "tau2-retail":
 		if *data == "" {
 			return usageErrorf("--data: --suite tau2-retail needs the tau2-bench retail data folder (db.json, tasks.json); docs/evals.md#tau2-retail says where to get it")
@@ -51,7 +58,7 @@ func runDrill(ctx context.Context, args []string) error {
 			return err
 		}
 	default:
-		return usageErrorf("--suite: want builtin or tau2-retail, got %q", *suite)
+		return usageErrorf("--suite: want builtin, tau2-retail, mcp-sqlite or git, got %q", *suite)
 	}
 	if *fsServer == "" {
 		wd, _ := os.Getwd()
@@ -93,7 +100,7 @@ func runDrill(ctx context.Context, args []string) error {
 	// a drill that cannot run fails with its own error instead.
 	wd, _ := os.Getwd()
 	st, err := drill.OpenStack(ctx, drill.StackConfig{Config: cfg, FilesystemServer: *fsServer,
-		MemoryServer: drill.FindMemoryServer(wd), Tau2: t2, Log: zerolog.Nop()})
+		MemoryServer: drill.FindMemoryServer(wd), Tau2: t2, NPMDir: npmDir, Log: zerolog.Nop()})
 	if err != nil {
 		return err
 	}
@@ -104,6 +111,10 @@ func runDrill(ctx context.Context, args []string) error {
 	if t2 != nil {
 		genBy = fmt.Sprintf("reckon drill --suite tau2-retail --data DIR --seed %d --count %d --out %s", *seed, *count, *out)
 		params.GeneratedBy, params.Generate = genBy, t2.Generate
+	}
+	if gen := npmGen[*suite]; gen != nil {
+		genBy = fmt.Sprintf("reckon drill --suite %s --seed %d --count %d --out %s", *suite, *seed, *count, *out)
+		params.GeneratedBy, params.Generate = genBy, gen
 	}
 	fmt.Fprintf(os.Stderr, "drill: %s\n", genBy)
 	start := time.Now()

@@ -38,8 +38,9 @@ func pickKinds(seed uint64, kinds ...string) []Scenario {
 }
 
 // openTestStack opens the drill stack on a schema of its own, with the
-// filesystem MCP server when node is installed (its path, else "").
-func openTestStack(ctx context.Context, t *testing.T) (*Stack, string) {
+// filesystem MCP server when node is installed (its path, else ""); opts
+// change its configuration.
+func openTestStack(ctx context.Context, t *testing.T, opts ...func(*StackConfig)) (*Stack, string) {
 	t.Helper()
 	s := pgtest.New(t)
 	cfg, err := config.LoadFrom(func(k string) string {
@@ -68,7 +69,11 @@ func openTestStack(ctx context.Context, t *testing.T) (*Stack, string) {
 			t.Fatal("node is installed but @modelcontextprotocol/server-filesystem or server-memory is not: run scripts/ensure-deps.sh")
 		}
 	}
-	st, err := OpenStack(ctx, StackConfig{Config: cfg, FilesystemServer: fs, MemoryServer: mem, Log: zerolog.Nop()})
+	sc := StackConfig{Config: cfg, FilesystemServer: fs, MemoryServer: mem, Log: zerolog.Nop()}
+	for _, o := range opts {
+		o(&sc)
+	}
+	st, err := OpenStack(ctx, sc)
 	if err != nil {
 		t.Fatal(err)
 	}

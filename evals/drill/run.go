@@ -44,7 +44,8 @@ type Params struct {
 	// RunTimeout bounds one run (default 3m).
 	RunTimeout time.Duration
 	// Generate makes the suite's scenarios (default Generate, the built-in
-	// kinds; Tau2Suite.Generate for tau2-retail).
+	// kinds; Tau2Suite.Generate for tau2-retail, GenerateSQLite and
+	// GenerateGit for the real-server suites).
 	Generate func(seed uint64, count int) []Scenario
 }
 
@@ -78,6 +79,9 @@ func (st *Stack) Drill(ctx context.Context, sc Scenario, o Params) ([]*evals.Fix
 	}
 	var children []string
 	var err error
+	if err := st.seedStore(rctx, sc, o.Project); err != nil {
+		return nil, fmt.Errorf("run %s: %w", sc.RunID, err)
+	}
 	if sc.Agent != nil {
 		err = st.agentRun(rctx, o.Project, sc)
 	} else {
@@ -109,6 +113,9 @@ func (st *Stack) Drill(ctx context.Context, sc Scenario, o Params) ([]*evals.Fix
 			return nil, err
 		}
 	}
+	if err := st.storeTruth(rctx, sc, o.Project, f); err != nil {
+		return nil, err
+	}
 	out = append(out, f)
 	if sc.Kind == KindDelegateUnsettled {
 		for _, child := range children {
@@ -126,6 +133,9 @@ func (st *Stack) Drill(ctx context.Context, sc Scenario, o Params) ([]*evals.Fix
 func (st *Stack) provides(sc Scenario) error {
 	if usesTool(sc.Plan, "mcp__write_file") && !st.Filesystem {
 		return fmt.Errorf("scenario %s needs the filesystem MCP server (node and testdata/npm; scripts/ensure-deps.sh)", sc.RunID)
+	}
+	if err := st.providesStore(sc); err != nil {
+		return err
 	}
 	if sc.Tau2 != nil && st.tau2 == nil {
 		return fmt.Errorf("scenario %s needs the tau2 retail server (--suite tau2-retail --data DIR)", sc.RunID)

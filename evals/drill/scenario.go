@@ -169,6 +169,11 @@ type Scenario struct {
 	// Tau2, when set, is the tau2-retail case the plan replays: the drill
 	// takes the truth from the database's diff too (Stack.tau2Truth).
 	Tau2 *Tau2Case
+	// SQLite and Git, when set, are the real-server case the plan drives
+	// (mcp-sqlite, git-mcp-server): the drill seeds the run's store before
+	// the run and takes the truth from its diff too (Stack.storeTruth).
+	SQLite *SQLiteCase
+	Git    *GitCase
 	// Notes describe the scenario for people reading the fixture.
 	Notes string
 }

@@ -48,6 +48,10 @@ type StackConfig struct {
 	// (server "retail", one database per run, declared exclusive, with the
 	// tau2-retail probe contracts).
 	Tau2 *Tau2Suite
+	// NPMDir, when set, is testdata/npm with mcp-sqlite and
+	// @cyanheads/git-mcp-server installed (FindNPMDir): the stack serves
+	// them as servers "sqlite" and "git" (docs/evals.md#real-mcp-servers).
+	NPMDir string
 	// Node is the node binary for the npm servers (default "node").
 	Node string
 	Log  zerolog.Logger
@@ -81,6 +85,9 @@ type Stack struct {
 	http    []*http.Server
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
+
+	// npmDir and sqliteDir serve the real-server suites (servers.go).
+	npmDir, sqliteDir string
 }
 
 // OpenStack starts everything a drill needs. Close stops it.
@@ -134,6 +141,14 @@ func OpenStack(ctx context.Context, o StackConfig) (*Stack, error) {
 			return nil, err
 		}
 		servers = append(servers, sc)
+	}
+	if o.NPMDir != "" {
+		npm, err := st.npmServers(cfg.DataDir, o.NPMDir, node)
+		if err != nil {
+			st.Close()
+			return nil, err
+		}
+		servers = append(servers, npm...)
 	}
 	raw, err := json.Marshal(servers)
 	if err != nil {

@@ -199,11 +199,5 @@ func (st *Stack) tau2Truth(sc Scenario, f *evals.Fixture) error {
 	if !got.Equal(want) {
 		diff = "occurred"
 	}
-	if t, ok := f.Truth[op]; ok && t != diff {
-		return fmt.Errorf("run %s: %s's fault record says %s, the database's diff %s", sc.RunID, op, t, diff)
-	}
-	if _, ok := f.Truth[op]; ok {
-		f.Notes += fmt.Sprintf(" The database's diff across %s: %s.", op, diff)
-	}
-	return nil
+	return agreeTruth(sc.RunID, op, "database", diff, f)
 }

@@ -17,9 +17,7 @@ import (
 // missing.
 func Dir(t testing.TB, pkgs ...string) string {
 	t.Helper()
-	if _, err := exec.LookPath("node"); err != nil {
-		t.Skip("node is not installed: this test drives MCP peers under Node.js (e.g. apt-get install nodejs npm, then scripts/ensure-deps.sh)")
-	}
+	needNode(t)
 	dir := filepath.Join(repoRoot(t), "testdata", "npm")
 	for _, p := range pkgs {
 		if _, err := os.Stat(filepath.Join(dir, "node_modules", pkgPath(p), "package.json")); err != nil {
@@ -40,6 +38,28 @@ func Entry(t testing.TB, pkg string) string {
 		t.Fatalf("%s is not installed: run scripts/ensure-deps.sh (npm ci in testdata/npm): %v", pkgPath(pkg), err)
 	}
 	return entry
+}
+
+// File returns the file rel of the installed npm package pkg, named in
+// full (mcp-sqlite, @cyanheads/git-mcp-server): the entry point of a
+// server that does not ship dist/index.js.
+func File(t testing.TB, pkg, rel string) string {
+	t.Helper()
+	dir := filepath.Join(repoRoot(t), "testdata", "npm")
+	needNode(t)
+	f := filepath.Join(dir, "node_modules", filepath.FromSlash(pkg), filepath.FromSlash(rel))
+	if _, err := os.Stat(f); err != nil {
+		t.Fatalf("%s is not installed: run scripts/ensure-deps.sh (npm ci in testdata/npm): %v", pkg, err)
+	}
+	return f
+}
+
+// needNode skips the test where node is not installed.
+func needNode(t testing.TB) {
+	t.Helper()
+	if _, err := exec.LookPath("node"); err != nil {
+		t.Skip("node is not installed: this test drives MCP peers under Node.js (e.g. apt-get install nodejs npm, then scripts/ensure-deps.sh)")
+	}
 }
 
 // pkgPath is pkg's folder under node_modules: @modelcontextprotocol/<pkg>

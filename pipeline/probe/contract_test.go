@@ -16,6 +16,7 @@ import (
 
 	"github.com/seed-7bc021c3/reckon/internal/npmtest"
 	"github.com/seed-7bc021c3/reckon/internal/pgtest"
+	"github.com/seed-7bc021c3/reckon/internal/sqlitefile"
 	"github.com/seed-7bc021c3/reckon/internal/tau2"
 	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/priorstate"
@@ -174,7 +175,8 @@ func TestContractTau2Retail(t *testing.T) {
 // TestContractGitServer: the git-mcp-server set against
 // @cyanheads/git-mcp-server from testdata/npm on a repository of the
 // test's: a commit, tag or branch made past the crash proves occurred,
-// one never sent none, a tag that already existed is inconclusive.
+// one never sent none, a tag or branch that already existed is
+// inconclusive.
 func TestContractGitServer(t *testing.T) {
 	t.Parallel()
 	repo := t.TempDir()
@@ -200,6 +202,7 @@ func TestContractGitServer(t *testing.T) {
 	h.call("g5", "op-1", "mcp__git_branch", map[string]any{"path": repo, "mode": "create", "branchName": "never"}, false)
 	h.call("g6", "op-1", "mcp__git_branch", map[string]any{"path": repo, "mode": "create", "branchName": "feature"}, true)
 	h.call("g6", "op-2", "mcp__git_log", map[string]any{"path": repo}, true)
+	h.call("g7", "op-1", "mcp__git_branch", map[string]any{"path": repo, "mode": "create", "branchName": "feature"}, false)
 
 	h.expect("g1", "op-1", pipeline.FindingOccurred, `$.commits[0].hash ≠`)
 	h.expect("g2", "op-1", pipeline.FindingNone, "it was not applied")
@@ -207,4 +210,100 @@ func TestContractGitServer(t *testing.T) {
 	h.expect("g4", "op-1", pipeline.FindingInconclusive, "already held before the call")
 	h.expect("g5", "op-1", pipeline.FindingNone, "it was not applied")
 	h.expect("g6", "op-1", pipeline.FindingOccurred, `branches[name="feature"] exists`)
+	h.expect("g7", "op-1", pipeline.FindingInconclusive, "already held before the call")
+}
+
+// TestContractMCPSQLite: the mcp-sqlite set against the mcp-sqlite server
+// from testdata/npm on a SQLite file of the test's: for each write tool a
+// crash past the write proves occurred, one before it none, a state that
+// already held inconclusive; a row created with a null column is seen by
+// the whole table changing, since SQL's = never matches null.
+func TestContractMCPSQLite(t *testing.T) {
+	t.Parallel()
+	// One file per run ({run_id}): each run's store is its own, as
+	// declaring it exclusive says.
+	tmp := t.TempDir()
+	seed := `CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT NOT NULL, qty INTEGER, note TEXT);
+INSERT INTO items VALUES (1, 'bolt', 3, 'bin a'), (2, 'nut', 5, NULL), (3, 'gear', 1, NULL);`
+	for _, run := range []string{"c1", "c2", "c3", "c4", "u1", "u2", "u3", "u4", "d1", "d2", "d3", "q1"} {
+		db := sqlitefile.File{Path: filepath.Join(tmp, run+".db")}
+		if err := db.Exec(context.Background(), seed); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h := newContractHarness(t, mcptool.ServerConfig{Name: "sqlite", Command: []string{"node", npmtest.File(t, "mcp-sqlite", "mcp-sqlite-server.js"), filepath.Join(tmp, "{run_id}.db")},
+		Exclusive: true, Probes: &mcptool.ProbeSpec{Builtin: "mcp-sqlite"}})
+	row := func(id int, name string, qty any, note any) map[string]any {
+		return map[string]any{"table": "items", "data": map[string]any{"id": id, "name": name, "qty": qty, "note": note}}
+	}
+	upd := func(id int, data map[string]any) map[string]any {
+		return map[string]any{"table": "items", "data": data, "conditions": map[string]any{"id": id}}
+	}
+	del := map[string]any{"table": "items", "conditions": map[string]any{"name": "gear"}}
+
+	h.call("c1", "op-1", "mcp__read_records", map[string]any{"table": "items"}, true)
+	h.call("c1", "op-2", "mcp__create_record", row(10, "washer", 7, "bin c"), true)
+	h.call("c2", "op-1", "mcp__create_record", row(11, "spring", 2, "bin d"), false)
+	h.call("c3", "op-1", "mcp__create_record", row(1, "bolt", 3, "bin a"), false)
+	h.call("c4", "op-1", "mcp__create_record", row(12, "rivet", 9, nil), true)
+	h.call("u1", "op-1", "mcp__update_records", upd(2, map[string]any{"qty": 40}), true)
+	h.call("u2", "op-1", "mcp__update_records", upd(3, map[string]any{"qty": 41}), false)
+	h.call("u3", "op-1", "mcp__update_records", upd(1, map[string]any{"qty": 3}), false)
+	h.call("u4", "op-1", "mcp__update_records", upd(1, map[string]any{"note": nil}), true)
+	h.call("d1", "op-1", "mcp__delete_records", map[string]any{"table": "items", "conditions": map[string]any{"id": 2}}, false)
+	h.call("d2", "op-1", "mcp__delete_records", del, true)
+	h.call("d3", "op-1", "mcp__delete_records", map[string]any{"table": "items", "conditions": map[string]any{"name": "cog"}}, false)
+	h.call("q1", "op-1", "mcp__create_record", row(13, "pin", 1, "bin e"), true)
+	h.call("q1", "op-2", "mcp__query", map[string]any{"sql": "SELECT count(*) AS n FROM items"}, true)
+
+	h.expect("c1", "op-2", pipeline.FindingOccurred, `read_records{"conditions":{"id":10,"name":"washer","note":"bin c","qty":7},"table":"items"} $[0] exists; `)
+	h.expect("c2", "op-1", pipeline.FindingNone, "it was not applied")
+	h.expect("c3", "op-1", pipeline.FindingInconclusive, "already held before the call")
+	h.expect("c4", "op-1", pipeline.FindingOccurred, `read_records{"table":"items"} $ ≠`)
+	h.expect("u1", "op-1", pipeline.FindingOccurred, `read_records{"conditions":{"id":2},"table":"items"} $ ≠`)
+	h.expect("u2", "op-1", pipeline.FindingNone, "it was not applied")
+	h.expect("u3", "op-1", pipeline.FindingInconclusive, "already held before the call")
+	h.expect("u4", "op-1", pipeline.FindingOccurred, `read_records{"conditions":{"id":1},"table":"items"} $ ≠`)
+	h.expect("d1", "op-1", pipeline.FindingNone, "it was not applied")
+	h.expect("d2", "op-1", pipeline.FindingOccurred, `read_records{"conditions":{"name":"gear"},"table":"items"} $ = []`)
+	h.expect("d3", "op-1", pipeline.FindingInconclusive, "already held before the call")
+	h.expect("q1", "op-1", pipeline.FindingInconclusive, "which no contract checks")
+}
+
+// TestContractServerMemory: the server-memory set's relation and
+// observation contracts against @modelcontextprotocol/server-memory from
+// testdata/npm, one graph per run: a crash past the write proves
+// occurred, one before it none, a relation or observation that already
+// held inconclusive (TestMCPStateMemoryServer covers create_entities).
+func TestContractServerMemory(t *testing.T) {
+	t.Parallel()
+	h := newContractHarness(t, mcptool.ServerConfig{Name: "memory", Command: []string{"node", npmtest.Entry(t, "server-memory")},
+		Env: map[string]string{"MEMORY_FILE_PATH": filepath.Join(t.TempDir(), "{run_id}.jsonl")}, Exclusive: true,
+		Probes: &mcptool.ProbeSpec{Builtin: "server-memory"}})
+	entities := map[string]any{"entities": []any{
+		map[string]any{"name": "api", "entityType": "service", "observations": []any{"serves /v1"}},
+		map[string]any{"name": "db", "entityType": "service", "observations": []any{}}}}
+	rel := map[string]any{"relations": []any{map[string]any{"from": "api", "to": "db", "relationType": "depends_on"}}}
+	obs := func(c string) map[string]any {
+		return map[string]any{"observations": []any{map[string]any{"entityName": "api", "contents": []any{c}}}}
+	}
+	for _, c := range []struct {
+		run  string
+		tool string
+		args map[string]any
+	}{{"m1", "create_relations", rel}, {"m2", "create_relations", rel}, {"m4", "add_observations", obs("paged at 3am")},
+		{"m5", "add_observations", obs("paged at 3am")}, {"m6", "add_observations", obs("serves /v1")}} {
+		h.call(c.run, "op-1", "mcp__create_entities", entities, true)
+		h.call(c.run, "op-2", "mcp__"+c.tool, c.args, c.run == "m1" || c.run == "m4")
+	}
+	h.call("m3", "op-1", "mcp__create_entities", entities, true)
+	h.call("m3", "op-2", "mcp__create_relations", rel, true)
+	h.call("m3", "op-3", "mcp__create_relations", rel, false)
+
+	h.expect("m1", "op-2", pipeline.FindingOccurred, `relations[from="api",relationType="depends_on",to="db"] exists held neither`)
+	h.expect("m2", "op-2", pipeline.FindingNone, "it was not applied")
+	h.expect("m3", "op-3", pipeline.FindingInconclusive, "already held before the call")
+	h.expect("m4", "op-2", pipeline.FindingOccurred, `observations[="paged at 3am"] exists held neither`)
+	h.expect("m5", "op-2", pipeline.FindingNone, "it was not applied")
+	h.expect("m6", "op-2", pipeline.FindingInconclusive, "already held before the call")
 }
