@@ -107,10 +107,14 @@ type journalEvent struct {
 	kernel.Event
 }
 
+// journalOf is project's journal in event time order, as the listing
+// orders it: positions follow delivery, and a row whose delivery was
+// retried (the gateway's publisher stopped mid-pass at exit) is journaled
+// after rows enqueued later.
 func journalOf(t *testing.T, pool *pgxpool.Pool, project string) []journalEvent {
 	t.Helper()
 	rows, err := pool.Query(context.Background(), `
-SELECT seq, source_id, event_id, project, run_id, type, ts, actor, data FROM journal_events WHERE project = $1 ORDER BY seq`, project)
+SELECT seq, source_id, event_id, project, run_id, type, ts, actor, data FROM journal_events WHERE project = $1 ORDER BY ts, seq`, project)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +172,11 @@ func TestMCPGatewayTypeScriptHostStdio(t *testing.T) {
 	}
 	runID := evs[0].RunID
 	if evs[0].Type != kernel.TypeRunStarted || evs[len(evs)-1].Type != kernel.TypeRunCompleted {
-		t.Fatalf("run events: first %s, last %s", evs[0].Type, evs[len(evs)-1].Type)
+		var types []string
+		for _, e := range evs {
+			types = append(types, fmt.Sprintf("%d:%s:%s", e.seq, e.Type, e.EventID))
+		}
+		t.Fatalf("run events: first %s, last %s\n%s\n%s", evs[0].Type, evs[len(evs)-1].Type, strings.Join(types, "\n"), stderr.String())
 	}
 	ops := gatewayOps(t, evs, runID)
 	h.checkEnds(t, ops)

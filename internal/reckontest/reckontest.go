@@ -321,6 +321,10 @@ var embeddedTemporalFrames = []string{
 	"google.golang.org/grpc/internal/grpcsync.(*CallbackSerializer).run",
 	"google.golang.org/grpc.(*addrConn).connect",
 	"google.golang.org/grpc.(*addrConn).resetTransportAndUnlock",
+	// A transport the connection above was establishing when the server
+	// stopped: its keepalive and handshake waiters end with it.
+	"google.golang.org/grpc/internal/transport.(*http2Client).keepalive",
+	"google.golang.org/grpc/internal/transport.NewHTTP2Client.func4",
 	"github.com/temporalio/ringpop-go.(*Ringpop).startTimers.func1",
 	"github.com/temporalio/ringpop-go.(*Ringpop).startTimers.func2",
 	"go.temporal.io/server/common/membership/ringpop.(*monitor).startHeartbeatUpsertLoop.func1",
