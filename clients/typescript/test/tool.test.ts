@@ -44,8 +44,12 @@ test("a call that dies after its effect (dropped connection) is uncertain and li
 
 test("a timeout is uncertain", async () => {
   const p = project("timeout");
+  // The signal has timed out before fetch is called, so fetch rejects with
+  // the TimeoutError a slow call gets; a 0 ms timer may lose to a local answer.
+  const expired = AbortSignal.timeout(1);
+  await new Promise((r) => setTimeout(r, 20));
   const slow = tool(async (_a: unknown) => {
-    await fetch(url + "/healthz", { signal: AbortSignal.timeout(0) });
+    await fetch(url + "/healthz", { signal: expired });
   }, { name: "slow.call", project: p, runId: "r1", client: agent, guard: false });
   await assert.rejects(slow({}));
   const ops = await operator.allOperations({ project: p });
