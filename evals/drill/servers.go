@@ -67,7 +67,11 @@ func (st *Stack) seedStore(ctx context.Context, sc Scenario, project string) err
 	case sc.SQLite != nil:
 		return sc.SQLite.seed(ctx, st.sqliteFile(sc.RunID))
 	case sc.Git != nil:
-		return sc.Git.seed(ctx, st.gitRepo(project, sc.RunID))
+		repo, err := st.gitRepo(project, sc.RunID)
+		if err != nil {
+			return err
+		}
+		return sc.Git.seed(ctx, repo)
 	}
 	return nil
 }
@@ -82,7 +86,10 @@ func (st *Stack) storeTruth(ctx context.Context, sc Scenario, project string, f 
 	case sc.SQLite != nil:
 		diff, err = sc.SQLite.diff(ctx, st.sqliteFile(sc.RunID))
 	case sc.Git != nil:
-		diff, err = sc.Git.diff(ctx, st.gitRepo(project, sc.RunID))
+		var repo string
+		if repo, err = st.gitRepo(project, sc.RunID); err == nil {
+			diff, err = sc.Git.diff(ctx, repo)
+		}
 	default:
 		return nil
 	}
@@ -105,13 +112,14 @@ func (st *Stack) sqliteFile(runID string) sqlitefile.File {
 }
 
 // gitRepo is the repository of a git drill run: repo/ in its workspace,
-// which its plan names as {workspace}/repo.
-func (st *Stack) gitRepo(project, runID string) string {
+// which its plan names as {workspace}/repo. The workspace is the
+// kernel's own choice (runner.Starter.Workspace), never a guess beside it.
+func (st *Stack) gitRepo(project, runID string) (string, error) {
 	ws, err := (&runner.Starter{DataDir: st.Core.Cfg.DataDir}).Workspace(project, runID)
 	if err != nil {
-		ws = filepath.Join(st.Core.Cfg.DataDir, "workspaces", project, runID)
+		return "", fmt.Errorf("run %s: its workspace: %w", runID, err)
 	}
-	return filepath.Join(ws, "repo")
+	return filepath.Join(ws, "repo"), nil
 }
 
 // agreeTruth checks the faulted operation op's recorded truth against
@@ -119,7 +127,10 @@ func (st *Stack) gitRepo(project, runID string) string {
 func agreeTruth(runID, op, what, diff string, f *evals.Fixture) error {
 	t, ok := f.Truth[op]
 	if !ok {
-		return nil
+		// A faulted write always has a fault record; without one there is
+		// nothing the diff could be checked against, and the fixture would
+		// carry an unchecked truth.
+		return fmt.Errorf("run %s: no fault record for %s to check against the %s's diff %s", runID, op, what, diff)
 	}
 	if t != diff {
 		return fmt.Errorf("run %s: %s's fault record says %s, the %s's diff %s", runID, op, t, what, diff)
