@@ -25,6 +25,13 @@ const (
 	GitServer = "git"
 )
 
+// The servers' entry points under testdata/npm, for the stack's commands
+// and for FindNPMDir's check that they are installed.
+var (
+	sqliteEntry = filepath.Join("node_modules", "mcp-sqlite", "mcp-sqlite-server.js")
+	gitEntry    = filepath.Join("node_modules", "@cyanheads", "git-mcp-server", "dist", "index.js")
+)
+
 // npmServers adds mcp-sqlite and git-mcp-server from npmDir (testdata/npm)
 // to the stack, with their probe contracts, each store declared
 // exclusive (only the run writes it).
@@ -35,9 +42,9 @@ func (st *Stack) npmServers(dataDir, npmDir, node string) ([]mcptool.ServerConfi
 	}
 	st.npmDir, st.sqliteDir = npmDir, dir
 	return []mcptool.ServerConfig{
-		{Name: SQLiteServer, Command: []string{node, filepath.Join(npmDir, "node_modules", "mcp-sqlite", "mcp-sqlite-server.js"), filepath.Join(dir, "{run_id}.db")},
+		{Name: SQLiteServer, Command: []string{node, filepath.Join(npmDir, sqliteEntry), filepath.Join(dir, "{run_id}.db")},
 			Exclusive: true, Probes: &mcptool.ProbeSpec{Builtin: "mcp-sqlite"}},
-		{Name: GitServer, Command: []string{node, filepath.Join(npmDir, "node_modules", "@cyanheads", "git-mcp-server", "dist", "index.js")},
+		{Name: GitServer, Command: []string{node, filepath.Join(npmDir, gitEntry)},
 			Env:       map[string]string{"GIT_SIGN_COMMITS": "false", "MCP_LOG_LEVEL": "error"},
 			Exclusive: true, Probes: &mcptool.ProbeSpec{Builtin: "git-mcp-server"}},
 	}, nil
@@ -49,8 +56,8 @@ func (st *Stack) npmServers(dataDir, npmDir, node string) ([]mcptool.ServerConfi
 func FindNPMDir(dir string) string {
 	for d := dir; ; d = filepath.Dir(d) {
 		npm := filepath.Join(d, "testdata", "npm")
-		_, e1 := os.Stat(filepath.Join(npm, "node_modules", "mcp-sqlite", "mcp-sqlite-server.js"))
-		_, e2 := os.Stat(filepath.Join(npm, "node_modules", "@cyanheads", "git-mcp-server", "dist", "index.js"))
+		_, e1 := os.Stat(filepath.Join(npm, sqliteEntry))
+		_, e2 := os.Stat(filepath.Join(npm, gitEntry))
 		if e1 == nil && e2 == nil {
 			return npm
 		}
