@@ -1,0 +1,160 @@
+-- +goose Up
+-- The journal partitioned by time (docs/scaling.md#time-partitions-and-retention):
+-- journal_events becomes a table partitioned by ingested_at into weeks,
+-- so that old events leave a partition at a time (RECKON_JOURNAL_RETENTION,
+-- kernel/retention) instead of by DELETE and vacuum.
+--
+-- * The idempotency key moves to journal_keys: a unique constraint on a
+--   partitioned table must hold the partition key, and (source_id,
+--   event_id) must stay unique across every week. The ingest writes a
+--   key row and its event in one statement; the key row outlives its
+--   event so that a late redelivery is still answered repeated.
+-- * The journal so far becomes the oldest partition as it is (its indexes
+--   are attached, not rebuilt; only (seq, ingested_at), the new primary
+--   key, is built). Writers wait for this migration's transaction: its
+--   time is the key table's fill and that one index, both one pass over
+--   the journal (docs/scaling.md gives the figure).
+-- * journal_runs gains each run's first ingested_at: every read of a
+--   run's or an operation's events is bounded below by it, so it reads
+--   the partitions from the run's first on, not every partition kept.
+ALTER TABLE journal_runs ADD COLUMN first_ingested_at timestamptz;
+UPDATE journal_runs r SET first_ingested_at = f.first
+FROM (SELECT project, run_id, min(ingested_at) AS first FROM journal_events GROUP BY project, run_id) f
+WHERE r.project = f.project AND r.run_id = f.run_id;
+UPDATE journal_runs SET first_ingested_at = started_at WHERE first_ingested_at IS NULL;
+ALTER TABLE journal_runs ALTER COLUMN first_ingested_at SET NOT NULL;
+
+CREATE TABLE journal_keys (
+    source_id      text        NOT NULL,
+    event_id       text        NOT NULL,
+    project        text        NOT NULL,
+    run_id         text        NOT NULL,
+    ingested_at    timestamptz NOT NULL DEFAULT now(),
+    payload_digest bytea       NOT NULL
+);
+INSERT INTO journal_keys (source_id, event_id, project, run_id, ingested_at, payload_digest)
+SELECT source_id, event_id, project, run_id, ingested_at, payload_digest FROM journal_events;
+ALTER TABLE journal_keys ADD CONSTRAINT journal_keys_pkey PRIMARY KEY (source_id, event_id);
+
+-- The journal so far, made ready to be the oldest partition.
+DROP TRIGGER journal_events_notify_await ON journal_events;
+DROP TRIGGER journal_runs_track ON journal_events;
+ALTER TABLE journal_events RENAME TO journal_events_legacy;
+ALTER TABLE journal_events_legacy DROP CONSTRAINT journal_events_key;
+ALTER TABLE journal_events_legacy DROP CONSTRAINT journal_events_pkey;
+ALTER TABLE journal_events_legacy ALTER COLUMN seq DROP IDENTITY;
+ALTER INDEX journal_events_run RENAME TO journal_events_legacy_run;
+ALTER INDEX journal_events_type_ts RENAME TO journal_events_legacy_type_ts;
+ALTER INDEX journal_events_operation RENAME TO journal_events_legacy_operation;
+ALTER INDEX journal_events_open_ops RENAME TO journal_events_legacy_open_ops;
+ALTER INDEX journal_events_run_lifecycle RENAME TO journal_events_legacy_run_lifecycle;
+ALTER INDEX journal_events_supervisor_reconciled RENAME TO journal_events_legacy_supervisor_reconciled;
+ALTER INDEX journal_events_awaiting RENAME TO journal_events_legacy_awaiting;
+ALTER INDEX journal_events_run_waits RENAME TO journal_events_legacy_run_waits;
+ALTER INDEX journal_events_effect_key RENAME TO journal_events_legacy_effect_key;
+
+CREATE TABLE journal_events (
+    seq              bigint      GENERATED ALWAYS AS IDENTITY,
+    source_id        text        NOT NULL,
+    event_id         text        NOT NULL,
+    project          text        NOT NULL,
+    run_id           text        NOT NULL,
+    type             text        NOT NULL,
+    ts               timestamptz NOT NULL,
+    actor            text        NOT NULL,
+    parent_source_id text,
+    parent_event_id  text,
+    data             jsonb       NOT NULL,
+    payload_digest   bytea       NOT NULL,
+    ingested_at      timestamptz NOT NULL DEFAULT now(),
+    operation_id     text,
+    settles          boolean     NOT NULL DEFAULT false,
+    open             boolean     NOT NULL DEFAULT false,
+    PRIMARY KEY (seq, ingested_at)
+) PARTITION BY RANGE (ingested_at);
+SELECT setval(pg_get_serial_sequence('journal_events', 'seq'), coalesce(max(seq), 0) + 1, false)
+FROM journal_events_legacy;
+
+CREATE INDEX journal_events_run ON journal_events (project, run_id, seq);
+CREATE INDEX journal_events_type_ts ON journal_events (project, type, ts);
+CREATE INDEX journal_events_operation ON journal_events (project, run_id, operation_id)
+    WHERE operation_id IS NOT NULL;
+CREATE INDEX journal_events_open_ops ON journal_events (project, ts, seq)
+    WHERE type = 'tool.started' AND open;
+CREATE INDEX journal_events_run_lifecycle ON journal_events (project, run_id, type, seq)
+    WHERE type IN ('run.started', 'run.completed', 'run.failed');
+CREATE INDEX journal_events_supervisor_reconciled ON journal_events (project, ts, seq)
+    WHERE type = 'operation.reconciled' AND actor = 'supervisor';
+CREATE INDEX journal_events_awaiting ON journal_events (ts, seq)
+    WHERE type = 'run.awaiting' AND source_id = 'kernel';
+CREATE INDEX journal_events_run_waits ON journal_events (project, run_id, seq)
+    WHERE type IN ('run.awaiting', 'run.resumed');
+CREATE INDEX journal_events_effect_key ON journal_events
+    (project, md5((data->'tool')::text || coalesce(data->'args', '{}'::jsonb)::text), seq)
+    WHERE type = 'tool.started';
+
+-- The oldest partition ends where the week after this migration's begins,
+-- so it also takes this week's rows; the default partition takes what no
+-- range holds (reckon_journal_extend creates the weeks ahead).
+ALTER TABLE journal_events ATTACH PARTITION journal_events_legacy
+    FOR VALUES FROM (MINVALUE) TO ((date_trunc('week', now() AT TIME ZONE 'UTC') + interval '7 days') AT TIME ZONE 'UTC');
+CREATE TABLE journal_events_default PARTITION OF journal_events DEFAULT;
+
+-- +goose StatementBegin
+-- +reckon include functions/reckon_journal_partitions.sql
+-- +goose StatementEnd
+SELECT reckon_journal_extend(now() + interval '14 days');
+
+CREATE TRIGGER journal_events_notify_await AFTER INSERT ON journal_events
+    FOR EACH ROW
+    WHEN (NEW.source_id = 'kernel' AND (NEW.type = 'run.awaiting'
+          OR (NEW.type = 'operation.reconciled' AND NEW.data->>'basis' IN ('probe', 'operator'))))
+    EXECUTE FUNCTION journal_events_notify_await();
+-- +goose StatementBegin
+-- +reckon include functions/journal_runs_track.sql
+-- +goose StatementEnd
+CREATE TRIGGER journal_runs_track AFTER INSERT ON journal_events
+    REFERENCING NEW TABLE AS new_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION journal_runs_track();
+
+-- +goose Down
+-- Back to one table: the partitions' rows copied into it in journal order,
+-- the key constraint restored from the events (the key rows of dropped
+-- partitions are lost with them). journal_runs keeps first_ingested_at,
+-- which the trigger function goes on writing.
+CREATE TABLE journal_events_flat (LIKE journal_events INCLUDING DEFAULTS);
+INSERT INTO journal_events_flat SELECT * FROM journal_events ORDER BY seq;
+DROP TABLE journal_events;
+DROP TABLE journal_keys;
+DROP FUNCTION reckon_journal_extend(timestamptz);
+DROP FUNCTION reckon_journal_partitions();
+ALTER TABLE journal_events_flat RENAME TO journal_events;
+ALTER TABLE journal_events ADD PRIMARY KEY (seq);
+ALTER TABLE journal_events ADD CONSTRAINT journal_events_key UNIQUE (source_id, event_id);
+CREATE INDEX journal_events_run ON journal_events (project, run_id, seq);
+CREATE INDEX journal_events_type_ts ON journal_events (project, type, ts);
+CREATE INDEX journal_events_operation ON journal_events (project, run_id, operation_id)
+    WHERE operation_id IS NOT NULL;
+CREATE INDEX journal_events_open_ops ON journal_events (project, ts, seq)
+    WHERE type = 'tool.started' AND open;
+CREATE INDEX journal_events_run_lifecycle ON journal_events (project, run_id, type, seq)
+    WHERE type IN ('run.started', 'run.completed', 'run.failed');
+CREATE INDEX journal_events_supervisor_reconciled ON journal_events (project, ts, seq)
+    WHERE type = 'operation.reconciled' AND actor = 'supervisor';
+CREATE INDEX journal_events_awaiting ON journal_events (ts, seq)
+    WHERE type = 'run.awaiting' AND source_id = 'kernel';
+CREATE INDEX journal_events_run_waits ON journal_events (project, run_id, seq)
+    WHERE type IN ('run.awaiting', 'run.resumed');
+CREATE INDEX journal_events_effect_key ON journal_events
+    (project, md5((data->'tool')::text || coalesce(data->'args', '{}'::jsonb)::text), seq)
+    WHERE type = 'tool.started';
+ALTER TABLE journal_events ALTER COLUMN seq ADD GENERATED ALWAYS AS IDENTITY;
+SELECT setval(pg_get_serial_sequence('journal_events', 'seq'), coalesce(max(seq), 0) + 1, false) FROM journal_events;
+CREATE TRIGGER journal_events_notify_await AFTER INSERT ON journal_events
+    FOR EACH ROW
+    WHEN (NEW.source_id = 'kernel' AND (NEW.type = 'run.awaiting'
+          OR (NEW.type = 'operation.reconciled' AND NEW.data->>'basis' IN ('probe', 'operator'))))
+    EXECUTE FUNCTION journal_events_notify_await();
+CREATE TRIGGER journal_runs_track AFTER INSERT ON journal_events
+    REFERENCING NEW TABLE AS new_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION journal_runs_track();
