@@ -94,4 +94,3 @@ func (w *wordReplacer) Replace(s string) string {
 		return id
 	})
 }
-
