@@ -2,6 +2,7 @@ package pgtest
 
 import (
 	"context"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -29,7 +30,11 @@ func (s *Schema) Plan(t testing.TB, q string, args ...any) string {
 
 // Explain returns the plan of q with args as db plans it (a transaction
 // whose settings the test chose; q may be EXECUTE of a prepared
-// statement), one line of EXPLAIN's output per line.
+// statement), one line of EXPLAIN's output per line. Partitions and their
+// indexes are named as their partitioned parents (journal_events_p20261207
+// reads journal_events, its index on (project, run_id, seq) reads
+// journal_events_run), so that a test asks of every partition what it
+// asks of the table.
 func Explain(t testing.TB, db interface {
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 }, q string, args ...any) string {
@@ -42,5 +47,50 @@ func Explain(t testing.TB, db interface {
 	if err != nil {
 		t.Fatalf("pgtest: explain: %v", err)
 	}
-	return strings.Join(lines, "\n")
+	return parentNames(t, db).Replace(strings.Join(lines, "\n"))
+}
+
+// partitionsSQL lists the current schema's partitions and partition
+// indexes with their parents' names.
+const partitionsSQL = `SELECT c.relname::text, p.relname::text
+FROM pg_inherits i
+JOIN pg_class c ON c.oid = i.inhrelid
+JOIN pg_class p ON p.oid = i.inhparent
+WHERE c.relnamespace = current_schema()::regnamespace`
+
+// parentNames is a replacer of each partition's (and partition index's)
+// name, as a whole word, by its parent's.
+func parentNames(t testing.TB, db interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}) *wordReplacer {
+	t.Helper()
+	rows, err := db.Query(context.Background(), partitionsSQL)
+	if err != nil {
+		t.Fatalf("pgtest: explain: partitions: %v", err)
+	}
+	parent := map[string]string{}
+	var child, par string
+	if _, err := pgx.ForEachRow(rows, []any{&child, &par}, func() error { parent[child] = par; return nil }); err != nil {
+		t.Fatalf("pgtest: explain: partitions: %v", err)
+	}
+	return &wordReplacer{parent: parent}
+}
+
+// wordReplacer replaces whole identifiers found in its map.
+type wordReplacer struct{ parent map[string]string }
+
+// identifier is a word of a plan that may name a relation.
+var identifier = regexp.MustCompile(`[A-Za-z_][A-Za-z0-9_]*`)
+
+// Replace returns s with each identifier of the map replaced.
+func (w *wordReplacer) Replace(s string) string {
+	if len(w.parent) == 0 {
+		return s
+	}
+	return identifier.ReplaceAllStringFunc(s, func(id string) string {
+		if p, ok := w.parent[id]; ok {
+			return p
+		}
+		return id
+	})
 }

@@ -22,7 +22,7 @@ import (
 // at this size.
 const copyMin = 128
 
-// journalColumns are the columns a copied batch fills (beginCopySQL's).
+// journalColumns are the columns a copied batch fills (copyEventsSQL's).
 var journalColumns = []string{"source_id", "event_id", "project", "run_id", "type", "ts", "actor",
 	"parent_source_id", "parent_event_id", "data", "payload_digest", "operation_id", "settles", "open"}
 
@@ -77,17 +77,20 @@ func (s *Store) ingestCopy(ctx context.Context, preps []prepared, d distinctRows
 		return nil, false, fmt.Errorf("ingest batch of %d: %w", len(preps), err)
 	}
 
-	// Two round trips: the transaction's BEGIN rides in the copy's query
-	// string; the agents' check, the settle statement and the commit go
-	// in one batch after it.
-	if _, err := c.PgConn().CopyFrom(ctx, bytes.NewReader(copyData(preps, d)), beginCopySQL); err != nil {
+	// Three round trips: the transaction's BEGIN rides in the keys' copy
+	// query string, the events' copy follows; the agents' check, the
+	// settle statement and the commit go in one batch after them.
+	if _, err := c.PgConn().CopyFrom(ctx, bytes.NewReader(keyCopyData(preps, d)), beginCopyKeysSQL); err != nil {
+		return fail(err)
+	}
+	if _, err := c.PgConn().CopyFrom(ctx, bytes.NewReader(copyData(preps, d)), copyEventsSQL); err != nil {
 		return fail(err)
 	}
 	b := &pgx.Batch{}
 	queueAgentChecks(b, preps)
 	projects, runs, ops := touched(preps, d)
 	rp, rr, rn := copiedRuns(preps, d, projects, runs)
-	pgplan.Queue(b, "journal_events", settleCopiedSQL, projects, runs, ops, rp, rr, rn)
+	pgplan.Queue(b, plannedTable, settleCopiedSQL, projects, runs, ops, rp, rr, rn)
 	b.Queue("COMMIT")
 	if err := c.SendBatch(ctx, b).Close(); err != nil {
 		return fail(err)
@@ -101,14 +104,50 @@ func (s *Store) ingestCopy(ctx context.Context, preps []prepared, d distinctRows
 	return res, true, err
 }
 
-// beginCopySQL begins the copy's transaction and copies a batch's rows
-// (copyData) into the journal, in one simple query: pgx sends the rows
-// without waiting for the server's CopyInResponse, so the BEGIN costs no
-// round trip of its own.
-var beginCopySQL = `BEGIN; COPY journal_events (` + strings.Join(journalColumns, ", ") + `) FROM STDIN (FORMAT binary)`
+// beginCopyKeysSQL begins the copy's transaction and copies a batch's
+// keys (keyCopyData) into the key table, in one simple query: pgx sends
+// the rows without waiting for the server's CopyInResponse, so the BEGIN
+// costs no round trip of its own. A key already there fails the copy
+// (the batch then goes the way that answers each key); the events follow
+// (copyEventsSQL), their keys all new.
+var beginCopyKeysSQL = `BEGIN; COPY journal_keys (` + strings.Join(keyColumns, ", ") + `) FROM STDIN (FORMAT binary)`
+
+// copyEventsSQL copies a batch's rows (copyData) into the journal.
+var copyEventsSQL = `COPY journal_events (` + strings.Join(journalColumns, ", ") + `) FROM STDIN (FORMAT binary)`
+
+// keyColumns are the columns of the key table a copied batch fills.
+var keyColumns = []string{"source_id", "event_id", "project", "run_id", "payload_digest"}
+
+// keyCopyData is a batch's distinct keys in COPY's binary format with
+// keyColumns, in journal order.
+func keyCopyData(preps []prepared, d distinctRows) []byte {
+	n := 19 + 2
+	for _, i := range d.order {
+		e := preps[i].ev
+		n += 2 + 4*len(keyColumns) + len(e.SourceID) + len(e.EventID) + len(e.Project) + len(e.RunID) + len(preps[i].Digest)
+	}
+	buf := make([]byte, 0, n)
+	buf = append(buf, "PGCOPY\n\377\r\n\000"...)
+	buf = binary.BigEndian.AppendUint32(buf, 0) // flags
+	buf = binary.BigEndian.AppendUint32(buf, 0) // header extension
+	field := func(b []byte) {
+		buf = binary.BigEndian.AppendUint32(buf, uint32(len(b)))
+		buf = append(buf, b...)
+	}
+	for _, i := range d.order {
+		e := preps[i].ev
+		buf = binary.BigEndian.AppendUint16(buf, uint16(len(keyColumns)))
+		field([]byte(e.SourceID))
+		field([]byte(e.EventID))
+		field([]byte(e.Project))
+		field([]byte(e.RunID))
+		field(preps[i].Digest)
+	}
+	return binary.BigEndian.AppendUint16(buf, math.MaxUint16) // the trailer, -1
+}
 
 // copyData is a batch's distinct events, in journal order, as COPY's
-// binary format with beginCopySQL's columns. Written by hand rather than
+// binary format with copyEventsSQL's columns. Written by hand rather than
 // through pgx's CopyFrom, whose encoding goes through a []any a row and an
 // encode plan a value: CPU the server's side of the copy competes for.
 // Each value is what pgx sends for the same Go value in the ingest

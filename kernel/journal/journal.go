@@ -267,7 +267,7 @@ func (s *Store) ingest(ctx context.Context, q querier, preps []prepared) ([]kern
 	// On its generic plan (pgplan), in one round trip.
 	b := &pgx.Batch{}
 	queueAgentChecks(b, preps)
-	pgplan.QueueInserted(b, inserted, "journal_events", ingestSQL, srcs, ids, projects, runs, types, tss, actors,
+	pgplan.QueueInserted(b, inserted, plannedTable, ingestSQL, srcs, ids, projects, runs, types, tss, actors,
 		psrc, pid, datas, digests, opIDs, settles, d.openInBatch, ords)
 	if err := q.SendBatch(ctx, b).Close(); err != nil {
 		if refusal := agentRefusal(err); refusal != nil {
@@ -617,7 +617,7 @@ func (s *Store) IngestOutboxTx(ctx context.Context, tx pgx.Tx, ids []int64, keys
 	// skips such keys and answers them below.
 	b := &pgx.Batch{}
 	b.Queue(outboxNewSavepointSQL)
-	pgplan.QueueInserted(b, inserted, "journal_events", ingestOutboxNewSQL, ids)
+	pgplan.QueueInserted(b, inserted, plannedTable, ingestOutboxNewSQL, ids)
 	b.Queue(outboxNewReleaseSQL)
 	err := tx.SendBatch(ctx, b).Close()
 	if isJournalKeyViolation(err) {
@@ -629,7 +629,7 @@ func (s *Store) IngestOutboxTx(ctx context.Context, tx pgx.Tx, ids []int64, keys
 		}
 		b = &pgx.Batch{}
 		b.Queue(outboxNewReleaseSQL)
-		pgplan.QueueInserted(b, inserted, "journal_events", ingestOutboxSQL, ids)
+		pgplan.QueueInserted(b, inserted, plannedTable, ingestOutboxSQL, ids)
 		err = tx.SendBatch(ctx, b).Close()
 	}
 	if err != nil {

@@ -16,12 +16,21 @@ package journal
 const checkAgentEventsSQL = `SELECT reckon_check_agent_events($1::text[], $2::text[], $3::text[], $4::text[], $5::text[])`
 
 // ingestSQL writes a batch in one round trip. Inputs arrive as parallel
-// arrays; the insert skips existing keys, in the batch's order (journal
-// order follows it); the settle step clears the open hint of tool.started
+// arrays. The batch's keys go into the key table first (keyStepSQL): a
+// key already there is skipped, and only the events whose keys were
+// written go into journal_events, in the batch's order (journal order
+// follows it); the settle step clears the open hint of tool.started
 // rows whose operation an inserted event settles. It returns the keys it
 // inserted and nothing else: every other key is a repeat or a conflict,
 // whose stored digest digestsSQL reads afterwards, so the common all-new
 // batch pays for no join of the input against what was inserted.
+//
+// The key table holds the idempotency key because journal_events is
+// partitioned by ingested_at, and PostgreSQL refuses a unique constraint
+// that leaves the partition key out (docs/scaling.md#the-idempotency-key).
+// The key row and its event are written in one statement, with the same
+// ingested_at (the transaction's), so one is never without the other but
+// for a dropped partition's keys, kept on purpose. TestIngestAnswersLikeFlatJournal.
 //
 // The settle step looks each settled operation's events up (LATERAL,
 // kept from being flattened into a join by OFFSET 0, so the batch's
@@ -36,20 +45,31 @@ const checkAgentEventsSQL = `SELECT reckon_check_agent_events($1::text[], $2::te
 // that reads every settling row of the journal once per batch; a scalar
 // subquery is always an index probe per tool.started. TestIngestPlan.
 const ingestSQL = `
-WITH ins AS (
-    INSERT INTO journal_events (source_id, event_id, project, run_id, type, ts, actor,
-        parent_source_id, parent_event_id, data, payload_digest, operation_id, settles, open)
-    SELECT i.source_id, i.event_id, i.project, i.run_id, i.type, i.ts, i.actor,
-        i.parent_source_id, i.parent_event_id, i.data, i.payload_digest, i.operation_id, i.settles,
-        i.type = 'tool.started' AND i.open_in_batch AND ` + unsettledInJournalSQL + `
-    FROM unnest(
+WITH input AS MATERIALIZED (
+    SELECT * FROM unnest(
         $1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::timestamptz[],
         $7::text[], $8::text[], $9::text[], $10::jsonb[], $11::bytea[], $12::text[],
         $13::bool[], $14::bool[], $15::int[])
     AS i(source_id, event_id, project, run_id, type, ts, actor, parent_source_id,
          parent_event_id, data, payload_digest, operation_id, settles, open_in_batch, ord)
+),
+k AS (
+    INSERT INTO journal_keys (source_id, event_id, project, run_id, payload_digest)
+    SELECT i.source_id, i.event_id, i.project, i.run_id, i.payload_digest
+    FROM input i
     ORDER BY i.ord
     ON CONFLICT (source_id, event_id) DO NOTHING
+    RETURNING source_id, event_id
+),
+ins AS (
+    INSERT INTO journal_events (source_id, event_id, project, run_id, type, ts, actor,
+        parent_source_id, parent_event_id, data, payload_digest, operation_id, settles, open)
+    SELECT i.source_id, i.event_id, i.project, i.run_id, i.type, i.ts, i.actor,
+        i.parent_source_id, i.parent_event_id, i.data, i.payload_digest, i.operation_id, i.settles,
+        i.type = 'tool.started' AND i.open_in_batch AND ` + unsettledInJournalSQL + `
+    FROM input i
+    JOIN k ON k.source_id = i.source_id AND k.event_id = i.event_id
+    ORDER BY i.ord
     RETURNING source_id, event_id, project, run_id, operation_id, settles
 ),
 ` + settleStepSQL
@@ -60,19 +80,46 @@ const unsettledInJournalSQL = `(
             SELECT true FROM journal_events t
             WHERE t.project = i.project AND t.run_id = i.run_id
               AND t.operation_id = i.operation_id AND t.settles
+              AND t.ingested_at >= ` + runFloorI + `
             LIMIT 1) IS NULL`
+
+// runFloorI (and the others) is the oldest ingested_at of the run of the row alias a
+// (its project and run_id): every event of a run is at or after it, so a
+// read of a run's events bounded by it reads only the partitions from
+// the run's first on (run-time partition pruning). A run the journal does
+// not hold has no floor, and the bound then holds no row, as the journal
+// holds none of it. TestRunReadsPruneOlderPartitions.
+//
+// One constant per row alias the statements use.
+const (
+	runFloorI = `(SELECT jr.first_ingested_at FROM journal_runs jr WHERE jr.project = i.project AND jr.run_id = i.run_id)`
+	runFloorS = `(SELECT jr.first_ingested_at FROM journal_runs jr WHERE jr.project = s.project AND jr.run_id = s.run_id)`
+	runFloorR = `(SELECT jr.first_ingested_at FROM journal_runs jr WHERE jr.project = r.project AND jr.run_id = r.run_id)`
+	runFloorC = `(SELECT jr.first_ingested_at FROM journal_runs jr WHERE jr.project = c.project AND jr.run_id = c.run_id)`
+)
+
+// runFloorParams is runFloorI for a run given as the statement's
+// parameters $1 (project) and $2 (run id).
+const runFloorParams = `(SELECT jr.first_ingested_at FROM journal_runs jr WHERE jr.project = $1 AND jr.run_id = $2)`
 
 // settleStepSQL ends the ingest statements: it closes the open hints of
 // the tool.started rows whose operation a row of ins settles, and returns
-// the keys inserted (see ingestSQL).
+// the keys inserted (see ingestSQL). The update is bounded by the oldest
+// floor of the settled operations' runs, so it probes only the partitions
+// their runs were journaled in; a run new to the journal has no floor yet
+// and nothing earlier to close.
 const settleStepSQL = `settle AS (
     UPDATE journal_events t SET open = false
-    WHERE t.seq = ANY (ARRAY(
+    WHERE t.ingested_at >= (
+        SELECT min(jr.first_ingested_at) FROM journal_runs jr
+        WHERE (jr.project, jr.run_id) IN (SELECT project, run_id FROM ins WHERE settles))
+      AND t.seq = ANY (ARRAY(
         SELECT o.seq
         FROM (SELECT DISTINCT project, run_id, operation_id FROM ins WHERE settles) s
         CROSS JOIN LATERAL (
             SELECT seq, type, open FROM journal_events o
             WHERE o.project = s.project AND o.run_id = s.run_id AND o.operation_id = s.operation_id
+              AND o.ingested_at >= ` + runFloorS + `
             OFFSET 0) o
         WHERE o.type = 'tool.started' AND o.open))
     RETURNING 1
@@ -110,9 +157,13 @@ WITH older AS MATERIALIZED (
     WHERE (SELECT count(*) FROM (
                SELECT FROM journal_events j
                WHERE j.project = r.project AND j.run_id = r.run_id
+                 AND j.ingested_at >= ` + runFloorR + `
                LIMIT r.copied + 1) n) > r.copied)
 UPDATE journal_events t SET open = false
-WHERE t.seq = ANY (ARRAY(
+WHERE t.ingested_at >= (
+        SELECT min(jr.first_ingested_at) FROM journal_runs jr
+        WHERE (jr.project, jr.run_id) IN (SELECT project, run_id FROM older))
+  AND t.seq = ANY (ARRAY(
     SELECT c.seq FROM (
         SELECT o.seq, s.project, s.run_id, s.operation_id
         FROM (
@@ -123,37 +174,42 @@ WHERE t.seq = ANY (ARRAY(
         CROSS JOIN LATERAL (
             SELECT seq, type, open FROM journal_events o
             WHERE o.project = s.project AND o.run_id = s.run_id AND o.operation_id = s.operation_id
+              AND o.ingested_at >= ` + runFloorS + `
             OFFSET 0) o
         WHERE o.type = 'tool.started' AND o.open
         OFFSET 0) c
     WHERE (SELECT true FROM journal_events x
            WHERE x.project = c.project AND x.run_id = c.run_id
              AND x.operation_id = c.operation_id AND x.settles
+             AND x.ingested_at >= ` + runFloorC + `
            LIMIT 1)))`
 
 // digestsSQL reads the stored digests of the keys ingestSQL did not insert
 // (in a statement of its own, so it also sees a concurrent writer's rows
 // that the insert waited for).
 const digestsSQL = `
-SELECT source_id, event_id, payload_digest FROM journal_events
+SELECT source_id, event_id, payload_digest FROM journal_keys
 WHERE (source_id, event_id) IN (SELECT * FROM unnest($1::text[], $2::text[]))`
 
 const eventColumns = `source_id, event_id, project, run_id, type, ts, actor,
     parent_source_id, parent_event_id, data, seq, ingested_at`
 
-// runEventsSQL lists a run's events in journal order.
+// runEventsSQL lists a run's events in journal order. Every read of a
+// run's events is bounded by its floor (runFloorParams).
 const runEventsSQL = `SELECT ` + eventColumns + ` FROM journal_events
-WHERE project = $1 AND run_id = $2 ORDER BY seq`
+WHERE project = $1 AND run_id = $2 AND ingested_at >= ` + runFloorParams + ` ORDER BY seq`
 
 // runEventsPageSQL lists a page of a run's events after seq $3.
 const runEventsPageSQL = `SELECT ` + eventColumns + ` FROM journal_events
-WHERE project = $1 AND run_id = $2 AND seq > $3 ORDER BY seq LIMIT $4`
+WHERE project = $1 AND run_id = $2 AND ingested_at >= ` + runFloorParams + ` AND seq > $3 ORDER BY seq LIMIT $4`
 
 // runTerminalSQL is a run's newest run.completed or run.failed, and
-// whether the journal has any event of the run at all.
+// whether the journal has any event of the run at all (its row in the
+// runs index, written with its first event).
 const runTerminalSQL = `SELECT
-  EXISTS (SELECT 1 FROM journal_events WHERE project = $1 AND run_id = $2),
+  EXISTS (SELECT 1 FROM journal_runs WHERE project = $1 AND run_id = $2),
   (SELECT type FROM journal_events WHERE project = $1 AND run_id = $2
+     AND ingested_at >= ` + runFloorParams + `
      AND type IN ('run.completed', 'run.failed') ORDER BY seq DESC LIMIT 1)`
 
 // typeEventsSQL lists a project's events of one type, newest first, from the
@@ -161,9 +217,14 @@ const runTerminalSQL = `SELECT
 const typeEventsSQL = `SELECT ` + eventColumns + ` FROM journal_events
 WHERE project = $1 AND type = $2 AND ts >= $3 ORDER BY ts DESC, seq DESC LIMIT $4`
 
-// eventSQL reads one event by key.
-const eventSQL = `SELECT ` + eventColumns + ` FROM journal_events
-WHERE source_id = $1 AND event_id = $2`
+// eventSQL reads one event by key: the key table says where it lives (its
+// run and its ingested_at, so one partition), the run index finds it.
+const eventSQL = `SELECT e.source_id, e.event_id, e.project, e.run_id, e.type, e.ts, e.actor,
+    e.parent_source_id, e.parent_event_id, e.data, e.seq, e.ingested_at
+FROM journal_keys k
+JOIN journal_events e ON e.project = k.project AND e.run_id = k.run_id
+    AND e.ingested_at = k.ingested_at AND e.source_id = k.source_id AND e.event_id = k.event_id
+WHERE k.source_id = $1 AND k.event_id = $2`
 
 // repairOpenSQL clears open hints that a race left behind: a settling event
 // committed concurrently with its tool.started, each invisible to the other's
@@ -173,22 +234,24 @@ UPDATE journal_events s SET open = false
 WHERE s.type = 'tool.started' AND s.open AND EXISTS (
     SELECT 1 FROM journal_events t
     WHERE t.project = s.project AND t.run_id = s.run_id
-      AND t.operation_id = s.operation_id AND t.settles)`
+      AND t.operation_id = s.operation_id AND t.settles
+      AND t.ingested_at >= ` + runFloorS + `)`
 
 // operationEventsSQL lists one operation's events in journal order (index
 // on project, run_id, operation_id).
 const operationEventsSQL = `SELECT ` + eventColumns + ` FROM journal_events
-WHERE project = $1 AND run_id = $2 AND operation_id = $3 ORDER BY seq`
+WHERE project = $1 AND run_id = $2 AND operation_id = $3 AND ingested_at >= ` + runFloorParams + ` ORDER BY seq`
 
 // operationsEventsSQL is operationEventsSQL for several operations of one
 // run (same index).
 const operationsEventsSQL = `SELECT ` + eventColumns + ` FROM journal_events
-WHERE project = $1 AND run_id = $2 AND operation_id = ANY($3::text[]) ORDER BY seq`
+WHERE project = $1 AND run_id = $2 AND operation_id = ANY($3::text[]) AND ingested_at >= ` + runFloorParams + ` ORDER BY seq`
 
 // verdictsNamingSQL lists a run's supervisor.verdict events that name the
 // operation $3, in journal order.
 const verdictsNamingSQL = `SELECT ` + eventColumns + ` FROM journal_events
 WHERE project = $1 AND run_id = $2 AND type = 'supervisor.verdict'
+  AND ingested_at >= ` + runFloorParams + `
   AND data->'operation_ids' @> jsonb_build_array($3::text)
 ORDER BY seq`
 
@@ -208,50 +271,13 @@ ORDER BY seq`
 // are joined once (a hash join), not searched per row, which would make a
 // batch of n starts cost n² comparisons.
 const ingestOutboxSQL = ingestOutboxHeadSQL + `
-    ORDER BY i.id
+    ORDER BY o.id
     ON CONFLICT (source_id, event_id) DO NOTHING` + ingestOutboxTailSQL
 
-// ingestOutboxTailSQL ends ingestOutboxSQL and ingestOutboxNewSQL.
+// ingestOutboxTailSQL ends ingestOutboxSQL and ingestOutboxNewSQL: the
+// events whose keys were written, in the outbox's order.
 const ingestOutboxTailSQL = `
-    RETURNING source_id, event_id, project, run_id, operation_id, settles
-),
-` + settleStepSQL
-
-// ingestOutboxNewSQL is ingestOutboxSQL on the condition that every row's
-// key is new to the journal: without ON CONFLICT, so a key already
-// journaled is a unique violation of journal_events_key that aborts the
-// statement (IngestOutboxTx then rolls back to a savepoint and runs
-// ingestOutboxSQL). The in-process publisher's rows are almost always
-// new; ON CONFLICT makes every row a speculative insertion (a probe of
-// the key's index, the insert, a second WAL record to confirm it), which
-// they do not need.
-const ingestOutboxNewSQL = ingestOutboxHeadSQL + `
-    ORDER BY i.id` + ingestOutboxTailSQL
-
-// The savepoint of IngestOutboxTx's first try (ingestOutboxNewSQL).
-const (
-	outboxNewSavepointSQL = `SAVEPOINT reckon_outbox_new`
-	outboxNewReleaseSQL   = `RELEASE SAVEPOINT reckon_outbox_new`
-	outboxNewRollbackSQL  = `ROLLBACK TO SAVEPOINT reckon_outbox_new`
-)
-
-// journalKeyConstraint is the journal's unique constraint on event keys.
-const journalKeyConstraint = "journal_events_key"
-
-// PostgreSQL's SQLSTATEs the journal's writes answer by code.
-const (
-	uniqueViolation      = "23505"
-	deadlockDetected     = "40P01"
-	serializationFailure = "40001"
-)
-
-// ingestOutboxHeadSQL begins ingestOutboxSQL and ingestOutboxNewSQL.
-const ingestOutboxHeadSQL = `
-WITH src AS (
-    SELECT o.id, o.source_id, o.event_id, o.event, o.payload_digest, o.operation_id, o.settles, o.ts,
-        o.event->>'project' AS project, o.event->>'run_id' AS run_id, o.event->>'type' AS type
-    FROM kernel_event_outbox o
-    WHERE o.id = ANY ($1::bigint[])
+    RETURNING source_id, event_id
 ),
 ins AS (
     INSERT INTO journal_events (source_id, event_id, project, run_id, type, ts, actor,
@@ -261,8 +287,56 @@ ins AS (
         i.event->'data', i.payload_digest, i.operation_id, i.settles,
         i.type = 'tool.started' AND b.operation_id IS NULL AND ` + unsettledInJournalSQL + `
     FROM src i
+    JOIN k ON k.source_id = i.source_id AND k.event_id = i.event_id
     LEFT JOIN (SELECT DISTINCT project, run_id, operation_id FROM src WHERE settles) b
-        ON b.project = i.project AND b.run_id = i.run_id AND b.operation_id = i.operation_id`
+        ON b.project = i.project AND b.run_id = i.run_id AND b.operation_id = i.operation_id
+    ORDER BY i.id
+    RETURNING source_id, event_id, project, run_id, operation_id, settles
+),
+` + settleStepSQL
+
+// ingestOutboxNewSQL is ingestOutboxSQL on the condition that every row's
+// key is new to the journal: without ON CONFLICT, so a key already
+// journaled is a unique violation of the key table's primary key that
+// aborts the statement (IngestOutboxTx then rolls back to a savepoint and
+// runs ingestOutboxSQL). The in-process publisher's rows are almost always
+// new; ON CONFLICT makes every row a speculative insertion (a probe of
+// the key's index, the insert, a second WAL record to confirm it), which
+// they do not need.
+const ingestOutboxNewSQL = ingestOutboxHeadSQL + `
+    ORDER BY o.id` + ingestOutboxTailSQL
+
+// The savepoint of IngestOutboxTx's first try (ingestOutboxNewSQL).
+const (
+	outboxNewSavepointSQL = `SAVEPOINT reckon_outbox_new`
+	outboxNewReleaseSQL   = `RELEASE SAVEPOINT reckon_outbox_new`
+	outboxNewRollbackSQL  = `ROLLBACK TO SAVEPOINT reckon_outbox_new`
+)
+
+// journalKeyConstraint is the journal's unique constraint on event keys,
+// the key table's primary key.
+const journalKeyConstraint = "journal_keys_pkey"
+
+// PostgreSQL's SQLSTATEs the journal's writes answer by code.
+const (
+	uniqueViolation      = "23505"
+	deadlockDetected     = "40P01"
+	serializationFailure = "40001"
+)
+
+// ingestOutboxHeadSQL begins ingestOutboxSQL and ingestOutboxNewSQL: the
+// outbox rows, and the insert of their keys.
+const ingestOutboxHeadSQL = `
+WITH src AS MATERIALIZED (
+    SELECT o.id, o.source_id, o.event_id, o.event, o.payload_digest, o.operation_id, o.settles, o.ts,
+        o.event->>'project' AS project, o.event->>'run_id' AS run_id, o.event->>'type' AS type
+    FROM kernel_event_outbox o
+    WHERE o.id = ANY ($1::bigint[])
+),
+k AS (
+    INSERT INTO journal_keys (source_id, event_id, project, run_id, payload_digest)
+    SELECT o.source_id, o.event_id, o.project, o.run_id, o.payload_digest
+    FROM src o`
 
 // outboxDigestsSQL reads, for outbox rows ingestOutboxSQL did not insert,
 // whether the journal's row under the same key has the same digest
@@ -271,5 +345,12 @@ ins AS (
 const outboxDigestsSQL = `
 SELECT o.id, j.payload_digest = o.payload_digest
 FROM kernel_event_outbox o
-JOIN journal_events j ON j.source_id = o.source_id AND j.event_id = o.event_id
+JOIN journal_keys j ON j.source_id = o.source_id AND j.event_id = o.event_id
 WHERE o.id = ANY ($1::bigint[])`
+
+// plannedTable is the table whose statistics decide when the journal's
+// writes run on their generic plans (pgplan): the key table, one row per
+// event like the journal, because autovacuum analyzes the partitions of
+// journal_events but never the partitioned table itself, whose own
+// statistics would stay empty.
+const plannedTable = "journal_keys"
