@@ -9,7 +9,7 @@ export DATABASE_URL
 GO ?= go
 TEST_TIMEOUT ?= 18m
 
-.PHONY: drill-tau2 drill-servers all build db deps browser-deps test test-browser test-clients test-clients-guard check-clients screenshots demo bench lint clean soak fuzz conformance image-smoke deploy-check alerts
+.PHONY: drill-tau2 drill-servers all build db deps browser-deps test test-browser test-clients test-clients-guard check-clients screenshots demo bench bench-scale lint clean soak fuzz conformance image-smoke deploy-check alerts
 
 all: build
 
@@ -136,6 +136,16 @@ bench: db deps
 	$(GO) test -p 1 -run '^$$' -bench . -benchtime 1x -timeout 60m -v $(BENCH_PKGS) | tee bin/bench-raw.txt | grep -vE '^(=== RUN|--- PASS|PASS|goos|goarch|cpu)'
 	@$(GO) run ./scripts/benchtable -ref bin/bench-ref.txt -json bin/bench.json \
 		-machine "$$(nproc) cores, $$(free -g | awk '/^Mem/ {print $$2}') GiB, PostgreSQL $$(psql -h 127.0.0.1 -d postgres -tAc 'SHOW server_version' 2>/dev/null || echo '?'), $$(date -u +%F)" < bin/bench-raw.txt
+
+## bench-scale: the partitioned journal against the flat one of the same
+## content, at RECKON_BENCH_SCALE_EVENTS (default 20 million) over 1,000
+## projects (docs/performance.md#journal-at-scale). Not part of test or
+## bench: at its default size it takes hours and tens of GB of disk
+## (reckon_bench_scale database; the schemas are dropped at the end).
+bench-scale: db
+	@mkdir -p bin
+	@df -h $(CURDIR) | tail -1
+	$(GO) test -tags benchscale -run '^TestBenchScale$$' -count=1 -timeout 0 -v ./internal/benchscale/ | tee bin/bench-scale.txt
 
 ## conformance: the official MCP conformance suite's server scenarios against
 ## `reckon mcp-gateway --http` in front of `reckon mcp-test-server
