@@ -54,15 +54,20 @@ const (
 // FromEnv reads the configuration: RECKON_BENCH_SCALE_EVENTS (default 20
 // million), _RUNS (events/100), _PROJECTS (1000), _WEEKS (8),
 // _INGEST_EVENTS (20000), _LIST_CALLS (300), _KEEP (1 keeps the schemas),
-// _URL (the database; default reckon_bench_scale on the local server).
+// _URL (the database; default reckon_bench_scale on the local server),
+// _PREFIX (of the schemas' names, default bench_scale: two measurements
+// at once need two).
 func FromEnv(getenv func(string) string) (Config, error) {
 	c := Config{
 		URL:            getenv("RECKON_BENCH_SCALE_URL"),
-		Prefix:         "bench_scale",
+		Prefix:         getenv("RECKON_BENCH_SCALE_PREFIX"),
 		UnsettledEvery: 20,
 		Concurrency:    4,
 		Keep:           getenv("RECKON_BENCH_SCALE_KEEP") == "1",
 		Log:            os.Stderr,
+	}
+	if c.Prefix == "" {
+		c.Prefix = "bench_scale"
 	}
 	if c.URL == "" {
 		c.URL = "postgres://127.0.0.1:5432/reckon_bench_scale?sslmode=disable"

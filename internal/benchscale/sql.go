@@ -14,9 +14,11 @@ const spanSQL = `SELECT (date_trunc('week', now() AT TIME ZONE 'UTC') AT TIME ZO
 // run.started, $4 tool.started/tool.completed pairs and a run.completed,
 // one second apart, the runs' first events spread evenly over the span
 // $6..$7. Projects: three runs in ten go to the five big projects, the
-// others round the remaining $5-5. Every $8th run leaves its last
-// operation unsettled (no tool.completed; its tool.started open), so the
-// listing and the sweep have work. Rows are written in run order, so seq
+// others round the remaining $5-5. One run in $8, picked by a hash of its
+// number (so that big projects and small get their share: a residue of r
+// would pick by project), leaves its last operation unsettled (no
+// tool.completed; its tool.started open), so the listing and the sweep
+// have work. Rows are written in run order, so seq
 // follows ingested_at, as in a journal written as it goes.
 const generateSQL = `
 INSERT INTO journal_events (source_id, event_id, project, run_id, type, ts, actor, data,
@@ -38,7 +40,7 @@ FROM generate_series($1::bigint, $2::bigint - 1) r
 CROSS JOIN LATERAL (
     SELECT CASE WHEN r % 10 < 3 THEN (r / 10) % 5 ELSE 5 + r % ($5::int - 5) END AS pr,
            $6::timestamptz + ($7::timestamptz - $6::timestamptz) * (r::float8 / $3::bigint) AS base,
-           r % $8::int = $8::int - 1 AS unsettled) x
+           hashint8(r) % $8::int = 0 AS unsettled) x
 CROSS JOIN LATERAL generate_series(0, 2 * $4::int + 1) j
 CROSS JOIN LATERAL (
     SELECT CASE WHEN j = 0 THEN 'run.started' WHEN j = 2 * $4::int + 1 THEN 'run.completed'
