@@ -40,7 +40,24 @@ func Apply(ctx context.Context, pool *pgxpool.Pool) ([]int64, error) {
 	}
 	db := stdlib.OpenDBFromPool(pool)
 	defer db.Close()
-	return apply(ctx, db, schema)
+	return apply(ctx, db, schema, 0)
+}
+
+// ApplyTo brings the database behind pool up to migration version and no
+// further, and returns the versions it applied: a journal as an older
+// release left it, for the conversion measurements of make bench-scale
+// (internal/benchscale). TestApplyTo.
+func ApplyTo(ctx context.Context, pool *pgxpool.Pool, version int64) ([]int64, error) {
+	if version <= 0 {
+		return nil, fmt.Errorf("apply migrations: version %d is not a migration's", version)
+	}
+	var schema string
+	if err := pool.QueryRow(ctx, "SELECT current_schema()").Scan(&schema); err != nil {
+		return nil, fmt.Errorf("apply migrations: current schema: %w", err)
+	}
+	db := stdlib.OpenDBFromPool(pool)
+	defer db.Close()
+	return apply(ctx, db, schema, version)
 }
 
 // lockID is the advisory lock of migrations into one schema. goose's default
@@ -54,7 +71,9 @@ func lockID(schema string) int64 {
 	return int64(h.Sum64() & 0x7fffffffffffffff)
 }
 
-func apply(ctx context.Context, db *sql.DB, schema string) ([]int64, error) {
+// apply applies the migrations up to version, or every one when version
+// is 0.
+func apply(ctx context.Context, db *sql.DB, schema string, version int64) ([]int64, error) {
 	locker, err := lock.NewPostgresSessionLocker(lock.WithLockID(lockID(schema)), lock.WithLockTimeout(1, 300))
 	if err != nil {
 		return nil, fmt.Errorf("migration lock: %w", err)
@@ -68,7 +87,12 @@ func apply(ctx context.Context, db *sql.DB, schema string) ([]int64, error) {
 	if err != nil {
 		return nil, fmt.Errorf("migration provider: %w", err)
 	}
-	res, err := p.Up(ctx)
+	var res []*goose.MigrationResult
+	if version == 0 {
+		res, err = p.Up(ctx)
+	} else {
+		res, err = p.UpTo(ctx, version)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("apply migrations: %w", err)
 	}
