@@ -24,16 +24,20 @@ WHERE r.project = f.project AND r.run_id = f.run_id;
 UPDATE journal_runs SET first_ingested_at = started_at WHERE first_ingested_at IS NULL;
 ALTER TABLE journal_runs ALTER COLUMN first_ingested_at SET NOT NULL;
 
+--
+-- journal_keys says where each key's event lives: its seq and
+-- ingested_at, the journal's primary key (one partition, one probe).
 CREATE TABLE journal_keys (
     source_id      text        NOT NULL,
     event_id       text        NOT NULL,
     project        text        NOT NULL,
     run_id         text        NOT NULL,
+    seq            bigint      NOT NULL,
     ingested_at    timestamptz NOT NULL DEFAULT now(),
     payload_digest bytea       NOT NULL
 );
-INSERT INTO journal_keys (source_id, event_id, project, run_id, ingested_at, payload_digest)
-SELECT source_id, event_id, project, run_id, ingested_at, payload_digest FROM journal_events;
+INSERT INTO journal_keys (source_id, event_id, project, run_id, seq, ingested_at, payload_digest)
+SELECT source_id, event_id, project, run_id, seq, ingested_at, payload_digest FROM journal_events;
 ALTER TABLE journal_keys ADD CONSTRAINT journal_keys_pkey PRIMARY KEY (source_id, event_id);
 
 -- The journal so far, made ready to be the oldest partition.
@@ -54,7 +58,7 @@ ALTER INDEX journal_events_run_waits RENAME TO journal_events_legacy_run_waits;
 ALTER INDEX journal_events_effect_key RENAME TO journal_events_legacy_effect_key;
 
 CREATE TABLE journal_events (
-    seq              bigint      GENERATED ALWAYS AS IDENTITY,
+    seq              bigint      GENERATED ALWAYS AS IDENTITY (SEQUENCE NAME journal_events_seq),
     source_id        text        NOT NULL,
     event_id         text        NOT NULL,
     project          text        NOT NULL,
@@ -72,7 +76,7 @@ CREATE TABLE journal_events (
     open             boolean     NOT NULL DEFAULT false,
     PRIMARY KEY (seq, ingested_at)
 ) PARTITION BY RANGE (ingested_at);
-SELECT setval(pg_get_serial_sequence('journal_events', 'seq'), coalesce(max(seq), 0) + 1, false)
+SELECT setval('journal_events_seq', coalesce(max(seq), 0) + 1, false)
 FROM journal_events_legacy;
 
 CREATE INDEX journal_events_run ON journal_events (project, run_id, seq);

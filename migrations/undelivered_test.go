@@ -82,6 +82,10 @@ func TestOutboxUndeliveredMigratesBothWays(t *testing.T) {
 	if err != nil || len(pend) != 1 || pend[0].EventID != r4.EventID {
 		t.Fatalf("pending of op-4: %v, %v", pend, err)
 	}
+	// This version's publisher delivers them, on this version's schema.
+	if _, err := p.Up(ctx); err != nil {
+		t.Fatal(err)
+	}
 	pub := outbox.NewPublisher(s.Pool, journal.New(s.Pool, nil), outbox.Config{BatchSize: 10}, nil, zerolog.Nop())
 	if err := pub.Drain(ctx); err != nil {
 		t.Fatal(err)

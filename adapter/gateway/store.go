@@ -62,11 +62,12 @@ UPDATE gateway_runs SET last_op = last_op + 1
 WHERE project = $1 AND run_id = $2
 RETURNING last_op, ended_at IS NOT NULL, kind`
 
-// runTakenSQL tells whether the journal has events of the run (its
-// events still in the outbox come from outbox.Pending, read first) or the
-// run is a kernel run: a start records its kernel_runs row, under the
-// same lock as a claim, before its workflow has written any event.
-const runTakenSQL = `SELECT EXISTS (SELECT 1 FROM journal_events WHERE project = $1 AND run_id = $2)
+// runTakenSQL tells whether the journal has events of the run (the runs
+// index holds a row for every run with an event; its events still in the
+// outbox come from outbox.Pending, read first) or the run is a kernel
+// run: a start records its kernel_runs row, under the same lock as a
+// claim, before its workflow has written any event.
+const runTakenSQL = `SELECT EXISTS (SELECT 1 FROM journal_runs WHERE project = $1 AND run_id = $2)
     OR EXISTS (SELECT 1 FROM kernel_runs WHERE project = $1 AND run_id = $2)`
 
 const asyncCommitSQL = `SET LOCAL synchronous_commit TO off`

@@ -397,7 +397,7 @@ func checkOutbox(ctx context.Context, pool *pgxpool.Pool, sc *Scenario, project 
 	if err := pool.QueryRow(ctx, `SELECT count(*) FROM kernel_event_outbox o
 		WHERE o.event->>'project' = $1 AND o.parked_at IS NULL
 		AND NOT EXISTS (SELECT 1 FROM kernel_event_outbox_undelivered u WHERE u.id = o.id)
-		AND NOT EXISTS (SELECT 1 FROM journal_events j WHERE j.source_id = o.source_id AND j.event_id = o.event_id)`, project).Scan(&missing); err != nil {
+		AND NOT EXISTS (SELECT 1 FROM journal_keys j WHERE j.source_id = o.source_id AND j.event_id = o.event_id)`, project).Scan(&missing); err != nil {
 		sc.problem("compare outbox and journal: %v", err)
 	}
 	if missing > 0 {

@@ -81,7 +81,7 @@ func measureIngest(b *testing.B, size, total, clients int) (float64, time.Durati
 			b.Fatal(err)
 		}
 	}
-	if _, err := pool.Exec(ctx, "ANALYZE journal_events"); err != nil {
+	if _, err := pool.Exec(ctx, pgtest.AnalyzeJournalSQL); err != nil {
 		b.Fatal(err)
 	}
 	var elapsed time.Duration

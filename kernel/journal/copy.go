@@ -23,7 +23,7 @@ import (
 const copyMin = 128
 
 // journalColumns are the columns a copied batch fills (copyEventsSQL's).
-var journalColumns = []string{"source_id", "event_id", "project", "run_id", "type", "ts", "actor",
+var journalColumns = []string{"seq", "source_id", "event_id", "project", "run_id", "type", "ts", "actor",
 	"parent_source_id", "parent_event_id", "data", "payload_digest", "operation_id", "settles", "open"}
 
 // ingestLarge writes a batch too large for group commit: with COPY when
@@ -77,13 +77,19 @@ func (s *Store) ingestCopy(ctx context.Context, preps []prepared, d distinctRows
 		return nil, false, fmt.Errorf("ingest batch of %d: %w", len(preps), err)
 	}
 
-	// Three round trips: the transaction's BEGIN rides in the keys' copy
-	// query string, the events' copy follows; the agents' check, the
-	// settle statement and the commit go in one batch after them.
-	if _, err := c.PgConn().CopyFrom(ctx, bytes.NewReader(keyCopyData(preps, d)), beginCopyKeysSQL); err != nil {
+	// Four round trips: the batch's sequence numbers, drawn outside the
+	// transaction (a rolled back batch leaves a gap, as any does); the
+	// transaction's BEGIN rides in the keys' copy query string, the
+	// events' copy follows; the agents' check, the settle statement and
+	// the commit go in one batch after them.
+	seqs, err := reserveSeqs(ctx, c, len(d.order))
+	if err != nil {
+		return nil, false, fmt.Errorf("ingest batch of %d: %w", len(preps), err)
+	}
+	if _, err := c.PgConn().CopyFrom(ctx, bytes.NewReader(keyCopyData(preps, d, seqs)), beginCopyKeysSQL); err != nil {
 		return fail(err)
 	}
-	if _, err := c.PgConn().CopyFrom(ctx, bytes.NewReader(copyData(preps, d)), copyEventsSQL); err != nil {
+	if _, err := c.PgConn().CopyFrom(ctx, bytes.NewReader(copyData(preps, d, seqs)), copyEventsSQL); err != nil {
 		return fail(err)
 	}
 	b := &pgx.Batch{}
@@ -116,31 +122,54 @@ var beginCopyKeysSQL = `BEGIN; COPY journal_keys (` + strings.Join(keyColumns, "
 var copyEventsSQL = `COPY journal_events (` + strings.Join(journalColumns, ", ") + `) FROM STDIN (FORMAT binary)`
 
 // keyColumns are the columns of the key table a copied batch fills.
-var keyColumns = []string{"source_id", "event_id", "project", "run_id", "payload_digest"}
+var keyColumns = []string{"source_id", "event_id", "project", "run_id", "seq", "payload_digest"}
 
-// keyCopyData is a batch's distinct keys in COPY's binary format with
-// keyColumns, in journal order.
-func keyCopyData(preps []prepared, d distinctRows) []byte {
-	n := 19 + 2
-	for _, i := range d.order {
-		e := preps[i].ev
-		n += 2 + 4*len(keyColumns) + len(e.SourceID) + len(e.EventID) + len(e.Project) + len(e.RunID) + len(preps[i].Digest)
+// reserveSeqs draws n journal sequence numbers, in order (reserveSeqsSQL).
+func reserveSeqs(ctx context.Context, c *pgx.Conn, n int) ([]int64, error) {
+	rows, err := c.Query(ctx, reserveSeqsSQL, n)
+	if err != nil {
+		return nil, fmt.Errorf("draw %d sequence numbers: %w", n, err)
 	}
+	seqs, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, fmt.Errorf("draw %d sequence numbers: %w", n, err)
+	}
+	if len(seqs) != n {
+		return nil, fmt.Errorf("draw %d sequence numbers: got %d", n, len(seqs))
+	}
+	return seqs, nil
+}
+
+// copyHeader starts a COPY binary stream of about n bytes.
+func copyHeader(n int) []byte {
 	buf := make([]byte, 0, n)
 	buf = append(buf, "PGCOPY\n\377\r\n\000"...)
 	buf = binary.BigEndian.AppendUint32(buf, 0) // flags
-	buf = binary.BigEndian.AppendUint32(buf, 0) // header extension
+	return binary.BigEndian.AppendUint32(buf, 0) // header extension
+}
+
+// keyCopyData is a batch's distinct keys in COPY's binary format with
+// keyColumns, in journal order.
+func keyCopyData(preps []prepared, d distinctRows, seqs []int64) []byte {
+	n := 19 + 2
+	for _, i := range d.order {
+		e := preps[i].ev
+		n += 2 + 4*len(keyColumns) + len(e.SourceID) + len(e.EventID) + len(e.Project) + len(e.RunID) + 8 + len(preps[i].Digest)
+	}
+	buf := copyHeader(n)
 	field := func(b []byte) {
 		buf = binary.BigEndian.AppendUint32(buf, uint32(len(b)))
 		buf = append(buf, b...)
 	}
-	for _, i := range d.order {
+	for j, i := range d.order {
 		e := preps[i].ev
 		buf = binary.BigEndian.AppendUint16(buf, uint16(len(keyColumns)))
 		field([]byte(e.SourceID))
 		field([]byte(e.EventID))
 		field([]byte(e.Project))
 		field([]byte(e.RunID))
+		buf = binary.BigEndian.AppendUint32(buf, 8)
+		buf = binary.BigEndian.AppendUint64(buf, uint64(seqs[j]))
 		field(preps[i].Digest)
 	}
 	return binary.BigEndian.AppendUint16(buf, math.MaxUint16) // the trailer, -1
@@ -155,24 +184,21 @@ func keyCopyData(preps []prepared, d distinctRows) []byte {
 // 2000-01-01 UTC truncated as pgx truncates, jsonb as version 1 and the
 // canonical JSON, bytea as its bytes), so both paths store the same rows
 // (TestCopyWritesWhatTheStatementWrites compares them column by column).
-func copyData(preps []prepared, d distinctRows) []byte {
+func copyData(preps []prepared, d distinctRows, seqs []int64) []byte {
 	// The exact size: the header (19 bytes) and trailer (2); per row its
-	// field count (2), a length word per field, and the values (ts 8
-	// bytes, jsonb's version byte, two booleans).
+	// field count (2), a length word per field, and the values (seq and
+	// ts 8 bytes each, jsonb's version byte, two booleans).
 	n := 19 + 2
 	for _, i := range d.order {
 		p := preps[i]
 		e := p.ev
 		n += 2 + 4*len(journalColumns) + len(e.SourceID) + len(e.EventID) + len(e.Project) + len(e.RunID) +
-			len(e.Type) + 8 + len(e.Actor) + 1 + len(p.CanonicalData) + len(p.Digest) + len(p.OperationID) + 2
+			len(e.Type) + 8 + 8 + len(e.Actor) + 1 + len(p.CanonicalData) + len(p.Digest) + len(p.OperationID) + 2
 		if e.ParentEventID != nil {
 			n += len(e.ParentEventID.SourceID) + len(e.ParentEventID.EventID)
 		}
 	}
-	buf := make([]byte, 0, n)
-	buf = append(buf, "PGCOPY\n\377\r\n\000"...)
-	buf = binary.BigEndian.AppendUint32(buf, 0) // flags
-	buf = binary.BigEndian.AppendUint32(buf, 0) // header extension
+	buf := copyHeader(n)
 	text := func(s string) {
 		buf = binary.BigEndian.AppendUint32(buf, uint32(len(s)))
 		buf = append(buf, s...)
@@ -190,6 +216,8 @@ func copyData(preps []prepared, d distinctRows) []byte {
 		p := preps[i]
 		e := p.ev
 		buf = binary.BigEndian.AppendUint16(buf, uint16(len(journalColumns)))
+		buf = binary.BigEndian.AppendUint32(buf, 8)
+		buf = binary.BigEndian.AppendUint64(buf, uint64(seqs[j]))
 		text(e.SourceID)
 		text(e.EventID)
 		text(e.Project)

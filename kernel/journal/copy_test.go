@@ -136,8 +136,12 @@ func TestCopyWritesWhatTheStatementWrites(t *testing.T) {
 					t.Fatalf("batch %d, statement: %v", i, err)
 				}
 				d := distinct(preps)
-				if data := copyData(preps, d); len(data) != cap(data) {
+				seqs := make([]int64, len(d.order))
+				if data := copyData(preps, d, seqs); len(data) != cap(data) {
 					t.Fatalf("batch %d: copyData sized its buffer %d for %d bytes", i, cap(data), len(data))
+				}
+				if data := keyCopyData(preps, d, seqs); len(data) != cap(data) {
+					t.Fatalf("batch %d: keyCopyData sized its buffer %d for %d bytes", i, cap(data), len(data))
 				}
 				got, ok, err := viaCopy.ingestCopy(ctx, preps, d)
 				if err != nil {

@@ -54,8 +54,8 @@ SELECT 's', 'e-' || g, 'p', 'r-' || (g / 100), CASE WHEN g % 2 = 0 THEN 'tool.st
 FROM generate_series(1, 40000) g`); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tx.Exec(ctx, `INSERT INTO journal_keys (source_id, event_id, project, run_id, ingested_at, payload_digest)
-SELECT source_id, event_id, project, run_id, ingested_at, payload_digest FROM journal_events`); err != nil {
+	if _, err := tx.Exec(ctx, `INSERT INTO journal_keys (source_id, event_id, project, run_id, seq, ingested_at, payload_digest)
+SELECT source_id, event_id, project, run_id, seq, ingested_at, payload_digest FROM journal_events`); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := tx.Exec(ctx, `ANALYZE journal_events; ANALYZE journal_keys`); err != nil {

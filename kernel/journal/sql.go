@@ -29,8 +29,10 @@ const checkAgentEventsSQL = `SELECT reckon_check_agent_events($1::text[], $2::te
 // partitioned by ingested_at, and PostgreSQL refuses a unique constraint
 // that leaves the partition key out (docs/scaling.md#the-idempotency-key).
 // The key row and its event are written in one statement, with the same
+// seq (drawn ahead, in the batch's order: a skipped key leaves a gap) and
 // ingested_at (the transaction's), so one is never without the other but
-// for a dropped partition's keys, kept on purpose. TestIngestAnswersLikeFlatJournal.
+// for a dropped partition's keys, kept on purpose.
+// TestIngestAnswersLikeFlatJournal.
 //
 // The settle step looks each settled operation's events up (LATERAL,
 // kept from being flattened into a join by OFFSET 0, so the batch's
@@ -46,25 +48,27 @@ const checkAgentEventsSQL = `SELECT reckon_check_agent_events($1::text[], $2::te
 // subquery is always an index probe per tool.started. TestIngestPlan.
 const ingestSQL = `
 WITH input AS MATERIALIZED (
-    SELECT * FROM unnest(
+    SELECT nextval('journal_events_seq') AS seq, i.* FROM unnest(
         $1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::timestamptz[],
         $7::text[], $8::text[], $9::text[], $10::jsonb[], $11::bytea[], $12::text[],
         $13::bool[], $14::bool[], $15::int[])
     AS i(source_id, event_id, project, run_id, type, ts, actor, parent_source_id,
          parent_event_id, data, payload_digest, operation_id, settles, open_in_batch, ord)
+    ORDER BY i.ord
 ),
 k AS (
-    INSERT INTO journal_keys (source_id, event_id, project, run_id, payload_digest)
-    SELECT i.source_id, i.event_id, i.project, i.run_id, i.payload_digest
+    INSERT INTO journal_keys (source_id, event_id, project, run_id, seq, payload_digest)
+    SELECT i.source_id, i.event_id, i.project, i.run_id, i.seq, i.payload_digest
     FROM input i
     ORDER BY i.ord
     ON CONFLICT (source_id, event_id) DO NOTHING
     RETURNING source_id, event_id
 ),
 ins AS (
-    INSERT INTO journal_events (source_id, event_id, project, run_id, type, ts, actor,
+    INSERT INTO journal_events (seq, source_id, event_id, project, run_id, type, ts, actor,
         parent_source_id, parent_event_id, data, payload_digest, operation_id, settles, open)
-    SELECT i.source_id, i.event_id, i.project, i.run_id, i.type, i.ts, i.actor,
+    OVERRIDING SYSTEM VALUE
+    SELECT i.seq, i.source_id, i.event_id, i.project, i.run_id, i.type, i.ts, i.actor,
         i.parent_source_id, i.parent_event_id, i.data, i.payload_digest, i.operation_id, i.settles,
         i.type = 'tool.started' AND i.open_in_batch AND ` + unsettledInJournalSQL + `
     FROM input i
@@ -184,6 +188,11 @@ WHERE t.ingested_at >= (
              AND x.ingested_at >= ` + runFloorC + `
            LIMIT 1)))`
 
+// reserveSeqsSQL draws $1 journal sequence numbers, in order, for a
+// copied batch (Store.ingestCopy), which writes each key row and its event
+// with the same seq.
+const reserveSeqsSQL = `SELECT nextval('journal_events_seq') FROM generate_series(1, $1::int)`
+
 // digestsSQL reads the stored digests of the keys ingestSQL did not insert
 // (in a statement of its own, so it also sees a concurrent writer's rows
 // that the insert waited for).
@@ -218,12 +227,11 @@ const typeEventsSQL = `SELECT ` + eventColumns + ` FROM journal_events
 WHERE project = $1 AND type = $2 AND ts >= $3 ORDER BY ts DESC, seq DESC LIMIT $4`
 
 // eventSQL reads one event by key: the key table says where it lives (its
-// run and its ingested_at, so one partition), the run index finds it.
+// seq and ingested_at: one partition, one probe of its primary key).
 const eventSQL = `SELECT e.source_id, e.event_id, e.project, e.run_id, e.type, e.ts, e.actor,
     e.parent_source_id, e.parent_event_id, e.data, e.seq, e.ingested_at
 FROM journal_keys k
-JOIN journal_events e ON e.project = k.project AND e.run_id = k.run_id
-    AND e.ingested_at = k.ingested_at AND e.source_id = k.source_id AND e.event_id = k.event_id
+JOIN journal_events e ON e.seq = k.seq AND e.ingested_at = k.ingested_at
 WHERE k.source_id = $1 AND k.event_id = $2`
 
 // repairOpenSQL clears open hints that a race left behind: a settling event
@@ -280,9 +288,10 @@ const ingestOutboxTailSQL = `
     RETURNING source_id, event_id
 ),
 ins AS (
-    INSERT INTO journal_events (source_id, event_id, project, run_id, type, ts, actor,
+    INSERT INTO journal_events (seq, source_id, event_id, project, run_id, type, ts, actor,
         parent_source_id, parent_event_id, data, payload_digest, operation_id, settles, open)
-    SELECT i.source_id, i.event_id, i.project, i.run_id, i.type, i.ts, i.event->>'actor',
+    OVERRIDING SYSTEM VALUE
+    SELECT i.seq, i.source_id, i.event_id, i.project, i.run_id, i.type, i.ts, i.event->>'actor',
         i.event->'parent_event_id'->>'source_id', i.event->'parent_event_id'->>'event_id',
         i.event->'data', i.payload_digest, i.operation_id, i.settles,
         i.type = 'tool.started' AND b.operation_id IS NULL AND ` + unsettledInJournalSQL + `
@@ -328,14 +337,16 @@ const (
 // outbox rows, and the insert of their keys.
 const ingestOutboxHeadSQL = `
 WITH src AS MATERIALIZED (
-    SELECT o.id, o.source_id, o.event_id, o.event, o.payload_digest, o.operation_id, o.settles, o.ts,
+    SELECT nextval('journal_events_seq') AS seq,
+        o.id, o.source_id, o.event_id, o.event, o.payload_digest, o.operation_id, o.settles, o.ts,
         o.event->>'project' AS project, o.event->>'run_id' AS run_id, o.event->>'type' AS type
     FROM kernel_event_outbox o
     WHERE o.id = ANY ($1::bigint[])
+    ORDER BY o.id
 ),
 k AS (
-    INSERT INTO journal_keys (source_id, event_id, project, run_id, payload_digest)
-    SELECT o.source_id, o.event_id, o.project, o.run_id, o.payload_digest
+    INSERT INTO journal_keys (source_id, event_id, project, run_id, seq, payload_digest)
+    SELECT o.source_id, o.event_id, o.project, o.run_id, o.seq, o.payload_digest
     FROM src o`
 
 // outboxDigestsSQL reads, for outbox rows ingestOutboxSQL did not insert,

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seed-7bc021c3/reckon/internal/pgtest"
 	"github.com/seed-7bc021c3/reckon/internal/reckontest"
 	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/operations"
@@ -204,9 +205,7 @@ func ingestCases(t *testing.T, e *env, cases []listingCase) []string {
 	// the test's clock: the journal's own ingested_at (the wall clock, days
 	// after T0) would put every tool.started inside the window, and the
 	// window cases are about where the ts falls.
-	if _, err := e.Schema.Pool.Exec(e.Ctx, `UPDATE journal_events SET ingested_at = ts`); err != nil {
-		t.Fatal(err)
-	}
+	pgtest.RedateJournal(t, e.Schema.Pool, `UPDATE journal_events SET ingested_at = ts`)
 	return projects
 }
 
@@ -563,19 +562,13 @@ func TestFutureDatedStartGoesStaleFromItsIngest(t *testing.T) {
 	s := b.Started("op-1", "run_command", t0.Add(20*time.Hour))
 	e.Ingest(b.RunStarted(ago(time.Hour)), s)
 	// The journal took it 11 minutes ago by the test's clock.
-	if _, err := e.Schema.Pool.Exec(e.Ctx, `UPDATE journal_events SET ingested_at = $1 WHERE source_id = $2 AND event_id = $3`,
-		ago(11*time.Minute), s.SourceID, s.EventID); err != nil {
-		t.Fatal(err)
-	}
+	pgtest.RedateJournal(t, e.Schema.Pool, `UPDATE journal_events SET ingested_at = $1 WHERE source_id = $2 AND event_id = $3`, ago(11*time.Minute), s.SourceID, s.EventID)
 	items, _ := e.List("acme")
 	if it, ok := items["run-1/op-1"]; !ok || it.State != operations.StateStaleInFlight {
 		t.Fatalf("future-dated tool.started ingested 11 minutes ago: %v; want stale_in_flight", items)
 	}
 	// One ingested a minute ago is still young.
-	if _, err := e.Schema.Pool.Exec(e.Ctx, `UPDATE journal_events SET ingested_at = $1 WHERE source_id = $2 AND event_id = $3`,
-		ago(time.Minute), s.SourceID, s.EventID); err != nil {
-		t.Fatal(err)
-	}
+	pgtest.RedateJournal(t, e.Schema.Pool, `UPDATE journal_events SET ingested_at = $1 WHERE source_id = $2 AND event_id = $3`, ago(time.Minute), s.SourceID, s.EventID)
 	if items, _ := e.List("acme"); len(items) != 0 {
 		t.Fatalf("young operation listed: %v", items)
 	}
@@ -594,10 +587,7 @@ func TestStartDatedAtTheWindowsEdgeStaysListed(t *testing.T) {
 	const window = 168 * time.Hour
 	setIngestedAt := func(ev kernel.Event, at time.Time) {
 		t.Helper()
-		if _, err := e.Schema.Pool.Exec(e.Ctx, `UPDATE journal_events SET ingested_at = $1 WHERE source_id = $2 AND event_id = $3`,
-			at, ev.SourceID, ev.EventID); err != nil {
-			t.Fatal(err)
-		}
+		pgtest.RedateJournal(t, e.Schema.Pool, `UPDATE journal_events SET ingested_at = $1 WHERE source_id = $2 AND event_id = $3`, at, ev.SourceID, ev.EventID)
 	}
 	// Taken at T0, dated one second after that moment's window start: what
 	// ingest lets through.

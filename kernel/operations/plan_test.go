@@ -34,13 +34,13 @@ func TestListingPlanReadsTheOpenIndex(t *testing.T) {
 SELECT 'agent-x', 'open-' || g, 'acme', 'open-run', 'tool.started', $3::timestamptz - g * interval '1 hour',
     'agent', '{}', '\x00', 'op-' || g, true
 FROM generate_series($1::int, $2::int) g`,
-		`ANALYZE journal_events`,
+		pgtest.AnalyzeJournalSQL,
 	} {
 		var args []any
 		switch q {
 		case benchHistorySQL:
 			args = []any{int64(0), int64(1000), now}
-		case `ANALYZE journal_events`:
+		case pgtest.AnalyzeJournalSQL:
 		default:
 			args = []any{1, 50, now}
 		}
@@ -108,7 +108,7 @@ VALUES ('s', 'e-0', '{"project":"p","run_id":"r-1","type":"tool.started","data":
 		`INSERT INTO journal_events (source_id, event_id, project, run_id, type, ts, actor, data, payload_digest, operation_id)
 SELECT 'agent-x', 'j-' || g, 'p', 'r-' || (g % 300), 'tool.started', now(), 'agent', '{}', '\x00', 'op-' || (g % 7)
 FROM generate_series(1, 3000) g`,
-		`ANALYZE kernel_event_outbox`, `ANALYZE journal_events`,
+		`ANALYZE kernel_event_outbox`, pgtest.AnalyzeJournalSQL,
 	} {
 		if _, err := tx.Exec(ctx, q); err != nil {
 			t.Fatal(err)
@@ -164,7 +164,7 @@ func TestRunsPlansReadTheirIndexes(t *testing.T) {
 	s := pgtest.New(t)
 	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	for _, q := range []string{benchHistorySQL, `UPDATE journal_runs SET status = 'awaiting' WHERE run_id IN ('h10', 'h20')`,
-		`ANALYZE journal_events`, `ANALYZE journal_runs`} {
+		pgtest.AnalyzeJournalSQL, `ANALYZE journal_runs`} {
 		var args []any
 		if q == benchHistorySQL {
 			args = []any{int64(0), int64(2000), now}
@@ -294,7 +294,7 @@ SELECT 'agent-x', 'g-' || g, 'acme', 'run-' || (g / 10), 'tool.started', $1::tim
 FROM generate_series(1, 20000) g`, now); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Pool.Exec(ctx, `ANALYZE journal_events`); err != nil {
+	if _, err := s.Pool.Exec(ctx, pgtest.AnalyzeJournalSQL); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -2,6 +2,19 @@ package operations
 
 // All of the operations projection's SQL, in one reviewed place.
 
+// runFloorS (and the others, one per row alias) is the oldest ingested_at
+// of the run of row s: every read of a run's or an operation's events is
+// bounded below by it, so that it reads the journal's partitions from the
+// run's first on (docs/scaling.md#time-partitions-and-retention);
+// runFloorParams is the run given as $1 (project) and $2 (run id).
+// TestRunReadsPruneOlderPartitions in kernel/journal.
+const (
+	runFloorS      = `(SELECT jr.first_ingested_at FROM journal_runs jr WHERE jr.project = s.project AND jr.run_id = s.run_id)`
+	runFloorR      = `(SELECT jr.first_ingested_at FROM journal_runs jr WHERE jr.project = r.project AND jr.run_id = r.run_id)`
+	runFloorA      = `(SELECT jr.first_ingested_at FROM journal_runs jr WHERE jr.project = a.project AND jr.run_id = a.run_id)`
+	runFloorParams = `(SELECT jr.first_ingested_at FROM journal_runs jr WHERE jr.project = $1 AND jr.run_id = $2)`
+)
+
 // listSQL pages through a project's unresolved operations. It reads the open
 // set from the partial index journal_events_open_ops (project, ts, seq) WHERE
 // type = 'tool.started' AND open, so its cost follows the number of open
@@ -44,6 +57,7 @@ CROSS JOIN LATERAL (
            (array_agg(t.event_id ORDER BY t.ts DESC, t.seq DESC) FILTER (WHERE t.type = 'tool.failed'))[1] AS failure_event
     FROM journal_events t
     WHERE t.project = s.project AND t.run_id = s.run_id AND t.operation_id = s.operation_id
+      AND t.ingested_at >= ` + runFloorS + `
 ) o
 CROSS JOIN LATERAL (
     SELECT (array_agg(r.source_id ORDER BY r.seq) FILTER (WHERE r.type = 'run.started'))[1] AS started_source,
@@ -51,6 +65,7 @@ CROSS JOIN LATERAL (
     FROM journal_events r
     WHERE r.project = s.project AND r.run_id = s.run_id
       AND r.type IN ('run.started', 'run.completed', 'run.failed')
+      AND r.ingested_at >= ` + runFloorS + `
 ) rl
 WHERE s.project = $1 AND s.type = 'tool.started' AND s.open
   AND s.ts >= $7 AND (s.ts >= $2 OR s.ingested_at >= $2)
@@ -80,8 +95,10 @@ SELECT s.run_id, q.source_id,
        count(DISTINCT s.operation_id) FILTER (WHERE l.effect = 'none'),
        count(DISTINCT s.operation_id) FILTER (WHERE l.effect = 'unknown')
 FROM (SELECT DISTINCT * FROM unnest($2::text[], $3::text[])) AS q(run_id, source_id)
+JOIN journal_runs qr ON qr.project = $1 AND qr.run_id = q.run_id
 JOIN journal_events s
   ON s.project = $1 AND s.run_id = q.run_id AND s.source_id = q.source_id AND s.type = 'tool.started'
+  AND s.ingested_at >= qr.first_ingested_at
 LEFT JOIN LATERAL (
     SELECT CASE t.type WHEN 'tool.completed' THEN 'occurred' WHEN 'tool.blocked' THEN 'none'
                 ELSE coalesce(nullif(t.data->>'effect', ''), 'unknown') END AS effect
@@ -89,6 +106,7 @@ LEFT JOIN LATERAL (
     WHERE t.project = s.project AND t.run_id = s.run_id
       AND t.operation_id = s.operation_id AND t.settles
       AND t.source_id IN (q.source_id, 'kernel')
+      AND t.ingested_at >= qr.first_ingested_at
     ORDER BY t.seq DESC
     LIMIT 1
 ) l ON true
@@ -104,7 +122,7 @@ WHERE s.type = 'tool.started' AND s.open
   AND NOT EXISTS (
       SELECT 1 FROM journal_events t
       WHERE t.project = s.project AND t.run_id = s.run_id AND t.operation_id = s.operation_id
-        AND t.settles)
+        AND t.settles AND t.ingested_at >= ` + runFloorS + `)
 ORDER BY 1`
 
 // knownProjectsSQL lists the journal's projects with a skip scan of an
@@ -183,6 +201,7 @@ SELECT reckon_require(
     NOT EXISTS (
         SELECT 1 FROM journal_events j
         WHERE j.project = $1 AND j.run_id = $2 AND j.operation_id = ANY($3::text[])
+          AND j.ingested_at >= ` + runFloorParams + `
           AND (j.source_id, j.event_id) NOT IN (SELECT * FROM unnest($4::text[], $5::text[])))
     AND NOT EXISTS (
         SELECT 1 FROM kernel_event_outbox o
@@ -211,8 +230,10 @@ SELECT r.seq, r.source_id, r.event_id, r.run_id, r.operation_id, r.ts, r.data,
        s.source_id, s.event_id, s.ts, s.data->>'tool',
        v.source_id, v.event_id, coalesce((v.data->>'needs_attention')::boolean, false), v.data->>'supervisor', v.data->>'model'
 FROM journal_events r` + attentionVerdictJoin + `
+LEFT JOIN journal_keys sk
+       ON sk.source_id = r.parent_source_id AND sk.event_id = r.parent_event_id
 LEFT JOIN journal_events s
-       ON s.source_id = r.parent_source_id AND s.event_id = r.parent_event_id
+       ON s.seq = sk.seq AND s.ingested_at = sk.ingested_at
 WHERE r.project = $1 AND r.ts >= $2` + attentionWaiting + `
   AND (r.ts, r.seq) >= ($4::timestamptz, $5::bigint)
   AND ($3 = '' OR r.run_id = $3)
@@ -221,11 +242,14 @@ ORDER BY r.ts, r.seq
 LIMIT $6`
 
 // attentionVerdictJoin joins a supervisor reconciliation r to the verdict
-// of its wall as v (by the key its evidence names).
+// of its wall as v (by the key its evidence names, through the key table:
+// one probe of the journal's primary key).
 const attentionVerdictJoin = `
+LEFT JOIN journal_keys vk
+       ON vk.source_id = r.data->'evidence'->'verdict'->>'source_id'
+      AND vk.event_id = r.data->'evidence'->'verdict'->>'event_id'
 LEFT JOIN journal_events v
-       ON v.source_id = r.data->'evidence'->'verdict'->>'source_id'
-      AND v.event_id = r.data->'evidence'->'verdict'->>'event_id'
+       ON v.seq = vk.seq AND v.ingested_at = vk.ingested_at
       AND v.type = 'supervisor.verdict'`
 
 // attentionWaiting is the operator's queue's condition on r, joined to its
@@ -240,6 +264,7 @@ const attentionWaiting = `
   AND NOT EXISTS (
       SELECT 1 FROM journal_events t
       WHERE t.project = r.project AND t.run_id = r.run_id AND t.operation_id = r.operation_id
+        AND t.ingested_at >= ` + runFloorR + `
         AND t.type = 'operation.reconciled' AND (t.ts, t.seq) > (r.ts, r.seq))`
 
 // backlogSQL feeds the pipeline's gauges of what waits for people
@@ -277,10 +302,12 @@ CROSS JOIN LATERAL (
       AND (SELECT true FROM journal_events e
            WHERE e.project = a.project AND e.run_id = a.run_id AND e.operation_id = a.operation_id
              AND e.type = 'run.resumed' AND e.source_id = 'kernel'
+             AND e.ingested_at >= ` + runFloorA + `
            LIMIT 1) IS NULL
       AND (SELECT true FROM journal_events e
            WHERE e.project = a.project AND e.run_id = a.run_id
              AND e.type IN ('run.completed', 'run.failed') AND e.source_id = 'kernel'
+             AND e.ingested_at >= ` + runFloorA + `
            LIMIT 1) IS NULL
 ) w
 WHERE q.n > 0 OR w.n > 0
@@ -293,8 +320,10 @@ const newestReconciledSQL = `
 SELECT DISTINCT ON (q.run_id, q.operation_id)
        q.run_id, q.operation_id, t.source_id, t.event_id, t.actor, t.ts, t.data->>'effect'
 FROM unnest($2::text[], $3::text[]) AS q(run_id, operation_id)
+JOIN journal_runs qr ON qr.project = $1 AND qr.run_id = q.run_id
 JOIN journal_events t
   ON t.project = $1 AND t.run_id = q.run_id AND t.operation_id = q.operation_id
+ AND t.ingested_at >= qr.first_ingested_at
  AND t.type = 'operation.reconciled'
 ORDER BY q.run_id, q.operation_id, t.ts DESC, t.seq DESC`
 
@@ -372,10 +401,12 @@ WHERE r.project = $1 AND r.run_id = $2`
 const runCountsSQL = `
 SELECT q.run_id, count(*), count(*) FILTER (WHERE o.settled)
 FROM (SELECT DISTINCT run_id FROM unnest($2::text[]) AS u(run_id)) q
+JOIN journal_runs qr ON qr.project = $1 AND qr.run_id = q.run_id
 CROSS JOIN LATERAL (
     SELECT t.operation_id, bool_or(t.settles) AS settled
     FROM journal_events t
     WHERE t.project = $1 AND t.run_id = q.run_id AND t.operation_id IS NOT NULL
+      AND t.ingested_at >= qr.first_ingested_at
     GROUP BY t.operation_id
     HAVING bool_or(t.type = 'tool.started')
 ) o
@@ -389,6 +420,7 @@ SELECT (array_agg(r.source_id ORDER BY r.seq) FILTER (WHERE r.type = 'run.starte
        coalesce(bool_or(r.type <> 'run.started'), false)
 FROM journal_events r
 WHERE r.project = $1 AND r.run_id = $2
+  AND r.ingested_at >= ` + runFloorParams + `
   AND r.type IN ('run.started', 'run.completed', 'run.failed')`
 
 // runOperationsSQL pages through one run's operations in the order they
@@ -411,9 +443,11 @@ CROSS JOIN LATERAL (
            max(t.seq) FILTER (WHERE t.settles) AS settled_seq
     FROM journal_events t
     WHERE t.project = s.project AND t.run_id = s.run_id AND t.operation_id = s.operation_id
+      AND t.ingested_at >= ` + runFloorParams + `
 ) o
-LEFT JOIN journal_events l ON l.seq = o.settled_seq
+LEFT JOIN journal_events l ON l.seq = o.settled_seq AND l.ingested_at >= ` + runFloorParams + `
 WHERE s.project = $1 AND s.run_id = $2 AND s.type = 'tool.started' AND s.seq > $3
+  AND s.ingested_at >= ` + runFloorParams + `
   AND NOT coalesce(o.earlier, false)
 ORDER BY s.seq
 LIMIT $4`
@@ -437,6 +471,7 @@ LEFT JOIN LATERAL (
     SELECT t.source_id, t.event_id, t.type, t.ts, t.actor, t.data, t.parent_source_id, t.parent_event_id
     FROM journal_events t
     WHERE t.project = s.project AND t.run_id = s.run_id AND t.operation_id = s.operation_id AND t.settles
+      AND t.ingested_at >= ` + runFloorS + `
     ORDER BY t.seq DESC
     LIMIT 1
 ) l ON true

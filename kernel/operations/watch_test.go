@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seed-7bc021c3/reckon/internal/pgtest"
 	"github.com/seed-7bc021c3/reckon/internal/reckontest"
 )
 
@@ -19,9 +20,7 @@ func TestWatchSettles(t *testing.T) {
 	e.Ingest(r.Started("op-1", "refund", ago(time.Minute)), r.Completed("op-1", ago(time.Minute)))
 	age := func(seconds int) {
 		t.Helper()
-		if _, err := e.Schema.Pool.Exec(e.Ctx, `UPDATE journal_events SET ingested_at = ingested_at - make_interval(secs => $1)`, seconds); err != nil {
-			t.Fatal(err)
-		}
+		pgtest.RedateJournal(t, e.Schema.Pool, `UPDATE journal_events SET ingested_at = ingested_at - make_interval(secs => $1)`, seconds)
 	}
 	age(5)
 	e.Ingest(r.Started("op-2", "refund", ago(time.Second)), r.Completed("op-2", ago(time.Second)))

@@ -46,9 +46,7 @@ func (e *env) ingest(evs ...kernel.Event) {
 	e.t.Helper()
 	e.Ingest(evs...)
 	for _, ev := range evs {
-		if _, err := e.s.Pool.Exec(context.Background(), `UPDATE journal_events SET ingested_at = ts WHERE source_id = $1 AND event_id = $2`, ev.SourceID, ev.EventID); err != nil {
-			e.t.Fatal(err)
-		}
+		pgtest.RedateJournal(e.t, e.s.Pool, `UPDATE journal_events SET ingested_at = ts WHERE source_id = $1 AND event_id = $2`, ev.SourceID, ev.EventID)
 	}
 }
 
@@ -63,10 +61,7 @@ func (e *env) event(run, id, typ string, ts time.Time, data any) kernel.Event {
 // (The events' own times, the workflow's clock, are left as they are.)
 func (e *env) asOf(run string, at time.Time) {
 	e.t.Helper()
-	if _, err := e.s.Pool.Exec(context.Background(),
-		`UPDATE journal_events SET ingested_at = ts - ($1::timestamptz - clock_timestamp()) WHERE project = 'acme' AND run_id = $2`, at, run); err != nil {
-		e.t.Fatal(err)
-	}
+	pgtest.RedateJournal(e.t, e.s.Pool, `UPDATE journal_events SET ingested_at = ts - ($1::timestamptz - clock_timestamp()) WHERE project = 'acme' AND run_id = $2`, at, run)
 }
 
 // agentEvent is an event an agent (or the MCP gateway) reports under
