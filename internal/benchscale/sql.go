@@ -87,8 +87,8 @@ FROM %[1]s.journal_events WHERE seq >= $1 AND seq < $2 ORDER BY seq`
 // copyKeysSQL fills the key table of the partitioned journal for the
 // events of seq $1 to $2-1 of schema %[1]s, as its ingest would have.
 const copyKeysSQL = `
-INSERT INTO journal_keys (source_id, event_id, project, run_id, ingested_at, payload_digest)
-SELECT source_id, event_id, project, run_id, ingested_at, payload_digest
+INSERT INTO journal_keys (source_id, event_id, project, run_id, seq, ingested_at, payload_digest)
+SELECT source_id, event_id, project, run_id, seq, ingested_at, payload_digest
 FROM %[1]s.journal_events WHERE seq >= $1 AND seq < $2`
 
 // copyRunsSQL copies the runs index (columns %[2]s) from schema %[1]s.
