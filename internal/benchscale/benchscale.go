@@ -135,15 +135,22 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 	steps := []struct {
 		name string
 		do   func(context.Context, *bench, *Result) error
+		// says is the step's figures, logged as soon as they are known:
+		// a long run stopped part way still leaves them.
+		says func(*Result) string
 	}{
-		{"generate the flat journal", generate},
-		{"convert a copy with migration 00080", convert},
-		{"copy into the partitioned journal", loadPartitioned},
-		{"sizes", sizes},
-		{"listing", listing},
-		{"sweep", sweep},
-		{"batched ingest", ingest},
-		{"retention", retention},
+		{"generate the flat journal", generate, func(r *Result) string { return fmt.Sprintf("%d events", r.Events) }},
+		{"convert a copy with migration 00080", convert, func(r *Result) string {
+			return fmt.Sprintf("%s, %.0f events/s; %s", r.Convert.Round(time.Millisecond), float64(r.Events)/r.Convert.Seconds(), r.ConvertChecked)
+		}},
+		{"copy into the partitioned journal", loadPartitioned, nil},
+		{"sizes", sizes, func(r *Result) string {
+			return fmt.Sprintf("%d B partitioned (%d of them keys), %d B flat", r.BytesPart, r.BytesKeys, r.BytesFlat)
+		}},
+		{"listing", listing, func(r *Result) string { return fmt.Sprintf("p95 %+v ms", r.ListP95) }},
+		{"sweep", sweep, func(r *Result) string { return fmt.Sprintf("1 process %+v s, 2 processes %+v s", r.Sweep1, r.Sweep2) }},
+		{"batched ingest", ingest, func(r *Result) string { return fmt.Sprintf("%+v events/s", r.Ingest) }},
+		{"retention", retention, func(r *Result) string { return fmt.Sprintf("drop %+v s, vacuum %+v s", r.Drop, r.Vacuum) }},
 	}
 	b := &bench{db: db, cfg: c}
 	for _, s := range steps {
@@ -153,6 +160,9 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 			return res, fmt.Errorf("bench-scale: %s: %w", s.name, err)
 		}
 		c.logf("%s: %s", s.name, time.Since(start).Round(time.Millisecond))
+		if s.says != nil {
+			c.logf("%s: %s", s.name, s.says(res))
+		}
 	}
 	return res, nil
 }
