@@ -17,7 +17,10 @@
 -- * journal_runs gains each run's first ingested_at: every read of a
 --   run's or an operation's events is bounded below by it, so it reads
 --   the partitions from the run's first on, not every partition kept.
-ALTER TABLE journal_runs ADD COLUMN first_ingested_at timestamptz;
+-- (IF NOT EXISTS: the runs index's trigger function, one source for
+-- 00055 and this migration, writes the column, so a schema migrated to a
+-- version between them has it added before it takes events.)
+ALTER TABLE journal_runs ADD COLUMN IF NOT EXISTS first_ingested_at timestamptz;
 UPDATE journal_runs r SET first_ingested_at = f.first
 FROM (SELECT project, run_id, min(ingested_at) AS first FROM journal_events GROUP BY project, run_id) f
 WHERE r.project = f.project AND r.run_id = f.run_id;

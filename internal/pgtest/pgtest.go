@@ -75,6 +75,21 @@ type Schema struct {
 // New creates a fresh migrated schema for t and returns a pool bound to it.
 func New(t testing.TB) *Schema {
 	t.Helper()
+	return newSchema(t, migrations.Apply)
+}
+
+// NewAt is New with the migrations applied up to version and no further:
+// a database as an earlier release left it.
+func NewAt(t testing.TB, version int64) *Schema {
+	t.Helper()
+	return newSchema(t, func(ctx context.Context, pool *pgxpool.Pool) ([]int64, error) {
+		return migrations.ApplyTo(ctx, pool, version)
+	})
+}
+
+// newSchema creates a fresh schema for t, migrated by apply.
+func newSchema(t testing.TB, apply func(context.Context, *pgxpool.Pool) ([]int64, error)) *Schema {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	base := BaseURL()
@@ -110,7 +125,7 @@ func New(t testing.TB) *Schema {
 	if err != nil {
 		t.Fatalf("pgtest: pool: %v", err)
 	}
-	if _, err := migrations.Apply(ctx, pool); err != nil {
+	if _, err := apply(ctx, pool); err != nil {
 		pool.Close()
 		t.Fatalf("pgtest: %v", err)
 	}

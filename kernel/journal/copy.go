@@ -144,7 +144,7 @@ func reserveSeqs(ctx context.Context, c *pgx.Conn, n int) ([]int64, error) {
 func copyHeader(n int) []byte {
 	buf := make([]byte, 0, n)
 	buf = append(buf, "PGCOPY\n\377\r\n\000"...)
-	buf = binary.BigEndian.AppendUint32(buf, 0) // flags
+	buf = binary.BigEndian.AppendUint32(buf, 0)  // flags
 	return binary.BigEndian.AppendUint32(buf, 0) // header extension
 }
 

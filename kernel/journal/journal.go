@@ -29,7 +29,14 @@ type Store struct {
 	// their combined batch failed (grouper.retry).
 	groupRetries prometheus.Counter
 	group        grouper
+	// stmts are the statement path's SQL: the journal's, or in a test a
+	// reference to compare it with.
+	stmts statements
 }
+
+// statements are the SQL of the statement path's write and of its
+// answers' reads.
+type statements struct{ ingest, digests string }
 
 var _ kernel.GuardedJournal = (*Store)(nil)
 
@@ -37,7 +44,8 @@ var _ kernel.GuardedJournal = (*Store)(nil)
 // not nil.
 func New(pool *pgxpool.Pool, reg prometheus.Registerer) *Store {
 	s := &Store{
-		pool: pool,
+		pool:  pool,
+		stmts: statements{ingest: ingestSQL, digests: digestsSQL},
 		results: promx.CounterVec("reckon_journal_ingest_results_total",
 			"Events ingested into the journal, by status (accepted, repeated, conflict).",
 			"status"),
@@ -267,7 +275,7 @@ func (s *Store) ingest(ctx context.Context, q querier, preps []prepared) ([]kern
 	// On its generic plan (pgplan), in one round trip.
 	b := &pgx.Batch{}
 	queueAgentChecks(b, preps)
-	pgplan.QueueInserted(b, inserted, plannedTable, ingestSQL, srcs, ids, projects, runs, types, tss, actors,
+	pgplan.QueueInserted(b, inserted, plannedTable, s.stmts.ingest, srcs, ids, projects, runs, types, tss, actors,
 		psrc, pid, datas, digests, opIDs, settles, d.openInBatch, ords)
 	if err := q.SendBatch(ctx, b).Close(); err != nil {
 		if refusal := agentRefusal(err); refusal != nil {
@@ -293,7 +301,7 @@ func (s *Store) answer(ctx context.Context, q querier, preps []prepared, first m
 		}
 	}
 	if len(missing) > 0 {
-		if err := readDigests(ctx, q, missing, stored); err != nil {
+		if err := readDigests(ctx, q, s.stmts.digests, missing, stored); err != nil {
 			return nil, err
 		}
 	}
@@ -395,12 +403,12 @@ func conflictReason(k kernel.EventKey) string {
 	return fmt.Sprintf("event %s is already in the journal with a different payload; nothing was overwritten", k)
 }
 
-func readDigests(ctx context.Context, q querier, keys []kernel.EventKey, into map[kernel.EventKey][]byte) error {
+func readDigests(ctx context.Context, q querier, sql string, keys []kernel.EventKey, into map[kernel.EventKey][]byte) error {
 	srcs, ids := make([]string, len(keys)), make([]string, len(keys))
 	for i, k := range keys {
 		srcs[i], ids[i] = k.SourceID, k.EventID
 	}
-	rows, err := q.Query(ctx, digestsSQL, srcs, ids)
+	rows, err := q.Query(ctx, sql, srcs, ids)
 	if err != nil {
 		return fmt.Errorf("ingest batch: re-read digests: %w", err)
 	}

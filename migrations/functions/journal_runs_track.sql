@@ -14,6 +14,8 @@
 -- row was created by a later one; the UPDATE, a statement of its own and
 -- so a new snapshot, lowers the bound to the writer's rows (no row is
 -- written when it is already lower). TestRunBoundSeesEarlierTransaction.
+-- Installed by 00055 and again by 00080, which adds the column: a schema
+-- migrated to a version between them must not take events.
 CREATE OR REPLACE FUNCTION journal_runs_track() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     INSERT INTO journal_runs (project, run_id, source_id, started_at, first_ingested_at)

@@ -1,0 +1,277 @@
+package journal
+
+import (
+	"context"
+	"math/rand/v2"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/seed-7bc021c3/reckon/internal/pgtest"
+	"github.com/seed-7bc021c3/reckon/kernel"
+)
+
+// flatIngestSQL is the ingest statement of the journal before it was
+// partitioned (migration 00080): the key unique in journal_events itself.
+// It is the reference TestIngestAnswersLikeFlatJournal holds the
+// partitioned journal's answers and rows to.
+const flatIngestSQL = `
+WITH ins AS (
+    INSERT INTO journal_events (source_id, event_id, project, run_id, type, ts, actor,
+        parent_source_id, parent_event_id, data, payload_digest, operation_id, settles, open)
+    SELECT i.source_id, i.event_id, i.project, i.run_id, i.type, i.ts, i.actor,
+        i.parent_source_id, i.parent_event_id, i.data, i.payload_digest, i.operation_id, i.settles,
+        i.type = 'tool.started' AND i.open_in_batch AND (
+            SELECT true FROM journal_events t
+            WHERE t.project = i.project AND t.run_id = i.run_id
+              AND t.operation_id = i.operation_id AND t.settles
+            LIMIT 1) IS NULL
+    FROM unnest(
+        $1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::timestamptz[],
+        $7::text[], $8::text[], $9::text[], $10::jsonb[], $11::bytea[], $12::text[],
+        $13::bool[], $14::bool[], $15::int[])
+    AS i(source_id, event_id, project, run_id, type, ts, actor, parent_source_id,
+         parent_event_id, data, payload_digest, operation_id, settles, open_in_batch, ord)
+    ORDER BY i.ord
+    ON CONFLICT (source_id, event_id) DO NOTHING
+    RETURNING source_id, event_id, project, run_id, operation_id, settles
+),
+settle AS (
+    UPDATE journal_events t SET open = false
+    WHERE t.seq = ANY (ARRAY(
+        SELECT o.seq
+        FROM (SELECT DISTINCT project, run_id, operation_id FROM ins WHERE settles) s
+        CROSS JOIN LATERAL (
+            SELECT seq, type, open FROM journal_events o
+            WHERE o.project = s.project AND o.run_id = s.run_id AND o.operation_id = s.operation_id
+            OFFSET 0) o
+        WHERE o.type = 'tool.started' AND o.open))
+    RETURNING 1
+)
+SELECT source_id, event_id FROM ins`
+
+// flatDigestsSQL is digestsSQL before the key table.
+const flatDigestsSQL = `
+SELECT source_id, event_id, payload_digest FROM journal_events
+WHERE (source_id, event_id) IN (SELECT * FROM unnest($1::text[], $2::text[]))`
+
+// journalRowsSQL is every row of a journal as the two tables must agree
+// on it, in journal order (seq itself may differ: the partitioned journal
+// draws a batch's numbers ahead, and a skipped key leaves a gap).
+const journalRowsSQL = `SELECT concat_ws('|', source_id, event_id, project, run_id, type, ts, actor,
+    parent_source_id, parent_event_id, data, encode(payload_digest, 'hex'), operation_id, settles, open)
+FROM journal_events ORDER BY seq`
+
+// TestIngestAnswersLikeFlatJournal drives the same batches (new events,
+// repeats, conflicts, duplicates inside a batch; through COPY and the
+// statement) into the partitioned journal and into the journal as it was
+// before the key table, and requires the same answer for every event and
+// the same rows in the same order. Between rounds the partitioned
+// journal's rows are moved to other partitions (the next weeks' and the
+// default one), so that redeliveries meet keys whose events are in other
+// partitions than the one the write goes to.
+func TestIngestAnswersLikeFlatJournal(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	parted, flatSchema := pgtest.New(t), pgtest.NewAt(t, 75)
+	part := New(parted.Pool, nil)
+	// The runs index's trigger function has one source, this version's,
+	// installed by 00055 as well: it writes the floor 00080 adds.
+	if _, err := flatSchema.Pool.Exec(ctx, `ALTER TABLE journal_runs ADD COLUMN first_ingested_at timestamptz`); err != nil {
+		t.Fatal(err)
+	}
+	flat := New(flatSchema.Pool, nil)
+	flat.stmts = statements{ingest: flatIngestSQL, digests: flatDigestsSQL}
+
+	r := rand.New(rand.NewPCG(80, 80))
+	batches := randomBatches(r, 24)
+	for i, b := range batches {
+		got, err := part.Ingest(ctx, b)
+		if err != nil {
+			t.Fatalf("batch %d, partitioned: %v", i, err)
+		}
+		preps, err := prepare(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := flat.ingest(ctx, flatSchema.Pool, preps)
+		if err != nil {
+			t.Fatalf("batch %d, flat: %v", i, err)
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("batch %d: answers differ\npartitioned %v\nflat        %v", i, got, want)
+		}
+		if i%8 == 3 {
+			// Older events to other partitions: two weeks on, and past
+			// every partition made ahead (the default one).
+			pgtest.RedateJournal(t, parted.Pool, `UPDATE journal_events SET ingested_at = now() + CASE WHEN seq % 2 = 0
+    THEN interval '14 days' ELSE interval '90 days' END WHERE ingested_at <= now()`)
+		}
+	}
+	if got, want := pgtest.Strings(t, parted.Pool, journalRowsSQL), pgtest.Strings(t, flatSchema.Pool, journalRowsSQL); !slices.Equal(got, want) {
+		t.Fatalf("journals differ: %d rows partitioned, %d flat\n%s", len(got), len(want), firstDifference(got, want))
+	}
+	partitions := pgtest.Strings(t, parted.Pool, `SELECT DISTINCT tableoid::regclass::text FROM journal_events ORDER BY 1`)
+	if len(partitions) < 3 {
+		t.Fatalf("rows in partitions %v: the test meant them in three at least", partitions)
+	}
+}
+
+// firstDifference describes the first row two journals disagree on.
+func firstDifference(got, want []string) string {
+	for i := range min(len(got), len(want)) {
+		if got[i] != want[i] {
+			return "row " + strconv.Itoa(i) + ":\n  partitioned " + got[i] + "\n  flat        " + want[i]
+		}
+	}
+	return "one is a prefix of the other"
+}
+
+// TestRunReadsPruneOlderPartitions: a read of a run's events is bounded by
+// the run's floor (journal_runs.first_ingested_at), so the partitions
+// older than the run's first event are not read at all: their scans are
+// removed from the plan or never executed.
+func TestRunReadsPruneOlderPartitions(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := pgtest.New(t)
+	j := New(s.Pool, nil)
+	ev := func(run, id, typ, data string) kernel.Event {
+		return kernel.Event{SourceID: "bot", EventID: run + "/" + id, Project: "p", RunID: run, Type: typ,
+			TS: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC), Actor: kernel.ActorAgent, Data: []byte(data)}
+	}
+	started := `{"operation_id":"op-1","tool":"t"}`
+	if _, err := j.Ingest(ctx, []kernel.Event{ev("old", "run", kernel.TypeRunStarted, `{}`),
+		ev("old", "op-1/started", kernel.TypeToolStarted, started),
+		ev("young", "run", kernel.TypeRunStarted, `{}`), ev("young", "op-1/started", kernel.TypeToolStarted, started),
+		ev("young", "op-1/completed", kernel.TypeToolCompleted, `{"operation_id":"op-1"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	// The young run's events are journaled two weeks on.
+	pgtest.RedateJournal(t, s.Pool, `UPDATE journal_events SET ingested_at = now() + interval '14 days' WHERE run_id = 'young'`)
+
+	for _, q := range []struct{ what, sql string }{
+		{"run events", runEventsSQL},
+		{"operation events", strings.Replace(operationEventsSQL, "$3", "'op-1'", 1)},
+		{"run terminal", runTerminalSQL},
+	} {
+		rows, err := s.Pool.Query(ctx, "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) "+q.sql, "p", "young")
+		if err != nil {
+			t.Fatalf("%s: %v", q.what, err)
+		}
+		lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			t.Fatal(err)
+		}
+		plan := strings.Join(lines, "\n")
+		if read := legacyRead.FindString(plan); read != "" {
+			t.Errorf("%s of a run journaled two weeks on reads the older partition: %q\n%s", q.what, read, plan)
+		}
+	}
+	evs, err := j.RunEvents(ctx, "p", "young")
+	if err != nil || len(evs) != 3 {
+		t.Fatalf("young run's events: %d, %v; want 3", len(evs), err)
+	}
+	if evs, err := j.RunEvents(ctx, "p", "old"); err != nil || len(evs) != 2 {
+		t.Fatalf("old run's events: %d, %v; want 2", len(evs), err)
+	}
+}
+
+// legacyRead matches a scan of the oldest partition that ran: one neither
+// pruned away nor marked never executed.
+var legacyRead = regexp.MustCompile(`(?m)^.*Scan .*on journal_events_legacy .*\(actual rows=.*$`)
+
+// TestRunBoundSeesEarlierTransaction: a writer whose transaction began
+// before another's (an earlier ingested_at) may commit after it, and
+// after the other created the run's row in the runs index with its later
+// ingested_at as the run's floor. The runs index trigger lowers the floor
+// to the earlier writer's rows, so no read bounded by it misses them:
+// whether the earlier writer meets the row committed or waits on it.
+func TestRunBoundSeesEarlierTransaction(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := pgtest.New(t)
+	j := New(s.Pool, nil)
+	insert := func(tx pgx.Tx, id string, at time.Time) error {
+		_, err := tx.Exec(ctx, `INSERT INTO journal_events (source_id, event_id, project, run_id, type, ts, actor, data,
+    payload_digest, ingested_at) VALUES ('bot', $1, 'p', $2, 'run.started', now(), 'agent', '{}', '\x00', $3)`, id, "run-"+id[:1], at)
+		return err
+	}
+	base := time.Now().UTC().Truncate(time.Second)
+	for _, committed := range []bool{true, false} {
+		id := map[bool]string{true: "a", false: "b"}[committed]
+		later, err := s.Pool.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := insert(later, id+"-later", base.Add(time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+		earlier, err := s.Pool.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		var earlierErr error
+		if committed {
+			if err := later.Commit(ctx); err != nil {
+				t.Fatal(err)
+			}
+			earlierErr = insert(earlier, id+"-earlier", base)
+		} else {
+			// The earlier writer waits on the later one's uncommitted row
+			// of the runs index.
+			wg.Go(func() { earlierErr = insert(earlier, id+"-earlier", base) })
+			time.Sleep(100 * time.Millisecond)
+			if err := later.Commit(ctx); err != nil {
+				t.Fatal(err)
+			}
+			wg.Wait()
+		}
+		if earlierErr != nil {
+			t.Fatal(earlierErr)
+		}
+		if err := earlier.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+		evs, err := j.RunEvents(ctx, "p", "run-"+id)
+		if err != nil || len(evs) != 2 {
+			t.Errorf("committed=%v: the run's events read %d, %v; want both", committed, len(evs), err)
+		}
+	}
+}
+
+// TestExtendSkipsWeeksInDefault: reckon_journal_extend makes the weeks
+// ahead, but a week whose rows already went to the default partition
+// (nobody extended the journal in time) stays with it, and the weeks after
+// it are made.
+func TestExtendSkipsWeeksInDefault(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := pgtest.New(t)
+	// A row five weeks on: past every partition made ahead.
+	if _, err := s.Pool.Exec(ctx, `INSERT INTO journal_events (source_id, event_id, project, run_id, type, ts, actor, data,
+    payload_digest, ingested_at) VALUES ('bot', 'e', 'p', 'r', 'run.started', now(), 'agent', '{}', '\x00', now() + interval '35 days')`); err != nil {
+		t.Fatal(err)
+	}
+	var made int
+	if err := s.Pool.QueryRow(ctx, `SELECT reckon_journal_extend(now() + interval '49 days')`).Scan(&made); err != nil {
+		t.Fatal(err)
+	}
+	var where string
+	if err := s.Pool.QueryRow(ctx, `SELECT tableoid::regclass::text FROM journal_events WHERE event_id = 'e'`).Scan(&where); err != nil || where != "journal_events_default" {
+		t.Fatalf("the row five weeks on is in %q (%v), want journal_events_default", where, err)
+	}
+	gaps := pgtest.Strings(t, s.Pool, `SELECT p.name FROM reckon_journal_partitions() p
+WHERE NOT p.is_default AND p.lower_bound IS NOT NULL
+  AND NOT EXISTS (SELECT 1 FROM reckon_journal_partitions() q WHERE q.upper_bound = p.lower_bound)`)
+	if made < 4 || len(gaps) != 1 {
+		t.Fatalf("extend made %d partitions, ranges starting after a gap %v; want at least 4 and one gap (the week in the default)", made, gaps)
+	}
+}
