@@ -194,8 +194,12 @@ func (j *Journal) dropOld(ctx context.Context, conn *pgx.Conn, now time.Time, r 
 		return nil
 	}
 	since := now.Add(-defaults.Positive(j.Window, operations.DefaultWindow))
+	matter, err := runs(ctx, conn, mattersSQL, since)
+	if err != nil {
+		return fmt.Errorf("journal retention: runs that matter: %w", err)
+	}
 	for _, p := range old {
-		holders, err := holding(ctx, conn, since, p)
+		holders, err := holding(ctx, conn, matter, p)
 		if err != nil {
 			return err
 		}
@@ -250,7 +254,11 @@ func (j *Journal) drop(ctx context.Context, conn *pgx.Conn, since time.Time, p p
 				return fmt.Errorf("lock the journal: %w", err)
 			}
 		}
-		holders, err := holding(ctx, tx.Conn(), since, p)
+		matter, err := runs(ctx, tx.Conn(), mattersSQL, since)
+		if err != nil {
+			return fmt.Errorf("runs that matter: %w", err)
+		}
+		holders, err := holding(ctx, tx.Conn(), matter, p)
 		if err != nil {
 			return err
 		}
@@ -296,13 +304,8 @@ func partitions(ctx context.Context, conn *pgx.Conn) ([]partition, error) {
 	return parts, nil
 }
 
-// holding lists the runs that matter (mattersSQL, window start since)
-// with an event in p.
-func holding(ctx context.Context, conn *pgx.Conn, since time.Time, p partition) ([]run, error) {
-	matter, err := runs(ctx, conn, mattersSQL, since)
-	if err != nil {
-		return nil, fmt.Errorf("journal retention: runs that matter: %w", err)
-	}
+// holding lists the runs of matter (mattersSQL) with an event in p.
+func holding(ctx context.Context, conn *pgx.Conn, matter []run, p partition) ([]run, error) {
 	if len(matter) == 0 {
 		return nil, nil
 	}

@@ -264,17 +264,18 @@ func TestJournalHoldsPartitionOfListedOperation(t *testing.T) {
 	}
 }
 
-// TestJournalHoldsAwaitingRun: a run the runs index says is awaiting
-// holds back the partitions of its events, whatever their age.
+// TestJournalHoldsAwaitingRun: a run the runs index says is awaiting (a
+// kernel run.awaiting without its run.resumed) holds back the partitions
+// of its events, whatever their age; once it fails, it holds nothing.
 func TestJournalHoldsAwaitingRun(t *testing.T) {
 	t.Parallel()
 	f := newJournalFixture(t)
 	wait := reckontest.Run{Project: "p", RunID: "r-wait", Source: kernel.SourceKernel}
-	f.ingest(kernel.StatusAccepted, wait.RunStarted(f.now.Add(-50*24*time.Hour)))
-	// The status as journal_runs_refresh writes it for a kernel
-	// run.awaiting without its run.resumed.
-	if _, err := f.s.Pool.Exec(context.Background(), `UPDATE journal_runs SET status = 'awaiting' WHERE run_id = 'r-wait'`); err != nil {
-		t.Fatal(err)
+	began := f.now.Add(-50 * 24 * time.Hour)
+	f.ingest(kernel.StatusAccepted, wait.RunStarted(began),
+		wait.Event("await/op-1", kernel.TypeRunAwaiting, began, kernel.RunAwaiting{OperationID: "op-1"}))
+	if got := pgtest.Strings(t, f.s.Pool, `SELECT status FROM journal_runs WHERE run_id = 'r-wait'`); !slices.Equal(got, []string{"awaiting"}) {
+		t.Fatalf("runs index status %v, want awaiting", got)
 	}
 	if r := f.pass(""); !slices.Equal(r.Held, []string{legacyName}) || slices.Contains(r.Dropped, legacyName) {
 		t.Fatalf("report %+v: want %s held by the awaiting run", r, legacyName)
@@ -282,11 +283,28 @@ func TestJournalHoldsAwaitingRun(t *testing.T) {
 	if !strings.Contains(f.log.String(), "p/r-wait") {
 		t.Errorf("the log does not name the awaiting run: %s", f.log.String())
 	}
-	if _, err := f.s.Pool.Exec(context.Background(), `UPDATE journal_runs SET status = 'failed' WHERE run_id = 'r-wait'`); err != nil {
-		t.Fatal(err)
-	}
+	f.ingest(kernel.StatusAccepted, wait.RunFailed(f.now))
 	if r := f.pass(""); !slices.Equal(r.Dropped, []string{legacyName}) {
 		t.Errorf("pass after the wait ended: %+v, want %s dropped", r, legacyName)
+	}
+}
+
+// TestJournalPassSkipsWhileAnotherRuns: of two processes' passes one runs;
+// the other, finding the maintenance lock taken, does nothing.
+func TestJournalPassSkipsWhileAnotherRuns(t *testing.T) {
+	t.Parallel()
+	f := newJournalFixture(t)
+	tx := f.s.Tx(t)
+	if _, err := tx.Exec(context.Background(), `SELECT pg_advisory_xact_lock(hashtextextended('reckon journal retention ' || current_schema(), 0))`); err != nil {
+		t.Fatal(err)
+	}
+	f.now = f.now.Add(ahead)
+	before := f.partitions()
+	if r := f.pass(""); !r.Skipped || r.Created != 0 || len(r.Dropped) != 0 {
+		t.Errorf("pass under another's lock: %+v, want skipped", r)
+	}
+	if got := f.partitions(); !slices.Equal(got, before) {
+		t.Errorf("partitions changed under another's lock: %v, want %v", got, before)
 	}
 }
 

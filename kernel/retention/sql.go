@@ -87,7 +87,7 @@ const exportSQL = `COPY (SELECT * FROM %s ORDER BY seq) TO STDOUT WITH (FORMAT c
 // lockJournalSQL takes that lock first, so that nothing is journaled
 // between the last check of the holding runs and the detach.
 const (
-	lockTimeoutSQL   = `SET LOCAL lock_timeout = '5s'`
+	lockTimeoutSQL   = `SET LOCAL lock_timeout = '2s'`
 	lockJournalSQL   = `LOCK TABLE ONLY journal_events IN ACCESS EXCLUSIVE MODE`
 	detachSQL        = `ALTER TABLE journal_events DETACH PARTITION %s`
 	dropPartitionSQL = `DROP TABLE %s`
