@@ -59,11 +59,13 @@ type Journal struct {
 	Now func() time.Time
 	// Log receives the held-back partitions and the drops.
 	Log zerolog.Logger
-	// Every is how often a pass looks for partitions to drop and keys
-	// to delete (DefaultJournalEvery when zero).
+	// Every is how often a pass looks for partitions to drop and warns
+	// of rows in the default partition (DefaultJournalEvery when zero).
 	Every time.Duration
 
-	lastDrop, lastKeys time.Time
+	// When this value last dropped, swept the keys and warned of the
+	// default partition's rows.
+	lastDrop, lastKeys, lastWarn time.Time
 }
 
 // JournalReport is what one pass did.
@@ -143,20 +145,21 @@ func (j *Journal) pass(ctx context.Context, conn *pgx.Conn, r *JournalReport) er
 	if err := conn.QueryRow(ctx, defaultRowsSQL).Scan(&r.DefaultRows); err != nil {
 		return fmt.Errorf("journal maintenance: read the default partition: %w", err)
 	}
-	if r.DefaultRows {
+	every := defaults.Positive(j.Every, DefaultJournalEvery)
+	if r.DefaultRows && due(j.lastWarn, every, now) {
+		j.lastWarn = now
 		j.Log.Warn().Msg("the journal's default partition holds rows: the weekly partitions were not extended in time; it is never dropped, and its weeks stay in it")
 	}
 	if j.Retention <= 0 {
 		return nil
 	}
-	every := defaults.Positive(j.Every, DefaultJournalEvery)
-	if j.lastDrop.IsZero() || !now.Before(j.lastDrop.Add(every)) {
+	if due(j.lastDrop, every, now) {
 		if err := j.dropOld(ctx, conn, now, r); err != nil {
 			return err
 		}
 		j.lastDrop = now
 	}
-	if j.lastKeys.IsZero() || !now.Before(j.lastKeys.Add(keySweepEvery)) {
+	if due(j.lastKeys, keySweepEvery, now) {
 		n, err := pruneKeys(ctx, conn, now.Add(-j.Retention-KeySlack))
 		r.KeysDeleted = n
 		if err != nil {
@@ -165,6 +168,11 @@ func (j *Journal) pass(ctx context.Context, conn *pgx.Conn, r *JournalReport) er
 		j.lastKeys = now
 	}
 	return nil
+}
+
+// due says whether a task last run at last (zero: never) is due at now.
+func due(last time.Time, every time.Duration, now time.Time) bool {
+	return last.IsZero() || !now.Before(last.Add(every))
 }
 
 func (j *Journal) now() time.Time {

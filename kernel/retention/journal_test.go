@@ -266,7 +266,8 @@ func TestJournalHoldsPartitionOfListedOperation(t *testing.T) {
 
 // TestJournalHoldsAwaitingRun: a run the runs index says is awaiting (a
 // kernel run.awaiting without its run.resumed) holds back the partitions
-// of its events, whatever their age; once it fails, it holds nothing.
+// of its events, whatever their age; once it fails, it holds nothing, and
+// the partition goes at the next pass that looks (hourly).
 func TestJournalHoldsAwaitingRun(t *testing.T) {
 	t.Parallel()
 	f := newJournalFixture(t)
@@ -283,9 +284,20 @@ func TestJournalHoldsAwaitingRun(t *testing.T) {
 	if !strings.Contains(f.log.String(), "p/r-wait") {
 		t.Errorf("the log does not name the awaiting run: %s", f.log.String())
 	}
+	// One maintenance value looks for partitions to drop once per Every:
+	// the loop's next passes within it only extend.
+	m := f.maintainer(keep, "")
+	if r, err := m.Pass(context.Background()); err != nil || !slices.Equal(r.Held, []string{legacyName}) {
+		t.Fatalf("pass: %+v, %v; want %s held", r, err, legacyName)
+	}
 	f.ingest(kernel.StatusAccepted, wait.RunFailed(f.now))
-	if r := f.pass(""); !slices.Equal(r.Dropped, []string{legacyName}) {
-		t.Errorf("pass after the wait ended: %+v, want %s dropped", r, legacyName)
+	f.now = f.now.Add(retention.DefaultJournalEvery - time.Minute)
+	if r, err := m.Pass(context.Background()); err != nil || len(r.Dropped)+len(r.Held) != 0 {
+		t.Errorf("pass within the hour: %+v, %v; want no drop looked for", r, err)
+	}
+	f.now = f.now.Add(time.Minute)
+	if r, err := m.Pass(context.Background()); err != nil || !slices.Equal(r.Dropped, []string{legacyName}) {
+		t.Errorf("pass an hour on, after the wait ended: %+v, %v; want %s dropped", r, err, legacyName)
 	}
 }
 
