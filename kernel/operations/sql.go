@@ -4,7 +4,6 @@ import "github.com/seed-7bc021c3/reckon/kernel/journal"
 
 // All of the operations projection's SQL, in one reviewed place.
 
-
 // listSQL pages through a project's unresolved operations. It reads the open
 // set from the partial index journal_events_open_ops (project, ts, seq) WHERE
 // type = 'tool.started' AND open, so its cost follows the number of open

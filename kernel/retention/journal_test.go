@@ -330,8 +330,8 @@ func TestJournalKeyHorizon(t *testing.T) {
 		"past-1": horizon.Add(-time.Hour), "past-2": horizon.Add(-90 * 24 * time.Hour),
 		"inside": horizon.Add(time.Hour), "recent": f.now.Add(-time.Hour),
 	} {
-		if _, err := f.s.Pool.Exec(context.Background(), `INSERT INTO journal_keys (source_id, event_id, project, run_id, ingested_at, payload_digest)
-			VALUES ('agent-1', $1, 'p', 'r', $2, '\x00')`, id, at); err != nil {
+		if _, err := f.s.Pool.Exec(context.Background(), `INSERT INTO journal_keys (source_id, event_id, project, run_id, seq, ingested_at, payload_digest)
+			VALUES ('agent-1', $1, 'p', 'r', nextval('journal_events_seq'), $2, '\x00')`, id, at); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -1,5 +1,7 @@
 package retention
 
+import "github.com/seed-7bc021c3/reckon/kernel/journal"
+
 // All of the journal retention's SQL, in one reviewed place
 // (docs/scaling.md#time-partitions-and-retention). The evidence retention's
 // statements live with their stores (kernel/manifest, kernel/priorstate).
@@ -40,19 +42,17 @@ const defaultRowsSQL = `SELECT EXISTS (SELECT 1 FROM journal_events_default)`
 // hint, inside the window by its ts or its ingested_at ($1, the window's
 // start), that no event of the same operation settles. It leaves out the
 // listing's floor on ts, so it holds a superset of what the listing can
-// show, never less. The settling probe is bounded by the run's first
-// ingested_at, as every by-run read of the journal is.
+// show, never less. The settling probe is bounded by the run's weeks, as
+// every by-run read of the journal is (journal.RunBound).
 // TestJournalHoldsPartitionOfListedOperation, TestJournalHoldsAwaitingRun.
-const mattersSQL = `
+var mattersSQL = `
 SELECT s.project, s.run_id FROM journal_events s
 WHERE s.type = 'tool.started' AND s.open
   AND (s.ts >= $1 OR s.ingested_at >= $1)
   AND NOT EXISTS (
       SELECT 1 FROM journal_events t
       WHERE t.project = s.project AND t.run_id = s.run_id AND t.operation_id = s.operation_id
-        AND t.settles
-        AND t.ingested_at >= (SELECT jr.first_ingested_at FROM journal_runs jr
-                              WHERE jr.project = s.project AND jr.run_id = s.run_id))
+        AND t.settles AND ` + journal.RunBound("t.ingested_at", "s") + `)
 UNION
 SELECT project, run_id FROM journal_runs WHERE status = 'awaiting'`
 
@@ -105,7 +105,7 @@ USING unnest($1::text[], $2::text[]) AS c(project, run_id)
 WHERE r.project = c.project AND r.run_id = c.run_id
   AND NOT EXISTS (SELECT 1 FROM journal_events e
                   WHERE e.project = r.project AND e.run_id = r.run_id
-                    AND e.ingested_at >= r.first_ingested_at)`
+                    AND e.ingested_at >= r.first_ingested_at AND e.ingested_at < r.ingested_before)`
 
 // keyPagesSQL is the key table's size in pages, the extent of the key
 // sweep's walk.

@@ -14,7 +14,6 @@ const runDigestSQL = `SELECT plan_digest FROM kernel_runs WHERE project = $1 AND
 
 const runExistsSQL = `SELECT EXISTS (SELECT 1 FROM kernel_runs WHERE project = $1 AND run_id = $2)`
 
-
 // foreignEventSQL finds one journal event not written by the kernel in any
 // of the runs $2 of project $1 (index journal_events_run), or one of them
 // the MCP gateway has recorded as its run: the gateway's events reach the
