@@ -87,18 +87,12 @@ func (f *journalFixture) ingest(want string, evs ...kernel.Event) {
 	}
 }
 
-// moveTo sets the ingested_at of ev's row and key row to at: the journal
+// moveTo sets the ingested_at of ev's row to at, and so of its key row and its run's bounds: the journal
 // then holds it in at's partition, as if journaled then.
 func (f *journalFixture) moveTo(ev kernel.Event, at time.Time) {
 	f.t.Helper()
-	for _, q := range []string{
-		`UPDATE journal_events SET ingested_at = $3 WHERE source_id = $1 AND event_id = $2`,
-		`UPDATE journal_keys SET ingested_at = $3 WHERE source_id = $1 AND event_id = $2`,
-	} {
-		if tag, err := f.s.Pool.Exec(context.Background(), q, ev.SourceID, ev.EventID, at); err != nil || tag.RowsAffected() != 1 {
-			f.t.Fatalf("move %s to %s: %v (%d rows)", ev.EventID, at, err, tag.RowsAffected())
-		}
-	}
+	pgtest.RedateJournal(f.t, f.s.Pool, `UPDATE journal_events SET ingested_at = $3 WHERE source_id = $1 AND event_id = $2`,
+		ev.SourceID, ev.EventID, at)
 }
 
 func (f *journalFixture) partitions() []string {
