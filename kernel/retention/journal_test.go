@@ -87,8 +87,9 @@ func (f *journalFixture) ingest(want string, evs ...kernel.Event) {
 	}
 }
 
-// moveTo sets the ingested_at of ev's row to at, and so of its key row and its run's bounds: the journal
-// then holds it in at's partition, as if journaled then.
+// moveTo sets the ingested_at of ev's row to at, and so of its key row
+// and its run's bounds: the journal then holds it in at's partition, as
+// if journaled then.
 func (f *journalFixture) moveTo(ev kernel.Event, at time.Time) {
 	f.t.Helper()
 	pgtest.RedateJournal(f.t, f.s.Pool, `UPDATE journal_events SET ingested_at = $3 WHERE source_id = $1 AND event_id = $2`,
