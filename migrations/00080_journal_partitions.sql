@@ -14,22 +14,27 @@
 --   key, is built). Writers wait for this migration's transaction: its
 --   time is the key table's fill and that one index, both one pass over
 --   the journal (docs/scaling.md gives the figure).
--- * journal_runs gains each run's first ingested_at: every read of a
---   run's or an operation's events is bounded below by it, so it reads
---   the partitions from the run's first on, not every partition kept.
+-- * journal_runs gains the bounds of each run's events: its first
+--   ingested_at and the end of the week of its last. Every read of a
+--   run's or an operation's events is bounded by them, so it reads the
+--   partitions of the run's weeks, not every partition kept.
 -- (IF NOT EXISTS: the runs index's trigger function, one source for
--- 00055 and this migration, writes the column, so a schema migrated to a
--- version between them has it added before it takes events.)
+-- 00055 and this migration, writes the columns, so a schema migrated to a
+-- version between them has them added before it takes events.)
 ALTER TABLE journal_runs ADD COLUMN IF NOT EXISTS first_ingested_at timestamptz;
-UPDATE journal_runs r SET first_ingested_at = f.first
-FROM (SELECT project, run_id, min(ingested_at) AS first FROM journal_events GROUP BY project, run_id) f
+ALTER TABLE journal_runs ADD COLUMN IF NOT EXISTS ingested_before timestamptz;
+-- +goose StatementBegin
+-- +reckon include functions/reckon_journal_partitions.sql
+-- +goose StatementEnd
+UPDATE journal_runs r SET first_ingested_at = f.first, ingested_before = reckon_week_after(f.last)
+FROM (SELECT project, run_id, min(ingested_at) AS first, max(ingested_at) AS last
+      FROM journal_events GROUP BY project, run_id) f
 WHERE r.project = f.project AND r.run_id = f.run_id;
 UPDATE journal_runs SET first_ingested_at = started_at WHERE first_ingested_at IS NULL;
+UPDATE journal_runs SET ingested_before = reckon_week_after(now()) WHERE ingested_before IS NULL;
 ALTER TABLE journal_runs ALTER COLUMN first_ingested_at SET NOT NULL;
+ALTER TABLE journal_runs ALTER COLUMN ingested_before SET NOT NULL;
 
---
--- journal_keys says where each key's event lives: its seq and
--- ingested_at, the journal's primary key (one partition, one probe).
 CREATE TABLE journal_keys (
     source_id      text        NOT NULL,
     event_id       text        NOT NULL,
@@ -107,9 +112,6 @@ ALTER TABLE journal_events ATTACH PARTITION journal_events_legacy
     FOR VALUES FROM (MINVALUE) TO ((date_trunc('week', now() AT TIME ZONE 'UTC') + interval '7 days') AT TIME ZONE 'UTC');
 CREATE TABLE journal_events_default PARTITION OF journal_events DEFAULT;
 
--- +goose StatementBegin
--- +reckon include functions/reckon_journal_partitions.sql
--- +goose StatementEnd
 SELECT reckon_journal_extend(now() + interval '14 days');
 
 CREATE TRIGGER journal_events_notify_await AFTER INSERT ON journal_events
@@ -127,8 +129,8 @@ CREATE TRIGGER journal_runs_track AFTER INSERT ON journal_events
 -- +goose Down
 -- Back to one table: the partitions' rows copied into it in journal order,
 -- the key constraint restored from the events (the key rows of dropped
--- partitions are lost with them). journal_runs keeps first_ingested_at,
--- which the trigger function goes on writing.
+-- partitions are lost with them). journal_runs keeps the bounds, which
+-- the trigger function goes on writing, and so does reckon_week_after.
 CREATE TABLE journal_events_flat (LIKE journal_events INCLUDING DEFAULTS);
 INSERT INTO journal_events_flat SELECT * FROM journal_events ORDER BY seq;
 DROP TABLE journal_events;

@@ -28,8 +28,8 @@ func TestJournalConversion(t *testing.T) {
 	ctx := context.Background()
 	s := pgtest.NewAt(t, 75)
 	// The runs index's trigger function has one source, installed by 00055
-	// as well as 00080: it writes the floor 00080 adds.
-	if _, err := s.Pool.Exec(ctx, `ALTER TABLE journal_runs ADD COLUMN first_ingested_at timestamptz`); err != nil {
+	// as well as 00080: it writes the bounds 00080 adds.
+	if _, err := s.Pool.Exec(ctx, `ALTER TABLE journal_runs ADD COLUMN first_ingested_at timestamptz, ADD COLUMN ingested_before timestamptz`); err != nil {
 		t.Fatal(err)
 	}
 	// Runs of 30 events over the last ten weeks: run.started, tool.started

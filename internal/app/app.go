@@ -341,13 +341,18 @@ func (c *Core) loadAPITLS() (*tls.Config, error) {
 }
 
 // NewPublisher returns an in-process publisher from the outbox to the
-// journal, with the journal's open-hint repair, the evidence retention
-// (RECKON_EVIDENCE_RETENTION) and the prune of delivered webhooks in its
-// maintenance loop.
+// journal, with the journal's open-hint repair, the journal's partitions
+// (created ahead on every pass, dropped past RECKON_JOURNAL_RETENTION), the
+// evidence retention (RECKON_EVIDENCE_RETENTION) and the prune of
+// delivered webhooks in its maintenance loop, which runs every
+// outbox.Config.PruneEvery (a minute by default).
 func (c *Core) NewPublisher(cfg outbox.Config) *outbox.Publisher {
 	c.outboxOnce.Do(func() { c.OutboxMetrics.MustRegister(c.Registry, c.Pool) })
 	return outbox.NewPublisher(c.Pool, c.Journal, cfg, c.OutboxMetrics, c.Log.With().Str("component", "publisher").Logger()).
 		WithMaintenance("journal maintenance", "journal open hints repaired", c.Journal.RepairOpenHints).
+		WithMaintenance("journal retention", "journal events past RECKON_JOURNAL_RETENTION dropped (with their key rows past the key horizon)",
+			(&retention.Journal{Pool: c.Pool, Retention: c.Cfg.JournalRetention, ExportDir: c.Cfg.JournalExportDir,
+				Window: c.Cfg.OperationsWindow, Log: c.Log.With().Str("component", "journal retention").Logger()}).Maintain).
 		WithMaintenance("evidence retention", "evidence older than RECKON_EVIDENCE_RETENTION pruned",
 			retention.Evidence{Pool: c.Pool, Retention: c.Cfg.EvidenceRetention}.Prune).
 		WithMaintenance("webhook prune", "delivered webhook notifications pruned",

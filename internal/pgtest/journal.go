@@ -9,15 +9,17 @@ import (
 
 // resyncJournalDatesSQL carries journal rows' ingested_at, as a test set
 // it, to what is kept of it elsewhere: each key row's copy, and each run's
-// floor (journal_runs.first_ingested_at), which every read of a run's
-// events is bounded by.
+// bounds (journal_runs' first_ingested_at and ingested_before), which every
+// read of a run's events is bounded by.
 const resyncJournalDatesSQL = `
 UPDATE journal_keys k SET ingested_at = e.ingested_at
 FROM journal_events e
 WHERE e.seq = k.seq AND e.ingested_at <> k.ingested_at;
-UPDATE journal_runs r SET first_ingested_at = f.first
-FROM (SELECT project, run_id, min(ingested_at) AS first FROM journal_events GROUP BY project, run_id) f
-WHERE r.project = f.project AND r.run_id = f.run_id AND r.first_ingested_at <> f.first`
+UPDATE journal_runs r SET first_ingested_at = f.first, ingested_before = reckon_week_after(f.last)
+FROM (SELECT project, run_id, min(ingested_at) AS first, max(ingested_at) AS last
+      FROM journal_events GROUP BY project, run_id) f
+WHERE r.project = f.project AND r.run_id = f.run_id
+  AND (r.first_ingested_at <> f.first OR r.ingested_before <> reckon_week_after(f.last))`
 
 // RedateJournal runs update, a statement that sets journal_events'
 // ingested_at (a test dating events as if journaled on its own clock),

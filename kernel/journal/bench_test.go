@@ -167,10 +167,13 @@ func pgbenchRef(b *testing.B, script string, rows, clients int, d time.Duration)
 	if _, err := s.Pool.Exec(context.Background(), string(setup)); err != nil {
 		b.Fatalf("pgbench setup: %v", err)
 	}
-	if _, err := s.Pool.Exec(context.Background(), fmt.Sprintf(`INSERT INTO pgbench_ref.events (source_id, event_id, project,
+	if _, err := s.Pool.Exec(context.Background(), fmt.Sprintf(`INSERT INTO pgbench_ref.keys (source_id, event_id, project, run_id, seq, payload_digest)
+SELECT 'warm', 'e-' || g, 'bench', 'run-' || (g / 100), g, '\x00' FROM generate_series(1, %[1]d) g;
+SELECT setval('pgbench_ref.seq', %[1]d);
+INSERT INTO pgbench_ref.events (seq, source_id, event_id, project,
     run_id, type, ts, actor, data, payload_digest, operation_id, settles, open)
-SELECT 'warm', 'e-' || g, 'bench', 'run-' || (g / 100), 'tool.started', now(), 'agent', '{}', '\x00', 'op-' || g, false, true
-FROM generate_series(1, %d) g; ANALYZE pgbench_ref.events`, warmEvents)); err != nil {
+SELECT g, 'warm', 'e-' || g, 'bench', 'run-' || (g / 100), 'tool.started', now(), 'agent', '{}', '\x00', 'op-' || g, false, true
+FROM generate_series(1, %[1]d) g; ANALYZE pgbench_ref.keys; ANALYZE pgbench_ref.events_week`, warmEvents)); err != nil {
 		b.Fatalf("pgbench warm-up: %v", err)
 	}
 	defer func() { _, _ = s.Pool.Exec(context.Background(), "DROP SCHEMA pgbench_ref CASCADE") }()

@@ -82,8 +82,8 @@ func TestIngestAnswersLikeFlatJournal(t *testing.T) {
 	parted, flatSchema := pgtest.New(t), pgtest.NewAt(t, 75)
 	part := New(parted.Pool, nil)
 	// The runs index's trigger function has one source, this version's,
-	// installed by 00055 as well: it writes the floor 00080 adds.
-	if _, err := flatSchema.Pool.Exec(ctx, `ALTER TABLE journal_runs ADD COLUMN first_ingested_at timestamptz`); err != nil {
+	// installed by 00055 as well: it writes the bounds 00080 adds.
+	if _, err := flatSchema.Pool.Exec(ctx, `ALTER TABLE journal_runs ADD COLUMN first_ingested_at timestamptz, ADD COLUMN ingested_before timestamptz`); err != nil {
 		t.Fatal(err)
 	}
 	flat := New(flatSchema.Pool, nil)
@@ -133,11 +133,11 @@ func firstDifference(got, want []string) string {
 	return "one is a prefix of the other"
 }
 
-// TestRunReadsPruneOlderPartitions: a read of a run's events is bounded by
-// the run's floor (journal_runs.first_ingested_at), so the partitions
-// older than the run's first event are not read at all: their scans are
-// removed from the plan or never executed.
-func TestRunReadsPruneOlderPartitions(t *testing.T) {
+// TestRunReadsPruneOtherPartitions: a read of a run's events is bounded by
+// the run's weeks (RunBound), so the partitions of other weeks, older or
+// newer, are not read at all: their scans are removed from the plan or
+// never executed.
+func TestRunReadsPruneOtherPartitions(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s := pgtest.New(t)
@@ -153,39 +153,43 @@ func TestRunReadsPruneOlderPartitions(t *testing.T) {
 		ev("young", "op-1/completed", kernel.TypeToolCompleted, `{"operation_id":"op-1"}`)}); err != nil {
 		t.Fatal(err)
 	}
-	// The young run's events are journaled two weeks on.
+	// The young run's events are journaled two weeks on, in a partition
+	// of their own.
 	pgtest.RedateJournal(t, s.Pool, `UPDATE journal_events SET ingested_at = now() + interval '14 days' WHERE run_id = 'young'`)
 
-	for _, q := range []struct{ what, sql string }{
-		{"run events", runEventsSQL},
-		{"operation events", strings.Replace(operationEventsSQL, "$3", "'op-1'", 1)},
-		{"run terminal", runTerminalSQL},
-	} {
-		rows, err := s.Pool.Query(ctx, "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) "+q.sql, "p", "young")
-		if err != nil {
-			t.Fatalf("%s: %v", q.what, err)
-		}
-		lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
-		if err != nil {
+	for run, want := range map[string]int{"old": 2, "young": 3} {
+		var own string
+		if err := s.Pool.QueryRow(ctx, `SELECT DISTINCT tableoid::regclass::text FROM journal_events WHERE run_id = $1`, run).Scan(&own); err != nil {
 			t.Fatal(err)
 		}
-		plan := strings.Join(lines, "\n")
-		if read := legacyRead.FindString(plan); read != "" {
-			t.Errorf("%s of a run journaled two weeks on reads the older partition: %q\n%s", q.what, read, plan)
+		for _, q := range []struct{ what, sql string }{
+			{"run events", runEventsSQL},
+			{"operation events", strings.Replace(operationEventsSQL, "$3", "'op-1'", 1)},
+			{"run terminal", runTerminalSQL},
+		} {
+			rows, err := s.Pool.Query(ctx, "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) "+q.sql, "p", run)
+			if err != nil {
+				t.Fatalf("%s: %v", q.what, err)
+			}
+			lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, m := range partitionRead.FindAllStringSubmatch(strings.Join(lines, "\n"), -1) {
+				if m[1] != own {
+					t.Errorf("%s of run %s (in %s) reads %s:\n%s", q.what, run, own, m[1], strings.Join(lines, "\n"))
+				}
+			}
 		}
-	}
-	evs, err := j.RunEvents(ctx, "p", "young")
-	if err != nil || len(evs) != 3 {
-		t.Fatalf("young run's events: %d, %v; want 3", len(evs), err)
-	}
-	if evs, err := j.RunEvents(ctx, "p", "old"); err != nil || len(evs) != 2 {
-		t.Fatalf("old run's events: %d, %v; want 2", len(evs), err)
+		if evs, err := j.RunEvents(ctx, "p", run); err != nil || len(evs) != want {
+			t.Fatalf("run %s's events: %d, %v; want %d", run, len(evs), err, want)
+		}
 	}
 }
 
-// legacyRead matches a scan of the oldest partition that ran: one neither
-// pruned away nor marked never executed.
-var legacyRead = regexp.MustCompile(`(?m)^.*Scan .*on journal_events_legacy .*\(actual rows=.*$`)
+// partitionRead matches a scan of a partition of the journal that ran
+// (neither pruned away nor marked never executed), and names it.
+var partitionRead = regexp.MustCompile(`(?m)^.*Scan .*on (journal_events_\w+) .*\(actual rows=.*$`)
 
 // TestRunBoundSeesEarlierTransaction: a writer whose transaction began
 // before another's (an earlier ingested_at) may commit after it, and

@@ -108,7 +108,7 @@ SELECT source_id, event_id, project, run_id, seq, ingested_at, payload_digest FR
 		'{p}', '{r-1}', '{50}')`
 	// The older runs' count is the one read of the run index, under its
 	// LIMIT; checkIndexes's test is for the rest.
-	count := regexp.MustCompile(`(?m)^\s*->  Limit .*\n(\s+InitPlan .*\n\s*->  Index Scan using journal_runs_pkey .*\n\s+Index Cond: .*\n)?\s*->  Append .*\n\s*->  Index (Only )?Scan using journal_events_run on journal_events j(_\d+)? `)
+	count := regexp.MustCompile(`(?m)^\s*->  Limit .*\n(\s+InitPlan .*\n\s*->  Index Scan using journal_runs_pkey .*\n\s+Index Cond: .*\n)*\s*->  Append .*\n\s*->  Index (Only )?Scan using journal_events_run on journal_events j(_\d+)? `)
 	runScan := regexp.MustCompile(`(?m)^\s*->  Index (Only )?Scan using journal_events_run on journal_events j(_\d+)? .*$`)
 	for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
 		if _, err := tx.Exec(ctx, "SET LOCAL plan_cache_mode = "+mode); err != nil {

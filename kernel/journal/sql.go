@@ -46,7 +46,7 @@ const checkAgentEventsSQL = `SELECT reckon_check_agent_events($1::text[], $2::te
 // the planner may turn an EXISTS in a select list into a hashed subplan
 // that reads every settling row of the journal once per batch; a scalar
 // subquery is always an index probe per tool.started. TestIngestPlan.
-const ingestSQL = `
+var ingestSQL = `
 WITH input AS MATERIALIZED (
     SELECT nextval('journal_events_seq') AS seq, i.* FROM unnest(
         $1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::timestamptz[],
@@ -80,42 +80,50 @@ ins AS (
 
 // unsettledInJournalSQL is the open hint's test against the journal for
 // the batch row i (see ingestSQL).
-const unsettledInJournalSQL = `(
+var unsettledInJournalSQL = `(
             SELECT true FROM journal_events t
             WHERE t.project = i.project AND t.run_id = i.run_id
               AND t.operation_id = i.operation_id AND t.settles
-              AND t.ingested_at >= ` + runFloorI + `
+              AND ` + RunBound("t.ingested_at", "i") + `
             LIMIT 1) IS NULL`
 
-// runFloorI (and the others) is the oldest ingested_at of the run of the row alias a
-// (its project and run_id): every event of a run is at or after it, so a
-// read of a run's events bounded by it reads only the partitions from
-// the run's first on (run-time partition pruning). A run the journal does
-// not hold has no floor, and the bound then holds no row, as the journal
-// holds none of it. TestRunReadsPruneOlderPartitions.
-//
-// One constant per row alias the statements use.
-const (
-	runFloorI = `(SELECT jr.first_ingested_at FROM journal_runs jr WHERE jr.project = i.project AND jr.run_id = i.run_id)`
-	runFloorS = `(SELECT jr.first_ingested_at FROM journal_runs jr WHERE jr.project = s.project AND jr.run_id = s.run_id)`
-	runFloorR = `(SELECT jr.first_ingested_at FROM journal_runs jr WHERE jr.project = r.project AND jr.run_id = r.run_id)`
-	runFloorC = `(SELECT jr.first_ingested_at FROM journal_runs jr WHERE jr.project = c.project AND jr.run_id = c.run_id)`
-)
+// RunBound is the condition that col (an ingested_at of journal_events)
+// lies within the weeks of the run of the row alias row (its project and
+// run_id): at or after the run's floor, its oldest event's ingested_at,
+// and before the end of the week of its newest (journal_runs'
+// first_ingested_at and ingested_before, kept by the journal's statement
+// trigger). Every event of a run lies within them, so a read of a run's
+// or an operation's events bounded by them reads only the partitions of
+// the run's weeks, found at run time (partition pruning): usually one,
+// however many weeks the journal keeps. A run the journal does not hold
+// has no bounds, and the condition then holds no row, as the journal
+// holds none of it. TestRunReadsPruneOtherPartitions.
+func RunBound(col, row string) string {
+	return runBound(col, row+".project", row+".run_id")
+}
 
-// runFloorParams is runFloorI for a run given as the statement's
+// RunBoundParams is RunBound for the run given as a statement's
 // parameters $1 (project) and $2 (run id).
-const runFloorParams = `(SELECT jr.first_ingested_at FROM journal_runs jr WHERE jr.project = $1 AND jr.run_id = $2)`
+func RunBoundParams(col string) string { return runBound(col, "$1", "$2") }
+
+func runBound(col, project, runID string) string {
+	run := ` FROM journal_runs jr WHERE jr.project = ` + project + ` AND jr.run_id = ` + runID + `)`
+	return col + ` >= (SELECT jr.first_ingested_at` + run + ` AND ` + col + ` < (SELECT jr.ingested_before` + run
+}
 
 // settleStepSQL ends the ingest statements: it closes the open hints of
 // the tool.started rows whose operation a row of ins settles, and returns
-// the keys inserted (see ingestSQL). The update is bounded by the oldest
-// floor of the settled operations' runs, so it probes only the partitions
-// their runs were journaled in; a run new to the journal has no floor yet
-// and nothing earlier to close.
-const settleStepSQL = `settle AS (
+// the keys inserted (see ingestSQL). The update is bounded by the weeks of
+// the settled operations' runs (RunBound's, the widest), so it probes only
+// the partitions their runs were journaled in; a run new to the journal
+// has no bounds yet and nothing earlier to close.
+var settleStepSQL = `settle AS (
     UPDATE journal_events t SET open = false
     WHERE t.ingested_at >= (
         SELECT min(jr.first_ingested_at) FROM journal_runs jr
+        WHERE (jr.project, jr.run_id) IN (SELECT project, run_id FROM ins WHERE settles))
+      AND t.ingested_at < (
+        SELECT max(jr.ingested_before) FROM journal_runs jr
         WHERE (jr.project, jr.run_id) IN (SELECT project, run_id FROM ins WHERE settles))
       AND t.seq = ANY (ARRAY(
         SELECT o.seq
@@ -123,7 +131,7 @@ const settleStepSQL = `settle AS (
         CROSS JOIN LATERAL (
             SELECT seq, type, open FROM journal_events o
             WHERE o.project = s.project AND o.run_id = s.run_id AND o.operation_id = s.operation_id
-              AND o.ingested_at >= ` + runFloorS + `
+              AND ` + RunBound("o.ingested_at", "s") + `
             OFFSET 0) o
         WHERE o.type = 'tool.started' AND o.open))
     RETURNING 1
@@ -154,18 +162,21 @@ SELECT source_id, event_id FROM ins`
 // tool.started rows found (the second OFFSET 0 keeps the planner from
 // asking it of every operation first): as an EXISTS the planner may make
 // it a hash semi join over every settling row of the journal.
-const settleCopiedSQL = `
+var settleCopiedSQL = `
 WITH older AS MATERIALIZED (
     SELECT r.project, r.run_id
     FROM unnest($4::text[], $5::text[], $6::int[]) AS r(project, run_id, copied)
     WHERE (SELECT count(*) FROM (
                SELECT FROM journal_events j
                WHERE j.project = r.project AND j.run_id = r.run_id
-                 AND j.ingested_at >= ` + runFloorR + `
+                 AND ` + RunBound("j.ingested_at", "r") + `
                LIMIT r.copied + 1) n) > r.copied)
 UPDATE journal_events t SET open = false
 WHERE t.ingested_at >= (
         SELECT min(jr.first_ingested_at) FROM journal_runs jr
+        WHERE (jr.project, jr.run_id) IN (SELECT project, run_id FROM older))
+  AND t.ingested_at < (
+        SELECT max(jr.ingested_before) FROM journal_runs jr
         WHERE (jr.project, jr.run_id) IN (SELECT project, run_id FROM older))
   AND t.seq = ANY (ARRAY(
     SELECT c.seq FROM (
@@ -178,14 +189,14 @@ WHERE t.ingested_at >= (
         CROSS JOIN LATERAL (
             SELECT seq, type, open FROM journal_events o
             WHERE o.project = s.project AND o.run_id = s.run_id AND o.operation_id = s.operation_id
-              AND o.ingested_at >= ` + runFloorS + `
+              AND ` + RunBound("o.ingested_at", "s") + `
             OFFSET 0) o
         WHERE o.type = 'tool.started' AND o.open
         OFFSET 0) c
     WHERE (SELECT true FROM journal_events x
            WHERE x.project = c.project AND x.run_id = c.run_id
              AND x.operation_id = c.operation_id AND x.settles
-             AND x.ingested_at >= ` + runFloorC + `
+             AND ` + RunBound("x.ingested_at", "c") + `
            LIMIT 1)))`
 
 // reserveSeqsSQL draws $1 journal sequence numbers, in order, for a
@@ -205,20 +216,20 @@ const eventColumns = `source_id, event_id, project, run_id, type, ts, actor,
 
 // runEventsSQL lists a run's events in journal order. Every read of a
 // run's events is bounded by its floor (runFloorParams).
-const runEventsSQL = `SELECT ` + eventColumns + ` FROM journal_events
-WHERE project = $1 AND run_id = $2 AND ingested_at >= ` + runFloorParams + ` ORDER BY seq`
+var runEventsSQL = `SELECT ` + eventColumns + ` FROM journal_events
+WHERE project = $1 AND run_id = $2 AND ` + RunBoundParams("ingested_at") + ` ORDER BY seq`
 
 // runEventsPageSQL lists a page of a run's events after seq $3.
-const runEventsPageSQL = `SELECT ` + eventColumns + ` FROM journal_events
-WHERE project = $1 AND run_id = $2 AND ingested_at >= ` + runFloorParams + ` AND seq > $3 ORDER BY seq LIMIT $4`
+var runEventsPageSQL = `SELECT ` + eventColumns + ` FROM journal_events
+WHERE project = $1 AND run_id = $2 AND ` + RunBoundParams("ingested_at") + ` AND seq > $3 ORDER BY seq LIMIT $4`
 
 // runTerminalSQL is a run's newest run.completed or run.failed, and
 // whether the journal has any event of the run at all (its row in the
 // runs index, written with its first event).
-const runTerminalSQL = `SELECT
+var runTerminalSQL = `SELECT
   EXISTS (SELECT 1 FROM journal_runs WHERE project = $1 AND run_id = $2),
   (SELECT type FROM journal_events WHERE project = $1 AND run_id = $2
-     AND ingested_at >= ` + runFloorParams + `
+     AND ` + RunBoundParams("ingested_at") + `
      AND type IN ('run.completed', 'run.failed') ORDER BY seq DESC LIMIT 1)`
 
 // typeEventsSQL lists a project's events of one type, newest first, from the
@@ -237,29 +248,29 @@ WHERE k.source_id = $1 AND k.event_id = $2`
 // repairOpenSQL clears open hints that a race left behind: a settling event
 // committed concurrently with its tool.started, each invisible to the other's
 // statement. Bounded by the open set, which the listing keeps small.
-const repairOpenSQL = `
+var repairOpenSQL = `
 UPDATE journal_events s SET open = false
 WHERE s.type = 'tool.started' AND s.open AND EXISTS (
     SELECT 1 FROM journal_events t
     WHERE t.project = s.project AND t.run_id = s.run_id
       AND t.operation_id = s.operation_id AND t.settles
-      AND t.ingested_at >= ` + runFloorS + `)`
+      AND ` + RunBound("t.ingested_at", "s") + `)`
 
 // operationEventsSQL lists one operation's events in journal order (index
 // on project, run_id, operation_id).
-const operationEventsSQL = `SELECT ` + eventColumns + ` FROM journal_events
-WHERE project = $1 AND run_id = $2 AND operation_id = $3 AND ingested_at >= ` + runFloorParams + ` ORDER BY seq`
+var operationEventsSQL = `SELECT ` + eventColumns + ` FROM journal_events
+WHERE project = $1 AND run_id = $2 AND operation_id = $3 AND ` + RunBoundParams("ingested_at") + ` ORDER BY seq`
 
 // operationsEventsSQL is operationEventsSQL for several operations of one
 // run (same index).
-const operationsEventsSQL = `SELECT ` + eventColumns + ` FROM journal_events
-WHERE project = $1 AND run_id = $2 AND operation_id = ANY($3::text[]) AND ingested_at >= ` + runFloorParams + ` ORDER BY seq`
+var operationsEventsSQL = `SELECT ` + eventColumns + ` FROM journal_events
+WHERE project = $1 AND run_id = $2 AND operation_id = ANY($3::text[]) AND ` + RunBoundParams("ingested_at") + ` ORDER BY seq`
 
 // verdictsNamingSQL lists a run's supervisor.verdict events that name the
 // operation $3, in journal order.
-const verdictsNamingSQL = `SELECT ` + eventColumns + ` FROM journal_events
+var verdictsNamingSQL = `SELECT ` + eventColumns + ` FROM journal_events
 WHERE project = $1 AND run_id = $2 AND type = 'supervisor.verdict'
-  AND ingested_at >= ` + runFloorParams + `
+  AND ` + RunBoundParams("ingested_at") + `
   AND data->'operation_ids' @> jsonb_build_array($3::text)
 ORDER BY seq`
 
@@ -278,13 +289,13 @@ ORDER BY seq`
 // journal or by another row of the batch: the batch's settled operations
 // are joined once (a hash join), not searched per row, which would make a
 // batch of n starts cost n² comparisons.
-const ingestOutboxSQL = ingestOutboxHeadSQL + `
+var ingestOutboxSQL = ingestOutboxHeadSQL + `
     ORDER BY o.id
     ON CONFLICT (source_id, event_id) DO NOTHING` + ingestOutboxTailSQL
 
 // ingestOutboxTailSQL ends ingestOutboxSQL and ingestOutboxNewSQL: the
 // events whose keys were written, in the outbox's order.
-const ingestOutboxTailSQL = `
+var ingestOutboxTailSQL = `
     RETURNING source_id, event_id
 ),
 ins AS (
@@ -312,7 +323,7 @@ ins AS (
 // new; ON CONFLICT makes every row a speculative insertion (a probe of
 // the key's index, the insert, a second WAL record to confirm it), which
 // they do not need.
-const ingestOutboxNewSQL = ingestOutboxHeadSQL + `
+var ingestOutboxNewSQL = ingestOutboxHeadSQL + `
     ORDER BY o.id` + ingestOutboxTailSQL
 
 // The savepoint of IngestOutboxTx's first try (ingestOutboxNewSQL).

@@ -1,19 +1,8 @@
 package operations
 
-// All of the operations projection's SQL, in one reviewed place.
+import "github.com/seed-7bc021c3/reckon/kernel/journal"
 
-// runFloorS (and the others, one per row alias) is the oldest ingested_at
-// of the run of row s: every read of a run's or an operation's events is
-// bounded below by it, so that it reads the journal's partitions from the
-// run's first on (docs/scaling.md#time-partitions-and-retention);
-// runFloorParams is the run given as $1 (project) and $2 (run id).
-// TestRunReadsPruneOlderPartitions in kernel/journal.
-const (
-	runFloorS      = `(SELECT jr.first_ingested_at FROM journal_runs jr WHERE jr.project = s.project AND jr.run_id = s.run_id)`
-	runFloorR      = `(SELECT jr.first_ingested_at FROM journal_runs jr WHERE jr.project = r.project AND jr.run_id = r.run_id)`
-	runFloorA      = `(SELECT jr.first_ingested_at FROM journal_runs jr WHERE jr.project = a.project AND jr.run_id = a.run_id)`
-	runFloorParams = `(SELECT jr.first_ingested_at FROM journal_runs jr WHERE jr.project = $1 AND jr.run_id = $2)`
-)
+// All of the operations projection's SQL, in one reviewed place.
 
 // listSQL pages through a project's unresolved operations. It reads the open
 // set from the partial index journal_events_open_ops (project, ts, seq) WHERE
@@ -44,7 +33,7 @@ const (
 //
 // $1 project, $2 window start, $3 run_id (empty: every run), $4/$5 the first
 // (ts, seq) position to return, $6 limit, $7 the floor of ts.
-const listSQL = `
+var listSQL = `
 SELECT s.seq, s.source_id, s.event_id, s.run_id, s.operation_id, s.ts, s.ingested_at, s.data,
        o.failure, o.failure_source, o.failure_event, rl.started_source, coalesce(rl.ended, false)
 FROM journal_events s
@@ -57,7 +46,7 @@ CROSS JOIN LATERAL (
            (array_agg(t.event_id ORDER BY t.ts DESC, t.seq DESC) FILTER (WHERE t.type = 'tool.failed'))[1] AS failure_event
     FROM journal_events t
     WHERE t.project = s.project AND t.run_id = s.run_id AND t.operation_id = s.operation_id
-      AND t.ingested_at >= ` + runFloorS + `
+      AND ` + journal.RunBound("t.ingested_at", "s") + `
 ) o
 CROSS JOIN LATERAL (
     SELECT (array_agg(r.source_id ORDER BY r.seq) FILTER (WHERE r.type = 'run.started'))[1] AS started_source,
@@ -65,7 +54,7 @@ CROSS JOIN LATERAL (
     FROM journal_events r
     WHERE r.project = s.project AND r.run_id = s.run_id
       AND r.type IN ('run.started', 'run.completed', 'run.failed')
-      AND r.ingested_at >= ` + runFloorS + `
+      AND ` + journal.RunBound("r.ingested_at", "s") + `
 ) rl
 WHERE s.project = $1 AND s.type = 'tool.started' AND s.open
   AND s.ts >= $7 AND (s.ts >= $2 OR s.ingested_at >= $2)
@@ -98,7 +87,7 @@ FROM (SELECT DISTINCT * FROM unnest($2::text[], $3::text[])) AS q(run_id, source
 JOIN journal_runs qr ON qr.project = $1 AND qr.run_id = q.run_id
 JOIN journal_events s
   ON s.project = $1 AND s.run_id = q.run_id AND s.source_id = q.source_id AND s.type = 'tool.started'
-  AND s.ingested_at >= qr.first_ingested_at
+  AND s.ingested_at >= qr.first_ingested_at AND s.ingested_at < qr.ingested_before
 LEFT JOIN LATERAL (
     SELECT CASE t.type WHEN 'tool.completed' THEN 'occurred' WHEN 'tool.blocked' THEN 'none'
                 ELSE coalesce(nullif(t.data->>'effect', ''), 'unknown') END AS effect
@@ -106,7 +95,7 @@ LEFT JOIN LATERAL (
     WHERE t.project = s.project AND t.run_id = s.run_id
       AND t.operation_id = s.operation_id AND t.settles
       AND t.source_id IN (q.source_id, 'kernel')
-      AND t.ingested_at >= qr.first_ingested_at
+      AND t.ingested_at >= qr.first_ingested_at AND t.ingested_at < qr.ingested_before
     ORDER BY t.seq DESC
     LIMIT 1
 ) l ON true
@@ -115,14 +104,14 @@ GROUP BY s.run_id, q.source_id`
 // projectsSQL lists projects with at least one open operation inside the
 // window (by its ts or its ingested_at, as listSQL), from the same partial
 // index. $1 window start, $2 the floor of ts (listSQL's $7).
-const projectsSQL = `
+var projectsSQL = `
 SELECT DISTINCT s.project FROM journal_events s
 WHERE s.type = 'tool.started' AND s.open
   AND s.ts >= $2 AND (s.ts >= $1 OR s.ingested_at >= $1)
   AND NOT EXISTS (
       SELECT 1 FROM journal_events t
       WHERE t.project = s.project AND t.run_id = s.run_id AND t.operation_id = s.operation_id
-        AND t.settles AND t.ingested_at >= ` + runFloorS + `)
+        AND t.settles AND ` + journal.RunBound("t.ingested_at", "s") + `)
 ORDER BY 1`
 
 // knownProjectsSQL lists the journal's projects with a skip scan of an
@@ -196,12 +185,12 @@ const triageLockClass = 0x726b6e31
 // undelivered event of the run (any operation, any type) whose key is not
 // among the pending keys read ($6/$7). Keys, not sequence numbers: a
 // journal row with a lower seq may commit after one with a higher.
-const readUnchangedSQL = `
+var readUnchangedSQL = `
 SELECT reckon_require(
     NOT EXISTS (
         SELECT 1 FROM journal_events j
         WHERE j.project = $1 AND j.run_id = $2 AND j.operation_id = ANY($3::text[])
-          AND j.ingested_at >= ` + runFloorParams + `
+          AND ` + journal.RunBoundParams("j.ingested_at") + `
           AND (j.source_id, j.event_id) NOT IN (SELECT * FROM unnest($4::text[], $5::text[])))
     AND NOT EXISTS (
         SELECT 1 FROM kernel_event_outbox o
@@ -225,7 +214,7 @@ SELECT reckon_require(
 // $1 project, $2 window start, $3 run_id (empty: every run), $4/$5 the first
 // (ts, seq) position to return, $6 limit, $7/$8 the (run_id, operation_id)
 // pairs with a reconciliation pending in the outbox.
-const attentionSQL = `
+var attentionSQL = `
 SELECT r.seq, r.source_id, r.event_id, r.run_id, r.operation_id, r.ts, r.data,
        s.source_id, s.event_id, s.ts, s.data->>'tool',
        v.source_id, v.event_id, coalesce((v.data->>'needs_attention')::boolean, false), v.data->>'supervisor', v.data->>'model'
@@ -258,13 +247,13 @@ LEFT JOIN journal_events v
 // whose verdict asked for attention, with no later reconciliation of its
 // operation in the journal. The queue (attentionSQL) and its gauges
 // (backlogSQL) share it, so that they count the same operations.
-const attentionWaiting = `
+var attentionWaiting = `
   AND r.type = 'operation.reconciled' AND r.actor = 'supervisor'
   AND (r.data->>'effect' = 'unknown' OR coalesce((v.data->>'needs_attention')::boolean, false))
   AND NOT EXISTS (
       SELECT 1 FROM journal_events t
       WHERE t.project = r.project AND t.run_id = r.run_id AND t.operation_id = r.operation_id
-        AND t.ingested_at >= ` + runFloorR + `
+        AND ` + journal.RunBound("t.ingested_at", "r") + `
         AND t.type = 'operation.reconciled' AND (t.ts, t.seq) > (r.ts, r.seq))`
 
 // backlogSQL feeds the pipeline's gauges of what waits for people
@@ -281,7 +270,7 @@ const attentionWaiting = `
 // range of the supervisor's recent reconciliations and of its recent
 // waits, never of journal history; projects with neither are left out.
 // TestBacklogPlanReadsIndexes.
-const backlogSQL = knownProjectsCTE + `,
+var backlogSQL = knownProjectsCTE + `,
 projects AS (SELECT project FROM p WHERE project IS NOT NULL LIMIT $2)
 SELECT p.project, q.n, q.oldest, w.n
 FROM projects p
@@ -302,12 +291,12 @@ CROSS JOIN LATERAL (
       AND (SELECT true FROM journal_events e
            WHERE e.project = a.project AND e.run_id = a.run_id AND e.operation_id = a.operation_id
              AND e.type = 'run.resumed' AND e.source_id = 'kernel'
-             AND e.ingested_at >= ` + runFloorA + `
+             AND ` + journal.RunBound("e.ingested_at", "a") + `
            LIMIT 1) IS NULL
       AND (SELECT true FROM journal_events e
            WHERE e.project = a.project AND e.run_id = a.run_id
              AND e.type IN ('run.completed', 'run.failed') AND e.source_id = 'kernel'
-             AND e.ingested_at >= ` + runFloorA + `
+             AND ` + journal.RunBound("e.ingested_at", "a") + `
            LIMIT 1) IS NULL
 ) w
 WHERE q.n > 0 OR w.n > 0
@@ -323,7 +312,7 @@ FROM unnest($2::text[], $3::text[]) AS q(run_id, operation_id)
 JOIN journal_runs qr ON qr.project = $1 AND qr.run_id = q.run_id
 JOIN journal_events t
   ON t.project = $1 AND t.run_id = q.run_id AND t.operation_id = q.operation_id
- AND t.ingested_at >= qr.first_ingested_at
+ AND t.ingested_at >= qr.first_ingested_at AND t.ingested_at < qr.ingested_before
  AND t.type = 'operation.reconciled'
 ORDER BY q.run_id, q.operation_id, t.ts DESC, t.seq DESC`
 
@@ -406,7 +395,7 @@ CROSS JOIN LATERAL (
     SELECT t.operation_id, bool_or(t.settles) AS settled
     FROM journal_events t
     WHERE t.project = $1 AND t.run_id = q.run_id AND t.operation_id IS NOT NULL
-      AND t.ingested_at >= qr.first_ingested_at
+      AND t.ingested_at >= qr.first_ingested_at AND t.ingested_at < qr.ingested_before
     GROUP BY t.operation_id
     HAVING bool_or(t.type = 'tool.started')
 ) o
@@ -415,12 +404,12 @@ GROUP BY q.run_id`
 // runLifecycleSQL is listSQL's lifecycle probe for one run: the source of
 // its first run.started (NULL without one) and whether it has ended
 // (index journal_events_run_lifecycle). $1 project, $2 run id.
-const runLifecycleSQL = `
+var runLifecycleSQL = `
 SELECT (array_agg(r.source_id ORDER BY r.seq) FILTER (WHERE r.type = 'run.started'))[1],
        coalesce(bool_or(r.type <> 'run.started'), false)
 FROM journal_events r
 WHERE r.project = $1 AND r.run_id = $2
-  AND r.ingested_at >= ` + runFloorParams + `
+  AND ` + journal.RunBoundParams("r.ingested_at") + `
   AND r.type IN ('run.started', 'run.completed', 'run.failed')`
 
 // runOperationsSQL pages through one run's operations in the order they
@@ -430,7 +419,7 @@ WHERE r.project = $1 AND r.run_id = $2
 // and its newest settling event in journal order, read by seq. $1
 // project, $2 run id, $3 the seq to continue after, $4 the rows to
 // return.
-const runOperationsSQL = `
+var runOperationsSQL = `
 SELECT s.seq, s.source_id, s.event_id, s.operation_id, s.ts, s.ingested_at, s.data,
        o.failure, o.failure_source, o.failure_event,
        l.source_id, l.event_id, l.type, l.actor, l.ts, l.data
@@ -443,11 +432,11 @@ CROSS JOIN LATERAL (
            max(t.seq) FILTER (WHERE t.settles) AS settled_seq
     FROM journal_events t
     WHERE t.project = s.project AND t.run_id = s.run_id AND t.operation_id = s.operation_id
-      AND t.ingested_at >= ` + runFloorParams + `
+      AND ` + journal.RunBoundParams("t.ingested_at") + `
 ) o
-LEFT JOIN journal_events l ON l.seq = o.settled_seq AND l.ingested_at >= ` + runFloorParams + `
+LEFT JOIN journal_events l ON l.seq = o.settled_seq AND ` + journal.RunBoundParams("l.ingested_at") + `
 WHERE s.project = $1 AND s.run_id = $2 AND s.type = 'tool.started' AND s.seq > $3
-  AND s.ingested_at >= ` + runFloorParams + `
+  AND ` + journal.RunBoundParams("s.ingested_at") + `
   AND NOT coalesce(o.earlier, false)
 ORDER BY s.seq
 LIMIT $4`
@@ -462,7 +451,7 @@ LIMIT $4`
 // digest's range of journal_events_effect_key (migration 00060) finds
 // them; the digest's equal tool and arguments are then compared in full.
 // TestGuardPlan.
-const guardTwinsSQL = `
+var guardTwinsSQL = `
 SELECT s.run_id, s.operation_id, s.source_id, s.event_id, s.ts,
        l.source_id, l.event_id, l.type, l.ts, l.actor, l.data,
        l.parent_source_id, l.parent_event_id
@@ -471,7 +460,7 @@ LEFT JOIN LATERAL (
     SELECT t.source_id, t.event_id, t.type, t.ts, t.actor, t.data, t.parent_source_id, t.parent_event_id
     FROM journal_events t
     WHERE t.project = s.project AND t.run_id = s.run_id AND t.operation_id = s.operation_id AND t.settles
-      AND t.ingested_at >= ` + runFloorS + `
+      AND ` + journal.RunBound("t.ingested_at", "s") + `
     ORDER BY t.seq DESC
     LIMIT 1
 ) l ON true

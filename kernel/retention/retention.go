@@ -7,6 +7,11 @@
 // Pruning never makes a probe wrong, only inconclusive: the workspace-diff
 // probe answers inconclusive when a manifest it needs is not stored, and the
 // MCP state probe when no prior state was recorded.
+//
+// It also keeps the journal's weekly partitions (Journal): created ahead on
+// every pass, and, past RECKON_JOURNAL_RETENTION, exported and dropped
+// whole unless a run that still matters holds them
+// (docs/scaling.md#time-partitions-and-retention).
 package retention
 
 import (

@@ -1,5 +1,7 @@
 package runner
 
+import "github.com/seed-7bc021c3/reckon/kernel/journal"
+
 // insertRunSQL records a started run; no row comes back when the run id
 // is taken.
 const insertRunSQL = `
@@ -11,16 +13,6 @@ RETURNING true`
 const runDigestSQL = `SELECT plan_digest FROM kernel_runs WHERE project = $1 AND run_id = $2`
 
 const runExistsSQL = `SELECT EXISTS (SELECT 1 FROM kernel_runs WHERE project = $1 AND run_id = $2)`
-
-// runFloorA is the oldest ingested_at of the run of row a, and
-// runFloorParams of the run $1 (project), $2 (run id): every read of a
-// run's events is bounded below by its floor, so that it reads the
-// journal's partitions from the run's first on
-// (docs/scaling.md#time-partitions-and-retention).
-const (
-	runFloorA      = `(SELECT jr.first_ingested_at FROM journal_runs jr WHERE jr.project = a.project AND jr.run_id = a.run_id)`
-	runFloorParams = `(SELECT jr.first_ingested_at FROM journal_runs jr WHERE jr.project = $1 AND jr.run_id = $2)`
-)
 
 // foreignEventSQL finds one journal event not written by the kernel in any
 // of the runs $2 of project $1 (index journal_events_run), or one of them
@@ -36,7 +28,7 @@ const foreignEventSQL = `
 UNION ALL
 (SELECT e.source_id, e.run_id FROM journal_runs jr
  JOIN journal_events e ON e.project = jr.project AND e.run_id = jr.run_id
-  AND e.ingested_at >= jr.first_ingested_at
+  AND e.ingested_at >= jr.first_ingested_at AND e.ingested_at < jr.ingested_before
  WHERE jr.project = $1 AND jr.run_id = ANY($2::text[]) AND e.source_id <> 'kernel'
  LIMIT 1)
 LIMIT 1`
@@ -61,16 +53,16 @@ const deleteRunSQL = `DELETE FROM kernel_runs WHERE project = $1 AND run_id = $2
 // run.awaiting whose operation has no run.resumed (index journal_events_run
 // for the run, journal_events_operation for the resumption). $1 project,
 // $2 run_id.
-const runAwaitingSQL = `
+var runAwaitingSQL = `
 SELECT a.operation_id, a.ts, coalesce(a.data->>'until', '')
 FROM journal_events a
 WHERE a.project = $1 AND a.run_id = $2 AND a.type = 'run.awaiting' AND a.source_id = 'kernel'
-  AND a.ingested_at >= ` + runFloorParams + `
+  AND ` + journal.RunBoundParams("a.ingested_at") + `
   AND NOT EXISTS (
       SELECT 1 FROM journal_events e
       WHERE e.project = a.project AND e.run_id = a.run_id AND e.operation_id = a.operation_id
         AND e.type = 'run.resumed' AND e.source_id = 'kernel'
-        AND e.ingested_at >= ` + runFloorParams + `)
+        AND ` + journal.RunBoundParams("e.ingested_at") + `)
 ORDER BY a.seq DESC
 LIMIT 1`
 
@@ -84,20 +76,20 @@ LIMIT 1`
 // follows the waits begun within the await bound, not journal history;
 // per wait it probes the operation's and the run's events. $2/$3 narrow it
 // to one run ($2 empty: every run), $4 bounds the answer.
-const awaitingSQL = `
+var awaitingSQL = `
 SELECT a.project, a.run_id, a.operation_id, a.ts,
        r.source_id, r.event_id, r.data->>'effect', r.data->>'basis',
        EXISTS (SELECT 1 FROM journal_events f
                WHERE f.project = a.project AND f.run_id = a.run_id AND f.operation_id = a.operation_id
                  AND f.type = 'tool.failed' AND f.source_id = 'kernel'
-                 AND f.ingested_at >= ` + runFloorA + `)
+                 AND ` + journal.RunBound("f.ingested_at", "a") + `)
 FROM journal_events a
 LEFT JOIN LATERAL (
     SELECT t.source_id, t.event_id, t.data
     FROM journal_events t
     WHERE t.project = a.project AND t.run_id = a.run_id AND t.operation_id = a.operation_id
       AND t.type = 'operation.reconciled'
-      AND t.ingested_at >= ` + runFloorA + `
+      AND ` + journal.RunBound("t.ingested_at", "a") + `
     ORDER BY t.ts DESC, t.seq DESC
     LIMIT 1
 ) r ON true
@@ -107,11 +99,11 @@ WHERE a.type = 'run.awaiting' AND a.source_id = 'kernel' AND a.ts >= $1
       SELECT 1 FROM journal_events e
       WHERE e.project = a.project AND e.run_id = a.run_id AND e.operation_id = a.operation_id
         AND e.type = 'run.resumed' AND e.source_id = 'kernel'
-        AND e.ingested_at >= ` + runFloorA + `)
+        AND ` + journal.RunBound("e.ingested_at", "a") + `)
   AND NOT EXISTS (
       SELECT 1 FROM journal_events e
       WHERE e.project = a.project AND e.run_id = a.run_id
         AND e.type IN ('run.completed', 'run.failed') AND e.source_id = 'kernel'
-        AND e.ingested_at >= ` + runFloorA + `)
+        AND ` + journal.RunBound("e.ingested_at", "a") + `)
 ORDER BY a.ts, a.seq
 LIMIT $4`

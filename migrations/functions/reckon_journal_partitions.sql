@@ -1,3 +1,11 @@
+-- reckon_week_after(at) is the start of the week after the one holding
+-- at: the upper bound of at's partition of the journal (weeks begin on
+-- Monday 00:00 UTC).
+CREATE OR REPLACE FUNCTION reckon_week_after(at timestamptz) RETURNS timestamptz
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT (date_trunc('week', at AT TIME ZONE 'UTC') + interval '7 days') AT TIME ZONE 'UTC'
+$$;
+
 -- reckon_journal_partitions() lists the journal's partitions
 -- (docs/scaling.md#time-partitions-and-retention) with the range of
 -- ingested_at each holds, read from the catalog of the current schema:

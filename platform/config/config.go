@@ -118,6 +118,15 @@ type Config struct {
 	// periodic maintenance deletes them; a probe whose evidence is gone
 	// says inconclusive.
 	EvidenceRetention time.Duration
+	// JournalRetention (RECKON_JOURNAL_RETENTION, unset or 0: off) is how
+	// long the journal keeps a week of events after the week ends; older
+	// weekly partitions are dropped by the maintenance loop
+	// (docs/scaling.md#time-partitions-and-retention). It is at least
+	// OperationsWindow.
+	JournalRetention time.Duration
+	// JournalExportDir (RECKON_JOURNAL_EXPORT_DIR), when set, receives each
+	// partition as a gzip CSV file before it is dropped.
+	JournalExportDir string
 	// Webhooks are the endpoints of RECKON_WEBHOOKS or
 	// RECKON_WEBHOOKS_FILE; WebhooksSet says one of them is set (an empty
 	// list included), so that the process's publisher delivers and
@@ -204,6 +213,7 @@ func LoadFrom(getenv func(string) string) (Config, error) {
 		AgentAPIKey:       get("RECKON_AGENT_API_KEY", ""),
 		AgentModel:        get("RECKON_AGENT_MODEL", ""),
 		ProbeContracts:    get("RECKON_PROBE_CONTRACTS", ""),
+		JournalExportDir:  get("RECKON_JOURNAL_EXPORT_DIR", ""),
 	}
 	for _, name := range strings.Split(get("RECKON_GUARD_EXEMPT", ""), ",") {
 		if name = strings.TrimSpace(name); name != "" {
@@ -277,6 +287,9 @@ func LoadFrom(getenv func(string) string) (Config, error) {
 	if c.EvidenceRetention < MinEvidenceRetention {
 		return Config{}, &Error{"RECKON_EVIDENCE_RETENTION", fmt.Sprintf("must be at least %s (evidence must outlive a sweep to be read), got %q", MinEvidenceRetention, get("RECKON_EVIDENCE_RETENTION", ""))}
 	}
+	if c.JournalRetention, err = journalRetention(get, c.OperationsWindow); err != nil {
+		return Config{}, err
+	}
 	v = get("RECKON_MANIFEST_MAX_FILES", "100000")
 	if c.ManifestMaxFiles, err = strconv.Atoi(v); err != nil || c.ManifestMaxFiles < 1 {
 		return Config{}, &Error{"RECKON_MANIFEST_MAX_FILES", fmt.Sprintf("must be a whole number of at least 1, got %q", v)}
@@ -314,6 +327,22 @@ func LoadFrom(getenv func(string) string) (Config, error) {
 		return Config{}, err
 	}
 	return c, nil
+}
+
+// journalRetention reads RECKON_JOURNAL_RETENTION: unset or 0 keeps the
+// journal whole; otherwise a duration of at least the operations window,
+// since a shorter one would drop the events of operations still listed
+// (their tool.started is inside the window). TestJournalRetention.
+func journalRetention(get func(string, string) string, window time.Duration) (time.Duration, error) {
+	v := get("RECKON_JOURNAL_RETENTION", "0")
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 {
+		return 0, &Error{"RECKON_JOURNAL_RETENTION", fmt.Sprintf("is not a Go duration of 0 (off) or more (e.g. 2160h): %q", v)}
+	}
+	if d > 0 && d < window {
+		return 0, &Error{"RECKON_JOURNAL_RETENTION", fmt.Sprintf("must be at least RECKON_OPERATIONS_WINDOW (%s), or 0 (off): a shorter one would drop the events of operations still listed; got %q", window, v)}
+	}
+	return d, nil
 }
 
 func duration(get func(string, string) string, k, def string) (time.Duration, error) {

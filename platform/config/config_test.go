@@ -201,3 +201,39 @@ func TestSweepLease(t *testing.T) {
 		}
 	}
 }
+
+// TestJournalRetention: RECKON_JOURNAL_RETENTION is off unset or zero,
+// a duration of at least RECKON_OPERATIONS_WINDOW otherwise; a shorter one
+// stops start-up with an error naming both variables and the value, since
+// it would drop the events of operations still listed.
+func TestJournalRetention(t *testing.T) {
+	t.Parallel()
+	load := func(retention, window string) (Config, error) {
+		return loadEnv(map[string]string{"RECKON_JOURNAL_RETENTION": retention, "RECKON_OPERATIONS_WINDOW": window,
+			"RECKON_JOURNAL_EXPORT_DIR": "/var/lib/reckon/journal"})
+	}
+	for _, tc := range []struct {
+		retention, window string
+		want              time.Duration
+	}{{"", "", 0}, {"0", "", 0}, {"0s", "24h", 0}, {"168h", "", 168 * time.Hour}, {"2160h", "168h", 2160 * time.Hour}, {"48h", "24h", 48 * time.Hour}} {
+		c, err := load(tc.retention, tc.window)
+		if err != nil || c.JournalRetention != tc.want || c.JournalExportDir != "/var/lib/reckon/journal" {
+			t.Errorf("RECKON_JOURNAL_RETENTION=%q window %q: got %s %q, %v; want %s", tc.retention, tc.window, c.JournalRetention, c.JournalExportDir, err, tc.want)
+		}
+	}
+	for _, tc := range []struct{ retention, window string }{{"167h", ""}, {"1h", "2h"}, {"90 days", ""}, {"-1h", ""}} {
+		_, err := load(tc.retention, tc.window)
+		if err == nil || !strings.Contains(err.Error(), "RECKON_JOURNAL_RETENTION") || !strings.Contains(err.Error(), tc.retention) {
+			t.Errorf("RECKON_JOURNAL_RETENTION=%q window %q: error %v, want one naming the variable and the value", tc.retention, tc.window, err)
+		}
+		if err != nil && strings.Contains(err.Error(), "\n") {
+			t.Errorf("error %q is more than one line", err)
+		}
+	}
+	if _, err := load("24h", ""); err == nil || !strings.Contains(err.Error(), "RECKON_OPERATIONS_WINDOW (168h0m0s)") {
+		t.Errorf("a retention shorter than the default window: %v, want an error naming the window", err)
+	}
+	if c, _ := loadEnv(nil); c.JournalRetention != 0 || c.JournalExportDir != "" {
+		t.Errorf("defaults: journal retention %s, export dir %q; want off", c.JournalRetention, c.JournalExportDir)
+	}
+}
