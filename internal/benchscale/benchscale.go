@@ -150,7 +150,7 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 		{"listing", listing, func(r *Result) string { return fmt.Sprintf("p95 %+v ms", r.ListP95) }},
 		{"sweep", sweep, func(r *Result) string { return fmt.Sprintf("1 process %+v s, 2 processes %+v s", r.Sweep1, r.Sweep2) }},
 		{"batched ingest", ingest, func(r *Result) string { return fmt.Sprintf("%+v events/s", r.Ingest) }},
-		{"retention", retention, func(r *Result) string { return fmt.Sprintf("drop %+v s, vacuum %+v s", r.Drop, r.Vacuum) }},
+		{"retention", dropOldest, func(r *Result) string { return fmt.Sprintf("drop %+v s, vacuum %+v s", r.Drop, r.Vacuum) }},
 	}
 	b := &bench{db: db, cfg: c}
 	for _, s := range steps {

@@ -11,6 +11,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/seed-7bc021c3/reckon/kernel/operations"
+	"github.com/seed-7bc021c3/reckon/kernel/retention"
 	"github.com/seed-7bc021c3/reckon/pipeline/triage"
 )
 
@@ -187,10 +188,13 @@ func (b *bench) sweepWith(ctx context.Context, schema string, n int) (int, time.
 	return runs, d, nil
 }
 
-// retention measures the drop of the partitioned journal's oldest week
-// (DETACH and DROP) against the DELETE of the same rows from the flat
-// journal, then VACUUM of each.
-func retention(ctx context.Context, b *bench, res *Result) error {
+// dropOldest measures the drop of the partitioned journal's oldest week
+// by the journal's own retention pass (kernel/retention.Journal.Pass: the
+// check that no run that matters holds it, DETACH and DROP, the runs
+// index rows of runs left without events), its retention set so that
+// only that week is due, against the DELETE of the same rows from the
+// flat journal; then VACUUM of each.
+func dropOldest(ctx context.Context, b *bench, res *Result) error {
 	parts, err := b.partitions(ctx)
 	if err != nil {
 		return err
@@ -216,27 +220,31 @@ func retention(ctx context.Context, b *bench, res *Result) error {
 		return fmt.Errorf("oldest week: %d rows partitioned, %d flat", inPart, inFlat)
 	}
 	res.Dropped = inPart
-	name := ident(oldest.name)
+	now := time.Now()
+	pass := &retention.Journal{Pool: b.db.part, Retention: now.Sub(*oldest.upper), Now: func() time.Time { return now }, Log: zerolog.Nop()}
 	steps := []struct {
 		p    *pgxpool.Pool
 		into *float64
-		sql  []string
-		args []any
+		do   func() error
 	}{
-		{b.db.part, &res.Drop.Part, []string{fmt.Sprintf(detachSQL, name), fmt.Sprintf(dropSQL, name)}, nil},
-		{b.db.flat, &res.Drop.Flat, []string{deleteBeforeSQL}, []any{*oldest.upper}},
-		{b.db.part, &res.Vacuum.Part, []string{vacuumSQL}, nil},
-		{b.db.flat, &res.Vacuum.Flat, []string{vacuumSQL}, nil},
+		{b.db.part, &res.Drop.Part, func() error {
+			rep, err := pass.Pass(ctx)
+			if err == nil && (len(rep.Dropped) != 1 || rep.Dropped[0] != oldest.name) {
+				err = fmt.Errorf("the retention pass dropped %v (held back %v), not %s", rep.Dropped, rep.Held, oldest.name)
+			}
+			return err
+		}},
+		{b.db.flat, &res.Drop.Flat, func() error { _, err := b.db.flat.Exec(ctx, deleteBeforeSQL, *oldest.upper); return err }},
+		{b.db.part, &res.Vacuum.Part, func() error { _, err := b.db.part.Exec(ctx, vacuumSQL); return err }},
+		{b.db.flat, &res.Vacuum.Flat, func() error { _, err := b.db.flat.Exec(ctx, vacuumSQL); return err }},
 	}
 	for _, s := range steps {
 		if _, err := s.p.Exec(ctx, checkpointSQL); err != nil {
 			return err
 		}
 		start := time.Now()
-		for _, q := range s.sql {
-			if _, err := s.p.Exec(ctx, q, s.args...); err != nil {
-				return fmt.Errorf("%s: %w", q, err)
-			}
+		if err := s.do(); err != nil {
+			return err
 		}
 		*s.into = time.Since(start).Seconds()
 	}

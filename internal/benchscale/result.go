@@ -76,7 +76,7 @@ func (r *Result) Print(w io.Writer) error {
 	row(fmt.Sprintf("sweep, 1 process (%d runs)", r.SweptRuns), "s", r.Sweep1)
 	row("sweep, 2 processes", "s", r.Sweep2)
 	row("sweep, 2 processes / 1", "x", Pair{r.Sweep2.Part / r.Sweep1.Part, r.Sweep2.Flat / r.Sweep1.Flat})
-	row(fmt.Sprintf("retention of the oldest week (%d events)", r.Dropped), "s", r.Drop)
+	row(fmt.Sprintf("retention of the oldest week, pass / DELETE (%d events)", r.Dropped), "s", r.Drop)
 	row("VACUUM journal_events after it", "s", r.Vacuum)
 	return tw.Flush()
 }

@@ -50,10 +50,17 @@ CROSS JOIN LATERAL (
 WHERE NOT (x.unsettled AND y.ty = 'tool.completed' AND y.o = $4::int - 1)
 ORDER BY r, j`
 
-// addRunBoundSQL gives the flat reference the column the current reads
-// bound a run's events by (migration 00080 adds it to the partitioned
-// journal); journal_runs_track fills it as the journal is written.
-const addRunBoundSQL = `ALTER TABLE journal_runs ADD COLUMN first_ingested_at timestamptz`
+// runBoundsSQL lists, as ALTER TABLE clauses, the columns the partitioned
+// journal's runs index (schema %[1]s) has and the current schema's lacks:
+// the run bounds every read of a run's events is bounded by (migration
+// 00080), which journal_runs_track fills as the journal is written, so
+// that the flat reference runs the same reads. Empty when none.
+const runBoundsSQL = `
+SELECT coalesce(string_agg(format('ADD COLUMN %%I %%s', a.attname, format_type(a.atttypid, a.atttypmod)), ', '), '')
+FROM pg_attribute a
+WHERE a.attrelid = '%[1]s.journal_runs'::regclass AND a.attnum > 0 AND NOT a.attisdropped
+  AND a.attname NOT IN (SELECT column_name FROM information_schema.columns
+                        WHERE table_schema = current_schema() AND table_name = 'journal_runs')`
 
 // dropLegacySQL removes the partition migration 00080 made of the (empty)
 // journal it found, which holds every ingested_at before next week: the
@@ -139,12 +146,6 @@ const deleteBeforeSQL = `DELETE FROM journal_events WHERE ingested_at < $1`
 
 // countBeforeSQL counts the rows ingested before $1.
 const countBeforeSQL = `SELECT count(*) FROM journal_events WHERE ingested_at < $1`
-
-// detachSQL and dropSQL drop the partition %s.
-const (
-	detachSQL = `ALTER TABLE journal_events DETACH PARTITION %s`
-	dropSQL   = `DROP TABLE %s`
-)
 
 // Conversion checks (schema %[1]s is the flat journal it was copied from).
 const (
