@@ -87,23 +87,7 @@ CREATE TABLE journal_events (
 SELECT setval('journal_events_seq', coalesce(max(seq), 0) + 1, false)
 FROM journal_events_legacy;
 
-CREATE INDEX journal_events_run ON journal_events (project, run_id, seq);
-CREATE INDEX journal_events_type_ts ON journal_events (project, type, ts);
-CREATE INDEX journal_events_operation ON journal_events (project, run_id, operation_id)
-    WHERE operation_id IS NOT NULL;
-CREATE INDEX journal_events_open_ops ON journal_events (project, ts, seq)
-    WHERE type = 'tool.started' AND open;
-CREATE INDEX journal_events_run_lifecycle ON journal_events (project, run_id, type, seq)
-    WHERE type IN ('run.started', 'run.completed', 'run.failed');
-CREATE INDEX journal_events_supervisor_reconciled ON journal_events (project, ts, seq)
-    WHERE type = 'operation.reconciled' AND actor = 'supervisor';
-CREATE INDEX journal_events_awaiting ON journal_events (ts, seq)
-    WHERE type = 'run.awaiting' AND source_id = 'kernel';
-CREATE INDEX journal_events_run_waits ON journal_events (project, run_id, seq)
-    WHERE type IN ('run.awaiting', 'run.resumed');
-CREATE INDEX journal_events_effect_key ON journal_events
-    (project, md5((data->'tool')::text || coalesce(data->'args', '{}'::jsonb)::text), seq)
-    WHERE type = 'tool.started';
+-- +reckon include tables/journal_events_indexes.sql
 
 -- The oldest partition ends where the week after this migration's begins,
 -- so it also takes this week's rows; the default partition takes what no
@@ -114,17 +98,10 @@ CREATE TABLE journal_events_default PARTITION OF journal_events DEFAULT;
 
 SELECT reckon_journal_extend(now() + interval '14 days');
 
-CREATE TRIGGER journal_events_notify_await AFTER INSERT ON journal_events
-    FOR EACH ROW
-    WHEN (NEW.source_id = 'kernel' AND (NEW.type = 'run.awaiting'
-          OR (NEW.type = 'operation.reconciled' AND NEW.data->>'basis' IN ('probe', 'operator'))))
-    EXECUTE FUNCTION journal_events_notify_await();
 -- +goose StatementBegin
 -- +reckon include functions/journal_runs_track.sql
 -- +goose StatementEnd
-CREATE TRIGGER journal_runs_track AFTER INSERT ON journal_events
-    REFERENCING NEW TABLE AS new_rows
-    FOR EACH STATEMENT EXECUTE FUNCTION journal_runs_track();
+-- +reckon include tables/journal_events_triggers.sql
 
 -- +goose Down
 -- Back to one table: the partitions' rows copied into it in journal order,
@@ -140,30 +117,7 @@ DROP FUNCTION reckon_journal_partitions();
 ALTER TABLE journal_events_flat RENAME TO journal_events;
 ALTER TABLE journal_events ADD PRIMARY KEY (seq);
 ALTER TABLE journal_events ADD CONSTRAINT journal_events_key UNIQUE (source_id, event_id);
-CREATE INDEX journal_events_run ON journal_events (project, run_id, seq);
-CREATE INDEX journal_events_type_ts ON journal_events (project, type, ts);
-CREATE INDEX journal_events_operation ON journal_events (project, run_id, operation_id)
-    WHERE operation_id IS NOT NULL;
-CREATE INDEX journal_events_open_ops ON journal_events (project, ts, seq)
-    WHERE type = 'tool.started' AND open;
-CREATE INDEX journal_events_run_lifecycle ON journal_events (project, run_id, type, seq)
-    WHERE type IN ('run.started', 'run.completed', 'run.failed');
-CREATE INDEX journal_events_supervisor_reconciled ON journal_events (project, ts, seq)
-    WHERE type = 'operation.reconciled' AND actor = 'supervisor';
-CREATE INDEX journal_events_awaiting ON journal_events (ts, seq)
-    WHERE type = 'run.awaiting' AND source_id = 'kernel';
-CREATE INDEX journal_events_run_waits ON journal_events (project, run_id, seq)
-    WHERE type IN ('run.awaiting', 'run.resumed');
-CREATE INDEX journal_events_effect_key ON journal_events
-    (project, md5((data->'tool')::text || coalesce(data->'args', '{}'::jsonb)::text), seq)
-    WHERE type = 'tool.started';
+-- +reckon include tables/journal_events_indexes.sql
 ALTER TABLE journal_events ALTER COLUMN seq ADD GENERATED ALWAYS AS IDENTITY;
 SELECT setval(pg_get_serial_sequence('journal_events', 'seq'), coalesce(max(seq), 0) + 1, false) FROM journal_events;
-CREATE TRIGGER journal_events_notify_await AFTER INSERT ON journal_events
-    FOR EACH ROW
-    WHEN (NEW.source_id = 'kernel' AND (NEW.type = 'run.awaiting'
-          OR (NEW.type = 'operation.reconciled' AND NEW.data->>'basis' IN ('probe', 'operator'))))
-    EXECUTE FUNCTION journal_events_notify_await();
-CREATE TRIGGER journal_runs_track AFTER INSERT ON journal_events
-    REFERENCING NEW TABLE AS new_rows
-    FOR EACH STATEMENT EXECUTE FUNCTION journal_runs_track();
+-- +reckon include tables/journal_events_triggers.sql

@@ -28,7 +28,7 @@ import (
 	"github.com/pressly/goose/v3/lock"
 )
 
-//go:embed *.sql functions/*.sql
+//go:embed *.sql functions/*.sql tables/*.sql
 var files embed.FS
 
 // Apply brings the database behind pool up to the newest migration and

@@ -48,12 +48,15 @@ const checkAgentEventsSQL = `SELECT reckon_check_agent_events($1::text[], $2::te
 // subquery is always an index probe per tool.started. TestIngestPlan.
 var ingestSQL = `
 WITH input AS MATERIALIZED (
-    SELECT nextval('journal_events_seq') AS seq, i.* FROM unnest(
+    SELECT nextval('journal_events_seq') AS seq, i.*,
+        jr.first_ingested_at AS run_first, jr.ingested_before AS run_before
+    FROM unnest(
         $1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::timestamptz[],
         $7::text[], $8::text[], $9::text[], $10::jsonb[], $11::bytea[], $12::text[],
         $13::bool[], $14::bool[], $15::int[])
     AS i(source_id, event_id, project, run_id, type, ts, actor, parent_source_id,
          parent_event_id, data, payload_digest, operation_id, settles, open_in_batch, ord)
+    LEFT JOIN journal_runs jr ON jr.project = i.project AND jr.run_id = i.run_id
     ORDER BY i.ord
 ),
 k AS (
@@ -76,15 +79,16 @@ ins AS (
     ORDER BY i.ord
     RETURNING source_id, event_id, project, run_id, operation_id, settles
 ),
-` + settleStepSQL
+` + settleStep("input")
 
 // unsettledInJournalSQL is the open hint's test against the journal for
-// the batch row i (see ingestSQL).
-var unsettledInJournalSQL = `(
+// the batch row i (see ingestSQL), bounded by the weeks of its run (i's
+// run_first and run_before, RunBound's, read once per row with it).
+const unsettledInJournalSQL = `(
             SELECT true FROM journal_events t
             WHERE t.project = i.project AND t.run_id = i.run_id
               AND t.operation_id = i.operation_id AND t.settles
-              AND ` + RunBound("t.ingested_at", "i") + `
+              AND t.ingested_at >= i.run_first AND t.ingested_at < i.run_before
             LIMIT 1) IS NULL`
 
 // RunBound is the condition that col (an ingested_at of journal_events)
@@ -111,32 +115,33 @@ func runBound(col, project, runID string) string {
 	return col + ` >= (SELECT jr.first_ingested_at` + run + ` AND ` + col + ` < (SELECT jr.ingested_before` + run
 }
 
-// settleStepSQL ends the ingest statements: it closes the open hints of
-// the tool.started rows whose operation a row of ins settles, and returns
-// the keys inserted (see ingestSQL). The update is bounded by the weeks of
-// the settled operations' runs (RunBound's, the widest), so it probes only
-// the partitions their runs were journaled in; a run new to the journal
-// has no bounds yet and nothing earlier to close.
-var settleStepSQL = `settle AS (
+// settleStep ends the ingest statements: it closes the open hints of the
+// tool.started rows whose operation a row of ins settles, and returns the
+// keys inserted (see ingestSQL). Its reads and its update are bounded by
+// the weeks of the batch's runs (RunBound's, read with the batch's rows
+// into batch, the statement's first CTE: run_first and run_before), so
+// they probe only the partitions those runs were journaled in; a run new
+// to the journal has no bounds yet and nothing earlier to close.
+func settleStep(batch string) string {
+	return `settle AS (
     UPDATE journal_events t SET open = false
-    WHERE t.ingested_at >= (
-        SELECT min(jr.first_ingested_at) FROM journal_runs jr
-        WHERE (jr.project, jr.run_id) IN (SELECT project, run_id FROM ins WHERE settles))
-      AND t.ingested_at < (
-        SELECT max(jr.ingested_before) FROM journal_runs jr
-        WHERE (jr.project, jr.run_id) IN (SELECT project, run_id FROM ins WHERE settles))
+    WHERE t.ingested_at >= (SELECT min(w.run_first) FROM ` + batch + ` w WHERE w.settles)
+      AND t.ingested_at < (SELECT max(w.run_before) FROM ` + batch + ` w WHERE w.settles)
       AND t.seq = ANY (ARRAY(
         SELECT o.seq
         FROM (SELECT DISTINCT project, run_id, operation_id FROM ins WHERE settles) s
+        JOIN (SELECT DISTINCT project, run_id, run_first, run_before FROM ` + batch + ` WHERE settles) w
+          ON w.project = s.project AND w.run_id = s.run_id
         CROSS JOIN LATERAL (
             SELECT seq, type, open FROM journal_events o
             WHERE o.project = s.project AND o.run_id = s.run_id AND o.operation_id = s.operation_id
-              AND ` + RunBound("o.ingested_at", "s") + `
+              AND o.ingested_at >= w.run_first AND o.ingested_at < w.run_before
             OFFSET 0) o
         WHERE o.type = 'tool.started' AND o.open))
     RETURNING 1
 )
 SELECT source_id, event_id FROM ins`
+}
 
 // settleCopiedSQL ends a batch written with COPY (Store.ingestCopy),
 // whose rows carry only the open hint the batch itself gives them (a
@@ -313,7 +318,7 @@ ins AS (
     ORDER BY i.id
     RETURNING source_id, event_id, project, run_id, operation_id, settles
 ),
-` + settleStepSQL
+` + settleStep("src")
 
 // ingestOutboxNewSQL is ingestOutboxSQL on the condition that every row's
 // key is new to the journal: without ON CONFLICT, so a key already
@@ -348,11 +353,12 @@ const (
 // outbox rows, and the insert of their keys.
 const ingestOutboxHeadSQL = `
 WITH src AS MATERIALIZED (
-    SELECT nextval('journal_events_seq') AS seq,
-        o.id, o.source_id, o.event_id, o.event, o.payload_digest, o.operation_id, o.settles, o.ts,
-        o.event->>'project' AS project, o.event->>'run_id' AS run_id, o.event->>'type' AS type
-    FROM kernel_event_outbox o
-    WHERE o.id = ANY ($1::bigint[])
+    SELECT nextval('journal_events_seq') AS seq, o.*, jr.first_ingested_at AS run_first, jr.ingested_before AS run_before
+    FROM (SELECT o.id, o.source_id, o.event_id, o.event, o.payload_digest, o.operation_id, o.settles, o.ts,
+              o.event->>'project' AS project, o.event->>'run_id' AS run_id, o.event->>'type' AS type
+          FROM kernel_event_outbox o
+          WHERE o.id = ANY ($1::bigint[])) o
+    LEFT JOIN journal_runs jr ON jr.project = o.project AND jr.run_id = o.run_id
     ORDER BY o.id
 ),
 k AS (
