@@ -259,21 +259,27 @@ func TestImageSmoke(t *testing.T) {
 	if code, m := s.call(ctx, http.MethodPost, api+"/v1/runs", plan); code != http.StatusCreated {
 		t.Fatalf("start a plan: %d %v", code, m)
 	}
-	var listed []any
-	s.until(ctx, "the operation in the listing", func() (bool, any) {
+	// The crash is journaled as uncertain: the operation is listed as
+	// failed_uncertain, or already past that, when the pipeline's sweep
+	// (every 2 s) settled it between two polls, and its history holds
+	// the kernel's tool.failed with effect uncertain.
+	history := api + "/v1/agent/operations/history?project=smoke&run_id=smoke-1&operation_id=op-1"
+	s.until(ctx, "the operation failed uncertain", func() (bool, any) {
 		_, m := s.call(ctx, http.MethodGet, api+"/v1/agent/operations?project=smoke", "")
-		listed, _ = m["operations"].([]any)
+		listed, _ := m["operations"].([]any)
 		for _, o := range listed {
 			if op, _ := o.(map[string]any); op["run_id"] == "smoke-1" && op["state"] == "failed_uncertain" {
 				return true, m
 			}
 		}
-		return false, m
+		_, h := s.call(ctx, http.MethodGet, history, "")
+		raw, _ := json.Marshal(h)
+		return bytes.Contains(raw, []byte(`"tool.failed"`)) && bytes.Contains(raw, []byte(`"effect":"uncertain"`)), m
 	})
 	// The pipeline (in the dev container) proves the effect from the
 	// worker's workspace, through the shared volume.
 	s.until(ctx, "the pipeline's verdict", func() (bool, any) {
-		_, m := s.call(ctx, http.MethodGet, api+"/v1/agent/operations/history?project=smoke&run_id=smoke-1&operation_id=op-1", "")
+		_, m := s.call(ctx, http.MethodGet, history, "")
 		raw, _ := json.Marshal(m)
 		return bytes.Contains(raw, []byte(`"basis":"probe"`)) && bytes.Contains(raw, []byte(`"effect":"occurred"`)), m
 	})
