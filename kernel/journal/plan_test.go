@@ -42,25 +42,7 @@ func TestIngestPlan(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// The journal of four weeks: the current partition, the two made
-	// ahead and the default one, each analyzed with rows (an empty
-	// partition analyzed as empty would be read by a sequential scan,
-	// at no cost while it is empty).
-	if _, err := tx.Exec(ctx, `INSERT INTO journal_events (source_id, event_id, project, run_id, type, ts, actor,
-    data, payload_digest, operation_id, settles, open, ingested_at)
-SELECT 's', 'e-' || g, 'p', 'r-' || (g / 100), CASE WHEN g % 2 = 0 THEN 'tool.started' ELSE 'tool.completed' END,
-    now(), 'agent', '{}', '\x00', 'op-' || (g / 2), g % 2 = 1, g % 2 = 0 AND g > 39000,
-    now() + (g / 100 % 4) * interval '7 days'
-FROM generate_series(1, 40000) g`); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tx.Exec(ctx, `INSERT INTO journal_keys (source_id, event_id, project, run_id, seq, ingested_at, payload_digest)
-SELECT source_id, event_id, project, run_id, seq, ingested_at, payload_digest FROM journal_events`); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tx.Exec(ctx, `ANALYZE journal_events; ANALYZE journal_keys`); err != nil {
-		t.Fatal(err)
-	}
+	seedPlanJournal(t, tx)
 	if _, err := tx.Exec(ctx, "PREPARE ingest AS "+ingestSQL); err != nil {
 		t.Fatal(err)
 	}
@@ -174,6 +156,31 @@ FROM generate_series(1, 20000) g`); err != nil {
 		if strings.Contains(plan, "CTE Scan on src b") {
 			t.Errorf("%s: each row searches the batch for its settling event:\n%s", what, plan)
 		}
+	}
+}
+
+// seedPlanJournal fills the journal of TestIngestPlan with 40,000 events
+// over four weeks: the current partition, the two made ahead and the
+// default one, each analyzed with rows (an empty partition analyzed as
+// empty would be read by a sequential scan, at no cost while it is empty),
+// and their key rows.
+func seedPlanJournal(t *testing.T, tx pgx.Tx) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := tx.Exec(ctx, `INSERT INTO journal_events (source_id, event_id, project, run_id, type, ts, actor,
+    data, payload_digest, operation_id, settles, open, ingested_at)
+SELECT 's', 'e-' || g, 'p', 'r-' || (g / 100), CASE WHEN g % 2 = 0 THEN 'tool.started' ELSE 'tool.completed' END,
+    now(), 'agent', '{}', '\x00', 'op-' || (g / 2), g % 2 = 1, g % 2 = 0 AND g > 39000,
+    now() + (g / 100 % 4) * interval '7 days'
+FROM generate_series(1, 40000) g`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO journal_keys (source_id, event_id, project, run_id, seq, ingested_at, payload_digest)
+SELECT source_id, event_id, project, run_id, seq, ingested_at, payload_digest FROM journal_events`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, `ANALYZE journal_events; ANALYZE journal_keys`); err != nil {
+		t.Fatal(err)
 	}
 }
 
