@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/seed-7bc021c3/reckon/internal/pgtest"
 	"github.com/seed-7bc021c3/reckon/kernel"
 	"github.com/seed-7bc021c3/reckon/kernel/journal"
 )
@@ -26,7 +27,7 @@ const ingestRounds = 2
 
 // ingest measures the batched ingest rate: the same batches of new runs
 // through kernel/journal's Store.Ingest into the partitioned journal and
-// through flatIngestSQL into the flat one, Concurrency writers each.
+// through pgtest.FlatIngestSQL into the flat one, Concurrency writers each.
 func ingest(ctx context.Context, b *bench, res *Result) error {
 	store := journal.New(b.db.part, nil)
 	part := func(ctx context.Context, evs []kernel.Event) error {
@@ -162,7 +163,7 @@ func appendRun(evs []kernel.Event, project, run string, n int, now time.Time, op
 	return append(evs, ev(n-1, "run.completed", map[string]any{}))
 }
 
-// flatIngest writes a batch through flatIngestSQL, prepared as
+// flatIngest writes a batch through pgtest.FlatIngestSQL, prepared as
 // kernel/journal prepares it (validation, canonical data, digest), in one
 // round trip.
 func flatIngest(ctx context.Context, p *pgxpool.Pool, evs []kernel.Event) error {
@@ -193,7 +194,7 @@ func flatIngest(ctx context.Context, p *pgxpool.Pool, evs []kernel.Event) error 
 	for i, e := range evs {
 		open[i] = opIDs[i] == nil || !settled[[3]string{e.Project, e.RunID, *opIDs[i]}]
 	}
-	rows, err := p.Query(ctx, flatIngestSQL, srcs, ids, projects, runs, types, tss, actors, psrc, pid, datas, digests, opIDs, settles, open, ords)
+	rows, err := p.Query(ctx, pgtest.FlatIngestSQL, srcs, ids, projects, runs, types, tss, actors, psrc, pid, datas, digests, opIDs, settles, open, ords)
 	if err != nil {
 		return fmt.Errorf("flat ingest: %w", err)
 	}

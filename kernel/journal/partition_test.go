@@ -17,50 +17,6 @@ import (
 	"github.com/seed-7bc021c3/reckon/kernel"
 )
 
-// flatIngestSQL is the ingest statement of the journal before it was
-// partitioned (migration 00080): the key unique in journal_events itself.
-// It is the reference TestIngestAnswersLikeFlatJournal holds the
-// partitioned journal's answers and rows to.
-const flatIngestSQL = `
-WITH ins AS (
-    INSERT INTO journal_events (source_id, event_id, project, run_id, type, ts, actor,
-        parent_source_id, parent_event_id, data, payload_digest, operation_id, settles, open)
-    SELECT i.source_id, i.event_id, i.project, i.run_id, i.type, i.ts, i.actor,
-        i.parent_source_id, i.parent_event_id, i.data, i.payload_digest, i.operation_id, i.settles,
-        i.type = 'tool.started' AND i.open_in_batch AND (
-            SELECT true FROM journal_events t
-            WHERE t.project = i.project AND t.run_id = i.run_id
-              AND t.operation_id = i.operation_id AND t.settles
-            LIMIT 1) IS NULL
-    FROM unnest(
-        $1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::timestamptz[],
-        $7::text[], $8::text[], $9::text[], $10::jsonb[], $11::bytea[], $12::text[],
-        $13::bool[], $14::bool[], $15::int[])
-    AS i(source_id, event_id, project, run_id, type, ts, actor, parent_source_id,
-         parent_event_id, data, payload_digest, operation_id, settles, open_in_batch, ord)
-    ORDER BY i.ord
-    ON CONFLICT (source_id, event_id) DO NOTHING
-    RETURNING source_id, event_id, project, run_id, operation_id, settles
-),
-settle AS (
-    UPDATE journal_events t SET open = false
-    WHERE t.seq = ANY (ARRAY(
-        SELECT o.seq
-        FROM (SELECT DISTINCT project, run_id, operation_id FROM ins WHERE settles) s
-        CROSS JOIN LATERAL (
-            SELECT seq, type, open FROM journal_events o
-            WHERE o.project = s.project AND o.run_id = s.run_id AND o.operation_id = s.operation_id
-            OFFSET 0) o
-        WHERE o.type = 'tool.started' AND o.open))
-    RETURNING 1
-)
-SELECT source_id, event_id FROM ins`
-
-// flatDigestsSQL is digestsSQL before the key table.
-const flatDigestsSQL = `
-SELECT source_id, event_id, payload_digest FROM journal_events
-WHERE (source_id, event_id) IN (SELECT * FROM unnest($1::text[], $2::text[]))`
-
 // journalRowsSQL is every row of a journal as the two tables must agree
 // on it, in journal order (seq itself may differ: the partitioned journal
 // draws a batch's numbers ahead, and a skipped key leaves a gap).
@@ -87,7 +43,7 @@ func TestIngestAnswersLikeFlatJournal(t *testing.T) {
 		t.Fatal(err)
 	}
 	flat := New(flatSchema.Pool, nil)
-	flat.stmts = statements{ingest: flatIngestSQL, digests: flatDigestsSQL}
+	flat.stmts = statements{ingest: pgtest.FlatIngestSQL, digests: pgtest.FlatDigestsSQL}
 
 	r := rand.New(rand.NewPCG(80, 80))
 	batches := randomBatches(r, 24)
